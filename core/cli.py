@@ -1,0 +1,88 @@
+"""Command line: `python -m core COMMAND ...`.
+
+Each module in core/commands/ contributes subcommands through `register(subparsers)`
+and sets `func` on its parsers; this file only wires them and turns a `UserError`
+into `error: ...` on stderr with exit status 2 (the contract scripts rely on).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import pkgutil
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import core.commands
+from core.errors import UserError
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m core",
+        description="Select pretraining data for NER: corpora, similarity, embeddings, selection, training.",
+    )
+    parser.add_argument("--workspace", default=None,
+                        help="workspace folder (default: $NERSELECT_WORKSPACE or ./workspace)")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for info in sorted(pkgutil.iter_modules(core.commands.__path__), key=lambda m: m.name):
+        module = importlib.import_module(f"core.commands.{info.name}")
+        module.register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 0
+    try:
+        code = args.func(args)
+    except UserError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    return int(code or 0)
+
+
+def print_json(obj: Any) -> None:
+    print(json.dumps(obj, indent=2, ensure_ascii=False, default=_json_default))
+
+
+def _json_default(o: Any) -> Any:
+    if hasattr(o, "tolist"):
+        return o.tolist()
+    if hasattr(o, "item"):
+        return o.item()
+    return str(o)
+
+
+@contextmanager
+def tqdm_progress(desc: str, enabled: bool = True) -> Iterator[Callable[[float, str], None]]:
+    """A core `progress(fraction, message)` callback drawn as a tqdm bar on stderr."""
+    from tqdm import tqdm
+
+    bar = tqdm(total=1000, desc=desc, disable=not enabled, file=sys.stderr,
+               bar_format="{desc}: {percentage:3.0f}%|{bar}| {elapsed}<{remaining} {postfix}")
+
+    def report(fraction: float, message: str = "") -> None:
+        bar.n = int(max(0.0, min(1.0, fraction)) * 1000)
+        if message:
+            bar.set_postfix_str(message[:60], refresh=False)
+        bar.refresh()
+
+    try:
+        yield report
+    finally:
+        bar.close()
+
+
+def add_workspace_arg(parser: argparse.ArgumentParser) -> None:
+    """Commands accept --workspace after the command name too."""
+    parser.add_argument("--workspace", default=argparse.SUPPRESS, help="workspace folder")

@@ -1,0 +1,107 @@
+"""Corpus commands: demo, stats, convert, import, corpora."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from core.cli import add_workspace_arg, print_json, tqdm_progress
+from core.corpus import FORMATS, read_corpus, write_corpus
+from core.errors import UserError
+from core.stats import corpus_stats
+from core.tags import TagScheme
+from core.workspace import Role, Workspace
+
+_FORMAT_CHOICES = ["auto", *FORMATS]
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("demo", help="write the generated demo workspace into DIR (idempotent)")
+    p.add_argument("dir", help="workspace folder to create or complete")
+    p.add_argument("--seed", type=int, default=13)
+    p.set_defaults(func=cmd_demo)
+
+    p = sub.add_parser("stats", help="statistics of a corpus file")
+    p.add_argument("file")
+    p.add_argument("--format", default="auto", choices=_FORMAT_CHOICES)
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(func=cmd_stats)
+
+    p = sub.add_parser("convert", help="convert a labeled corpus to another tag scheme or format")
+    p.add_argument("file")
+    p.add_argument("--to", required=True, choices=["bio", "bioes", "iob1"], help="target tag scheme")
+    p.add_argument("--out", required=True, help="output file (format from its extension; CoNLL by default)")
+    p.add_argument("--format", default="auto", choices=_FORMAT_CHOICES, help="input format")
+    p.set_defaults(func=cmd_convert)
+
+    p = sub.add_parser("import", help="import a corpus file into the workspace with a role")
+    p.add_argument("file")
+    p.add_argument("--role", choices=[r.value for r in Role], default=None)
+    p.add_argument("--name", default=None, help="corpus name (default: file stem)")
+    p.add_argument("--format", default="auto", choices=_FORMAT_CHOICES)
+    p.add_argument("--overwrite", action="store_true", help="replace a different corpus of the same name")
+    add_workspace_arg(p)
+    p.set_defaults(func=cmd_import)
+
+    p = sub.add_parser("corpora", help="list the workspace's corpora and roles")
+    p.add_argument("--json", action="store_true")
+    add_workspace_arg(p)
+    p.set_defaults(func=cmd_corpora)
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from core.demo import write_demo_workspace
+
+    ws = write_demo_workspace(args.dir, seed=args.seed)
+    for info in ws.list_corpora():
+        print(f"{info.name:<12} {str(info.role or '-'):<5} {info.sentences:>6} sentences  {info.tokens:>7} tokens")
+    return 0
+
+
+def cmd_stats(args: argparse.Namespace) -> int:
+    corpus = read_corpus(args.file, args.format)
+    stats = corpus_stats(corpus)
+    if args.json:
+        print_json(stats)
+        return 0
+    print(f"{args.file}")
+    for key in ("sentences", "tokens", "vocab", "ttr", "mean_length", "labeled", "tag_scheme", "entities",
+                "entities_per_sentence"):
+        value = stats[key]
+        print(f"  {key:<22} {value:.4f}" if isinstance(value, float) else f"  {key:<22} {value}")
+    for typ, n in stats["entity_types"].items():
+        print(f"    {typ:<20} {n}")
+    return 0
+
+
+def cmd_convert(args: argparse.Namespace) -> int:
+    corpus = read_corpus(args.file, args.format)
+    if not corpus.labeled:
+        raise UserError(f"{args.file}: has no tags to convert (expected a labeled corpus)")
+    out = Path(args.out)
+    fmt = out.suffix.lower().lstrip(".")
+    fmt = {"jsonl": "jsonl", "json": "jsonl", "csv": "csv", "parquet": "parquet"}.get(fmt, "conll")
+    write_corpus(corpus, out, fmt=fmt, scheme=TagScheme(args.to))
+    print(f"wrote {len(corpus)} sentences to {out} ({args.to.upper()}, {fmt})")
+    return 0
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    ws = Workspace(args.workspace)
+    with tqdm_progress(f"import {Path(args.file).name}") as progress:
+        info = ws.import_corpus(args.file, role=args.role, name=args.name, fmt=args.format, overwrite=args.overwrite,
+                                progress=progress)
+    print(f"imported {info.name!r}: {info.sentences} sentences, {info.tokens} tokens, role {info.role or '-'}, "
+          f"scheme {info.tag_scheme} -> {ws.corpus_path(info.name)}")
+    return 0
+
+
+def cmd_corpora(args: argparse.Namespace) -> int:
+    ws = Workspace(args.workspace)
+    infos = ws.list_corpora()
+    if args.json:
+        print_json([vars(i) for i in infos])
+        return 0
+    for i in infos:
+        print(f"{i.name:<20} {str(i.role or '-'):<5} {i.sentences:>8} sent {i.tokens:>9} tok  labeled={i.labeled}")
+    return 0

@@ -1,0 +1,389 @@
+"""The on-disk workspace: corpora with roles, content-hashed artifacts, runs.
+
+Layout (all under one root, default ./workspace, or $NERSELECT_WORKSPACE)::
+
+    workspace.json              roles: {"tc": name, "dc": name, ...}
+    corpora/NAME.parquet        tokens, tags?, carried fields
+    corpora/NAME.json           CorpusInfo (role, source, hash, counts)
+    artifacts/KIND/KEY/...      embeddings, selections, LMs, projections, ...
+    runs/ID/                    job run folders (metrics.jsonl, log.txt, checkpoints)
+    jobs.sqlite                 the job table
+
+Every write is atomic (temp file in the same folder + os.replace), so a reader
+sees either the old or the new file, never half of one; a corpus name that
+already holds different content is never silently overwritten.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass, field
+from enum import Enum
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+
+from core.corpus import Corpus, iter_corpus
+from core.errors import CorpusError, UserError
+from core.tags import TagScheme, detect_scheme, split_tag
+
+ENV_VAR = "NERSELECT_WORKSPACE"
+DEFAULT_ROOT = "workspace"
+Progress = Callable[[float, str], None]
+
+
+class Role(str, Enum):
+    TC = "tc"  # task-level corpus, unlabeled, small
+    DC = "dc"  # domain-level corpus, unlabeled, large
+    LC = "lc"  # labeled training corpus
+    DEV = "dev"
+    TEST = "test"
+
+    def __str__(self) -> str:
+        return self.value
+
+    @property
+    def label(self) -> str:
+        return ROLE_LABELS[self]
+
+    @property
+    def needs_labels(self) -> bool:
+        return self in (Role.LC, Role.DEV, Role.TEST)
+
+
+ROLE_LABELS = {
+    Role.TC: "TC: task-level corpus (unlabeled)",
+    Role.DC: "DC: domain-level corpus (unlabeled, large)",
+    Role.LC: "LC: labeled training corpus",
+    Role.DEV: "DEV: labeled development split",
+    Role.TEST: "TEST: labeled test split",
+}
+
+
+# --------------------------------------------------------------------------- atomic writes & hashing
+
+
+def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def atomic_write_text(path: str | Path, text: str) -> Path:
+    return atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def atomic_write_json(path: str | Path, obj: Any) -> Path:
+    return atomic_write_text(path, json.dumps(obj, indent=2, ensure_ascii=False, default=str) + "\n")
+
+
+def temp_path_for(path: str | Path) -> Path:
+    """A fresh temp path beside `path`, for writers that need a filename (Parquet, numpy);
+    pair it with os.replace(tmp, path)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    return Path(tmp)
+
+
+def content_hash(*parts: Any, length: int = 16) -> str:
+    """Stable key for artifacts: JSON of the parts (sorted keys), sha256, hex prefix."""
+    h = hashlib.sha256()
+    for part in parts:
+        if isinstance(part, bytes):
+            h.update(part)
+        else:
+            h.update(json.dumps(part, sort_keys=True, default=str).encode("utf-8"))
+        h.update(b"\x00")
+    return h.hexdigest()[:length]
+
+
+def file_hash(path: str | Path, length: int = 16) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()[:length]
+
+
+# --------------------------------------------------------------------------- corpus metadata
+
+
+@dataclass
+class CorpusInfo:
+    name: str
+    role: str | None
+    source: str
+    hash: str
+    sentences: int
+    tokens: int
+    labeled: bool
+    tag_scheme: str
+    fields: list[str] = field(default_factory=list)
+    entity_types: list[str] = field(default_factory=list)
+    created: float = 0.0
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> CorpusInfo:
+        known = {f for f in cls.__dataclass_fields__}
+        return cls(**{k: v for k, v in d.items() if k in known})
+
+
+def valid_name(name: str) -> str:
+    name = name.strip()
+    if not name or not all(c.isalnum() or c in "-_." for c in name) or name.startswith("."):
+        raise UserError(f"invalid corpus name {name!r}: use letters, digits, '-', '_' and '.'")
+    return name
+
+
+class Workspace:
+    """A workspace folder. Cheap to construct; every method reads the disk afresh so
+    several processes (the app, the CLI, job subprocesses) can share it."""
+
+    def __init__(self, root: str | Path | None = None):
+        self.root = Path(root or os.environ.get(ENV_VAR) or DEFAULT_ROOT).resolve()
+        for sub in ("corpora", "artifacts", "runs"):
+            (self.root / sub).mkdir(parents=True, exist_ok=True)
+
+    def __repr__(self) -> str:
+        return f"Workspace({str(self.root)!r})"
+
+    # ---- settings (roles, target domain)
+    @property
+    def settings_path(self) -> Path:
+        return self.root / "workspace.json"
+
+    def settings(self) -> dict[str, Any]:
+        if not self.settings_path.exists():
+            return {"roles": {}}
+        return json.loads(self.settings_path.read_text("utf-8"))
+
+    def update_settings(self, **changes: Any) -> dict[str, Any]:
+        s = self.settings()
+        s.update(changes)
+        atomic_write_json(self.settings_path, s)
+        return s
+
+    def roles(self) -> dict[Role, str]:
+        return {Role(k): v for k, v in self.settings().get("roles", {}).items() if (self.corpora_dir / f"{v}.parquet").exists()}
+
+    def corpus_for_role(self, role: Role | str) -> str | None:
+        return self.roles().get(Role(role))
+
+    def set_role(self, name: str, role: Role | str | None) -> None:
+        info = self.corpus_info(name)
+        s = self.settings()
+        roles = {k: v for k, v in s.get("roles", {}).items() if v != name}
+        if role is not None:
+            role = Role(role)
+            if role.needs_labels and not info.labeled:
+                raise UserError(f"corpus {name!r} is unlabeled; role {role.value.upper()} needs a labeled corpus")
+            roles[role.value] = name
+        s["roles"] = roles
+        atomic_write_json(self.settings_path, s)
+        info.role = role.value if role is not None else None
+        atomic_write_json(self._info_path(name), asdict(info))
+
+    # ---- corpora
+    @property
+    def corpora_dir(self) -> Path:
+        return self.root / "corpora"
+
+    def _info_path(self, name: str) -> Path:
+        return self.corpora_dir / f"{name}.json"
+
+    def corpus_path(self, name: str) -> Path:
+        path = self.corpora_dir / f"{name}.parquet"
+        if not path.exists():
+            raise UserError(f"no corpus named {name!r} in workspace {self.root}")
+        return path
+
+    def has_corpus(self, name: str) -> bool:
+        return (self.corpora_dir / f"{name}.parquet").exists()
+
+    def list_corpora(self) -> list[CorpusInfo]:
+        infos = []
+        for p in sorted(self.corpora_dir.glob("*.json")):
+            if (self.corpora_dir / f"{p.stem}.parquet").exists():
+                infos.append(CorpusInfo.from_dict(json.loads(p.read_text("utf-8"))))
+        return infos
+
+    def corpus_info(self, name: str) -> CorpusInfo:
+        self.corpus_path(name)
+        return CorpusInfo.from_dict(json.loads(self._info_path(name).read_text("utf-8")))
+
+    def load_corpus(self, name: str) -> Corpus:
+        return Corpus.from_arrow(pq.read_table(self.corpus_path(name)), name=name)
+
+    def iter_corpus(self, name: str, chunk_size: int = 50_000) -> Iterator[Corpus]:
+        pf = pq.ParquetFile(self.corpus_path(name))
+        for batch in pf.iter_batches(batch_size=chunk_size):
+            import pyarrow as pa
+
+            yield Corpus.from_arrow(pa.Table.from_batches([batch]), name=name)
+
+    def resolve_corpus(self, ref: str | Path) -> Corpus:
+        """A workspace corpus name, or a file path read with format detection."""
+        ref_s = str(ref)
+        if self.has_corpus(ref_s):
+            return self.load_corpus(ref_s)
+        try:
+            role = Role(ref_s.lower())
+        except ValueError:
+            role = None
+        if role is not None and self.corpus_for_role(role):
+            return self.load_corpus(self.corpus_for_role(role))
+        from core.corpus import read_corpus
+
+        return read_corpus(ref_s)
+
+    def import_corpus(self, path: str | Path, role: Role | str | None = None, name: str | None = None,
+                      fmt: str = "auto", overwrite: bool = False, progress: Progress | None = None,
+                      source: str | None = None) -> CorpusInfo:
+        """Stream a file into corpora/NAME.parquet, validating every chunk first.
+
+        Memory stays at one chunk plus Parquet's row-group buffer, so a 1 GB DC costs
+        far less than 2x its size. The parquet is written to a temp file and only moved
+        into place once the whole file parsed, so a bad line changes nothing stored.
+        """
+        path = Path(path)
+        name = valid_name(name or path.stem)
+        role = Role(role) if role else None
+        target = self.corpora_dir / f"{name}.parquet"
+        size = max(path.stat().st_size, 1) if path.exists() else 1
+        tmp = temp_path_for(target)
+        writer: pq.ParquetWriter | None = None
+        n_sent = n_tok = 0
+        labeled = None
+        fields: list[str] = []
+        types: set[str] = set()
+        schemes: set[TagScheme] = set()
+        try:
+            for chunk in iter_corpus(path, fmt):
+                table = chunk.to_arrow()
+                if writer is None:
+                    writer = pq.ParquetWriter(tmp, table.schema)
+                    labeled = chunk.labeled
+                    fields = list(chunk.fields)
+                elif table.schema != writer.schema:
+                    table = table.cast(writer.schema)
+                writer.write_table(table)
+                n_sent += len(chunk)
+                n_tok += sum(len(t) for t in chunk.tokens)
+                if chunk.tags is not None:
+                    schemes.add(chunk.scheme)
+                    types.update(split_tag(t)[1] for tags in chunk.tags for t in tags if t != "O")
+                if progress is not None:
+                    progress(min(0.99, _bytes_done(path, n_sent, size)), f"{n_sent:,} sentences read")
+            if writer is None:
+                raise CorpusError(path, None, "no sentences found")
+            writer.close()
+            writer = None
+            if role is not None and role.needs_labels and not labeled:
+                raise CorpusError(path, None, f"role {role.value.upper()} needs a labeled corpus "
+                                              "(CoNLL, or JSONL/CSV/Parquet with tags); this file has no tags")
+            new_hash = file_hash(tmp)
+            if target.exists():
+                old = self.corpus_info(name)
+                if old.hash == new_hash:
+                    tmp.unlink(missing_ok=True)
+                    if role is not None:
+                        self.set_role(name, role)
+                    return self.corpus_info(name)
+                if not overwrite:
+                    raise UserError(f"a different corpus named {name!r} already exists; choose another name or overwrite it explicitly")
+            scheme = _combined_scheme(schemes) if labeled else TagScheme.NONE
+            info = CorpusInfo(name=name, role=None, source=source or str(path), hash=new_hash, sentences=n_sent,
+                              tokens=n_tok, labeled=bool(labeled), tag_scheme=scheme.value, fields=fields,
+                              entity_types=sorted(t for t in types if t), created=time.time())
+            os.replace(tmp, target)
+            atomic_write_json(self._info_path(name), asdict(info))
+        finally:
+            if writer is not None:
+                writer.close()
+            tmp.unlink(missing_ok=True)
+        if role is not None:
+            self.set_role(name, role)
+        if progress is not None:
+            progress(1.0, f"imported {n_sent:,} sentences as {name!r}")
+        return self.corpus_info(name)
+
+    def save_corpus(self, corpus: Corpus, name: str, role: Role | str | None = None, source: str = "generated",
+                    overwrite: bool = False) -> CorpusInfo:
+        """Store an in-memory corpus (demo data, selections, augmentations) like an import."""
+        tmp = temp_path_for(self.corpora_dir / f"{name}.jsonl")
+        try:
+            from core.corpus import write_corpus
+
+            write_corpus(corpus, tmp, fmt="parquet")
+            return self.import_corpus(tmp, role=role, name=name, fmt="parquet", overwrite=overwrite, source=source)
+        finally:
+            tmp.unlink(missing_ok=True)
+
+    def delete_corpus(self, name: str) -> None:
+        self.set_role(name, None)
+        (self.corpora_dir / f"{name}.parquet").unlink(missing_ok=True)
+        self._info_path(name).unlink(missing_ok=True)
+
+    # ---- artifacts and runs
+    def artifact_dir(self, kind: str, key: str) -> Path:
+        path = self.root / "artifacts" / kind / key
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+
+    def find_artifact(self, kind: str, key: str) -> Path | None:
+        path = self.root / "artifacts" / kind / key
+        return path if path.exists() else None
+
+    def list_artifacts(self, kind: str) -> list[Path]:
+        base = self.root / "artifacts" / kind
+        return sorted((p for p in base.iterdir() if p.is_dir()), key=lambda p: p.stat().st_mtime) if base.exists() else []
+
+    def remove_artifact(self, kind: str, key: str) -> None:
+        shutil.rmtree(self.root / "artifacts" / kind / key, ignore_errors=True)
+
+    @property
+    def runs_dir(self) -> Path:
+        return self.root / "runs"
+
+    @property
+    def jobs_db(self) -> Path:
+        return self.root / "jobs.sqlite"
+
+
+def _bytes_done(path: Path, n_sent: int, size: int) -> float:
+    # A cheap progress estimate without a second pass over the file.
+    avg = 120  # bytes per sentence in typical English corpora; progress is capped at 0.99 anyway
+    return n_sent * avg / size
+
+
+def _combined_scheme(schemes: set[TagScheme]) -> TagScheme:
+    schemes = {s for s in schemes if s != TagScheme.NONE}
+    if not schemes:
+        return TagScheme.NONE
+    for s in (TagScheme.BIOES, TagScheme.IOB1, TagScheme.BIO):
+        if s in schemes:
+            return s
+    return TagScheme.BIO
+
+
+def corpus_scheme(corpus: Corpus) -> TagScheme:
+    return detect_scheme(corpus.tags) if corpus.tags else TagScheme.NONE

@@ -1,0 +1,53 @@
+"""Shared fixtures: a demo workspace, tiny models, and the CrossNER reference data."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+CROSSNER = Path(os.environ.get("NERSELECT_CROSSNER", ROOT.parent / "shared" / "data" / "crossner"))
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+
+def crossner_file(domain: str, split: str) -> Path:
+    path = CROSSNER / domain / f"{split}.txt"
+    if not path.exists():
+        pytest.skip(f"CrossNER reference data not found at {CROSSNER}")
+    return path
+
+
+@pytest.fixture
+def crossner():
+    return crossner_file
+
+
+TOY_SENTENCES = [
+    "John Smith plays the guitar in London .",
+    "Mary Jones sang with The Beatles in Liverpool .",
+    "The band released an album called Abbey Road .",
+    "Paris is the capital of France .",
+    "Marie Curie discovered polonium in Paris .",
+    "The chemist studied radium at the University of Paris .",
+    "Elections were held in Germany in 2021 .",
+    "The party won the election in Berlin .",
+] * 3
+
+
+@pytest.fixture(scope="session")
+def tiny_bert_dir(tmp_path_factory) -> Path:
+    from tests.tiny_models import build_tiny_bert
+
+    return build_tiny_bert(tmp_path_factory.mktemp("tinybert"), TOY_SENTENCES)
+
+
+@pytest.fixture(scope="session")
+def tiny_mlm_dir(tmp_path_factory) -> Path:
+    from tests.tiny_models import build_tiny_bert
+
+    return build_tiny_bert(tmp_path_factory.mktemp("tinymlm"), TOY_SENTENCES, with_mlm_head=True)
