@@ -35,6 +35,7 @@ from core.errors import UserError
 from core.workspace import Workspace, atomic_write_json
 
 JOB_KINDS: dict[str, str] = {
+    "import": "core.workspace:import_job",
     "similarity": "core.similarity:similarity_job",
     "embed": "core.embed:embed_job",
     "select": "core.select:selection_job",

@@ -56,7 +56,7 @@ def split_tag(tag: str) -> tuple[str, str | None]:
 def detect_scheme(tag_sequences: Sequence[Sequence[str]]) -> TagScheme:
     """Guess the scheme from which prefixes occur and where I- may start a span."""
     prefixes: set[str] = set()
-    i_starts_span = False
+    i_starts_span = b_starts_span = False
     for tags in tag_sequences:
         prev_prefix, prev_type = "O", None
         for tag in tags:
@@ -65,14 +65,17 @@ def detect_scheme(tag_sequences: Sequence[Sequence[str]]) -> TagScheme:
             except ValueError:
                 continue
             prefixes.add(prefix)
-            if prefix == "I" and (prev_prefix in ("O", "E", "S") or prev_type != typ):
+            fresh = prev_prefix in ("O", "E", "S") or prev_type != typ
+            if prefix == "I" and fresh:
                 i_starts_span = True
+            if prefix == "B" and fresh:
+                b_starts_span = True  # IOB1 never does this: then it is BIO, and stray I- are errors
             prev_prefix, prev_type = prefix, typ
     if prefixes <= {"O"}:
         return TagScheme.NONE
     if prefixes & {"E", "S"}:
         return TagScheme.BIOES
-    if i_starts_span:
+    if i_starts_span and not b_starts_span:
         return TagScheme.IOB1
     return TagScheme.BIO
 

@@ -326,6 +326,21 @@ class Workspace:
             progress(1.0, f"imported {n_sent:,} sentences as {name!r}")
         return self.corpus_info(name)
 
+    def import_upload(self, filename: str, data: bytes, role: Role | str | None = None, name: str | None = None,
+                      fmt: str = "auto", overwrite: bool = False, progress: Progress | None = None) -> CorpusInfo:
+        """Import bytes from a browser upload; errors name the uploaded file, not our temp copy."""
+        suffix = Path(filename).suffix
+        fd, tmp = tempfile.mkstemp(suffix=suffix, prefix="upload-")
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+            return self.import_corpus(tmp, role=role, name=name or Path(filename).stem, fmt=fmt, overwrite=overwrite,
+                                      progress=progress, source=f"upload: {filename}")
+        except CorpusError as exc:
+            raise CorpusError(filename, exc.line, exc.message) from None
+        finally:
+            Path(tmp).unlink(missing_ok=True)
+
     def save_corpus(self, corpus: Corpus, name: str, role: Role | str | None = None, source: str = "generated",
                     overwrite: bool = False) -> CorpusInfo:
         """Store an in-memory corpus (demo data, selections, augmentations) like an import."""
@@ -367,6 +382,16 @@ class Workspace:
     @property
     def jobs_db(self) -> Path:
         return self.root / "jobs.sqlite"
+
+
+def import_job(params: dict[str, Any], ctx: Any) -> dict[str, Any]:
+    """Job form of `import_corpus` (kind "import"), so a multi-GB DC read from a server path
+    keeps going when the browser tab closes."""
+    info = ctx.workspace.import_corpus(params["path"], role=params.get("role"), name=params.get("name"),
+                                       fmt=params.get("format", "auto"), overwrite=bool(params.get("overwrite")),
+                                       progress=ctx.progress)
+    ctx.log(f"imported {info.name}: {info.sentences} sentences, {info.tokens} tokens")
+    return asdict(info)
 
 
 def _bytes_done(path: Path, n_sent: int, size: int) -> float:

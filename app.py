@@ -1,0 +1,58 @@
+"""Streamlit entry point: navigation, sidebar workspace picker, demo on first start.
+
+Run with `streamlit run app.py`. Every page lives in pages/ and calls into core/.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import streamlit as st
+
+from core.demo import ensure_demo_workspace
+from core.errors import UserError
+from core.workspace import Workspace
+from ui import WS_KEY
+
+st.set_page_config(page_title="NER pretraining data selection", page_icon="🔎", layout="wide")
+
+ROOT = Path(__file__).resolve().parent
+PAGES = [
+    st.Page("pages/corpora.py", title="Corpora", icon="📚", default=True),
+]
+
+
+@st.cache_resource(show_spinner="Generating the demo workspace (first start only)...")
+def _prepare(root: str) -> str:
+    """Create the demo corpora once per workspace folder (a no-op when corpora exist)."""
+    ensure_demo_workspace(root)
+    return root
+
+
+def sidebar_workspace() -> None:
+    default_root = os.environ.get("NERSELECT_WORKSPACE") or str(ROOT / "workspace")
+    if WS_KEY not in st.session_state:
+        st.session_state[WS_KEY] = default_root
+    with st.sidebar:
+        st.markdown("### Workspace")
+        typed = st.text_input("Folder", value=st.session_state[WS_KEY], key="ws_input",
+                              help="Holds corpora, embeddings, selections and runs. A new empty folder gets the demo data.")
+        if typed and typed != st.session_state[WS_KEY]:
+            st.session_state[WS_KEY] = typed
+        try:
+            _prepare(st.session_state[WS_KEY])
+            ws = Workspace(st.session_state[WS_KEY])
+        except (UserError, OSError) as exc:
+            st.error(f"Cannot use this workspace: {exc}")
+            st.session_state[WS_KEY] = default_root
+            _prepare(default_root)
+            ws = Workspace(default_root)
+        roles = ws.roles()
+        st.caption(f"{len(ws.list_corpora())} corpora · target domain: {ws.settings().get('target_domain', '-')}")
+        for role, name in roles.items():
+            st.caption(f"**{role.value.upper()}** → {name}")
+
+
+sidebar_workspace()
+st.navigation(PAGES).run()

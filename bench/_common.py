@@ -1,0 +1,50 @@
+"""Shared bench plumbing: a results folder, a table printer, peak-memory measurement."""
+
+from __future__ import annotations
+
+import json
+import platform
+import resource
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+RESULTS = Path(__file__).resolve().parent / "results"
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+
+def peak_rss_mb() -> float:
+    """Peak resident memory of this process so far (Linux reports KiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def print_table(rows: list[dict[str, Any]], title: str = "") -> None:
+    if title:
+        print(f"\n{title}")
+    if not rows:
+        print("(no rows)")
+        return
+    keys = list(rows[0])
+    cells = [[_fmt(r.get(k)) for k in keys] for r in rows]
+    widths = [max(len(k), *(len(c[i]) for c in cells)) for i, k in enumerate(keys)]
+    print("  ".join(k.ljust(w) for k, w in zip(keys, widths)))
+    print("  ".join("-" * w for w in widths))
+    for c in cells:
+        print("  ".join(v.ljust(w) for v, w in zip(c, widths)))
+
+
+def _fmt(v: Any) -> str:
+    if isinstance(v, float):
+        return f"{v:,.4g}" if abs(v) < 1000 else f"{v:,.0f}"
+    return str(v)
+
+
+def write_json(name: str, payload: dict[str, Any]) -> Path:
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    payload = {"bench": name, "time": time.strftime("%Y-%m-%dT%H:%M:%S"), "machine": platform.machine(),
+               "python": platform.python_version(), **payload}
+    path = RESULTS / f"{name}.json"
+    path.write_text(json.dumps(payload, indent=2, default=float))
+    print(f"\nwrote {path}")
+    return path

@@ -1,0 +1,123 @@
+"""Corpora: load TC / DC / LC / DEV / TEST, give them roles, see statistics and previews."""
+
+from __future__ import annotations
+
+import pandas as pd
+import plotly.express as px
+import streamlit as st
+
+from core.stats import corpus_stats
+from core.workspace import ROLE_LABELS, Role
+from ui import get_workspace, job_status, latest_job, run_guarded, submit_job
+
+ws = get_workspace()
+st.title("Corpora")
+st.caption("A task-level corpus (TC), a large domain-level corpus (DC), a small labeled corpus (LC) and its DEV/TEST splits. "
+           "Formats: plain text (one sentence per line), CoNLL (token … tag), JSONL, CSV, Parquet.")
+
+ROLE_OPTIONS = [None, *Role]
+
+
+def _role_label(r: Role | None) -> str:
+    return "(no role)" if r is None else ROLE_LABELS[r]
+
+
+@st.cache_data(show_spinner="Computing statistics...", max_entries=32)
+def cached_stats(name: str, content_hash: str) -> tuple[dict, list[int], pd.DataFrame]:
+    del content_hash  # part of the cache key: a re-imported corpus gets fresh statistics
+    corpus = ws.load_corpus(name)
+    preview = pd.DataFrame([{k: v for k, v in corpus.record(i).items() if k != "tokens"} for i in range(min(200, len(corpus)))])
+    return corpus_stats(corpus), [len(t) for t in corpus.tokens], preview
+
+
+load_tab, path_tab = st.tabs(["Upload a file", "Path on the server"])
+with load_tab, st.form("upload_form", clear_on_submit=False):
+    upload = st.file_uploader("Corpus file", key="upload_file",
+                              type=["txt", "conll", "bio", "iob", "tsv", "jsonl", "json", "csv", "parquet"])
+    c1, c2 = st.columns(2)
+    up_role = c1.selectbox("Role", ROLE_OPTIONS, format_func=_role_label, key="upload_role")
+    up_name = c2.text_input("Name in the workspace", key="upload_name", placeholder="default: the file name")
+    up_overwrite = st.checkbox("Replace a different corpus of the same name", key="upload_overwrite")
+    if st.form_submit_button("Import", type="primary") and upload is not None:
+        bar = st.progress(0.0, text="reading...")
+        info = run_guarded(lambda: ws.import_upload(upload.name, upload.getvalue(), role=up_role, name=up_name or None,
+                                                    overwrite=up_overwrite, progress=lambda f, m: bar.progress(f, text=m)),
+                           f"Could not import {upload.name}")
+        if info is not None:
+            st.success(f"Imported {info.name!r}: {info.sentences:,} sentences, {info.tokens:,} tokens.")
+            st.session_state["corpus_view"] = info.name
+
+with path_tab, st.form("path_form"):
+    path = st.text_input("File path on the server", key="path_input", placeholder="/data/dc.txt")
+    c1, c2 = st.columns(2)
+    p_role = c1.selectbox("Role", ROLE_OPTIONS, format_func=_role_label, key="path_role")
+    p_name = c2.text_input("Name in the workspace", key="path_name", placeholder="default: the file name")
+    st.caption("Large files are streamed in chunks by a background job: you can close the tab meanwhile.")
+    if st.form_submit_button("Import in the background") and path:
+        submit_job("import", {"path": path, "role": p_role.value if p_role else None, "name": p_name or None},
+                   "corpora_import_job")
+
+import_job = latest_job("import", "corpora_import_job")
+if import_job is not None and (import_job.active or st.session_state.get("corpora_import_job") == import_job.id):
+    job_status(import_job)
+
+infos = ws.list_corpora()
+if not infos:
+    st.info("The workspace has no corpora yet.")
+    st.stop()
+
+st.subheader("Workspace corpora")
+table = pd.DataFrame([{"name": i.name, "role": (i.role or "").upper(), "sentences": i.sentences, "tokens": i.tokens,
+                       "labeled": i.labeled, "scheme": i.tag_scheme, "fields": ", ".join(i.fields),
+                       "source": i.source} for i in infos])
+st.dataframe(table, hide_index=True, width="stretch", key="corpora_table")
+
+names = [i.name for i in infos]
+current = st.session_state.get("corpus_view")
+name = st.selectbox("Inspect a corpus", names, index=names.index(current) if current in names else 0, key="corpus_view")
+info = ws.corpus_info(name)
+
+with st.expander("Role", expanded=False):
+    role_now = Role(info.role) if info.role else None
+    new_role = st.selectbox("Role of this corpus", ROLE_OPTIONS, index=ROLE_OPTIONS.index(role_now), format_func=_role_label,
+                            key=f"role_select_{name}")
+    if new_role != role_now and st.button("Set role", key=f"set_role_{name}"):
+        if run_guarded(lambda: ws.set_role(name, new_role) or True, "Could not set the role"):
+            st.rerun()
+
+stats, lengths, preview = cached_stats(name, info.hash)
+m = st.columns(5)
+m[0].metric("Sentences", f"{stats['sentences']:,}")
+m[1].metric("Tokens", f"{stats['tokens']:,}")
+m[2].metric("Vocabulary", f"{stats['vocab']:,}")
+m[3].metric("Type-token ratio", f"{stats['ttr']:.3f}")
+m[4].metric("Mean length", f"{stats['mean_length']:.1f}")
+
+left, right = st.columns(2)
+fig = px.histogram(x=lengths, nbins=min(60, max(10, stats["max_length"])), labels={"x": "tokens per sentence"},
+                   title="Sentence length")
+fig.update_layout(yaxis_title="sentences", height=320, margin=dict(t=40, b=10))
+left.plotly_chart(fig, key="length_hist")
+if stats["labeled"]:
+    types = stats["entity_types"]
+    fig = px.bar(x=list(types.values()), y=list(types), orientation="h", labels={"x": "spans", "y": "entity type"},
+                 title=f"Entity types · scheme {stats['tag_scheme'].upper()} · {stats['entities_per_sentence']:.2f} per sentence")
+    fig.update_layout(height=320, margin=dict(t=40, b=10), yaxis={"categoryorder": "total ascending"})
+    right.plotly_chart(fig, key="entity_bar")
+elif stats.get("field_counts"):
+    key, counts = next(iter(stats["field_counts"].items()))
+    fig = px.bar(x=list(counts), y=list(counts.values()), labels={"x": key, "y": "sentences"}, title=f"Sentences per {key}")
+    fig.update_layout(height=320, margin=dict(t=40, b=10))
+    right.plotly_chart(fig, key="field_bar")
+else:
+    right.info("Unlabeled corpus: no entity statistics.")
+
+st.subheader("Preview")
+st.caption(f"First {len(preview)} of {stats['sentences']:,} sentences.")
+st.dataframe(preview, hide_index=True, width="stretch", key="preview_table")
+
+with st.expander("Delete this corpus"):
+    if st.button(f"Delete {name!r}", key=f"delete_{name}", type="secondary"):
+        ws.delete_corpus(name)
+        st.session_state.pop("corpus_view", None)
+        st.rerun()

@@ -1,0 +1,66 @@
+"""Every page renders without exception on the demo workspace (Streamlit AppTest)."""
+
+import re
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+ROOT = Path(__file__).resolve().parent.parent
+PAGES = re.findall(r'st\.Page\("(pages/[a-z_]+\.py)"', (ROOT / "app.py").read_text())
+
+
+@pytest.fixture(scope="module")
+def demo_ws(tmp_path_factory):
+    from core.demo import write_demo_workspace
+
+    root = tmp_path_factory.mktemp("appws")
+    write_demo_workspace(root)
+    return root
+
+
+def test_pages_are_registered():
+    assert "pages/corpora.py" in PAGES
+    assert all((ROOT / p).exists() for p in PAGES)
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_page_renders(page, demo_ws, monkeypatch):
+    monkeypatch.setenv("NERSELECT_WORKSPACE", str(demo_ws))
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    at.run()
+    assert not at.exception, at.exception
+    at.switch_page(page)
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+
+
+def test_corpora_page_shows_statistics(demo_ws, monkeypatch):
+    monkeypatch.setenv("NERSELECT_WORKSPACE", str(demo_ws))
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    at.run()
+    labels = [m.label for m in at.metric]
+    assert {"Sentences", "Tokens", "Vocabulary", "Type-token ratio"} <= set(labels)
+    names = at.selectbox(key="corpus_view").options
+    assert any("demo-lc" in n for n in names)
+    at.selectbox(key="corpus_view").select("demo-lc").run()
+    assert not at.exception
+    assert at.metric[0].value == "150"
+
+
+def test_corpora_page_bad_path_import_shows_error_not_traceback(demo_ws, monkeypatch, tmp_path):
+    monkeypatch.setenv("NERSELECT_WORKSPACE", str(demo_ws))
+    bad = tmp_path / "bad.conll"
+    bad.write_text("John B-PER\nlives\n")
+    from core import jobs
+    from core.workspace import Workspace
+
+    ws = Workspace(demo_ws)
+    before = len(ws.list_corpora())
+    job = jobs.submit(ws, "import", {"path": str(bad), "role": "lc"})
+    job = jobs.wait(ws, job.id, timeout=120)
+    assert job.status == "failed" and job.error.startswith(f"{bad}:2:")
+    assert len(ws.list_corpora()) == before
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    at.run()
+    assert not at.exception

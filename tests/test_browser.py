@@ -1,0 +1,29 @@
+"""End-to-end in a real browser: Streamlit server + Debian Chromium via Playwright."""
+
+import pytest
+
+from tests.browser import browser_page, screenshot, streamlit_server, wait_for_app
+
+pytestmark = pytest.mark.browser
+
+
+@pytest.fixture(scope="module")
+def app_url(tmp_path_factory):
+    from core.demo import write_demo_workspace
+
+    root = tmp_path_factory.mktemp("browserws")
+    write_demo_workspace(root)
+    with streamlit_server(root) as url:
+        yield url
+
+
+def test_corpora_page_shows_statistics(app_url):
+    with browser_page() as page:
+        page.goto(app_url)
+        wait_for_app(page, "Workspace corpora")
+        for label in ("Sentences", "Tokens", "Vocabulary", "Type-token ratio"):
+            assert page.get_by_test_id("stMetricLabel").filter(has_text=label).count() == 1
+        assert page.get_by_text("demo-dc").count() >= 1
+        page.wait_for_selector(".js-plotly-plot", timeout=60_000)
+        shot = screenshot(page, "corpora")
+        assert shot.stat().st_size > 10_000

@@ -1,0 +1,56 @@
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from core.cli import main
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "core", *args], capture_output=True, text=True, cwd=ROOT, timeout=300)
+
+
+def test_help_lists_commands():
+    out = run_cli("--help")
+    assert out.returncode == 0
+    for cmd in ("demo", "stats", "convert", "import", "jobs"):
+        assert cmd in out.stdout
+
+
+def test_stats_json_on_crossner(crossner, capsys):
+    assert main(["stats", str(crossner("music", "train")), "--json"]) == 0
+    stats = json.loads(capsys.readouterr().out)
+    assert stats["sentences"] == 100 and stats["labeled"] and stats["tag_scheme"] == "bio"
+    for key in ("tokens", "vocab", "ttr", "entity_types"):
+        assert key in stats
+    assert stats["entity_types"]["band"] > 0
+
+
+def test_convert_to_bioes_and_back(crossner, tmp_path, capsys):
+    src = crossner("music", "dev")
+    assert main(["convert", str(src), "--to", "bioes", "--out", str(tmp_path / "d.conll")]) == 0
+    assert main(["convert", str(tmp_path / "d.conll"), "--to", "bio", "--out", str(tmp_path / "back.conll")]) == 0
+    from core.corpus import read_corpus
+
+    assert read_corpus(tmp_path / "back.conll").tags == read_corpus(src).tags
+    assert read_corpus(tmp_path / "d.conll").scheme.value == "bioes"
+
+
+def test_import_into_workspace(tmp_path, capsys):
+    f = tmp_path / "tc.txt"
+    f.write_text("a b c\nd e\n")
+    assert main(["import", str(f), "--role", "tc", "--workspace", str(tmp_path / "ws")]) == 0
+    assert main(["corpora", "--json", "--workspace", str(tmp_path / "ws")]) == 0
+    out = capsys.readouterr().out
+    assert json.loads(out[out.index("["):])[0]["role"] == "tc"
+
+
+def test_bad_input_exit_2_with_one_line_message(tmp_path):
+    bad = tmp_path / "bad.conll"
+    bad.write_text("John B-PER\nlives\n")
+    out = run_cli("stats", str(bad))
+    assert out.returncode == 2
+    assert out.stderr.strip().splitlines() == [f"error: {bad}:2: expected 'TOKEN<TAB>TAG' (at least two columns), got 'lives'"]
+    assert "Traceback" not in out.stderr

@@ -1,0 +1,108 @@
+import json
+
+import pytest
+
+from core.corpus import Corpus, corpus_bytes, detect_format, iter_corpus, read_corpus, write_corpus
+from core.errors import CorpusError
+
+CONLL = "-DOCSTART- O\n\nJohn\tB-PER\nlives\tO\nin\tO\nParis\tB-LOC\n\nMary\tB-PER\nSmith\tI-PER\n"
+
+
+def write(tmp_path, name, text, encoding="utf-8"):
+    p = tmp_path / name
+    p.write_bytes(text.encode(encoding) if isinstance(text, str) else text)
+    return p
+
+
+def test_conll_reader_skips_docstart(tmp_path):
+    c = read_corpus(write(tmp_path, "a.conll", CONLL))
+    assert c.tokens == [["John", "lives", "in", "Paris"], ["Mary", "Smith"]]
+    assert c.tags[1] == ["B-PER", "I-PER"]
+    assert c.scheme.value == "bio"
+
+
+def test_conll_sniffed_from_txt_extension(tmp_path):
+    p = write(tmp_path, "train.txt", CONLL.replace("\t", " "))
+    assert detect_format(p) == "conll"
+    assert len(read_corpus(p)) == 2
+
+
+def test_txt_reader_whitespace_tokenization_and_bom(tmp_path):
+    c = read_corpus(write(tmp_path, "a.txt", "\ufeffHello  world .\n\n  second line\n"))
+    assert c.tokens == [["Hello", "world", "."], ["second", "line"]]
+    assert not c.labeled
+
+
+def test_custom_tokenizer(tmp_path):
+    c = read_corpus(write(tmp_path, "a.txt", "a,b c\n"), tokenize=lambda s: s.replace(",", " , ").split())
+    assert c.tokens == [["a", ",", "b", "c"]]
+
+
+def test_jsonl_text_and_tokens_keep_extra_fields(tmp_path):
+    rows = [{"text": "a b", "domain": "music", "id": 1}, {"text": "c", "domain": "ai", "id": 2}]
+    c = read_corpus(write(tmp_path, "a.jsonl", "\n".join(json.dumps(r) for r in rows)))
+    assert c.fields == {"domain": ["music", "ai"], "id": [1, 2]}
+    labeled = [{"tokens": ["New", "York"], "tags": ["B-LOC", "I-LOC"]}]
+    c = read_corpus(write(tmp_path, "b.jsonl", json.dumps(labeled[0])))
+    assert c.tags == [["B-LOC", "I-LOC"]]
+
+
+def test_csv_and_parquet_round_trip(tmp_path):
+    c = Corpus(tokens=[["a", "b"], ["c"]], tags=[["B-X", "I-X"], ["O"]], fields={"domain": ["d1", "d2"]})
+    for fmt in ("csv", "parquet", "jsonl"):
+        p = write_corpus(c, tmp_path / f"x.{fmt}")
+        back = read_corpus(p)
+        assert back.tokens == c.tokens and back.tags == c.tags and back.fields == c.fields, fmt
+    plain = tmp_path / "plain.csv"
+    plain.write_text("text,domain\nhello world,music\nbye,ai\n")
+    c2 = read_corpus(plain)
+    assert c2.tokens == [["hello", "world"], ["bye"]] and c2.fields["domain"] == ["music", "ai"]
+
+
+def test_conll_writer_bioes(tmp_path):
+    c = read_corpus(write(tmp_path, "a.conll", CONLL))
+    text = corpus_bytes(c, "conll", scheme="bioes").decode()
+    assert "Paris\tS-LOC" in text and "Smith\tE-PER" in text
+
+
+@pytest.mark.parametrize("name, text, line, fragment", [
+    ("bad.conll", "John B-PER\nlives\n", 2, "at least two columns"),
+    ("bad2.conll", "John B-PER\nlives XYZ\n", 2, "is not a tag"),
+    ("bad3.conll", "\n\nJohn B-PER\nin O\nParis I-LOC\n", 5, "I- must continue"),
+    ("bad.jsonl", '{"text": "a"}\n{oops\n', 2, "invalid JSON"),
+    ("bad2.jsonl", '{"tokens": ["a", "b"], "tags": ["O"]}\n', 1, "2 tokens but 1 tags"),
+    ("bad3.jsonl", '{"foo": 1}\n', 1, "expected a 'text' or 'tokens'"),
+    ("bad.csv", "text,domain\na,b,c\n", 2, "3 cells"),
+    ("bad2.csv", "foo,bar\n1,2\n", 1, "expected a 'text' column"),
+])
+def test_errors_name_file_and_line(tmp_path, name, text, line, fragment):
+    p = write(tmp_path, name, text)
+    with pytest.raises(CorpusError) as err:
+        read_corpus(p)
+    assert err.value.line == line
+    assert fragment in str(err.value)
+    assert str(err.value).startswith(f"{p}:{line}: ")
+
+
+def test_non_utf8_names_the_line(tmp_path):
+    p = write(tmp_path, "latin.txt", "ok line\nsecond caf\xe9\n", encoding="latin-1")
+    with pytest.raises(CorpusError, match=r"latin.txt:2: not valid UTF-8"):
+        read_corpus(p)
+
+
+def test_missing_and_empty_files(tmp_path):
+    with pytest.raises(CorpusError, match="file not found"):
+        read_corpus(tmp_path / "nope.txt")
+    with pytest.raises(CorpusError, match="no sentences"):
+        read_corpus(write(tmp_path, "empty.txt", "\n\n"))
+
+
+def test_streaming_chunks(tmp_path):
+    p = write(tmp_path, "big.txt", "".join(f"sentence number {i}\n" for i in range(1050)))
+    chunks = list(iter_corpus(p, chunk_size=500))
+    assert [len(c) for c in chunks] == [500, 500, 50]
+
+
+def test_crossner_music_train(crossner):
+    c = read_corpus(crossner("music", "train"))
+    assert len(c) == 100 and c.scheme.value == "bio"

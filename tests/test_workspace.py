@@ -1,0 +1,86 @@
+import json
+import os
+
+import pytest
+
+from core.errors import CorpusError, UserError
+from core.workspace import Role, Workspace, atomic_write_bytes, content_hash
+
+CONLL = "John\tB-PER\nlives\tO\n\nParis\tB-LOC\n"
+
+
+@pytest.fixture
+def ws(tmp_path):
+    return Workspace(tmp_path / "ws")
+
+
+def test_import_with_role_and_fields(ws, tmp_path):
+    p = tmp_path / "dc.jsonl"
+    p.write_text("\n".join(json.dumps({"text": f"s {i}", "domain": "music" if i % 2 else "ai"}) for i in range(10)))
+    info = ws.import_corpus(p, role=Role.DC)
+    assert (info.sentences, info.fields, info.role) == (10, ["domain"], "dc")
+    assert ws.corpus_for_role("dc") == "dc"
+    assert ws.load_corpus("dc").fields["domain"][:2] == ["ai", "music"]
+
+
+def test_reimport_same_content_is_a_noop_and_different_content_is_refused(ws, tmp_path):
+    p = tmp_path / "lc.conll"
+    p.write_text(CONLL)
+    first = ws.import_corpus(p, role="lc")
+    assert ws.import_corpus(p).hash == first.hash
+    p.write_text(CONLL + "\nBerlin\tB-LOC\n")
+    with pytest.raises(UserError, match="already exists"):
+        ws.import_corpus(p)
+    assert ws.corpus_info("lc").sentences == 2  # unchanged
+    assert ws.import_corpus(p, overwrite=True).sentences == 3
+
+
+def test_bad_input_changes_nothing_stored(ws, tmp_path):
+    good = tmp_path / "c.conll"
+    good.write_text(CONLL)
+    ws.import_corpus(good, role="lc")
+    before = {p.name: p.read_bytes() for p in ws.corpora_dir.iterdir()}
+    bad = tmp_path / "c2.conll"
+    bad.write_text(CONLL + "\nBerlin\n")
+    with pytest.raises(CorpusError, match=r"c2.conll:6:"):
+        ws.import_corpus(bad, name="c", overwrite=True)
+    after = {p.name: p.read_bytes() for p in ws.corpora_dir.iterdir()}
+    assert before == after  # no temp files left, nothing replaced
+
+
+def test_labeled_role_needs_labels(ws, tmp_path):
+    p = tmp_path / "t.txt"
+    p.write_text("just text\n")
+    with pytest.raises(CorpusError, match="needs a labeled corpus"):
+        ws.import_corpus(p, role="test")
+    assert not ws.has_corpus("t")
+
+
+def test_upload_errors_name_the_uploaded_file(ws):
+    with pytest.raises(CorpusError) as err:
+        ws.import_upload("mine.conll", b"John B-PER\nlives\n")
+    assert str(err.value).startswith("mine.conll:2:")
+
+
+def test_atomic_write_leaves_old_file_on_failure(tmp_path, monkeypatch):
+    target = tmp_path / "a.json"
+    atomic_write_bytes(target, b"old")
+
+    def boom(src, dst):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(os, "replace", boom)
+    with pytest.raises(OSError):
+        atomic_write_bytes(target, b"new")
+    assert target.read_bytes() == b"old"
+    assert [p.name for p in tmp_path.iterdir()] == ["a.json"]
+
+
+def test_content_hash_is_order_insensitive_for_dict_keys():
+    assert content_hash({"a": 1, "b": 2}) == content_hash({"b": 2, "a": 1})
+    assert content_hash({"a": 1}) != content_hash({"a": 2})
+
+
+def test_workspace_root_from_env(tmp_path, monkeypatch):
+    monkeypatch.setenv("NERSELECT_WORKSPACE", str(tmp_path / "envws"))
+    assert Workspace().root == (tmp_path / "envws").resolve()

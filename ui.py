@@ -1,0 +1,128 @@
+"""Shared Streamlit helpers for pages: workspace access, pickers, job panels, errors.
+
+Pages stay thin: they gather input with these widgets, call one core function (or
+submit one job) and render the result. Nothing here computes anything a test would
+want; that lives in core/.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import streamlit as st
+
+from core import jobs
+from core.errors import UserError
+from core.workspace import Role, Workspace
+
+WS_KEY = "workspace_root"
+
+
+def get_workspace() -> Workspace:
+    """The workspace picked in the sidebar (app.py sets it before any page runs)."""
+    return Workspace(st.session_state.get(WS_KEY))
+
+
+def corpus_names(ws: Workspace, labeled: bool | None = None) -> list[str]:
+    return [i.name for i in ws.list_corpora() if labeled is None or i.labeled == labeled]
+
+
+def corpus_picker(ws: Workspace, label: str, role: Role | None, key: str, labeled: bool | None = None,
+                  allow_none: bool = False, help: str | None = None) -> str | None:
+    """A selectbox over workspace corpora, preselecting the corpus holding `role`."""
+    names = corpus_names(ws, labeled)
+    options = ([None] if allow_none else []) + names
+    if not names:
+        st.info(f"No {'labeled ' if labeled else ''}corpora in the workspace yet: load one on the Corpora page.")
+        return None
+    default = ws.corpus_for_role(role) if role else None
+    index = options.index(default) if default in options else 0
+    return st.selectbox(label, options, index=index, key=key, help=help,
+                        format_func=lambda n: "(none)" if n is None else _corpus_label(ws, n))
+
+
+def _corpus_label(ws: Workspace, name: str) -> str:
+    info = ws.corpus_info(name)
+    role = f" [{info.role.upper()}]" if info.role else ""
+    return f"{name}{role} · {info.sentences:,} sentences"
+
+
+def run_guarded(fn: Callable[[], Any], what: str = "") -> Any:
+    """Call `fn`; show a user mistake as an error box instead of a traceback."""
+    try:
+        return fn()
+    except UserError as exc:
+        st.error(f"{what + ': ' if what else ''}{exc}")
+        return None
+
+
+def submit_job(kind: str, params: dict[str, Any], state_key: str) -> jobs.Job | None:
+    """Submit a background job and remember its id in session state under `state_key`."""
+    ws = get_workspace()
+    job = run_guarded(lambda: jobs.submit(ws, kind, params), f"could not start {kind}")
+    if job is not None:
+        st.session_state[state_key] = job.id
+    return job
+
+
+def latest_job(kind: str, state_key: str | None = None) -> jobs.Job | None:
+    """The job this session started, else the newest job of that kind (so a reopened tab
+    finds running work again)."""
+    ws = get_workspace()
+    job_id = st.session_state.get(state_key) if state_key else None
+    if job_id:
+        try:
+            return jobs.get_job(ws, job_id)
+        except UserError:
+            pass
+    found = jobs.list_jobs(ws, kind)
+    return found[0] if found else None
+
+
+def job_status(job: jobs.Job, on_done: Callable[[jobs.Job], None] | None = None, cancel_key: str = "") -> None:
+    """Progress bar + message for one job; polls itself every second while active."""
+
+    @st.fragment(run_every=1.0 if job.active else None)
+    def _panel() -> None:
+        current = jobs.get_job(get_workspace(), job.id)
+        label = f"{current.kind} · {current.status}"
+        if current.elapsed is not None:
+            label += f" · {current.elapsed:.0f}s"
+        if current.active:
+            st.progress(current.progress, text=f"{label} — {current.message}")
+            if st.button("Cancel", key=f"cancel-{cancel_key or current.id}"):
+                jobs.cancel(get_workspace(), current.id)
+                st.rerun()
+        elif current.status == "done":
+            st.success(f"{label} — finished")
+            if job.active:  # it finished while we were polling: redraw the whole page once
+                st.rerun()
+            if on_done is not None:
+                on_done(current)
+        else:
+            st.error(f"{label}: {current.error or current.message}")
+            with st.expander("Log"):
+                st.code(current.log_tail(60) or "(empty)")
+
+    _panel()
+
+
+def fmt_seconds(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    return f"{seconds:.1f}s" if seconds < 120 else time.strftime("%H:%M:%S", time.gmtime(seconds))
+
+
+def default_workspace_root() -> str:
+    return str(Workspace().root)
+
+
+def short_path(path: str | Path) -> str:
+    p = Path(path)
+    try:
+        return str(p.relative_to(Path.cwd()))
+    except ValueError:
+        return str(p)
