@@ -18,7 +18,7 @@ def app_url(tmp_path_factory):
 
 
 def test_corpora_page_shows_statistics(app_url):
-    with browser_page() as page:
+    with browser_page(height=2000) as page:
         page.goto(app_url)
         wait_for_app(page, "Workspace corpora")
         for label in ("Sentences", "Tokens", "Vocabulary", "Type-token ratio"):
