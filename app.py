@@ -20,6 +20,7 @@ st.set_page_config(page_title="NER pretraining data selection", page_icon="🔎"
 ROOT = Path(__file__).resolve().parent
 PAGES = [
     st.Page("pages/corpora.py", title="Corpora", icon="📚", default=True),
+    st.Page("pages/similarity.py", title="Similarity", icon="📏"),
 ]
 
 
