@@ -110,35 +110,28 @@ def _wrap_load_error(ref: ModelRef, exc: Exception) -> ModelError:
     return ModelError(f"could not load {ref.name!r} from the Hugging Face hub (no network here? name a local folder instead): {exc}")
 
 
+def _from_pretrained(auto_class: str, ref: ModelRef | str, **kwargs: Any):
+    """The one loading path for every Auto* class: local folders and hub ids alike."""
+    import transformers
+
+    ref = resolve_model(ref) if isinstance(ref, str) else ref
+    try:
+        return getattr(transformers, auto_class).from_pretrained(ref.load_path, **_hub_kwargs(ref), **kwargs)
+    except (OSError, ValueError) as exc:
+        raise _wrap_load_error(ref, exc) from exc
+
+
 def load_tokenizer(ref: ModelRef | str):
-    from transformers import AutoTokenizer
-
-    ref = resolve_model(ref) if isinstance(ref, str) else ref
-    try:
-        return AutoTokenizer.from_pretrained(ref.load_path, **_hub_kwargs(ref))
-    except (OSError, ValueError) as exc:
-        raise _wrap_load_error(ref, exc) from exc
+    return _from_pretrained("AutoTokenizer", ref)
 
 
-def load_encoder(ref: ModelRef | str):
+def load_encoder(ref: ModelRef | str, **kwargs: Any):
     """The bare transformer (AutoModel): what embeddings, MLM and NER all start from."""
-    from transformers import AutoModel
-
-    ref = resolve_model(ref) if isinstance(ref, str) else ref
-    try:
-        return AutoModel.from_pretrained(ref.load_path, **_hub_kwargs(ref))
-    except (OSError, ValueError) as exc:
-        raise _wrap_load_error(ref, exc) from exc
+    return _from_pretrained("AutoModel", ref, **kwargs)
 
 
 def load_config(ref: ModelRef | str):
-    from transformers import AutoConfig
-
-    ref = resolve_model(ref) if isinstance(ref, str) else ref
-    try:
-        return AutoConfig.from_pretrained(ref.load_path, **_hub_kwargs(ref))
-    except (OSError, ValueError) as exc:
-        raise _wrap_load_error(ref, exc) from exc
+    return _from_pretrained("AutoConfig", ref)
 
 
 def pick_device(device: str = "auto") -> str:
