@@ -199,9 +199,16 @@ def _pid_alive(pid: int | None) -> bool:
         return True
 
 
+SPAWN_GRACE_S = 60.0  # a claimed row has no pid until Popen returns; it is not "vanished" meanwhile
+
+
+def _spawning(pid: int | None, started: float | None) -> bool:
+    return pid is None and started is not None and time.time() - started < SPAWN_GRACE_S
+
+
 def _reap(ws: Workspace, job: Job) -> Job:
     """Mark a running job whose process is gone as failed, with a reason."""
-    if job.status == "running" and not _pid_alive(job.pid):
+    if job.status == "running" and not _pid_alive(job.pid) and not _spawning(job.pid, job.started):
         current = get_status(ws, job.id)
         if current == "running":
             reason = f"process {job.pid} exited without reporting (killed, out of memory, or the machine restarted)"
@@ -263,8 +270,8 @@ def _start_queued(ws: Workspace) -> None:
     con = _connect(ws)
     try:
         con.execute("BEGIN IMMEDIATE")
-        running = con.execute("SELECT id, pid FROM jobs WHERE status = 'running'").fetchall()
-        alive = sum(1 for r in running if _pid_alive(r["pid"]))
+        running = con.execute("SELECT id, pid, started FROM jobs WHERE status = 'running'").fetchall()
+        alive = sum(1 for r in running if _pid_alive(r["pid"]) or _spawning(r["pid"], r["started"]))
         free = limit - alive
         to_start = []
         if free > 0:

@@ -1,0 +1,207 @@
+"""Training commands: `mlm`, `ner train|predict|eval`, `experiment`.
+
+Each runs the same job function the app submits (`jobs.run_inline`), in this process,
+with a tqdm bar; the run folder (log.txt, metrics.jsonl, checkpoints) goes under the
+workspace's runs/ unless --run-dir is given, so an interrupted command can be resumed
+by running it again with the same --run-dir.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from core.cli import add_workspace_arg, print_json, tqdm_progress
+from core.errors import UserError
+from core.workspace import Workspace
+
+
+def _quiet_transformers() -> None:
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.set_verbosity_error()  # the CLI draws its own bar; transformers' per-load bars and reports are noise here
+    hf_logging.disable_progress_bar()
+
+
+def _run(args: argparse.Namespace, kind: str, params: dict, desc: str) -> dict:
+    from core import jobs
+
+    _quiet_transformers()
+    ws = Workspace(args.workspace)
+    run_dir = Path(args.run_dir) if getattr(args, "run_dir", None) else None
+    with tqdm_progress(desc, enabled=not getattr(args, "quiet", False)) as bar:
+        result = jobs.run_inline(ws, kind, params, run_dir=run_dir, progress=bar)
+    return result
+
+
+def _config_overrides(args: argparse.Namespace, names: tuple[str, ...]) -> dict:
+    return {n: getattr(args, n) for n in names if getattr(args, n, None) is not None}
+
+
+def _abs(path: str | None) -> str | None:
+    if path is None:
+        return None
+    p = Path(path)
+    return str(p.resolve()) if p.exists() else path  # workspace corpus names and roles pass through unchanged
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("mlm", help="MLM continued pretraining on sentences from files or workspace corpora")
+    p.add_argument("--train", nargs="+", required=True, metavar="FILE", help="corpus files or workspace corpus names")
+    p.add_argument("--model", default="default", help="encoder: 'default', a folder, or a Hugging Face id")
+    p.add_argument("--out", required=True, help="output model folder (safetensors + tokenizer)")
+    p.add_argument("--preset", default="paper", choices=["paper", "demo", "tiny"],
+                   help="paper: 5 epochs, batch 64; demo: a few minutes on CPU")
+    p.add_argument("--epochs", type=int)
+    p.add_argument("--max-steps", type=int, dest="max_steps")
+    p.add_argument("--batch-size", type=int, dest="batch_size")
+    p.add_argument("--lr", type=float)
+    p.add_argument("--block-size", type=int, dest="block_size")
+    p.add_argument("--grad-accum", type=int, dest="grad_accum")
+    p.add_argument("--seed", type=int)
+    p.add_argument("--no-pack", action="store_false", dest="pack", default=None, help="one sentence per example (slower)")
+    p.add_argument("--run-dir", help="run folder for log, metrics and checkpoints (rerun with it to resume)")
+    p.add_argument("--quiet", action="store_true")
+    add_workspace_arg(p)
+    p.set_defaults(func=cmd_mlm)
+
+    ner = sub.add_parser("ner", help="BERT-CRF NER: train, predict, eval")
+    nsub = ner.add_subparsers(dest="ner_cmd", required=True)
+    t = nsub.add_parser("train", help="fine-tune encoder + CRF on a labeled corpus, early stopping on dev F1")
+    t.add_argument("--train", required=True)
+    t.add_argument("--dev", help="dev corpus for early stopping (default: none, train for --epochs)")
+    t.add_argument("--test", help="also evaluate on this corpus and save its predictions in the run folder")
+    t.add_argument("--model", default="default")
+    t.add_argument("--out", required=True)
+    t.add_argument("--preset", default="paper", choices=["paper", "demo", "tiny"],
+                   help="paper: lr 2e-5, up to 200 epochs; demo: 30 epochs, head lr 1e-3, dev subset")
+    t.add_argument("--epochs", type=int)
+    t.add_argument("--patience", type=int)
+    t.add_argument("--seed", type=int)
+    t.add_argument("--lr", type=float)
+    t.add_argument("--head-lr", type=float, dest="head_lr")
+    t.add_argument("--batch-size", type=int, dest="batch_size")
+    t.add_argument("--dev-limit", type=int, dest="dev_limit")
+    t.add_argument("--max-steps", type=int, dest="max_steps")
+    t.add_argument("--overwrite", action="store_true", help="replace an existing --out folder")
+    t.add_argument("--run-dir")
+    t.add_argument("--quiet", action="store_true")
+    add_workspace_arg(t)
+    t.set_defaults(func=cmd_ner_train)
+    pr = nsub.add_parser("predict", help="spans, c1 and c2 per sentence as JSON lines")
+    pr.add_argument("--model", required=True)
+    pr.add_argument("corpus", metavar="FILE")
+    pr.add_argument("--out", required=True, help="output .jsonl")
+    pr.add_argument("--batch-size", type=int, default=32)
+    pr.add_argument("--quiet", action="store_true")
+    add_workspace_arg(pr)
+    pr.set_defaults(func=cmd_ner_predict)
+    e = nsub.add_parser("eval", help="span-level P/R/F1 overall and per type (seqeval strict IOBES)")
+    e.add_argument("--model", required=True)
+    e.add_argument("--test", required=True)
+    e.add_argument("--json", action="store_true")
+    e.add_argument("--quiet", action="store_true")
+    add_workspace_arg(e)
+    e.set_defaults(func=cmd_ner_eval)
+
+    x = sub.add_parser("experiment", help="strategies x seeds: selection -> MLM -> NER -> test F1 (mean, std)")
+    x.add_argument("--tc", required=True)
+    x.add_argument("--dc", required=True)
+    x.add_argument("--lc", required=True)
+    x.add_argument("--dev", required=True)
+    x.add_argument("--test", required=True)
+    x.add_argument("--strategies", default="", help="comma-separated selection strategies (core.select)")
+    x.add_argument("--baselines", default="none,tapt,dapt,tapt+dapt", help="comma-separated: none, tapt, dapt, tapt+dapt")
+    x.add_argument("--seeds", default="1,2,3")
+    x.add_argument("--budget", help="SC size: a count (e.g. 500) or a ratio of DC (e.g. 0.1); default |TC|, so TC:SC is 1:1")
+    x.add_argument("--model", default="default")
+    x.add_argument("--preset", default="demo", choices=["paper", "demo", "tiny"])
+    x.add_argument("--domain", help="column name in the results table (default: the test corpus name)")
+    x.add_argument("--out", required=True, help="run folder for the experiment (rerun with it to resume)")
+    x.add_argument("--json", action="store_true")
+    x.add_argument("--quiet", action="store_true")
+    add_workspace_arg(x)
+    x.set_defaults(func=cmd_experiment)
+
+
+def cmd_mlm(args: argparse.Namespace) -> int:
+    config = _config_overrides(args, ("epochs", "max_steps", "batch_size", "lr", "block_size", "grad_accum", "seed", "pack"))
+    params = {"train": [_abs(f) for f in args.train], "model": _abs(args.model), "out": str(Path(args.out).resolve()),
+              "preset": args.preset, "config": config}
+    result = _run(args, "mlm", params, "mlm")
+    print(f"model written to {result['out_dir']} ({result['steps']} steps"
+          + ("; a fresh MLM head was initialised" if result.get("fresh_head") else "") + ")")
+    return 0
+
+
+def cmd_ner_train(args: argparse.Namespace) -> int:
+    out = Path(args.out).resolve()
+    if out.exists() and any(out.iterdir()) and not args.overwrite and not args.run_dir:
+        raise UserError(f"output folder {out} already exists and is not empty; choose another --out or pass --overwrite")
+    config = _config_overrides(args, ("epochs", "patience", "seed", "lr", "head_lr", "batch_size", "dev_limit", "max_steps"))
+    params = {"train": _abs(args.train), "dev": _abs(args.dev), "test": _abs(args.test), "model": _abs(args.model),
+              "out": str(out), "preset": args.preset, "config": config}
+    result = _run(args, "ner", params, "ner train")
+    msg = f"model written to {result['out_dir']}: {result['steps']} steps, {result['epochs_run']} epochs"
+    if result.get("best_dev_f1") is not None:
+        msg += f", best dev F1 {result['best_dev_f1']:.4f} (epoch {result['best_epoch']})"
+    if result.get("test"):
+        msg += f", test F1 {result['test']['f1']:.4f}"
+    print(msg)
+    return 0
+
+
+def cmd_ner_predict(args: argparse.Namespace) -> int:
+    from core.ner import load_ner_model, predict_corpus, write_predictions
+
+    _quiet_transformers()
+    corpus = Workspace(args.workspace).resolve_corpus(args.corpus)
+    model = load_ner_model(args.model)
+    with tqdm_progress("predict", enabled=not args.quiet) as bar:
+        preds = predict_corpus(model, corpus, batch_size=args.batch_size, progress=bar)
+    write_predictions(args.out, preds, corpus if corpus.labeled else None)
+    print(f"{len(preds)} sentences, {sum(len(p.spans) for p in preds)} entities -> {args.out}", file=sys.stderr)
+    return 0
+
+
+def cmd_ner_eval(args: argparse.Namespace) -> int:
+    from core.ner import evaluate, load_ner_model
+
+    _quiet_transformers()
+    test = Workspace(args.workspace).resolve_corpus(args.test)
+    model = load_ner_model(args.model)
+    with tqdm_progress("eval", enabled=not args.quiet) as bar:
+        scores = evaluate(model, test, progress=bar)
+    if args.json:
+        print_json(scores)
+        return 0
+    print(f"f1 {scores['f1']:.4f}  precision {scores['precision']:.4f}  recall {scores['recall']:.4f}  "
+          f"({scores['support']} gold entities, {scores['sentences']} sentences)")
+    print("per_type:")
+    for name, s in sorted(scores["per_type"].items()):
+        print(f"  {name:<24} f1 {s['f1']:.4f}  precision {s['precision']:.4f}  recall {s['recall']:.4f}  support {s['support']}")
+    return 0
+
+
+def cmd_experiment(args: argparse.Namespace) -> int:
+    from core.experiment import format_results
+
+    def split(text: str) -> list[str]:
+        return [s.strip() for s in text.split(",") if s.strip()]
+
+    try:
+        seeds = [int(s) for s in split(args.seeds)]
+    except ValueError:
+        raise UserError(f"--seeds: expected comma-separated integers, got {args.seeds!r}") from None
+    params = {"tc": _abs(args.tc), "dc": _abs(args.dc), "lc": _abs(args.lc), "dev": _abs(args.dev), "test": _abs(args.test),
+              "strategies": split(args.strategies), "baselines": split(args.baselines), "seeds": seeds,
+              "budget": args.budget, "model": _abs(args.model),
+              "preset": args.preset, "domain": args.domain}
+    args.run_dir = args.out
+    result = _run(args, "experiment", params, "experiment")
+    if args.json:
+        print_json(result)
+    else:
+        print(format_results(result))
+    return 0

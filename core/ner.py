@@ -1,0 +1,595 @@
+"""BERT-CRF named entity recognition: model, training, prediction with confidences, evaluation.
+
+The model is encoder -> dropout -> linear emissions -> CRF (pytorch-crf), trained on
+BIOES tags (the seed paper's scheme) with labels on the first sub-token of each word;
+the CRF runs over words, not sub-tokens, so its transitions are word-to-word.
+
+Prediction contract (other modules code against it, keep it exact):
+`load_ner_model(path) -> NerModel`, `predict_corpus(model, corpus, batch_size=32,
+device="auto", progress=None) -> list[Prediction]`, `Prediction.to_dict()`.
+
+The saved model folder is a plain transformers encoder folder (config.json,
+model.safetensors, tokenizer: loadable by core.models.load_encoder, this is "B2")
+plus `ner_head.safetensors` (emission layer + CRF) and `ner_config.json`.
+
+>>> cfg = preset_config("demo", epochs=2)
+>>> cfg.epochs, cfg.head_lr, cfg.lr
+(2, 0.001, 5e-05)
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, fields, replace
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+from core.corpus import Corpus
+from core.crf import CRF, constrain_bioes, sequence_confidences
+from core.errors import ModelError, UserError
+from core.models import ModelRef, load_encoder, load_tokenizer, pick_device, resolve_model
+from core.tags import Span, TagScheme, entity_types, spans_from_tags, tags_from_spans
+from core.training import (
+    Checkpointer,
+    Log,
+    Metric,
+    Progress,
+    apply_cpu_threads,
+    atomic_dir,
+    autocast,
+    device_and_precision,
+    epoch_order,
+    grad_scaler,
+    optimizer_to,
+    rng_state,
+    set_rng_state,
+    set_seed,
+)
+
+HEAD_FILE = "ner_head.safetensors"
+CONFIG_FILE = "ner_config.json"
+PREFIXES = ("B", "I", "E", "S")
+
+
+@dataclass
+class NerConfig:
+    """Fine-tuning hyper-parameters; defaults are the seed paper's (AdamW, lr 2e-5, weight
+    decay 1e-8, up to 200 epochs with early stopping on dev F1)."""
+
+    lr: float = 2e-5  # encoder learning rate (paper)
+    head_lr: float | None = None  # emission layer + CRF; None = lr. Demo presets use 1e-3: a fresh CRF barely moves at 2e-5
+    weight_decay: float = 1e-8  # paper
+    betas: tuple[float, float] = (0.9, 0.999)  # paper
+    epochs: int = 200  # upper bound; early stopping usually ends far sooner
+    patience: int = 10  # epochs without a dev-F1 gain before stopping
+    batch_size: int = 16
+    dropout: float = 0.1
+    seed: int = 1
+    max_length: int = 256  # sub-tokens per sentence; words past it are predicted O
+    warmup_ratio: float = 0.0  # linear warmup over this share of the steps, constant after
+    grad_clip: float = 1.0
+    eval_batch_size: int = 64
+    dev_limit: int | None = None  # evaluate on the first N dev sentences only (CPU demo runs)
+    max_steps: int | None = None  # stop after this many optimizer steps (tests, smoke runs)
+    checkpoint_every: int = 100  # steps between resumable checkpoints (also at each epoch end)
+    log_every: int = 10  # steps between metric lines
+    constrain_bioes: bool = True  # start impossible BIOES transitions at -1e4 (see core.crf.constrain_bioes)
+    device: str = "auto"
+    precision: str = "auto"  # bf16/fp16 autocast on GPU, fp32 on CPU
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> NerConfig:
+        known = {f.name for f in fields(cls)}
+        unknown = set(d) - known
+        if unknown:
+            raise UserError(f"unknown NER setting(s): {', '.join(sorted(unknown))}; known: {', '.join(sorted(known))}")
+        d = dict(d)
+        if "betas" in d:
+            d["betas"] = tuple(d["betas"])
+        return cls(**d)
+
+
+PRESETS: dict[str, dict[str, Any]] = {
+    "paper": {},
+    # A few minutes on 2 CPU cores for ~100 training sentences: fewer epochs, a faster head, a dev subset.
+    "demo": {"epochs": 20, "patience": 5, "lr": 5e-5, "head_lr": 1e-3, "dev_limit": 100, "batch_size": 16},
+    # Seconds: for tests and checking that a setup works end to end.
+    "tiny": {"epochs": 3, "patience": 3, "lr": 1e-3, "head_lr": 1e-2, "batch_size": 8, "dev_limit": 50},
+}
+
+
+def preset_config(name: str = "paper", **overrides: Any) -> NerConfig:
+    if name not in PRESETS:
+        raise UserError(f"unknown NER preset {name!r}: expected one of {', '.join(PRESETS)}")
+    return NerConfig.from_dict({**PRESETS[name], **{k: v for k, v in overrides.items() if v is not None}})
+
+
+# --------------------------------------------------------------------------- prediction contract
+
+
+@dataclass
+class Prediction:
+    tokens: list[str]
+    tags: list[str]  # BIO
+    spans: list[Span]
+    c1: float  # CRF posterior of the decoded sequence
+    c2: float  # min over positions of the decoded tag's marginal
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"tokens": self.tokens, "tags": self.tags, "spans": [s.to_dict() for s in self.spans],
+                "c1": self.c1, "c2": self.c2, "n_entities": len(self.spans)}
+
+
+def label_set(*corpora: Corpus) -> list[str]:
+    """O plus B/I/E/S of every entity type in the corpora (all four, so any span length can be decoded)."""
+    types: set[str] = set()
+    for c in corpora:
+        if c is not None and c.tags is not None:
+            types.update(entity_types(c.tags))
+    return ["O"] + [f"{p}-{t}" for t in sorted(types) for p in PREFIXES]
+
+
+# --------------------------------------------------------------------------- encoding
+
+
+@dataclass
+class Batch:
+    input_ids: torch.Tensor  # (B, S)
+    attention_mask: torch.Tensor  # (B, S)
+    word_index: torch.Tensor  # (B, W) position of each word's first sub-token (0 for padding)
+    word_mask: torch.Tensor  # (B, W) bool
+    n_words: list[int]  # words covered per sentence (the rest were truncated away)
+
+    def to(self, device: str) -> Batch:
+        return replace(self, input_ids=self.input_ids.to(device), attention_mask=self.attention_mask.to(device),
+                       word_index=self.word_index.to(device), word_mask=self.word_mask.to(device))
+
+
+def encode_words(tokenizer, sentences: Sequence[Sequence[str]], max_length: int) -> Batch:
+    """Tokenize pre-split sentences and find each word's first sub-token via the fast
+    tokenizer's word_ids. A word that yields no sub-token (e.g. a zero-width space the
+    normalizer strips) is retried as the unknown token, so every covered word gets a label."""
+    sentences = [list(s) for s in sentences]
+    enc = tokenizer(sentences, is_split_into_words=True, truncation=True, max_length=max_length, padding=True,
+                    return_tensors="pt")
+    firsts: list[list[int]] = []
+    retry = False
+    for b, words in enumerate(sentences):
+        first: dict[int, int] = {}
+        for pos, w in enumerate(enc.word_ids(b)):
+            if w is not None and w not in first:
+                first[w] = pos
+        truncated = int(enc["attention_mask"][b].sum()) >= max_length
+        covered = (max(first) + 1 if first else 0) if truncated else len(words)
+        missing = [w for w in range(covered) if w not in first]
+        if missing:
+            retry = True
+            for w in missing:
+                words[w] = tokenizer.unk_token
+        firsts.append([first[w] for w in range(covered)] if not missing else [])
+    if retry:
+        return encode_words(tokenizer, sentences, max_length)
+    width = max((len(f) for f in firsts), default=0) or 1
+    word_index = torch.zeros(len(sentences), width, dtype=torch.long)
+    word_mask = torch.zeros(len(sentences), width, dtype=torch.bool)
+    for b, f in enumerate(firsts):
+        word_index[b, : len(f)] = torch.tensor(f, dtype=torch.long)
+        word_mask[b, : len(f)] = True
+    return Batch(enc["input_ids"], enc["attention_mask"], word_index, word_mask, [len(f) for f in firsts])
+
+
+# --------------------------------------------------------------------------- model
+
+
+class NerModel(nn.Module):
+    """Encoder + dropout + linear emissions + CRF over words."""
+
+    def __init__(self, encoder: nn.Module, tokenizer, labels: Sequence[str], dropout: float = 0.1,
+                 max_length: int = 256, base_model: str = ""):
+        super().__init__()
+        self.encoder = encoder
+        self.tokenizer = tokenizer
+        self.labels = list(labels)
+        self.label_index = {t: i for i, t in enumerate(self.labels)}
+        self.base_model = base_model
+        self.max_length = min(max_length, getattr(encoder.config, "max_position_embeddings", max_length))
+        self.dropout = nn.Dropout(dropout)
+        self.emissions = nn.Linear(encoder.config.hidden_size, len(self.labels))
+        self.crf = CRF(len(self.labels), batch_first=True)
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.parameters()).device
+
+    def encode(self, sentences: Sequence[Sequence[str]]) -> Batch:
+        return encode_words(self.tokenizer, sentences, self.max_length)
+
+    def word_emissions(self, batch: Batch) -> torch.Tensor:
+        hidden = self.encoder(input_ids=batch.input_ids, attention_mask=batch.attention_mask).last_hidden_state  # (B, S, H)
+        index = batch.word_index.unsqueeze(-1).expand(-1, -1, hidden.size(-1))  # (B, W, H)
+        words = hidden.gather(1, index)  # (B, W, H): first sub-token of each word
+        return self.emissions(self.dropout(words)).float()  # (B, W, T); the CRF always runs in fp32
+
+    def loss(self, batch: Batch, tag_ids: torch.Tensor) -> torch.Tensor:
+        """Mean negative log-likelihood of the gold tag sequences."""
+        return -self.crf(self.word_emissions(batch), tag_ids, batch.word_mask, reduction="mean")
+
+    @torch.no_grad()
+    def decode(self, batch: Batch) -> tuple[list[list[int]], list[float], list[float]]:
+        emissions = self.word_emissions(batch)
+        paths = self.crf.decode(emissions, batch.word_mask)
+        c1, c2 = sequence_confidences(self.crf, emissions, batch.word_mask, paths)
+        return paths, c1, c2
+
+    def head_state(self) -> dict[str, torch.Tensor]:
+        return {f"emissions.{k}": v for k, v in self.emissions.state_dict().items()} | {
+            f"crf.{k}": v for k, v in self.crf.state_dict().items()}
+
+    def save(self, out_dir: str | Path, extra: dict[str, Any] | None = None) -> Path:
+        """Write the model folder atomically (temp folder, then rename): a reader or a kill
+        never sees half a model."""
+        from safetensors.torch import save_file
+
+        with atomic_dir(out_dir) as tmp:
+            self.encoder.save_pretrained(tmp)
+            self.tokenizer.save_pretrained(tmp)
+            save_file({k: v.detach().cpu().contiguous() for k, v in self.head_state().items()}, str(tmp / HEAD_FILE))
+            cfg = {"labels": self.labels, "scheme": TagScheme.BIOES.value, "base_model": self.base_model,
+                   "dropout": self.dropout.p, "max_length": self.max_length, "created_by": "core.ner", **(extra or {})}
+            (tmp / CONFIG_FILE).write_text(json.dumps(cfg, indent=2), "utf-8")
+        return Path(out_dir)
+
+
+def _require_fast(tokenizer, ref: ModelRef) -> None:
+    if not getattr(tokenizer, "is_fast", False):
+        raise ModelError(f"model {ref.name!r} has no fast tokenizer (tokenizer.json); NER needs word_ids() to align labels")
+
+
+def build_ner_model(model: str | ModelRef, labels: Sequence[str], dropout: float = 0.1, max_length: int = 256) -> NerModel:
+    ref = resolve_model(model) if not isinstance(model, ModelRef) else model
+    tokenizer = load_tokenizer(ref)
+    _require_fast(tokenizer, ref)
+    return NerModel(load_encoder(ref), tokenizer, labels, dropout=dropout, max_length=max_length, base_model=ref.name)
+
+
+def load_ner_model(path: str | Path) -> NerModel:
+    """A fine-tuned model folder written by `train_ner` (or NerModel.save)."""
+    from safetensors.torch import load_file
+
+    ref = resolve_model(str(path))
+    cfg = ref.ner_config()
+    if cfg is None or not (Path(ref.load_path) / HEAD_FILE).exists():
+        raise ModelError(f"{path} is not a fine-tuned NER model folder (no {CONFIG_FILE} / {HEAD_FILE}); train one with `ner train`")
+    tokenizer = load_tokenizer(ref)
+    _require_fast(tokenizer, ref)
+    model = NerModel(load_encoder(ref), tokenizer, cfg["labels"], dropout=cfg.get("dropout", 0.1),
+                     max_length=cfg.get("max_length", 256), base_model=cfg.get("base_model", ""))
+    head = load_file(str(Path(ref.load_path) / HEAD_FILE))
+    model.emissions.load_state_dict({k.split(".", 1)[1]: v for k, v in head.items() if k.startswith("emissions.")})
+    model.crf.load_state_dict({k.split(".", 1)[1]: v for k, v in head.items() if k.startswith("crf.")})
+    model.eval()
+    return model
+
+
+# --------------------------------------------------------------------------- prediction
+
+
+def predict_corpus(model: NerModel, corpus: Corpus, batch_size: int = 32, device: str = "auto",
+                   progress: Progress | None = None) -> list[Prediction]:
+    """Viterbi tags, spans and (c1, c2) for every sentence, in corpus order. Sentences are
+    batched by length (less padding), empty sentences get no spans and confidence 1."""
+    dev = pick_device(device)
+    if dev == "cpu":
+        apply_cpu_threads()
+    model.to(dev)
+    was_training = model.training
+    model.eval()
+    n = len(corpus)
+    out: list[Prediction | None] = [None] * n
+    order = sorted((i for i in range(n) if corpus.tokens[i]), key=lambda i: len(corpus.tokens[i]))
+    for i in range(n):
+        if not corpus.tokens[i]:
+            out[i] = Prediction([], [], [], 1.0, 1.0)
+    done = n - len(order)
+    for start in range(0, len(order), batch_size):
+        idx = order[start:start + batch_size]
+        sents = [corpus.tokens[i] for i in idx]
+        batch = model.encode(sents).to(dev)
+        paths, c1, c2 = model.decode(batch)
+        for k, i in enumerate(idx):
+            words = sents[k]
+            bioes = [model.labels[t] for t in paths[k]] + ["O"] * (len(words) - len(paths[k]))  # truncated tail: O
+            spans = spans_from_tags(bioes, TagScheme.BIOES)
+            out[i] = Prediction(list(words), tags_from_spans(spans, len(words), TagScheme.BIO), spans, float(c1[k]), float(c2[k]))
+        done += len(idx)
+        if progress is not None:
+            progress(done / max(n, 1), f"{done:,}/{n:,} sentences")
+    if was_training:
+        model.train()
+    return [p for p in out if p is not None]
+
+
+# --------------------------------------------------------------------------- evaluation
+
+
+def scores_from_tags(gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]]) -> dict[str, Any]:
+    """Span-level micro P/R/F1 and per type with seqeval (strict mode, IOBES), as in the
+    seed's Tables 3 and 4. Both inputs are BIOES tag sequences."""
+    from seqeval.metrics import classification_report
+    from seqeval.scheme import IOBES
+
+    report = classification_report([list(t) for t in gold], [list(t) for t in pred], mode="strict", scheme=IOBES,
+                                   output_dict=True, zero_division=0)
+    micro = report.get("micro avg", {"precision": 0.0, "recall": 0.0, "f1-score": 0.0, "support": 0})
+    per_type = {k: {"precision": float(v["precision"]), "recall": float(v["recall"]), "f1": float(v["f1-score"]),
+                    "support": int(v["support"])}
+                for k, v in report.items() if not k.endswith(" avg")}
+    return {"f1": float(micro["f1-score"]), "precision": float(micro["precision"]), "recall": float(micro["recall"]),
+            "support": int(micro["support"]), "per_type": per_type}
+
+
+def evaluate(model: NerModel, test: Corpus, batch_size: int = 64, device: str = "auto",
+             progress: Progress | None = None, predictions: list[Prediction] | None = None) -> dict[str, Any]:
+    """`f1`, `precision`, `recall`, `per_type` ({type: {precision, recall, f1, support}}) on a labeled corpus."""
+    if test.tags is None:
+        raise UserError(f"corpus {test.name or ''!r} has no tags; evaluation needs a labeled corpus")
+    preds = predictions if predictions is not None else predict_corpus(model, test, batch_size, device, progress)
+    gold = test.with_scheme(TagScheme.BIOES).tags
+    pred = [tags_from_spans(p.spans, len(p.tokens), TagScheme.BIOES) for p in preds]
+    result = scores_from_tags(gold, pred)
+    result["sentences"] = len(test)
+    return result
+
+
+# --------------------------------------------------------------------------- training
+
+
+def _check_labeled(corpus: Corpus, what: str) -> Corpus:
+    if corpus is None or corpus.tags is None:
+        raise UserError(f"the {what} corpus has no tags; NER training needs labeled CoNLL/JSONL data")
+    if not len(corpus):
+        raise UserError(f"the {what} corpus is empty")
+    return corpus.with_scheme(TagScheme.BIOES)
+
+
+def _tag_ids(model: NerModel, tags: Sequence[Sequence[str]], width: int) -> torch.Tensor:
+    ids = torch.zeros(len(tags), width, dtype=torch.long)
+    for b, seq in enumerate(tags):
+        seq = seq[:width]
+        ids[b, : len(seq)] = torch.tensor([model.label_index.get(t, 0) for t in seq], dtype=torch.long)
+    return ids
+
+
+def train_ner(train: Corpus, dev: Corpus | None, model: str | ModelRef, out_dir: str | Path, config: NerConfig | None = None,
+              progress: Progress | None = None, log: Log | None = None, metric: Metric | None = None,
+              checkpoint_dir: str | Path | None = None, overwrite: bool = False) -> dict[str, Any]:
+    """Fine-tune encoder + CRF on `train`, keep the best model on `dev` F1 in `out_dir`.
+
+    With `checkpoint_dir`, a resumable checkpoint is written every `checkpoint_every` steps
+    and at each epoch end; calling again with the same folder continues from it (same
+    shuffled order, same RNG, same early-stopping counters). Returns a summary dict.
+    """
+    config = config or NerConfig()
+    log = log or (lambda _m: None)
+    metric = metric or (lambda **_k: None)
+    out_dir = Path(out_dir)
+    train_b = _check_labeled(train, "training")
+    dev_b = _check_labeled(dev, "dev") if dev is not None else None
+    if dev_b is not None and config.dev_limit:
+        dev_b = dev_b.subset(range(min(config.dev_limit, len(dev_b))))
+    keep = [i for i, t in enumerate(train_b.tokens) if t]
+    train_b = train_b.subset(keep)
+    if not keep:
+        raise UserError("the training corpus has only empty sentences")
+    ckpt = Checkpointer(checkpoint_dir) if checkpoint_dir is not None else None
+    state = ckpt.load() if ckpt is not None else None
+    if state is None and out_dir.exists() and any(out_dir.iterdir()) and not overwrite:
+        raise UserError(f"output folder {out_dir} already exists and is not empty; choose another --out or pass --overwrite")
+
+    set_seed(config.seed)
+    device, precision = device_and_precision(config.device, config.precision)
+    labels = state["labels"] if state else label_set(train_b, dev_b)
+    ner = build_ner_model(model, labels, dropout=config.dropout, max_length=config.max_length)
+    if config.constrain_bioes:
+        constrain_bioes(ner.crf, labels)
+    ner.to(device)
+    head = [p for n, p in ner.named_parameters() if not n.startswith("encoder.")]
+    groups = [{"params": list(ner.encoder.parameters()), "lr": config.lr},
+              {"params": head, "lr": config.head_lr or config.lr}]
+    optimizer = torch.optim.AdamW(groups, lr=config.lr, betas=tuple(config.betas), weight_decay=config.weight_decay)
+    n = len(train_b)
+    steps_per_epoch = math.ceil(n / config.batch_size)
+    total_steps = config.epochs * steps_per_epoch
+    if config.max_steps:
+        total_steps = min(total_steps, config.max_steps)
+    warmup = int(config.warmup_ratio * total_steps)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min(1.0, (s + 1) / warmup) if warmup else 1.0)
+    scaler = grad_scaler(device, precision)
+
+    step, epoch, skip, best_f1, best_epoch, bad_epochs = 0, 0, 0, -1.0, -1, 0
+    if state is not None:
+        ner.load_state_dict(state["model"])
+        optimizer.load_state_dict(state["optimizer"])
+        optimizer_to(optimizer, device)
+        scheduler.load_state_dict(state["scheduler"])
+        set_rng_state(state["rng"])
+        step, epoch, skip = state["step"], state["epoch"], state["batch_in_epoch"]
+        best_f1, best_epoch, bad_epochs = state["best_f1"], state["best_epoch"], state["bad_epochs"]
+        log(f"resumed from checkpoint at step {step} (epoch {epoch + 1}, batch {skip}); best dev F1 so far {best_f1:.4f}")
+    if ckpt is not None:
+        ckpt.clear_temp()
+
+    log("Running NER training\n"
+        f"  model: {ner.base_model} | labels: {len(labels)} (BIOES) | device: {device} ({precision})\n"
+        f"  train sentences: {n} | dev sentences: {len(dev_b) if dev_b is not None else 0}\n"
+        f"  epochs: up to {config.epochs} (patience {config.patience}) | batch: {config.batch_size} | steps/epoch: {steps_per_epoch}\n"
+        f"  lr: encoder {config.lr}, head {config.head_lr or config.lr} | weight decay {config.weight_decay}")
+
+    def save_checkpoint(batch_in_epoch: int) -> None:
+        if ckpt is None:
+            return
+        ckpt.save({"model": ner.state_dict(), "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
+                   "rng": rng_state(), "step": step, "epoch": epoch, "batch_in_epoch": batch_in_epoch, "labels": labels,
+                   "best_f1": best_f1, "best_epoch": best_epoch, "bad_epochs": bad_epochs, "config": asdict(config)}, step)
+
+    started = time.time()
+    window_t, window_n, window_loss, window_steps = time.time(), 0, 0.0, 0
+    trained_sentences = 0
+    # A checkpoint written after early stopping or the step cap means training is over: resuming
+    # it (e.g. a job killed during the test evaluation) must not train further.
+    stop = bool((dev_b is not None and bad_epochs >= config.patience) or (config.max_steps and step >= config.max_steps))
+    mid_epoch_stop = False
+    while epoch < config.epochs and not stop:
+        ner.train()
+        order = epoch_order(n, config.seed, epoch)
+        batches = [order[i:i + config.batch_size] for i in range(0, n, config.batch_size)]
+        for b_i in range(skip, len(batches)):
+            idx = batches[b_i]
+            batch = ner.encode([train_b.tokens[i] for i in idx])
+            tags = _tag_ids(ner, [train_b.tags[i] for i in idx], batch.word_mask.size(1))
+            batch = batch.to(device)
+            with autocast(device, precision):
+                loss = ner.loss(batch, tags.to(device))
+            optimizer.zero_grad(set_to_none=True)
+            scaler.scale(loss).backward()
+            scaler.unscale_(optimizer)
+            if config.grad_clip:
+                torch.nn.utils.clip_grad_norm_(ner.parameters(), config.grad_clip)
+            scaler.step(optimizer)
+            scaler.update()
+            scheduler.step()
+            step += 1
+            trained_sentences += len(idx)
+            window_n += len(idx)
+            loss_value = loss.item()
+            window_loss += loss_value
+            window_steps += 1
+            if step % config.log_every == 0 or b_i == len(batches) - 1:
+                dt = max(time.time() - window_t, 1e-9)
+                metric(step=step, epoch=epoch + 1, loss=window_loss / window_steps, lr=scheduler.get_last_lr()[0],
+                       sentences_per_s=window_n / dt)
+                window_t, window_n, window_loss, window_steps = time.time(), 0, 0.0, 0
+            if progress is not None:
+                progress(min(0.999, step / max(total_steps, 1)), f"epoch {epoch + 1}, step {step}, loss {loss_value:.3f}")
+            if config.max_steps and step >= config.max_steps:
+                stop = True
+                if b_i < len(batches) - 1:  # mid-epoch: remember the position, skip this epoch's dev pass
+                    save_checkpoint(b_i + 1)
+                    mid_epoch_stop = True
+                break
+            if config.checkpoint_every and step % config.checkpoint_every == 0 and b_i < len(batches) - 1:
+                save_checkpoint(b_i + 1)
+        skip = 0
+        if mid_epoch_stop:
+            break
+        if dev_b is not None:
+            scores = evaluate(ner, dev_b, batch_size=config.eval_batch_size, device=device)
+            improved = scores["f1"] > best_f1
+            if improved:
+                best_f1, best_epoch, bad_epochs = scores["f1"], epoch + 1, 0
+                ner.save(out_dir, {"best_dev_f1": best_f1, "epoch": epoch + 1})
+            else:
+                bad_epochs += 1
+            metric(step=step, epoch=epoch + 1, dev_f1=scores["f1"], dev_precision=scores["precision"], dev_recall=scores["recall"])
+            log(f"epoch {epoch + 1}: dev F1 {scores['f1']:.4f} (P {scores['precision']:.4f} R {scores['recall']:.4f})"
+                + (" best, saved" if improved else f", best {best_f1:.4f} at epoch {best_epoch} ({bad_epochs}/{config.patience})"))
+            if bad_epochs >= config.patience:
+                log(f"early stopping: no dev F1 gain for {config.patience} epochs")
+                stop = True
+        epoch += 1
+        save_checkpoint(0)
+    if dev_b is None or best_epoch < 0:
+        ner.save(out_dir, {"epoch": epoch})
+    seconds = time.time() - started
+    if progress is not None:
+        progress(1.0, f"done: best dev F1 {best_f1:.4f}" if dev_b is not None else "done")
+    log(f"NER training finished in {seconds:.1f}s: {step} steps, best dev F1 {best_f1:.4f} at epoch {best_epoch}; model in {out_dir}")
+    return {"out_dir": str(out_dir), "best_dev_f1": best_f1 if dev_b is not None else None, "best_epoch": best_epoch,
+            "epochs_run": epoch, "steps": step, "train_sentences": n, "labels": labels, "seconds": seconds,
+            "sentences_per_s": trained_sentences / seconds if seconds > 0 else None, "device": device}
+
+
+# --------------------------------------------------------------------------- jobs
+
+
+def _config_from_params(params: dict[str, Any]) -> NerConfig:
+    return preset_config(params.get("preset", "demo"), **(params.get("config") or {}))
+
+
+def write_predictions(path: str | Path, predictions: Sequence[Prediction], gold: Corpus | None = None) -> Path:
+    """JSON lines: one prediction per sentence (+ gold spans when the corpus is labeled), atomically."""
+    from core.workspace import atomic_write_text
+
+    lines = []
+    for i, p in enumerate(predictions):
+        d = p.to_dict()
+        if gold is not None and gold.tags is not None:
+            d["gold_spans"] = [s.to_dict() for s in spans_from_tags(gold.tags[i], gold.scheme)]
+        lines.append(json.dumps(d, ensure_ascii=False))
+    return atomic_write_text(path, "\n".join(lines) + ("\n" if lines else ""))
+
+
+def read_predictions(path: str | Path, limit: int | None = None, only_errors: bool = False) -> list[dict[str, Any]]:
+    """Rows of a predictions file with spans as `Span`s (`spans`, and `gold` when present) and
+    `errors`, the number of predicted and gold spans without an exact match."""
+    rows = []
+    with open(path, encoding="utf-8") as fh:
+        for line in fh:
+            if not line.strip():
+                continue
+            d = json.loads(line)
+            pred = [Span(**s) for s in d["spans"]]
+            gold = [Span(**s) for s in d["gold_spans"]] if "gold_spans" in d else None
+            errors = len(set(pred) ^ set(gold)) if gold is not None else 0
+            if only_errors and not errors:
+                continue
+            rows.append({**d, "spans": pred, "gold": gold, "errors": errors})
+            if limit is not None and len(rows) >= limit:
+                break
+    return rows
+
+
+def ner_train_job(params: dict[str, Any], ctx) -> dict[str, Any]:
+    """Job kind "ner": params train, dev, test (corpus names/roles/paths), model, preset, config, out."""
+    ws = ctx.workspace
+    train = ws.resolve_corpus(params.get("train", "lc"))
+    dev = ws.resolve_corpus(params["dev"]) if params.get("dev") else None
+    test = ws.resolve_corpus(params["test"]) if params.get("test") else None
+    out = Path(params.get("out") or ctx.run_dir / "model")
+    config = _config_from_params(params)
+    result = train_ner(train, dev, params.get("model", "default"), out, config, progress=ctx.sub(0, 0.9 if test else 1.0),
+                       log=ctx.log, metric=ctx.metric, checkpoint_dir=ctx.run_dir, overwrite=True)
+    if test is not None:
+        model = load_ner_model(out)
+        preds = predict_corpus(model, test, batch_size=config.eval_batch_size, device=config.device, progress=ctx.sub(0.9, 1.0, "test: "))
+        scores = evaluate(model, test, predictions=preds)
+        write_predictions(ctx.run_dir / "test_predictions.jsonl", preds, test)
+        ctx.metric(step=result["steps"], test_f1=scores["f1"])
+        ctx.log(f"test F1 {scores['f1']:.4f} (P {scores['precision']:.4f} R {scores['recall']:.4f}) on {len(test)} sentences")
+        result["test"] = scores
+    return result
+
+
+def ner_predict_job(params: dict[str, Any], ctx) -> dict[str, Any]:
+    """Job kind "predict": params model (folder), corpus, batch_size, out (default run_dir/predictions.jsonl)."""
+    corpus = ctx.workspace.resolve_corpus(params["corpus"])
+    model = load_ner_model(params["model"])
+    preds = predict_corpus(model, corpus, batch_size=int(params.get("batch_size", 32)), progress=ctx.sub(0, 0.95))
+    out = write_predictions(params.get("out") or ctx.run_dir / "predictions.jsonl", preds, corpus if corpus.labeled else None)
+    result: dict[str, Any] = {"sentences": len(preds), "entities": sum(len(p.spans) for p in preds), "path": str(out),
+                              "mean_c1": sum(p.c1 for p in preds) / max(len(preds), 1)}
+    if corpus.labeled:
+        result["scores"] = evaluate(model, corpus, predictions=preds)
+    ctx.log(f"predicted {len(preds)} sentences into {out}")
+    return result
+
+
+__all__ = ["NerConfig", "NerModel", "PRESETS", "Prediction", "build_ner_model", "evaluate", "label_set", "load_ner_model",
+           "ner_predict_job", "ner_train_job", "predict_corpus", "preset_config", "read_predictions", "scores_from_tags", "train_ner",
+           "write_predictions"]

@@ -1,0 +1,203 @@
+"""Runs: launch MLM / NER / experiment jobs, watch them live, compare results, view predictions."""
+
+from __future__ import annotations
+
+import plotly.express as px
+import streamlit as st
+
+from core import jobs
+from core.experiment import BASELINES, collect_results, per_type_table, results_table
+from core.highlight import CSS, legend_html, prediction_html, type_colors
+from core.mlm import MODES
+from core.ner import read_predictions
+from core.training import metric_frames
+from core.workspace import Role
+from ui import corpus_picker, fmt_seconds, get_workspace, run_guarded, submit_job
+
+KINDS = ("mlm", "ner", "predict", "experiment")
+PRESET_HELP = "demo: a few minutes on CPU (short runs, higher head lr); paper: the seed paper's settings (hours on CPU)"
+
+ws = get_workspace()
+st.title("Runs")
+st.caption("MLM continued pretraining, BERT-CRF fine-tuning and full experiments run as background jobs: "
+           "close the tab and they keep going; cancelled or killed training resumes from its last checkpoint.")
+
+
+def _strategies() -> list[str]:
+    try:
+        from core.select import Strategy
+    except ImportError:
+        return []
+    return [s.value for s in Strategy]
+
+
+def _selections() -> dict[str, str]:
+    import json
+
+    out = {}
+    for folder in ws.list_artifacts("selection"):
+        meta_path = folder / "meta.json"
+        meta = json.loads(meta_path.read_text("utf-8")) if meta_path.exists() else {}
+        out[folder.name] = f"{meta.get('strategy', '?')} · {meta.get('budget', '?')} sentences · {folder.name[:8]}"
+    return out
+
+
+ner_tab, mlm_tab, exp_tab = st.tabs(["NER fine-tuning", "MLM pretraining", "Experiment"])
+with ner_tab, st.form("ner_form"):
+    c = st.columns(3)
+    with c[0]:
+        n_train = corpus_picker(ws, "Train (LC)", Role.LC, "ner_train", labeled=True)
+    with c[1]:
+        n_dev = corpus_picker(ws, "Dev (early stopping)", Role.DEV, "ner_dev", labeled=True, allow_none=True)
+    with c[2]:
+        n_test = corpus_picker(ws, "Test", Role.TEST, "ner_test", labeled=True, allow_none=True)
+    c = st.columns(4)
+    n_model = c[0].text_input("Encoder", "default", key="ner_model", help="'default', a folder (e.g. an MLM run's model), or an HF id")
+    n_preset = c[1].selectbox("Preset", ["demo", "paper", "tiny"], key="ner_preset", help=PRESET_HELP)
+    n_epochs = c[2].number_input("Max epochs", 1, 200, 20, key="ner_epochs")
+    n_seed = c[3].number_input("Seed", 0, 10_000, 1, key="ner_seed")
+    if st.form_submit_button("Start NER training", type="primary") and n_train:
+        submit_job("ner", {"train": n_train, "dev": n_dev, "test": n_test, "model": n_model.strip() or "default",
+                           "preset": n_preset, "config": {"epochs": int(n_epochs), "seed": int(n_seed)}}, "runs_job")
+
+with mlm_tab, st.form("mlm_form"):
+    c = st.columns(3)
+    m_mode = c[0].selectbox("Corpus", MODES, key="mlm_mode",
+                            format_func={"tc+sc": "TC + selected SC, 1:1 (seed method)", "tapt": "TAPT: TC only",
+                                         "dapt": "DAPT: all of DC", "tapt+dapt": "DAPT then TAPT"}.get)
+    with c[1]:
+        m_tc = corpus_picker(ws, "TC", Role.TC, "mlm_tc")
+    with c[2]:
+        m_dc = corpus_picker(ws, "DC", Role.DC, "mlm_dc")
+    sels = _selections()
+    m_sel = st.selectbox("Selection (SC) for TC + SC", [None, *sels], key="mlm_selection",
+                         format_func=lambda k: "(none saved yet: run one on the Selection page)" if k is None else sels[k])
+    c = st.columns(3)
+    m_model = c[0].text_input("Encoder", "default", key="mlm_model")
+    m_preset = c[1].selectbox("Preset", ["demo", "paper", "tiny"], key="mlm_preset", help=PRESET_HELP)
+    m_steps = c[2].number_input("Max steps (0 = epochs decide)", 0, 1_000_000, 30, key="mlm_steps")
+    if m_model.strip() in ("", "default"):
+        st.info("The default encoder has no MLM head: a fresh head is initialised and trained (the run log says so too).")
+    if st.form_submit_button("Start MLM pretraining", type="primary"):
+        submit_job("mlm", {"mode": m_mode, "tc": m_tc, "dc": m_dc, "selection": m_sel, "model": m_model.strip() or "default",
+                           "preset": m_preset, "config": {"max_steps": int(m_steps) or None}}, "runs_job")
+
+with exp_tab, st.form("exp_form"):
+    strategies = _strategies()
+    if not strategies:
+        st.warning("Selection (core.select) is not available: only baselines can run.")
+    c = st.columns(2)
+    e_strats = c[0].multiselect("Selection strategies", strategies, default=[s for s in ("dsir",) if s in strategies],
+                                key="exp_strategies", help="name@b1 reads B1 (the TAPT model) instead of the base encoder")
+    e_base = c[1].multiselect("Baselines", BASELINES, default=["none", "tapt"], key="exp_baselines")
+    c = st.columns(4)
+    e_seeds = c[0].text_input("Seeds", "1", key="exp_seeds", help="e.g. 1,2,3 for mean ± std (each seed repeats every row)")
+    e_budget = c[1].text_input("Budget", "", key="exp_budget", placeholder="|TC|", help="count, or ratio of DC (0-1)")
+    e_preset = c[2].selectbox("Preset", ["demo", "tiny", "paper"], key="exp_preset", help=PRESET_HELP)
+    e_model = c[3].text_input("Encoder", "default", key="exp_model")
+    st.caption("Uses the workspace roles TC, DC, LC, DEV and TEST. Each strategy x seed: select -> MLM on TC+SC -> NER on LC -> test F1.")
+    if st.form_submit_button("Start experiment", type="primary"):
+        seeds = [s.strip() for s in e_seeds.split(",") if s.strip()]
+        if not all(s.isdigit() for s in seeds) or not seeds:
+            st.error(f"Seeds: expected comma-separated integers, got {e_seeds!r}")
+        else:
+            submit_job("experiment", {"tc": "tc", "dc": "dc", "lc": "lc", "dev": "dev", "test": "test", "strategies": e_strats,
+                                      "baselines": e_base, "seeds": [int(s) for s in seeds], "budget": e_budget.strip() or None,
+                                      "preset": e_preset, "model": e_model.strip() or "default"}, "runs_job")
+
+
+def _jobs() -> list[jobs.Job]:
+    return [j for j in jobs.list_jobs(ws) if j.kind in KINDS]
+
+
+st.subheader("Jobs")
+
+
+@st.fragment(run_every=2.0 if any(j.active for j in _jobs()) else None)
+def job_list() -> None:
+    all_jobs = _jobs()
+    if not all_jobs:
+        st.info("No training jobs yet: start one above.")
+        return
+    rows = [{"id": j.id, "kind": j.kind, "status": j.status, "progress": j.progress, "message": j.message or (j.error or "")[:80],
+             "elapsed": fmt_seconds(j.elapsed), "attempts": j.attempts} for j in all_jobs]
+    st.dataframe(rows, hide_index=True, key="runs_table", column_config={
+        "progress": st.column_config.ProgressColumn("progress", min_value=0.0, max_value=1.0, format="percent")})
+
+
+job_list()
+job_ids = [j.id for j in _jobs()]
+default = st.session_state.get("runs_job")
+chosen = st.selectbox("Job", job_ids, index=job_ids.index(default) if default in job_ids else 0, key="runs_selected") if job_ids else None
+
+
+def job_detail(job_id: str, was_active: bool) -> None:
+    job = run_guarded(lambda: jobs.get_job(ws, job_id))
+    if job is None:
+        return
+    if was_active and not job.active:
+        st.rerun(scope="app")  # finished while polling: redraw once without the timer, with its results
+    st.progress(job.progress, text=f"{job.kind} · {job.status} · {fmt_seconds(job.elapsed)} · {job.message}")
+    if job.error:
+        st.error(job.error)
+    b = st.columns(6)
+    if job.active and b[0].button("Cancel", key=f"cancel_{job.id}"):
+        jobs.cancel(ws, job.id)
+        st.rerun()
+    if job.status in ("failed", "cancelled") and b[1].button("Resume", key=f"resume_{job.id}", help="continue from the last checkpoint"):
+        jobs.resume(ws, job.id)
+        st.rerun()
+    if b[2].button("Delete", key=f"delete_{job.id}"):
+        jobs.delete(ws, job.id)
+        st.session_state.pop("runs_job", None)
+        st.rerun(scope="app")
+    train, evals = metric_frames(job.metrics())
+    c = st.columns(2)
+    if not train.empty:
+        c[0].plotly_chart(px.line(train, x="step", y="loss", color="series", title="training loss"), key=f"loss_{job.id}")
+        speed = "tokens_per_s" if "tokens_per_s" in train else "sentences_per_s"
+        if speed in train:
+            c[1].plotly_chart(px.line(train.dropna(subset=[speed]), x="step", y=speed, color="series", title="throughput"),
+                              key=f"speed_{job.id}")
+    if not evals.empty and "dev_f1" in evals:
+        st.plotly_chart(px.line(evals.dropna(subset=["dev_f1"]), x="epoch", y="dev_f1", color="series", markers=True,
+                                title="dev F1 per epoch"), key=f"dev_{job.id}")
+    if job.result and job.kind == "mlm":
+        st.caption(("A fresh MLM head was initialised. " if job.result.get("fresh_head") else "")
+                   + f"Model folder (usable as B1): `{job.result.get('out_dir')}`")
+    with st.expander("Log", expanded=job.status == "failed"):
+        st.code(job.log_tail(60) or "(empty)")
+
+
+if chosen:
+    active = jobs.get_job(ws, chosen).active
+    st.fragment(job_detail, run_every=2.0 if active else None)(chosen, active)
+
+st.subheader("Results")
+experiments = collect_results(ws)
+if not experiments:
+    st.info("No experiment results yet. An experiment fills this table: rows strategies and baselines, columns domains.")
+else:
+    st.markdown("**Test F1 (%), mean ± std over seeds** (as the seed paper's Table 3)")
+    st.dataframe(results_table(experiments), key="results_table")
+    labels = {i: f"{e['domain']} · job {e['job']}" + (" (partial)" if e.get("partial") else "") for i, e in enumerate(experiments)}
+    pick = st.selectbox("Per-type F1 of experiment", list(labels), format_func=labels.get, key="per_type_pick")
+    st.markdown("**Per entity type, test F1 (%) mean over seeds** (as Table 4)")
+    st.dataframe(per_type_table(experiments[pick]), key="per_type_table")
+
+st.subheader("Test-set predictions")
+with_preds = [j for j in jobs.list_jobs(ws, "ner") if (j.run_dir / "test_predictions.jsonl").exists()]
+if not with_preds:
+    st.info("Train an NER model with a test corpus to see its predictions next to the gold spans here.")
+else:
+    c = st.columns([3, 1, 1])
+    pj = c[0].selectbox("NER run", [j.id for j in with_preds], key="pred_job",
+                        format_func=lambda i: f"{i} · test F1 {(jobs.get_job(ws, i).result or {}).get('test', {}).get('f1', 0):.3f}")
+    only_errors = c[1].checkbox("Only sentences with errors", key="pred_errors")
+    limit = c[2].number_input("Show", 5, 500, 25, step=5, key="pred_limit")
+    rows = read_predictions(jobs.get_job(ws, pj).run_dir / "test_predictions.jsonl", limit=int(limit), only_errors=only_errors)
+    colors = type_colors({s.type for r in rows for s in [*r["spans"], *(r["gold"] or [])]})
+    st.html(legend_html(colors))
+    for r in rows:
+        st.caption(f"c1 {r['c1']:.3f} · c2 {r['c2']:.3f} · {r['errors']} mismatched spans")
+        st.html(CSS + prediction_html(r["tokens"], r["spans"], colors, r["gold"]))

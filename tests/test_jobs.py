@@ -1,0 +1,136 @@
+"""The job runner with real subprocesses: concurrency queueing, cancel, a vanished process,
+kill -9 of a training job then resume from its checkpoint, an NER job end to end, and
+atomic checkpoints."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+
+import pytest
+
+from core import jobs
+from core.training import Checkpointer
+from core.workspace import Workspace
+from tests.conftest import TOY_SENTENCES
+from tests.ner_data import single_thread_torch, write_toy_conll  # noqa: F401 - fixture
+
+pytestmark = pytest.mark.usefixtures("single_thread_torch")
+
+
+@pytest.fixture
+def ws(tmp_path, monkeypatch):
+    monkeypatch.setenv("NERSELECT_MAX_JOBS", "1")
+    monkeypatch.setenv("NERSELECT_TORCH_THREADS", "1")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    return Workspace(tmp_path / "ws")
+
+
+def _wait_for(predicate, timeout: float = 60, poll: float = 0.05):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(poll)
+    raise TimeoutError("condition not reached")
+
+
+def test_two_jobs_submitted_at_once_both_finish(ws):
+    a = jobs.submit(ws, "sleep", {"steps": 3, "seconds": 0.05})
+    b = jobs.submit(ws, "sleep", {"steps": 3, "seconds": 0.05})
+    assert jobs.get_job(ws, b.id).status in ("queued", "running")
+    done = [jobs.wait(ws, j.id, timeout=120) for j in (a, b)]
+    assert [j.status for j in done] == ["done", "done"] and all(j.result == {"steps": 3} for j in done)
+    assert done[1].started >= done[0].started
+
+
+def test_cancel_stops_the_process(ws):
+    job = jobs.submit(ws, "sleep", {"steps": 600, "seconds": 0.1})
+    running = _wait_for(lambda: (j := jobs.get_job(ws, job.id)).pid and j.metrics() and j)
+    jobs.cancel(ws, job.id)
+    assert jobs.get_job(ws, job.id).status == "cancelled"
+    _wait_for(lambda: not jobs._pid_alive(running.pid), timeout=30)
+    steps = len(jobs.get_job(ws, job.id).metrics())
+    time.sleep(0.5)
+    assert len(jobs.get_job(ws, job.id).metrics()) == steps < 600
+
+
+def test_vanished_process_is_marked_failed(ws):
+    job = jobs.submit(ws, "sleep", {"steps": 600, "seconds": 0.1})
+    running = _wait_for(lambda: (j := jobs.get_job(ws, job.id)).pid and j.metrics() and j)
+    os.killpg(os.getpgid(running.pid), signal.SIGKILL)
+    failed = _wait_for(lambda: (j := jobs.get_job(ws, job.id)).status == "failed" and j, timeout=30)
+    assert "exited without reporting" in failed.error
+
+
+def test_kill_9_then_resume_continues_from_checkpoint(ws, tiny_mlm_dir, tmp_path):
+    corpus = tmp_path / "tc.txt"
+    corpus.write_text("\n".join(TOY_SENTENCES * 4) + "\n")
+    total, every = 300, 10
+    params = {"train": [str(corpus)], "model": str(tiny_mlm_dir), "preset": "tiny",
+              "config": {"max_steps": total, "epochs": 100, "batch_size": 2, "checkpoint_every": every, "log_every": 1}}
+    job = jobs.submit(ws, "mlm", params)
+    ckpt = Checkpointer(job.run_dir / "phase-train")
+    _wait_for(lambda: (ckpt.latest_step() or 0) >= 2 * every, timeout=120, poll=0.02)
+    pid = jobs.get_job(ws, job.id).pid
+    os.killpg(os.getpgid(pid), signal.SIGKILL)
+    _wait_for(lambda: jobs.get_job(ws, job.id).status == "failed", timeout=30)
+    before = [m["step"] for m in jobs.get_job(ws, job.id).metrics()]
+    saved = ckpt.latest_step()
+    assert saved is not None and max(before) - saved <= every  # lost at most one checkpoint interval
+    assert max(before) < total, "the job finished before the kill; raise `total`"
+    assert not list((job.run_dir / "phase-train").glob("checkpoint*/*.tmp")), "no half-written files in checkpoints"
+
+    jobs.resume(ws, job.id)
+    done = jobs.wait(ws, job.id, timeout=300)
+    assert done.status == "done" and done.result["steps"] == total and done.attempts == 2
+    assert f"resumed from checkpoint at step {saved}" in done.log_tail(200)
+    after = [m["step"] for m in done.metrics()][len(before):]
+    assert after[0] == saved + 1 and after[-1] == total  # continued from the checkpoint, not from step 1
+    assert (done.run_dir / "model" / "model.safetensors").exists()
+
+
+def test_ner_job_end_to_end(ws, tiny_bert_dir, tmp_path):
+    data = write_toy_conll(tmp_path / "toy.conll")
+    job = jobs.submit(ws, "ner", {"train": data, "dev": data, "test": data, "model": str(tiny_bert_dir), "preset": "tiny",
+                                  "config": {"epochs": 8, "patience": 8}})
+    done = jobs.wait(ws, job.id, timeout=300)
+    assert done.status == "done", done.error
+    assert done.result["test"]["f1"] > 0.5 and (done.run_dir / "model" / "ner_config.json").exists()
+    rows = [json.loads(x) for x in (done.run_dir / "test_predictions.jsonl").read_text().splitlines()]
+    assert len(rows) == len(TOY_SENTENCES) and {"gold_spans", "spans", "c1", "c2"} <= set(rows[0])
+    assert any("dev_f1" in m for m in done.metrics()) and any("sentences_per_s" in m for m in done.metrics())
+    pred = jobs.submit(ws, "predict", {"model": str(done.run_dir / "model"), "corpus": data})
+    pdone = jobs.wait(ws, pred.id, timeout=300)
+    assert pdone.status == "done" and pdone.result["sentences"] == len(TOY_SENTENCES) and pdone.result["scores"]["f1"] > 0.5
+
+
+def test_checkpoint_survives_a_crash_at_any_point(tmp_path, monkeypatch):
+    ck = Checkpointer(tmp_path)
+    ck.save({"step": 1}, step=1)
+    ck.save({"step": 2}, step=2)
+    import torch
+
+    real_save = torch.save
+
+    def crash(obj, path, *a, **k):
+        real_save(obj, path, *a, **k)
+        with open(path, "r+b") as fh:  # half-written file, then the process dies
+            fh.truncate(10)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(torch, "save", crash)
+    with pytest.raises(KeyboardInterrupt):
+        ck.save({"step": 3}, step=3)
+    monkeypatch.setattr(torch, "save", real_save)
+    assert ck.load()["step"] == 2 and ck.latest_step() == 2
+    os.replace(ck.path, tmp_path / "gone")  # killed between the two renames of a rotation
+    assert ck.load()["step"] == 1
+    (tmp_path / ".checkpoint.tmp-x").mkdir()
+    (ck.prev / "COMPLETE").unlink()  # an incomplete folder is never loaded
+    assert ck.load() is None
+    ck.clear_temp()
+    assert not (tmp_path / ".checkpoint.tmp-x").exists()
