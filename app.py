@@ -21,6 +21,8 @@ ROOT = Path(__file__).resolve().parent
 PAGES = [
     st.Page("pages/corpora.py", title="Corpora", icon="📚", default=True),
     st.Page("pages/similarity.py", title="Similarity", icon="📏"),
+    st.Page("pages/selection.py", title="Selection", icon="🎯"),
+    st.Page("pages/map.py", title="Map", icon="🗺️"),
     st.Page("pages/runs.py", title="Runs", icon="🏃"),
 ]
 

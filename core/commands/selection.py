@@ -1,0 +1,132 @@
+"""Embedding, selection and projection commands: embed, select, project."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+
+from core.cli import add_workspace_arg, print_json, tqdm_progress
+from core.errors import UserError
+from core.workspace import Workspace, atomic_write_bytes, temp_path_for
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    from core.select import Strategy
+
+    p = sub.add_parser("embed", help="sentence embeddings of a corpus (mean of the last layer) as a .npy file")
+    p.add_argument("file", help="corpus file or workspace corpus name")
+    p.add_argument("--model", default="default", help="'default', a model folder or a Hugging Face id")
+    p.add_argument("--out", required=True, help="output .npy (float32, one row per sentence)")
+    p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
+    p.add_argument("--pooling", default="mean", choices=["mean", "model"],
+                   help="mean of token activations (paper), or the model's own sentence-transformers pooling")
+    p.add_argument("--precision", default="auto", choices=["auto", "fp32", "bf16", "fp16"])
+    p.add_argument("--batch-size", type=int, default=None)
+    add_workspace_arg(p)
+    p.set_defaults(func=cmd_embed)
+
+    p = sub.add_parser("select", help="select sentences of DC for TC with one strategy")
+    p.add_argument("--tc", required=True, help="task corpus: file or workspace corpus name")
+    p.add_argument("--dc", required=True, help="domain corpus: file or workspace corpus name")
+    p.add_argument("--strategy", required=True, choices=[s.value for s in Strategy])
+    p.add_argument("--budget", required=True, help="a count (e.g. 5000) or a ratio of DC (e.g. 0.1; 1.0 = all)")
+    p.add_argument("--out", required=True, help="output JSONL (one object per selected sentence); .txt or .csv also work")
+    p.add_argument("--model", default="default", help="encoder for cosine/knn, B1 for cosine-concat and mlm-ppl")
+    p.add_argument("--model2", default=None, help="B2 (NER fine-tuned) for cosine-concat")
+    p.add_argument("--ner-model", default=None, help="fine-tuned NER model folder for strategy ner")
+    p.add_argument("--target-domain", default=None, help="domain for domain precision (default: TC's majority domain)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
+                   help="strategy option, e.g. sampling=topk (dsir), k=10 (knn), order=4 (ppl)")
+    p.add_argument("--json", action="store_true", help="print a JSON summary")
+    add_workspace_arg(p)
+    p.set_defaults(func=cmd_select)
+
+    p = sub.add_parser("project", help="UMAP coordinates (cosine) of the sentences of one or more corpora")
+    p.add_argument("files", nargs="+", help="corpus files or workspace corpus names; each is one group")
+    p.add_argument("--out", required=True, help="output .parquet (x, y, group, row, text, fields)")
+    p.add_argument("--model", default="default")
+    p.add_argument("--max-points", type=int, default=50_000, help="stratified sample above this many sentences")
+    p.add_argument("--seed", type=int, default=0)
+    add_workspace_arg(p)
+    p.set_defaults(func=cmd_project)
+
+
+def cmd_embed(args: argparse.Namespace) -> int:
+    from core.embed import embed_corpus
+
+    ws = Workspace(args.workspace)
+    corpus = ws.resolve_corpus(args.file)
+    t0 = time.time()
+    with tqdm_progress(f"embed {Path(args.file).name}") as progress:
+        vecs = embed_corpus(corpus, args.model, pooling=args.pooling, device=args.device, precision=args.precision,
+                            workspace=ws, batch_size=args.batch_size, progress=progress)
+    out = Path(args.out)
+    tmp = temp_path_for(out)
+    with open(tmp, "wb") as fh:
+        np.save(fh, np.asarray(vecs, dtype=np.float32))
+    os.replace(tmp, out)
+    print(f"wrote {vecs.shape[0]} x {vecs.shape[1]} embeddings to {out} in {time.time() - t0:.1f}s")
+    return 0
+
+
+def _parse_options(items: list[str]) -> dict[str, object]:
+    options: dict[str, object] = {}
+    for item in items:
+        if "=" not in item:
+            raise UserError(f"--option {item!r}: expected KEY=VALUE")
+        k, v = item.split("=", 1)
+        try:
+            options[k.strip()] = json.loads(v)
+        except json.JSONDecodeError:
+            options[k.strip()] = v
+    return options
+
+
+def cmd_select(args: argparse.Namespace) -> int:
+    from core.select import select
+
+    ws = Workspace(args.workspace)
+    tc, dc = ws.resolve_corpus(args.tc), ws.resolve_corpus(args.dc)
+    t0 = time.time()
+    with tqdm_progress(f"select {args.strategy}", enabled=not args.json) as progress:
+        sel = select(tc, dc, args.strategy, args.budget, model=args.model, model2=args.model2, ner_model=args.ner_model,
+                     target_domain=args.target_domain, seed=args.seed, workspace=ws, progress=progress,
+                     options=_parse_options(args.option), names={"tc": args.tc, "dc": args.dc})
+    out = Path(args.out)
+    fmt = {".txt": "txt", ".csv": "csv"}.get(out.suffix.lower(), "jsonl")
+    atomic_write_bytes(out, sel.export_bytes(fmt))
+    summary = {**sel.summary(), "seconds": time.time() - t0, "out": str(out)}
+    if args.json:
+        print_json(summary)
+    else:
+        for note in sel.notes:
+            print(f"note: {note}")
+        line = f"selected {summary['selected']:,} of {summary['dc_size']:,} DC sentences with {args.strategy} -> {out}"
+        if "domain_precision" in summary:
+            line += (f"; domain precision for {summary['target_domain']!r}: {summary['domain_precision']:.3f} "
+                     f"(random: {summary['random_domain_precision']:.3f})")
+        print(line)
+    return 0
+
+
+def cmd_project(args: argparse.Namespace) -> int:
+    from core.projection import file_groups, project
+
+    ws = Workspace(args.workspace)
+    groups = file_groups({Path(f).stem if Path(f).exists() else f: ws.resolve_corpus(f) for f in args.files})
+    with tqdm_progress("project") as progress:
+        proj = project(groups, args.model, workspace=ws, max_points=args.max_points, seed=args.seed, progress=progress)
+    out = Path(args.out)
+    tmp = temp_path_for(out)
+    proj.points.to_parquet(tmp, index=False)
+    os.replace(tmp, out)
+    if proj.meta.get("note"):
+        print(f"note: {proj.meta['note']}")
+    print(f"wrote {len(proj.points):,} points ({proj.meta['backend']}) to {out}")
+    return 0

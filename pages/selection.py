@@ -1,0 +1,162 @@
+"""Selection: rank the domain corpus DC for the task corpus TC with one strategy, keep a budget,
+compare saved selections (overlap, scores, domain precision) and export."""
+
+from __future__ import annotations
+
+import pandas as pd
+import plotly.express as px
+import streamlit as st
+
+from core.select import (
+    EXPORT_FORMATS,
+    Strategy,
+    list_selections,
+    load_selection,
+    overlap_matrix,
+    ranking_table,
+    score_histogram,
+    selection_label,
+)
+from core.workspace import Role
+from ui import corpus_picker, get_workspace, job_status, latest_job, run_guarded, submit_job
+
+ws = get_workspace()
+st.title("Selection")
+st.caption("Rank every DC sentence by its closeness to TC, keep the best `budget` of them as pretraining data (SC). "
+           "Selections are saved in the workspace; the same inputs and parameters are never computed twice.")
+
+MODEL_HELP = {
+    "model": "Encoder: 'default' (all-MiniLM-L6-v2), a model folder (e.g. B1 = MLM run output) or a Hugging Face id.",
+    "model2": "B2: B1 fine-tuned for NER (a NER run folder).",
+    "ner_model": "A fine-tuned NER model folder (with ner_config.json), e.g. a NER run's output.",
+}
+
+# ---------------------------------------------------------------- inputs
+c1, c2 = st.columns(2)
+with c1:
+    tc_name = corpus_picker(ws, "Task corpus (TC)", Role.TC, key="sel_tc")
+with c2:
+    dc_name = corpus_picker(ws, "Domain corpus (DC)", Role.DC, key="sel_dc")
+
+strategy = st.selectbox("Strategy", list(Strategy), format_func=lambda s: f"{s.value} — {s.info.label}", key="sel_strategy")
+st.caption(strategy.info.description)
+models: dict[str, str] = {}
+if strategy.info.models:
+    cols = st.columns(len(strategy.info.models))
+    for col, name in zip(cols, strategy.info.models):
+        models[name] = col.text_input(name.replace("_", " "), value="default" if name == "model" else "", key=f"sel_{name}",
+                                      help=MODEL_HELP[name]).strip()
+if strategy == Strategy.MLM_PPL and models.get("model") in ("", "default"):
+    st.warning("mlm-ppl needs an MLM-trained model (B1): the default encoder ships without a trained MLM head.")
+
+b1, b2, b3, b4 = st.columns(4)
+budget_kind = b1.radio("Budget as", ["ratio of DC", "count"], key="sel_budget_kind", horizontal=True)
+if budget_kind == "count":
+    budget: float | int = int(b2.number_input("Sentences", min_value=1, value=1000, step=100, key="sel_budget_count"))
+else:
+    budget = float(b2.number_input("Ratio of DC", min_value=0.001, max_value=1.0, value=0.2, step=0.05, format="%.3f",
+                                   key="sel_budget_ratio"))
+seed = int(b3.number_input("Seed", min_value=0, value=0, step=1, key="sel_seed", help="random, dsir (Gumbel sampling)"))
+target = b4.text_input("Target domain", value=str(ws.settings().get("target_domain") or ""), key="sel_target",
+                       help="For domain precision when DC carries a `domain` field; empty = TC's majority domain.").strip()
+options: dict[str, object] = {}
+if strategy == Strategy.DSIR:
+    options["sampling"] = st.radio("DSIR ranking", ["gumbel", "topk"], key="sel_dsir_sampling", horizontal=True,
+                                   help="gumbel: importance resampling as in the paper; topk: deterministic highest weights")
+
+if st.button("Run selection", type="primary", key="sel_run", disabled=not (tc_name and dc_name)):
+    params = {"tc": tc_name, "dc": dc_name, "strategy": strategy.value, "budget": budget, "seed": seed,
+              "target_domain": target or None, "options": options, **{k: v or None for k, v in models.items()}}
+    submit_job("select", params, "selection_job")
+
+job = latest_job("select", "selection_job")
+if job is not None and (job.active or st.session_state.get("selection_job") == job.id):
+    job_status(job, cancel_key="selection")
+
+# ---------------------------------------------------------------- results
+saved = list_selections(ws)
+if not saved:
+    st.info("No saved selections yet: choose a strategy and run one.")
+    st.stop()
+
+st.subheader("Saved selection")
+keys = [m["key"] for m in reversed(saved)]  # newest first
+labels = {m["key"]: selection_label(m) for m in saved}
+just_done = job.result.get("key") if job is not None and job.status == "done" and job.result else None
+view_key = st.selectbox("Selection", keys, index=keys.index(just_done) if just_done in keys else 0,
+                        format_func=labels.get, key=f"sel_view_{just_done or ''}")
+
+
+@st.cache_data(show_spinner=False, max_entries=8)
+def _load(key: str, root: str):
+    del root  # part of the cache key: another workspace holds other selections
+    return load_selection(ws, key)
+
+
+sel = run_guarded(lambda: _load(view_key, str(ws.root)), "Could not load the selection")
+if sel is None:
+    st.stop()
+summary = sel.summary(target or None)
+m = st.columns(4)
+m[0].metric("Selected", f"{summary['selected']:,}", help=f"of {summary['dc_size']:,} DC sentences")
+m[1].metric("Strategy", sel.strategy)
+if "domain_precision" in summary:
+    dp, rp = summary["domain_precision"], summary["random_domain_precision"]
+    m[2].metric(f"Domain precision ({summary['target_domain']})", f"{dp:.3f}", delta=f"{dp - rp:+.3f} vs random",
+                help="Share of selected sentences whose `domain` is the target domain; random selection expects the "
+                     "domain's share of DC.")
+    m[3].metric("Random baseline", f"{rp:.3f}")
+else:
+    m[2].caption("Domain precision needs a `domain` field in DC and a target domain.")
+for note in sel.notes:
+    st.info(note)
+
+left, right = st.columns([3, 2])
+with left:
+    st.markdown(f"**Top and bottom of the ranking** · score: {sel.meta.get('score_name')} "
+                f"({'higher' if sel.meta.get('higher_is_better', True) else 'lower'} is better)")
+    st.dataframe(ranking_table(sel, head=15, tail=15, workspace=ws), hide_index=True, width="stretch", key="sel_ranking")
+with right:
+    fig = px.bar(score_histogram(sel), x="score", y="count", color="part", barmode="overlay", title="Score distribution")
+    fig.update_traces(marker_line_width=0)
+    fig.update_layout(height=330, margin=dict(t=40, b=10))
+    st.plotly_chart(fig, key="sel_score_hist")
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def _export(key: str, fmt: str, root: str) -> bytes:
+    del root
+    return load_selection(ws, key).export_bytes(fmt)
+
+
+MIME = {"txt": "text/plain", "jsonl": "application/jsonl", "csv": "text/csv"}
+cols = st.columns(len(EXPORT_FORMATS))
+for col, fmt in zip(cols, EXPORT_FORMATS):
+    col.download_button(f"Export {fmt.upper()}", data=_export(view_key, fmt, str(ws.root)),
+                        file_name=f"selection-{sel.strategy}-{view_key[:8]}.{fmt}", mime=MIME[fmt],
+                        key=f"sel_export_{fmt}")
+
+# ---------------------------------------------------------------- comparison
+st.subheader("Compare saved selections")
+compare = st.multiselect("Selections", keys, default=keys[:min(4, len(keys))], format_func=labels.get, key="sel_compare")
+if len(compare) >= 2:
+    chosen = [_load(k, str(ws.root)) for k in compare]
+    short = [f"{s.strategy} [{s.key[:6]}]" for s in chosen]
+    matrix = overlap_matrix(chosen, short)
+    fig = px.imshow(matrix, text_auto=".2f", zmin=0, zmax=1, color_continuous_scale="Blues", title="Overlap (Jaccard)")
+    fig.update_layout(height=360, margin=dict(t=40, b=10))
+    c1, c2 = st.columns(2)
+    c1.plotly_chart(fig, key="sel_overlap")
+    dist = pd.concat([score_histogram(s, bins=40).assign(selection=name) for s, name in zip(chosen, short)])
+    fig = px.bar(dist, x="score", y="count", color="part", facet_col="selection", facet_col_wrap=2, barmode="stack",
+                 title="Score distributions over DC")
+    fig.update_xaxes(matches=None, showticklabels=True)
+    fig.update_yaxes(matches=None)
+    fig.update_layout(height=360, margin=dict(t=40, b=10))
+    c2.plotly_chart(fig, key="sel_score_facets")
+    rows = [{"selection": name, **{k: s.summary(target or None).get(k) for k in ("selected", "domain_precision",
+                                                                                  "random_domain_precision")}}
+            for s, name in zip(chosen, short)]
+    st.dataframe(pd.DataFrame(rows), hide_index=True, key="sel_compare_table")
+else:
+    st.caption("Pick two or more selections to see their overlap and score distributions.")

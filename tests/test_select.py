@@ -1,0 +1,434 @@
+"""Selection strategies: each one's ranking on tiny inputs against a hand-made or brute-force
+reference, budget edge cases, persistence/export, domain precision, the job, the CLI and the page."""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+import types
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from core import embed
+from core.corpus import Corpus
+from core.errors import UserError
+from core.select import (
+    Strategy,
+    list_selections,
+    load_selection,
+    overlap_matrix,
+    rank_order,
+    resolve_budget,
+    select,
+    topk_cosine,
+)
+from core.workspace import Workspace
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def corpus(texts, domains=None) -> Corpus:
+    fields = {"domain": list(domains)} if domains is not None else {}
+    return Corpus(tokens=[t.split() for t in texts], fields=fields)
+
+
+def fake_embeddings(monkeypatch, table: dict[str, dict[str, list[float]]]):
+    """Replace the encoder by a lookup: model name -> sentence text -> vector."""
+    calls = []
+
+    def fake(c, model="default", **kwargs):
+        calls.append(model)
+        return np.array([table[model][t] for t in c.texts()], dtype=np.float32)
+
+    monkeypatch.setattr(embed, "embed_corpus", fake)
+    return calls
+
+
+def unit(deg: float) -> list[float]:
+    return [math.cos(math.radians(deg)), math.sin(math.radians(deg))]
+
+
+# ---------------------------------------------------------------- budget and ties
+
+
+def test_budget_edge_cases():
+    assert resolve_budget(3, 10) == (3, [])
+    assert resolve_budget(0.25, 8) == (2, [])
+    assert resolve_budget(1.0, 7) == (7, [])  # ratio 1 = all of DC
+    assert resolve_budget(1, 7) == (1, [])  # the integer 1 is a count
+    assert resolve_budget("0.5", 10) == (5, [])
+    assert resolve_budget("4", 10) == (4, [])
+    assert resolve_budget(0.0001, 10) == (1, [])  # a ratio never rounds to nothing
+    count, notes = resolve_budget(50, 7)
+    assert count == 7 and "exceeds" in notes[0]
+    for bad in (0, -3, 0.0, -0.5, 1.5, "abc", float("nan"), True):
+        with pytest.raises(UserError):
+            resolve_budget(bad, 10)
+
+
+def test_ties_by_score_then_index_and_nan_last():
+    scores = np.array([0.5, 0.9, 0.5, np.nan, 0.9])
+    assert rank_order(scores).tolist() == [1, 4, 0, 2, 3]
+    assert rank_order(scores, higher_is_better=False).tolist() == [0, 2, 1, 4, 3]
+    assert rank_order(np.array([1, 1, 1.0]), secondary=np.array([0.1, 0.3, 0.2])).tolist() == [1, 2, 0]
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(1, 60), st.integers(1, 5), st.integers(1, 8), st.integers(0, 10_000))
+def test_topk_cosine_matches_brute_force(n, q, k, seed):
+    rng = np.random.default_rng(seed)
+    emb = rng.normal(size=(n, 6)).astype(np.float16)
+    queries = rng.normal(size=(q, 6)).astype(np.float32)
+    idx, sims, row_max = topk_cosine(emb, queries, k, chunk_rows=7)  # many chunks: exercises the merge
+    e = emb.astype(np.float32)
+    full = (queries / np.linalg.norm(queries, axis=1, keepdims=True)) @ (e / np.linalg.norm(e, axis=1, keepdims=True)).T
+    np.testing.assert_allclose(row_max, full.max(0), atol=1e-5)
+    for r in range(q):
+        expected = np.sort(full[r])[::-1][:min(k, n)]
+        np.testing.assert_allclose(sims[r], expected, atol=1e-5)
+
+
+# ---------------------------------------------------------------- embedding strategies (fake encoder, exact expectations)
+
+TC = ["t1", "t2"]
+DC = ["d0", "d1", "d2", "d3", "d4", "d5"]
+ANGLES = {"t1": 0, "t2": 90, "d0": 180, "d1": 45, "d2": 10, "d3": 80, "d4": 50, "d5": 270}
+
+
+def test_cosine_ranks_by_similarity_to_the_mean_tc_embedding(monkeypatch):
+    fake_embeddings(monkeypatch, {"default": {t: unit(a) for t, a in ANGLES.items()}})
+    sel = select(corpus(TC), corpus(DC), "cosine", 3)
+    # mean TC direction is 45 degrees: d1 (45), d4 (50), then d2 (10) / d3 (80) tie at 35 -> index order
+    assert sel.order.tolist() == [1, 4, 2, 3, 0, 5]  # d0 (180) and d5 (270) tie at 135 degrees too
+    assert sel.indices.tolist() == [1, 4, 2]
+    np.testing.assert_allclose(sel.scores[1], 1.0, atol=1e-6)
+    assert [r["text"] for r in sel.records()] == ["d1", "d4", "d2"]
+
+
+def test_cosine_with_b1_uses_the_given_model_folder(monkeypatch, tiny_bert_dir):
+    table = {t: unit(a) for t, a in ANGLES.items()}
+    calls = fake_embeddings(monkeypatch, {str(tiny_bert_dir): table})
+    sel = select(corpus(TC), corpus(DC), "cosine", 2, model=str(tiny_bert_dir))
+    assert calls == [str(tiny_bert_dir)] * 2 and sel.meta["model"] == str(tiny_bert_dir)
+
+
+def test_knn_unions_nearest_neighbours_of_each_tc_sentence(monkeypatch):
+    fake_embeddings(monkeypatch, {"default": {t: unit(a) for t, a in ANGLES.items()}})
+    sel = select(corpus(TC), corpus(DC), "knn", 2)
+    # nearest to t1 (0 deg): d2 (10); nearest to t2 (90 deg): d3 (80) -> the union of the 1-NN lists
+    assert sorted(sel.indices.tolist()) == [2, 3]
+    sel = select(corpus(TC), corpus(DC), "knn", 4)
+    # 2-NN: t1 -> d2, d1 (45); t2 -> d3, d4 (50)
+    assert sorted(sel.indices.tolist()) == [1, 2, 3, 4]
+    np.testing.assert_allclose(sel.scores[[2, 3]], [math.cos(math.radians(10))] * 2, atol=1e-6)
+    assert sel.order[-2:].tolist() == [0, 5]  # 90+ degrees from both TC sentences; tie -> index
+
+
+def test_cosine_concat_normalises_and_concatenates_two_encoders(monkeypatch, tiny_bert_dir, tiny_mlm_dir):
+    b1, b2 = str(tiny_mlm_dir), str(tiny_bert_dir)
+    texts = TC + DC
+    rng = np.random.default_rng(0)
+    t1 = {t: list(rng.normal(size=3) * 10) for t in texts}  # a large scale: normalisation must neutralise it
+    t2 = {t: list(rng.normal(size=4)) for t in texts}
+    fake_embeddings(monkeypatch, {b1: t1, b2: t2})
+    sel = select(corpus(TC), corpus(DC), "cosine-concat", 3, model=b1, model2=b2)
+
+    def z(v):
+        v = np.asarray(v, dtype=np.float64)
+        return v / np.linalg.norm(v)
+
+    both = {t: np.concatenate([z(t1[t]), z(t2[t])]) for t in texts}
+    mean = np.mean([both[t] for t in TC], axis=0)
+    expected = np.array([z(both[t]) @ z(mean) for t in DC])
+    np.testing.assert_allclose(sel.scores, expected, atol=1e-5)
+    assert sel.indices.tolist() == np.argsort(-expected, kind="stable")[:3].tolist()
+    with pytest.raises(UserError, match="two models"):
+        select(corpus(TC), corpus(DC), "cosine-concat", 3, model=b1)
+
+
+def test_cosine_with_the_real_default_encoder_prefers_the_tc_domain():
+    music = ["The band released a new album with the guitarist .", "The singer performed the song at the concert .",
+             "Their record topped the charts after the tour .", "The orchestra played the symphony in London ."]
+    politics = ["The minister resigned after the election .", "Parliament passed the tax law on Tuesday .",
+                "The party won a majority of seats in the vote .", "The president signed the treaty with Germany ."]
+    tc = corpus(["The album features the drummer and the bass player .", "The band toured Europe with their new songs ."],
+                ["music", "music"])
+    dc = corpus(politics[:2] + music[:2] + politics[2:] + music[2:], ["politics"] * 2 + ["music"] * 2 + ["politics"] * 2 + ["music"] * 2)
+    sel = select(tc, dc, "cosine", 0.5)
+    assert sorted(sel.indices.tolist()) == [2, 3, 6, 7]
+    assert sel.summary()["domain_precision"] == 1.0 and sel.summary()["random_domain_precision"] == 0.5
+
+
+# ---------------------------------------------------------------- model-based strategies with contracts of other modules
+
+
+def test_ner_strategy_ranks_by_entity_count_then_c1(monkeypatch, tmp_path):
+    ner_dir = tmp_path / "ner"
+    ner_dir.mkdir()
+    (ner_dir / "config.json").write_text("{}")
+    (ner_dir / "ner_config.json").write_text(json.dumps({"labels": ["O", "B-PER"]}))
+    spans = {"d0": 1, "d1": 3, "d2": 1, "d3": 0, "d4": 3, "d5": 1}
+    c1 = {"d0": 0.5, "d1": 0.2, "d2": 0.9, "d3": 0.99, "d4": 0.2, "d5": 0.5}
+    fake = types.ModuleType("core.ner")
+    fake.load_ner_model = lambda path: ("model", path)
+    fake.predict_corpus = lambda model, c, batch_size=32, device="auto", progress=None: [
+        types.SimpleNamespace(spans=[object()] * spans[t], c1=c1[t], c2=0.0) for t in c.texts()]
+    monkeypatch.setitem(sys.modules, "core.ner", fake)
+    sel = select(corpus(TC), corpus(DC), "ner", 4, ner_model=str(ner_dir))
+    assert sel.order.tolist() == [1, 4, 2, 0, 5, 3]  # 3 entities (tie on c1 -> index), then 1 entity by c1, index
+    assert sel.scores.tolist() == [1, 3, 1, 0, 3, 1]
+    with pytest.raises(UserError, match="NER model"):
+        select(corpus(TC), corpus(DC), "ner", 4)
+    (ner_dir / "ner_config.json").unlink()
+    with pytest.raises(UserError, match="NER model"):
+        select(corpus(TC), corpus(DC), "ner", 4, ner_model=str(ner_dir))
+
+
+def test_ner_strategy_without_core_ner_says_it_needs_a_ner_model(monkeypatch, tmp_path):
+    monkeypatch.setitem(sys.modules, "core.ner", None)  # import fails
+    (tmp_path / "config.json").write_text("{}")
+    with pytest.raises(UserError, match="NER model"):
+        select(corpus(TC), corpus(DC), "ner", 2, ner_model=str(tmp_path))
+
+
+def test_ppl_strategy_selects_lowest_perplexity(monkeypatch):
+    seen = {}
+
+    class FakeLM:
+        def sentence_perplexities(self, token_lists):
+            return np.array([len(t[0]) * 10.0 for t in token_lists])  # perplexity from the first word's length
+
+    def build_lm(token_lists, order=3, progress=None):
+        seen["tc"], seen["order"] = token_lists, order
+        return FakeLM()
+
+    fake = types.ModuleType("core.ngram")
+    fake.build_lm = build_lm
+    monkeypatch.setitem(sys.modules, "core.ngram", fake)
+    sel = select(corpus(["a b", "c d"]), corpus(["xxx y", "z", "yy q", "w w"]), "ppl", 2)
+    assert sel.order.tolist() == [1, 3, 2, 0] and sel.indices.tolist() == [1, 3]
+    assert seen == {"tc": [["a", "b"], ["c", "d"]], "order": 3}
+    monkeypatch.setitem(sys.modules, "core.ngram", None)
+    with pytest.raises(UserError, match="core.ngram"):
+        select(corpus(["a b"]), corpus(["x y"]), "ppl", 1)
+
+
+def test_ppl_strategy_with_the_real_ngram_lm():
+    pytest.importorskip("core.ngram")
+    tc = corpus(["the band played the song", "the band released the album", "the singer played the guitar"] * 3)
+    dc = corpus(["parliament passed the budget law", "the band played the album", "zebra quantum tax vote"])
+    sel = select(tc, dc, "ppl", 1)
+    assert sel.indices.tolist() == [1]
+    assert sel.meta["higher_is_better"] is False
+
+
+def test_mlm_ppl_needs_a_trained_mlm_head(tiny_bert_dir):
+    with pytest.raises(UserError, match="MLM-trained"):
+        select(corpus(TC), corpus(DC), "mlm-ppl", 2, model=str(tiny_bert_dir))
+
+
+def test_mlm_pseudo_perplexity_matches_one_by_one_reference(tiny_mlm_dir):
+    import torch
+    from transformers import AutoModelForMaskedLM, AutoTokenizer
+
+    from core.select import pseudo_perplexities
+
+    texts = ["John Smith plays the guitar in London .", "Paris is the capital of France .", "The party won ."]
+    got = pseudo_perplexities(texts, str(tiny_mlm_dir), batch_size=5)
+    tok = AutoTokenizer.from_pretrained(str(tiny_mlm_dir))
+    model = AutoModelForMaskedLM.from_pretrained(str(tiny_mlm_dir)).eval()
+    expected = []
+    with torch.no_grad():
+        for t in texts:
+            ids = tok(t, return_tensors="pt")["input_ids"][0]
+            nll = []
+            for p in range(1, len(ids) - 1):
+                masked = ids.clone()
+                masked[p] = tok.mask_token_id
+                logits = model(input_ids=masked.unsqueeze(0)).logits[0, p]
+                nll.append(-torch.log_softmax(logits, -1)[ids[p]].item())
+            expected.append(math.exp(np.mean(nll)))
+    np.testing.assert_allclose(got, expected, rtol=1e-4)
+    sel = select(corpus(["x"]), corpus(texts), "mlm-ppl", 1, model=str(tiny_mlm_dir))
+    assert sel.indices.tolist() == [int(np.argmin(expected))]
+
+
+# ---------------------------------------------------------------- dsir, random, all
+
+
+def _dsir_reference(tc_texts, dc_texts, buckets):
+    def grams(text):
+        w = text.lower().split()
+        return Counter(w + [f"{a} {b}" for a, b in zip(w, w[1:])])
+
+    ct = sum((grams(t) for t in tc_texts), Counter())
+    cr = sum((grams(t) for t in dc_texts), Counter())
+    nt, nr = sum(ct.values()), sum(cr.values())
+    out = []
+    for t in dc_texts:
+        g = grams(t)
+        out.append(sum(c * (math.log((ct[k] + 1) / (nt + buckets)) - math.log((cr[k] + 1) / (nr + buckets))) for k, c in g.items()))
+    return np.array(out)
+
+
+def test_dsir_weights_match_the_unhashed_reference_and_sampling_is_seeded():
+    tc = ["The band played the song", "the band released an album", "A singer played guitar"]
+    dc = ["the band played", "Parliament passed the law", "the song and the album", "tax law vote", "guitar song"]
+    sel = select(corpus(tc), corpus(dc), "dsir", 2, options={"sampling": "topk", "buckets": 1 << 20})
+    np.testing.assert_allclose(sel.scores, _dsir_reference(tc, dc, 1 << 20), atol=1e-9)
+    assert sel.order.tolist() == np.lexsort((np.arange(5), -sel.scores)).tolist()
+    a = select(corpus(tc), corpus(dc), "dsir", 2, seed=1)
+    b = select(corpus(tc), corpus(dc), "dsir", 2, seed=1)
+    assert a.order.tolist() == b.order.tolist()
+    orders = {tuple(select(corpus(tc), corpus(dc), "dsir", 2, seed=s).order.tolist()) for s in range(8)}
+    assert len(orders) > 1  # Gumbel-top-k samples, it does not just sort
+
+
+def test_random_is_seeded_and_all_takes_everything():
+    dc = corpus([f"s{i}" for i in range(50)])
+    a = select(corpus(["t"]), dc, "random", 10, seed=3)
+    assert a.indices.tolist() == select(corpus(["t"]), dc, "random", 10, seed=3).indices.tolist()
+    assert a.indices.tolist() != select(corpus(["t"]), dc, "random", 10, seed=4).indices.tolist()
+    assert len(set(a.indices.tolist())) == 10
+    everything = select(corpus(["t"]), dc, "all", 10)
+    assert everything.indices.tolist() == list(range(50)) and "ignores the budget" in everything.notes[0]
+    too_many = select(corpus(["t"]), dc, "random", 500)
+    assert too_many.budget == 50 and "exceeds" in too_many.notes[0]
+    with pytest.raises(UserError, match="positive"):
+        select(corpus(["t"]), dc, "random", 0)
+    with pytest.raises(UserError, match="unknown strategy"):
+        select(corpus(["t"]), dc, "best", 3)
+
+
+# ---------------------------------------------------------------- persistence, export, comparison
+
+
+def test_selection_is_saved_reused_and_exported(monkeypatch, tmp_path):
+    fake_embeddings(monkeypatch, {"default": {t: unit(a) for t, a in ANGLES.items()}})
+    ws = Workspace(tmp_path / "ws")
+    dc = corpus(DC, ["a", "b", "b", "a", "b", "a"])
+    sel = select(corpus(TC, ["b", "b"]), dc, "cosine", 3, workspace=ws)
+    folder = sel.folder
+    assert {p.name for p in folder.iterdir()} >= {"selected.jsonl", "scores.npy", "order.npy", "meta.json"}
+    rows = [json.loads(line) for line in (folder / "selected.jsonl").read_text().splitlines()]
+    assert [(r["text"], r["rank"], r["dc_index"], r["domain"]) for r in rows] == [("d1", 1, 1, "b"), ("d4", 2, 4, "b"), ("d2", 3, 2, "b")]
+    assert set(rows[0]) >= {"text", "tokens", "score", "rank", "dc_index", "domain"}
+    assert np.load(folder / "scores.npy").shape == (6,)
+
+    loaded = load_selection(ws, sel.key)
+    assert loaded.indices.tolist() == sel.indices.tolist() and loaded.selected.fields["domain"] == ["b", "b", "b"]
+    assert sel.summary()["domain_precision"] == 1.0 and sel.summary()["random_domain_precision"] == 0.5
+    assert sel.summary("a")["domain_precision"] == 0.0  # an explicit target domain wins
+
+    monkeypatch.setattr(embed, "embed_corpus", lambda *a, **k: pytest.fail("recomputed a saved selection"))
+    again = select(corpus(TC, ["b", "b"]), dc, "cosine", 3, workspace=ws)
+    assert again.key == sel.key and again.indices.tolist() == sel.indices.tolist()
+
+    assert sel.export_bytes("txt").decode() == "d1\nd4\nd2\n"
+    assert sel.export_bytes("csv").decode().splitlines()[0] == "text,score,rank,dc_index,domain"
+    assert len(sel.export_bytes("jsonl").decode().splitlines()) == 3
+    with pytest.raises(UserError):
+        sel.export_bytes("xml")
+    assert [m["key"] for m in list_selections(ws)] == [sel.key]
+
+
+def test_overlap_matrix_is_jaccard():
+    dc = corpus([f"s{i}" for i in range(10)])
+    a = select(corpus(["t"]), dc, "all", 1)
+    b = select(corpus(["t"]), dc, "random", 5, seed=1)
+    m = overlap_matrix([a, b], ["all", "random"])
+    assert m.loc["all", "random"] == pytest.approx(0.5) and m.loc["random", "random"] == 1.0
+    other = select(corpus(["t"]), corpus(["x", "y"]), "all", 1)
+    assert np.isnan(overlap_matrix([a, other]).iloc[0, 1])  # different DCs are not comparable
+
+
+# ---------------------------------------------------------------- job, CLI, page
+
+
+def test_selection_job_runs_on_workspace_corpora(tmp_path):
+    from core import jobs
+
+    ws = Workspace(tmp_path / "ws")
+    ws.save_corpus(corpus(["t a", "t b"], ["x", "x"]), "tc", role="tc")
+    ws.save_corpus(corpus([f"s {i}" for i in range(20)], ["x", "y"] * 10), "dc", role="dc")
+    result = jobs.run_inline(ws, "select", {"tc": "tc", "dc": "dc", "strategy": "random", "budget": 0.5, "seed": 2})
+    assert result["selected"] == 10 and result["dc_size"] == 20 and result["target_domain"] == "x"
+    assert result["random_domain_precision"] == 0.5 and 0 <= result["domain_precision"] <= 1
+    assert load_selection(ws, result["key"]).meta["dc_name"] == "dc"
+    with pytest.raises(UserError, match="budget"):
+        jobs.run_inline(ws, "select", {"tc": "tc", "dc": "dc", "strategy": "random", "budget": -1})
+
+
+def test_cli_select_writes_jsonl_and_json_summary(tmp_path, capsys):
+    from core.cli import main
+
+    tc = tmp_path / "tc.jsonl"
+    dc = tmp_path / "dc.jsonl"
+    tc.write_text("".join(json.dumps({"text": f"the band {i}", "domain": "music"}) + "\n" for i in range(3)))
+    dc.write_text("".join(json.dumps({"text": t, "domain": d}) + "\n" for t, d in
+                          [("the band played", "music"), ("tax law vote", "politics"), ("the band sang", "music"),
+                           ("parliament law", "politics")]))
+    out = tmp_path / "sel.jsonl"
+    code = main(["--workspace", str(tmp_path / "ws"), "select", "--tc", str(tc), "--dc", str(dc), "--strategy", "dsir",
+                 "--budget", "2", "--out", str(out), "--option", "sampling=topk", "--json"])
+    assert code == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["strategy"] == "dsir" and summary["selected"] == 2 and summary["dc_size"] == 4
+    assert summary["domain_precision"] == 1.0 and summary["random_domain_precision"] == 0.5 and summary["seconds"] >= 0
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert {r["text"] for r in rows} == {"the band played", "the band sang"} and rows[0]["rank"] == 1 and "domain" in rows[0]
+    assert main(["--workspace", str(tmp_path / "ws"), "select", "--tc", str(tc), "--dc", str(dc), "--strategy", "random",
+                 "--budget", "0", "--out", str(out)]) == 2
+    assert "budget must be positive" in capsys.readouterr().err
+
+
+def test_selection_page_shows_a_saved_selection(tmp_path, monkeypatch):
+    from streamlit.testing.v1 import AppTest
+
+    from core.demo import write_demo_workspace
+
+    ws = write_demo_workspace(tmp_path / "ws")
+    tc, dc = ws.load_corpus(ws.corpus_for_role("tc")), ws.load_corpus(ws.corpus_for_role("dc"))
+    select(tc, dc, "random", 0.1, workspace=ws, names={"tc": ws.corpus_for_role("tc"), "dc": ws.corpus_for_role("dc")})
+    select(tc, dc, "dsir", 0.1, workspace=ws, names={"tc": ws.corpus_for_role("tc"), "dc": ws.corpus_for_role("dc")})
+    monkeypatch.setenv("NERSELECT_WORKSPACE", str(ws.root))
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    at.run()
+    at.switch_page("pages/selection.py")
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    labels = [m.label for m in at.metric]
+    assert "Selected" in labels and any(label.startswith("Domain precision") for label in labels)
+    ranking = [d.value for d in at.dataframe if "rank" in d.value.columns]
+    assert ranking and ranking[0].shape[0] == 30 and ranking[0]["selected"].iloc[0]
+    assert ranking[0]["text"].str.len().gt(0).all()  # bottom rows read from the stored DC
+    assert len(at.multiselect(key="sel_compare").value) == 2
+    at.selectbox(key="sel_strategy").select(Strategy.MLM_PPL).run()
+    assert not at.exception and any("MLM" in w.value for w in at.warning)
+
+
+@pytest.mark.slow  # embeds ~5,800 CrossNER sentences with the default encoder: 1-5 min on 2 cores
+def test_crossner_cosine_beats_random_on_domain_precision(crossner, tmp_path):
+    from core.corpus import read_corpus
+
+    domains = ("ai", "literature", "music", "politics", "science")
+    parts = []
+    for domain in domains:
+        for split in ("train", "dev", "test"):
+            c = read_corpus(crossner(domain, split))
+            parts.append(Corpus(tokens=c.tokens, fields={"domain": [domain] * len(c)}))
+    dc = Corpus.concat(parts)
+    tc = Corpus(tokens=read_corpus(crossner("music", "train")).tokens + read_corpus(crossner("music", "dev")).tokens)
+    budget = dc.fields["domain"].count("music")
+    ws = Workspace(tmp_path / "ws")
+    cos = select(tc, dc, "cosine", budget, target_domain="music", workspace=ws).summary()
+    rnd = select(tc, dc, "random", budget, target_domain="music").summary()
+    assert rnd["random_domain_precision"] == pytest.approx(budget / len(dc))
+    assert abs(rnd["domain_precision"] - rnd["random_domain_precision"]) < 0.05
+    assert cos["domain_precision"] > rnd["domain_precision"] + 0.3, (cos, rnd)
