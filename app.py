@@ -23,6 +23,7 @@ PAGES = [
     st.Page("pages/similarity.py", title="Similarity", icon="📏"),
     st.Page("pages/selection.py", title="Selection", icon="🎯"),
     st.Page("pages/map.py", title="Map", icon="🗺️"),
+    st.Page("pages/inspect.py", title="Inspect", icon="🖍️"),
     st.Page("pages/runs.py", title="Runs", icon="🏃"),
 ]
 

@@ -1,0 +1,100 @@
+"""Data adaptation commands (Tokarchuk et al. 2021): selftrain, augment.
+
+Both run the job functions of core.augment in-process (jobs.run_inline), so the numbers
+printed here are the ones the Inspect page shows for the same inputs.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from core import jobs
+from core.augment import CRITERIA, MEASURES, ORDERS, SAMPLINGS
+from core.cli import add_workspace_arg, print_json, tqdm_progress
+from core.errors import UserError
+from core.workspace import Workspace
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("selftrain", help="self-training with CRF confidence: pseudo-label, filter by a CER threshold, retrain")
+    p.add_argument("--model", required=True, help="fine-tuned NER model folder trained on LC")
+    p.add_argument("--lc", required=True, help="labeled corpus (file, workspace corpus name or role)")
+    p.add_argument("--unlabeled", required=True, help="unlabeled sentences to pseudo-label (DC or a selection's file)")
+    p.add_argument("--dev", required=True, help="labeled DEV split (threshold choice by confidence error rate)")
+    p.add_argument("--test", default=None, help="labeled TEST split (F1 of the LC model and of the self-trained model)")
+    p.add_argument("--measure", choices=MEASURES, default="c1", help="c1 = sequence posterior, c2 = minimum tag marginal")
+    p.add_argument("--threshold", default="auto", help="confidence threshold in [0, 1], or 'auto' for the CER-optimal one")
+    p.add_argument("--ratio", type=float, default=1.0, help="pseudo-labeled sentences k = ratio x |LC| (paper: 0.5, 1, 2)")
+    p.add_argument("--preset", default="demo", help="NER training preset for the retraining (tiny, demo, paper)")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--out", required=True, help="folder for the self-trained NER model")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    add_workspace_arg(p)
+    p.set_defaults(func=cmd_selftrain)
+
+    p = sub.add_parser("augment", help="MLM-based augmentation of a labeled corpus (labels are kept)")
+    p.add_argument("--lc", required=True, help="labeled corpus to augment (file, workspace corpus name or role)")
+    p.add_argument("--model", required=True, help="masked LM with a trained MLM head (an MLM run's folder or a HF id)")
+    p.add_argument("--sampling", choices=SAMPLINGS, default="entity")
+    p.add_argument("--order", choices=ORDERS, default="independent")
+    p.add_argument("--criterion", choices=CRITERIA, default="top")
+    p.add_argument("--min-token-prob", type=float, default=0.0, help="ignore MLM candidates below this probability")
+    p.add_argument("--ner-model", default=None, help="NER model folder scoring generated sentences")
+    p.add_argument("--min-confidence", type=float, default=0.0, help="drop generated sentences below this NER confidence")
+    p.add_argument("--measure", choices=MEASURES, default="c1", help="which NER confidence --min-confidence applies to")
+    p.add_argument("--per-sentence", type=int, default=1, help="variants generated per LC sentence")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--device", default="auto")
+    p.add_argument("--out", required=True, help="output CoNLL file (a .jsonl with the same stem is written beside it)")
+    p.add_argument("--json", action="store_true", help="print a JSON summary")
+    add_workspace_arg(p)
+    p.set_defaults(func=cmd_augment)
+
+
+def _threshold(value: str) -> float | str:
+    if value == "auto":
+        return value
+    try:
+        t = float(value)
+    except ValueError:
+        raise UserError(f"--threshold: expected a number in [0, 1] or 'auto', got {value!r}") from None
+    if not 0.0 <= t <= 1.0:
+        raise UserError(f"--threshold: expected a number in [0, 1], got {t}")
+    return t
+
+
+def cmd_selftrain(args: argparse.Namespace) -> int:
+    ws = Workspace(args.workspace)
+    params = {"model": args.model, "lc": args.lc, "unlabeled": args.unlabeled, "dev": args.dev, "test": args.test,
+              "measure": args.measure, "threshold": _threshold(args.threshold), "ratio": args.ratio, "preset": args.preset,
+              "seed": args.seed, "out": str(Path(args.out).resolve())}
+    with tqdm_progress("selftrain", enabled=not args.json) as progress:
+        result = jobs.run_inline(ws, "selftrain", params, progress=progress)
+    if args.json:
+        print_json(result)
+        return 0
+    print(f"{args.measure} threshold {result['threshold']:.3f} (CER-optimal on DEV: {result['optimal_threshold']:.3f})")
+    print(f"pseudo-labeled: {result['pseudo_labeled']} of {result['confident']} confident / {result['unlabeled']} unlabeled "
+          f"(k = {result['k']}); trained on {result['train_sentences']} sentences -> {result['model_dir']}")
+    if "baseline_f1" in result:
+        print(f"TEST F1: LC model {result['baseline_f1']:.4f}, self-trained {result['selftrain_f1']:.4f}")
+    return 0
+
+
+def cmd_augment(args: argparse.Namespace) -> int:
+    ws = Workspace(args.workspace)
+    if args.min_confidence > 0 and not args.ner_model:
+        raise UserError("--min-confidence needs --ner-model")
+    params = {"lc": args.lc, "model": args.model, "sampling": args.sampling, "order": args.order, "criterion": args.criterion,
+              "min_token_prob": args.min_token_prob, "ner_model": args.ner_model, "min_confidence": args.min_confidence,
+              "measure": args.measure, "per_sentence": args.per_sentence, "seed": args.seed, "device": args.device,
+              "out": str(Path(args.out).resolve())}
+    with tqdm_progress("augment", enabled=not args.json) as progress:
+        result = jobs.run_inline(ws, "augment", params, progress=progress)
+    if args.json:
+        print_json({k: v for k, v in result.items() if k != "config"})
+        return 0
+    print(f"{result['generated']} sentences generated from {result['input_sentences']} "
+          f"({result['masked_per_sentence']:.2f} masked per sentence, {result['replaced_tokens']} tokens replaced) -> {args.out}")
+    return 0

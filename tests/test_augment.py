@@ -1,0 +1,310 @@
+"""Self-training thresholds (CER) and MLM augmentation invariants."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from core.augment import (
+    AugmentConfig,
+    MaskedLM,
+    augment_corpus,
+    cer_curve,
+    cer_figure,
+    confidence_error_rate,
+    levenshtein,
+    optimal_threshold,
+    pseudo_label_sample,
+    sample_positions,
+)
+from core.corpus import Corpus, read_corpus
+from core.errors import ModelError, UserError
+from core.tags import spans_from_tags
+
+LC = Corpus(
+    tokens=[["John", "plays", "guitar", "in", "London", "."],
+            ["Mary", "Jones", "sang", "with", "The", "Beatles", "."],
+            ["Paris", "is", "the", "capital", "of", "France", "."],
+            ["The", "party", "won", "the", "election", "in", "Berlin", "."]],
+    tags=[["B-PER", "O", "O", "O", "B-LOC", "O"],
+          ["B-PER", "I-PER", "O", "O", "B-ORG", "I-ORG", "O"],
+          ["B-LOC", "O", "O", "O", "O", "B-LOC", "O"],
+          ["O", "O", "O", "O", "O", "O", "B-LOC", "O"]],
+    name="lc",
+)
+
+
+# --------------------------------------------------------------------------- CER
+
+
+def test_cer_by_hand():
+    confs = [0.9, 0.8, 0.4, 0.3]
+    correct = [True, False, True, False]
+    # t=0.5: confident-but-wrong {0.8} + unconfident-but-right {0.4} -> 2/4
+    assert confidence_error_rate(confs, correct, 0.5) == 0.5
+    # t=0: every wrong sentence counts (the sentence error rate)
+    assert confidence_error_rate(confs, correct, 0.0) == 0.5
+    # t=0.85: only 0.4 (right, unconfident) is an error
+    assert confidence_error_rate(confs, correct, 0.85) == 0.25
+    # t=1: both right sentences are below the threshold
+    assert confidence_error_rate(confs, correct, 1.0) == 0.5
+    curve = cer_curve(confs, correct)
+    assert len(curve) == 101 and curve[0]["kept"] == 1.0 and curve[-1]["kept"] == 0.0
+    # CER 0.25 on (0.3, 0.4] (only 0.8 wrong-and-confident) and on (0.8, 0.9]; ties go to the lowest t
+    assert confidence_error_rate(confs, correct, 0.35) == 0.25
+    assert min(p["cer"] for p in curve) == 0.25
+    assert optimal_threshold(curve) == pytest.approx(0.31)
+    fig = cer_figure(curve, 0.31, 0.2)
+    assert len(fig.data) == 2
+
+
+def test_cer_rejects_mismatched_inputs():
+    with pytest.raises(ValueError):
+        confidence_error_rate([0.1], [True, False], 0.5)
+    with pytest.raises(UserError):
+        confidence_error_rate([], [], 0.5)
+
+
+class _Pred:
+    def __init__(self, c1: float, c2: float):
+        self.c1, self.c2 = c1, c2
+
+
+def test_pseudo_label_sample_respects_threshold_and_k():
+    preds = [_Pred(i / 10, 1 - i / 10) for i in range(10)]
+    picked = pseudo_label_sample(preds, "c1", 0.5, k=3, seed=1)
+    assert len(picked) == 3 and all(preds[i].c1 >= 0.5 for i in picked)
+    assert pseudo_label_sample(preds, "c2", 0.75, k=10) == [0, 1, 2]  # fewer confident than k: all of them
+    with pytest.raises(UserError):
+        pseudo_label_sample(preds, "c3", 0.5, k=1)
+
+
+def test_levenshtein():
+    assert levenshtein("kitten", "sitting") == 3
+    assert levenshtein("", "abc") == 3
+    assert levenshtein("same", "same") == 0
+
+
+# --------------------------------------------------------------------------- sampling modes
+
+TAGS = st.lists(st.sampled_from(["O", "O", "O", "B-PER", "I-PER", "B-LOC"]), min_size=1, max_size=25).map(
+    lambda tags: [t if not (t.startswith("I-") and (i == 0 or tags[i - 1] == "O")) else "O" for i, t in enumerate(tags)])
+
+
+@settings(max_examples=150, deadline=None)
+@given(tags=TAGS, seed=st.integers(0, 1000))
+def test_sampling_modes_touch_only_allowed_tokens(tags, seed):
+    rng = random.Random(seed)
+    spans = spans_from_tags(tags)
+    single = {s.start for s in spans if s.end - s.start == 1}
+    adjacent = {i for s in spans for i in (s.start - 1, s.end)}
+    outside = {i for i, t in enumerate(tags) if t == "O"}
+    assert set(sample_positions(tags, "entity", rng)) == single
+    context = set(sample_positions(tags, "context", rng))
+    assert context <= outside and context <= adjacent
+    assert context == outside & adjacent
+    rc = sample_positions(tags, "random-context", rng)
+    assert set(rc) <= outside and (bool(rc) == bool(outside))
+    mixed = sample_positions(tags, "mixed", rng)
+    assert 1 <= len(mixed) == len(set(mixed)) and all(0 <= i < len(tags) for i in mixed)
+
+
+def test_unknown_sampling_is_a_user_error():
+    with pytest.raises(UserError):
+        sample_positions(["O"], "everything", random.Random(0))
+
+
+# --------------------------------------------------------------------------- generation with a scripted MLM
+
+
+class ScriptedMLM:
+    """Stands in for MaskedLM: candidates derived from the context it is given, and a record of
+    every request, so order semantics can be checked exactly."""
+
+    name = "scripted"
+
+    def __init__(self, candidates=None):
+        self.requests: list[tuple[tuple[str, ...], int]] = []
+        self.fixed = candidates
+
+    def candidates(self, requests, top_k=5, batch_size=32):
+        out = []
+        for words, pos in requests:
+            self.requests.append((tuple(words), pos))
+            out.append(list(self.fixed) if self.fixed is not None else [(f"{words[pos]}X", 0.6), (f"{words[pos]}YYYY", 0.3)])
+        return out
+
+
+@pytest.mark.parametrize("sampling", ["entity", "context", "random-context", "mixed"])
+@pytest.mark.parametrize("order", ["independent", "conditional"])
+def test_augmentation_keeps_labels_and_never_emits_an_original(sampling, order):
+    config = AugmentConfig(sampling=sampling, order=order, per_sentence=3, seed=4)
+    result = augment_corpus(LC, ScriptedMLM(), config)
+    originals = {tuple(t) for t in LC.tokens}
+    assert result.stats["input_sentences"] == 4 and result.stats["generated"] == len(result.corpus)
+    assert len({tuple(t) for t in result.corpus.tokens}) == len(result.corpus)
+    for toks, tags, src in zip(result.corpus.tokens, result.corpus.tags, result.corpus.fields["source_index"]):
+        assert tags == LC.tags[src] and len(toks) == len(tags) == len(LC.tokens[src])
+        assert tuple(toks) not in originals
+        changed = [i for i, (a, b) in enumerate(zip(LC.tokens[src], toks)) if a != b]
+        if sampling == "entity":
+            assert all(LC.tags[src][i].startswith("B-") for i in changed)
+        if sampling in ("context", "random-context"):
+            assert all(LC.tags[src][i] == "O" for i in changed)
+
+
+def test_independent_masks_see_the_original_and_conditional_the_previous_prediction():
+    lc = LC.subset([2])  # "Paris ... France .": entity sampling masks positions 0 and 5
+    ind = ScriptedMLM()
+    augment_corpus(lc, ind, AugmentConfig(sampling="entity", order="independent"))
+    assert all(words == tuple(lc.tokens[0]) for words, _ in ind.requests)
+    cond = ScriptedMLM()
+    out = augment_corpus(lc, cond, AugmentConfig(sampling="entity", order="conditional"))
+    assert cond.requests[0][0] == tuple(lc.tokens[0])
+    assert cond.requests[1][0][0] == "ParisX"  # the second mask is predicted on the first replacement
+    assert out.corpus.tokens[0][0] == "ParisX" and out.corpus.tokens[0][5] == "FranceX"
+
+
+def test_joint_criterion_weighs_probability_by_edit_distance():
+    lc = LC.subset([2])
+    top = augment_corpus(lc, ScriptedMLM(), AugmentConfig(sampling="entity", criterion="top"))
+    joint = augment_corpus(lc, ScriptedMLM(), AugmentConfig(sampling="entity", criterion="joint"))
+    assert top.corpus.tokens[0][0] == "ParisX"  # 0.6 beats 0.3
+    assert joint.corpus.tokens[0][0] == "ParisYYYY"  # 0.3 x 4 edits beats 0.6 x 1 edit
+
+
+def test_min_token_probability_filters_every_candidate():
+    out = augment_corpus(LC, ScriptedMLM(), AugmentConfig(sampling="mixed", min_token_prob=0.9))
+    assert out.stats["generated"] == 0 and out.stats["dropped_unchanged"] == 4
+
+
+def test_a_replacement_recreating_another_original_is_dropped():
+    lc = Corpus(tokens=[["Ann", "sings"], ["Bob", "sings"]], tags=[["B-PER", "O"], ["B-PER", "O"]])
+    out = augment_corpus(lc, ScriptedMLM(candidates=[("Bob", 0.9), ("Ann", 0.8)]), AugmentConfig(sampling="entity"))
+    assert out.stats["dropped_duplicates"] == 1  # "Ann sings" -> "Bob sings" is LC's second sentence
+    assert out.stats["dropped_unchanged"] == 1  # "Bob sings" -> "Bob sings"
+    assert out.stats["generated"] == 0 and len(out.corpus) == 0
+
+
+def test_min_confidence_needs_a_ner_model():
+    with pytest.raises(UserError):
+        augment_corpus(LC, ScriptedMLM(), AugmentConfig(min_confidence=0.5))
+
+
+# --------------------------------------------------------------------------- real (tiny) masked LMs
+
+
+def test_model_without_trained_head_is_refused(tiny_bert_dir):
+    with pytest.raises(ModelError, match="no trained MLM head"):
+        MaskedLM(tiny_bert_dir)
+
+
+def test_default_encoder_is_refused_for_augmentation():
+    with pytest.raises(ModelError, match="default encoder ships without one"):
+        MaskedLM("default")
+
+
+def test_tiny_mlm_predicts_whole_words_only(tiny_mlm_dir):
+    mlm = MaskedLM(tiny_mlm_dir, device="cpu")
+    requests = [(toks, i) for toks in LC.tokens for i in range(len(toks))]
+    cands = mlm.candidates(requests, top_k=5)
+    assert len(cands) == len(requests)
+    assert any(cands)
+    for (words, pos), found in zip(requests, cands):
+        assert len(found) <= 5
+        assert [p for _, p in found] == sorted((p for _, p in found), reverse=True)
+        for word, p in found:
+            assert not word.startswith("##") and word not in ("[MASK]", "[CLS]", "[SEP]", "[PAD]", "[UNK]")
+            assert word != words[pos] and 0.0 < p <= 1.0
+    out = augment_corpus(LC, mlm, AugmentConfig(sampling="mixed", order="conditional", criterion="joint", per_sentence=2))
+    for toks, tags, src in zip(out.corpus.tokens, out.corpus.tags, out.corpus.fields["source_index"]):
+        assert len(toks) == len(LC.tokens[src]) and tags == LC.tags[src]
+
+
+# --------------------------------------------------------------------------- end to end with a tiny NER model
+
+UNLABELED = [["Anna", "plays", "piano", "in", "Berlin", "."], ["The", "Beatles", "played", "in", "Paris", "."],
+             ["John", "visited", "France", "."], ["Mary", "won", "the", "election", "."],
+             ["London", "is", "big", "."], ["Jones", "sang", "in", "London", "."]]
+
+
+@pytest.fixture(scope="module")
+def tiny_ner(tmp_path_factory):
+    from core.ner import preset_config, train_ner
+    from tests.tiny_models import build_tiny_bert
+
+    root = tmp_path_factory.mktemp("tinyner")
+    base = build_tiny_bert(root / "base", [" ".join(t) for t in LC.tokens + UNLABELED] * 3)
+    train_ner(LC, LC, str(base), root / "ner", preset_config("tiny", epochs=2))
+    return root / "ner"
+
+
+@pytest.fixture
+def files(tmp_path):
+    from core.corpus import write_corpus
+
+    write_corpus(LC, tmp_path / "lc.conll", fmt="conll")
+    write_corpus(Corpus(tokens=UNLABELED), tmp_path / "dc.txt", fmt="txt")
+    return tmp_path
+
+
+def test_selftrain_cli_end_to_end(tiny_ner, files, capsys):
+    import json
+
+    from core.cli import main
+
+    out = files / "st-model"
+    code = main(["--workspace", str(files / "ws"), "selftrain", "--model", str(tiny_ner), "--lc", str(files / "lc.conll"),
+                 "--unlabeled", str(files / "dc.txt"), "--dev", str(files / "lc.conll"), "--test", str(files / "lc.conll"),
+                 "--measure", "c2", "--threshold", "0", "--ratio", "1.0", "--preset", "tiny", "--out", str(out), "--json"])
+    assert code == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["pseudo_labeled"] == result["k"] == 4 and result["train_sentences"] == 8
+    assert len(result["cer_curve"]) == 101 and 0.0 <= result["optimal_threshold"] <= 1.0
+    assert 0.0 <= result["baseline_f1"] <= 1.0 and 0.0 <= result["selftrain_f1"] <= 1.0
+    assert (out / "ner_config.json").exists()
+    pseudo = read_corpus(files / "st-model-pseudo.conll")
+    assert len(pseudo) == 4 and all(tuple(t) in {tuple(u) for u in UNLABELED} for t in pseudo.tokens)
+
+
+def test_selftrain_threshold_above_every_confidence_is_a_user_error(tiny_ner, files, capsys):
+    from core.cli import main
+
+    code = main(["--workspace", str(files / "ws"), "selftrain", "--model", str(tiny_ner), "--lc", str(files / "lc.conll"),
+                 "--unlabeled", str(files / "dc.txt"), "--dev", str(files / "lc.conll"), "--threshold", "1",
+                 "--out", str(files / "m")])
+    assert code == 2 and "lower the threshold" in capsys.readouterr().err
+    assert main(["selftrain", "--model", str(tiny_ner), "--lc", "x", "--unlabeled", "y", "--dev", "z",
+                 "--threshold", "high", "--out", "m"]) == 2
+
+
+def test_augment_cli_end_to_end(tiny_mlm_dir, tiny_ner, files, capsys):
+    import json
+
+    from core.cli import main
+
+    out = files / "aug.conll"
+    code = main(["--workspace", str(files / "ws"), "augment", "--lc", str(files / "lc.conll"), "--model", str(tiny_mlm_dir),
+                 "--sampling", "random-context", "--order", "conditional", "--criterion", "joint", "--per-sentence", "3",
+                 "--ner-model", str(tiny_ner), "--min-confidence", "0.0001", "--measure", "c2", "--out", str(out), "--json"])
+    assert code == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["input_sentences"] == 4 and summary["masked_per_sentence"] >= 1
+    assert summary["generated"] >= 1
+    generated = read_corpus(out)
+    assert len(generated) == summary["generated"]
+    jsonl = read_corpus(files / "aug.jsonl")
+    for toks, tags, src in zip(generated.tokens, generated.tags, jsonl.fields["source_index"]):
+        assert tags == LC.tags[src] and len(toks) == len(LC.tokens[src]) and toks != LC.tokens[src]
+        assert all(LC.tags[src][i] == "O" for i, (a, b) in enumerate(zip(LC.tokens[src], toks)) if a != b)
+
+
+def test_augment_cli_refuses_the_default_encoder(files, capsys):
+    from core.cli import main
+
+    code = main(["--workspace", str(files / "ws"), "augment", "--lc", str(files / "lc.conll"), "--model", "default",
+                 "--out", str(files / "x.conll")])
+    assert code == 2 and "no trained MLM head" in capsys.readouterr().err

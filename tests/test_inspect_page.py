@@ -1,0 +1,216 @@
+"""Inspect page: highlighting HTML, the sentence table, cached predictions from a tiny NER
+model trained here, and the page itself under Streamlit's AppTest (review, reload, conflict, export)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from core import inspect as insp
+from core import jobs
+from core.highlight import augmented_html, legend_html, prediction_html, span_diff, type_colors
+from core.review import ReviewItem, ReviewStore
+from core.tags import Span
+from core.workspace import Workspace
+
+ROOT = Path(__file__).resolve().parent.parent
+PAGE = "pages/inspect.py"
+
+
+# --------------------------------------------------------------------------- HTML
+
+
+def test_html_escapes_tokens_and_labels_every_span():
+    colors = type_colors(["PER", "LOC"])
+    tokens = ["<script>alert(1)</script>", "met", "Ann", "&", "Bo", "in", "Oslo"]
+    html = prediction_html(tokens, [Span(2, 3, "PER"), Span(6, 7, "LOC")], colors)
+    assert "<script>" not in html and "&lt;script&gt;" in html and "&amp;" in html
+    assert html.count('class="nx-lbl"') == 2 and ">PER</span>" in html and ">LOC</span>" in html
+    assert colors["LOC"] in html and colors["PER"] in html and colors["LOC"] != colors["PER"]
+    assert "PER" in legend_html(colors) and "LOC" in legend_html(colors)
+
+
+def test_gold_mismatches_are_marked_on_both_lines():
+    pred = [Span(0, 2, "PER"), Span(3, 4, "LOC")]
+    gold = [Span(0, 2, "PER"), Span(3, 4, "ORG"), Span(5, 6, "LOC")]
+    pm, gm = span_diff(pred, gold)
+    assert pm == {Span(0, 2, "PER"): "ok", Span(3, 4, "LOC"): "wrong"}
+    assert gm[Span(5, 6, "LOC")] == "missed" and gm[Span(3, 4, "ORG")] == "missed"
+    html = prediction_html(["a", "b", "c", "d", "e", "f"], pred, type_colors(["PER", "LOC", "ORG"]), gold)
+    assert ">gold<" in html and html.count("nx-bad") == 3  # one wrong prediction, two missed gold spans
+    assert "✗ LOC" in html and "∅ ORG" in html and "∅ LOC" in html
+
+
+def test_augmented_pair_highlights_changed_tokens_only():
+    html = augmented_html(["Ann", "sings", "in", "Oslo"], ["Ann", "dances", "in", "Oslo"], [Span(0, 1, "PER")],
+                          type_colors(["PER"]))
+    assert html.count("nx-chg") == 1 and '<span class="nx-chg">dances</span>' in html
+
+
+# --------------------------------------------------------------------------- table
+
+
+ROWS = [
+    {"index": 0, "tokens": ["Ann", "met", "Bo"], "spans": [{"start": 0, "end": 1, "type": "PER"}, {"start": 2, "end": 3, "type": "PER"}],
+     "c1": 0.9, "c2": 0.95},
+    {"index": 1, "tokens": ["Oslo", "is", "cold"], "spans": [{"start": 0, "end": 1, "type": "LOC"}], "c1": 0.4, "c2": 0.7},
+    {"index": 2, "tokens": ["nothing", "here"], "spans": [], "c1": 0.99, "c2": 0.99},
+]
+
+
+def test_table_filters_and_sorts():
+    reviews = {1: ReviewItem("s", 1, "accepted", ["Oslo", "is", "cold"], [Span(0, 1, "LOC")], 1)}
+    df = insp.inspection_table(ROWS, reviews, selected={0, 2})
+    assert list(df["review"]) == ["unreviewed", "accepted", "unreviewed"]
+    assert list(df["selection"]) == ["selected", "filtered", "selected"]
+    assert list(insp.filter_table(df)["index"]) == [0, 1, 2]  # most entities first (NER-Selected)
+    assert list(insp.filter_table(df, sort_by="c1", descending=False)["index"]) == [1, 0, 2]
+    assert list(insp.filter_table(df, sort_by="c2")["index"]) == [2, 0, 1]
+    assert list(insp.filter_table(df, types=["LOC"])["index"]) == [1]
+    assert list(insp.filter_table(df, query="OSLO")["index"]) == [1]
+    assert list(insp.filter_table(df, query="(")["index"]) == []  # literal, not a regex
+    assert list(insp.filter_table(df, min_entities=1, max_entities=1)["index"]) == [1]
+    assert list(insp.filter_table(df, review=["unreviewed"])["index"]) == [0, 2]
+    assert list(insp.filter_table(df, selection=["filtered"])["index"]) == [1]
+
+
+# --------------------------------------------------------------------------- a workspace with a tiny NER model
+
+
+@pytest.fixture(scope="module")
+def ner_ws(tmp_path_factory):
+    """Demo workspace + a tiny NER model in runs/ + a saved selection over demo-dev."""
+    from core.demo import write_demo_workspace
+    from core.ner import preset_config, train_ner
+    from tests.tiny_models import build_tiny_bert
+
+    root = tmp_path_factory.mktemp("inspectws")
+    ws = write_demo_workspace(root)
+    lc = ws.load_corpus("demo-lc")
+    base = build_tiny_bert(root / "tinybase", [" ".join(t) for t in lc.tokens])
+    model_dir = ws.runs_dir / "tiny-ner" / "model"
+    train_ner(lc, ws.load_corpus("demo-dev").subset(range(20)), str(base), model_dir, preset_config("tiny", epochs=1))
+    sel = ws.artifact_dir("selection", "sel0001")
+    (sel / "selected.jsonl").write_text("".join(json.dumps({"dc_index": i, "text": "x", "score": 1.0, "rank": r + 1}) + "\n"
+                                                for r, i in enumerate([3, 1, 4, 15])))
+    (sel / "meta.json").write_text(json.dumps({"dc_name": "demo-dev", "strategy": "ner-selected", "budget": 4}))
+    return root, model_dir
+
+
+def test_predictions_are_cached_by_content(ner_ws):
+    root, model_dir = ner_ws
+    ws = Workspace(root)
+    req = insp.prediction_request(ws, str(model_dir), "demo-dev")
+    insp.predict_cached(ws, req)
+    rows = insp.load_predictions(req)
+    assert len(rows) == ws.corpus_info("demo-dev").sentences and "gold_spans" in rows[0]
+    assert all(0.0 <= r["c1"] <= 1.0 and 0.0 <= r["c2"] <= 1.0 for r in rows)
+    again = insp.prediction_request(Workspace(root), str(model_dir), "demo-dev")
+    assert again.key == req.key and again.done  # a restart finds the cache
+    sel = insp.prediction_request(ws, str(model_dir), selection="sel0001")
+    assert sel.corpus == "demo-dev" and sel.indices == [1, 3, 4, 15] and sel.key != req.key
+    insp.predict_cached(ws, sel)
+    sel_rows = insp.load_predictions(sel)
+    assert [r["index"] for r in sel_rows] == [1, 3, 4, 15]
+    assert [r["tokens"] for r in sel_rows] == [rows[i]["tokens"] for i in (1, 3, 4, 15)]
+    with pytest.raises(Exception, match="not a fine-tuned NER model"):
+        insp.prediction_request(ws, str(root / "tinybase"), "demo-dev")
+
+
+def _app(root: Path, monkeypatch) -> AppTest:
+    monkeypatch.setenv("NERSELECT_WORKSPACE", str(root))
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    at.run()
+    at.switch_page(PAGE)
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def _open(at: AppTest, corpus: str = "demo-dev") -> AppTest:
+    at.selectbox(key="insp_corpus").select(corpus).run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def _states(at: AppTest) -> str:
+    return " ".join(m.value for m in at.markdown)
+
+
+def test_page_review_survives_a_reload_and_exports(ner_ws, monkeypatch):
+    root, model_dir = ner_ws
+    ws = Workspace(root)
+    req = insp.prediction_request(ws, str(model_dir), "demo-dev")
+    insp.predict_cached(ws, req)
+    at = _open(_app(root, monkeypatch))
+    assert any("nx-ent" in h.proto.body or "nx-sent" in h.proto.body for h in at.get("html"))
+    accept = [b for b in at.button if b.key.startswith("accept_")]
+    reject = [b for b in at.button if b.key.startswith("reject_")]
+    assert accept and all(b.label == "Accept" for b in accept) and all(b.label == "Reject" for b in reject)
+    first, second = int(accept[0].key.split("_")[1]), int(reject[1].key.split("_")[1])
+    accept[0].click().run()
+    at.button(key=f"reject_{second}").click().run()
+    assert not at.exception
+    store = ReviewStore(ws, req.review_key)
+    assert store.get(first).status == "accepted" and store.get(second).status == "rejected"
+    # reload: a fresh session finds both states
+    again = _open(_app(root, monkeypatch))
+    text = _states(again)
+    assert f"**#{first}**" in text and "state: **accepted**" in text and "state: **rejected**" in text
+    assert again.get("progress")[0].proto.text.startswith("2 of 150 sentences reviewed · 1 accepted · 1 rejected")
+    # export: save the accepted sentence as a workspace corpus
+    again.text_input(key="insp_save_name").input("reviewed-dev").run()
+    again.button(key="insp_save").click().run()
+    assert not again.exception
+    assert ws.load_corpus("reviewed-dev").fields["source_index"] == [first]
+
+
+def test_page_shows_a_conflict_instead_of_overwriting(ner_ws, monkeypatch):
+    root, model_dir = ner_ws
+    ws = Workspace(root)
+    req = insp.prediction_request(ws, str(model_dir), "demo-dev")
+    insp.predict_cached(ws, req)
+    at = _open(_app(root, monkeypatch))
+    at.multiselect(key="insp_review").select("unreviewed").run()
+    button = next(b for b in at.button if b.key.startswith("accept_"))
+    index = int(button.key.split("_")[1])
+    rows = {r["index"]: r for r in insp.load_predictions(req)}
+    # another reviewer rejects it after this page was drawn
+    ReviewStore(ws, req.review_key).save(index, "rejected", rows[index]["tokens"], [], expected_version=0, reviewer="other")
+    button.click().run()
+    assert not at.exception
+    assert any("Conflict" in w.value for w in at.warning)
+    assert ReviewStore(ws, req.review_key).get(index).status == "rejected"  # the earlier save is intact
+    at.button(key="insp_overwrite").click().run()
+    assert ReviewStore(ws, req.review_key).get(index).status == "accepted"
+
+
+def test_page_filters_by_selection_status(ner_ws, monkeypatch):
+    root, model_dir = ner_ws
+    ws = Workspace(root)
+    insp.predict_cached(ws, insp.prediction_request(ws, str(model_dir), "demo-dev"))
+    at = _open(_app(root, monkeypatch))
+    at.selectbox(key="insp_status_sel").select_index(1).run()
+    at.multiselect(key="insp_selstate").select("selected").run()
+    assert not at.exception
+    shown = sorted(int(b.key.split("_")[1]) for b in at.button if b.key.startswith("accept_"))
+    assert shown == [1, 3, 4, 15]
+    at.text_input(key="insp_query").input("zzzz-not-there").run()
+    assert not [b for b in at.button if b.key.startswith("accept_")]
+
+
+def test_page_starts_the_prediction_job(ner_ws, monkeypatch):
+    root, _ = ner_ws
+    ws = Workspace(root)
+    submitted = []
+    monkeypatch.setattr(jobs, "submit", lambda w, kind, params, start=True: submitted.append((kind, params)) or None)
+    at = _open(_app(root, monkeypatch), corpus="demo-test")
+    assert at.button(key="insp_predict_job_go").label == "Predict entities"
+    at.button(key="insp_predict_job_go").click().run()
+    assert not at.exception
+    assert submitted and submitted[0][0] == "predict" and submitted[0][1]["out"].endswith("predictions.jsonl")
+    req = insp.prediction_request(ws, submitted[0][1]["model"], "demo-test")
+    assert submitted[0][1]["out"] == str(req.predictions_path)

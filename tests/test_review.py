@@ -1,0 +1,115 @@
+"""Review store: persistence across restarts, optimistic concurrency, export round trips."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from core.corpus import read_corpus
+from core.errors import UserError
+from core.inspect import export_bytes, save_reviewed_corpus, spans_from_rows
+from core.review import ReviewConflict, ReviewStore, check_spans
+from core.tags import Span
+from core.workspace import Workspace
+
+TOKS_A = ["John", "Smith", "plays", "in", "New", "York", "."]
+TOKS_B = ["Paris", "is", "nice", "."]
+TOKS_C = ["Nothing", "here"]
+
+
+def test_review_state_survives_a_restart(tmp_path):
+    store = ReviewStore(Workspace(tmp_path), "demo-dc@abc")
+    store.save(3, "accepted", TOKS_A, [Span(0, 2, "PER"), Span(4, 6, "LOC")], expected_version=0, reviewer="ann")
+    store.save(5, "rejected", TOKS_B, [], expected_version=0)
+    # a new process: new Workspace and ReviewStore objects on the same folder
+    again = ReviewStore(Workspace(tmp_path), "demo-dc@abc")
+    items = again.items()
+    assert set(items) == {3, 5}
+    assert items[3].status == "accepted" and items[3].version == 1 and items[3].reviewer == "ann"
+    assert items[3].tags() == ["B-PER", "I-PER", "O", "O", "B-LOC", "I-LOC", "O"]
+    assert items[5].status == "rejected"
+    assert again.counts()["accepted"] == 1 and again.counts()["rejected"] == 1
+    assert ReviewStore(Workspace(tmp_path), "other@def").items() == {}  # review sets are separate
+
+
+def test_concurrent_edit_is_detected_not_silently_overwritten(tmp_path):
+    ws = Workspace(tmp_path)
+    alice, bob = ReviewStore(ws, "s"), ReviewStore(ws, "s")
+    seen_by_both = 0  # both opened the unreviewed sentence
+    alice.save(1, "corrected", TOKS_B, [Span(0, 1, "LOC")], expected_version=seen_by_both, reviewer="alice")
+    with pytest.raises(ReviewConflict) as info:
+        bob.save(1, "rejected", TOKS_B, [], expected_version=seen_by_both, reviewer="bob")
+    conflict = info.value
+    assert conflict.current.status == "corrected" and conflict.current.reviewer == "alice" and conflict.current.version == 1
+    assert "version 1" in str(conflict)
+    assert bob.get(1).status == "corrected"  # the earlier save is intact
+    # bob reloads (sees version 1) and saves: fine; the history keeps both decisions
+    bob.save(1, "rejected", TOKS_B, [], expected_version=1, reviewer="bob")
+    assert [h["status"] for h in alice.history(1)] == ["corrected", "rejected"]
+    # a deliberate overwrite after a conflict (expected_version=None) also works
+    alice.save(1, "accepted", TOKS_B, [Span(0, 1, "LOC")], expected_version=None, reviewer="alice")
+    assert alice.get(1).version == 3
+
+
+def test_racing_writers_only_one_wins(tmp_path):
+    ws = Workspace(tmp_path)
+    ReviewStore(ws, "race")  # create the database before the race
+    results: list[str] = []
+
+    def write(n: int) -> None:
+        try:
+            ReviewStore(ws, "race").save(7, "accepted", TOKS_C, [], expected_version=0, reviewer=f"r{n}")
+            results.append("ok")
+        except ReviewConflict:
+            results.append("conflict")
+
+    threads = [threading.Thread(target=write, args=(n,)) for n in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(results) == ["conflict"] * 5 + ["ok"]
+    assert ReviewStore(ws, "race").get(7).version == 1
+
+
+@pytest.mark.parametrize("fmt,scheme", [("conll", "bio"), ("conll", "bioes"), ("jsonl", "bio")])
+def test_export_round_trips_through_read_corpus(tmp_path, fmt, scheme):
+    store = ReviewStore(Workspace(tmp_path), "s")
+    store.save(0, "accepted", TOKS_A, [Span(0, 2, "PER"), Span(4, 6, "LOC")], expected_version=0)
+    store.save(1, "corrected", TOKS_B, [Span(0, 1, "LOC")], expected_version=0)
+    store.save(2, "rejected", TOKS_C, [], expected_version=0)
+    path = tmp_path / f"out.{fmt}"
+    path.write_bytes(export_bytes(store, fmt, scheme))
+    corpus = read_corpus(path)
+    assert corpus.tokens == [TOKS_A, TOKS_B]  # rejected sentences are not exported
+    assert corpus.with_scheme("bio").tags == [["B-PER", "I-PER", "O", "O", "B-LOC", "I-LOC", "O"], ["B-LOC", "O", "O", "O"]]
+    if scheme == "bioes":
+        assert corpus.tags[1][0] == "S-LOC"
+
+
+def test_save_reviewed_corpus_into_workspace(tmp_path):
+    ws = Workspace(tmp_path)
+    store = ReviewStore(ws, "s")
+    with pytest.raises(UserError, match="nothing to export"):
+        store.export_corpus()
+    store.save(4, "accepted", TOKS_B, [Span(0, 1, "LOC")], expected_version=0)
+    info = save_reviewed_corpus(ws, store, "reviewed-1")
+    assert info.labeled and info.sentences == 1
+    assert ws.load_corpus("reviewed-1").fields["source_index"] == [4]
+
+
+def test_span_validation(tmp_path):
+    with pytest.raises(UserError, match="outside"):
+        check_spans([Span(2, 9, "PER")], 4)
+    with pytest.raises(UserError, match="overlap"):
+        check_spans([Span(0, 2, "PER"), Span(1, 3, "LOC")], 4)
+    with pytest.raises(UserError, match="type"):
+        check_spans([Span(0, 1, "")], 4)
+    rows = [{"start": 2, "end": 3, "type": "LOC"}, {"start": None, "end": None, "type": None},
+            {"start": 0, "end": 1, "type": " PER "}]
+    assert spans_from_rows(rows, 4) == [Span(0, 1, "PER"), Span(2, 3, "LOC")]
+    with pytest.raises(UserError, match="needs a start"):
+        spans_from_rows([{"start": 1, "end": None, "type": "PER"}], 4)
+    with pytest.raises(UserError, match="unknown review status"):
+        ReviewStore(Workspace(tmp_path), "s").save(0, "maybe", ["x"], [], expected_version=0)
