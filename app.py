@@ -1,6 +1,9 @@
 """Streamlit entry point: navigation, sidebar workspace picker, demo on first start.
 
-Run with `streamlit run app.py`. Every page lives in pages/ and calls into core/.
+Run with `streamlit run app.py`. Every page lives in views/ and calls into core/. The folder is
+not called pages/ on purpose: Streamlit (1.67) switches to its legacy multipage mode when a
+pages/ folder sits beside the entry script, and then a first visit straight to a page URL
+(/map, /inspect) runs that page file alone, without this script's sidebar and demo setup.
 """
 
 from __future__ import annotations
@@ -19,12 +22,12 @@ st.set_page_config(page_title="NER pretraining data selection", page_icon="🔎"
 
 ROOT = Path(__file__).resolve().parent
 PAGES = [
-    st.Page("pages/corpora.py", title="Corpora", icon="📚", default=True),
-    st.Page("pages/similarity.py", title="Similarity", icon="📏"),
-    st.Page("pages/selection.py", title="Selection", icon="🎯"),
-    st.Page("pages/map.py", title="Map", icon="🗺️"),
-    st.Page("pages/inspect.py", title="Inspect", icon="🖍️"),
-    st.Page("pages/runs.py", title="Runs", icon="🏃"),
+    st.Page("views/corpora.py", title="Corpora", icon="📚", default=True),
+    st.Page("views/similarity.py", title="Similarity", icon="📏"),
+    st.Page("views/selection.py", title="Selection", icon="🎯"),
+    st.Page("views/map.py", title="Map", icon="🗺️"),
+    st.Page("views/inspect.py", title="Inspect", icon="🖍️"),
+    st.Page("views/runs.py", title="Runs", icon="🏃"),
 ]
 
 

@@ -7,7 +7,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 ROOT = Path(__file__).resolve().parent.parent
-PAGES = re.findall(r'st\.Page\("(pages/[a-z_]+\.py)"', (ROOT / "app.py").read_text())
+PAGES = re.findall(r'st\.Page\("(views/[a-z_]+\.py)"', (ROOT / "app.py").read_text())
 
 
 @pytest.fixture(scope="module")
@@ -20,7 +20,7 @@ def demo_ws(tmp_path_factory):
 
 
 def test_pages_are_registered():
-    assert "pages/corpora.py" in PAGES
+    assert "views/corpora.py" in PAGES
     assert all((ROOT / p).exists() for p in PAGES)
 
 

@@ -27,3 +27,13 @@ def test_corpora_page_shows_statistics(app_url):
         page.wait_for_selector(".js-plotly-plot", timeout=60_000)
         shot = screenshot(page, "corpora")
         assert shot.stat().st_size > 10_000
+
+
+def test_a_page_url_opened_directly_gets_the_app_sidebar(app_url):
+    """Regression: with a pages/ folder Streamlit ran /runs alone (legacy mode), without app.py's sidebar."""
+    with browser_page() as page:
+        page.goto(f"{app_url}/runs")
+        wait_for_app(page, "Start NER training")
+        sidebar = page.get_by_test_id("stSidebar")
+        for text in ("Corpora", "Similarity", "Selection", "Map", "Inspect", "Workspace"):
+            assert sidebar.get_by_text(text, exact=True).count() >= 1, text

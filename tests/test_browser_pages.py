@@ -54,3 +54,37 @@ def test_map_lasso_lists_the_chosen_sentences(map_ws):
         screenshot(page, "map_lasso")
         table = page.locator("[data-testid='stDataFrame'], [data-testid='stDataFrameResizable']").first
         table.wait_for(state="visible", timeout=30_000)
+
+
+@pytest.fixture(scope="module")
+def inspect_ws(tmp_path_factory):
+    """Demo workspace with a tiny NER model trained here and its DC predictions cached."""
+    from core import inspect as insp
+    from core.demo import write_demo_workspace
+    from core.ner import preset_config, train_ner
+    from tests.tiny_models import build_tiny_bert
+
+    root = tmp_path_factory.mktemp("inspectws")
+    ws = write_demo_workspace(root, dc_size=600)
+    lc = ws.load_corpus("demo-lc")
+    base = build_tiny_bert(root / "tinybase", [" ".join(t) for t in lc.tokens])
+    model_dir = ws.runs_dir / "tiny-ner" / "model"
+    train_ner(lc, ws.load_corpus("demo-dev").subset(range(20)), str(base), model_dir, preset_config("tiny", epochs=1))
+    insp.predict_cached(ws, insp.prediction_request(ws, str(model_dir), "demo-dc"))
+    return root
+
+
+def test_inspect_accept_and_reject_survive_a_reload(inspect_ws):
+    with streamlit_server(inspect_ws) as url, browser_page(height=2400) as page:
+        page.goto(f"{url}/inspect")
+        wait_for_app(page, "sentences reviewed")
+        page.get_by_role("button", name="Accept", exact=True).first.click()
+        wait_for_app(page, "state: accepted")
+        page.get_by_role("button", name="Reject", exact=True).nth(1).click()
+        wait_for_app(page, "state: rejected")
+        page.reload()
+        wait_for_app(page, "sentences reviewed")
+        page.get_by_text("state: accepted").first.wait_for()
+        page.get_by_text("state: rejected").first.wait_for()
+        assert page.get_by_text("2 of 600 sentences reviewed").count() == 1
+        screenshot(page, "inspect_review")

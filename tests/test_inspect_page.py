@@ -17,7 +17,7 @@ from core.tags import Span
 from core.workspace import Workspace
 
 ROOT = Path(__file__).resolve().parent.parent
-PAGE = "pages/inspect.py"
+PAGE = "views/inspect.py"
 
 
 # --------------------------------------------------------------------------- HTML

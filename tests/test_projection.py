@@ -123,7 +123,7 @@ def test_map_page_renders_a_selectable_chart_and_table(tmp_path, monkeypatch):
     monkeypatch.setenv("NERSELECT_WORKSPACE", str(ws.root))
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
     at.run()
-    at.switch_page("pages/map.py")
+    at.switch_page("views/map.py")
     at.run()
     assert not at.exception, [e.value for e in at.exception]
     assert any("Compute map" in i.value for i in at.info)  # the default cap has no map yet

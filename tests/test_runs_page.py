@@ -43,7 +43,7 @@ def _runs_page(root, monkeypatch) -> AppTest:
     monkeypatch.setenv("NERSELECT_WORKSPACE", str(root))
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
     at.run()
-    at.switch_page("pages/runs.py")
+    at.switch_page("views/runs.py")
     at.run()
     assert not at.exception, [e.value for e in at.exception]
     return at

@@ -400,7 +400,7 @@ def test_selection_page_shows_a_saved_selection(tmp_path, monkeypatch):
     monkeypatch.setenv("NERSELECT_WORKSPACE", str(ws.root))
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
     at.run()
-    at.switch_page("pages/selection.py")
+    at.switch_page("views/selection.py")
     at.run()
     assert not at.exception, [e.value for e in at.exception]
     labels = [m.label for m in at.metric]

@@ -229,7 +229,7 @@ def test_similarity_page_renders_results_and_f1_panel(tmp_path, monkeypatch):
     monkeypatch.setenv("NERSELECT_WORKSPACE", str(ws.root))
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
     at.run()
-    at.switch_page("pages/similarity.py")
+    at.switch_page("views/similarity.py")
     at.run()
     assert not at.exception, [e.value for e in at.exception]
     assert any("Pearson r" in str(getattr(e, "proto", "")) for e in at.get("plotly_chart"))
