@@ -27,6 +27,7 @@ PAGES = [
     st.Page("views/selection.py", title="Selection", icon="🎯"),
     st.Page("views/map.py", title="Map", icon="🗺️"),
     st.Page("views/inspect.py", title="Inspect", icon="🖍️"),
+    st.Page("views/adapt.py", title="Adapt", icon="🧪"),
     st.Page("views/runs.py", title="Runs", icon="🏃"),
 ]
 

@@ -14,6 +14,7 @@ from typing import Any
 
 import streamlit as st
 
+from core import inspect as insp
 from core import jobs
 from core.errors import UserError
 from core.workspace import Role, Workspace
@@ -126,3 +127,46 @@ def short_path(path: str | Path) -> str:
         return str(p.relative_to(Path.cwd()))
     except ValueError:
         return str(p)
+
+
+# --------------------------------------------------------------------------- NER models and predictions (Inspect, Adapt)
+
+OTHER = "(another folder)"
+
+
+def model_picker(label: str, key: str, models: list, optional: bool = False) -> str | None:
+    options = ([None] if optional else []) + [str(p) for p in models] + [OTHER]
+    choice = st.selectbox(label, options, key=key, format_func=lambda p: "(none)" if p is None else p if p == OTHER else short_path(p))
+    return st.text_input("Model folder or Hugging Face id", key=f"{key}_path") if choice == OTHER else choice
+
+
+def source_picker(ws: Workspace, prefix: str, role: Role) -> tuple[str | None, str | None]:
+    """(corpus, selection key): sentences of a workspace corpus or of a saved selection."""
+    sels = insp.list_selections(ws)
+    if sels and st.radio("Sentences from", ["corpus", "saved selection"], key=f"{prefix}_source", horizontal=True) != "corpus":
+        sel = st.selectbox("Selection", sels, key=f"{prefix}_sel", format_func=lambda s: s.label)
+        return None, sel.key
+    return corpus_picker(ws, "Corpus", role, key=f"{prefix}_corpus"), None
+
+
+def predictions_ready(req: insp.PredictionRequest, state_key: str, what: str) -> bool:
+    """True when cached; otherwise offer (or follow) the prediction job."""
+    ws = get_workspace()
+    if req.done:
+        return True
+    job = latest_job("predict", state_key)
+    if job is not None and job.params.get("out") == str(req.predictions_path):
+        job_status(job, cancel_key=state_key)
+        if job.active:
+            return False
+    if st.button(f"Predict {what}", key=f"{state_key}_go", type="primary"):
+        params = run_guarded(lambda: insp.predict_job_params(ws, req))
+        if params and submit_job("predict", params, state_key):
+            st.rerun()
+    return False
+
+
+@st.cache_data(max_entries=8, show_spinner=False)
+def load_prediction_rows(key: str, _req: insp.PredictionRequest) -> list[dict]:
+    del key  # the cache key: content hash of model, corpus and selection
+    return insp.load_predictions(_req)

@@ -332,7 +332,7 @@ class MaskedLM:
         if head_missing:
             hint = "the default encoder ships without one" if ref.is_default else "it was saved without one"
             raise ModelError(f"model {model!r} has no trained MLM head ({hint}: {', '.join(head_missing[:3])} missing); "
-                             "augmenting with it would produce noise. Use an MLM run's model folder (MLM page) "
+                             "augmenting with it would produce noise. Use an MLM run's model folder (Runs page, MLM pretraining) "
                              "or a Hugging Face masked LM such as bert-base-cased.")
         self.tokenizer = load_tokenizer(ref)
         if self.tokenizer.mask_token_id is None:

@@ -34,12 +34,24 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _quiet_libraries() -> None:
+    """Our own messages say what matters (e.g. 'no trained MLM head'); transformers' load reports
+    and weight-loading bars would bury them on a terminal."""
+    try:
+        from transformers.utils import logging as hf_logging
+    except ImportError:
+        return
+    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()
         return 0
+    _quiet_libraries()
     try:
         code = args.func(args)
     except UserError as exc:

@@ -1,0 +1,125 @@
+"""Adapt: self-training with CRF confidence and MLM-based augmentation (Tokarchuk et al. 2021),
+both as background jobs."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from core import augment as aug
+from core import inspect as insp
+from core.corpus import corpus_bytes, read_corpus
+from core.highlight import CSS, augmented_html, type_colors
+from core.tags import spans_from_tags
+from core.workspace import Role
+from ui import (
+    corpus_picker,
+    get_workspace,
+    job_status,
+    latest_job,
+    load_prediction_rows,
+    model_picker,
+    predictions_ready,
+    run_guarded,
+    source_picker,
+    submit_job,
+)
+
+ws = get_workspace()
+st.title("Adapt: self-training and augmentation")
+st.html(CSS)
+
+
+def selftrain_tab() -> None:
+    st.caption("Pseudo-label unlabeled sentences with a NER model trained on LC, keep those whose CRF confidence reaches a "
+               "threshold chosen on DEV by the confidence error rate, add k = ratio x |LC| of them to LC, retrain from scratch.")
+    c = st.columns(3)
+    with c[0]:
+        model = model_picker("NER model trained on LC", "st_model", insp.list_ner_models(ws))
+        measure = st.radio("Confidence", aug.MEASURES, key="st_measure", horizontal=True,
+                           captions=["sequence posterior", "min tag marginal"])
+    with c[1]:
+        lc = corpus_picker(ws, "LC", Role.LC, key="st_lc", labeled=True)
+        dev = corpus_picker(ws, "DEV", Role.DEV, key="st_dev", labeled=True)
+        test = corpus_picker(ws, "TEST", Role.TEST, key="st_test", labeled=True, allow_none=True)
+    with c[2]:
+        unlabeled, sel_key = source_picker(ws, "st", Role.DC)
+        ratio = st.selectbox("k = ratio x |LC|", aug.RATIOS, index=1, key="st_ratio")
+        preset = st.selectbox("Retraining preset", ["demo", "tiny", "paper"], key="st_preset")
+    if not (model and lc and dev):
+        st.info("Pick a NER model, LC and DEV.")
+        return
+    req = run_guarded(lambda: insp.prediction_request(ws, model, dev))
+    threshold: float | str = "auto"
+    if req is not None and predictions_ready(req, "st_dev_job", "DEV confidences"):
+        curve = aug.cer_curve(*aug.cer_inputs_from_rows(load_prediction_rows(req.key, req), measure))
+        best = aug.optimal_threshold(curve)
+        threshold = st.slider("Threshold (the CER-optimal one, or lower for more pseudo-labels)", 0.0, 1.0, best, 0.01,
+                              key=f"st_threshold_{measure}")
+        st.plotly_chart(aug.cer_figure(curve, best, threshold, measure), key="st_cer_plot")
+    if st.button("Start self-training", key="st_go", type="primary"):
+        submit_job("selftrain", {"model": model, "lc": lc, "dev": dev, "test": test, "unlabeled": unlabeled, "selection": sel_key,
+                                 "measure": measure, "threshold": threshold, "ratio": ratio, "preset": preset}, "st_job")
+    job = latest_job("selftrain", "st_job")
+    if job is not None:
+        job_status(job, cancel_key="st")
+        if job.status == "done" and job.result:
+            r = job.result
+            m = st.columns(4)
+            m[0].metric("Threshold", f"{r['threshold']:.3f}", help=f"CER-optimal: {r['optimal_threshold']:.3f}")
+            m[1].metric("Pseudo-labeled", r["pseudo_labeled"], help=f"{r['confident']} confident of {r['unlabeled']}")
+            if "baseline_f1" in r:
+                m[2].metric("TEST F1, LC model", f"{r['baseline_f1']:.4f}")
+                m[3].metric("TEST F1, self-trained", f"{r['selftrain_f1']:.4f}", f"{r['selftrain_f1'] - r['baseline_f1']:+.4f}")
+            st.caption(f"Self-trained model: {r['model_dir']}")
+
+
+def augment_tab() -> None:
+    st.caption("Replace masked words with a masked LM's predictions, keeping the labels. The default encoder has no trained "
+               "MLM head: use an MLM run's model (Runs page, MLM pretraining) or a Hugging Face masked LM.")
+    c = st.columns(3)
+    with c[0]:
+        lc = corpus_picker(ws, "LC", Role.LC, key="aug_lc", labeled=True)
+        model = model_picker("Masked LM", "aug_model", insp.list_mlm_models(ws))
+    with c[1]:
+        sampling = st.selectbox("Sampling", aug.SAMPLINGS, key="aug_sampling")
+        order = st.selectbox("Order", aug.ORDERS, key="aug_order")
+        criterion = st.selectbox("Criterion (5 best predictions)", aug.CRITERIA, key="aug_criterion",
+                                 format_func=lambda k: {"top": "top token", "joint": "probability x Levenshtein"}[k])
+    with c[2]:
+        min_prob = st.number_input("Min token probability", 0.0, 1.0, 0.0, 0.01, key="aug_min_prob")
+        ner_model = model_picker("NER model for filtering", "aug_ner", insp.list_ner_models(ws), optional=True)
+        min_conf = st.number_input("Min NER confidence (c1)", 0.0, 1.0, 0.0, 0.01, key="aug_min_conf", disabled=not ner_model)
+    if st.button("Generate", key="aug_go", type="primary") and lc and model:
+        submit_job("augment", {"lc": lc, "model": model, "sampling": sampling, "order": order, "criterion": criterion,
+                               "min_token_prob": min_prob, "ner_model": ner_model, "min_confidence": min_conf if ner_model else 0.0},
+                   "aug_job")
+    job = latest_job("augment", "aug_job")
+    if job is None:
+        return
+    job_status(job, cancel_key="aug")
+    if job.status != "done" or not job.result or not job.result.get("generated"):
+        return
+    r = job.result
+    st.caption(f"{r['generated']} generated from {r['input_sentences']} sentences · {r['masked_per_sentence']:.2f} masked per "
+               f"sentence · dropped: {r['dropped_unchanged']} unchanged, {r['dropped_duplicates']} duplicates, "
+               f"{r['dropped_low_confidence']} low confidence")
+    generated, source = read_corpus(r["jsonl"]), ws.resolve_corpus(r["lc"])
+    colors = type_colors({s.type for tags in generated.tags for s in spans_from_tags(tags)})
+    for toks, tags, src in list(zip(generated.tokens, generated.tags, generated.fields["source_index"]))[:20]:
+        st.html(augmented_html(source.tokens[src], toks, spans_from_tags(tags), colors))
+    d = st.columns(3)
+    d[0].download_button("Download CoNLL", corpus_bytes(generated, "conll"), "augmented.conll", key="aug_dl")
+    name = d[1].text_input("Workspace corpus name", value=f"{source.name}-aug", key="aug_name")
+    with_lc = d[1].checkbox("Include LC (a training corpus)", value=True, key="aug_with_lc")
+    if d[2].button("Save as corpus", key="aug_save"):
+        corpus = aug.combine_with_lc(source, generated, name) if with_lc else generated
+        info = run_guarded(lambda: ws.save_corpus(corpus, name, source=f"augmentation job {job.id}"), "Could not save")
+        if info:
+            st.success(f"Saved {info.sentences} sentences as {info.name!r}: train on it from the Runs page.")
+
+
+selftrain, augmentation = st.tabs(["Self-training", "MLM augmentation"])
+with selftrain:
+    selftrain_tab()
+with augmentation:
+    augment_tab()
