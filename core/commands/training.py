@@ -17,17 +17,9 @@ from core.errors import UserError
 from core.workspace import Workspace
 
 
-def _quiet_transformers() -> None:
-    from transformers.utils import logging as hf_logging
-
-    hf_logging.set_verbosity_error()  # the CLI draws its own bar; transformers' per-load bars and reports are noise here
-    hf_logging.disable_progress_bar()
-
-
 def _run(args: argparse.Namespace, kind: str, params: dict, desc: str) -> dict:
     from core import jobs
 
-    _quiet_transformers()
     ws = Workspace(args.workspace)
     run_dir = Path(args.run_dir) if getattr(args, "run_dir", None) else None
     with tqdm_progress(desc, enabled=not getattr(args, "quiet", False)) as bar:
@@ -155,7 +147,6 @@ def cmd_ner_train(args: argparse.Namespace) -> int:
 def cmd_ner_predict(args: argparse.Namespace) -> int:
     from core.ner import load_ner_model, predict_corpus, write_predictions
 
-    _quiet_transformers()
     corpus = Workspace(args.workspace).resolve_corpus(args.corpus)
     model = load_ner_model(args.model)
     with tqdm_progress("predict", enabled=not args.quiet) as bar:
@@ -168,7 +159,6 @@ def cmd_ner_predict(args: argparse.Namespace) -> int:
 def cmd_ner_eval(args: argparse.Namespace) -> int:
     from core.ner import evaluate, load_ner_model
 
-    _quiet_transformers()
     test = Workspace(args.workspace).resolve_corpus(args.test)
     model = load_ner_model(args.model)
     with tqdm_progress("eval", enabled=not args.quiet) as bar:
