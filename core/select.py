@@ -37,7 +37,7 @@ import numpy as np
 
 from core.corpus import Corpus
 from core.errors import UserError
-from core.workspace import Workspace, atomic_write_json, atomic_write_text, content_hash, temp_path_for
+from core.workspace import Role, Workspace, atomic_write_json, atomic_write_text, content_hash, temp_path_for
 
 Progress = Callable[[float, str], None]
 ARTIFACT = "selection"
@@ -673,6 +673,8 @@ def _dc_rows(ws: Workspace, sel: Selection, idx: list[int]) -> Corpus | None:
     import pyarrow.parquet as pq
 
     name = sel.meta.get("dc_name")
+    if name and not ws.has_corpus(name) and name.lower() in {r.value for r in Role}:
+        name = ws.corpus_for_role(name.lower())  # the CLI accepts a role ("dc") for a workspace corpus
     if not name or not ws.has_corpus(name) or ws.corpus_info(name).sentences != sel.dc_size:
         return None
     return Corpus.from_arrow(pq.read_table(ws.corpus_path(name)).take(idx))

@@ -365,6 +365,19 @@ def test_selection_job_runs_on_workspace_corpora(tmp_path):
         jobs.run_inline(ws, "select", {"tc": "tc", "dc": "dc", "strategy": "random", "budget": -1})
 
 
+def test_ranking_table_reads_dc_texts_when_dc_was_named_by_its_role(tmp_path):
+    from core import jobs
+    from core.select import ranking_table
+
+    ws = Workspace(tmp_path / "ws")
+    ws.save_corpus(corpus(["t a", "t b"], ["x", "x"]), "my-tc", role="tc")
+    ws.save_corpus(corpus([f"s {i}" for i in range(20)], ["x", "y"] * 10), "my-dc", role="dc")
+    result = jobs.run_inline(ws, "select", {"tc": "tc", "dc": "dc", "strategy": "random", "budget": 5, "seed": 1})
+    table = ranking_table(load_selection(ws, result["key"]), head=3, tail=2, workspace=ws)
+    assert list(table["rank"]) == [1, 2, 3, 19, 20]
+    assert all(text.startswith("s ") for text in table["text"]) and set(table["domain"]) <= {"x", "y"}
+
+
 def test_cli_select_writes_jsonl_and_json_summary(tmp_path, capsys):
     from core.cli import main
 
