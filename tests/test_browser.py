@@ -21,8 +21,10 @@ def test_corpora_page_shows_statistics(app_url):
     with browser_page(height=2000) as page:
         page.goto(app_url)
         wait_for_app(page, "Workspace corpora")
+        labels = page.get_by_test_id("stMetricLabel")
+        labels.filter(has_text="Type-token ratio").first.wait_for()  # statistics render after the corpus table
         for label in ("Sentences", "Tokens", "Vocabulary", "Type-token ratio"):
-            assert page.get_by_test_id("stMetricLabel").filter(has_text=label).count() == 1
+            assert labels.filter(has_text=label).count() == 1
         assert page.get_by_text("demo-dc").count() >= 1
         page.wait_for_selector(".js-plotly-plot", timeout=60_000)
         shot = screenshot(page, "corpora")
