@@ -323,8 +323,7 @@ class MaskedLM:
     def __init__(self, model: str | Path, device: str = "auto", candidates_searched: int = 50):
         import torch
 
-        from core.mlm import load_masked_lm
-        from core.models import load_tokenizer, pick_device, resolve_model
+        from core.models import load_masked_lm, load_tokenizer, pick_device, resolve_model
 
         ref = resolve_model(str(model))
         self.name = str(model)

@@ -32,7 +32,7 @@ import numpy as np
 import torch
 
 from core.errors import ModelError, UserError
-from core.models import ModelRef, load_tokenizer, offline_env, resolve_model
+from core.models import ModelRef, load_masked_lm, load_tokenizer, resolve_model
 from core.training import (
     Checkpointer,
     Log,
@@ -180,23 +180,6 @@ def sentence_examples(tokenizer, texts: Sequence[str], max_length: int) -> list[
 
 
 # --------------------------------------------------------------------------- model
-
-
-def load_masked_lm(ref: ModelRef):
-    """AutoModelForMaskedLM plus the names of head weights that were missing and initialised fresh."""
-    from transformers import AutoModelForMaskedLM
-
-    kwargs: dict[str, Any] = {}
-    if ref.is_local:
-        offline_env()
-        kwargs["local_files_only"] = True
-    try:
-        model, info = AutoModelForMaskedLM.from_pretrained(ref.load_path, output_loading_info=True, **kwargs)
-    except (OSError, ValueError) as exc:
-        raise ModelError(f"could not load {ref.name!r} as a masked language model: {exc}") from exc
-    prefix = model.base_model_prefix + "."
-    fresh = sorted(k for k in info.get("missing_keys", []) if not k.startswith(prefix))
-    return model, fresh
 
 
 def train_mlm(texts: Sequence[str], model: str | ModelRef, out_dir: str | Path, config: MlmConfig | None = None,

@@ -130,6 +130,16 @@ def load_encoder(ref: ModelRef | str, **kwargs: Any):
     return _from_pretrained("AutoModel", ref, **kwargs)
 
 
+def load_masked_lm(ref: ModelRef | str):
+    """(AutoModelForMaskedLM, names of head weights initialised fresh). MLM training accepts a
+    fresh head (and says so); augmentation and mlm-ppl refuse it, since a random head's
+    predictions are noise."""
+    model, info = _from_pretrained("AutoModelForMaskedLM", ref, output_loading_info=True)
+    prefix = model.base_model_prefix + "."
+    fresh = sorted(k for k in info.get("missing_keys", []) if not k.startswith(prefix))
+    return model, fresh
+
+
 def load_config(ref: ModelRef | str):
     return _from_pretrained("AutoConfig", ref)
 

@@ -309,19 +309,13 @@ def _by_mlm_ppl(x: _Inputs) -> _Ranking:
 def load_mlm(model: str):
     """(tokenizer, AutoModelForMaskedLM) or a UserError when the MLM head would be freshly
     initialised (e.g. the default encoder): scores from a random head mean nothing."""
-    from transformers import AutoModelForMaskedLM
-
-    from core.models import _hub_kwargs, _wrap_load_error, load_tokenizer, resolve_model
+    from core.models import load_masked_lm, load_tokenizer, resolve_model
 
     ref = resolve_model(model)
-    try:
-        mlm, info = AutoModelForMaskedLM.from_pretrained(ref.load_path, output_loading_info=True, **_hub_kwargs(ref))
-    except (OSError, ValueError) as exc:
-        raise _wrap_load_error(ref, exc) from exc
-    missing = [k for k in info.get("missing_keys", []) if not k.endswith("position_ids")]
-    if missing:
+    mlm, fresh = load_masked_lm(ref)
+    if fresh:
         raise UserError(f"strategy 'mlm-ppl' needs an MLM-trained model (B1): {ref.name!r} has no trained masked-LM head "
-                        f"({len(missing)} head weights would be newly initialised, e.g. {missing[0]}); run MLM training on TC "
+                        f"({len(fresh)} head weights would be newly initialised, e.g. {fresh[0]}); run MLM training on TC "
                         "and pass its output folder")
     return load_tokenizer(ref), mlm.eval()
 
