@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import platform
 import resource
 import sys
@@ -11,6 +12,8 @@ from pathlib import Path
 from typing import Any
 
 RESULTS = Path(__file__).resolve().parent / "results"
+# The reference data beside the checkout (never copied into the project), or $NERSELECT_CROSSNER.
+CROSSNER = Path(os.environ.get("NERSELECT_CROSSNER", Path(__file__).resolve().parents[2] / "shared" / "data" / "crossner"))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 
@@ -48,3 +51,13 @@ def write_json(name: str, payload: dict[str, Any]) -> Path:
     path.write_text(json.dumps(payload, indent=2, default=float))
     print(f"\nwrote {path}")
     return path
+
+
+def crossner_splits(domain: str):
+    """(train, dev, test) Corpus objects of one CrossNER domain; exits with a message when absent."""
+    from core.corpus import read_corpus
+
+    data = CROSSNER / domain
+    if not (data / "train.txt").exists():
+        raise SystemExit(f"CrossNER data not found under {data}")
+    return tuple(read_corpus(data / f"{split}.txt") for split in ("train", "dev", "test"))

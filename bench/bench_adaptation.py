@@ -20,9 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from _common import print_table, write_json
-
-CROSSNER = Path(os.environ.get("NERSELECT_CROSSNER", Path(__file__).resolve().parents[2] / "shared" / "data" / "crossner"))
+from _common import crossner_splits, print_table, write_json
 
 
 def main() -> None:
@@ -42,16 +40,12 @@ def main() -> None:
     args = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     from core.augment import AugmentConfig, MaskedLM, augment_corpus, combine_with_lc, self_train
-    from core.corpus import read_corpus
     from core.errors import UserError
     from core.mlm import preset_config as mlm_preset
     from core.mlm import train_mlm
     from core.ner import evaluate, load_ner_model, preset_config, train_ner
 
-    data = CROSSNER / args.domain
-    if not (data / "train.txt").exists():
-        raise SystemExit(f"CrossNER data not found under {data}")
-    lc, dev_all, test = (read_corpus(data / f"{s}.txt") for s in ("train", "dev", "test"))
+    lc, dev_all, test = crossner_splits(args.domain)
     half = len(dev_all) // 2
     dev, pool = dev_all.subset(range(half)), dev_all.subset(range(half, len(dev_all))).unlabeled()
     overrides = {"epochs": args.epochs, "patience": args.patience, "dev_limit": args.dev_limit, "lr": 5e-5, "head_lr": 1e-3}

@@ -12,12 +12,9 @@ from __future__ import annotations
 import argparse
 import os
 import time
-from pathlib import Path
 
 import numpy as np
-from _common import print_table, write_json
-
-CROSSNER = Path(os.environ.get("NERSELECT_CROSSNER", Path(__file__).resolve().parents[2] / "shared" / "data" / "crossner"))
+from _common import CROSSNER, print_table, write_json
 
 
 def sentences(n: int) -> list[str]:

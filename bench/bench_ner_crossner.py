@@ -15,9 +15,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from _common import print_table, write_json
-
-CROSSNER = Path(os.environ.get("NERSELECT_CROSSNER", Path(__file__).resolve().parents[2] / "shared" / "data" / "crossner"))
+from _common import crossner_splits, print_table, write_json
 
 
 def main() -> None:
@@ -32,13 +30,9 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    from core.corpus import read_corpus
     from core.ner import build_ner_model, evaluate, label_set, load_ner_model, preset_config, train_ner
 
-    data = CROSSNER / args.domain
-    if not (data / "train.txt").exists():
-        raise SystemExit(f"CrossNER data not found under {data}")
-    train, dev, test = (read_corpus(data / f"{s}.txt") for s in ("train", "dev", "test"))
+    train, dev, test = crossner_splits(args.domain)
     config = preset_config("demo", epochs=args.epochs, patience=args.patience, dev_limit=args.dev_limit, lr=args.lr,
                            head_lr=args.head_lr, seed=args.seed)
     untrained = evaluate(build_ner_model(args.model, label_set(train, dev)), test)

@@ -17,16 +17,14 @@ Usage: python bench/bench_select.py [--part crossner|topk|all] [--rows 1000000]
 from __future__ import annotations
 
 import argparse
-import os
 import tempfile
 import time
 import tracemalloc
 from pathlib import Path
 
 import numpy as np
-from _common import print_table, write_json
+from _common import CROSSNER, print_table, write_json
 
-CROSSNER = Path(os.environ.get("NERSELECT_CROSSNER", Path(__file__).resolve().parents[2] / "shared" / "data" / "crossner"))
 DOMAINS = ("ai", "literature", "music", "politics", "science")
 STRATEGIES = (("cosine", {}), ("knn", {}), ("dsir", {"sampling": "gumbel"}), ("dsir", {"sampling": "topk"}), ("ppl", {}),
               ("random", {}))

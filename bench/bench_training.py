@@ -16,9 +16,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from _common import print_table, write_json
-
-CROSSNER = Path(os.environ.get("NERSELECT_CROSSNER", Path(__file__).resolve().parents[2] / "shared" / "data" / "crossner"))
+from _common import CROSSNER, print_table, write_json
 
 
 def _corpora(domain: str):
