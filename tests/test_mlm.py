@@ -139,3 +139,22 @@ def test_cli_mlm(tiny_bert_dir, tmp_path, capsys):
     assert "fresh MLM head" in capsys.readouterr().out and (out / "mlm_info.json").exists()
     assert json.loads((out / "mlm_info.json").read_text())["sentences"] == 2 * len(TOY_SENTENCES)
     assert main(["mlm", "--train", str(tmp_path / "missing.txt"), "--out", str(tmp_path / "x"), "--quiet"]) == 2
+
+
+def test_masked_positions_loss_equals_the_full_head_loss(tiny_mlm_dir):
+    """The training loss runs the MLM head on masked positions only; it must equal transformers' own loss."""
+    import torch
+    from transformers import DataCollatorForLanguageModeling
+
+    from core.mlm import masked_lm_loss
+    from core.models import load_masked_lm, load_tokenizer
+    from tests.conftest import TOY_SENTENCES
+
+    tok = load_tokenizer(str(tiny_mlm_dir))
+    model, fresh = load_masked_lm(str(tiny_mlm_dir))
+    assert fresh == []
+    model.eval()
+    torch.manual_seed(0)
+    batch = DataCollatorForLanguageModeling(tok, mlm_probability=0.3)([{"input_ids": tok(s)["input_ids"]} for s in TOY_SENTENCES[:6]])
+    with torch.no_grad():
+        assert torch.allclose(masked_lm_loss(model, batch), model(**batch).loss, atol=1e-5)
