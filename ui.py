@@ -117,9 +117,6 @@ def fmt_seconds(seconds: float | None) -> str:
     return f"{seconds:.1f}s" if seconds < 120 else time.strftime("%H:%M:%S", time.gmtime(seconds))
 
 
-def default_workspace_root() -> str:
-    return str(Workspace().root)
-
 
 def short_path(path: str | Path) -> str:
     p = Path(path)

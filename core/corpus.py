@@ -14,7 +14,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -543,6 +542,3 @@ def write_corpus(corpus: Corpus, path: str | Path, fmt: str = "auto", scheme: Ta
     atomic_write_bytes(path, corpus_bytes(corpus, fmt, scheme))
     return path
 
-
-def file_size(path: str | Path) -> int:
-    return os.path.getsize(path)

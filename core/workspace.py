@@ -28,11 +28,12 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from core.corpus import Corpus, iter_corpus
 from core.errors import CorpusError, UserError
-from core.tags import TagScheme, detect_scheme, split_tag
+from core.tags import TagScheme, split_tag
 
 ENV_VAR = "NERSELECT_WORKSPACE"
 DEFAULT_ROOT = "workspace"
@@ -236,8 +237,6 @@ class Workspace:
     def iter_corpus(self, name: str, chunk_size: int = 50_000) -> Iterator[Corpus]:
         pf = pq.ParquetFile(self.corpus_path(name))
         for batch in pf.iter_batches(batch_size=chunk_size):
-            import pyarrow as pa
-
             yield Corpus.from_arrow(pa.Table.from_batches([batch]), name=name)
 
     def resolve_corpus(self, ref: str | Path) -> Corpus:
@@ -409,6 +408,3 @@ def _combined_scheme(schemes: set[TagScheme]) -> TagScheme:
             return s
     return TagScheme.BIO
 
-
-def corpus_scheme(corpus: Corpus) -> TagScheme:
-    return detect_scheme(corpus.tags) if corpus.tags else TagScheme.NONE

@@ -6,7 +6,7 @@ import pandas as pd
 import plotly.express as px
 import streamlit as st
 
-from core.stats import corpus_stats
+from core.stats import corpus_stats, length_histogram
 from core.workspace import ROLE_LABELS, Role
 from ui import get_workspace, job_status, latest_job, run_guarded, submit_job
 
@@ -27,7 +27,7 @@ def cached_stats(name: str, content_hash: str) -> tuple[dict, list[int], pd.Data
     del content_hash  # part of the cache key: a re-imported corpus gets fresh statistics
     corpus = ws.load_corpus(name)
     preview = pd.DataFrame([{k: v for k, v in corpus.record(i).items() if k != "tokens"} for i in range(min(200, len(corpus)))])
-    return corpus_stats(corpus), [len(t) for t in corpus.tokens], preview
+    return corpus_stats(corpus), length_histogram(corpus), preview
 
 
 load_tab, path_tab = st.tabs(["Upload a file", "Path on the server"])
