@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import UserError
-from core.workspace import Workspace, atomic_write_json
+from core.workspace import Workspace, atomic_write_json, open_sqlite
 
 JOB_KINDS: dict[str, str] = {
     "import": "core.workspace:import_job",
@@ -134,12 +134,7 @@ def read_metrics(run_dir: Path) -> list[dict[str, Any]]:
 
 
 def _connect(ws: Workspace) -> sqlite3.Connection:
-    con = sqlite3.connect(ws.jobs_db, timeout=30, isolation_level=None)
-    con.row_factory = sqlite3.Row
-    con.execute("PRAGMA journal_mode=WAL")
-    con.execute("PRAGMA busy_timeout=30000")
-    con.execute(_SCHEMA)
-    return con
+    return open_sqlite(ws.jobs_db, _SCHEMA)
 
 
 def _row_to_job(row: sqlite3.Row) -> Job:

@@ -29,7 +29,7 @@ from pathlib import Path
 from core.corpus import Corpus
 from core.errors import UserError
 from core.tags import Span, TagScheme, tags_from_spans
-from core.workspace import Workspace
+from core.workspace import Workspace, open_sqlite
 
 STATUSES = ("accepted", "rejected", "corrected", "pending")  # "pending" = a decision taken back
 EXPORTED = ("accepted", "corrected")
@@ -131,12 +131,7 @@ class ReviewStore:
         return self.ws.root / "review.sqlite"
 
     def _connect(self) -> sqlite3.Connection:
-        con = sqlite3.connect(self.path, timeout=30, isolation_level=None)
-        con.row_factory = sqlite3.Row
-        con.execute("PRAGMA journal_mode=WAL")
-        con.execute("PRAGMA busy_timeout=30000")
-        con.executescript(_SCHEMA)
-        return con
+        return open_sqlite(self.path, _SCHEMA)
 
     def _item(self, row: sqlite3.Row) -> ReviewItem:
         return ReviewItem(set_key=row["set_key"], index=row["idx"], status=row["status"], tokens=json.loads(row["tokens"]),

@@ -20,6 +20,7 @@ import hashlib
 import json
 import os
 import shutil
+import sqlite3
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -103,6 +104,18 @@ def temp_path_for(path: str | Path) -> Path:
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     os.close(fd)
     return Path(tmp)
+
+
+def open_sqlite(path: str | Path, schema: str) -> sqlite3.Connection:
+    """A connection to one of the workspace's SQLite stores (jobs, reviews). WAL lets the app,
+    the CLI and job processes read while one writes; autocommit (isolation_level=None) so
+    callers open explicit transactions only where they need one."""
+    con = sqlite3.connect(path, timeout=30, isolation_level=None)
+    con.row_factory = sqlite3.Row
+    con.execute("PRAGMA journal_mode=WAL")
+    con.execute("PRAGMA busy_timeout=30000")
+    con.executescript(schema)
+    return con
 
 
 def content_hash(*parts: Any, length: int = 16) -> str:
