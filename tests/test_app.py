@@ -4,7 +4,8 @@ import re
 from pathlib import Path
 
 import pytest
-from streamlit.testing.v1 import AppTest
+
+from tests.apptest import open_app
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = re.findall(r'st\.Page\("(views/[a-z_]+\.py)"', (ROOT / "app.py").read_text())
@@ -26,19 +27,11 @@ def test_pages_are_registered():
 
 @pytest.mark.parametrize("page", PAGES)
 def test_page_renders(page, demo_ws, monkeypatch):
-    monkeypatch.setenv("NERSELECT_WORKSPACE", str(demo_ws))
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
-    at.run()
-    assert not at.exception, at.exception
-    at.switch_page(page)
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
+    open_app(demo_ws, monkeypatch, page)
 
 
 def test_corpora_page_shows_statistics(demo_ws, monkeypatch):
-    monkeypatch.setenv("NERSELECT_WORKSPACE", str(demo_ws))
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
-    at.run()
+    at = open_app(demo_ws, monkeypatch)
     labels = [m.label for m in at.metric]
     assert {"Sentences", "Tokens", "Vocabulary", "Type-token ratio"} <= set(labels)
     names = at.selectbox(key="corpus_view").options
@@ -49,7 +42,6 @@ def test_corpora_page_shows_statistics(demo_ws, monkeypatch):
 
 
 def test_corpora_page_bad_path_import_shows_error_not_traceback(demo_ws, monkeypatch, tmp_path):
-    monkeypatch.setenv("NERSELECT_WORKSPACE", str(demo_ws))
     bad = tmp_path / "bad.conll"
     bad.write_text("John B-PER\nlives\n")
     from core import jobs
@@ -61,6 +53,4 @@ def test_corpora_page_bad_path_import_shows_error_not_traceback(demo_ws, monkeyp
     job = jobs.wait(ws, job.id, timeout=120)
     assert job.status == "failed" and job.error.startswith(f"{bad}:2:")
     assert len(ws.list_corpora()) == before
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
-    at.run()
-    assert not at.exception
+    open_app(demo_ws, monkeypatch)

@@ -15,8 +15,8 @@ from core.highlight import augmented_html, legend_html, prediction_html, span_di
 from core.review import ReviewItem, ReviewStore
 from core.tags import Span
 from core.workspace import Workspace
+from tests.apptest import open_app
 
-ROOT = Path(__file__).resolve().parent.parent
 PAGE = "views/inspect.py"
 
 
@@ -121,13 +121,7 @@ def test_predictions_are_cached_by_content(ner_ws):
 
 
 def _app(root: Path, monkeypatch) -> AppTest:
-    monkeypatch.setenv("NERSELECT_WORKSPACE", str(root))
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
-    at.run()
-    at.switch_page(PAGE)
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
+    return open_app(root, monkeypatch, PAGE)
 
 
 def _open(at: AppTest, corpus: str = "demo-dev") -> AppTest:

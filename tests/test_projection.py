@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pandas as pd
 import pytest
@@ -15,9 +13,9 @@ from core.corpus import Corpus
 from core.projection import Group, Projection, project, save_projection, selection_groups, stratified_sample
 from core.select import select
 from core.workspace import Workspace
+from tests.apptest import open_app
 from tests.conftest import TOY_SENTENCES
 
-ROOT = Path(__file__).resolve().parent.parent
 SENTENCES = sorted(set(TOY_SENTENCES))
 
 
@@ -104,7 +102,6 @@ def test_projection_job_and_cli(tiny_bert_dir, tmp_path, monkeypatch):
 
 
 def test_map_page_renders_a_selectable_chart_and_table(tmp_path, monkeypatch):
-    from streamlit.testing.v1 import AppTest
 
     from core.demo import write_demo_workspace
 
@@ -120,12 +117,7 @@ def test_map_page_renders_a_selectable_chart_and_table(tmp_path, monkeypatch):
     save_projection(ws, Projection(pd.concat(frames, ignore_index=True),
                                    {"selection": sel.key, "model": "default", "max_points": 5000, "sampled": True,
                                     "note": "a stratified sample", "backend": "fake", "seconds": 1.0, "groups": {}}, "fakeproj"))
-    monkeypatch.setenv("NERSELECT_WORKSPACE", str(ws.root))
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
-    at.run()
-    at.switch_page("views/map.py")
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
+    at = open_app(ws.root, monkeypatch, "views/map.py")
     assert any("Compute map" in i.value for i in at.info)  # the default cap has no map yet
     at.number_input(key="map_cap").set_value(5000).run()
     assert not at.exception, [e.value for e in at.exception]

@@ -4,15 +4,13 @@ render from real job rows; the NER form submits a job with the chosen parameters
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
 from core import jobs
 from core.workspace import Workspace
-
-ROOT = Path(__file__).resolve().parent.parent
+from tests.apptest import open_app
 
 
 @pytest.fixture(scope="module")
@@ -40,13 +38,7 @@ def runs_ws(tmp_path_factory):
 
 
 def _runs_page(root, monkeypatch) -> AppTest:
-    monkeypatch.setenv("NERSELECT_WORKSPACE", str(root))
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
-    at.run()
-    at.switch_page("views/runs.py")
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
+    return open_app(root, monkeypatch, "views/runs.py")
 
 
 def test_runs_page_shows_jobs_tables_and_predictions(runs_ws, monkeypatch):

@@ -8,7 +8,6 @@ import math
 import sys
 import types
 from collections import Counter
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -29,8 +28,7 @@ from core.select import (
     topk_cosine,
 )
 from core.workspace import Workspace
-
-ROOT = Path(__file__).resolve().parent.parent
+from tests.apptest import open_app
 
 
 def corpus(texts, domains=None) -> Corpus:
@@ -402,7 +400,6 @@ def test_cli_select_writes_jsonl_and_json_summary(tmp_path, capsys):
 
 
 def test_selection_page_shows_a_saved_selection(tmp_path, monkeypatch):
-    from streamlit.testing.v1 import AppTest
 
     from core.demo import write_demo_workspace
 
@@ -410,12 +407,7 @@ def test_selection_page_shows_a_saved_selection(tmp_path, monkeypatch):
     tc, dc = ws.load_corpus(ws.corpus_for_role("tc")), ws.load_corpus(ws.corpus_for_role("dc"))
     select(tc, dc, "random", 0.1, workspace=ws, names={"tc": ws.corpus_for_role("tc"), "dc": ws.corpus_for_role("dc")})
     select(tc, dc, "dsir", 0.1, workspace=ws, names={"tc": ws.corpus_for_role("tc"), "dc": ws.corpus_for_role("dc")})
-    monkeypatch.setenv("NERSELECT_WORKSPACE", str(ws.root))
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
-    at.run()
-    at.switch_page("views/selection.py")
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
+    at = open_app(ws.root, monkeypatch, "views/selection.py")
     labels = [m.label for m in at.metric]
     assert "Selected" in labels and any(label.startswith("Domain precision") for label in labels)
     ranking = [d.value for d in at.dataframe if "rank" in d.value.columns]

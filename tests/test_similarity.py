@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import random
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -27,8 +26,8 @@ from core.similarity import (
     word_vector_variance,
 )
 from core.workspace import Workspace
+from tests.apptest import open_app
 
-ROOT = Path(__file__).resolve().parent.parent
 FAST = ("tvc", "tvcc", "ppl", "jsd", "ttr")
 
 
@@ -212,7 +211,6 @@ def test_cli_similarity_json(tmp_path, capsys):
 
 
 def test_similarity_page_renders_results_and_f1_panel(tmp_path, monkeypatch):
-    from streamlit.testing.v1 import AppTest
 
     from core.demo import write_demo_workspace
 
@@ -226,11 +224,6 @@ def test_similarity_page_renders_results_and_f1_panel(tmp_path, monkeypatch):
     for source, f1 in ((None, 0.5), (roles["dc"], 0.6), (roles["lc"], 0.55), (roles["dev"], 0.58)):
         j = jobs.submit(ws, "ner", {"pretraining_corpus": source}, start=False)
         jobs._update(ws, j.id, status="done", result=json.dumps({"f1": f1}))
-    monkeypatch.setenv("NERSELECT_WORKSPACE", str(ws.root))
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
-    at.run()
-    at.switch_page("views/similarity.py")
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
+    at = open_app(ws.root, monkeypatch, "views/similarity.py")
     assert any("Pearson r" in str(getattr(e, "proto", "")) for e in at.get("plotly_chart"))
     assert not any("needs finished NER runs" in i.value for i in at.info)
