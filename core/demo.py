@@ -21,17 +21,23 @@ from __future__ import annotations
 
 import random
 import re
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import cache, lru_cache
 from pathlib import Path
 
+import pyarrow.parquet as pq
+
 from core.corpus import Corpus
 from core.errors import UserError
-from core.workspace import Role, Workspace
+from core.workspace import Role, Workspace, temp_path_for
+
+Progress = Callable[[float, str], None]
 
 DOMAINS: tuple[str, ...] = ("music", "science", "politics", "literature", "ai")
 DEMO_NAMES: dict[Role, str] = {Role.TC: "demo-tc", Role.DC: "demo-dc", Role.LC: "demo-lc",
                                Role.DEV: "demo-dev", Role.TEST: "demo-test"}
+DC_CHUNK = 50_000  # DC sentences generated (and written) at a time: memory stays flat for a 10M-sentence DC
 GENERATOR_VERSION = 1  # bump when the output for a given seed changes, so stored demos are rewritten
 MAX_TOKENS = 40
 MIN_TOKENS = 6
@@ -1017,16 +1023,28 @@ def _corpus(rows: list[tuple[list[str], list[str]]], domains: list[str], prefix:
                   fields={"id": [f"{prefix}-{i:06d}" for i in range(len(rows))], "domain": domains}, name=name)
 
 
-def generate_demo(seed: int = 13, target_domain: str = "music", dc_size: int = 6000, tc_size: int = 400,
-                  lc_size: int = 150, dev_size: int = 150, test_size: int = 200) -> DemoData:
-    """The demo data set, a pure function of its arguments.
+def _dc_chunks(rng: random.Random, makers: dict[str, _SentenceMaker], test_texts: set[str], dc_size: int,
+               chunk: int) -> Iterator[Corpus]:
+    """DC in chunks of `chunk` sentences (ids dc-000000..., a `domain` field), drawn from `rng`
+    in one fixed sequence, so the chunking never changes the data."""
+    dc_domains = [DOMAINS[i % len(DOMAINS)] for i in range(dc_size)]
+    rng.shuffle(dc_domains)
+    for start in range(0, dc_size, chunk):
+        rows: list[tuple[list[str], list[str]]] = []
+        domains = dc_domains[start:start + chunk]
+        for domain in domains:
+            tokens, tags = makers[domain].sentence()
+            while " ".join(tokens) in test_texts:
+                tokens, tags = makers[domain].sentence()
+            rows.append((tokens, tags))
+        yield Corpus(tokens=[t for t, _ in rows], fields={"id": [f"dc-{i:06d}" for i in range(start, start + len(rows))],
+                                                          "domain": domains}, name="demo-dc")
 
-    TC, LC, dev and test are distinct target-domain sentences (deduplicated by text, so test
-    shares no sentence with the others); DC mixes all domains in equal shares and contains
-    no test sentence, so pretraining on a selection never sees evaluation text.
-    """
+
+def _target_splits(seed: int, target_domain: str, tc_size: int, lc_size: int, dev_size: int, test_size: int):
+    """(rng, makers, test, lc, dev, tc): the target-domain splits, and the generator state DC continues from."""
     _check_domain(target_domain)
-    if dc_size < 1 or min(tc_size, lc_size, dev_size, test_size) < 1:
+    if min(tc_size, lc_size, dev_size, test_size) < 1:
         raise UserError("every demo corpus needs at least one sentence")
     rng = random.Random(seed)
     makers = {d: _SentenceMaker(d, rng) for d in DOMAINS}
@@ -1046,23 +1064,30 @@ def generate_demo(seed: int = 13, target_domain: str = "music", dc_size: int = 6
         raise RuntimeError(f"could only generate {len(target)} distinct {target_domain} sentences of {need}")
     test, rest = target[:test_size], target[test_size:]
     lc, dev, tc = rest[:lc_size], rest[lc_size:lc_size + dev_size], rest[lc_size + dev_size:]
+    return rng, makers, test, lc, dev, tc
+
+
+def generate_demo(seed: int = 13, target_domain: str = "music", dc_size: int = 6000, tc_size: int = 400,
+                  lc_size: int = 150, dev_size: int = 150, test_size: int = 200) -> DemoData:
+    """The demo data set, a pure function of its arguments.
+
+    TC, LC, dev and test are distinct target-domain sentences (deduplicated by text, so test
+    shares no sentence with the others); DC mixes all domains in equal shares and contains
+    no test sentence, so pretraining on a selection never sees evaluation text.
+    """
+    if dc_size < 1:
+        raise UserError("every demo corpus needs at least one sentence")
+    rng, makers, test, lc, dev, tc = _target_splits(seed, target_domain, tc_size, lc_size, dev_size, test_size)
     test_texts = {" ".join(t) for t, _ in test}
 
-    dc_domains = [DOMAINS[i % len(DOMAINS)] for i in range(dc_size)]
-    rng.shuffle(dc_domains)
-    dc: list[tuple[list[str], list[str]]] = []
-    for domain in dc_domains:
-        tokens, tags = makers[domain].sentence()
-        while " ".join(tokens) in test_texts:
-            tokens, tags = makers[domain].sentence()
-        dc.append((tokens, tags))
+    dc = Corpus.concat(_dc_chunks(rng, makers, test_texts, dc_size, DC_CHUNK), name="demo-dc")
 
     def same(n: int) -> list[str]:
         return [target_domain] * n
 
     return DemoData(
         tc=_corpus(tc, same(len(tc)), "tc", False, "demo-tc"),
-        dc=_corpus(dc, dc_domains, "dc", False, "demo-dc"),
+        dc=dc,
         lc=_corpus(lc, same(len(lc)), "lc", True, "demo-lc"),
         dev=_corpus(dev, same(len(dev)), "dev", True, "demo-dev"),
         test=_corpus(test, same(len(test)), "test", True, "demo-test"),
@@ -1094,24 +1119,63 @@ def _demo_in_place(ws: Workspace, stamp: dict) -> bool:
 
 
 def write_demo_workspace(root: str | Path | None, seed: int = 13, target_domain: str = "music",
-                         dc_size: int = 6000) -> Workspace:
+                         dc_size: int = 6000, progress: Progress | None = None) -> Workspace:
     """Store the demo corpora as demo-tc/-dc/-lc/-dev/-test with their roles and the target domain.
 
     Idempotent: when the folder already holds this demo, nothing is written (no file changes).
     A demo corpus from another seed is replaced; a user's corpus under a demo name is not.
+    DC is generated and written in chunks (`DC_CHUNK` sentences), so `dc_size` may be ten
+    million on a small machine; the result equals `generate_demo(...).dc`.
     """
     ws = Workspace(root)
     stamp = _demo_stamp(seed, target_domain, dc_size)
     if _demo_in_place(ws, stamp):
         return ws
-    demo = generate_demo(seed=seed, target_domain=target_domain, dc_size=dc_size)
+    if dc_size < 1:
+        raise UserError("every demo corpus needs at least one sentence")
+    rng, makers, test, lc, dev, tc = _target_splits(seed, target_domain, 400, 150, 150, 200)
+    test_texts = {" ".join(t) for t, _ in test}
+    report = progress or (lambda f, m="": None)
     source = f"demo (seed {seed})"
     hashes: dict[str, str] = {}
-    for role, corpus in demo.by_role().items():
+
+    def replace(name: str) -> bool:
+        return ws.has_corpus(name) and ws.corpus_info(name).source.startswith("demo (")
+
+    # DC first: it continues the generator right after the target splits, as in generate_demo.
+    dc_name = DEMO_NAMES[Role.DC]
+    tmp = temp_path_for(ws.corpora_dir / f"{dc_name}.demo.parquet")
+    writer = None
+    try:
+        done = 0
+        for chunk in _dc_chunks(rng, makers, test_texts, dc_size, DC_CHUNK):
+            table = chunk.to_arrow()
+            writer = writer or pq.ParquetWriter(tmp, table.schema)
+            writer.write_table(table)
+            done += len(chunk)
+            report(0.9 * done / dc_size, f"generated {done:,}/{dc_size:,} DC sentences")
+        writer.close()
+        writer = None
+        report(0.9, "storing DC in the workspace")
+        hashes[dc_name] = ws.import_corpus(tmp, role=Role.DC, name=dc_name, fmt="parquet", overwrite=replace(dc_name),
+                                           source=source).hash
+    finally:
+        if writer is not None:
+            writer.close()
+        tmp.unlink(missing_ok=True)
+
+    def same(n: int) -> list[str]:
+        return [target_domain] * n
+
+    small = {Role.TC: _corpus(tc, same(len(tc)), "tc", False, "demo-tc"),
+             Role.LC: _corpus(lc, same(len(lc)), "lc", True, "demo-lc"),
+             Role.DEV: _corpus(dev, same(len(dev)), "dev", True, "demo-dev"),
+             Role.TEST: _corpus(test, same(len(test)), "test", True, "demo-test")}
+    for role, corpus in small.items():
         name = DEMO_NAMES[role]
-        replace = ws.has_corpus(name) and ws.corpus_info(name).source.startswith("demo (")
-        hashes[name] = ws.save_corpus(corpus, name, role=role, source=source, overwrite=replace).hash
+        hashes[name] = ws.save_corpus(corpus, name, role=role, source=source, overwrite=replace(name)).hash
     ws.update_settings(target_domain=target_domain, demo_seed=seed, demo={**stamp, "hashes": hashes})
+    report(1.0, f"demo workspace with a {dc_size:,}-sentence DC")
     return ws
 
 

@@ -19,6 +19,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("demo", help="write the generated demo workspace into DIR (idempotent)")
     p.add_argument("dir", help="workspace folder to create or complete")
     p.add_argument("--seed", type=int, default=13)
+    p.add_argument("--dc-size", type=int, default=6000, help="DC sentences (streamed to Parquet: 10M fit in flat memory)")
     p.set_defaults(func=cmd_demo)
 
     p = sub.add_parser("stats", help="statistics of a corpus file")
@@ -52,7 +53,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 def cmd_demo(args: argparse.Namespace) -> int:
     from core.demo import write_demo_workspace
 
-    ws = write_demo_workspace(args.dir, seed=args.seed)
+    with tqdm_progress("demo", enabled=args.dc_size > 100_000) as progress:
+        ws = write_demo_workspace(args.dir, seed=args.seed, dc_size=args.dc_size, progress=progress)
     for info in ws.list_corpora():
         print(f"{info.name:<12} {str(info.role or '-'):<5} {info.sentences:>6} sentences  {info.tokens:>7} tokens")
     return 0
