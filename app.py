@@ -13,8 +13,10 @@ from pathlib import Path
 
 import streamlit as st
 
+from core import jobs
 from core.demo import ensure_demo_workspace
 from core.errors import UserError
+from core.jobview import running_summary
 from core.workspace import Workspace
 from ui import WS_KEY
 
@@ -28,7 +30,7 @@ PAGES = [
     st.Page("views/map.py", title="Map", icon="🗺️"),
     st.Page("views/inspect.py", title="Inspect", icon="🖍️"),
     st.Page("views/adapt.py", title="Adapt", icon="🧪"),
-    st.Page("views/runs.py", title="Runs", icon="🏃"),
+    RUNS_PAGE := st.Page("views/runs.py", title="Runs", icon="🏃"),
 ]
 
 
@@ -63,5 +65,26 @@ def sidebar_workspace() -> None:
             st.caption(f"**{role.value.upper()}** → {name}")
 
 
+def sidebar_jobs() -> None:
+    """A badge of running and queued jobs on every page, with a link to Runs; redraws itself
+    every few seconds while anything is active."""
+    ws = Workspace(st.session_state[WS_KEY])
+    active = any(j.active for j in jobs.list_jobs(ws))
+
+    @st.fragment(run_every=3.0 if active else None)
+    def _badge() -> None:
+        running, queued, names = running_summary(jobs.list_jobs(ws))
+        if not running and not queued:
+            return
+        st.markdown(f":orange-badge[⏳ {running} running · {queued} queued]")
+        for name in names[:3]:
+            st.caption(name)
+        st.page_link(RUNS_PAGE, label="Open the jobs on Runs", icon="🏃")
+
+    with st.sidebar:
+        _badge()
+
+
 sidebar_workspace()
+sidebar_jobs()
 st.navigation(PAGES).run()

@@ -22,11 +22,12 @@ from collections.abc import Callable
 import numpy as np
 
 from core.corpus import Corpus
+from core.stream import CorpusStream
 
 Progress = Callable[[float, str], None]
 DEFAULT_BUCKETS = 10_000  # the paper's hashed feature space size
 _CHUNK = 100_000  # sentences per vectorizer call
-_KEEP_MATRICES = 1_000_000  # up to this many DC sentences the sparse features stay in memory between the two passes
+_KEEP_MATRICES = 200_000  # up to this many DC sentences the sparse features (~50 MB) stay in memory between the two passes
 
 
 def hashed_ngrams(tokens: list[list[str]], buckets: int = DEFAULT_BUCKETS):
@@ -52,31 +53,46 @@ def feature_distribution(counts: np.ndarray) -> np.ndarray:
     return np.log(counts / counts.sum())
 
 
-def dsir_log_weights(tc: Corpus, dc: Corpus, buckets: int = DEFAULT_BUCKETS, progress: Progress | None = None) -> np.ndarray:
-    """Log importance weight log p_TC(x) / p_DC(x) of every DC sentence under the hashed n-gram model."""
+def dsir_log_weights(tc: Corpus, dc: Corpus | CorpusStream, buckets: int = DEFAULT_BUCKETS,
+                     progress: Progress | None = None) -> np.ndarray:
+    """Log importance weight log p_TC(x) / p_DC(x) of every DC sentence under the hashed n-gram model.
+
+    DC is read twice in record batches (counts, then weights), so memory is one batch plus
+    the (N,) result; below `_KEEP_MATRICES` sentences the first pass's features are reused."""
+    dc = CorpusStream.of(dc)
     tc_counts = np.asarray(hashed_ngrams(tc.tokens, buckets).sum(axis=0)).ravel()
     n = len(dc)
     dc_counts = np.zeros(buckets, dtype=np.float64)
     kept = []
-    for start in range(0, n, _CHUNK):
-        x = hashed_ngrams(dc.tokens[start:start + _CHUNK], buckets)
+    done = 0
+    for toks in dc.token_batches(_CHUNK):
+        x = hashed_ngrams(toks, buckets)
         dc_counts += np.asarray(x.sum(axis=0)).ravel()
         if n <= _KEEP_MATRICES:
             kept.append(x)
+        done += len(toks)
         if progress is not None:
-            progress(0.5 * min(1.0, (start + _CHUNK) / n), "DC n-gram counts")
+            progress(0.5 * done / max(1, n), "DC n-gram counts")
     diff = feature_distribution(tc_counts) - feature_distribution(dc_counts)
     out = np.empty(n, dtype=np.float64)
-    for c, start in enumerate(range(0, n, _CHUNK)):
-        x = kept[c] if kept else hashed_ngrams(dc.tokens[start:start + _CHUNK], buckets)
+    parts = iter(kept) if kept else (hashed_ngrams(toks, buckets) for toks in dc.token_batches(_CHUNK))
+    start = 0
+    for x in parts:
         out[start:start + x.shape[0]] = x @ diff
+        start += x.shape[0]
         if progress is not None:
-            progress(0.5 + 0.5 * min(1.0, (start + _CHUNK) / n), "importance weights")
+            progress(0.5 + 0.5 * start / max(1, n), "importance weights")
     return out
+
+
+def gumbel_keys(log_weights: np.ndarray, seed: int = 0) -> np.ndarray:
+    """log weight + Gumbel noise: the key the sampled ranking sorts on (shown next to the score,
+    so a lower score ranked above a higher one is not a surprise)."""
+    return np.asarray(log_weights, dtype=np.float64) + np.random.default_rng(seed).gumbel(size=len(log_weights))
 
 
 def gumbel_top_order(log_weights: np.ndarray, seed: int = 0) -> np.ndarray:
     """A ranking whose first k items are a sample of k without replacement, proportional to
     exp(log_weights) (the Gumbel-top-k trick); deterministic for a seed, ties by index."""
-    keys = np.asarray(log_weights, dtype=np.float64) + np.random.default_rng(seed).gumbel(size=len(log_weights))
-    return np.lexsort((np.arange(len(keys)), -keys))
+    keys = gumbel_keys(log_weights, seed)
+    return np.argsort(-keys, kind="stable")  # stable: ties by index, as lexsort((index, -keys)) without the index array

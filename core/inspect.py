@@ -56,6 +56,23 @@ def list_mlm_models(ws: Workspace) -> list[Path]:
     return sorted(found, key=lambda p: p.stat().st_mtime, reverse=True)
 
 
+def model_preset(model_dir: str | Path) -> str | None:
+    """The training preset a NER model folder was made with: its ner_config.json when it says,
+    else the params.json of the run that wrote it (RUN/model). None when unknown (a folder from
+    elsewhere). Self-training compares against this model, so it must know its recipe."""
+    folder = Path(model_dir)
+    try:
+        cfg = json.loads((folder / "ner_config.json").read_text("utf-8"))
+        if cfg.get("preset"):
+            return str(cfg["preset"])
+        run = json.loads((folder.parent / "params.json").read_text("utf-8"))
+    except (OSError, json.JSONDecodeError):
+        return None
+    if run.get("kind") in ("ner", "selftrain", "experiment"):
+        return str((run.get("params") or {}).get("preset") or "demo")  # these jobs default to demo
+    return None
+
+
 @dataclass
 class SelectionRef:
     key: str

@@ -210,6 +210,12 @@ class Workspace:
             role = Role(role)
             if role.needs_labels and not info.labeled:
                 raise UserError(f"corpus {name!r} is unlabeled; role {role.value.upper()} needs a labeled corpus")
+            previous = roles.get(role.value)
+            if previous and previous != name and self.has_corpus(previous):
+                # a role belongs to one corpus at a time: the previous holder loses it in its info too
+                old = self.corpus_info(previous)
+                old.role = None
+                atomic_write_json(self._info_path(previous), asdict(old))
             roles[role.value] = name
         s["roles"] = roles
         atomic_write_json(self.settings_path, s)

@@ -44,7 +44,17 @@ def selftrain_tab() -> None:
     with c[2]:
         unlabeled, sel_key = source_picker(ws, "st", Role.DC)
         ratio = st.selectbox("k = ratio x |LC|", aug.RATIOS, index=1, key="st_ratio")
-        preset = st.selectbox("Retraining preset", ["demo", "tiny", "paper"], key="st_preset")
+        presets = ["demo", "tiny", "paper"]
+        trained_with = insp.model_preset(model) if model else None
+        preset = st.selectbox("Retraining preset", presets, key=f"st_preset_{trained_with}",
+                              index=presets.index(trained_with) if trained_with in presets else 0,
+                              help="The NER model's own preset by default, so the F1 comparison measures self-training alone.")
+    if model and trained_with and preset != trained_with:
+        st.warning(f"The NER model was trained with preset **{trained_with}**; retraining with **{preset}** mixes a "
+                   "change of training recipe into the self-training gain. Pick the same preset to compare like with like.")
+    elif model and not trained_with:
+        st.caption("The NER model's training preset is unknown (a folder from outside the workspace runs): retrain with "
+                   "the preset it was trained with, or the F1 comparison mixes two recipes.")
     if not (model and lc and dev):
         st.info("Pick a NER model, LC and DEV.")
         return
@@ -68,8 +78,15 @@ def selftrain_tab() -> None:
             m[0].metric("Threshold", f"{r['threshold']:.3f}", help=f"CER-optimal: {r['optimal_threshold']:.3f}")
             m[1].metric("Pseudo-labeled", r["pseudo_labeled"], help=f"{r['confident']} confident of {r['unlabeled']}")
             if "baseline_f1" in r:
-                m[2].metric("TEST F1, LC model", f"{r['baseline_f1']:.4f}")
-                m[3].metric("TEST F1, self-trained", f"{r['selftrain_f1']:.4f}", f"{r['selftrain_f1'] - r['baseline_f1']:+.4f}")
+                base_preset, new_preset = insp.model_preset(job.params["model"]), job.params.get("preset", "demo")
+                m[2].metric(f"TEST F1, LC model ({base_preset or 'preset unknown'})", f"{r['baseline_f1']:.4f}")
+                m[3].metric(f"TEST F1, self-trained ({new_preset})", f"{r['selftrain_f1']:.4f}",
+                            f"{r['selftrain_f1'] - r['baseline_f1']:+.4f}")
+                if base_preset != new_preset:
+                    st.warning(f"Not a like-for-like comparison: the LC model was trained with preset "
+                               f"**{base_preset or 'unknown'}**, the self-trained one with **{new_preset}**, so the F1 "
+                               "difference mixes the recipe change with the effect of self-training. Run again with "
+                               f"preset {base_preset or 'of the LC model'} to measure self-training alone.")
             st.caption(f"Self-trained model: {r['model_dir']}")
 
 

@@ -6,6 +6,7 @@ import pandas as pd
 import plotly.express as px
 import streamlit as st
 
+from core.browse import browse_corpus, filter_fields
 from core.stats import corpus_stats, length_histogram
 from core.workspace import ROLE_LABELS, Role
 from ui import get_workspace, job_status, latest_job, run_guarded, submit_job
@@ -23,11 +24,41 @@ def _role_label(r: Role | None) -> str:
 
 
 @st.cache_data(show_spinner="Computing statistics...", max_entries=32)
-def cached_stats(name: str, content_hash: str) -> tuple[dict, list[int], pd.DataFrame]:
+def cached_stats(name: str, content_hash: str) -> tuple[dict, list[int]]:
     del content_hash  # part of the cache key: a re-imported corpus gets fresh statistics
     corpus = ws.load_corpus(name)
-    preview = pd.DataFrame([{k: v for k, v in corpus.record(i).items() if k != "tokens"} for i in range(min(200, len(corpus)))])
-    return corpus_stats(corpus), length_histogram(corpus), preview
+    return corpus_stats(corpus), length_histogram(corpus)
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def cached_filter_fields(name: str, content_hash: str) -> dict[str, list[str]]:
+    del content_hash
+    return filter_fields(ws, name)
+
+
+def browse_corpus_panel(name: str, content_hash: str) -> None:
+    """Search, filter by a field and page through every sentence (not only the first rows)."""
+    fields = cached_filter_fields(name, content_hash)
+    c = st.columns([3, 2, 3, 1])
+    query = c[0].text_input("Search text", key=f"browse_query_{name}", placeholder="words in the sentence")
+    field = c[1].selectbox("Filter by field", [None, *fields], key=f"browse_field_{name}",
+                           format_func=lambda f: "(no filter)" if f is None else f, disabled=not fields)
+    values = c[2].multiselect("Values", fields.get(field, []), key=f"browse_values_{name}_{field}", disabled=field is None)
+    per_page = int(c[3].selectbox("Rows", [25, 50, 100, 200], index=1, key=f"browse_per_page_{name}"))
+    page_key = f"browse_page_{name}"
+    result = run_guarded(lambda: browse_corpus(ws, name, query, field, values, st.session_state.get(page_key, 0), per_page))
+    if result is None:
+        return
+    st.session_state[page_key] = result.page
+    n = st.columns([1, 1, 6])
+    n[0].button("Previous", key=f"browse_prev_{name}", disabled=result.page == 0,
+                on_click=lambda: st.session_state.update({page_key: result.page - 1}))
+    n[1].button("Next", key=f"browse_next_{name}", disabled=result.page >= result.pages - 1,
+                on_click=lambda: st.session_state.update({page_key: result.page + 1}))
+    shown = f"{result.page * per_page + 1:,}-{result.page * per_page + len(result.rows):,}" if result.rows else "0"
+    n[2].caption(f"Page {result.page + 1} of {result.pages} · showing {shown} of {result.matches:,} matching sentences "
+                 f"({result.total:,} in the corpus)")
+    st.dataframe(pd.DataFrame(result.rows), hide_index=True, width="stretch", key="preview_table")
 
 
 load_tab, path_tab = st.tabs(["Upload a file", "Path on the server"])
@@ -67,7 +98,8 @@ if not infos:
     st.stop()
 
 st.subheader("Workspace corpora")
-table = pd.DataFrame([{"name": i.name, "role": (i.role or "").upper(), "sentences": i.sentences, "tokens": i.tokens,
+holders = {n: r.value.upper() for r, n in ws.roles().items()}  # the settings are the truth: one corpus per role
+table = pd.DataFrame([{"name": i.name, "role": holders.get(i.name, ""), "sentences": i.sentences, "tokens": i.tokens,
                        "labeled": i.labeled, "scheme": i.tag_scheme, "fields": ", ".join(i.fields),
                        "source": i.source} for i in infos])
 st.dataframe(table, hide_index=True, width="stretch", key="corpora_table")
@@ -78,14 +110,14 @@ name = st.selectbox("Inspect a corpus", names, index=names.index(current) if cur
 info = ws.corpus_info(name)
 
 with st.expander("Role", expanded=False):
-    role_now = Role(info.role) if info.role else None
+    role_now = next((r for r, n in ws.roles().items() if n == name), None)
     new_role = st.selectbox("Role of this corpus", ROLE_OPTIONS, index=ROLE_OPTIONS.index(role_now), format_func=_role_label,
                             key=f"role_select_{name}")
     if new_role != role_now and st.button("Set role", key=f"set_role_{name}"):
         if run_guarded(lambda: ws.set_role(name, new_role) or True, "Could not set the role"):
             st.rerun()
 
-stats, lengths, preview = cached_stats(name, info.hash)
+stats, lengths = cached_stats(name, info.hash)
 m = st.columns(5)
 m[0].metric("Sentences", f"{stats['sentences']:,}")
 m[1].metric("Tokens", f"{stats['tokens']:,}")
@@ -112,9 +144,8 @@ elif stats.get("field_counts"):
 else:
     right.info("Unlabeled corpus: no entity statistics.")
 
-st.subheader("Preview")
-st.caption(f"First {len(preview)} of {stats['sentences']:,} sentences.")
-st.dataframe(preview, hide_index=True, width="stretch", key="preview_table")
+st.subheader("Sentences")
+browse_corpus_panel(name, info.hash)
 
 with st.expander("Delete this corpus"):
     if st.button(f"Delete {name!r}", key=f"delete_{name}", type="secondary"):

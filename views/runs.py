@@ -8,13 +8,14 @@ import streamlit as st
 from core import jobs
 from core.experiment import BASELINES, collect_results, per_type_table, results_table
 from core.highlight import CSS, legend_html, prediction_html, type_colors
+from core.jobview import KIND_NAMES, describe_job, job_rows, status_text
 from core.mlm import MODES
+from core.ner import PRESETS as NER_PRESETS
 from core.ner import read_predictions
 from core.training import metric_frames
 from core.workspace import Role
 from ui import corpus_picker, fmt_seconds, get_workspace, run_guarded, submit_job
 
-KINDS = ("mlm", "ner", "predict", "experiment")
 PRESET_HELP = "demo: a few minutes on CPU (short runs, higher head lr); paper: the seed paper's settings (hours on CPU)"
 
 ws = get_workspace()
@@ -42,6 +43,12 @@ def _selections() -> dict[str, str]:
     return out
 
 
+def show_launched(job: jobs.Job | None) -> None:
+    """Point the detail panel at the job just started (its selectbox is drawn further down this run)."""
+    if job is not None:
+        st.session_state["runs_selected"] = job.id
+
+
 ner_tab, mlm_tab, exp_tab = st.tabs(["NER fine-tuning", "MLM pretraining", "Experiment"])
 with ner_tab, st.form("ner_form"):
     c = st.columns(3)
@@ -54,11 +61,15 @@ with ner_tab, st.form("ner_form"):
     c = st.columns(4)
     n_model = c[0].text_input("Encoder", "default", key="ner_model", help="'default', a folder (e.g. an MLM run's model), or an HF id")
     n_preset = c[1].selectbox("Preset", ["demo", "paper", "tiny"], key="ner_preset", help=PRESET_HELP)
-    n_epochs = c[2].number_input("Max epochs", 1, 200, 20, key="ner_epochs")
+    # empty = the preset's own value: a fixed default here overrode every preset (tiny trained 20 epochs)
+    n_epochs = c[2].number_input("Max epochs", 1, 200, None, key="ner_epochs", placeholder="preset's",
+                                 help="Empty: the preset decides (" + ", ".join(f"{k} {v.get('epochs', 100)}"
+                                                                                 for k, v in NER_PRESETS.items()) + ").")
     n_seed = c[3].number_input("Seed", 0, 10_000, 1, key="ner_seed")
     if st.form_submit_button("Start NER training", type="primary") and n_train:
-        submit_job("ner", {"train": n_train, "dev": n_dev, "test": n_test, "model": n_model.strip() or "default",
-                           "preset": n_preset, "config": {"epochs": int(n_epochs), "seed": int(n_seed)}}, "runs_job")
+        config = {"seed": int(n_seed), **({"epochs": int(n_epochs)} if n_epochs is not None else {})}
+        show_launched(submit_job("ner", {"train": n_train, "dev": n_dev, "test": n_test, "model": n_model.strip() or "default",
+                                         "preset": n_preset, "config": config}, "runs_job"))
 
 with mlm_tab, st.form("mlm_form"):
     c = st.columns(3)
@@ -75,12 +86,14 @@ with mlm_tab, st.form("mlm_form"):
     c = st.columns(3)
     m_model = c[0].text_input("Encoder", "default", key="mlm_model")
     m_preset = c[1].selectbox("Preset", ["demo", "paper", "tiny"], key="mlm_preset", help=PRESET_HELP)
-    m_steps = c[2].number_input("Max steps (0 = epochs decide)", 0, 1_000_000, 30, key="mlm_steps")
+    m_steps = c[2].number_input("Max steps", 0, 1_000_000, None, key="mlm_steps", placeholder="preset's",
+                                help="Empty: the preset decides; 0: the epochs decide.")
     if m_model.strip() in ("", "default"):
         st.info("The default encoder has no MLM head: a fresh head is initialised and trained (the run log says so too).")
     if st.form_submit_button("Start MLM pretraining", type="primary"):
-        submit_job("mlm", {"mode": m_mode, "tc": m_tc, "dc": m_dc, "selection": m_sel, "model": m_model.strip() or "default",
-                           "preset": m_preset, "config": {"max_steps": int(m_steps) or None}}, "runs_job")
+        config = {} if m_steps is None else {"max_steps": int(m_steps)}  # 0 reaches the trainer: epochs decide
+        show_launched(submit_job("mlm", {"mode": m_mode, "tc": m_tc, "dc": m_dc, "selection": m_sel,
+                                         "model": m_model.strip() or "default", "preset": m_preset, "config": config}, "runs_job"))
 
 with exp_tab, st.form("exp_form"):
     strategies = _strategies()
@@ -101,34 +114,46 @@ with exp_tab, st.form("exp_form"):
         if not all(s.isdigit() for s in seeds) or not seeds:
             st.error(f"Seeds: expected comma-separated integers, got {e_seeds!r}")
         else:
-            submit_job("experiment", {"tc": "tc", "dc": "dc", "lc": "lc", "dev": "dev", "test": "test", "strategies": e_strats,
-                                      "baselines": e_base, "seeds": [int(s) for s in seeds], "budget": e_budget.strip() or None,
-                                      "preset": e_preset, "model": e_model.strip() or "default"}, "runs_job")
+            params = {"tc": "tc", "dc": "dc", "lc": "lc", "dev": "dev", "test": "test", "strategies": e_strats,
+                      "baselines": e_base, "seeds": [int(s) for s in seeds], "budget": e_budget.strip() or None,
+                      "preset": e_preset, "model": e_model.strip() or "default"}
+            show_launched(submit_job("experiment", params, "runs_job"))
 
 
+# ---------------------------------------------------------------- jobs list (H13: every kind, readable names)
 def _jobs() -> list[jobs.Job]:
-    return [j for j in jobs.list_jobs(ws) if j.kind in KINDS]
+    return [j for j in jobs.list_jobs(ws) if j.kind != "sleep" or st.session_state.get("runs_show_sleep")]
 
 
 st.subheader("Jobs")
+st.caption("Every background job of this workspace: training, selections, maps, similarity, predictions, imports.")
 
 
 @st.fragment(run_every=2.0 if any(j.active for j in _jobs()) else None)
 def job_list() -> None:
     all_jobs = _jobs()
     if not all_jobs:
-        st.info("No training jobs yet: start one above.")
+        st.info("No jobs yet: start one above or on another page.")
         return
-    rows = [{"id": j.id, "kind": j.kind, "status": j.status, "progress": j.progress, "message": j.message or (j.error or "")[:80],
-             "elapsed": fmt_seconds(j.elapsed), "attempts": j.attempts} for j in all_jobs]
-    st.dataframe(rows, hide_index=True, key="runs_table", column_config={
-        "progress": st.column_config.ProgressColumn("progress", min_value=0.0, max_value=1.0, format="percent")})
+    kinds = sorted({j.kind for j in all_jobs})
+    only = st.multiselect("Kinds", kinds, key="runs_kinds", placeholder="all kinds",
+                          format_func=lambda k: KIND_NAMES.get(k, k))
+    rows = job_rows([j for j in all_jobs if not only or j.kind in only])
+    for r in rows:
+        r["elapsed"] = fmt_seconds(r["elapsed"])
+    st.dataframe(rows, hide_index=True, key="runs_table", column_order=["job", "status", "progress", "message", "elapsed", "id"],
+                 column_config={"progress": st.column_config.ProgressColumn("progress", min_value=0.0, max_value=1.0,
+                                                                            format="percent")})
 
 
 job_list()
-job_ids = [j.id for j in _jobs()]
-default = st.session_state.get("runs_job")
-chosen = st.selectbox("Job", job_ids, index=job_ids.index(default) if default in job_ids else 0, key="runs_selected") if job_ids else None
+all_listed = _jobs()
+job_ids = [j.id for j in all_listed]
+names = {j.id: f"{describe_job(j, 90)} · {j.status} · {j.id}" for j in all_listed}
+if job_ids and st.session_state.get("runs_selected") not in job_ids:
+    wanted = st.session_state.get("runs_job")
+    st.session_state["runs_selected"] = wanted if wanted in job_ids else job_ids[0]
+chosen = st.selectbox("Job", job_ids, key="runs_selected", format_func=lambda i: names.get(i, i)) if job_ids else None
 
 
 def job_detail(job_id: str, was_active: bool) -> None:
@@ -137,7 +162,8 @@ def job_detail(job_id: str, was_active: bool) -> None:
         return
     if was_active and not job.active:
         st.rerun(scope="app")  # finished while polling: redraw once without the timer, with its results
-    st.progress(job.progress, text=f"{job.kind} · {job.status} · {fmt_seconds(job.elapsed)} · {job.message}")
+    st.markdown(f"**{describe_job(job)}** · `{job.id}`")
+    st.progress(job.progress, text=f"{status_text(job, jobs.list_jobs(ws))} · {fmt_seconds(job.elapsed)} · {job.message}")
     if job.error:
         st.error(job.error)
     b = st.columns(6)

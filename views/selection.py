@@ -51,10 +51,11 @@ if strategy == Strategy.MLM_PPL and models.get("model") in ("", "default"):
 
 b1, b2, b3, b4 = st.columns(4)
 budget_kind = b1.radio("Budget as", ["ratio of DC", "count"], key="sel_budget_kind", horizontal=True)
+# min_value 0, checked below: with min_value 1 the browser turns a typed 0 red and silently keeps the previous value
 if budget_kind == "count":
-    budget: float | int = int(b2.number_input("Sentences", min_value=1, value=1000, step=100, key="sel_budget_count"))
+    budget: float | int = int(b2.number_input("Sentences", min_value=0, value=1000, step=100, key="sel_budget_count"))
 else:
-    budget = float(b2.number_input("Ratio of DC", min_value=0.001, max_value=1.0, value=0.2, step=0.05, format="%.3f",
+    budget = float(b2.number_input("Ratio of DC", min_value=0.0, max_value=1.0, value=0.2, step=0.05, format="%.3f",
                                    key="sel_budget_ratio"))
 seed = int(b3.number_input("Seed", min_value=0, value=0, step=1, key="sel_seed", help="random, dsir (Gumbel sampling)"))
 target = b4.text_input("Target domain", value=str(ws.settings().get("target_domain") or ""), key="sel_target",
@@ -64,7 +65,11 @@ if strategy == Strategy.DSIR:
     options["sampling"] = st.radio("DSIR ranking", ["gumbel", "topk"], key="sel_dsir_sampling", horizontal=True,
                                    help="gumbel: importance resampling as in the paper; topk: deterministic highest weights")
 
-if st.button("Run selection", type="primary", key="sel_run", disabled=not (tc_name and dc_name)):
+budget_problem = None if budget > 0 else ("Budget is 0: choose how many DC sentences to keep (a count of at least 1, "
+                                           "or a ratio above 0) before running the selection.")
+if budget_problem:
+    st.warning(budget_problem)
+if st.button("Run selection", type="primary", key="sel_run", disabled=not (tc_name and dc_name) or budget_problem is not None):
     params = {"tc": tc_name, "dc": dc_name, "strategy": strategy.value, "budget": budget, "seed": seed,
               "target_domain": target or None, "options": options, **{k: v or None for k, v in models.items()}}
     submit_job("select", params, "selection_job")
@@ -115,7 +120,13 @@ left, right = st.columns([3, 2])
 with left:
     st.markdown(f"**Top and bottom of the ranking** · score: {sel.meta.get('score_name')} "
                 f"({'higher' if sel.meta.get('higher_is_better', True) else 'lower'} is better)")
-    st.dataframe(ranking_table(sel, head=15, tail=15, workspace=ws), hide_index=True, width="stretch", key="sel_ranking")
+    ranking = ranking_table(sel, head=15, tail=15, workspace=ws)
+    if "sampled_key" in ranking:
+        ranking.insert(ranking.columns.get_loc("score") + 1, "sampled_key", ranking.pop("sampled_key"))
+        st.caption(f"DSIR with Gumbel sampling: the rank follows the **sampled key** = score + Gumbel noise (seed "
+                   f"{sel.meta.get('seed', 0)}), an importance resample, so a lower score can rank above a higher one. "
+                   "Choose the topk ranking for an order by score alone.")
+    st.dataframe(ranking, hide_index=True, width="stretch", key="sel_ranking")
 with right:
     fig = px.bar(score_histogram(sel), x="score", y="count", color="part", barmode="overlay", title="Score distribution")
     fig.update_traces(marker_line_width=0)

@@ -1,0 +1,172 @@
+"""Daily-use bugs of issue 13 (Streamlit AppTest): one role per corpus, presets not overridden,
+the Runs detail panel follows the launched job, a zero budget cannot run, self-training says
+when it compares two recipes, the DSIR ranking shows its sampled key; plus the core helpers
+behind the Corpora browser and the job names."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from core import jobs
+from core.corpus import corpus_bytes
+from core.workspace import Role, Workspace
+from tests.apptest import open_app
+
+
+@pytest.fixture(scope="module")
+def small_ws(tmp_path_factory) -> Path:
+    from core.demo import write_demo_workspace
+
+    root = tmp_path_factory.mktemp("dailyws")
+    write_demo_workspace(root, dc_size=600)
+    return root
+
+
+def _no_start(monkeypatch) -> None:
+    real = jobs.submit
+    monkeypatch.setattr(jobs, "submit", lambda ws, kind, params, start=True: real(ws, kind, params, start=False))
+
+
+# --------------------------------------------------------------------------- Corpora
+
+
+def test_a_role_belongs_to_one_corpus_at_a_time(tmp_path, monkeypatch):
+    from core.demo import write_demo_workspace
+
+    ws = write_demo_workspace(tmp_path, dc_size=300)
+    data = corpus_bytes(ws.load_corpus("demo-dev"), "conll")
+    ws.import_upload("politics-train.conll", data, role=Role.LC)
+    assert ws.corpus_for_role(Role.LC) == "politics-train"
+    assert ws.corpus_info("demo-lc").role is None  # the previous holder lost it
+    at = open_app(tmp_path, monkeypatch)
+    table = next(df.value for df in at.dataframe if "role" in getattr(df.value, "columns", []))
+    assert list(table.loc[table["role"] == "LC", "name"]) == ["politics-train"]
+
+
+def test_corpora_browser_searches_filters_and_pages(small_ws, monkeypatch):
+    from core.browse import browse_corpus, filter_fields
+
+    ws = Workspace(small_ws)
+    assert "domain" in filter_fields(ws, "demo-dc")
+    first = browse_corpus(ws, "demo-dc", per_page=50)
+    assert first.total == 600 and first.pages == 12 and len(first.rows) == 50 and first.rows[0]["index"] == 0
+    last = browse_corpus(ws, "demo-dc", page=99, per_page=50)
+    assert last.page == 11 and last.rows[-1]["index"] == 599
+    music = browse_corpus(ws, "demo-dc", field="domain", values=["music"], per_page=1000)
+    assert music.matches == sum(1 for d in ws.load_corpus("demo-dc").fields["domain"] if d == "music") > 0
+    assert {r["domain"] for r in music.rows} == {"music"}
+    word = first.rows[3]["text"].split()[0]
+    hits = browse_corpus(ws, "demo-dc", query=word.upper(), per_page=1000)
+    assert hits.matches >= 1 and all(word.lower() in r["text"].lower() for r in hits.rows)
+    at = open_app(small_ws, monkeypatch)
+    at.selectbox(key="corpus_view").select("demo-dc").run()
+    assert any("Page 1 of" in c.value for c in at.caption)
+    at.button(key="browse_next_demo-dc").click().run()
+    assert not at.exception and any("Page 2 of" in c.value for c in at.caption)
+
+
+# --------------------------------------------------------------------------- Runs
+
+
+def test_tiny_preset_keeps_its_epochs_and_the_panel_shows_the_new_job(small_ws, monkeypatch):
+    from core.ner import preset_config
+
+    ws = Workspace(small_ws)
+    older = jobs.submit(ws, "sleep", {"seconds": 0}, start=False)
+    jobs._update(ws, older.id, status="done", progress=1.0)
+    _no_start(monkeypatch)
+    at = open_app(small_ws, monkeypatch, "views/runs.py")
+    at.selectbox(key="ner_preset").select("tiny")
+    at.button(key="FormSubmitter:ner_form-Start NER training").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    job = jobs.list_jobs(ws, "ner")[0]
+    assert job.params["preset"] == "tiny" and "epochs" not in job.params["config"]
+    assert preset_config("tiny", **job.params["config"]).epochs == preset_config("tiny").epochs
+    assert at.selectbox(key="runs_selected").value == job.id
+    assert any("NER training" in m.value and job.id in m.value for m in at.markdown)
+    jobs.delete(ws, job.id)
+    jobs.delete(ws, older.id)
+
+
+def test_every_job_kind_is_listed_with_a_readable_name(small_ws, monkeypatch):
+    from core.jobview import describe_job, status_text
+
+    ws = Workspace(small_ws)
+    monkeypatch.setattr(jobs, "_start_queued", lambda ws: None)
+    sel = jobs.submit(ws, "select", {"tc": "demo-tc", "dc": "demo-dc", "strategy": "dsir", "budget": 0.2}, start=False)
+    jobs._update(ws, sel.id, status="running", started=time.time())
+    time.sleep(0.01)
+    proj = jobs.submit(ws, "project", {"selection": "abcdef0123456789", "model": "default"}, start=False)
+    assert describe_job(jobs.get_job(ws, sel.id)) == "Selection · strategy dsir · tc demo-tc · dc demo-dc · budget 0.2"
+    assert describe_job(proj) == "Map · selection abcdef01 · model default"
+    listed = jobs.list_jobs(ws)
+    assert status_text(proj, listed).startswith("queued behind Selection · strategy dsir")
+    at = open_app(small_ws, monkeypatch, "views/runs.py")
+    table = next(df.value for df in at.dataframe if "job" in getattr(df.value, "columns", []))
+    names = list(table["job"])
+    assert any(n.startswith("Selection") for n in names) and any(n.startswith("Map") for n in names)
+    assert any(s.startswith("queued behind Selection") for s in table["status"])
+    sidebar = " ".join(m.value for m in at.sidebar.markdown)
+    assert "1 running" in sidebar
+    for j in (sel, proj):
+        jobs.delete(ws, j.id)
+
+
+# --------------------------------------------------------------------------- Selection
+
+
+def test_budget_zero_disables_run_selection_with_a_message(small_ws, monkeypatch):
+    submitted = []
+    monkeypatch.setattr(jobs, "submit", lambda ws, kind, params, start=True: submitted.append(params))
+    at = open_app(small_ws, monkeypatch, "views/selection.py")
+    at.radio(key="sel_budget_kind").set_value("count").run()
+    at.number_input(key="sel_budget_count").set_value(0).run()
+    assert not at.exception
+    assert at.button(key="sel_run").disabled
+    assert any("Budget is 0" in w.value for w in at.warning)
+    assert submitted == []
+
+
+def test_dsir_ranking_shows_the_sampled_key(small_ws, monkeypatch):
+    from core.select import list_selections, load_selection, ranking_table
+
+    ws = Workspace(small_ws)
+    jobs.run_inline(ws, "select", {"tc": "demo-tc", "dc": "demo-dc", "strategy": "dsir", "budget": 0.2, "seed": 3})
+    sel = load_selection(ws, list_selections(ws)[-1]["key"])
+    table = ranking_table(sel, head=15, tail=0)
+    keys = list(table["sampled_key"])
+    assert keys == sorted(keys, reverse=True)  # the rank follows the key, whatever the scores do
+    at = open_app(small_ws, monkeypatch, "views/selection.py")
+    assert any("sampled_key" in getattr(df.value, "columns", []) for df in at.dataframe)
+    assert any("sampled key" in c.value for c in at.caption)
+
+
+# --------------------------------------------------------------------------- Adapt
+
+
+def test_selftrain_states_a_preset_difference(small_ws, monkeypatch):
+    from core.inspect import model_preset
+
+    ws = Workspace(small_ws)
+    base = jobs.submit(ws, "ner", {"train": "demo-lc", "preset": "demo"}, start=False)
+    model = base.run_dir / "model"
+    model.mkdir()
+    (model / "ner_config.json").write_text(json.dumps({"labels": ["O"], "base_model": "default"}))
+    assert model_preset(model) == "demo"
+    st_job = jobs.submit(ws, "selftrain", {"model": str(model), "lc": "demo-lc", "dev": "demo-dev", "unlabeled": "demo-dc",
+                                           "preset": "tiny"}, start=False)
+    result = {"threshold": 0.5, "optimal_threshold": 0.5, "pseudo_labeled": 10, "confident": 10, "unlabeled": 600,
+              "baseline_f1": 0.878, "selftrain_f1": 0.754, "model_dir": "x"}
+    jobs._update(ws, st_job.id, status="done", progress=1.0, result=json.dumps(result))
+    at = open_app(small_ws, monkeypatch, "views/adapt.py")
+    assert not at.exception
+    labels = [m.label for m in at.metric]
+    assert "TEST F1, LC model (demo)" in labels and "TEST F1, self-trained (tiny)" in labels
+    assert any("Not a like-for-like comparison" in w.value for w in at.warning)
+    assert at.selectbox(key="st_preset_demo").value == "demo"  # the form defaults to the model's preset
+    jobs.delete(ws, st_job.id)
+    jobs.delete(ws, base.id)
