@@ -13,26 +13,32 @@ True
 from __future__ import annotations
 
 import html
+import json
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 
 from core.tags import Span
 
-# Okabe-Ito colour-blind safe hues, lightened for a readable black text on top, then extras.
-PALETTE = ("#f6c38b", "#a6d4f2", "#8fd9c2", "#f3ee9a", "#9bbfe0", "#f0b48f", "#e3b3cf", "#c9c9c9",
-           "#c5e39f", "#d9c2f0", "#f5a3a3", "#a3e4e8", "#e8d3a3", "#b8d8b8", "#f2c6e0", "#cfd8dc")
-MISMATCH = "#c0392b"
-CHANGED = "#fff176"
+ASSETS = Path(__file__).resolve().parent.parent / "assets"
 
-CSS = """<style>
-.nx-sent{line-height:2.3;font-size:0.97rem;margin:0.1rem 0}
-.nx-row{display:flex;gap:0.6rem;align-items:baseline}
-.nx-tag{font-size:0.7rem;color:#666;min-width:2.6rem;text-transform:uppercase}
-.nx-ent{padding:0.1rem 0.3rem;border-radius:0.35rem;border:1px solid rgba(0,0,0,0.15);color:#111}
-.nx-lbl{font-size:0.66rem;font-weight:700;margin-left:0.25rem;letter-spacing:0.02em;vertical-align:middle}
-.nx-bad{border:2px dashed #c0392b}
-.nx-chg{background:#fff176;text-decoration:underline;font-weight:600;color:#111;border-radius:0.2rem;padding:0 0.1rem}
-.nx-legend span{margin-right:0.5rem}
-</style>"""
+
+def _palette() -> dict:
+    """Span colours from assets/palette.json: designers change colours there, not in Python."""
+    return json.loads((ASSETS / "palette.json").read_text("utf-8"))
+
+
+_P = _palette()
+PALETTE: tuple[str, ...] = tuple(_P["types"])
+MISMATCH: str = _P["mismatch"]
+CHANGED: str = _P["changed"]
+REVIEW_COLORS: dict[str, str] = dict(_P["review"])
+CSS = (f"<style>:root{{--nx-mismatch:{MISMATCH};--nx-changed:{CHANGED}}}\n"
+       f"{(ASSETS / 'spans.css').read_text('utf-8')}</style>")
+
+
+def page_css() -> str:
+    """Page-level rules (review-state cards, token grid) from assets/page.css, as a <style> block."""
+    return f"<style>{(ASSETS / 'page.css').read_text('utf-8')}</style>"
 
 
 def type_colors(types: Iterable[str]) -> dict[str, str]:
@@ -40,10 +46,11 @@ def type_colors(types: Iterable[str]) -> dict[str, str]:
     return {t: PALETTE[i % len(PALETTE)] for i, t in enumerate(sorted(set(types)))}
 
 
-def legend_html(colors: dict[str, str]) -> str:
+def legend_html(colors: dict[str, str], gold: bool = True) -> str:
+    """Type colours; the gold-mismatch marks only when gold spans are shown (not on unlabeled DC)."""
     items = "".join(f'<span class="nx-ent" style="background:{c}">{html.escape(t)}</span>' for t, c in colors.items())
     marks = ('<span class="nx-ent nx-bad">✗ prediction not in gold</span>'
-             '<span class="nx-ent nx-bad">∅ gold span missed</span>')
+             '<span class="nx-ent nx-bad">∅ gold span missed</span>') if gold else ""
     return f'{CSS}<div class="nx-legend nx-sent">{items}{marks}</div>'
 
 

@@ -255,6 +255,31 @@ def spans_from_rows(rows: Sequence[dict[str, Any]], n_tokens: int) -> list[Span]
     return check_spans(spans, n_tokens)
 
 
+def apply_span_edit(spans: Sequence[Span], tokens: Sequence[int], entity_type: str | None, n_tokens: int) -> list[Span]:
+    """The token-grid edit: the selected token positions become spans of `entity_type` (one span
+    per contiguous run), replacing every span they touch; `entity_type` None removes those spans.
+    Returns the checked span list (no overlaps, inside the sentence)."""
+    picked = sorted({int(t) for t in tokens})
+    if not picked:
+        raise UserError("select one or more tokens first")
+    if picked[0] < 0 or picked[-1] >= n_tokens:
+        raise UserError(f"token {picked[-1] if picked[-1] >= n_tokens else picked[0]} is outside the sentence of {n_tokens} tokens")
+    chosen = set(picked)
+    kept = [s for s in spans if not chosen & set(range(s.start, s.end))]
+    if entity_type is not None:
+        entity_type = entity_type.strip()
+        if not entity_type or any(c.isspace() for c in entity_type):
+            raise UserError(f"entity type {entity_type!r} must be one word (no spaces)")
+        runs: list[list[int]] = []
+        for t in picked:
+            if runs and t == runs[-1][-1] + 1:
+                runs[-1].append(t)
+            else:
+                runs.append([t])
+        kept += [Span(r[0], r[-1] + 1, entity_type) for r in runs]
+    return check_spans(kept, n_tokens)
+
+
 def _blank(v: Any) -> bool:
     return v is None or (isinstance(v, float) and v != v) or (isinstance(v, str) and not v.strip())
 
@@ -262,14 +287,16 @@ def _blank(v: Any) -> bool:
 # --------------------------------------------------------------------------- export
 
 
-def export_bytes(store: ReviewStore, fmt: str = "conll", scheme: str = "bio") -> bytes:
-    """Accepted + corrected sentences as CoNLL or JSONL in BIO or BIOES."""
+def export_bytes(store: ReviewStore, fmt: str = "conll", scheme: str = "bio", reviewers: Sequence[str] | None = None) -> bytes:
+    """Accepted + corrected sentences (only reviewed ones; of `reviewers` when given) as CoNLL or
+    JSONL in BIO or BIOES."""
     if fmt not in ("conll", "jsonl"):
         raise UserError(f"export format must be conll or jsonl, got {fmt!r}")
-    return corpus_bytes(store.export_corpus(), fmt, TagScheme(scheme))
+    return corpus_bytes(store.export_corpus(reviewers=reviewers), fmt, TagScheme(scheme))
 
 
-def save_reviewed_corpus(ws: Workspace, store: ReviewStore, name: str, role: str | None = None) -> Any:
+def save_reviewed_corpus(ws: Workspace, store: ReviewStore, name: str, role: str | None = None,
+                         reviewers: Sequence[str] | None = None) -> Any:
     """Store the reviewed sentences as a workspace corpus (to add to LC or train on)."""
-    corpus: Corpus = store.export_corpus(name=name)
+    corpus: Corpus = store.export_corpus(name=name, reviewers=reviewers)
     return ws.save_corpus(corpus, name, role=role, source=f"review of {store.set_key}")

@@ -25,6 +25,7 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from core.corpus import Corpus
 from core.errors import UserError
@@ -200,6 +201,40 @@ class ReviewStore:
         return [{"version": r["version"], "status": r["status"], "spans": json.loads(r["spans"]), "reviewer": r["reviewer"],
                  "updated": r["updated"]} for r in rows]
 
+    def undo(self, index: int, expected_version: int, to_version: int, reviewer: str = "") -> ReviewItem:
+        """Take back decisions on `index`: a new version restores the state of `to_version` (0 =
+        never reviewed: "pending", no spans), so history stays append-only. `expected_version` is
+        the version the undoing reviewer last saw, as in `save`: a later save by someone else
+        raises ReviewConflict instead of being undone silently."""
+        current = self.get(index)
+        if current is None:
+            raise UserError(f"sentence {index} has no decision to undo")
+        status, spans = "pending", []
+        if to_version > 0:
+            found = [h for h in self.history(index) if h["version"] == to_version]
+            if not found:
+                raise UserError(f"sentence {index} has no version {to_version} to go back to")
+            status, spans = found[0]["status"], [Span(int(d["start"]), int(d["end"]), str(d["type"])) for d in found[0]["spans"]]
+        return self.save(index, status, current.tokens, spans, expected_version=expected_version,
+                         reviewer=reviewer or current.reviewer, model=current.model)
+
+    def progress_by_reviewer(self) -> list[dict[str, Any]]:
+        """Per annotator name: how many sentences they decided, by status (the latest decision
+        of each sentence counts for whoever made it)."""
+        con = self._connect()
+        try:
+            rows = con.execute("SELECT reviewer, status, COUNT(*) AS n FROM review WHERE set_key = ? AND status != 'pending' "
+                               "GROUP BY reviewer, status ORDER BY reviewer", (self.set_key,)).fetchall()
+        finally:
+            con.close()
+        out: dict[str, dict[str, Any]] = {}
+        for r in rows:
+            entry = out.setdefault(r["reviewer"], {"annotator": r["reviewer"] or "(no name)", "accepted": 0, "rejected": 0,
+                                                   "corrected": 0, "reviewed": 0})
+            entry[r["status"]] += r["n"]
+            entry["reviewed"] += r["n"]
+        return sorted(out.values(), key=lambda e: -e["reviewed"])
+
     def counts(self) -> dict[str, int]:
         out = {s: 0 for s in STATUSES}
         con = self._connect()
@@ -210,10 +245,13 @@ class ReviewStore:
             con.close()
         return out
 
-    def export_corpus(self, statuses: Sequence[str] = EXPORTED, name: str = "reviewed") -> Corpus:
+    def export_corpus(self, statuses: Sequence[str] = EXPORTED, name: str = "reviewed",
+                      reviewers: Sequence[str] | None = None) -> Corpus:
         """Accepted and corrected sentences with their reviewed labels (BIO), ready for LC;
-        `source_index` keeps the link to the reviewed corpus."""
-        chosen = [it for it in self.items().values() if it.status in statuses]
+        `source_index` keeps the link to the reviewed corpus. Unreviewed sentences never go out;
+        `reviewers` keeps only the decisions of those annotator names."""
+        chosen = [it for it in self.items().values()
+                  if it.status in statuses and (reviewers is None or it.reviewer in reviewers)]
         if not chosen:
             raise UserError("nothing to export yet: accept or correct some sentences first")
         return Corpus(tokens=[it.tokens for it in chosen], tags=[it.tags() for it in chosen],

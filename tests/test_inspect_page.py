@@ -153,7 +153,7 @@ def test_page_review_survives_a_reload_and_exports(ner_ws, monkeypatch):
     # reload: a fresh session finds both states
     again = _open(_app(root, monkeypatch))
     text = _states(again)
-    assert f"**#{first}**" in text and "state: **accepted**" in text and "state: **rejected**" in text
+    assert f"**#{first}**" in text and "state: :green-badge[accepted]" in text and "state: :red-badge[rejected]" in text
     assert again.get("progress")[0].proto.text.startswith("2 of 150 sentences reviewed · 1 accepted · 1 rejected")
     # export: save the accepted sentence as a workspace corpus
     again.text_input(key="insp_save_name").input("reviewed-dev").run()
@@ -208,3 +208,77 @@ def test_page_starts_the_prediction_job(ner_ws, monkeypatch):
     assert submitted and submitted[0][0] == "predict" and submitted[0][1]["out"].endswith("predictions.jsonl")
     req = insp.prediction_request(ws, submitted[0][1]["model"], "demo-test")
     assert submitted[0][1]["out"] == str(req.predictions_path)
+
+
+# --------------------------------------------------------------------------- span editing, undo, annotators (issue 13)
+
+
+def test_apply_span_edit_replaces_touched_spans_per_contiguous_run():
+    spans = [Span(0, 2, "PER"), Span(4, 5, "LOC")]
+    assert insp.apply_span_edit(spans, [1, 2], "ORG", 6) == [Span(1, 3, "ORG"), Span(4, 5, "LOC")]
+    assert insp.apply_span_edit(spans, [0, 1, 3, 5], "X", 6) == [Span(0, 2, "X"), Span(3, 4, "X"), Span(4, 5, "LOC"),
+                                                                   Span(5, 6, "X")]
+    assert insp.apply_span_edit(spans, [4], None, 6) == [Span(0, 2, "PER")]
+    with pytest.raises(Exception, match="select one or more tokens"):
+        insp.apply_span_edit(spans, [], "X", 6)
+    with pytest.raises(Exception, match="one word"):
+        insp.apply_span_edit(spans, [3], "two words", 6)
+
+
+def test_undo_restores_the_version_before_and_progress_counts_per_annotator(tmp_path):
+    ws = Workspace(tmp_path)
+    store = ReviewStore(ws, "c@h")
+    store.save(1, "accepted", ["a", "b"], [Span(0, 1, "X")], expected_version=0, reviewer="ann")
+    store.save(1, "corrected", ["a", "b"], [Span(1, 2, "Y")], expected_version=1, reviewer="ann")
+    store.save(2, "rejected", ["c"], [], expected_version=0, reviewer="bob")
+    assert store.undo(1, expected_version=2, to_version=1).status == "accepted"
+    assert store.get(1).spans == [Span(0, 1, "X")] and store.get(1).version == 3
+    assert store.undo(2, expected_version=1, to_version=0).status == "pending"
+    with pytest.raises(Exception, match="changed since"):
+        store.undo(1, expected_version=2, to_version=0)  # someone saved version 3 meanwhile
+    by = {r["annotator"]: r for r in store.progress_by_reviewer()}
+    assert by["ann"]["accepted"] == 1 and by["ann"]["reviewed"] == 1 and "bob" not in by
+    assert len(store.export_corpus(reviewers=["ann"])) == 1
+    with pytest.raises(Exception, match="nothing to export"):
+        store.export_corpus(reviewers=["bob"])
+
+
+def _assign(at: AppTest, index: int, tokens: list[int], entity_type: str) -> AppTest:
+    grid = next(w for w in at.get("button_group") if w.key and w.key.startswith(f"insp_tokens_{index}_"))
+    grid.set_value(tokens).run()
+    at.text_input(key=f"insp_newtype_{index}").input(entity_type).run()
+    at.button(key=f"insp_assign_{index}").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def test_page_edits_spans_by_selecting_tokens_then_undoes(ner_ws, monkeypatch):
+    root, model_dir = ner_ws
+    ws = Workspace(root)
+    req = insp.prediction_request(ws, str(model_dir), "demo-test")
+    insp.predict_cached(ws, req)
+    at = _open(_app(root, monkeypatch), corpus="demo-test")
+    at.text_input(key="insp_reviewer").input("ann").run()
+    index = int(next(b for b in at.button if b.key.startswith("correct_")).key.split("_")[1])
+    at.button(key=f"correct_{index}").click().run()
+    _assign(at, index, [0, 1], "band")
+    at.button(key=f"save_{index}").click().run()
+    assert not at.exception
+    item = ReviewStore(ws, req.review_key).get(index)
+    assert item.status == "corrected" and Span(0, 2, "band") in item.spans and item.reviewer == "ann"
+    assert "state: :blue-badge[corrected] by ann" in _states(at)
+    by = next(df.value for df in at.dataframe if "annotator" in getattr(df.value, "columns", []))
+    assert list(by["annotator"]) == ["ann"] and list(by["corrected"]) == [1]
+    assert f"Undo #{index} corrected" == at.button(key="insp_undo_btn").label
+    at.button(key="insp_undo_btn").click().run()
+    assert ReviewStore(ws, req.review_key).get(index).status == "pending"
+    assert at.button(key="insp_undo_btn").disabled
+
+
+def test_gold_legend_only_with_gold(ner_ws, monkeypatch):
+    root, model_dir = ner_ws
+    ws = Workspace(root)
+    insp.predict_cached(ws, insp.prediction_request(ws, str(model_dir), "demo-dev"))
+    at = _open(_app(root, monkeypatch))
+    assert any("gold span missed" in h.proto.body for h in at.get("html"))
+    assert "gold span missed" not in legend_html({"X": "#fff"}, gold=False)

@@ -1,32 +1,55 @@
-"""Inspect: predicted entities highlighted, annotator review (accept / reject / correct), export."""
+"""Inspect: predicted entities highlighted, annotator review (accept / reject / correct by
+selecting tokens and picking a type), undo, progress per annotator, export of reviewed sentences."""
 
 from __future__ import annotations
 
-import pandas as pd
 import streamlit as st
 
 from core import inspect as insp
-from core.highlight import CSS, legend_html, prediction_html, type_colors
+from core.errors import UserError
+from core.highlight import CSS, legend_html, page_css, prediction_html, sentence_html, type_colors
 from core.review import ReviewConflict, ReviewStore
+from core.tags import Span
 from core.workspace import Role
 from ui import get_workspace, load_prediction_rows, model_picker, predictions_ready, run_guarded, source_picker
 
 ws = get_workspace()
 PER_PAGE = 10
+BADGE = {"accepted": "green", "rejected": "red", "corrected": "blue", "unreviewed": "gray"}
 st.title("Inspect NER predictions")
-st.html(CSS)
+st.html(CSS + page_css())
+
+
+def reviewer() -> str:
+    return (st.session_state.get("insp_reviewer") or "").strip()
 
 
 def decide(set_key: str, index: int, status: str, version: int | None, tokens: list, spans: list, model: str) -> None:
     """Button callback: runs before the rerun, with the version the reviewer saw on screen."""
     try:
-        ReviewStore(ws, set_key).save(index, status, tokens, spans, expected_version=version, model=model)
+        item = ReviewStore(ws, set_key).save(index, status, tokens, spans, expected_version=version, model=model,
+                                             reviewer=reviewer())
         st.session_state.pop("insp_conflict", None)
         st.session_state.pop("insp_edit", None)
+        undo_stack().append((set_key, index, version or 0, item.version, status))
         if st.session_state.get("insp_cursor_index") == index:
             move_cursor(1)
     except ReviewConflict as exc:
         st.session_state["insp_conflict"] = (str(exc), (set_key, index, status, None, tokens, spans, model))
+
+
+def undo_stack() -> list[tuple[str, int, int, int, str]]:
+    """(review set, sentence, version before, version after, status) of this session's decisions."""
+    return st.session_state.setdefault("insp_undo", [])
+
+
+def undo_last() -> None:
+    set_key, index, before, after, _ = undo_stack().pop()
+    try:
+        ReviewStore(ws, set_key).undo(index, expected_version=after, to_version=before, reviewer=reviewer())
+        st.session_state.pop("insp_undo_error", None)
+    except UserError as exc:
+        st.session_state["insp_undo_error"] = f"Could not undo #{index}: {exc}"
 
 
 def move_cursor(step: int) -> None:
@@ -34,7 +57,7 @@ def move_cursor(step: int) -> None:
 
 
 def review_tab() -> None:
-    c = st.columns([2, 2, 2])
+    c = st.columns([2, 2, 2, 1])
     with c[0]:
         model = model_picker("NER model (finished run)", "insp_model", insp.list_ner_models(ws))
     with c[1]:
@@ -44,6 +67,8 @@ def review_tab() -> None:
         with c[2]:
             status_sel = st.selectbox("Selected-vs-filtered status from", [None, *over], key="insp_status_sel",
                                       format_func=lambda s: "(no selection)" if s is None else s.label)
+    c[3].text_input("Annotator", key="insp_reviewer", placeholder="your name",
+                    help="Saved with each decision: progress is counted per annotator, exports can keep one annotator's work.")
     if not model:
         st.info("Train a NER model on the Runs page (or name a model folder) to inspect its predictions.")
         return
@@ -55,7 +80,9 @@ def review_tab() -> None:
     selected = set(req.indices) if req.indices is not None else set(insp.selected_indices(status_sel)) if status_sel else None
     items = store.items()
     df = insp.inspection_table(rows, items, selected)
-    types = sorted({t for ts in df["types"] for t in ts} | {d["type"] for r in rows for d in r.get("gold_spans", [])})
+    has_gold = any("gold_spans" in r for r in rows[:1])
+    types = sorted({t for ts in df["types"] for t in ts} | {d["type"] for r in rows for d in r.get("gold_spans", [])}
+                   | {s.type for it in items.values() for s in it.spans})
     f = st.columns(6)
     query = f[0].text_input("Search text", key="insp_query")
     want_types = f[1].multiselect("Entity types", types, key="insp_types")
@@ -67,39 +94,44 @@ def review_tab() -> None:
                              format_func=lambda k: {"entities": "# predicted entities (NER-Selected)"}.get(k, k))
     descending = f[5].toggle("Descending", value=True, key="insp_desc")
     view = insp.filter_table(df, query, want_types, lo, hi, review, sel_state, sort_by, descending)
-    counts = store.counts()
-    done = counts["accepted"] + counts["rejected"] + counts["corrected"]
-    st.progress(done / max(len(df), 1), text=f"{done} of {len(df)} sentences reviewed · {counts['accepted']} accepted · "
-                                             f"{counts['rejected']} rejected · {counts['corrected']} corrected · {len(view)} shown")
+    progress_panel(store, len(df), len(view))
     colors = type_colors(types)
-    st.html(legend_html(colors))
+    st.html(legend_html(colors, gold=has_gold))
     if conflict := st.session_state.get("insp_conflict"):
         st.warning(f"Conflict: {conflict[0]}")
         k = st.columns(4)
         k[0].button("Overwrite with my decision", key="insp_overwrite", on_click=decide, args=conflict[1])
         k[1].button("Keep the stored one", key="insp_keep", on_click=lambda: st.session_state.pop("insp_conflict", None))
+    if err := st.session_state.pop("insp_undo_error", None):
+        st.warning(err)
     n_pages = max(1, -(-len(view) // PER_PAGE))
     cursor = min(max(st.session_state.get("insp_cursor", 0), 0), len(view) - 1) if len(view) else 0
     st.session_state["insp_cursor"] = cursor
     page = cursor // PER_PAGE
-    nav = st.columns([1, 1, 6])
+    nav = st.columns([1, 1, 2, 4])
     nav[0].button("Previous", key="insp_prev", on_click=move_cursor, args=(-1,), shortcut="p")
     nav[1].button("Next", key="insp_next", on_click=move_cursor, args=(1,), shortcut="n")
-    nav[2].caption(f"Page {page + 1} of {n_pages} · keys: **a** accept, **x** reject, **n** next, **p** previous (current ▶)")
+    stack = undo_stack()
+    nav[2].button(f"Undo #{stack[-1][1]} {stack[-1][4]}" if stack else "Undo", key="insp_undo_btn", on_click=undo_last,
+                  disabled=not stack, shortcut="u", help="Take back your last decision (key u)")
+    nav[3].caption(f"Page {page + 1} of {n_pages} · keys: **a** accept, **x** reject, **n** next, **p** previous, "
+                   "**u** undo (current ▶)")
     for pos in range(page * PER_PAGE, min(len(view), (page + 1) * PER_PAGE)):
         line = view.iloc[pos]
         row, i = rows[int(line["row"])], int(line["index"])
         item = items.get(i)
         reviewed = item is not None and item.status != "pending"
+        state = item.status if reviewed else "unreviewed"
         spans = item.spans if reviewed and item.status != "rejected" else insp.row_spans(row)
         version = item.version if item else 0
         current = pos == cursor
         if current:
             st.session_state["insp_cursor_index"] = i
-        with st.container(border=True, key=f"insp_item_{i}"):
+        with st.container(border=True, key=f"insp_card_{state}_{i}"):
             where = f" · {line['selection']}" if line["selection"] else ""
+            who = f" by {item.reviewer}" if reviewed and item.reviewer else ""
             st.markdown(f"{'▶ ' if current else ''}**#{i}** · {line['n_entities']} predicted · c1 {line['c1']:.3f} · "
-                        f"c2 {line['c2']:.3f}{where} · state: **{item.status if reviewed else 'unreviewed'}**")
+                        f"c2 {line['c2']:.3f}{where} · state: :{BADGE[state]}-badge[{state}]{who}")
             gold = insp.row_spans(row, "gold_spans") if "gold_spans" in row else None
             st.html(prediction_html(row["tokens"], spans, colors, gold, label="review" if reviewed else "pred"))
             b = st.columns([1, 1, 1, 5])
@@ -108,41 +140,100 @@ def review_tab() -> None:
                         args=(*args, "accepted", version, row["tokens"], spans, req.model))
             b[1].button("Reject", key=f"reject_{i}", on_click=decide, shortcut="x" if current else None,
                         args=(*args, "rejected", version, row["tokens"], [], req.model))
-            if b[2].button("Correct", key=f"correct_{i}"):
-                st.session_state["insp_edit"] = (i, version)
+            b[2].button("Correct", key=f"correct_{i}", on_click=start_edit, args=(i, version, spans))
             if st.session_state.get("insp_edit", (None,))[0] == i:
-                correction_editor(req, row, spans, types, st.session_state["insp_edit"][1])
+                span_editor(req, row, types, colors, st.session_state["insp_edit"][1])
     export_panel(store)
 
 
-def correction_editor(req: insp.PredictionRequest, row: dict, spans: list, types: list, version: int) -> None:
-    i = row["index"]
-    st.caption("Tokens: " + "  ".join(f"`{j}` {t}" for j, t in enumerate(row["tokens"])) + " — end is exclusive.")
-    data = pd.DataFrame([s.to_dict() for s in spans], columns=["start", "end", "type"])
-    edited = st.data_editor(data, num_rows="dynamic", key=f"edit_{i}", column_config={
-        "start": st.column_config.NumberColumn(min_value=0, step=1), "end": st.column_config.NumberColumn(min_value=1, step=1),
-        "type": st.column_config.SelectboxColumn(options=types)})
-    if st.button("Save correction", key=f"save_{i}", type="primary"):
-        new = run_guarded(lambda: insp.spans_from_rows(edited.to_dict("records"), len(row["tokens"])), "Correction")
-        if new is not None:
-            decide(req.review_key, i, "corrected", version, row["tokens"], new, req.model)
-            st.rerun()
+def progress_panel(store: ReviewStore, total: int, shown: int) -> None:
+    counts = store.counts()
+    done = counts["accepted"] + counts["rejected"] + counts["corrected"]
+    st.progress(done / max(total, 1), text=f"{done} of {total} sentences reviewed · {counts['accepted']} accepted · "
+                                           f"{counts['rejected']} rejected · {counts['corrected']} corrected · {shown} shown")
+    if by := store.progress_by_reviewer():
+        with st.expander(f"Progress per annotator ({len(by)})", expanded=len(by) > 1):
+            st.dataframe(by, hide_index=True, key="insp_by_reviewer",
+                         column_order=["annotator", "reviewed", "accepted", "rejected", "corrected"])
+
+
+# --------------------------------------------------------------------------- span editor: select tokens, pick a type
+
+
+def start_edit(index: int, version: int, spans: list[Span]) -> None:
+    st.session_state["insp_edit"] = (index, version)
+    st.session_state[f"insp_draft_{index}"] = list(spans)
+    st.session_state.pop("insp_edit_error", None)
+
+
+def _grid_key(index: int) -> str:
+    return f"insp_tokens_{index}_{st.session_state.get(f'insp_grid_gen_{index}', 0)}"
+
+
+def edit_draft(index: int, n_tokens: int, remove: bool) -> None:
+    """Callback of Assign / Remove: apply the token selection to the draft, then clear the selection."""
+    picked = st.session_state.get(_grid_key(index)) or []
+    typed = (st.session_state.get(f"insp_newtype_{index}") or "").strip()
+    chosen = typed or st.session_state.get(f"insp_type_{index}")
+    try:
+        if not remove and not chosen:
+            raise UserError("pick an entity type (or type a new one) first")
+        draft = st.session_state.get(f"insp_draft_{index}", [])
+        st.session_state[f"insp_draft_{index}"] = insp.apply_span_edit(draft, picked, None if remove else chosen, n_tokens)
+        st.session_state[f"insp_grid_gen_{index}"] = st.session_state.get(f"insp_grid_gen_{index}", 0) + 1
+        st.session_state.pop("insp_edit_error", None)
+    except UserError as exc:
+        st.session_state["insp_edit_error"] = str(exc)
+
+
+def span_editor(req: insp.PredictionRequest, row: dict, types: list, colors: dict, version: int) -> None:
+    i, tokens = row["index"], row["tokens"]
+    draft = st.session_state.get(f"insp_draft_{i}", [])
+    with st.container(border=True, key=f"insp_editor_{i}"):
+        st.markdown("**Correct the spans**: select tokens, pick a type, press **Assign type**; **Remove** clears spans "
+                    "on the selected tokens. Save when the sentence is right.")
+        st.html(sentence_html(tokens, draft, type_colors(list(colors) + [s.type for s in draft])))
+        st.pills("Tokens", list(range(len(tokens))), selection_mode="multi", format_func=lambda j: tokens[j],
+                 key=_grid_key(i), label_visibility="collapsed")
+        c = st.columns([4, 2])
+        if types:
+            c[0].pills("Entity type", types, selection_mode="single", key=f"insp_type_{i}")
+        else:
+            c[0].caption("No entity types in this corpus yet: type a new one.")
+        c[1].text_input("or a new type", key=f"insp_newtype_{i}", placeholder="e.g. band")
+        if err := st.session_state.get("insp_edit_error"):
+            st.error(err)
+        b = st.columns([1, 1, 1, 1, 3])
+        b[0].button("Assign type", key=f"insp_assign_{i}", type="primary", on_click=edit_draft, args=(i, len(tokens), False))
+        b[1].button("Remove", key=f"insp_remove_{i}", on_click=edit_draft, args=(i, len(tokens), True))
+        b[2].button("Save correction", key=f"save_{i}", on_click=decide,
+                    args=(req.review_key, i, "corrected", version, tokens, draft, req.model))
+        b[3].button("Cancel", key=f"insp_cancel_{i}", on_click=lambda: st.session_state.pop("insp_edit", None))
+
+
+# --------------------------------------------------------------------------- export
 
 
 def export_panel(store: ReviewStore) -> None:
     counts = store.counts()
     if counts["accepted"] + counts["corrected"] == 0:
         return
-    with st.expander(f"Export {counts['accepted'] + counts['corrected']} accepted / corrected sentences"):
+    with st.expander(f"Export the {counts['accepted'] + counts['corrected']} accepted / corrected sentences "
+                     "(unreviewed and rejected ones are left out)"):
         c = st.columns(4)
         fmt = c[0].selectbox("Format", ["conll", "jsonl"], key="insp_fmt")
         scheme = c[1].selectbox("Tag scheme", ["bio", "bioes"], key="insp_scheme")
-        data = run_guarded(lambda: insp.export_bytes(store, fmt, scheme))
+        names = [r["annotator"] if r["annotator"] != "(no name)" else "" for r in store.progress_by_reviewer()]
+        who = c[2].multiselect("Annotators", names, key="insp_export_who", placeholder="all annotators",
+                               format_func=lambda n: n or "(no name)") if len(names) > 1 else []
+        reviewers = who or None
+        data = run_guarded(lambda: insp.export_bytes(store, fmt, scheme, reviewers))
         if data:
-            c[2].download_button("Download", data, file_name=f"reviewed.{fmt}", key="insp_download")
-        name = c[3].text_input("Save as workspace corpus", value="reviewed", key="insp_save_name")
-        if c[3].button("Save corpus", key="insp_save"):
-            info = run_guarded(lambda: insp.save_reviewed_corpus(ws, store, name, None), "Could not save")
+            c[3].download_button("Download", data, file_name=f"reviewed.{fmt}", key="insp_download")
+        d = st.columns([2, 1, 3])
+        name = d[0].text_input("Save as workspace corpus", value="reviewed", key="insp_save_name")
+        if d[1].button("Save corpus", key="insp_save"):
+            info = run_guarded(lambda: insp.save_reviewed_corpus(ws, store, name, None, reviewers), "Could not save")
             if info:
                 st.success(f"Saved {info.sentences} sentences as {info.name!r}: add it to LC on the Corpora page or train on it.")
 
