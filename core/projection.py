@@ -46,6 +46,7 @@ class Projection:
     points: Any  # pandas DataFrame: x, y, group, score, row, text, carried fields
     meta: dict[str, Any]
     key: str | None = None
+    vectors: np.ndarray | None = None  # embeddings of the points, row-aligned: the Map's nearest neighbours
 
     @property
     def sampled(self) -> bool:
@@ -168,7 +169,7 @@ def project(groups: Sequence[Group], model: str = "default", *, pooling: str = "
             "max_points": max_points, "total": total, "points": len(points), "sampled": sampled, "note": note,
             "backend": backend, "seconds": time.time() - t0,
             "groups": {g.name: {"total": len(g.rows), "shown": len(k)} for g, k in zip(groups, keep)}, **(extra_meta or {})}
-    proj = Projection(points, meta, key)
+    proj = Projection(points, meta, key, vectors=np.concatenate(vectors))
     if workspace is not None:
         save_projection(workspace, proj)
     report(1.0, f"{len(points):,} points mapped with {backend}")
@@ -215,6 +216,10 @@ def save_projection(ws: Workspace, proj: Projection) -> Path:
     tmp = temp_path_for(folder / "points.parquet")
     proj.points.to_parquet(tmp, index=False)
     os.replace(tmp, folder / "points.parquet")
+    if proj.vectors is not None:  # before meta.json, which marks the projection complete
+        from core.mapview import save_point_vectors
+
+        save_point_vectors(folder, proj.vectors)
     atomic_write_json(folder / "meta.json", {**proj.meta, "key": folder.name, "created": time.time()})
     proj.key = folder.name
     return folder

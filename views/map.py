@@ -6,16 +6,27 @@ import textwrap
 
 import numpy as np
 import plotly.express as px
+import plotly.graph_objects as go
 import streamlit as st
 
-from core.projection import DEFAULT_MAX_POINTS, GROUP_ORDER, list_projections, load_projection, sample_rows
+from core.mapview import (
+    draw_order,
+    load_point_vectors,
+    nearest_neighbours,
+    nearest_on_map,
+    numeric_columns,
+    robust_range,
+    search_mask,
+)
+from core.projection import DEFAULT_MAX_POINTS, list_projections, load_projection, sample_rows
 from core.select import list_selections, selection_label
 from ui import get_workspace, job_status, latest_job, run_guarded, submit_job
 
 ws = get_workspace()
 st.title("Map")
 st.caption("Sentence embeddings of TC, the selected DC sentences and the filtered rest, laid out in 2-D with UMAP (cosine). "
-           "Hover a point to read it; draw a box or a lasso to list the sentences inside.")
+           "Hover a point to read it; draw a box or a lasso to list the sentences inside; click a point for its nearest "
+           "neighbours; search to highlight sentences.")
 GROUP_COLORS = {"TC": "#d62728", "selected": "#1f77b4", "filtered": "#c7c7c7"}
 
 saved = list_selections(ws)
@@ -65,25 +76,97 @@ if meta.get("sampled"):
 st.caption(f"{len(df):,} points · {meta.get('backend')} · {meta.get('seconds', 0):.0f}s · "
            + " · ".join(f"{g}: {v['shown']:,}/{v['total']:,}" for g, v in meta.get("groups", {}).items()))
 
-fields = [c for c in df.columns if c not in {"x", "y", "row", "text", "group", "score", "_pid", "_hover"}
+# ---------------------------------------------------------------- view controls (H13: projector-style exploring)
+v = st.columns([2, 3, 1, 1])
+numeric = numeric_columns(df)
+fields = [c for c in df.columns if c not in {"x", "y", "row", "text", "group", "_pid", "_hover", *numeric}
           and df[c].nunique() <= 40]
-color = st.selectbox("Colour by", ["group", "score", *fields], key="map_color")
-plot_df = df if color != "score" else df.assign(score=df["score"].astype(float))
-kwargs = {"color_discrete_map": GROUP_COLORS, "category_orders": {"group": list(GROUP_ORDER)}} if color == "group" else {}
-fig = px.scatter(plot_df, x="x", y="y", color=color, custom_data=["_pid", "_hover"], render_mode="webgl", **kwargs)
-fig.update_traces(marker=dict(size=4, opacity=0.75), hovertemplate="%{customdata[1]}<extra></extra>")
+color = v[0].selectbox("Colour by", ["group", *numeric, *fields], key="map_color",
+                       help="group, a category field, or any score on a continuous scale with a colour bar")
+query = v[1].text_input("Search sentences", key="map_search", placeholder="words to highlight on the map")
+tc_on_top = v[2].toggle("TC on top", value=True, key="map_tc_top", help="Draw TC over the DC points (else under them)")
+robust = v[3].toggle("Zoom to bulk", value=True, key="map_robust",
+                     help="Axis ranges from the 0.5-99.5% quantiles, so a few outliers do not shrink the clusters")
+
+order = draw_order(df["group"].tolist(), tc_on_top)
+rank = {g: i for i, g in enumerate(order)}
+plot_df = df.iloc[np.argsort(df["group"].map(rank).to_numpy(), kind="stable")]  # later rows are drawn on top
+matches = search_mask(df["text"].tolist(), query) if query.strip() else None
+if color == "group":
+    fig = px.scatter(plot_df, x="x", y="y", color="group", custom_data=["_pid", "_hover"], render_mode="webgl",
+                     color_discrete_map=GROUP_COLORS, category_orders={"group": order})
+elif color in numeric:
+    fig = px.scatter(plot_df, x="x", y="y", color=plot_df[color].astype(float), custom_data=["_pid", "_hover"],
+                     render_mode="webgl", color_continuous_scale="Viridis", labels={"color": color})
+    fig.update_layout(coloraxis_colorbar=dict(title=color, thickness=14))
+else:
+    fig = px.scatter(plot_df, x="x", y="y", color=plot_df[color].astype(str), custom_data=["_pid", "_hover"],
+                     render_mode="webgl", labels={"color": color})
+fig.update_traces(marker=dict(size=4, opacity=0.25 if matches is not None else 0.75),
+                  hovertemplate="%{customdata[1]}<extra></extra>")
+if matches is not None and matches.any():
+    hit = df[matches]
+    fig.add_trace(go.Scattergl(x=hit["x"], y=hit["y"], mode="markers", name=f"search: {int(matches.sum())} matches",
+                               customdata=hit[["_pid", "_hover"]].to_numpy(), hovertemplate="%{customdata[1]}<extra></extra>",
+                               marker=dict(size=9, color="rgba(255,215,0,0.9)", line=dict(width=1.5, color="black"))))
+PIN = f"map_pinned_{found[-1]['key']}"
+_state = st.session_state.get("map_chart") or {}  # the chart's selection, known before it is drawn again
+_clicked = {int(p["customdata"][0]) for p in (_state.get("selection") or {}).get("points", []) if p.get("customdata")}
+if len(_clicked) == 1 and st.session_state.get("map_last_pick") != (PIN, *_clicked):  # a new click pins that point
+    st.session_state[PIN] = next(iter(_clicked))
+st.session_state["map_last_pick"] = (PIN, *_clicked) if len(_clicked) == 1 else None
+pinned = st.session_state.get(PIN)
+if pinned is not None and pinned < len(df):
+    p = df.iloc[pinned]
+    fig.add_trace(go.Scattergl(x=[p["x"]], y=[p["y"]], mode="markers", name="pinned", hoverinfo="skip",
+                               marker=dict(size=16, symbol="x", color="black")))
 fig.update_layout(height=620, margin=dict(t=10, b=10), dragmode="lasso", xaxis_title=None, yaxis_title=None,
-                  legend=dict(itemsizing="constant"))
-event = st.plotly_chart(fig, on_select="rerun", selection_mode=("box", "lasso"), key="map_chart")
+                  legend=dict(itemsizing="constant"), uirevision=f"{found[-1]['key']}-{robust}")
+if robust:
+    fig.update_xaxes(range=robust_range(df["x"].to_numpy()))
+    fig.update_yaxes(range=robust_range(df["y"].to_numpy()))
+if matches is not None:
+    st.caption(f"**{int(matches.sum()):,} sentences match** “{query.strip()}” (highlighted in gold; the rest is dimmed).")
+event = st.plotly_chart(fig, on_select="rerun", selection_mode=("points", "box", "lasso"), key="map_chart")
 
 points = event.selection.points if event and event.selection else []
-chosen = df.iloc[sorted({int(p["customdata"][0]) for p in points if p.get("customdata")})] if points else df.iloc[[]]
+picked = sorted({int(p["customdata"][0]) for p in points if p.get("customdata")})
+
+
+@st.cache_data(show_spinner=False, max_entries=4)
+def _vectors(key: str, root: str):
+    del root
+    vecs = load_point_vectors(ws, key)
+    return None if vecs is None else np.asarray(vecs, dtype=np.float32)
+
+
+if pinned is not None and pinned < len(df):
+    st.subheader("Nearest neighbours")
+    me = df.iloc[pinned]
+    k = int(st.number_input("k", min_value=1, max_value=100, value=10, key="map_k"))
+    vecs = _vectors(found[-1]["key"], str(ws.root))
+    if vecs is not None and len(vecs) == len(df):
+        idx, sims = nearest_neighbours(vecs, pinned, k)
+        how, measure = "cosine similarity of the sentence embeddings", "cosine"
+    else:
+        idx, sims = nearest_on_map(df["x"].to_numpy(), df["y"].to_numpy(), pinned, k)
+        how, measure = "distance on the map (this map was computed before embeddings were kept: recompute it for cosine)", \
+            "map distance"
+    st.markdown(f"📌 **{me['group']}** · {me['text']}")
+    st.caption(f"The {len(idx)} closest points by {how}. Click another point to pin it.")
+    near = df.iloc[idx][["group", "score", "text"]].assign(**{measure: np.round(sims, 4)})
+    st.dataframe(near[[measure, "group", "score", "text"]], hide_index=True, width="stretch", key="map_neighbours")
+    st.button("Unpin", key="map_unpin", on_click=lambda: st.session_state.pop(PIN, None))
+
+chosen = df.iloc[picked] if len(picked) > 1 else df.iloc[[]]
+if chosen.empty and matches is not None and matches.any():
+    chosen = df[matches]
 st.subheader("Chosen sentences")
 if chosen.empty:
-    st.caption("Draw a box or a lasso on the map to list the sentences inside.")
+    st.caption("Draw a box or a lasso on the map to list the sentences inside; click one point for its nearest neighbours.")
     st.stop()
 s1, s2, s3 = st.columns([2, 2, 1])
-s1.metric("Points chosen", f"{len(chosen):,}")
+s1.metric("Points chosen" if len(picked) > 1 else "Search matches", f"{len(chosen):,}")
 s2.write(chosen["group"].value_counts().rename("points").to_frame().T)
 show = int(s3.number_input("Show at most", min_value=10, value=200, step=50, key="map_show_n"))
 if len(chosen) > show:
