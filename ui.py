@@ -17,6 +17,7 @@ import streamlit as st
 from core import inspect as insp
 from core import jobs
 from core.errors import UserError
+from core.jobview import describe_job, status_text
 from core.workspace import Role, Workspace
 
 WS_KEY = "workspace_root"
@@ -88,12 +89,18 @@ def job_status(job: jobs.Job, on_done: Callable[[jobs.Job], None] | None = None,
 
     @st.fragment(run_every=1.0 if job.active else None)
     def _panel() -> None:
-        current = jobs.get_job(get_workspace(), job.id)
-        label = f"{current.kind} · {current.status}"
+        ws = get_workspace()
+        current = jobs.get_job(ws, job.id)
+        label = f"{describe_job(current, 80)} · {current.status}"
         if current.elapsed is not None:
             label += f" · {current.elapsed:.0f}s"
+        if current.status == "queued":
+            st.progress(0.0, text=f"{describe_job(current, 80)} · {status_text(current, jobs.list_jobs(ws))}")
+        if current.status == "running":
+            st.progress(current.progress, text=f"{label} — {current.message or 'starting...'}")
+            if tail := _log_tail(current):
+                st.caption(tail)  # whatever the step logs (epochs, batches) shows here as it happens
         if current.active:
-            st.progress(current.progress, text=f"{label} — {current.message}")
             if st.button("Cancel", key=f"cancel-{cancel_key or current.id}"):
                 jobs.cancel(get_workspace(), current.id)
                 st.rerun()
@@ -109,6 +116,12 @@ def job_status(job: jobs.Job, on_done: Callable[[jobs.Job], None] | None = None,
                 st.code(current.log_tail(60) or "(empty)")
 
     _panel()
+
+
+def _log_tail(job: jobs.Job, lines: int = 2) -> str:
+    """The last lines a running job logged, when they add to its progress message."""
+    text = [ln.strip() for ln in job.log_tail(lines).splitlines() if ln.strip() and ln.strip() not in (job.message or "")]
+    return " · ".join(t[:160] for t in text[-lines:])
 
 
 def fmt_seconds(seconds: float | None) -> str:

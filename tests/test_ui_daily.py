@@ -170,3 +170,26 @@ def test_selftrain_states_a_preset_difference(small_ws, monkeypatch):
     assert at.selectbox(key="st_preset_demo").value == "demo"  # the form defaults to the model's preset
     jobs.delete(ws, st_job.id)
     jobs.delete(ws, base.id)
+
+
+# --------------------------------------------------------------------------- progress of long steps
+
+
+def test_a_running_step_shows_its_message_and_log_and_a_queued_one_what_it_waits_for(small_ws, monkeypatch):
+    ws = Workspace(small_ws)
+    monkeypatch.setattr(jobs, "_start_queued", lambda ws: None)
+    train = jobs.submit(ws, "ner", {"train": "demo-lc", "preset": "demo"}, start=False)
+    jobs._update(ws, train.id, status="running", started=time.time(), progress=0.3, message="epoch 2/20 · dev F1 0.41")
+    sel = jobs.submit(ws, "select", {"tc": "demo-tc", "dc": "demo-dc", "strategy": "cosine", "budget": 0.2}, start=False)
+    at = open_app(small_ws, monkeypatch, "views/selection.py")
+    bars = [p.proto.text for p in at.get("progress")]
+    assert any("queued behind NER training · train demo-lc" in t for t in bars), bars
+    jobs._update(ws, train.id, status="done", finished=time.time())
+    jobs._update(ws, sel.id, status="running", started=time.time(), progress=0.4, message="DC embeddings 2,400/6,000")
+    (sel.run_dir / "log.txt").write_text("cosine: scoring chunk 3 of 8\n")
+    at = open_app(small_ws, monkeypatch, "views/selection.py")
+    bars = [p.proto.text for p in at.get("progress")]
+    assert any("Selection · strategy cosine" in t and "DC embeddings 2,400/6,000" in t for t in bars), bars
+    assert any("scoring chunk 3 of 8" in c.value for c in at.caption)
+    for j in (train, sel):
+        jobs.delete(ws, j.id)
