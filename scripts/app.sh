@@ -1,8 +1,27 @@
 #!/usr/bin/env bash
 # Install the pinned runtime into .venv and start the app on the demo workspace.
+#
+#   bash scripts/app.sh                       # http://127.0.0.1:8501, this machine only
+#   NERSELECT_ADDRESS=0.0.0.0 bash scripts/app.sh   # listen on every interface (deliberately)
+#   NERSELECT_PORT=8600 bash scripts/app.sh   # another port
+#   bash scripts/app.sh --dev                 # development: reload pages when files change
+#
+# Other arguments go to `streamlit run` (e.g. --server.address 0.0.0.0).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 . .venv/bin/activate
-export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
-exec streamlit run app.py "$@"
+export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
+# numba (UMAP) compiles once into this folder and reuses it in every job process.
+export NUMBA_CACHE_DIR="${NUMBA_CACHE_DIR:-$PWD/.venv/numba-cache}"
+args=()
+for a in "$@"; do
+  if [ "$a" = "--dev" ]; then
+    args+=(--server.fileWatcherType auto --server.runOnSave true)
+  else
+    args+=("$a")
+  fi
+done
+[ -n "${NERSELECT_ADDRESS:-}" ] && args=(--server.address "$NERSELECT_ADDRESS" "${args[@]}")
+[ -n "${NERSELECT_PORT:-}" ] && args=(--server.port "$NERSELECT_PORT" "${args[@]}")
+exec streamlit run app.py "${args[@]}"
