@@ -22,6 +22,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from core.atomic import atomic_write_bytes
 from core.errors import CorpusError
 from core.tags import TagScheme, check_sequences, convert_tags, detect_scheme, split_tag
 
@@ -534,8 +535,6 @@ def corpus_bytes(corpus: Corpus, fmt: str, scheme: TagScheme | str | None = None
 
 def write_corpus(corpus: Corpus, path: str | Path, fmt: str = "auto", scheme: TagScheme | str | None = None) -> Path:
     """Write atomically (temp file + os.replace) so a crash never leaves half a file."""
-    from core.workspace import atomic_write_bytes
-
     path = Path(path)
     if fmt == "auto":
         fmt = _EXTENSIONS.get(path.suffix.lower(), "txt")

@@ -20,7 +20,6 @@ import hashlib
 import json
 import os
 import shutil
-import sqlite3
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -32,7 +31,14 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from core.corpus import Corpus, iter_corpus
+from core.atomic import (  # noqa: F401 - re-exported: callers import them from here
+    atomic_write_bytes,
+    atomic_write_json,
+    atomic_write_text,
+    open_sqlite,
+    temp_path_for,
+)
+from core.corpus import Corpus, iter_corpus, read_corpus, write_corpus
 from core.errors import CorpusError, UserError
 from core.tags import TagScheme, split_tag
 
@@ -70,52 +76,6 @@ ROLE_LABELS = {
 
 
 # --------------------------------------------------------------------------- atomic writes & hashing
-
-
-def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
-
-
-def atomic_write_text(path: str | Path, text: str) -> Path:
-    return atomic_write_bytes(path, text.encode("utf-8"))
-
-
-def atomic_write_json(path: str | Path, obj: Any) -> Path:
-    return atomic_write_text(path, json.dumps(obj, indent=2, ensure_ascii=False, default=str) + "\n")
-
-
-def temp_path_for(path: str | Path) -> Path:
-    """A fresh temp path beside `path`, for writers that need a filename (Parquet, numpy);
-    pair it with os.replace(tmp, path)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    return Path(tmp)
-
-
-def open_sqlite(path: str | Path, schema: str) -> sqlite3.Connection:
-    """A connection to one of the workspace's SQLite stores (jobs, reviews). WAL lets the app,
-    the CLI and job processes read while one writes; autocommit (isolation_level=None) so
-    callers open explicit transactions only where they need one."""
-    con = sqlite3.connect(path, timeout=30, isolation_level=None)
-    con.row_factory = sqlite3.Row
-    con.execute("PRAGMA journal_mode=WAL")
-    con.execute("PRAGMA busy_timeout=30000")
-    con.executescript(schema)
-    return con
 
 
 def content_hash(*parts: Any, length: int = 16) -> str:
@@ -166,6 +126,88 @@ def valid_name(name: str) -> str:
     if not name or not all(c.isalnum() or c in "-_." for c in name) or name.startswith("."):
         raise UserError(f"invalid corpus name {name!r}: use letters, digits, '-', '_' and '.'")
     return name
+
+
+@dataclass(frozen=True)
+class CorpusRef:
+    """One corpus as a command, page or job named it, resolved: what was written (`ref`), how it
+    matched (`kind`: "name", "role" or "path"), the corpus name (a workspace name, or the file's
+    stem), the file it lives in and its content hash (runs record the hash of every corpus read)."""
+
+    ref: str
+    kind: str
+    name: str
+    path: Path
+    hash: str
+    role: str | None = None
+    fmt: str = "auto"
+
+    def load(self) -> Corpus:
+        if self.kind == "path":
+            return read_corpus(self.path, self.fmt)
+        return Corpus.from_arrow(pq.read_table(self.path), name=self.name)
+
+    def to_dict(self) -> dict[str, str]:
+        """The {name, hash} pair lineage records."""
+        return {"name": self.name, "hash": self.hash}
+
+    @property
+    def param(self) -> str:
+        """How a job's params store it: the workspace name (a role is pinned to the corpus holding
+        it at submit time), or the absolute path of a file (jobs run in another folder)."""
+        return str(self.path) if self.kind == "path" else self.name
+
+
+def resolve_corpus_ref(ref: str | Path | CorpusRef, workspace: Workspace | str | Path | None = None,
+                       fmt: str = "auto") -> CorpusRef:
+    """The one resolver of corpus references: every CLI command, page and job goes through it.
+
+    Precedence (first match wins):
+      1. a workspace corpus NAME (corpora/NAME.parquet),
+      2. a ROLE (tc, dc, lc, dev, test; any case) held by a workspace corpus,
+      3. a FILE path (read with format detection, or `fmt`).
+    Names win over files so that `lc` in a folder that happens to hold a file called `lc` still
+    means the workspace's LC. `workspace` may be a Workspace, a folder, or None ($NERSELECT_WORKSPACE
+    or ./workspace); a folder that is not a workspace yet is not created just to look a name up.
+    Nothing matching raises a UserError listing what was tried.
+    """
+    if isinstance(ref, CorpusRef):
+        return ref
+    text = str(ref).strip()
+    if not text:
+        raise UserError("empty corpus reference: give a workspace corpus name, a role (tc, dc, lc, dev, test) or a file path")
+    ws: Workspace | None
+    if isinstance(workspace, Workspace):
+        ws = workspace
+    else:
+        root = Path(workspace or os.environ.get(ENV_VAR) or DEFAULT_ROOT).resolve()
+        ws = Workspace(root) if (root / "corpora").is_dir() else None
+    tried = []
+    if ws is not None:
+        if ws.has_corpus(text):
+            info = ws.corpus_info(text)
+            return CorpusRef(text, "name", text, ws.corpus_path(text), info.hash, info.role)
+        tried.append(f"corpus name {text!r} in workspace {ws.root}: no such corpus")
+        try:
+            role: Role | None = Role(text.lower())
+        except ValueError:
+            role = None
+        if role is not None:
+            holder = ws.corpus_for_role(role)
+            if holder:
+                info = ws.corpus_info(holder)
+                return CorpusRef(text, "role", holder, ws.corpus_path(holder), info.hash, role.value)
+            tried.append(f"role {role.value.upper()}: no corpus holds it")
+        else:
+            tried.append(f"role: {text!r} is not one of {', '.join(r.value for r in Role)}")
+    else:
+        tried.append("workspace names and roles: no workspace at "
+                     f"{Path(workspace or os.environ.get(ENV_VAR) or DEFAULT_ROOT).resolve()}")
+    path = Path(text).expanduser()
+    if path.is_file():
+        return CorpusRef(text, "path", path.stem, path.resolve(), file_hash(path), None, fmt)
+    tried.append(f"file {path.resolve()}: {'is a folder' if path.is_dir() else 'does not exist'}")
+    raise UserError(f"no corpus {text!r}; tried " + "; ".join(tried))
 
 
 class Workspace:
@@ -259,19 +301,12 @@ class Workspace:
             yield Corpus.from_arrow(pa.Table.from_batches([batch]), name=name)
 
     def resolve_corpus(self, ref: str | Path) -> Corpus:
-        """A workspace corpus name, or a file path read with format detection."""
-        ref_s = str(ref)
-        if self.has_corpus(ref_s):
-            return self.load_corpus(ref_s)
-        try:
-            role = Role(ref_s.lower())
-        except ValueError:
-            role = None
-        if role is not None and self.corpus_for_role(role):
-            return self.load_corpus(self.corpus_for_role(role))
-        from core.corpus import read_corpus
+        """The corpus `ref` names (see `resolve_corpus_ref` for the precedence), loaded."""
+        return resolve_corpus_ref(ref, self).load()
 
-        return read_corpus(ref_s)
+    def ref(self, ref: str | Path) -> CorpusRef:
+        """`resolve_corpus_ref(ref, self)`: name, role or path -> CorpusRef with its content hash."""
+        return resolve_corpus_ref(ref, self)
 
     def import_corpus(self, path: str | Path, role: Role | str | None = None, name: str | None = None,
                       fmt: str = "auto", overwrite: bool = False, progress: Progress | None = None,
@@ -364,8 +399,6 @@ class Workspace:
         """Store an in-memory corpus (demo data, selections, augmentations) like an import."""
         tmp = temp_path_for(self.corpora_dir / f"{name}.jsonl")
         try:
-            from core.corpus import write_corpus
-
             write_corpus(corpus, tmp, fmt="parquet")
             return self.import_corpus(tmp, role=role, name=name, fmt="parquet", overwrite=overwrite, source=source)
         finally:

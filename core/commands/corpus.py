@@ -5,12 +5,12 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from core.cli import add_workspace_arg, print_json, tqdm_progress
-from core.corpus import FORMATS, read_corpus, write_corpus
+from core.cliutil import add_workspace_arg, print_json, tqdm_progress
+from core.corpus import FORMATS, write_corpus
 from core.errors import UserError
 from core.stats import corpus_stats
 from core.tags import TagScheme
-from core.workspace import Role, Workspace
+from core.workspace import Role, Workspace, resolve_corpus_ref
 
 _FORMAT_CHOICES = ["auto", *FORMATS]
 
@@ -22,17 +22,19 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--dc-size", type=int, default=6000, help="DC sentences (streamed to Parquet: 10M fit in flat memory)")
     p.set_defaults(func=cmd_demo)
 
-    p = sub.add_parser("stats", help="statistics of a corpus file")
-    p.add_argument("file")
-    p.add_argument("--format", default="auto", choices=_FORMAT_CHOICES)
+    p = sub.add_parser("stats", help="statistics of a corpus: workspace name, role (tc/dc/lc/dev/test) or file")
+    p.add_argument("file", help="workspace corpus name, role, or file path (in that order)")
+    p.add_argument("--format", default="auto", choices=_FORMAT_CHOICES, help="format of a file path")
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    add_workspace_arg(p)
     p.set_defaults(func=cmd_stats)
 
     p = sub.add_parser("convert", help="convert a labeled corpus to another tag scheme or format")
-    p.add_argument("file")
+    p.add_argument("file", help="workspace corpus name, role, or file path (in that order)")
     p.add_argument("--to", required=True, choices=["bio", "bioes", "iob1"], help="target tag scheme")
     p.add_argument("--out", required=True, help="output file (format from its extension; CoNLL by default)")
-    p.add_argument("--format", default="auto", choices=_FORMAT_CHOICES, help="input format")
+    p.add_argument("--format", default="auto", choices=_FORMAT_CHOICES, help="input format of a file path")
+    add_workspace_arg(p)
     p.set_defaults(func=cmd_convert)
 
     p = sub.add_parser("import", help="import a corpus file into the workspace with a role")
@@ -61,7 +63,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
-    corpus = read_corpus(args.file, args.format)
+    corpus = resolve_corpus_ref(args.file, getattr(args, "workspace", None), fmt=args.format).load()
     stats = corpus_stats(corpus)
     if args.json:
         print_json(stats)
@@ -77,7 +79,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
 
 
 def cmd_convert(args: argparse.Namespace) -> int:
-    corpus = read_corpus(args.file, args.format)
+    corpus = resolve_corpus_ref(args.file, getattr(args, "workspace", None), fmt=args.format).load()
     if not corpus.labeled:
         raise UserError(f"{args.file}: has no tags to convert (expected a labeled corpus)")
     out = Path(args.out)

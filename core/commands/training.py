@@ -12,9 +12,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from core.cli import add_workspace_arg, print_json, tqdm_progress
+from core.cliutil import add_workspace_arg, print_json, tqdm_progress
 from core.errors import UserError
-from core.workspace import Workspace
+from core.workspace import Workspace, resolve_corpus_ref
 
 
 def _run(args: argparse.Namespace, kind: str, params: dict, desc: str) -> dict:
@@ -31,11 +31,20 @@ def _config_overrides(args: argparse.Namespace, names: tuple[str, ...]) -> dict:
     return {n: getattr(args, n) for n in names if getattr(args, n, None) is not None}
 
 
-def _abs(path: str | None) -> str | None:
-    if path is None:
+def _corpus(args: argparse.Namespace, ref: str | None) -> str | None:
+    """A corpus argument resolved now (name, role, then file; core.workspace.resolve_corpus_ref), so a
+    typo fails before any training and the job records the corpus it will read."""
+    if ref is None:
         return None
-    p = Path(path)
-    return str(p.resolve()) if p.exists() else path  # workspace corpus names and roles pass through unchanged
+    return resolve_corpus_ref(ref, getattr(args, "workspace", None)).param
+
+
+def _model(ref: str | None) -> str | None:
+    """A model folder becomes absolute (jobs run elsewhere); 'default' and HF ids pass through."""
+    if ref is None:
+        return None
+    p = Path(ref)
+    return str(p.resolve()) if p.exists() else ref
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -119,7 +128,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def cmd_mlm(args: argparse.Namespace) -> int:
     config = _config_overrides(args, ("epochs", "max_steps", "batch_size", "lr", "block_size", "grad_accum", "seed", "pack"))
-    params = {"train": [_abs(f) for f in args.train], "model": _abs(args.model), "out": str(Path(args.out).resolve()),
+    params = {"train": [_corpus(args, f) for f in args.train], "model": _model(args.model), "out": str(Path(args.out).resolve()),
               "preset": args.preset, "config": config}
     result = _run(args, "mlm", params, "mlm")
     print(f"model written to {result['out_dir']} ({result['steps']} steps"
@@ -132,7 +141,8 @@ def cmd_ner_train(args: argparse.Namespace) -> int:
     if out.exists() and any(out.iterdir()) and not args.overwrite and not args.run_dir:
         raise UserError(f"output folder {out} already exists and is not empty; choose another --out or pass --overwrite")
     config = _config_overrides(args, ("epochs", "patience", "seed", "lr", "head_lr", "batch_size", "dev_limit", "max_steps"))
-    params = {"train": _abs(args.train), "dev": _abs(args.dev), "test": _abs(args.test), "model": _abs(args.model),
+    params = {"train": _corpus(args, args.train), "dev": _corpus(args, args.dev), "test": _corpus(args, args.test),
+              "model": _model(args.model),
               "out": str(out), "preset": args.preset, "config": config}
     result = _run(args, "ner", params, "ner train")
     msg = f"model written to {result['out_dir']}: {result['steps']} steps, {result['epochs_run']} epochs"
@@ -147,7 +157,7 @@ def cmd_ner_train(args: argparse.Namespace) -> int:
 def cmd_ner_predict(args: argparse.Namespace) -> int:
     from core.ner import load_ner_model, predict_corpus, write_predictions
 
-    corpus = Workspace(args.workspace).resolve_corpus(args.corpus)
+    corpus = resolve_corpus_ref(args.corpus, args.workspace).load()
     model = load_ner_model(args.model)
     with tqdm_progress("predict", enabled=not args.quiet) as bar:
         preds = predict_corpus(model, corpus, batch_size=args.batch_size, progress=bar)
@@ -159,7 +169,7 @@ def cmd_ner_predict(args: argparse.Namespace) -> int:
 def cmd_ner_eval(args: argparse.Namespace) -> int:
     from core.ner import evaluate, load_ner_model
 
-    test = Workspace(args.workspace).resolve_corpus(args.test)
+    test = resolve_corpus_ref(args.test, args.workspace).load()
     model = load_ner_model(args.model)
     with tqdm_progress("eval", enabled=not args.quiet) as bar:
         scores = evaluate(model, test, progress=bar)
@@ -184,9 +194,10 @@ def cmd_experiment(args: argparse.Namespace) -> int:
         seeds = [int(s) for s in split(args.seeds)]
     except ValueError:
         raise UserError(f"--seeds: expected comma-separated integers, got {args.seeds!r}") from None
-    params = {"tc": _abs(args.tc), "dc": _abs(args.dc), "lc": _abs(args.lc), "dev": _abs(args.dev), "test": _abs(args.test),
+    params = {"tc": _corpus(args, args.tc), "dc": _corpus(args, args.dc), "lc": _corpus(args, args.lc), "dev": _corpus(args, args.dev),
+              "test": _corpus(args, args.test),
               "strategies": split(args.strategies), "baselines": split(args.baselines), "seeds": seeds,
-              "budget": args.budget, "model": _abs(args.model),
+              "budget": args.budget, "model": _model(args.model),
               "preset": args.preset, "domain": args.domain}
     args.run_dir = args.out
     result = _run(args, "experiment", params, "experiment")
