@@ -47,6 +47,9 @@ def test_map_lasso_lists_the_chosen_sentences(map_ws):
         plot = page.locator(".js-plotly-plot .nsewdrag").first
         plot.wait_for(state="visible")
         page.get_by_text("Draw a box or a lasso on the map").first.wait_for()
+        page.get_by_role("button", name="lasso", exact=True).click()  # the map opens in pan mode (click pins a point)
+        wait_for_app(page, "Colour by")
+        plot = page.locator(".js-plotly-plot .nsewdrag").first
         _lasso(page, plot.bounding_box())
         wait_for_app(page, "Points chosen")
         chosen = page.get_by_test_id("stMetricValue").first.inner_text()
@@ -79,12 +82,97 @@ def test_inspect_accept_and_reject_survive_a_reload(inspect_ws):
         page.goto(f"{url}/inspect")
         wait_for_app(page, "sentences reviewed")
         page.get_by_role("button", name="Accept", exact=True).first.click()
-        wait_for_app(page, "state: accepted")
+        page.get_by_text("1 of 600 sentences reviewed").first.wait_for()
         page.get_by_role("button", name="Reject", exact=True).nth(1).click()
-        wait_for_app(page, "state: rejected")
+        page.get_by_text("2 of 600 sentences reviewed").first.wait_for()
         page.reload()
         wait_for_app(page, "sentences reviewed")
-        page.get_by_text("state: accepted").first.wait_for()
-        page.get_by_text("state: rejected").first.wait_for()
+        page.locator("[class*='st-key-insp_card_accepted_']").first.wait_for()
+        page.locator("[class*='st-key-insp_card_rejected_']").first.wait_for()
         page.get_by_text("2 of 600 sentences reviewed").first.wait_for()
         screenshot(page, "inspect_review")
+
+
+# --------------------------------------------------------------------------- issue 13: daily use
+
+
+def _point_position(page, group: str):
+    """Pixel position (page coordinates) of a point of `group` near the middle of the cloud, read
+    from plotly's own axes so the click lands on the marker."""
+    return page.evaluate("""(group) => {
+        const gd = document.querySelector('.js-plotly-plot');
+        const fl = gd._fullLayout, box = gd.getBoundingClientRect();
+        const trace = gd._fullData.find(t => t.name === group);
+        const xs = Array.from(trace.x), ys = Array.from(trace.y);
+        const mx = xs.slice().sort((a, b) => a - b)[xs.length >> 1], my = ys.slice().sort((a, b) => a - b)[ys.length >> 1];
+        let best = 0, bestD = Infinity;
+        xs.forEach((x, i) => { const d = (x - mx) ** 2 + (ys[i] - my) ** 2; if (d < bestD) { bestD = d; best = i; } });
+        return {x: box.left + fl.xaxis._offset + fl.xaxis.l2p(xs[best]),
+                y: box.top + fl.yaxis._offset + fl.yaxis.l2p(ys[best]) + window.scrollY};
+    }""", group)
+
+
+def test_map_search_highlights_and_a_click_lists_neighbours(map_ws):
+    from core.projection import list_projections, load_projection
+    from core.workspace import Workspace
+
+    ws = Workspace(map_ws)
+    points = load_projection(ws, list_projections(ws)[-1]["key"]).points
+    word = max((w for t in points["text"] for w in t.split() if w.isalpha()), key=lambda w: (len(w) > 5, w))
+    with streamlit_server(map_ws) as url, browser_page(height=1800) as page:
+        page.goto(f"{url}/map")
+        wait_for_app(page, "Colour by")
+        page.locator(".js-plotly-plot .nsewdrag").first.wait_for(state="visible")
+        search = page.get_by_role("textbox", name="Search sentences")
+        search.fill(word)
+        search.press("Enter")
+        wait_for_app(page, "sentences match")
+        page.locator(".js-plotly-plot .legendtext", has_text="search:").first.wait_for()
+        screenshot(page, "map_search")
+        search.fill("")
+        search.press("Enter")
+        page.get_by_text("sentences match").first.wait_for(state="detached")
+        page.wait_for_function("() => !document.querySelector('[data-testid=\"stStatusWidget\"]')")
+        pos = _point_position(page, "TC")
+        page.mouse.click(pos["x"], pos["y"] - page.evaluate("window.scrollY"))
+        wait_for_app(page, "Nearest neighbours")
+        page.get_by_text("closest points by cosine similarity").first.wait_for()
+        table = page.locator("[class*='st-key-map_neighbours'], [data-testid='stDataFrame']").first
+        table.wait_for(state="visible")
+        screenshot(page, "map_neighbours")
+
+
+def test_inspect_span_edit_by_tokens_survives_reload_and_exports(inspect_ws):
+    with streamlit_server(inspect_ws) as url, browser_page(height=2400) as page:
+        page.goto(f"{url}/inspect")
+        wait_for_app(page, "sentences reviewed")
+        reviewer = page.get_by_role("textbox", name="Annotator")
+        reviewer.fill("ann")
+        reviewer.press("Enter")
+        page.wait_for_function("() => !document.querySelector('[data-testid=\"stStatusWidget\"]')")
+        page.get_by_role("button", name="Correct", exact=True).first.click()
+        grid = page.locator("[class*='st-key-insp_tokens_']").first
+        grid.wait_for()
+        grid.get_by_role("button").nth(0).click()
+        grid.get_by_role("button").nth(1).click()
+        new_type = page.get_by_role("textbox", name="or a new type")
+        new_type.fill("band")
+        new_type.press("Enter")
+        page.wait_for_function("() => !document.querySelector('[data-testid=\"stStatusWidget\"]')")
+        page.get_by_role("button", name="Assign type").click()
+        page.locator("[class*='st-key-insp_editor_'] .nx-lbl", has_text="band").first.wait_for()
+        screenshot(page, "inspect_span_edit")
+        page.get_by_role("button", name="Save correction").click()
+        page.locator("[class*='st-key-insp_card_corrected_']").first.wait_for()
+        page.reload()
+        wait_for_app(page, "sentences reviewed")
+        card = page.locator("[class*='st-key-insp_card_corrected_']").first
+        card.wait_for()
+        assert "by ann" in card.inner_text()
+        card.locator(".nx-lbl", has_text="band").first.wait_for()
+        page.get_by_text("Export the 1 accepted / corrected").click()
+        with page.expect_download() as download:
+            page.get_by_role("button", name="Download").click()
+        text = open(download.value.path(), encoding="utf-8").read()
+        assert "B-band" in text and text.count("B-band") >= 1
+        assert len([b for b in text.split("\n\n") if b.strip()]) == 1  # only the reviewed sentence

@@ -203,7 +203,7 @@ def span_editor(req: insp.PredictionRequest, row: dict, types: list, colors: dic
         c[1].text_input("or a new type", key=f"insp_newtype_{i}", placeholder="e.g. band")
         if err := st.session_state.get("insp_edit_error"):
             st.error(err)
-        b = st.columns([1, 1, 1, 1, 3])
+        b = st.columns([1, 1, 1.5, 1, 2])
         b[0].button("Assign type", key=f"insp_assign_{i}", type="primary", on_click=edit_draft, args=(i, len(tokens), False))
         b[1].button("Remove", key=f"insp_remove_{i}", on_click=edit_draft, args=(i, len(tokens), True))
         b[2].button("Save correction", key=f"save_{i}", on_click=decide,

@@ -77,15 +77,18 @@ st.caption(f"{len(df):,} points · {meta.get('backend')} · {meta.get('seconds',
            + " · ".join(f"{g}: {v['shown']:,}/{v['total']:,}" for g, v in meta.get("groups", {}).items()))
 
 # ---------------------------------------------------------------- view controls (H13: projector-style exploring)
-v = st.columns([2, 3, 1, 1])
+v = st.columns([2, 3, 2, 1, 1])
 numeric = numeric_columns(df)
 fields = [c for c in df.columns if c not in {"x", "y", "row", "text", "group", "_pid", "_hover", *numeric}
           and df[c].nunique() <= 40]
 color = v[0].selectbox("Colour by", ["group", *numeric, *fields], key="map_color",
                        help="group, a category field, or any score on a continuous scale with a colour bar")
 query = v[1].text_input("Search sentences", key="map_search", placeholder="words to highlight on the map")
-tc_on_top = v[2].toggle("TC on top", value=True, key="map_tc_top", help="Draw TC over the DC points (else under them)")
-robust = v[3].toggle("Zoom to bulk", value=True, key="map_robust",
+drag = v[2].segmented_control("Mouse drag", ["pan", "lasso", "box"], default="pan", key="map_drag",
+                              help="pan: drag moves, wheel zooms, a click pins a point and lists its nearest neighbours; "
+                                   "lasso / box: drag to choose the sentences inside") or "pan"
+tc_on_top = v[3].toggle("TC on top", value=True, key="map_tc_top", help="Draw TC over the DC points (else under them)")
+robust = v[4].toggle("Zoom to bulk", value=True, key="map_robust",
                      help="Axis ranges from the 0.5-99.5% quantiles, so a few outliers do not shrink the clusters")
 
 order = draw_order(df["group"].tolist(), tc_on_top)
@@ -120,14 +123,17 @@ if pinned is not None and pinned < len(df):
     p = df.iloc[pinned]
     fig.add_trace(go.Scattergl(x=[p["x"]], y=[p["y"]], mode="markers", name="pinned", hoverinfo="skip",
                                marker=dict(size=16, symbol="x", color="black")))
-fig.update_layout(height=620, margin=dict(t=10, b=10), dragmode="lasso", xaxis_title=None, yaxis_title=None,
-                  legend=dict(itemsizing="constant"), uirevision=f"{found[-1]['key']}-{robust}")
+# plotly selects on click only outside lasso/box mode (Streamlit sets clickmode from the drag mode)
+fig.update_layout(height=620, margin=dict(t=10, b=10), dragmode={"pan": "pan", "lasso": "lasso", "box": "select"}[drag],
+                  xaxis_title=None, yaxis_title=None, legend=dict(itemsizing="constant"),
+                  uirevision=f"{found[-1]['key']}-{robust}-{drag}")
 if robust:
     fig.update_xaxes(range=robust_range(df["x"].to_numpy()))
     fig.update_yaxes(range=robust_range(df["y"].to_numpy()))
 if matches is not None:
     st.caption(f"**{int(matches.sum()):,} sentences match** “{query.strip()}” (highlighted in gold; the rest is dimmed).")
-event = st.plotly_chart(fig, on_select="rerun", selection_mode=("points", "box", "lasso"), key="map_chart")
+event = st.plotly_chart(fig, on_select="rerun", selection_mode=("points", "box", "lasso"), key="map_chart",
+                        config={"scrollZoom": True, "displaylogo": False})
 
 points = event.selection.points if event and event.selection else []
 picked = sorted({int(p["customdata"][0]) for p in points if p.get("customdata")})
@@ -143,7 +149,7 @@ def _vectors(key: str, root: str):
 if pinned is not None and pinned < len(df):
     st.subheader("Nearest neighbours")
     me = df.iloc[pinned]
-    k = int(st.number_input("k", min_value=1, max_value=100, value=10, key="map_k"))
+    k = int(st.columns([1, 5])[0].number_input("Neighbours (k)", min_value=1, max_value=100, value=10, key="map_k"))
     vecs = _vectors(found[-1]["key"], str(ws.root))
     if vecs is not None and len(vecs) == len(df):
         idx, sims = nearest_neighbours(vecs, pinned, k)
