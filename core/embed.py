@@ -32,6 +32,7 @@ import numpy as np
 from core.corpus import Corpus
 from core.errors import ModelError, UserError
 from core.models import ModelRef, offline_env, pick_device, resolve_model
+from core.stream import CorpusStream
 from core.workspace import Workspace, atomic_write_json, content_hash, temp_path_for
 
 Progress = Callable[[float, str], None]
@@ -274,37 +275,40 @@ def cached_embeddings(corpus: Corpus, model: str | ModelRef, workspace: Workspac
     return np.load(path / "embeddings.npy", mmap_mode="r")
 
 
-def embed_corpus(corpus: Corpus | str, model: str | ModelRef = "default", *, pooling: Pooling = "mean", device: str = "auto",
-                 precision: str = "auto", workspace: Workspace | None = None, batch_size: int | None = None,
-                 chunk_size: int = DEFAULT_CHUNK, progress: Progress | None = None) -> np.ndarray:
+def embed_corpus(corpus: Corpus | CorpusStream | str, model: str | ModelRef = "default", *, pooling: Pooling = "mean",
+                 device: str = "auto", precision: str = "auto", workspace: Workspace | None = None,
+                 batch_size: int | None = None, chunk_size: int = DEFAULT_CHUNK, progress: Progress | None = None,
+                 ray: str | None = None) -> np.ndarray:
     """Embeddings of every sentence, (N, dim).
 
     With a workspace: float16, memory-mapped, cached under artifacts/embeddings/KEY
     (KEY = model fingerprint + corpus content hash + pooling); chunks are written as they
     finish and a rerun after a crash starts at the first missing chunk. `corpus` may be a
-    workspace corpus name, streamed from its Parquet file. Without a workspace: float32 in memory.
+    workspace corpus name or a `CorpusStream`, read in record batches. Without a workspace:
+    float32 in memory. `ray`: a Ray address ("local" starts one) to embed on Ray actors
+    instead (same cache, same values within float16 rounding).
     """
     if isinstance(corpus, str):
         if workspace is None:
             raise UserError("embedding a corpus by name needs a workspace")
-        name = corpus
-        digest = _streamed_digest(workspace, name)
-        n = workspace.corpus_info(name).sentences
-
-        def chunks(size: int) -> Iterator[list[str]]:
-            for part in workspace.iter_corpus(name, chunk_size=size):
-                yield part.texts()
+        stream = CorpusStream.from_workspace(workspace, corpus)
+        if stream is None:
+            workspace.corpus_path(corpus)  # the clear "no corpus named" error
     else:
-        if workspace is None:
-            return embed_texts(corpus.texts(), model, pooling=pooling, device=device, precision=precision,
-                               batch_size=batch_size, progress=progress)
-        digest = corpus_digest(corpus)
-        n = len(corpus)
-        data = corpus
+        stream = CorpusStream.of(corpus)
+    if workspace is None:
+        if ray:
+            from core.distributed import ray_embed
 
-        def chunks(size: int) -> Iterator[list[str]]:
-            for start in range(0, n, size):
-                yield [" ".join(t) for t in data.tokens[start:start + size]]
+            return ray_embed(stream, str(model.name if isinstance(model, ModelRef) else model), ray, pooling=pooling,
+                             precision=precision, batch_size=batch_size, progress=progress)
+        return embed_texts([t for part in stream.text_batches() for t in part], model, pooling=pooling, device=device,
+                           precision=precision, batch_size=batch_size, progress=progress)
+    digest = stream.digest()
+    n = len(stream)
+
+    def chunks(size: int) -> Iterator[list[str]]:
+        yield from stream.text_batches(size)
 
     ref = resolve_model(model) if not isinstance(model, ModelRef) else model
     key = embedding_key(ref, digest, pooling)
@@ -314,7 +318,40 @@ def embed_corpus(corpus: Corpus | str, model: str | ModelRef = "default", *, poo
         if progress is not None:
             progress(1.0, f"{n:,} embeddings from the cache")
         return np.load(final, mmap_mode="r")
+    if ray:
+        return _embed_on_ray(folder, stream, ref, digest, pooling, precision, batch_size, ray, progress)
     return _embed_in_chunks(folder, chunks, n, ref, digest, pooling, device, precision, workspace, batch_size, chunk_size, progress)
+
+
+def _embed_on_ray(folder: Path, stream: CorpusStream, ref: ModelRef, digest: str, pooling: str, precision: str,
+                  batch_size: int | None, address: str, progress: Progress | None) -> np.ndarray:
+    """The Ray Data pass, written straight into the cache's float16 memmap (no chunk files)."""
+    from core.distributed import ray_embed
+
+    t0 = time.time()
+    n = len(stream)
+    dim = int(resolve_dim(ref))
+    final = folder / "embeddings.npy"
+    tmp = temp_path_for(final)
+    out = np.lib.format.open_memmap(tmp, mode="w+", dtype=np.float16, shape=(n, dim))
+    name = "default" if ref.is_default else ref.load_path if ref.is_local else ref.name  # workers resolve it themselves
+    ray_embed(stream, name, address, pooling=pooling, precision=precision, batch_size=batch_size, out=out, progress=progress)
+    out.flush()
+    del out
+    os.replace(tmp, final)
+    atomic_write_json(folder / "meta.json", {"model": ref.name, "fingerprint": ref.fingerprint(), "corpus_hash": digest,
+                                             "pooling": pooling, "n": n, "dim": dim, "dtype": "float16", "ray": address,
+                                             "seconds": time.time() - t0, "created": time.time()})
+    if progress is not None:
+        progress(1.0, f"{n:,} sentences embedded on Ray")
+    return np.load(final, mmap_mode="r")
+
+
+def resolve_dim(ref: ModelRef) -> int:
+    """Embedding width from the model's config (no weights loaded)."""
+    from core.models import load_config
+
+    return int(load_config(ref).hidden_size)
 
 
 def _embed_in_chunks(folder: Path, chunks: Callable[[int], Iterator[list[str]]], n: int, ref: ModelRef, digest: str,
@@ -381,13 +418,8 @@ def _assemble(folder: Path, manifest: dict[str, Any], n: int, n_chunks: int, sec
 
 
 def _streamed_digest(workspace: Workspace, name: str) -> str:
-    """Same hash as `corpus_digest`, computed chunk by chunk so a large DC is never loaded whole."""
-    h = hashlib.sha256()
-    for part in workspace.iter_corpus(name):
-        for toks in part.tokens:
-            h.update("\x1f".join(toks).encode("utf-8"))
-            h.update(b"\n")
-    return h.hexdigest()[:16]
+    """Same hash as `corpus_digest`, computed batch by batch (and cached) so a large DC is never loaded whole."""
+    return CorpusStream.from_workspace(workspace, name).digest()
 
 
 # --------------------------------------------------------------------------- job
@@ -399,8 +431,9 @@ def embed_job(params: dict[str, Any], ctx: Any) -> dict[str, Any]:
     name = params["corpus"]
     ws.corpus_path(name)  # a clear error for an unknown name
     t0 = time.time()
+    ray = params.get("ray") or ws.settings().get("ray_address") or None
     vecs = embed_corpus(name, params.get("model", "default"), pooling=params.get("pooling", "mean"),
                         device=params.get("device", "auto"), precision=params.get("precision", "auto"), workspace=ws,
-                        chunk_size=int(params.get("chunk_size", DEFAULT_CHUNK)), progress=ctx.progress)
+                        chunk_size=int(params.get("chunk_size", DEFAULT_CHUNK)), progress=ctx.progress, ray=ray)
     ctx.log(f"embedded {len(vecs)} sentences of {name} -> {vecs.shape}")
     return {"corpus": name, "key": Path(vecs.filename).parent.name, "shape": list(vecs.shape), "seconds": time.time() - t0}

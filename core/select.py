@@ -37,11 +37,14 @@ import numpy as np
 
 from core.corpus import Corpus
 from core.errors import UserError
-from core.workspace import Role, Workspace, atomic_write_json, atomic_write_text, content_hash, temp_path_for
+from core.stream import CorpusStream, selected_records
+from core.workspace import Workspace, atomic_write_json, content_hash, resolve_corpus_ref, temp_path_for
 
 Progress = Callable[[float, str], None]
 ARTIFACT = "selection"
 EXPORT_FORMATS = ("txt", "jsonl", "csv")
+NER_BATCH = 10_000  # DC sentences predicted per pass of the NER strategy
+MLM_BATCH = 10_000  # DC sentences per pseudo-perplexity call
 
 
 class Strategy(str, Enum):
@@ -136,6 +139,10 @@ def rank_order(scores: np.ndarray, higher_is_better: bool = True, secondary: np.
     """Full ranking of DC indices: by score, then by `secondary` (same direction), then by index."""
     scores = np.asarray(scores, dtype=np.float64)
     sign = -1.0 if higher_is_better else 1.0
+    if secondary is None:
+        # A stable sort keeps index order among ties: the lexsort below without its index key,
+        # and half the temporary memory (10M sentences: one float64 key, one int64 result).
+        return np.argsort(np.nan_to_num(sign * scores, nan=np.inf), kind="stable")
     keys = [np.arange(len(scores))]
     if secondary is not None:
         keys.append(sign * np.nan_to_num(np.asarray(secondary, dtype=np.float64), nan=-np.inf * sign))
@@ -201,7 +208,7 @@ def topk_cosine(emb: np.ndarray, queries: np.ndarray, k: int, chunk_rows: int | 
 @dataclass
 class _Inputs:
     tc: Corpus
-    dc: Corpus
+    dc: CorpusStream  # read in record batches, never whole
     budget: int
     model: str
     model2: str | None
@@ -210,6 +217,7 @@ class _Inputs:
     workspace: Workspace | None
     options: Mapping[str, Any]
     progress: Progress
+    ray: str | None = None  # a Ray address ("local" starts one): embedding and LM scoring run as Ray Data passes
 
     def sub(self, start: float, end: float, prefix: str = "") -> Progress:
         return lambda f, m="": self.progress(start + (end - start) * f, prefix + m)
@@ -227,7 +235,7 @@ def _embed_pair(x: _Inputs, model: str, start: float, end: float) -> tuple[np.nd
 
     mid = start + (end - start) * 0.1
     tc_emb = embed_corpus(x.tc, model, workspace=x.workspace, progress=x.sub(start, mid, "TC: "))
-    dc_emb = embed_corpus(x.dc, model, workspace=x.workspace, progress=x.sub(mid, end, "DC: "))
+    dc_emb = embed_corpus(x.dc, model, workspace=x.workspace, progress=x.sub(mid, end, "DC: "), ray=x.ray)
     return tc_emb, dc_emb
 
 
@@ -284,9 +292,17 @@ def _by_ner(x: _Inputs) -> _Ranking:
         raise UserError(f"{x.ner_model} is not a fine-tuned NER model folder (no ner_config.json); strategy 'ner' needs a NER model")
     model = load_ner_model(x.ner_model)
     x.progress(0.05, "NER model loaded")
-    preds = predict_corpus(model, x.dc, batch_size=int(x.options.get("batch_size", 32)), progress=x.sub(0.05, 0.95, "NER: "))
-    n_spans = np.array([len(p.spans) for p in preds], dtype=np.float32)
-    c1 = np.array([p.c1 for p in preds], dtype=np.float64)
+    n_spans = np.empty(len(x.dc), dtype=np.float32)
+    c1 = np.empty(len(x.dc), dtype=np.float64)
+    done, n = 0, len(x.dc)
+    for part in x.dc.batches(NER_BATCH):  # predictions of one batch at a time: memory flat in DC's size
+        lo = done / n
+        hi = (done + len(part)) / n
+        preds = predict_corpus(model, part, batch_size=int(x.options.get("batch_size", 32)),
+                               progress=x.sub(0.05 + 0.9 * lo, 0.05 + 0.9 * hi, "NER: "))
+        n_spans[done:done + len(part)] = [len(p.spans) for p in preds]
+        c1[done:done + len(part)] = [p.c1 for p in preds]
+        done += len(part)
     return _Ranking(n_spans, rank_order(n_spans, True, secondary=c1), {"c1": c1})
 
 
@@ -297,12 +313,35 @@ def _by_ngram_ppl(x: _Inputs) -> _Ranking:
         raise UserError(f"strategy 'ppl' needs the Kneser-Ney n-gram LM (core.ngram), which is not available: {exc}") from None
     lm = build_lm(x.tc.tokens, order=int(x.options.get("order", 3)), progress=x.sub(0.0, 0.3, "LM: "))
     x.progress(0.3, "scoring DC")
-    ppl = np.asarray(lm.sentence_perplexities(x.dc.tokens), dtype=np.float64)
+    if x.ray:
+        from core.distributed import ray_lm_perplexities
+
+        ppl = ray_lm_perplexities(lm, x.dc, x.ray, progress=x.sub(0.3, 1.0, "DC: "))
+    else:
+        ppl = streamed_perplexities(lm, x.dc, progress=x.sub(0.3, 1.0, "DC: "))
     return _Ranking(ppl, rank_order(ppl, higher_is_better=False))
 
 
+def streamed_perplexities(lm: Any, dc: CorpusStream | Corpus, progress: Progress | None = None) -> np.ndarray:
+    """Per-sentence perplexity of every DC sentence, one record batch at a time (8 bytes/sentence)."""
+    dc = CorpusStream.of(dc)
+    out = np.empty(len(dc), dtype=np.float64)
+    done = 0
+    for toks in dc.token_batches():
+        out[done:done + len(toks)] = lm.sentence_perplexities(toks)
+        done += len(toks)
+        if progress is not None:
+            progress(done / max(1, len(dc)), f"{done:,}/{len(dc):,} sentences scored")
+    return out
+
+
 def _by_mlm_ppl(x: _Inputs) -> _Ranking:
-    ppl = pseudo_perplexities(x.dc.texts(), x.model, batch_size=int(x.options.get("batch_size", 64)), progress=x.progress)
+    ppl = np.empty(len(x.dc), dtype=np.float64)
+    done, n = 0, len(x.dc)
+    for texts in x.dc.text_batches(MLM_BATCH):
+        ppl[done:done + len(texts)] = pseudo_perplexities(texts, x.model, batch_size=int(x.options.get("batch_size", 64)),
+                                                          progress=x.sub(done / n, (done + len(texts)) / n))
+        done += len(texts)
     return _Ranking(ppl, rank_order(ppl, higher_is_better=False))
 
 
@@ -320,6 +359,20 @@ def load_mlm(model: str):
     return load_tokenizer(ref), mlm.eval()
 
 
+_MLMS: dict[str, Any] = {}
+
+
+def _cached_mlm(model: str):
+    """load_mlm once per process: mlm-ppl calls pseudo_perplexities once per DC batch."""
+    from core.models import resolve_model
+
+    key = resolve_model(model).fingerprint()
+    if key not in _MLMS:
+        _MLMS.clear()
+        _MLMS[key] = load_mlm(model)
+    return _MLMS[key]
+
+
 def pseudo_perplexities(texts: Sequence[str], model: str, batch_size: int = 64, device: str = "auto",
                         max_length: int = 128, progress: Progress | None = None) -> np.ndarray:
     """Masked-LM pseudo-perplexity per sentence (Salazar et al. 2020): mask each subword in
@@ -330,7 +383,7 @@ def pseudo_perplexities(texts: Sequence[str], model: str, batch_size: int = 64, 
 
     from core.models import pick_device
 
-    tokenizer, mlm = load_mlm(model)
+    tokenizer, mlm = _cached_mlm(model)
     dev = pick_device(device)
     mlm.to(dev)
     enc = tokenizer(list(texts), truncation=True, max_length=max_length, return_special_tokens_mask=True)
@@ -380,7 +433,7 @@ def _by_dsir(x: _Inputs) -> _Ranking:
 
 
 def _by_random(x: _Inputs) -> _Ranking:
-    keys = np.random.default_rng(x.seed).random(len(x.dc))
+    keys = np.random.default_rng(x.seed).random(len(x.dc))  # needs DC's size only: nothing is read
     return _Ranking(keys, rank_order(keys))
 
 
@@ -406,10 +459,38 @@ class Selection:
     indices: np.ndarray  # (k,) DC indices of the selected sentences, rank order
     scores: np.ndarray  # (N,) score of every DC sentence
     order: np.ndarray  # (N,) every DC index, best first
-    selected: Corpus  # the selected sentences with every field DC carried
     meta: dict[str, Any]
     key: str | None = None
     folder: Path | None = None
+    source: CorpusStream | None = None  # DC, to read the selected rows from when they are needed
+    selected_corpus: Corpus | None = field(default=None, repr=False)
+
+    @property
+    def selected(self) -> Corpus:
+        """The selected sentences with every field DC carried, read on first use (from DC, or
+        from the saved selected.jsonl): a 1M-sentence selection is not held unless asked for."""
+        if self.selected_corpus is None:
+            if self.source is not None:
+                self.selected_corpus = self.source.take(self.indices)
+            elif self._rows_path() is not None:
+                rows = list(self._file_records())
+                fixed = {"text", "tokens", "score", "rank", "dc_index"}
+                fields = {k: [r.get(k) for r in rows] for k in (rows[0] if rows else {}) if k not in fixed}
+                self.selected_corpus = Corpus(tokens=[r["tokens"] for r in rows], fields=fields,
+                                              name=self.meta.get("dc_name", ""))
+            else:
+                raise UserError(f"selection {self.key} has neither its DC nor a saved selected.jsonl")
+        return self.selected_corpus
+
+    def _rows_path(self) -> Path | None:
+        path = self.folder / "selected.jsonl" if self.folder is not None else None
+        return path if path is not None and path.exists() else None
+
+    def _file_records(self) -> Iterator[dict[str, Any]]:
+        with open(self._rows_path(), encoding="utf-8") as fh:  # type: ignore[arg-type]
+            for line in fh:
+                if line.strip():
+                    yield json.loads(line)
 
     @property
     def dc_size(self) -> int:
@@ -424,11 +505,33 @@ class Selection:
         return list(self.meta.get("notes", []))
 
     def records(self) -> Iterator[dict[str, Any]]:
+        """JSON-ready rows in rank order, streamed: from selected.jsonl when saved, else from DC."""
+        if self.selected_corpus is None and self._rows_path() is not None:
+            yield from self._file_records()
+            return
+        if self.selected_corpus is None and self.source is not None and self.source.streamed:
+            yield from selected_records(self.source, self.indices, self.scores)
+            return
         for rank, i in enumerate(self.indices):
             rec = self.selected.record(rank)
             rec.pop("tags", None)
             yield {"text": rec.pop("text"), "tokens": rec.pop("tokens"), "score": _jsonable(self.scores[i]), "rank": rank + 1,
                    "dc_index": int(i), **rec}
+
+    def write_export(self, path: str | Path, fmt: str | None = None) -> Path:
+        """The export written row by row (atomically): memory stays flat for any selection size."""
+        path = Path(path)
+        fmt = fmt or {".txt": "txt", ".csv": "csv"}.get(path.suffix.lower(), "jsonl")
+        if fmt not in EXPORT_FORMATS:
+            raise UserError(f"unknown export format {fmt!r}: expected one of {', '.join(EXPORT_FORMATS)}")
+        tmp = temp_path_for(path)
+        try:
+            with open(tmp, "w", encoding="utf-8", newline="") as fh:
+                _write_records(fh, self.records(), fmt)
+            os.replace(tmp, path)
+        finally:
+            tmp.unlink(missing_ok=True)
+        return path
 
     def to_frame(self, limit: int | None = None):
         import pandas as pd
@@ -443,24 +546,26 @@ class Selection:
 
     def export_bytes(self, fmt: str) -> bytes:
         """The selection as txt (one sentence per line), JSONL (all fields) or CSV."""
-        if fmt == "txt":
-            return "".join(" ".join(t) + "\n" for t in self.selected.tokens).encode("utf-8")
-        if fmt == "jsonl":
-            return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in self.records()).encode("utf-8")
-        if fmt == "csv":
-            buf = io.StringIO()
-            self.to_frame().to_csv(buf, index=False)
-            return buf.getvalue().encode("utf-8")
-        raise UserError(f"unknown export format {fmt!r}: expected one of {', '.join(EXPORT_FORMATS)}")
+        if fmt not in EXPORT_FORMATS:
+            raise UserError(f"unknown export format {fmt!r}: expected one of {', '.join(EXPORT_FORMATS)}")
+        buf = io.StringIO(newline="")
+        _write_records(buf, self.records(), fmt)
+        return buf.getvalue().encode("utf-8")
 
     def domain_precision(self, target_domain: str | None = None) -> dict[str, Any] | None:
         """Share of selected sentences from the target domain, next to random's expectation
         (the domain's share of DC). None when DC carries no `domain` field or no target is known."""
         counts: dict[str, int] = self.meta.get("dc_domain_counts") or {}
         target = target_domain or self.meta.get("target_domain")
-        if not counts or target is None or "domain" not in self.selected.fields:
+        if not counts or target is None:
             return None
-        hits = sum(1 for d in self.selected.fields["domain"] if str(d) == str(target))
+        selected_counts = self.meta.get("selected_domain_counts")
+        if selected_counts is not None:  # counted while selecting: no need to read the selected rows
+            hits = int(selected_counts.get(str(target), 0))
+        elif "domain" in self.selected.fields:
+            hits = sum(1 for d in self.selected.fields["domain"] if str(d) == str(target))
+        else:
+            return None
         return {"target_domain": target, "domain_precision": hits / max(1, len(self.indices)),
                 "random_domain_precision": counts.get(str(target), 0) / max(1, self.dc_size)}
 
@@ -479,45 +584,74 @@ def _jsonable(v: Any) -> Any:
     return v if math.isfinite(v) else None
 
 
+def _write_records(fh: Any, records: Iterator[dict[str, Any]], fmt: str) -> None:
+    """txt (one sentence per line), JSONL (every field) or CSV (every field but tokens), row by row."""
+    if fmt == "txt":
+        for r in records:
+            fh.write(" ".join(r["tokens"]) + "\n")
+    elif fmt == "jsonl":
+        for r in records:
+            fh.write(json.dumps(r, ensure_ascii=False) + "\n")
+    elif fmt == "csv":
+        import csv
+
+        writer = None
+        for r in records:
+            r = {k: v for k, v in r.items() if k != "tokens"}
+            if writer is None:
+                writer = csv.DictWriter(fh, fieldnames=list(r), extrasaction="ignore", lineterminator="\n")
+                writer.writeheader()
+            writer.writerow({k: "" if v is None else v for k, v in r.items()})
+
+
 # --------------------------------------------------------------------------- select()
 
 
-def select(tc: Corpus, dc: Corpus, strategy: str | Strategy, budget: int | float | str, *, model: str = "default",
-           model2: str | None = None, ner_model: str | None = None, target_domain: str | None = None, seed: int = 0,
-           workspace: Workspace | None = None, progress: Progress | None = None,
-           options: Mapping[str, Any] | None = None, names: Mapping[str, str] | None = None) -> Selection:
+def select(tc: Corpus | CorpusStream, dc: Corpus | CorpusStream, strategy: str | Strategy, budget: int | float | str, *,
+           model: str = "default", model2: str | None = None, ner_model: str | None = None, target_domain: str | None = None,
+           seed: int = 0, workspace: Workspace | None = None, progress: Progress | None = None,
+           options: Mapping[str, Any] | None = None, names: Mapping[str, str] | None = None,
+           ray: str | None = None) -> Selection:
     """Rank DC for TC with `strategy` and keep the first `budget` sentences.
 
     `budget`: a count (integer >= 1) or a ratio of DC (0 < b <= 1). `options` holds
     strategy knobs (dsir: sampling "gumbel"|"topk", buckets; knn: k;
     ppl: order; cosine: normalize_tc, averaging unit vectors instead of raw embeddings as the
     paper does; ner / mlm-ppl: batch_size).
+    DC may be a `CorpusStream` (`CorpusStream.from_workspace(ws, "dc")`): every strategy then
+    reads it in record batches, and memory stays at a batch plus the (N,) score and order arrays.
+    `ray`: a Ray address ("local" starts a local cluster) for the embedding and LM-scoring
+    passes; same result as without (the selection key does not include it).
     With a workspace the result is saved (and reused) as artifact "selection".
     `names` ({"tc": ..., "dc": ...}) records workspace corpus names in the metadata.
     """
     t0 = time.time()
     strat = Strategy.parse(strategy)
     info = strat.info
-    if len(dc) == 0:
+    if isinstance(tc, CorpusStream):
+        tc = tc.to_corpus()  # TC is small: the LM and the mean embedding need it whole
+    stream = CorpusStream.of(dc)
+    n = len(stream)
+    if n == 0:
         raise UserError("the domain corpus DC is empty")
     if len(tc) == 0 and strat not in (Strategy.RANDOM, Strategy.ALL):
         raise UserError("the task corpus TC is empty")
-    count, notes = resolve_budget(budget, len(dc))
+    count, notes = resolve_budget(budget, n)
     if strat == Strategy.ALL:
-        if count < len(dc):
-            notes.append(f"strategy 'all' ignores the budget ({count:,}): all {len(dc):,} DC sentences selected")
-        count = len(dc)
+        if count < n:
+            notes.append(f"strategy 'all' ignores the budget ({count:,}): all {n:,} DC sentences selected")
+        count = n
     options = dict(options or {})
     report = progress or (lambda f, m="": None)
     target = resolve_target_domain(tc, target_domain)
 
     from core.embed import corpus_digest
 
-    tc_hash, dc_hash = corpus_digest(tc), corpus_digest(dc)
+    tc_hash, dc_hash = corpus_digest(tc), stream.digest()
     key = content_hash("selection", tc_hash, dc_hash, strat.value, count, _model_ids(strat, model, model2, ner_model),
                        seed if strat in (Strategy.RANDOM, Strategy.DSIR) else None, options)
     if workspace is not None:
-        cached = _load_if_complete(workspace, key, dc)
+        cached = _load_if_complete(workspace, key, stream)
         if cached is not None:
             cached.meta["seconds"] = time.time() - t0
             if target is not None:
@@ -525,28 +659,39 @@ def select(tc: Corpus, dc: Corpus, strategy: str | Strategy, budget: int | float
             report(1.0, "loaded from the workspace")
             return cached
 
-    x = _Inputs(tc=tc, dc=dc, budget=count, model=model, model2=model2, ner_model=ner_model, seed=seed, workspace=workspace,
-                options=options, progress=report)
+    x = _Inputs(tc=tc, dc=stream, budget=count, model=model, model2=model2, ner_model=ner_model, seed=seed,
+                workspace=workspace, options=options, progress=report, ray=ray)
     ranking = _SCORERS[strat](x)
-    indices = np.asarray(ranking.order[:count], dtype=np.int64)
-    domains = dc.fields.get("domain")
+    order = np.asarray(ranking.order, dtype=np.int64)
+    indices = order[:count]
+    dc_domains = stream.field_counts("domain")
+    selected_domains = stream.field_counts("domain", indices) if dc_domains is not None else None
     meta = {"strategy": strat.value, "budget_requested": budget if not isinstance(budget, np.generic) else budget.item(),
-            "budget": count, "dc_size": len(dc), "tc_size": len(tc), "model": model if "model" in info.models else None,
+            "budget": count, "dc_size": n, "tc_size": len(tc), "model": model if "model" in info.models else None,
             "model2": model2 if "model2" in info.models else None,
             "ner_model": ner_model if "ner_model" in info.models else None, "seed": seed, "options": options,
             "tc_hash": tc_hash, "dc_hash": dc_hash, "tc_name": (names or {}).get("tc", tc.name),
-            "dc_name": (names or {}).get("dc", dc.name), "score_name": info.score_name,
+            "dc_name": (names or {}).get("dc", stream.name), "score_name": info.score_name,
             "higher_is_better": info.higher_is_better, "notes": notes, "target_domain": target,
-            "dc_domain_counts": dict(Counter(str(d) for d in domains)) if domains is not None else None,
+            "dc_domain_counts": dict(dc_domains) if dc_domains is not None else None,
+            "selected_domain_counts": dict(selected_domains) if selected_domains is not None else None,
             "extra": {k: v for k, v in ranking.extra.items() if not isinstance(v, np.ndarray)},
             "created": time.time()}
-    sel = Selection(strategy=strat.value, indices=indices, scores=np.asarray(ranking.scores), order=np.asarray(ranking.order),
-                    selected=dc.subset(indices.tolist()), meta=meta, key=key)
+    sel = Selection(strategy=strat.value, indices=indices, scores=np.asarray(ranking.scores), order=order, meta=meta, key=key,
+                    source=stream)
     meta["seconds"] = time.time() - t0
     if workspace is not None:
+        report(0.99, f"writing {count:,} selected sentences")
         save_selection(workspace, sel)
-    report(1.0, f"selected {count:,} of {len(dc):,}")
+    report(1.0, f"selected {count:,} of {n:,}")
     return sel
+
+
+def open_dc(ws: Workspace, ref: str | Path) -> CorpusStream:
+    """DC as a stream: a workspace corpus (by name or role) is read from its Parquet file in
+    record batches; a file path is read into memory (import it to stream it)."""
+    stream = CorpusStream.from_workspace(ws, str(ref))
+    return stream if stream is not None else CorpusStream(ws.resolve_corpus(ref))
 
 
 def _model_ids(strat: Strategy, model: str, model2: str | None, ner_model: str | None) -> dict[str, str]:
@@ -571,51 +716,82 @@ def resolve_target_domain(tc: Corpus, target_domain: str | None) -> str | None:
 
 def save_selection(ws: Workspace, sel: Selection) -> Path:
     """selected.jsonl + scores.npy + order.npy + meta.json under artifacts/selection/KEY; meta.json last
-    (its presence marks a complete artifact)."""
+    (its presence marks a complete artifact). The selected rows are written one by one, read
+    from DC in a single pass when DC is streamed."""
     folder = ws.artifact_dir(ARTIFACT, sel.key or content_hash(sel.meta))
-    for name, arr in (("scores.npy", sel.scores.astype(np.float32)), ("order.npy", sel.order.astype(np.int64))):
+    for name, arr in (("scores.npy", sel.scores), ("order.npy", sel.order)):
         tmp = temp_path_for(folder / name)
         with open(tmp, "wb") as fh:
-            np.save(fh, arr)
+            np.save(fh, np.asarray(arr, dtype=np.float32 if name == "scores.npy" else np.int64))
         os.replace(tmp, folder / name)
-    atomic_write_text(folder / "selected.jsonl", sel.export_bytes("jsonl").decode("utf-8"))
+    sel.write_export(folder / "selected.jsonl", "jsonl")
     atomic_write_json(folder / "meta.json", {**sel.meta, "key": folder.name})
     sel.folder, sel.key = folder, folder.name
     return folder
 
 
 def load_selection(ws: Workspace, key: str) -> Selection:
+    """A saved selection; scores and order memory-mapped, the selected rows read from
+    selected.jsonl only when asked for (`records()` streams them, `.selected` loads them)."""
     folder = ws.find_artifact(ARTIFACT, key)
     if folder is None or not (folder / "meta.json").exists():
         raise UserError(f"no saved selection {key!r} in workspace {ws.root}")
     meta = json.loads((folder / "meta.json").read_text("utf-8"))
-    rows = [json.loads(line) for line in (folder / "selected.jsonl").read_text("utf-8").splitlines() if line.strip()]
-    fixed = {"text", "tokens", "score", "rank", "dc_index"}
-    fields = {k: [r.get(k) for r in rows] for k in (rows[0] if rows else {}) if k not in fixed}
-    selected = Corpus(tokens=[r["tokens"] for r in rows], fields=fields, name=meta.get("dc_name", ""))
-    return Selection(strategy=meta["strategy"], indices=np.array([r["dc_index"] for r in rows], dtype=np.int64),
-                     scores=np.load(folder / "scores.npy", mmap_mode="r"), order=np.load(folder / "order.npy", mmap_mode="r"),
-                     selected=selected, meta=meta, key=folder.name, folder=folder)
+    order = np.load(folder / "order.npy", mmap_mode="r")
+    return Selection(strategy=meta["strategy"], indices=np.asarray(order[:int(meta["budget"])], dtype=np.int64),
+                     scores=np.load(folder / "scores.npy", mmap_mode="r"), order=order, meta=meta, key=folder.name,
+                     folder=folder)
 
 
-def _load_if_complete(ws: Workspace, key: str, dc: Corpus) -> Selection | None:
+def _load_if_complete(ws: Workspace, key: str, dc: CorpusStream) -> Selection | None:
     folder = ws.find_artifact(ARTIFACT, key)
     if folder is None or not (folder / "meta.json").exists():
         return None
     sel = load_selection(ws, key)
-    sel.selected = dc.subset(sel.indices.tolist())  # carried fields with their original types
+    if not dc.streamed:
+        sel.source = dc  # carried fields with their original types, read from DC on first use
     sel.meta["notes"] = [*sel.notes, "loaded from the workspace (same inputs and parameters)"]
     return sel
 
 
 def list_selections(ws: Workspace) -> list[dict[str, Any]]:
-    """Metadata of every saved selection, newest last."""
+    """Metadata of every saved selection, newest last: the one listing of the selection store
+    (the Inspect page, the Runs page and MLM training read it through here)."""
     out = []
     for folder in ws.list_artifacts(ARTIFACT):
         meta_path = folder / "meta.json"
         if meta_path.exists():
-            out.append({**json.loads(meta_path.read_text("utf-8")), "key": folder.name})
+            try:
+                meta = json.loads(meta_path.read_text("utf-8"))
+            except (OSError, json.JSONDecodeError):
+                continue  # a half-written or foreign folder is not a selection
+            out.append({**meta, "key": folder.name, "folder": str(folder)})
     return out
+
+
+def find_selection(ws: Workspace, ref: str | Path) -> Path | None:
+    """The folder of a saved selection named by key (or a unique key prefix), or by its folder path."""
+    path = Path(str(ref))
+    if path.is_dir() and (path / "meta.json").exists():
+        return path
+    exact = ws.find_artifact(ARTIFACT, str(ref))
+    if exact is not None and (exact / "meta.json").exists():
+        return exact
+    matches = [Path(m["folder"]) for m in list_selections(ws) if str(m["key"]).startswith(str(ref))] if str(ref) else []
+    return matches[0] if len(matches) == 1 else None
+
+
+def selection_texts(ws: Workspace, ref: str | Path) -> Iterator[str]:
+    """The selected sentences' texts in rank order, streamed from selected.jsonl (MLM training
+    reads a selection through here)."""
+    folder = find_selection(ws, ref)
+    if folder is None:
+        raise UserError(f"no saved selection {str(ref)!r} in workspace {ws.root}")
+    with open(folder / "selected.jsonl", encoding="utf-8") as fh:
+        for line in fh:
+            if line.strip():
+                rec = json.loads(line)
+                yield rec["text"] if rec.get("text") is not None else " ".join(rec.get("tokens") or [])
 
 
 def selection_label(meta: Mapping[str, Any]) -> str:
@@ -653,10 +829,17 @@ def ranking_table(sel: Selection, dc: Corpus | None = None, head: int = 20, tail
         rows_corpus = dc.subset(idx)
     elif workspace is not None:
         rows_corpus = _dc_rows(workspace, sel, idx)
+    keys = None
+    if (sel.meta.get("extra") or {}).get("sampling") == "gumbel":  # the order sorts on score + Gumbel noise: show it
+        from core.dsir import gumbel_keys
+
+        keys = gumbel_keys(sel.scores, int(sel.meta.get("seed") or 0))
     rows = []
     for j, (r, i) in enumerate(zip(picks, idx)):
         row = {"rank": r + 1, "dc_index": i, "score": _jsonable(sel.scores[i]), "selected": r < sel.budget,
                "text": " ".join(rows_corpus.tokens[j]) if rows_corpus is not None else ""}
+        if keys is not None:
+            row["sampled_key"] = float(keys[i])
         if rows_corpus is not None:
             row.update({k: v[j] for k, v in rows_corpus.fields.items() if k != "id"})
         rows.append(row)
@@ -664,14 +847,14 @@ def ranking_table(sel: Selection, dc: Corpus | None = None, head: int = 20, tail
 
 
 def _dc_rows(ws: Workspace, sel: Selection, idx: list[int]) -> Corpus | None:
-    import pyarrow.parquet as pq
-
     name = sel.meta.get("dc_name")
-    if name and not ws.has_corpus(name) and name.lower() in {r.value for r in Role}:
-        name = ws.corpus_for_role(name.lower())  # the CLI accepts a role ("dc") for a workspace corpus
-    if not name or not ws.has_corpus(name) or ws.corpus_info(name).sentences != sel.dc_size:
+    try:  # the one resolver: a name, or a role ("dc") the CLI accepted
+        ref = resolve_corpus_ref(name, ws) if name else None
+    except UserError:
+        ref = None
+    if ref is None or ref.kind == "path" or ws.corpus_info(ref.name).sentences != sel.dc_size:
         return None
-    return Corpus.from_arrow(pq.read_table(ws.corpus_path(name)).take(idx))
+    return CorpusStream.from_workspace(ws, ref.name).take(idx)  # only the row groups holding these rows
 
 
 def score_histogram(sel: Selection, bins: int = 60):
@@ -704,13 +887,15 @@ def selection_job(params: dict[str, Any], ctx: Any) -> dict[str, Any]:
         if params.get(role) in (None, ""):
             raise UserError(f"selection needs '{role}'")
     tc = ws.resolve_corpus(params["tc"])
-    dc = ws.resolve_corpus(params["dc"])
+    dc = open_dc(ws, params["dc"])
     target = params.get("target_domain") or resolve_target_domain(tc, None) or ws.settings().get("target_domain")
-    ctx.log(f"select {params['strategy']} budget {params['budget']}: TC {params['tc']} ({len(tc)}), DC {params['dc']} ({len(dc)})")
+    ray = params.get("ray") or ws.settings().get("ray_address") or None
+    ctx.log(f"select {params['strategy']} budget {params['budget']}: TC {params['tc']} ({len(tc)}), DC {params['dc']} ({len(dc)})"
+            + (f" on Ray {ray}" if ray else ""))
     sel = select(tc, dc, params["strategy"], params["budget"], model=params.get("model") or "default",
                  model2=params.get("model2") or None, ner_model=params.get("ner_model") or None, target_domain=target,
                  seed=int(params.get("seed", 0)), workspace=ws, progress=ctx.progress, options=params.get("options"),
-                 names={"tc": str(params["tc"]), "dc": str(params["dc"])})
+                 names={"tc": str(params["tc"]), "dc": str(params["dc"])}, ray=ray)
     summary = sel.summary()
     for note in sel.notes:
         ctx.log(note)

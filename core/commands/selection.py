@@ -10,9 +10,9 @@ from pathlib import Path
 
 import numpy as np
 
-from core.cli import add_workspace_arg, print_json, tqdm_progress
+from core.cliutil import add_workspace_arg, print_json, tqdm_progress
 from core.errors import UserError
-from core.workspace import Workspace, atomic_write_bytes, temp_path_for
+from core.workspace import Workspace, temp_path_for
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -27,6 +27,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="mean of token activations (paper), or the model's own sentence-transformers pooling")
     p.add_argument("--precision", default="auto", choices=["auto", "fp32", "bf16", "fp16"])
     p.add_argument("--batch-size", type=int, default=None)
+    p.add_argument("--ray", default=None, metavar="ADDRESS",
+                   help="embed on a Ray cluster ('local' starts one on this machine; default: the workspace's Ray setting, else no Ray)")
     add_workspace_arg(p)
     p.set_defaults(func=cmd_embed)
 
@@ -43,6 +45,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
                    help="strategy option, e.g. sampling=topk (dsir), k=10 (knn), order=4 (ppl)")
+    p.add_argument("--ray", default=None, metavar="ADDRESS",
+                   help="run the embedding / LM-scoring pass on a Ray cluster ('local' starts one on this machine)")
     p.add_argument("--json", action="store_true", help="print a JSON summary")
     add_workspace_arg(p)
     p.set_defaults(func=cmd_select)
@@ -59,17 +63,22 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def cmd_embed(args: argparse.Namespace) -> int:
     from core.embed import embed_corpus
+    from core.select import open_dc
 
     ws = Workspace(args.workspace)
-    corpus = ws.resolve_corpus(args.file)
+    corpus = open_dc(ws, args.file)  # a workspace corpus is streamed, never loaded whole
     t0 = time.time()
     with tqdm_progress(f"embed {Path(args.file).name}") as progress:
         vecs = embed_corpus(corpus, args.model, pooling=args.pooling, device=args.device, precision=args.precision,
-                            workspace=ws, batch_size=args.batch_size, progress=progress)
+                            workspace=ws, batch_size=args.batch_size, progress=progress,
+                            ray=args.ray or ws.settings().get("ray_address") or None)
     out = Path(args.out)
     tmp = temp_path_for(out)
-    with open(tmp, "wb") as fh:
-        np.save(fh, np.asarray(vecs, dtype=np.float32))
+    arr = np.lib.format.open_memmap(tmp, mode="w+", dtype=np.float32, shape=vecs.shape)
+    for s in range(0, len(vecs), 1 << 16):  # float16 cache -> float32 file, a block at a time
+        arr[s:s + (1 << 16)] = vecs[s:s + (1 << 16)]
+    arr.flush()
+    del arr
     os.replace(tmp, out)
     print(f"wrote {vecs.shape[0]} x {vecs.shape[1]} embeddings to {out} in {time.time() - t0:.1f}s")
     return 0
@@ -89,18 +98,18 @@ def _parse_options(items: list[str]) -> dict[str, object]:
 
 
 def cmd_select(args: argparse.Namespace) -> int:
-    from core.select import select
+    from core.select import open_dc, select
 
     ws = Workspace(args.workspace)
-    tc, dc = ws.resolve_corpus(args.tc), ws.resolve_corpus(args.dc)
+    tc, dc = ws.resolve_corpus(args.tc), open_dc(ws, args.dc)  # a workspace DC is read in record batches
     t0 = time.time()
     with tqdm_progress(f"select {args.strategy}", enabled=not args.json) as progress:
         sel = select(tc, dc, args.strategy, args.budget, model=args.model, model2=args.model2, ner_model=args.ner_model,
                      target_domain=args.target_domain, seed=args.seed, workspace=ws, progress=progress,
-                     options=_parse_options(args.option), names={"tc": args.tc, "dc": args.dc})
+                     options=_parse_options(args.option), names={"tc": args.tc, "dc": args.dc},
+                     ray=args.ray or ws.settings().get("ray_address") or None)
     out = Path(args.out)
-    fmt = {".txt": "txt", ".csv": "csv"}.get(out.suffix.lower(), "jsonl")
-    atomic_write_bytes(out, sel.export_bytes(fmt))
+    sel.write_export(out)  # row by row: flat memory for any budget
     summary = {**sel.summary(), "seconds": time.time() - t0, "out": str(out)}
     if args.json:
         print_json(summary)

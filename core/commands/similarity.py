@@ -5,14 +5,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 from typing import Any
 
-from core.cli import add_workspace_arg, print_json, tqdm_progress
-from core.corpus import Corpus, read_corpus
+from core.cliutil import add_workspace_arg, print_json, tqdm_progress
+from core.corpus import Corpus
 from core.ngram import build_lm, lm_from
 from core.similarity import MEASURES, SimilarityParams, compare_corpora
-from core.workspace import Workspace, atomic_write_text
+from core.workspace import Workspace, atomic_write_text, resolve_corpus_ref
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -44,16 +43,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--backend", default="auto", choices=["auto", "numpy", "kenlm"],
                    help="numpy (default via auto: measured faster) or the kenlm-ex query library for ARPA files")
     s.add_argument("--out", default=None, help="write JSON lines here (default: stdout) and print a summary")
+    s.add_argument("--ray", default=None, metavar="ADDRESS",
+                   help="score on a Ray cluster ('local' starts one on this machine); numpy backend")
     add_workspace_arg(s)
     s.set_defaults(func=cmd_lm_score)
 
 
 def resolve(ref: str, workspace: str | None) -> Corpus:
-    """A file path is read directly (no workspace folder is created for it); anything else is
-    a workspace corpus name or role."""
-    if Path(ref).is_file():
-        return read_corpus(ref)
-    return Workspace(workspace).resolve_corpus(ref)
+    """`core.workspace.resolve_corpus_ref` (name, role, then file), loaded."""
+    return resolve_corpus_ref(ref, workspace).load()
 
 
 def cmd_similarity(args: argparse.Namespace) -> int:
@@ -83,9 +81,18 @@ def cmd_lm_build(args: argparse.Namespace) -> int:
 
 
 def cmd_lm_score(args: argparse.Namespace) -> int:
-    corpus = resolve(args.file, args.workspace)
+    from core.select import open_dc
+
+    ws = Workspace(args.workspace)
+    corpus = open_dc(ws, args.file)  # a workspace corpus is read in record batches
     lm = lm_from(args.arpa, order=args.order, workspace=args.workspace)
-    scores = lm.score_sentences(corpus, backend=args.backend)
+    ray = args.ray or ws.settings().get("ray_address") or None
+    if ray:
+        from core.distributed import ray_lm_scores
+
+        scores = ray_lm_scores(lm, corpus, ray)
+    else:
+        scores = lm.score_sentences(corpus.token_batches(), backend=args.backend)
     lines = [json.dumps({"sentence": i, "log10_prob": float(lp), "tokens": int(n), "perplexity": float(pp), "oov": int(o)})
              for i, (lp, n, pp, o) in enumerate(zip(scores.log10_prob, scores.n_predicted, scores.perplexity, scores.oov))]
     summary: dict[str, Any] = {"sentences": len(lines), "predicted_tokens": int(scores.n_predicted.sum()),
