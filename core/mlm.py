@@ -22,7 +22,6 @@ from __future__ import annotations
 import json
 import math
 import random
-import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
@@ -36,16 +35,14 @@ from core.models import ModelRef, load_masked_lm, load_tokenizer, resolve_model
 from core.training import (
     Checkpointer,
     Log,
+    LoopConfig,
     Metric,
     Progress,
+    TrainLoop,
     atomic_dir,
-    autocast,
     device_and_precision,
     epoch_order,
     grad_scaler,
-    optimizer_to,
-    rng_state,
-    set_rng_state,
     set_seed,
 )
 
@@ -227,87 +224,39 @@ def train_mlm(texts: Sequence[str], model: str | ModelRef, out_dir: str | Path, 
               {"params": [p for n, p in mlm.named_parameters() if n.endswith(no_decay)], "weight_decay": 0.0}]
     optimizer = torch.optim.AdamW(params, lr=config.lr)
     scheduler = get_linear_schedule_with_warmup(optimizer, int(config.warmup_ratio * total_steps), total_steps)
-    scaler = grad_scaler(device, precision)
 
-    step, epoch, skip = 0, 0, 0
-    if state is not None:
-        mlm.load_state_dict(state["model"])
-        optimizer.load_state_dict(state["optimizer"])
-        optimizer_to(optimizer, device)
-        scheduler.load_state_dict(state["scheduler"])
-        scaler.load_state_dict(state["scaler"])
-        set_rng_state(state["rng"])
-        step, epoch, skip = state["step"], state["epoch"], state["micro_in_epoch"]
-        log(f"resumed from checkpoint at step {step} (epoch {epoch + 1})")
-    if ckpt is not None:
-        ckpt.clear_temp()
     n_tokens = sum(len(e) for e in examples)
     head_note = (f"the encoder has no MLM head: a fresh head was initialised ({len(fresh)} weights: {', '.join(fresh[:4])}"
                  f"{', ...' if len(fresh) > 4 else ''})" if fresh else "the encoder's own MLM head is trained further")
+
+    def forward(idx: list[int]) -> tuple[torch.Tensor, int]:
+        batch = collator([{"input_ids": examples[i]} for i in idx])
+        batch = {k: v.to(device) for k, v in batch.items()}
+        return masked_lm_loss(mlm, batch), int(batch["attention_mask"].sum())
+
+    def plan(epoch: int) -> list[list[int]]:
+        order = epoch_order(len(examples), config.seed, epoch)
+        return [order[i:i + micro] for i in range(0, len(order), micro)]
+
+    loop = TrainLoop(
+        mlm, optimizer, scheduler, grad_scaler(device, precision),
+        LoopConfig(epochs=config.epochs, seed=config.seed, max_steps=total_steps, grad_accum=config.grad_accum,
+                   grad_clip=config.grad_clip, checkpoint_every=config.checkpoint_every, log_every=config.log_every, unit="tokens",
+                   checkpoint_at_end=False),
+        plan=plan, forward=forward, device=device, precision=precision, total_steps=total_steps, checkpoint_dir=checkpoint_dir,
+        extra={"config": asdict(config)}, progress=progress, log=log, metric=metric)
+    if state is not None:
+        loop.restore(state)
+        log(f"resumed from checkpoint at step {loop.state.step} (epoch {loop.state.epoch + 1})")
     log("Running MLM continued pretraining\n"
         f"  model: {ref.name} | {head_note}\n"
         f"  sentences: {len(texts):,} -> {len(examples):,} {'packed blocks' if config.pack else 'examples'} of <= {max_len} tokens "
         f"({n_tokens:,} tokens)\n"
         f"  epochs: {config.epochs} | batch: {config.batch_size} ({config.grad_accum} x {micro}) | steps: {total_steps} "
         f"| lr: {config.lr} | device: {device} ({precision})")
-
-    def save_checkpoint(micro_in_epoch: int) -> None:
-        if ckpt is not None:
-            ckpt.save({"model": mlm.state_dict(), "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
-                       "scaler": scaler.state_dict(), "rng": rng_state(), "step": step, "epoch": epoch,
-                       "micro_in_epoch": micro_in_epoch, "config": asdict(config)}, step)
-
-    started = time.time()
-    window_t, window_tokens, window_loss, window_n = time.time(), 0, 0.0, 0
-    real_tokens = 0
-    mlm.train()
-    done = step >= total_steps
-    while epoch < config.epochs and not done:
-        order = epoch_order(len(examples), config.seed, epoch)
-        micros = [order[i:i + micro] for i in range(0, len(order), micro)]
-        accum = 0
-        for m_i in range(skip, len(micros)):
-            batch = collator([{"input_ids": examples[i]} for i in micros[m_i]])
-            batch = {k: v.to(device) for k, v in batch.items()}
-            with autocast(device, precision):
-                loss = masked_lm_loss(mlm, batch) / config.grad_accum
-            scaler.scale(loss).backward()
-            tokens = int(batch["attention_mask"].sum())
-            real_tokens += tokens
-            window_tokens += tokens
-            window_loss += loss.item() * config.grad_accum
-            window_n += 1
-            accum += 1
-            if accum < config.grad_accum and m_i < len(micros) - 1:
-                continue
-            accum = 0
-            scaler.unscale_(optimizer)
-            if config.grad_clip:
-                torch.nn.utils.clip_grad_norm_(mlm.parameters(), config.grad_clip)
-            scaler.step(optimizer)
-            scaler.update()
-            scheduler.step()
-            optimizer.zero_grad(set_to_none=True)
-            step += 1
-            if step % config.log_every == 0 or step == total_steps:
-                dt = max(time.time() - window_t, 1e-9)
-                metric(step=step, epoch=epoch + 1, loss=window_loss / window_n, lr=scheduler.get_last_lr()[0],
-                       tokens_per_s=window_tokens / dt)
-                window_t, window_tokens, window_loss, window_n = time.time(), 0, 0.0, 0
-            if progress is not None:
-                progress(min(0.999, step / total_steps), f"step {step}/{total_steps}, loss {loss.item() * config.grad_accum:.3f}")
-            if step >= total_steps:
-                done = True
-                break
-            if config.checkpoint_every and step % config.checkpoint_every == 0:
-                save_checkpoint(m_i + 1)
-        else:
-            epoch += 1
-            skip = 0
-            save_checkpoint(0)
-            continue
-        break
-    seconds = time.time() - started
+    step = loop.run().step
+    real_tokens = loop.units
+    seconds = loop.seconds
     info = {"base_model": ref.name, "fresh_head": bool(fresh), "fresh_head_weights": fresh, "steps": step,
             "examples": len(examples), "sentences": len(texts), "tokens": n_tokens, "packed": config.pack,
             "config": asdict(config), "created_by": "core.mlm"}

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import json
 import math
-import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
@@ -38,17 +37,15 @@ from core.tags import Span, TagScheme, entity_types, spans_from_tags, tags_from_
 from core.training import (
     Checkpointer,
     Log,
+    LoopConfig,
     Metric,
     Progress,
+    TrainLoop,
     apply_cpu_threads,
     atomic_dir,
-    autocast,
     device_and_precision,
     epoch_order,
     grad_scaler,
-    optimizer_to,
-    rng_state,
-    set_rng_state,
     set_seed,
 )
 
@@ -76,6 +73,9 @@ class NerConfig:
     grad_clip: float = 1.0
     eval_batch_size: int = 64
     dev_limit: int | None = None  # evaluate on the first N dev sentences only (CPU demo runs)
+    eval_every: int = 1  # epochs between dev evaluations (patience still counts epochs)
+    min_delta: float = 0.0  # a dev-F1 gain at most this large counts as flat for early stopping (the better model is still kept)
+    bucket: int = 4  # batches per length-sorted chunk (less padding); 0 or 1: plain shuffled batches
     max_steps: int | None = None  # stop after this many optimizer steps (tests, smoke runs)
     checkpoint_every: int = 100  # steps between resumable checkpoints (also at each epoch end)
     log_every: int = 10  # steps between metric lines
@@ -231,15 +231,21 @@ class NerModel(nn.Module):
         return {f"emissions.{k}": v for k, v in self.emissions.state_dict().items()} | {
             f"crf.{k}": v for k, v in self.crf.state_dict().items()}
 
-    def save(self, out_dir: str | Path, extra: dict[str, Any] | None = None) -> Path:
+    def save(self, out_dir: str | Path, extra: dict[str, Any] | None = None, state: dict[str, torch.Tensor] | None = None) -> Path:
         """Write the model folder atomically (temp folder, then rename): a reader or a kill
-        never sees half a model."""
+        never sees half a model. `state` (a `state_dict()` copy, e.g. the best epoch's kept in
+        memory by train_ner) is written instead of the current weights."""
         from safetensors.torch import save_file
 
+        if state is None:
+            encoder_state, head = None, self.head_state()
+        else:
+            encoder_state = {k[len("encoder."):]: v for k, v in state.items() if k.startswith("encoder.")}
+            head = {k: v for k, v in state.items() if k.startswith(("emissions.", "crf."))}
         with atomic_dir(out_dir) as tmp:
-            self.encoder.save_pretrained(tmp)
+            self.encoder.save_pretrained(tmp, state_dict=encoder_state)
             self.tokenizer.save_pretrained(tmp)
-            save_file({k: v.detach().cpu().contiguous() for k, v in self.head_state().items()}, str(tmp / HEAD_FILE))
+            save_file({k: v.detach().cpu().contiguous() for k, v in head.items()}, str(tmp / HEAD_FILE))
             cfg = {"labels": self.labels, "scheme": TagScheme.BIOES.value, "base_model": self.base_model,
                    "dropout": self.dropout.p, "max_length": self.max_length, "created_by": "core.ner", **(extra or {})}
             (tmp / CONFIG_FILE).write_text(json.dumps(cfg, indent=2), "utf-8")
@@ -366,14 +372,98 @@ def _tag_ids(model: NerModel, tags: Sequence[Sequence[str]], width: int) -> torc
     return ids
 
 
+class EncodedCorpus:
+    """A labeled corpus tokenized once (sub-token ids, first sub-token of each word, tag ids), so
+    a training step only pads a batch instead of re-running the tokenizer every epoch."""
+
+    def __init__(self, model: NerModel, corpus: Corpus, chunk: int = 256):
+        self.ids: list[list[int]] = []
+        self.firsts: list[list[int]] = []
+        for start in range(0, len(corpus), chunk):
+            batch = model.encode(corpus.tokens[start:start + chunk])
+            lengths = batch.attention_mask.sum(1).tolist()
+            for b, (n_sub, n_words) in enumerate(zip(lengths, batch.n_words)):
+                self.ids.append(batch.input_ids[b, :n_sub].tolist())
+                self.firsts.append(batch.word_index[b, :n_words].tolist())
+        index = model.label_index
+        self.tags = [[index.get(t, 0) for t in seq[: len(f)]] for seq, f in zip(corpus.tags or [[] for _ in self.ids], self.firsts)]
+        self.pad_id = model.tokenizer.pad_token_id or 0
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def lengths(self) -> list[int]:
+        return [len(x) for x in self.ids]
+
+    def collate(self, idx: Sequence[int]) -> tuple[Batch, torch.Tensor]:
+        """Pad the chosen sentences to the longest of them (sub-tokens and words)."""
+        seq = max(len(self.ids[i]) for i in idx)
+        width = max(1, max(len(self.firsts[i]) for i in idx))
+        input_ids = torch.full((len(idx), seq), self.pad_id, dtype=torch.long)
+        attention = torch.zeros(len(idx), seq, dtype=torch.long)
+        word_index = torch.zeros(len(idx), width, dtype=torch.long)
+        word_mask = torch.zeros(len(idx), width, dtype=torch.bool)
+        tags = torch.zeros(len(idx), width, dtype=torch.long)
+        for b, i in enumerate(idx):
+            n, w = len(self.ids[i]), len(self.firsts[i])
+            input_ids[b, :n] = torch.tensor(self.ids[i])
+            attention[b, :n] = 1
+            if w:
+                word_index[b, :w] = torch.tensor(self.firsts[i])
+                word_mask[b, :w] = True
+                tags[b, :w] = torch.tensor(self.tags[i])
+        return Batch(input_ids, attention, word_index, word_mask, [len(self.firsts[i]) for i in idx]), tags
+
+
+def bucketed_batches(lengths: Sequence[int], batch_size: int, seed: int, epoch: int, bucket: int) -> list[list[int]]:
+    """One epoch's batches, a pure function of (seed, epoch): the shuffled order is cut into
+    chunks of `bucket` batches, each chunk sorted by length and cut into batches (so a batch
+    pads to similar lengths), and the batches are shuffled again. bucket <= 1: plain shuffle.
+
+    >>> sorted(len(b) for b in bucketed_batches([5, 1, 9, 3, 7], 2, seed=1, epoch=0, bucket=4))
+    [1, 2, 2]
+    """
+    order = epoch_order(len(lengths), seed, epoch)
+    if bucket <= 1:
+        return [order[i:i + batch_size] for i in range(0, len(order), batch_size)]
+    span = batch_size * bucket
+    batches = []
+    for start in range(0, len(order), span):
+        chunk = sorted(order[start:start + span], key=lambda i: lengths[i])
+        batches.extend(chunk[i:i + batch_size] for i in range(0, len(chunk), batch_size))
+    g = torch.Generator().manual_seed(seed * 100_003 + epoch + 7)
+    return [batches[i] for i in torch.randperm(len(batches), generator=g).tolist()]
+
+
+@torch.no_grad()
+def _fast_scores(model: NerModel, data: EncodedCorpus, gold: Sequence[Sequence[str]], batch_size: int, device: str) -> dict[str, Any]:
+    """Dev F1 for early stopping: Viterbi only (the CRF marginals behind c1/c2 are not needed),
+    on pre-encoded, length-sorted batches; the same tags and scores as `evaluate`."""
+    was_training = model.training
+    model.eval()
+    order = sorted(range(len(data)), key=lambda i: len(data.ids[i]))
+    pred: list[list[str] | None] = [None] * len(data)
+    for start in range(0, len(order), batch_size):
+        idx = order[start:start + batch_size]
+        batch, _ = data.collate(idx)
+        paths = model.crf.decode(model.word_emissions(batch.to(device)), batch.word_mask.to(device))
+        for k, i in enumerate(idx):
+            n = len(gold[i])
+            bioes = [model.labels[t] for t in paths[k]] + ["O"] * (n - len(paths[k]))
+            pred[i] = tags_from_spans(spans_from_tags(bioes, TagScheme.BIOES), n, TagScheme.BIOES)
+    if was_training:
+        model.train()
+    return scores_from_tags(gold, pred)
+
+
 def train_ner(train: Corpus, dev: Corpus | None, model: str | ModelRef, out_dir: str | Path, config: NerConfig | None = None,
               progress: Progress | None = None, log: Log | None = None, metric: Metric | None = None,
               checkpoint_dir: str | Path | None = None, overwrite: bool = False) -> dict[str, Any]:
     """Fine-tune encoder + CRF on `train`, keep the best model on `dev` F1 in `out_dir`.
 
-    With `checkpoint_dir`, a resumable checkpoint is written every `checkpoint_every` steps
-    and at each epoch end; calling again with the same folder continues from it (same
-    shuffled order, same RNG, same early-stopping counters). Returns a summary dict.
+    Runs on the shared `core.training.TrainLoop`: with `checkpoint_dir`, a resumable checkpoint
+    is written every `checkpoint_every` steps; calling again with the same folder continues from
+    it (same shuffled order, same RNG, same early-stopping counters). Returns a summary dict.
     """
     config = config or NerConfig()
     log = log or (lambda _m: None)
@@ -410,109 +500,58 @@ def train_ner(train: Corpus, dev: Corpus | None, model: str | ModelRef, out_dir:
         total_steps = min(total_steps, config.max_steps)
     warmup = int(config.warmup_ratio * total_steps)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min(1.0, (s + 1) / warmup) if warmup else 1.0)
-    scaler = grad_scaler(device, precision)
 
-    step, epoch, skip, best_f1, best_epoch, bad_epochs = 0, 0, 0, -1.0, -1, 0
+    train_data = EncodedCorpus(ner, train_b)
+    lengths = train_data.lengths()
+    dev_data = EncodedCorpus(ner, dev_b) if dev_b is not None else None
+    best: dict[str, Any] = {}
+
+    def forward(idx: list[int]) -> tuple[torch.Tensor, int]:
+        batch, tags = train_data.collate(idx)
+        return ner.loss(batch.to(device), tags.to(device)), len(idx)
+
+    def remember_best(score: float, epoch: int) -> None:
+        best.update(state={k: v.detach().clone() for k, v in ner.state_dict().items()}, extra={"best_dev_f1": score, "epoch": epoch},
+                    dirty=True)
+        log(f"  new best dev F1 {score:.4f} (epoch {epoch})")
+
+    def flush_best() -> None:
+        if best.get("dirty"):
+            ner.save(out_dir, best["extra"], state=best["state"])
+            best["dirty"] = False
+
+    loop = TrainLoop(
+        ner, optimizer, scheduler, grad_scaler(device, precision),
+        LoopConfig(epochs=config.epochs, seed=config.seed, max_steps=config.max_steps, grad_clip=config.grad_clip,
+                   checkpoint_every=config.checkpoint_every, log_every=config.log_every, eval_every=config.eval_every,
+                   patience=config.patience if dev_b is not None else None, min_delta=config.min_delta, unit="sentences"),
+        plan=lambda epoch: bucketed_batches(lengths, config.batch_size, config.seed, epoch, config.bucket),
+        forward=forward, device=device, precision=precision, total_steps=total_steps, checkpoint_dir=checkpoint_dir,
+        evaluate=(lambda: _fast_scores(ner, dev_data, dev_b.tags, config.eval_batch_size, device)) if dev_data is not None else None,
+        on_best=remember_best, flush_best=flush_best, extra={"labels": labels, "config": asdict(config)},
+        progress=progress, log=log, metric=metric,
+        progress_message=lambda st, loss: f"epoch {st.epoch + 1}, step {st.step}, loss {loss:.3f}")
     if state is not None:
-        ner.load_state_dict(state["model"])
-        optimizer.load_state_dict(state["optimizer"])
-        optimizer_to(optimizer, device)
-        scheduler.load_state_dict(state["scheduler"])
-        set_rng_state(state["rng"])
-        step, epoch, skip = state["step"], state["epoch"], state["batch_in_epoch"]
-        best_f1, best_epoch, bad_epochs = state["best_f1"], state["best_epoch"], state["bad_epochs"]
-        log(f"resumed from checkpoint at step {step} (epoch {epoch + 1}, batch {skip}); best dev F1 so far {best_f1:.4f}")
-    if ckpt is not None:
-        ckpt.clear_temp()
+        loop.restore(state)
+        st = loop.state
+        log(f"resumed from checkpoint at step {st.step} (epoch {st.epoch + 1}, batch {st.position}); best dev F1 so far {st.best:.4f}")
 
     log("Running NER training\n"
         f"  model: {ner.base_model} | labels: {len(labels)} (BIOES) | device: {device} ({precision})\n"
-        f"  train sentences: {n} | dev sentences: {len(dev_b) if dev_b is not None else 0}\n"
-        f"  epochs: up to {config.epochs} (patience {config.patience}) | batch: {config.batch_size} | steps/epoch: {steps_per_epoch}\n"
+        f"  train sentences: {n} | dev sentences: {len(dev_b) if dev_b is not None else 0} (every {config.eval_every} epoch(s))\n"
+        f"  epochs: up to {config.epochs} (patience {config.patience}, min gain {config.min_delta}) | batch: {config.batch_size} "
+        f"(length buckets of {config.bucket}) | steps/epoch: {steps_per_epoch}\n"
         f"  lr: encoder {config.lr}, head {config.head_lr or config.lr} | weight decay {config.weight_decay}")
-
-    def save_checkpoint(batch_in_epoch: int) -> None:
-        if ckpt is None:
-            return
-        ckpt.save({"model": ner.state_dict(), "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
-                   "rng": rng_state(), "step": step, "epoch": epoch, "batch_in_epoch": batch_in_epoch, "labels": labels,
-                   "best_f1": best_f1, "best_epoch": best_epoch, "bad_epochs": bad_epochs, "config": asdict(config)}, step)
-
-    started = time.time()
-    window_t, window_n, window_loss, window_steps = time.time(), 0, 0.0, 0
-    trained_sentences = 0
-    # A checkpoint written after early stopping or the step cap means training is over: resuming
-    # it (e.g. a job killed during the test evaluation) must not train further.
-    stop = bool((dev_b is not None and bad_epochs >= config.patience) or (config.max_steps and step >= config.max_steps))
-    mid_epoch_stop = False
-    while epoch < config.epochs and not stop:
-        ner.train()
-        order = epoch_order(n, config.seed, epoch)
-        batches = [order[i:i + config.batch_size] for i in range(0, n, config.batch_size)]
-        for b_i in range(skip, len(batches)):
-            idx = batches[b_i]
-            batch = ner.encode([train_b.tokens[i] for i in idx])
-            tags = _tag_ids(ner, [train_b.tags[i] for i in idx], batch.word_mask.size(1))
-            batch = batch.to(device)
-            with autocast(device, precision):
-                loss = ner.loss(batch, tags.to(device))
-            optimizer.zero_grad(set_to_none=True)
-            scaler.scale(loss).backward()
-            scaler.unscale_(optimizer)
-            if config.grad_clip:
-                torch.nn.utils.clip_grad_norm_(ner.parameters(), config.grad_clip)
-            scaler.step(optimizer)
-            scaler.update()
-            scheduler.step()
-            step += 1
-            trained_sentences += len(idx)
-            window_n += len(idx)
-            loss_value = loss.item()
-            window_loss += loss_value
-            window_steps += 1
-            if step % config.log_every == 0 or b_i == len(batches) - 1:
-                dt = max(time.time() - window_t, 1e-9)
-                metric(step=step, epoch=epoch + 1, loss=window_loss / window_steps, lr=scheduler.get_last_lr()[0],
-                       sentences_per_s=window_n / dt)
-                window_t, window_n, window_loss, window_steps = time.time(), 0, 0.0, 0
-            if progress is not None:
-                progress(min(0.999, step / max(total_steps, 1)), f"epoch {epoch + 1}, step {step}, loss {loss_value:.3f}")
-            if config.max_steps and step >= config.max_steps:
-                stop = True
-                if b_i < len(batches) - 1:  # mid-epoch: remember the position, skip this epoch's dev pass
-                    save_checkpoint(b_i + 1)
-                    mid_epoch_stop = True
-                break
-            if config.checkpoint_every and step % config.checkpoint_every == 0 and b_i < len(batches) - 1:
-                save_checkpoint(b_i + 1)
-        skip = 0
-        if mid_epoch_stop:
-            break
-        if dev_b is not None:
-            scores = evaluate(ner, dev_b, batch_size=config.eval_batch_size, device=device)
-            improved = scores["f1"] > best_f1
-            if improved:
-                best_f1, best_epoch, bad_epochs = scores["f1"], epoch + 1, 0
-                ner.save(out_dir, {"best_dev_f1": best_f1, "epoch": epoch + 1})
-            else:
-                bad_epochs += 1
-            metric(step=step, epoch=epoch + 1, dev_f1=scores["f1"], dev_precision=scores["precision"], dev_recall=scores["recall"])
-            log(f"epoch {epoch + 1}: dev F1 {scores['f1']:.4f} (P {scores['precision']:.4f} R {scores['recall']:.4f})"
-                + (" best, saved" if improved else f", best {best_f1:.4f} at epoch {best_epoch} ({bad_epochs}/{config.patience})"))
-            if bad_epochs >= config.patience:
-                log(f"early stopping: no dev F1 gain for {config.patience} epochs")
-                stop = True
-        epoch += 1
-        save_checkpoint(0)
-    if dev_b is None or best_epoch < 0:
-        ner.save(out_dir, {"epoch": epoch})
-    seconds = time.time() - started
+    st = loop.run()
+    if dev_b is None or st.best_epoch < 0:
+        ner.save(out_dir, {"epoch": st.epoch})
+    seconds = loop.seconds
     if progress is not None:
-        progress(1.0, f"done: best dev F1 {best_f1:.4f}" if dev_b is not None else "done")
-    log(f"NER training finished in {seconds:.1f}s: {step} steps, best dev F1 {best_f1:.4f} at epoch {best_epoch}; model in {out_dir}")
-    return {"out_dir": str(out_dir), "best_dev_f1": best_f1 if dev_b is not None else None, "best_epoch": best_epoch,
-            "epochs_run": epoch, "steps": step, "train_sentences": n, "labels": labels, "seconds": seconds,
-            "sentences_per_s": trained_sentences / seconds if seconds > 0 else None, "device": device}
+        progress(1.0, f"done: best dev F1 {st.best:.4f}" if dev_b is not None else "done")
+    log(f"NER training finished in {seconds:.1f}s: {st.step} steps, best dev F1 {st.best:.4f} at epoch {st.best_epoch}; model in {out_dir}")
+    return {"out_dir": str(out_dir), "best_dev_f1": st.best if dev_b is not None else None, "best_epoch": st.best_epoch,
+            "epochs_run": st.epoch, "steps": st.step, "train_sentences": n, "labels": labels, "seconds": seconds,
+            "sentences_per_s": loop.units / seconds if seconds > 0 else None, "device": device, "precision": precision}
 
 
 # --------------------------------------------------------------------------- jobs

@@ -20,7 +20,9 @@ import os
 import random
 import shutil
 import tempfile
+import time
 from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -61,18 +63,49 @@ def set_rng_state(state: dict[str, Any]) -> None:
 
 
 def resolve_precision(device: str, precision: str = "auto") -> str:
-    """'bf16' on GPUs that support it, 'fp16' on older GPUs, always 'fp32' on CPU (CPU autocast
-    in bf16 is slower than fp32 on most laptop/server CPUs without AMX)."""
+    """'bf16' on GPUs that support it, 'fp16' on older GPUs. On a CPU: 'bf16' only when asked for,
+    or with 'auto' when the CPU has native bf16 (AMX / avx512_bf16) AND a timing probe shows bf16
+    matmuls beating fp32 (`cpu_bf16_pays`); elsewhere bf16 is emulated and slower, so 'fp32'."""
     if not device.startswith("cuda"):
-        return "fp32"
+        if precision == "bf16":
+            return "bf16"
+        return "bf16" if precision == "auto" and cpu_bf16_pays() else "fp32"
     if precision != "auto":
         return precision
     return "bf16" if torch.cuda.is_bf16_supported() else "fp16"
 
 
+_BF16_PAYS: bool | None = None
+
+
+def cpu_bf16_pays(size: int = 384, reps: int = 20) -> bool:
+    """Detect, then measure: native bf16 flags in /proc/cpuinfo, and a bf16 matmul of the encoder's
+    width at least 1.3x faster than fp32. Measured once per process (a few ms)."""
+    global _BF16_PAYS
+    if _BF16_PAYS is None:
+        from core.embed import cpu_has_bf16
+
+        _BF16_PAYS = False
+        if cpu_has_bf16():
+            a = torch.randn(512, size)
+            b = torch.randn(size, 4 * size)
+
+            def clock(x: torch.Tensor, y: torch.Tensor) -> float:
+                x @ y  # warm-up
+                t = time.perf_counter()
+                for _ in range(reps):
+                    x @ y
+                return time.perf_counter() - t
+
+            _BF16_PAYS = clock(a.bfloat16(), b.bfloat16()) * 1.3 < clock(a, b)
+    return _BF16_PAYS
+
+
 def autocast(device: str, precision: str) -> contextlib.AbstractContextManager:
-    if precision == "fp32" or not device.startswith("cuda"):
+    if precision == "fp32":
         return contextlib.nullcontext()
+    if not device.startswith("cuda"):
+        return torch.autocast("cpu", dtype=torch.bfloat16) if precision == "bf16" else contextlib.nullcontext()
     return torch.autocast("cuda", dtype=torch.bfloat16 if precision == "bf16" else torch.float16)
 
 
@@ -217,3 +250,210 @@ def metric_frames(rows: list[dict[str, Any]]):
     train = [{**r, "series": series(r)} for r in rows if "loss" in r]
     evals = [{**r, "series": series(r)} for r in rows if "dev_f1" in r or "test_f1" in r]
     return pd.DataFrame(train), pd.DataFrame(evals)
+
+
+# --------------------------------------------------------------------------- the shared training loop
+
+
+@dataclass
+class LoopConfig:
+    """What the loop needs from a trainer's config (core.mlm.MlmConfig, core.ner.NerConfig)."""
+
+    epochs: int
+    seed: int
+    max_steps: int | None = None  # cap on optimizer steps
+    grad_accum: int = 1  # micro-batches per optimizer step
+    grad_clip: float = 1.0
+    checkpoint_every: int = 100  # optimizer steps between checkpoints (an epoch end saves only once this many passed)
+    log_every: int = 10  # optimizer steps between metric rows
+    eval_every: int = 1  # epochs between dev evaluations (the last epoch is always evaluated)
+    patience: int | None = None  # epochs without a dev gain > min_delta before stopping; None: no early stopping
+    min_delta: float = 0.0  # a dev gain at most this large counts as flat (the best model is still kept)
+    unit: str = "examples"  # what `forward` counts, for the `<unit>_per_s` metric
+    checkpoint_at_end: bool = True  # False: the trainer writes its final model itself, a last checkpoint is wasted I/O
+
+
+@dataclass
+class LoopState:
+    """Where a run stands; saved in every checkpoint, so a resumed run continues exactly."""
+
+    step: int = 0
+    epoch: int = 0
+    position: int = 0  # micro-batches of `epoch` already done
+    best: float = -1.0
+    best_epoch: int = -1
+    bad_epochs: int = 0
+    finished: bool = False  # early stopping or the step cap ended training: a resume trains no further
+
+    @classmethod
+    def from_checkpoint(cls, state: dict[str, Any]) -> LoopState:
+        if "loop" in state:
+            return cls(**state["loop"])
+        # checkpoints written before the shared loop (core.ner / core.mlm of early 2026)
+        return cls(step=state["step"], epoch=state["epoch"], position=state.get("batch_in_epoch", state.get("micro_in_epoch", 0)),
+                   best=state.get("best_f1", -1.0), best_epoch=state.get("best_epoch", -1), bad_epochs=state.get("bad_epochs", 0))
+
+
+class TrainLoop:
+    """One training loop for MLM and NER: epochs of micro-batches in a seeded order, gradient
+    accumulation, clipping, (b)f16 scaling, metrics and progress, resumable checkpoints, dev
+    evaluation every `eval_every` epochs with early stopping, and the best model kept.
+
+    The trainer supplies the parts that differ:
+      plan(epoch) -> micro-batches (lists of example indices), a pure function of (seed, epoch),
+                     so a resumed run replays the same order and skips what it did;
+      forward(indices) -> (loss tensor, units) for one micro-batch;
+      evaluate() -> dev score (higher is better), or None for no dev evaluation;
+      on_best(score, epoch) -> remember the best model (cheaply, e.g. in memory);
+      flush_best() -> write the remembered best model; called before every checkpoint and at the
+                     end, so a checkpoint never claims a best score the model folder lacks;
+      extra -> trainer state saved with each checkpoint (labels, config).
+    """
+
+    def __init__(self, model: torch.nn.Module, optimizer: torch.optim.Optimizer, scheduler: Any, scaler: Any,
+                 config: LoopConfig, plan: Callable[[int], list[list[int]]], forward: Callable[[list[int]], tuple[torch.Tensor, int]],
+                 device: str, precision: str, total_steps: int, checkpoint_dir: str | Path | None = None,
+                 evaluate: Callable[[], dict[str, Any] | None] | None = None, score_key: str = "f1",
+                 on_best: Callable[[float, int], None] | None = None, flush_best: Callable[[], None] | None = None,
+                 extra: dict[str, Any] | None = None, progress: Progress | None = None, log: Log | None = None,
+                 metric: Metric | None = None, progress_message: Callable[[LoopState, float], str] | None = None,
+                 eval_prefix: str = "dev"):
+        self.model, self.optimizer, self.scheduler, self.scaler = model, optimizer, scheduler, scaler
+        self.config, self.plan, self.forward = config, plan, forward
+        self.device, self.precision, self.total_steps = device, precision, max(1, total_steps)
+        self.ckpt = Checkpointer(checkpoint_dir) if checkpoint_dir is not None else None
+        self.evaluate, self.score_key, self.on_best, self.flush_best = evaluate, score_key, on_best, flush_best
+        self.extra = extra or {}
+        self.progress, self.log = progress, log or (lambda _m: None)
+        self.metric = metric or (lambda **_k: None)
+        self.progress_message = progress_message or (lambda st, loss: f"step {st.step}/{self.total_steps}, loss {loss:.3f}")
+        self.eval_prefix = eval_prefix
+        self.state = LoopState()
+        self.last_saved = 0
+        self.units = 0
+        self.seconds = 0.0
+
+    # ---- checkpoints
+    def load_checkpoint(self) -> dict[str, Any] | None:
+        """The newest checkpoint of `checkpoint_dir` (None when there is none), before the model is built."""
+        return self.ckpt.load() if self.ckpt is not None else None
+
+    def restore(self, state: dict[str, Any]) -> None:
+        self.model.load_state_dict(state["model"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        optimizer_to(self.optimizer, self.device)
+        self.scheduler.load_state_dict(state["scheduler"])
+        if "scaler" in state:
+            self.scaler.load_state_dict(state["scaler"])
+        set_rng_state(state["rng"])
+        self.state = LoopState.from_checkpoint(state)
+        self.state.finished = False  # recomputed by run() from this call's step cap and patience, which may differ
+        self.last_saved = self.state.step
+
+    def save_checkpoint(self) -> None:
+        if self.ckpt is None:
+            return
+        if self.flush_best is not None:
+            self.flush_best()
+        self.ckpt.save({"model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(),
+                        "scheduler": self.scheduler.state_dict(), "scaler": self.scaler.state_dict(), "rng": rng_state(),
+                        "loop": asdict(self.state), **self.extra}, self.state.step)
+        self.last_saved = self.state.step
+
+    # ---- the loop
+    def _optimizer_step(self) -> None:
+        self.scaler.unscale_(self.optimizer)
+        if self.config.grad_clip:
+            torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.config.grad_clip)
+        self.scaler.step(self.optimizer)
+        self.scaler.update()
+        self.scheduler.step()
+        self.optimizer.zero_grad(set_to_none=True)
+
+    def _evaluate(self) -> None:
+        st, cfg = self.state, self.config
+        scores = self.evaluate() if self.evaluate is not None else None
+        if scores is None:
+            return
+        score = float(scores[self.score_key])
+        gained = score > st.best + cfg.min_delta
+        if score > st.best:
+            st.best, st.best_epoch = score, st.epoch + 1
+            if self.on_best is not None:
+                self.on_best(score, st.epoch + 1)
+        st.bad_epochs = 0 if gained else st.bad_epochs + (cfg.eval_every or 1)
+        p = self.eval_prefix
+        self.metric(step=st.step, epoch=st.epoch + 1, **{f"{p}_{k}": v for k, v in scores.items() if isinstance(v, float)})
+        detail = " ".join(f"{k[0].upper()} {scores[k]:.4f}" for k in ("precision", "recall") if k in scores)
+        self.log(f"epoch {st.epoch + 1}: {p} {self.score_key.upper()} {score:.4f}" + (f" ({detail})" if detail else "")
+                 + (" best" if st.best_epoch == st.epoch + 1 else f", best {st.best:.4f} at epoch {st.best_epoch}")
+                 + ("" if gained or cfg.patience is None else f" ({st.bad_epochs}/{cfg.patience} epochs without a gain > {cfg.min_delta})"))
+        if cfg.patience is not None and st.bad_epochs >= cfg.patience:
+            self.log(f"early stopping: no {p} {self.score_key.upper()} gain above {cfg.min_delta} for {st.bad_epochs} epochs")
+            st.finished = True
+
+    def run(self) -> LoopState:
+        """Train until the epochs, the step cap or early stopping end it; returns the final state."""
+        cfg, st = self.config, self.state
+        if self.ckpt is not None:
+            self.ckpt.clear_temp()
+        if (cfg.max_steps and st.step >= cfg.max_steps) or (cfg.patience is not None and self.evaluate is not None
+                                                             and st.bad_epochs >= cfg.patience):
+            st.finished = True
+        started = time.time()
+        window_t, window_units, window_loss, window_micro = time.time(), 0, 0.0, 0
+        self.model.train()
+        while st.epoch < cfg.epochs and not st.finished:
+            micros = self.plan(st.epoch)
+            accum = 0
+            stopped_mid_epoch = False
+            for m_i in range(st.position, len(micros)):
+                with autocast(self.device, self.precision):
+                    loss, units = self.forward(micros[m_i])
+                    scaled = loss / cfg.grad_accum if cfg.grad_accum > 1 else loss
+                self.scaler.scale(scaled).backward()
+                loss_value = float(loss.detach())
+                self.units += units
+                window_units += units
+                window_loss += loss_value
+                window_micro += 1
+                accum += 1
+                st.position = m_i + 1
+                if accum < cfg.grad_accum and m_i < len(micros) - 1:
+                    continue
+                accum = 0
+                self._optimizer_step()
+                st.step += 1
+                last_in_epoch = m_i == len(micros) - 1
+                if st.step % cfg.log_every == 0 or last_in_epoch or st.step == self.total_steps:
+                    dt = max(time.time() - window_t, 1e-9)
+                    self.metric(step=st.step, epoch=st.epoch + 1, loss=window_loss / window_micro,
+                                lr=self.scheduler.get_last_lr()[0], **{f"{cfg.unit}_per_s": window_units / dt})
+                    window_t, window_units, window_loss, window_micro = time.time(), 0, 0.0, 0
+                if self.progress is not None:
+                    self.progress(min(0.999, st.step / self.total_steps), self.progress_message(st, loss_value))
+                if cfg.max_steps and st.step >= cfg.max_steps:
+                    st.finished = True
+                    stopped_mid_epoch = not last_in_epoch
+                    break
+                if cfg.checkpoint_every and st.step - self.last_saved >= cfg.checkpoint_every and not last_in_epoch:
+                    self.save_checkpoint()
+            if stopped_mid_epoch:  # the step cap, mid-epoch: remember the position, skip this epoch's dev pass
+                if cfg.checkpoint_at_end:
+                    self.save_checkpoint()
+                break
+            last_epoch = st.epoch + 1 >= cfg.epochs
+            if self.evaluate is not None and ((st.epoch + 1) % max(1, cfg.eval_every) == 0 or last_epoch or st.finished):
+                self.model.eval()
+                self._evaluate()
+                self.model.train()
+            st.epoch += 1
+            st.position = 0
+            ends = st.finished or last_epoch
+            due = bool(cfg.checkpoint_every) and st.step - self.last_saved >= cfg.checkpoint_every
+            if (ends and cfg.checkpoint_at_end) or (not ends and due):
+                self.save_checkpoint()
+        if self.flush_best is not None:
+            self.flush_best()
+        self.seconds = time.time() - started
+        return st
