@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -28,22 +27,12 @@ def _json_default(o: Any) -> Any:
 
 @contextmanager
 def tqdm_progress(desc: str, enabled: bool = True) -> Iterator[Callable[[float, str], None]]:
-    """A core `progress(fraction, message)` callback drawn as a tqdm bar on stderr."""
-    from tqdm import tqdm
+    """A core `progress(fraction, message)` callback drawn as a tqdm bar on stderr (core.progress.cli_progress:
+    drawn only once something reports, cleared on an error, `.echo(line)` prints above it)."""
+    from core.progress import cli_progress
 
-    bar = tqdm(total=1000, desc=desc, disable=not enabled, file=sys.stderr,
-               bar_format="{desc}: {percentage:3.0f}%|{bar}| {elapsed}<{remaining} {postfix}")
-
-    def report(fraction: float, message: str = "") -> None:
-        bar.n = int(max(0.0, min(1.0, fraction)) * 1000)
-        if message:
-            bar.set_postfix_str(message[:60], refresh=False)
-        bar.refresh()
-
-    try:
-        yield report
-    finally:
-        bar.close()
+    with cli_progress(desc, enabled) as bar:
+        yield bar
 
 
 def add_workspace_arg(parser: argparse.ArgumentParser) -> None:

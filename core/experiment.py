@@ -20,15 +20,16 @@ resumed experiment skips finished cells and continues inside the one it was in.
 
 from __future__ import annotations
 
-import importlib
 import json
 import statistics
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from core.corpus import Corpus
 from core.errors import UserError
+from core.jobtypes import DEFAULT_PRESET
 from core.workspace import atomic_write_json
 
 BASELINES = ("none", "tapt", "dapt", "tapt+dapt")
@@ -36,18 +37,10 @@ CELL_FILE = "cell.json"
 
 
 def _select_function():
-    """core.select.select, imported lazily: selection is another module and may be absent."""
-    try:
-        module = importlib.import_module("core.select")
-    except ModuleNotFoundError as exc:
-        if exc.name in ("core.select", "core"):
-            raise UserError("selection is not available in this installation (core.select is missing); "
-                            "run baselines only (--strategies '')") from None
-        raise
-    fn = getattr(module, "select", None)
-    if fn is None:
-        raise UserError("selection is not available: core.select has no select() function")
-    return fn
+    """core.select.select (imported here: selection pulls in embeddings and n-gram LMs)."""
+    from core.select import select
+
+    return select
 
 
 def parse_strategy(spec: str) -> tuple[str, str | None]:
@@ -61,13 +54,10 @@ def parse_strategy(spec: str) -> tuple[str, str | None]:
 
 def _strategy_models(name: str, model_tag: str | None) -> tuple[bool, bool]:
     """(needs B1, needs B2) for a strategy, from core.select's strategy table when it has one."""
-    try:
-        from core.select import Strategy
+    from core.select import Strategy
 
-        info = Strategy.parse(name).info
-        uses, trained = set(info.models), info.needs_trained_model
-    except (ImportError, AttributeError):
-        uses, trained = {"model"}, False
+    info = Strategy.parse(name).info
+    uses, trained = set(info.models), info.needs_trained_model
     needs_b1 = ("model" in uses and (trained or model_tag == "b1")) or "model2" in uses
     needs_b2 = bool(uses & {"model2", "ner_model"})
     return needs_b1, needs_b2
@@ -152,22 +142,18 @@ def _slug(row: str) -> str:
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in row)
 
 
-class _Runner:
-    """Runs the cells of one experiment in its run folder, reusing B1/B2 per seed."""
+class CellTrainer:
+    """MLM then NER for one cell folder, resumable (a finished model is reused, an interrupted
+    one resumes from its checkpoint); shared by experiments and compare-sources."""
 
-    def __init__(self, params: dict[str, Any], ctx, tc: Corpus, dc: Corpus, lc: Corpus, dev: Corpus, test: Corpus):
+    def __init__(self, ctx, model: str, preset: str, lc: Corpus, dev: Corpus, mlm_config: dict[str, Any] | None = None,
+                 ner_config: dict[str, Any] | None = None):
         from core import mlm, ner
 
-        self.params, self.ctx = params, ctx
-        self.tc, self.dc, self.lc, self.dev, self.test = tc, dc, lc, dev, test
-        self.model = params.get("model", "default")
-        preset = params.get("preset", "demo")
-        self.mlm_config = mlm.preset_config(preset, **(params.get("mlm_config") or {}))
-        self.ner_config = ner.preset_config(preset, **(params.get("ner_config") or {}))
+        self.ctx, self.model, self.preset, self.lc, self.dev = ctx, model, preset, lc, dev
+        self.mlm_config = mlm.preset_config(preset, **(mlm_config or {}))
+        self.ner_config = ner.preset_config(preset, **(ner_config or {}))
         self.run_dir = Path(ctx.run_dir)
-
-    def cell_dir(self, row: str, seed: int) -> Path:
-        return self.run_dir / "cells" / _slug(row) / f"seed-{seed}"
 
     def mlm_model(self, phases: list[tuple[str, list[str]]], folder: Path, seed: int, progress) -> str:
         from dataclasses import replace
@@ -176,11 +162,17 @@ class _Runner:
 
         out = folder / "mlm" / "model"
         if not finished_model(out):
+            t0 = time.time()
             run_phases(phases, self.model, out, replace(self.mlm_config, seed=seed), folder / "mlm", progress, self.ctx.log,
                        lambda **v: self.ctx.metric(cell=folder.parent.name, seed=seed, stage="mlm", **v))
+            atomic_write_json(folder / "mlm" / "seconds.json", {"seconds": time.time() - t0})
         return str(out)
 
-    def ner_model(self, encoder: str, folder: Path, seed: int, progress) -> tuple[str, dict[str, Any]]:
+    def mlm_seconds(self, folder: Path) -> float:
+        path = folder / "mlm" / "seconds.json"
+        return float(json.loads(path.read_text("utf-8"))["seconds"]) if path.exists() else 0.0
+
+    def ner_model(self, encoder: str, folder: Path, seed: int, progress, lc: Corpus | None = None) -> tuple[str, dict[str, Any]]:
         from dataclasses import replace
 
         from core.ner import CONFIG_FILE, train_ner
@@ -188,11 +180,25 @@ class _Runner:
         out = folder / "ner" / "model"
         summary_path = folder / "ner" / "summary.json"
         if not (out / CONFIG_FILE).exists() or not summary_path.exists():
-            summary = train_ner(self.lc, self.dev, encoder, out, replace(self.ner_config, seed=seed), progress, self.ctx.log,
+            summary = train_ner(lc if lc is not None else self.lc, self.dev, encoder, out, replace(self.ner_config, seed=seed),
+                                progress, self.ctx.log,
                                 lambda **v: self.ctx.metric(cell=folder.parent.name, seed=seed, stage="ner", **v),
                                 checkpoint_dir=folder / "ner", overwrite=True)
             atomic_write_json(summary_path, summary)
         return str(out), json.loads(summary_path.read_text("utf-8"))
+
+
+class _Runner(CellTrainer):
+    """Runs the cells of one experiment in its run folder, reusing B1/B2 per seed."""
+
+    def __init__(self, params: dict[str, Any], ctx, tc: Corpus, dc: Corpus, lc: Corpus, dev: Corpus, test: Corpus):
+        super().__init__(ctx, params.get("model", "default"), params.get("preset") or DEFAULT_PRESET, lc, dev,
+                         params.get("mlm_config"), params.get("ner_config"))
+        self.params = params
+        self.tc, self.dc, self.test = tc, dc, test
+
+    def cell_dir(self, row: str, seed: int) -> Path:
+        return self.run_dir / "cells" / _slug(row) / f"seed-{seed}"
 
     def b1_b2(self, seed: int, progress) -> tuple[str, str]:
         """The TAPT row's models for this seed (trained here if the row has not run yet)."""
@@ -244,9 +250,10 @@ class _Runner:
 
 
 def _part(progress, start: float, end: float):
-    if progress is None:
-        return None
-    return lambda f, m="": progress(start + (end - start) * f, m)
+    """core.progress.sub, keeping None as None (callers treat None as 'no reporting')."""
+    from core.progress import sub
+
+    return None if progress is None else sub(progress, start, end)
 
 
 def experiment_job(params: dict[str, Any], ctx) -> dict[str, Any]:

@@ -32,22 +32,10 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import UserError
+from core.jobtypes import KINDS, SCHEMA_VERSION, params_dict, result_of, validate_params
 from core.workspace import Workspace, atomic_write_json, open_sqlite
 
-JOB_KINDS: dict[str, str] = {
-    "import": "core.workspace:import_job",
-    "similarity": "core.similarity:similarity_job",
-    "embed": "core.embed:embed_job",
-    "select": "core.select:selection_job",
-    "project": "core.projection:projection_job",
-    "mlm": "core.mlm:mlm_job",
-    "ner": "core.ner:ner_train_job",
-    "predict": "core.ner:ner_predict_job",
-    "experiment": "core.experiment:experiment_job",
-    "selftrain": "core.augment:selftrain_job",
-    "augment": "core.augment:augment_job",
-    "sleep": "core.jobs:sleep_job",  # for tests and for checking the runner on a new machine
-}
+JOB_KINDS: dict[str, str] = {name: kind.function for name, kind in KINDS.items()}  # kind -> "module:function"
 ACTIVE = ("queued", "running")
 FINISHED = ("done", "failed", "cancelled")
 
@@ -91,6 +79,8 @@ class Job:
     run_dir: Path
     result: dict[str, Any] | None
     attempts: int
+    schema_version: int = SCHEMA_VERSION
+    params_error: str | None = None  # an old row whose params no longer validate: why
 
     @property
     def active(self) -> bool:
@@ -116,6 +106,13 @@ class Job:
     def metrics(self) -> list[dict[str, Any]]:
         return read_metrics(self.run_dir)
 
+    def typed_params(self) -> Any:
+        """The params as the kind's dataclass (a UserError says why an old row does not fit)."""
+        return validate_params(self.kind, self.params)
+
+    def typed_result(self) -> Any:
+        return result_of(self.kind, self.result)
+
 
 def read_metrics(run_dir: Path) -> list[dict[str, Any]]:
     path = Path(run_dir) / "metrics.jsonl"
@@ -137,12 +134,35 @@ def _connect(ws: Workspace) -> sqlite3.Connection:
     return open_sqlite(ws.jobs_db, _SCHEMA)
 
 
+def _decode(text: str | None, key: str) -> tuple[Any, int]:
+    """A stored params/result column: {"schema_version": N, key: ...} since schema 2, a bare
+    JSON value before it (schema 1)."""
+    if not text:
+        return None, SCHEMA_VERSION
+    value = json.loads(text)
+    if isinstance(value, dict) and "schema_version" in value and key in value:
+        return value[key], int(value["schema_version"])
+    return value, 1
+
+
+def _encode(value: Any, key: str) -> str:
+    return json.dumps({"schema_version": SCHEMA_VERSION, key: value}, default=str)
+
+
 def _row_to_job(row: sqlite3.Row) -> Job:
+    params, version = _decode(row["params"], "params")
+    result, _ = _decode(row["result"], "result")
+    params_error = None
+    if version < SCHEMA_VERSION and row["kind"] in KINDS:
+        try:  # an old row: fill today's defaults where it validates, say why where it does not
+            params = params_dict(row["kind"], params)
+        except UserError as exc:
+            params_error = f"stored with schema {version}; {exc}"
     return Job(
-        id=row["id"], kind=row["kind"], params=json.loads(row["params"]), status=row["status"], pid=row["pid"],
+        id=row["id"], kind=row["kind"], params=params or {}, status=row["status"], pid=row["pid"],
         progress=row["progress"], message=row["message"], created=row["created"], started=row["started"],
         finished=row["finished"], error=row["error"], run_dir=Path(row["run_dir"]),
-        result=json.loads(row["result"]) if row["result"] else None, attempts=row["attempts"],
+        result=result, attempts=row["attempts"], schema_version=version, params_error=params_error,
     )
 
 
@@ -238,18 +258,19 @@ def max_concurrent() -> int:
 
 
 def submit(ws: Workspace, kind: str, params: dict[str, Any], start: bool = True) -> Job:
-    if kind not in JOB_KINDS:
-        raise UserError(f"unknown job kind {kind!r}: expected one of {', '.join(sorted(JOB_KINDS))}")
+    """Queue a job; `params` is validated into the kind's params dataclass (core.jobtypes) now,
+    so a wrong field fails here with its name, not later in the child."""
+    params = params_dict(kind, params)
     json.dumps(params)  # fail now, not in the child, if params are not JSON
     job_id = time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
     run_dir = ws.runs_dir / job_id
     run_dir.mkdir(parents=True, exist_ok=True)
-    atomic_write_json(run_dir / "params.json", {"kind": kind, "params": params})
+    atomic_write_json(run_dir / "params.json", {"kind": kind, "schema_version": SCHEMA_VERSION, "params": params})
     con = _connect(ws)
     try:
         con.execute(
             "INSERT INTO jobs (id, kind, params, status, created, run_dir) VALUES (?, ?, ?, 'queued', ?, ?)",
-            (job_id, kind, json.dumps(params), time.time(), str(run_dir)),
+            (job_id, kind, _encode(params, "params"), time.time(), str(run_dir)),
         )
     finally:
         con.close()
@@ -389,6 +410,10 @@ class JobContext:
         with open(self.run_dir / "log.txt", "a", encoding="utf-8") as fh:
             for line in str(message).splitlines() or [""]:
                 fh.write(f"[{stamp}] {line}\n")
+        echo = getattr(self._on_progress, "echo", None)  # the CLI's bar prints log lines above itself
+        if echo is not None:
+            for line in str(message).splitlines():
+                echo(line)
 
     def metric(self, **values: Any) -> None:
         values.setdefault("time", time.time())
@@ -399,10 +424,10 @@ class JobContext:
         return (self.run_dir / "CANCEL").exists()
 
     def sub(self, start: float, end: float, prefix: str = "") -> Callable[[float, str], None]:
-        """A progress callback mapping a sub-step's 0-1 onto [start, end] of this job."""
-        def report(fraction: float, message: str = "") -> None:
-            self.progress(start + (end - start) * fraction, f"{prefix}{message}")
-        return report
+        """A progress callback mapping a sub-step's 0-1 onto [start, end] of this job (core.progress.sub)."""
+        from core.progress import sub
+
+        return sub(self.progress, start, end, prefix)
 
 
 def load_job_function(kind: str) -> Callable[[dict[str, Any], JobContext], dict[str, Any]]:
@@ -412,13 +437,16 @@ def load_job_function(kind: str) -> Callable[[dict[str, Any], JobContext], dict[
 
 def run_inline(ws: Workspace, kind: str, params: dict[str, Any], run_dir: Path | None = None,
                progress: Callable[[float, str], None] | None = None) -> dict[str, Any]:
-    """Run a job function in this process (the CLI's path): same code as the background job."""
-    if kind not in JOB_KINDS:
-        raise UserError(f"unknown job kind {kind!r}")
+    """Run a job function in this process (the CLI's path): same code and same validated params as
+    the background job."""
+    params = params_dict(kind, params)
     run_dir = run_dir or ws.runs_dir / ("inline-" + time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:4])
     ctx = JobContext(ws, run_dir, None, on_progress=progress)
+    atomic_write_json(ctx.run_dir / "params.json", {"kind": kind, "schema_version": SCHEMA_VERSION, "params": params})
+    started = time.time()
     result = load_job_function(kind)(params, ctx) or {}
     atomic_write_json(ctx.run_dir / "result.json", result)
+    _record_lineage(ws, ctx.run_dir.name, kind, params, result, ctx.run_dir, time.time() - started)
     return result
 
 
@@ -433,9 +461,13 @@ def _run_job(ws: Workspace, job_id: str) -> int:
     signal.signal(signal.SIGTERM, on_term)
     ctx.log(f"job {job.id} ({job.kind}) started, attempt {job.attempts}, pid {os.getpid()}")
     try:
+        if job.params_error:
+            raise UserError(job.params_error)
+        started = time.time()
         result = load_job_function(job.kind)(job.params, ctx) or {}
         atomic_write_json(job.run_dir / "result.json", result)
-        _update(ws, job.id, status="done", progress=1.0, finished=time.time(), result=json.dumps(result, default=str),
+        _record_lineage(ws, job.id, job.kind, job.params, result, job.run_dir, time.time() - started)
+        _update(ws, job.id, status="done", progress=1.0, finished=time.time(), result=_encode(result, "result"),
                 message="done")
         ctx.log("job finished")
         return 0
@@ -453,6 +485,14 @@ def _run_job(ws: Workspace, job_id: str) -> int:
         return 1
     finally:
         _start_queued(ws)
+
+
+def _record_lineage(ws: Workspace, run_id: str, kind: str, params: dict[str, Any], result: dict[str, Any],
+                    run_dir: Path, seconds: float) -> None:
+    """Training kinds write lineage.json beside their model and into the run index (core.lineage)."""
+    from core import lineage
+
+    lineage.record_job(ws, run_id, kind, params, result, run_dir, seconds)
 
 
 def sleep_job(params: dict[str, Any], ctx: JobContext) -> dict[str, Any]:

@@ -530,7 +530,8 @@ def train_ner(train: Corpus, dev: Corpus | None, model: str | ModelRef, out_dir:
         evaluate=(lambda: _fast_scores(ner, dev_data, dev_b.tags, config.eval_batch_size, device)) if dev_data is not None else None,
         on_best=remember_best, flush_best=flush_best, extra={"labels": labels, "config": asdict(config)},
         progress=progress, log=log, metric=metric,
-        progress_message=lambda st, loss: f"epoch {st.epoch + 1}, step {st.step}, loss {loss:.3f}")
+        progress_message=lambda st, loss: f"epoch {st.epoch + 1}, step {st.step}, loss {loss:.3f}"
+        + (f", best dev F1 {st.best:.3f}" if st.best >= 0 else ""))
     if state is not None:
         loop.restore(state)
         st = loop.state

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,12 +24,13 @@ import numpy as np
 
 from core.corpus import Corpus
 from core.errors import UserError
+from core.progress import Progress, sub
 from core.workspace import Workspace, atomic_write_json, content_hash, temp_path_for
 
-Progress = Callable[[float, str], None]
 ARTIFACT = "projection"
 DEFAULT_MAX_POINTS = 50_000
 GROUP_ORDER = ("TC", "selected", "filtered")
+PREVIEW_MIN_POINTS = 1_000  # below this UMAP takes seconds and a preview would only flicker
 
 
 @dataclass
@@ -80,15 +82,16 @@ def stratified_sample(sizes: Sequence[int], cap: int, seed: int = 0) -> list[np.
     return [np.sort(rng.choice(s, size=t, replace=False)) for s, t in zip(sizes, take)]
 
 
-def umap_2d(x: np.ndarray, n_neighbors: int = 15, min_dist: float = 0.1, seed: int = 0) -> tuple[np.ndarray, str]:
-    """(N, 2) coordinates and the backend used. Tiny inputs (UMAP needs a neighbourhood) fall back to PCA."""
+def umap_2d(x: np.ndarray, n_neighbors: int = 15, min_dist: float = 0.1, seed: int = 0,
+            progress: Progress | None = None) -> tuple[np.ndarray, str]:
+    """(N, 2) coordinates and the backend used. Tiny inputs (UMAP needs a neighbourhood) fall back to PCA.
+
+    UMAP starts from the PCA layout (`init="pca"`): the default spectral start can spend minutes
+    in an eigensolver that then fails ("Spectral initialisation failed") on clustered sentence
+    embeddings. `progress` gets the layout epochs as they complete (the bar moves)."""
     x = np.asarray(x, dtype=np.float32)
     if len(x) < 4:
-        from sklearn.decomposition import PCA
-
-        padded = np.pad(x, ((0, 0), (0, max(0, 2 - x.shape[1]))))
-        coords = PCA(n_components=2).fit_transform(padded) if len(x) > 1 else np.zeros((len(x), 2))
-        return np.asarray(coords, dtype=np.float32), "pca (too few points for UMAP)"
+        return pca_2d(x), "pca (too few points for UMAP)"
     n_neighbors = max(2, min(n_neighbors, len(x) - 1))
     if _gpu_available():
         try:
@@ -102,13 +105,81 @@ def umap_2d(x: np.ndarray, n_neighbors: int = 15, min_dist: float = 0.1, seed: i
             pass
     import warnings
 
-    import umap
-
     with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=".*n_jobs value.*")  # a fixed random_state forces one thread: intended
-        reducer = umap.UMAP(n_components=2, metric="cosine", n_neighbors=n_neighbors, min_dist=min_dist, random_state=seed)
+        # Third-party warnings (numba, umap's n_jobs/random_state note, sklearn) are not the user's business:
+        # what matters reaches them through `progress` and the projection's meta.
+        warnings.simplefilter("ignore")
+        umap = _import_umap()
+        # umap's default is 500 epochs up to 10k points; 200 (its default above) gives the same picture
+        # at this scale in 40% of the layout time, which is most of a first map on 2 cores.
+        n_epochs = 500 if len(x) <= 2_000 else 200
+        kwds: dict[str, Any] = {}
+        if progress is not None:
+            kwds["tqdm_kwds"] = {"disable": False, "file": _EpochSink(progress, n_epochs), "mininterval": 0.5,
+                                 "bar_format": "{n}/{total}", "ascii": True}
+        reducer = umap.UMAP(n_components=2, metric="cosine", n_neighbors=n_neighbors, min_dist=min_dist,
+                            random_state=seed, init="pca", n_epochs=n_epochs, **kwds)
         coords = reducer.fit_transform(x)
     return np.asarray(coords, dtype=np.float32), "umap-learn"
+
+
+def _import_umap() -> Any:
+    """umap, with numba's on-disk cache turned on for its jitted functions. umap-learn compiles
+    them without `cache=True`, so every fresh job process paid about a minute of compilation on
+    2 cores; with caching, NUMBA_CACHE_DIR (set by scripts/app.sh, filled by scripts/setup.sh)
+    keeps the machine code between processes. Functions already compiled at import are left as is."""
+    import umap
+    from numba.core.registry import CPUDispatcher
+
+    for mod_name in [m for m in list(sys.modules) if m.startswith(("umap.", "pynndescent."))]:
+        module = sys.modules.get(mod_name)
+        for obj in list(vars(module).values()) if module else ():
+            if isinstance(obj, CPUDispatcher) and not obj.overloads and getattr(obj, "_cache", None) is not None \
+                    and type(obj._cache).__name__ == "NullCache":
+                try:
+                    obj.enable_caching()
+                except Exception:  # noqa: BLE001 - a function numba cannot cache just compiles as before
+                    pass
+    return umap
+
+
+def pca_2d(x: np.ndarray) -> np.ndarray:
+    """A 2-D PCA layout (a second or less): the preview shown while UMAP runs, and the tiny-input fallback."""
+    x = np.asarray(x, dtype=np.float32)
+    if len(x) < 2:
+        return np.zeros((len(x), 2), dtype=np.float32)
+    from sklearn.decomposition import PCA
+
+    padded = np.pad(x, ((0, 0), (0, max(0, 2 - x.shape[1]))))
+    return np.asarray(PCA(n_components=2, random_state=0).fit_transform(padded), dtype=np.float32)
+
+
+class _EpochSink:
+    """A file-like target for umap's epoch bar (tqdm writes "n/total"): turns it into progress
+    calls. umap has no callback for its epochs; its tqdm_kwds are the documented way in."""
+
+    def __init__(self, progress: Progress, total: int):
+        self.progress, self.total = progress, total
+
+    def write(self, text: str) -> int:
+        for part in reversed(text.replace("\r", "\n").split("\n")):
+            n, _, total = part.strip().partition("/")
+            if n.isdigit() and total.isdigit():
+                self.progress(int(n) / max(1, int(total)), f"UMAP epoch {n}/{total}")
+                break
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+
+def warm_up(progress: Progress | None = None) -> float:
+    """Run UMAP once on a few hundred random points so numba compiles (and, with NUMBA_CACHE_DIR
+    set, caches) its functions before a user waits on a map. Returns the seconds it took."""
+    t0 = time.time()
+    rng = np.random.default_rng(0)
+    umap_2d(rng.normal(size=(300, 16)).astype(np.float32), progress=progress)
+    return time.time() - t0
 
 
 def _gpu_available() -> bool:
@@ -124,7 +195,6 @@ def project(groups: Sequence[Group], model: str = "default", *, pooling: str = "
             max_points: int = DEFAULT_MAX_POINTS, seed: int = 0, n_neighbors: int = 15, min_dist: float = 0.1,
             progress: Progress | None = None, extra_meta: dict[str, Any] | None = None) -> Projection:
     """Embed the (sampled) rows of every group and lay them out with UMAP (cosine)."""
-    import pandas as pd
 
     from core.embed import corpus_digest
 
@@ -145,13 +215,39 @@ def project(groups: Sequence[Group], model: str = "default", *, pooling: str = "
                        [(g.name, digests[id(g.corpus)], content_hash(g.rows[k].tobytes())) for g, k in zip(groups, keep)])
     if workspace is not None:
         cached = load_projection(workspace, key, missing_ok=True)
-        if cached is not None:
+        if cached is not None and not cached.meta.get("preview"):
             report(1.0, "projection loaded from the workspace")
             return cached
     t0 = time.time()
-    vectors = _group_vectors(groups, keep, model, pooling, workspace, digests, lambda f, m: report(0.6 * f, m))
-    report(0.6, f"UMAP of {sum(len(k) for k in keep):,} points")
-    coords, backend = umap_2d(np.concatenate(vectors), n_neighbors=n_neighbors, min_dist=min_dist, seed=seed)
+    vectors = np.concatenate(_group_vectors(groups, keep, model, pooling, workspace, digests, sub(report, 0, 0.6)))
+    n_points = len(vectors)
+    sampled = n_points < total
+    note = (f"showing a stratified sample of {n_points:,} of {total:,} sentences (cap {max_points:,})" if sampled else "")
+    meta = {"model": model, "pooling": pooling, "seed": seed, "n_neighbors": n_neighbors, "min_dist": min_dist,
+            "max_points": max_points, "total": total, "points": n_points, "sampled": sampled, "note": note,
+            "groups": {g.name: {"total": len(g.rows), "shown": len(k)} for g, k in zip(groups, keep)}, **(extra_meta or {})}
+    if workspace is not None and n_points >= PREVIEW_MIN_POINTS:
+        # A PCA layout saved at once under the same key: the Map page draws it while UMAP runs; the
+        # finished UMAP replaces it (and a preview never counts as a cached projection).
+        preview = Projection(_points_frame(groups, keep, pca_2d(vectors)),
+                             {**meta, "backend": "PCA preview (UMAP still running)", "preview": True,
+                              "seconds": time.time() - t0}, key, vectors=vectors)
+        save_projection(workspace, preview)
+    report(0.6, f"UMAP of {n_points:,} points (a PCA preview is on the Map meanwhile)")
+    coords, backend = umap_2d(vectors, n_neighbors=n_neighbors, min_dist=min_dist, seed=seed, progress=sub(report, 0.6, 0.99))
+    points = _points_frame(groups, keep, coords)
+    meta.update(backend=backend, seconds=time.time() - t0)
+    proj = Projection(points, meta, key, vectors=vectors)
+    if workspace is not None:
+        save_projection(workspace, proj)
+    report(1.0, f"{len(points):,} points mapped with {backend}")
+    return proj
+
+
+def _points_frame(groups: Sequence[Group], keep: Sequence[np.ndarray], coords: np.ndarray) -> Any:
+    """The points table: x, y, group, row, score, text and every carried field, in group order."""
+    import pandas as pd
+
     frames = []
     for g, k in zip(groups, keep):
         rows = g.rows[k]
@@ -163,17 +259,7 @@ def project(groups: Sequence[Group], model: str = "default", *, pooling: str = "
     points = pd.concat(frames, ignore_index=True)
     points.insert(0, "y", coords[:, 1])
     points.insert(0, "x", coords[:, 0])
-    sampled = sum(len(k) for k in keep) < total
-    note = (f"showing a stratified sample of {len(points):,} of {total:,} sentences (cap {max_points:,})" if sampled else "")
-    meta = {"model": model, "pooling": pooling, "seed": seed, "n_neighbors": n_neighbors, "min_dist": min_dist,
-            "max_points": max_points, "total": total, "points": len(points), "sampled": sampled, "note": note,
-            "backend": backend, "seconds": time.time() - t0,
-            "groups": {g.name: {"total": len(g.rows), "shown": len(k)} for g, k in zip(groups, keep)}, **(extra_meta or {})}
-    proj = Projection(points, meta, key, vectors=np.concatenate(vectors))
-    if workspace is not None:
-        save_projection(workspace, proj)
-    report(1.0, f"{len(points):,} points mapped with {backend}")
-    return proj
+    return points
 
 
 def _group_vectors(groups: Sequence[Group], keep: Sequence[np.ndarray], model: str, pooling: str, workspace: Workspace | None,

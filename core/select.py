@@ -220,7 +220,9 @@ class _Inputs:
     ray: str | None = None  # a Ray address ("local" starts one): embedding and LM scoring run as Ray Data passes
 
     def sub(self, start: float, end: float, prefix: str = "") -> Progress:
-        return lambda f, m="": self.progress(start + (end - start) * f, prefix + m)
+        from core.progress import sub
+
+        return sub(self.progress, start, end, prefix)
 
 
 @dataclass

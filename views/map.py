@@ -53,13 +53,19 @@ if job is not None and (job.active or st.session_state.get("map_job") == job.id)
 found = [p for p in list_projections(ws) if p.get("selection") == sel_key and p.get("model") == (model or "default")
          and int(p.get("max_points", 0)) == cap]
 if not found:
+    if job is not None and job.active:  # redraw the page as soon as the job saves its PCA preview
+        @st.fragment(run_every=1.0)
+        def _await_preview() -> None:
+            if any(p.get("selection") == sel_key for p in list_projections(ws)):
+                st.rerun()
+        _await_preview()
     st.info("No map for this selection, encoder and cap yet: press **Compute map** (it runs in the background).")
     st.stop()
 
 
 @st.cache_data(show_spinner="Loading the map...", max_entries=4)
-def _points(key: str, root: str):
-    del root  # part of the cache key
+def _points(key: str, root: str, version: float | None = None):
+    del root, version  # part of the cache key (version: the PCA preview and the finished UMAP share a key)
     proj = load_projection(ws, key)
     df = proj.points.reset_index(drop=True)
     df["_pid"] = np.arange(len(df))
@@ -67,10 +73,12 @@ def _points(key: str, root: str):
     return df, proj.meta
 
 
-loaded = run_guarded(lambda: _points(found[-1]["key"], str(ws.root)), "Could not load the map")
+loaded = run_guarded(lambda: _points(found[-1]["key"], str(ws.root), found[-1].get("created")), "Could not load the map")
 if loaded is None:
     st.stop()
 df, meta = loaded
+if meta.get("preview"):
+    st.info("A quick PCA preview: UMAP is still running and the map redraws when it finishes.")
 if meta.get("sampled"):
     st.warning(f"Sampled: {meta['note']}. Raise the point cap to see more (slower).")
 st.caption(f"{len(df):,} points · {meta.get('backend')} · {meta.get('seconds', 0):.0f}s · "

@@ -1,0 +1,85 @@
+"""Progress reporting, one way everywhere: a `progress(fraction, message)` callback.
+
+Long steps take a `Progress`; a step made of parts hands each part `sub(progress, start, end,
+prefix)`, which maps the part's 0-1 onto its slice of the whole. In the app the callback is
+`JobContext.progress` (the job panel's bar and message); on the terminal it is `cli_progress`,
+a tqdm bar on stderr that also prints the job's log lines (epoch + dev F1, self-training rounds)
+above the bar, so the figure that matters stays readable after the bar moves on.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+Progress = Callable[[float, str], None]
+
+
+def silent(fraction: float, message: str = "") -> None:  # noqa: ARG001 - the Progress signature
+    """A Progress that reports nowhere (the default when a caller passes None)."""
+
+
+def sub(progress: Progress | None, start: float, end: float, prefix: str = "") -> Progress:
+    """A callback mapping a part's 0-1 onto [start, end] of `progress`, its messages prefixed."""
+    if progress is None:
+        return silent
+
+    def report(fraction: float, message: str = "") -> None:
+        fraction = min(1.0, max(0.0, float(fraction)))
+        progress(start + (end - start) * fraction, f"{prefix}{message}" if message else prefix.rstrip(": "))
+    return report
+
+
+class CliProgress:
+    """A tqdm bar on stderr, drawn only once something reports (and after a short delay), so a
+    command that fails at once prints its one-line error and no bar. `echo` prints a line above it."""
+
+    def __init__(self, desc: str, enabled: bool = True, width: int = 70):
+        self.desc, self.enabled, self.width = desc, enabled, width
+        self._bar = None
+
+    def _get(self):
+        if self._bar is None:
+            from tqdm import tqdm
+
+            self._bar = tqdm(total=1000, desc=self.desc, file=sys.stderr, delay=0.5,
+                             bar_format="{desc}: {percentage:3.0f}%|{bar}| {elapsed}<{remaining} {postfix}")
+        return self._bar
+
+    def __call__(self, fraction: float, message: str = "") -> None:
+        if not self.enabled:
+            return
+        bar = self._get()
+        bar.n = int(max(0.0, min(1.0, float(fraction))) * 1000)
+        if message:
+            bar.set_postfix_str(message[: self.width], refresh=False)
+        bar.refresh()
+
+    def echo(self, line: str) -> None:
+        """A log line worth keeping on the terminal (not the bar's transient message)."""
+        if not self.enabled:
+            return
+        if self._bar is None:
+            print(line, file=sys.stderr, flush=True)
+        else:
+            self._bar.write(line, file=sys.stderr)
+
+    def close(self, failed: bool = False) -> None:
+        if self._bar is not None:
+            if failed:
+                self._bar.leave = False  # an error message follows; a half-drawn bar above it only confuses
+            self._bar.close()
+            self._bar = None
+
+
+@contextmanager
+def cli_progress(desc: str, enabled: bool = True) -> Iterator[CliProgress]:
+    """`with cli_progress("train") as bar: run(..., progress=bar)`; also `bar.echo(line)`."""
+    bar = CliProgress(desc, enabled)
+    try:
+        yield bar
+    except BaseException:
+        bar.close(failed=True)
+        raise
+    bar.close()
