@@ -47,7 +47,7 @@ def test_map_lasso_lists_the_chosen_sentences(map_ws):
         plot = page.locator(".js-plotly-plot .nsewdrag").first
         plot.wait_for(state="visible")
         page.get_by_text("Draw a box or a lasso on the map").first.wait_for()
-        page.get_by_role("button", name="lasso", exact=True).click()  # the map opens in pan mode (click pins a point)
+        page.locator("[class*='st-key-map_drag'] button", has_text="lasso").click()  # opens in pan mode (a click pins)
         wait_for_app(page, "Colour by")
         plot = page.locator(".js-plotly-plot .nsewdrag").first
         _lasso(page, plot.bounding_box())

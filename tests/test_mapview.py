@@ -79,7 +79,7 @@ def test_map_page_search_neighbours_and_score_colours(map_ws, monkeypatch):
     at.text_input(key="map_search").input(word).run()
     assert not at.exception, [e.value for e in at.exception]
     n = int(mapview.search_mask(points["text"].tolist(), word).sum())
-    assert any(f"{n:,} sentences match" in c.value for c in at.caption)
+    assert any(f"{n:,} of {len(points):,} sentences match" in c.value for c in at.caption)
     fig = at.get("plotly_chart")[0].proto.spec
     assert f"search: {n} matches" in fig
     at.session_state["map_pinned_fakeproj"] = 0

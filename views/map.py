@@ -85,7 +85,7 @@ st.caption(f"{len(df):,} points · {meta.get('backend')} · {meta.get('seconds',
            + " · ".join(f"{g}: {v['shown']:,}/{v['total']:,}" for g, v in meta.get("groups", {}).items()))
 
 # ---------------------------------------------------------------- view controls (H13: projector-style exploring)
-v = st.columns([2, 3, 2, 1, 1])
+v = st.columns([2, 3, 2, 1.4, 1.6])
 numeric = numeric_columns(df)
 fields = [c for c in df.columns if c not in {"x", "y", "row", "text", "group", "_pid", "_hover", *numeric}
           and df[c].nunique() <= 40]
@@ -96,7 +96,7 @@ drag = v[2].segmented_control("Mouse drag", ["pan", "lasso", "box"], default="pa
                               help="pan: drag moves, wheel zooms, a click pins a point and lists its nearest neighbours; "
                                    "lasso / box: drag to choose the sentences inside") or "pan"
 tc_on_top = v[3].toggle("TC on top", value=True, key="map_tc_top", help="Draw TC over the DC points (else under them)")
-robust = v[4].toggle("Zoom to bulk", value=True, key="map_robust",
+robust = v[4].toggle("Robust axes", value=True, key="map_robust",
                      help="Axis ranges from the 0.5-99.5% quantiles, so a few outliers do not shrink the clusters")
 
 order = draw_order(df["group"].tolist(), tc_on_top)
@@ -139,7 +139,7 @@ if robust:
     fig.update_xaxes(range=robust_range(df["x"].to_numpy()))
     fig.update_yaxes(range=robust_range(df["y"].to_numpy()))
 if matches is not None:
-    st.caption(f"**{int(matches.sum()):,} sentences match** “{query.strip()}” (highlighted in gold; the rest is dimmed).")
+    st.caption(f"**{int(matches.sum()):,} of {len(df):,} sentences match** “{query.strip()}” (highlighted in gold; the rest is dimmed).")
 event = st.plotly_chart(fig, on_select="rerun", selection_mode=("points", "box", "lasso"), key="map_chart",
                         config={"scrollZoom": True, "displaylogo": False})
 
