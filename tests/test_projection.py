@@ -35,7 +35,7 @@ def test_stratified_sample_respects_cap_and_keeps_every_group(sizes, cap, seed):
 
 
 def _fake_umap(calls):
-    def fake(x, n_neighbors=15, min_dist=0.1, seed=0):
+    def fake(x, n_neighbors=15, min_dist=0.1, seed=0, progress=None):
         calls.append(len(x))
         return np.asarray(x, dtype=np.float32)[:, :2], "fake"
     return fake
@@ -135,3 +135,43 @@ def test_project_rejects_empty_input():
 
     with pytest.raises(UserError, match="nothing to project"):
         project([Group("TC", Corpus(tokens=[]), np.arange(0))])
+
+
+def test_umap_reports_epochs_and_hides_third_party_warnings(recwarn):
+    from core.projection import umap_2d
+
+    seen = []
+    x = np.random.default_rng(0).normal(size=(60, 8)).astype(np.float32)
+    coords, backend = umap_2d(x, progress=lambda f, m="": seen.append((f, m)))
+    assert coords.shape == (60, 2) and backend == "umap-learn"
+    assert seen and seen[-1][0] == 1.0 and seen[-1][1] == "UMAP epoch 500/500"
+    assert all(0 <= f <= 1 for f, _ in seen)
+    assert not [w for w in recwarn if "umap" in str(w.filename) or "numba" in str(w.filename)]
+
+
+def test_preview_is_saved_while_umap_runs_and_never_served_as_cached(tiny_bert_dir, tmp_path, monkeypatch):
+    from core import projection
+    from core.projection import file_groups, list_projections, project
+
+    ws = Workspace(tmp_path / "ws")
+    corpus = Corpus(tokens=[f"sentence number {i} about topic {i % 3}".split() for i in range(30)])
+    monkeypatch.setattr(projection, "PREVIEW_MIN_POINTS", 10)
+    seen_during_umap = []
+
+    def fake(x, n_neighbors=15, min_dist=0.1, seed=0, progress=None):
+        seen_during_umap.extend(list_projections(ws))
+        return np.asarray(x, dtype=np.float32)[:, :2] + 1.0, "fake"
+
+    monkeypatch.setattr(projection, "umap_2d", fake)
+    proj = project(file_groups({"c": corpus}), str(tiny_bert_dir), workspace=ws)
+    assert [p["preview"] for p in seen_during_umap] == [True]
+    assert seen_during_umap[0]["key"] == proj.key
+    final = list_projections(ws)
+    assert len(final) == 1 and not final[0].get("preview") and final[0]["backend"] == "fake"
+    # a preview left behind (UMAP killed) is recomputed, not served from the cache
+    meta_path = ws.find_artifact("projection", proj.key) / "meta.json"
+    import json
+
+    meta_path.write_text(json.dumps({**json.loads(meta_path.read_text()), "preview": True}))
+    again = project(file_groups({"c": corpus}), str(tiny_bert_dir), workspace=ws)
+    assert again.meta["backend"] == "fake" and not again.meta.get("preview")
