@@ -14,11 +14,34 @@ from pathlib import Path
 from typing import Any
 
 
+def current_umask() -> int:
+    """The process umask, read without changing it where Linux says it (/proc), else by the
+    set-and-restore call (which is not thread-safe, hence the preference)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def honour_umask(path: str | Path, directory: bool = False) -> None:
+    """Give a temp file/folder (mkstemp/mkdtemp make them 0600/0700) the mode a plain open() or
+    mkdir() would have, before it is moved into place: outputs stay readable by the group and
+    others exactly as the user's umask says (0644 / 0755 typically)."""
+    os.chmod(path, (0o777 if directory else 0o666) & ~current_umask())
+
+
 def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        os.fchmod(fd, 0o666 & ~current_umask())
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
@@ -44,6 +67,7 @@ def temp_path_for(path: str | Path) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.fchmod(fd, 0o666 & ~current_umask())
     os.close(fd)
     return Path(tmp)
 

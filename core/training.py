@@ -1,6 +1,7 @@
-"""Shared trainer utilities: seeding, RNG state, device and precision, atomic checkpoints.
+"""The shared training loop (`TrainLoop`) and its utilities: seeding, RNG state, device and
+precision, atomic checkpoints.
 
-Both trainers (core.mlm, core.ner) checkpoint through `Checkpointer`, which writes a
+Both trainers (core.mlm, core.ner) run on `TrainLoop` and checkpoint through `Checkpointer`, which writes a
 whole checkpoint into a temp folder first and only then swaps it in with renames, so
 a `kill -9` at any moment leaves either the new or the previous checkpoint intact:
 
@@ -8,7 +9,7 @@ a `kill -9` at any moment leaves either the new or the previous checkpoint intac
     run_dir/checkpoint.prev/   the one before it (used if `checkpoint` is missing or unreadable)
 
 >>> import tempfile; ck = Checkpointer(tempfile.mkdtemp())
->>> ck.save({"step": 3}, step=3); ck.load()["step"]
+>>> _ = ck.save({"step": 3}, step=3); ck.load()["step"]
 3
 """
 
@@ -29,6 +30,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from core.atomic import honour_umask
 from core.models import pick_device
 
 Progress = Callable[[float, str], None]
@@ -149,6 +151,7 @@ def atomic_dir(target: str | Path) -> Iterator[Path]:
     target = Path(target)
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.tmp-"))
+    honour_umask(tmp, directory=True)  # mkdtemp makes 0700: the final folder must read like any other
     try:
         yield tmp
         _fsync_dir(tmp)
@@ -179,6 +182,7 @@ class Checkpointer:
     def save(self, state: dict[str, Any], step: int) -> Path:
         self.run_dir.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(dir=self.run_dir, prefix=f".{self.path.name}.tmp-"))
+        honour_umask(tmp, directory=True)
         try:
             torch.save(state, tmp / "state.pt")
             (tmp / "trainer_state.json").write_text(json.dumps({"step": step}), "utf-8")

@@ -215,9 +215,18 @@ class Workspace:
     several processes (the app, the CLI, job subprocesses) can share it."""
 
     def __init__(self, root: str | Path | None = None):
-        self.root = Path(root or os.environ.get(ENV_VAR) or DEFAULT_ROOT).resolve()
-        for sub in ("corpora", "artifacts", "runs"):
-            (self.root / sub).mkdir(parents=True, exist_ok=True)
+        self.root = Path(root or os.environ.get(ENV_VAR) or DEFAULT_ROOT).expanduser().resolve()
+        if self.root.exists() and not self.root.is_dir():
+            raise UserError(f"workspace {self.root} is a file, not a folder: give a folder (new or existing)")
+        try:
+            for sub in ("corpora", "artifacts", "runs"):
+                (self.root / sub).mkdir(parents=True, exist_ok=True)
+        except OSError as exc:  # a parent that is a file, no permission, read-only disk, name too long
+            reason = exc.strerror or type(exc).__name__
+            where = f" ({exc.filename})" if exc.filename and str(exc.filename) != str(self.root) else ""
+            raise UserError(f"cannot use workspace {self.root}: {reason}{where}") from None
+        if not os.access(self.root, os.W_OK | os.X_OK):
+            raise UserError(f"cannot use workspace {self.root}: not writable by this user")
 
     def __repr__(self) -> str:
         return f"Workspace({str(self.root)!r})"

@@ -84,3 +84,46 @@ def test_content_hash_is_order_insensitive_for_dict_keys():
 def test_workspace_root_from_env(tmp_path, monkeypatch):
     monkeypatch.setenv("NERSELECT_WORKSPACE", str(tmp_path / "envws"))
     assert Workspace().root == (tmp_path / "envws").resolve()
+
+
+def test_outputs_honour_the_umask(tmp_path):
+    import os
+    import stat
+
+    from core.atomic import atomic_write_json, temp_path_for
+    from core.training import atomic_dir
+
+    old = os.umask(0o022)
+    try:
+        atomic_write_json(tmp_path / "a.json", {"x": 1})
+        tmp = temp_path_for(tmp_path / "b.parquet")
+        with atomic_dir(tmp_path / "model") as d:
+            (d / "weights.bin").write_bytes(b"0")
+        os.umask(0o077)
+        atomic_write_json(tmp_path / "private.json", {})
+    finally:
+        os.umask(old)
+    mode = lambda p: stat.S_IMODE(os.stat(p).st_mode)  # noqa: E731
+    assert (mode(tmp_path / "a.json"), mode(tmp), mode(tmp_path / "model")) == (0o644, 0o644, 0o755)
+    assert mode(tmp_path / "private.json") == 0o600
+
+
+def test_bad_workspace_paths_are_one_line_errors(tmp_path, capsys):
+    from core.cli import main
+
+    afile = tmp_path / "file"
+    afile.write_text("x")
+    for bad in (afile, afile / "sub"):
+        assert main(["--workspace", str(bad), "corpora"]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("error: ") and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_empty_import_prints_its_error_and_no_progress_bar(tmp_path, capsys):
+    from core.cli import main
+
+    empty = tmp_path / "empty.txt"
+    empty.write_text("")
+    assert main(["--workspace", str(tmp_path / "ws"), "import", str(empty), "--name", "e"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and "%|" not in err and err.count("\n") == 1
