@@ -175,7 +175,9 @@ def self_train(model_dir: str | Path, lc: Corpus, unlabeled: Corpus, dev: Corpus
     say = log or (lambda m: None)
 
     def sub(a: float, b: float, prefix: str) -> Progress:
-        return lambda f, m="": report(a + (b - a) * f, prefix + m)
+        from core.progress import sub as part
+
+        return part(report, a, b, prefix)
 
     model = ner.load_ner_model(str(model_dir))
     confs, correct = dev_confidences(model, dev, measure, sub(0.0, 0.1, "DEV: "))
@@ -185,7 +187,7 @@ def self_train(model_dir: str | Path, lc: Corpus, unlabeled: Corpus, dev: Corpus
     if not 0.0 <= chosen <= 1.0:
         raise UserError(f"threshold must lie in [0, 1] or be 'auto', got {threshold}")
     say(f"CER-optimal {measure} threshold on DEV: {best:.3f} (CER {min(p['cer'] for p in curve):.3f}); using {chosen:.3f}")
-    preds = ner.predict_corpus(model, unlabeled.unlabeled(), progress=sub(0.1, 0.3, "pseudo-labelling: "))
+    preds = ner.predict_corpus(model, unlabeled.unlabeled(), progress=sub(0.1, 0.3, f"pseudo-labelling {len(unlabeled):,} sentences: "))
     k = max(1, round(ratio * len(lc)))
     picked = pseudo_label_sample(preds, measure, chosen, k, seed)
     n_confident = sum(1 for p in preds if getattr(p, measure) >= chosen)
@@ -198,7 +200,8 @@ def self_train(model_dir: str | Path, lc: Corpus, unlabeled: Corpus, dev: Corpus
     base, recipe = _base_recipe(model_dir, preset, config, seed)
     out_dir = Path(out_dir)
     write_corpus(pseudo, out_dir.parent / f"{out_dir.name}-pseudo.conll", fmt="conll")
-    ner.train_ner(train, dev, base, str(out_dir), recipe, progress=sub(0.3, 0.95, "retraining: "), log=log, metric=metric)
+    trained = ner.train_ner(train, dev, base, str(out_dir), recipe, log=log, metric=metric,
+                  progress=sub(0.3, 0.95, f"retraining on {len(lc)} LC + {len(picked)} pseudo-labeled: "))
     result: dict[str, Any] = {
         "measure": measure, "threshold": chosen, "optimal_threshold": best, "cer_curve": curve,
         "dev_sentence_accuracy": sum(correct) / max(len(correct), 1), "unlabeled": len(preds), "confident": n_confident,
@@ -211,6 +214,14 @@ def self_train(model_dir: str | Path, lc: Corpus, unlabeled: Corpus, dev: Corpus
         result.update(baseline_f1=float(baseline["f1"]), selftrain_f1=float(retrained["f1"]),
                       baseline=_plain(baseline), selftrain=_plain(retrained))
         say(f"TEST F1: LC model {baseline['f1']:.4f}, self-trained {retrained['f1']:.4f}")
+        from core.quality import weak_f1_reason
+
+        warnings = [w for w in (weak_f1_reason(float(baseline["f1"]), lc, test, preset=None, what="LC model"),
+                                weak_f1_reason(float(retrained["f1"]), train, test, preset=preset,
+                                               steps=trained.get("steps"), what="self-trained model")) if w]
+        if warnings:
+            result["warning"] = " ".join(warnings)
+            say(f"warning: {result['warning']}")
     report(1.0, "done")
     return result
 
@@ -380,21 +391,9 @@ class MaskedLM:
                    ) -> list[list[tuple[str, float]]]:
         """For each (words, masked position): up to top_k (word, probability) whole-word
         predictions that differ from the original word, most probable first."""
-        torch = self.torch
         out: list[list[tuple[str, float]]] = []
-        for b in range(0, len(requests), batch_size):
-            chunk = requests[b:b + batch_size]
-            encoded = [self._ids(words, pos) for words, pos in chunk]
-            width = max(len(ids) for ids, _ in encoded)
-            pad = self.tokenizer.pad_token_id or 0
-            input_ids = torch.tensor([ids + [pad] * (width - len(ids)) for ids, _ in encoded], device=self.device)
-            attention = torch.tensor([[1] * len(ids) + [0] * (width - len(ids)) for ids, _ in encoded], device=self.device)
-            with torch.no_grad():
-                logits = self.model(input_ids=input_ids, attention_mask=attention).logits  # (B, L, V)
-            rows = torch.stack([logits[i, at] for i, (_, at) in enumerate(encoded)])  # (B, V)
-            probs = torch.softmax(rows.float(), dim=-1)
-            top_p, top_i = probs.topk(min(self.searched, probs.shape[-1]), dim=-1)
-            for (words, pos), ps, ids in zip(chunk, top_p.tolist(), top_i.tolist()):
+        for chunk, top_p, top_i in self._top(requests, batch_size):
+            for (words, pos), ps, ids in zip(chunk, top_p, top_i):
                 original = words[pos]
                 found: list[tuple[str, float]] = []
                 for p, i in zip(ps, ids):
@@ -410,6 +409,39 @@ class MaskedLM:
                         break
                 out.append(found)
         return out
+
+    def _top(self, requests: Sequence[tuple[Sequence[str], int]], batch_size: int):
+        """Per batch: (requests, top probabilities, top vocabulary ids) at each masked position."""
+        torch = self.torch
+        for b in range(0, len(requests), batch_size):
+            chunk = requests[b:b + batch_size]
+            encoded = [self._ids(words, pos) for words, pos in chunk]
+            width = max(len(ids) for ids, _ in encoded)
+            pad = self.tokenizer.pad_token_id or 0
+            input_ids = torch.tensor([ids + [pad] * (width - len(ids)) for ids, _ in encoded], device=self.device)
+            attention = torch.tensor([[1] * len(ids) + [0] * (width - len(ids)) for ids, _ in encoded], device=self.device)
+            with torch.no_grad():
+                logits = self.model(input_ids=input_ids, attention_mask=attention).logits  # (B, L, V)
+            rows = torch.stack([logits[i, at] for i, (_, at) in enumerate(encoded)])  # (B, V)
+            probs = torch.softmax(rows.float(), dim=-1)
+            top_p, top_i = probs.topk(min(self.searched, probs.shape[-1]), dim=-1)
+            yield chunk, top_p.tolist(), top_i.tolist()
+
+    def accuracy(self, corpus: Corpus, n: int = 200, seed: int = 0, batch_size: int = 32) -> float | None:
+        """Share of `n` masked words of `corpus` (held-out text, e.g. TC) that the model puts first:
+        the plain measure of whether its MLM head learned anything. None when the corpus has no words."""
+        rng = random.Random(seed)
+        slots = [(i, j) for i, toks in enumerate(corpus.tokens) for j, w in enumerate(toks) if w.isalpha()]
+        if not slots:
+            return None
+        picked = rng.sample(slots, min(n, len(slots)))
+        requests = [(corpus.tokens[i], j) for i, j in picked]
+        hits = 0
+        for chunk, _, top_i in self._top(requests, batch_size):
+            for (words, pos), ids in zip(chunk, top_i):
+                first = next((w for w in (self._word(i) for i in ids) if w and w.strip()), None)
+                hits += first is not None and first.lower() == words[pos].lower()
+        return hits / len(requests)
 
     def _match_case(self, word: str, original: str) -> str:
         # An uncased vocabulary predicts lowercase; keep the original's casing pattern.
@@ -516,6 +548,65 @@ def augment_corpus(lc: Corpus, mlm: MaskedLM, config: AugmentConfig, ner_model: 
     return AugmentResult(corpus=corpus, stats=stats)
 
 
+# --------------------------------------------------------------------------- MLM augmentation: quality gate
+
+# Thresholds of the gate. A useful MLM fills entity slots with many different words (names, places);
+# a degenerate one (a fresh or barely trained head) puts the same few function words everywhere:
+# the README's first try replaced 116 of 116 entities with "the".
+MIN_DISTINCT_SHARE = 0.2  # distinct replacement words / replacements
+MAX_STOP_SHARE = 0.5  # replacements that are stop words ("the", "of", ...)
+MAX_TOP_WORD_SHARE = 0.5  # the single most frequent replacement word
+WARN_MLM_ACCURACY = 0.15  # top-1 accuracy on masked held-out TC words below this: a weak MLM
+MIN_REPLACEMENTS_JUDGED = 10  # fewer replacements say nothing either way
+
+
+def replacement_quality(lc: Corpus, generated: Corpus) -> dict[str, Any]:
+    """What the replacements look like: how many, how many distinct, the share of stop words and of
+    the most frequent word (with the top words themselves, to show the user)."""
+    from collections import Counter
+
+    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
+    words: list[str] = []
+    for src, toks, changed in zip(generated.fields.get("source_index", []), generated.tokens,
+                                  generated.fields.get("changed", [])):
+        del src
+        words += [toks[int(j)].lower() for j in str(changed).split(",") if j != ""]
+    counts = Counter(words)
+    n = len(words)
+    return {"replacements": n, "distinct_replacements": len(counts),
+            "distinct_share": len(counts) / n if n else None,
+            "stop_word_share": sum(c for w, c in counts.items() if w in ENGLISH_STOP_WORDS) / n if n else None,
+            "top_word_share": counts.most_common(1)[0][1] / n if n else None,
+            "top_words": [f"{w} ({c})" for w, c in counts.most_common(5)]}
+
+
+def judge_augmentation(quality: dict[str, Any], mlm_accuracy: float | None, model: str,
+                       mlm_info: dict[str, Any] | None = None) -> tuple[str, str]:
+    """("ok" | "warn" | "degenerate", a sentence saying what was measured and what to do)."""
+    n = quality["replacements"]
+    figures = (f"{n} replacements, {quality['distinct_replacements']} distinct"
+               + (f", {quality['stop_word_share']:.0%} stop words, top words {', '.join(quality['top_words'][:3])}" if n else "")
+               + (f"; MLM top-1 accuracy on held-out TC words {mlm_accuracy:.1%}" if mlm_accuracy is not None else ""))
+    steps = (mlm_info or {}).get("steps")
+    trained = f"it was trained for {steps} steps" + (" from a fresh MLM head" if (mlm_info or {}).get("fresh_head") else "") \
+        if steps is not None else ""
+    advice = (f"Train B1 (MLM on TC) longer: {trained}; give it at least {max(300, 10 * int(steps or 30))} steps "
+              f"(`python -m core mlm ... --max-steps {max(300, 10 * int(steps or 30))}`, or the `paper` preset), "
+              "or use a Hugging Face masked LM with a trained head (e.g. bert-base-cased).") if trained else (
+              "Use a better-trained masked LM: train B1 (MLM on TC) for more steps (the `paper` preset), "
+              "or a Hugging Face masked LM with a trained head (e.g. bert-base-cased).")
+    if n >= MIN_REPLACEMENTS_JUDGED and (
+            quality["distinct_share"] < MIN_DISTINCT_SHARE or quality["stop_word_share"] > MAX_STOP_SHARE
+            or quality["top_word_share"] > MAX_TOP_WORD_SHARE):
+        return "degenerate", f"the masked LM {model!r} is degenerate ({figures}). {advice}"
+    if mlm_accuracy is not None and mlm_accuracy < WARN_MLM_ACCURACY:
+        return "warn", f"the masked LM {model!r} is weak ({figures}). {advice}"
+    if n == 0:
+        return "warn", f"no token was replaced by {model!r}: nothing new was generated. {advice}"
+    return "ok", figures
+
+
 def combine_with_lc(lc: Corpus, generated: Corpus, name: str = "") -> Corpus:
     """LC followed by the generated sentences: a training corpus for an augmented NER run."""
     return Corpus(tokens=[*lc.tokens, *generated.tokens], tags=[*lc.tags, *generated.tags],
@@ -535,9 +626,28 @@ def augment_job(params: dict[str, Any], ctx: Any) -> dict[str, Any]:
     ctx.progress(0.01, "loading the masked LM")
     mlm = MaskedLM(params["model"], device=params.get("device", "auto"))
     ner_model = _ner().load_ner_model(params["ner_model"]) if params.get("ner_model") else None
-    result = augment_corpus(lc, mlm, config, ner_model=ner_model, progress=ctx.sub(0.05, 0.98))
+    result = augment_corpus(lc, mlm, config, ner_model=ner_model, progress=ctx.sub(0.05, 0.9))
+    quality = replacement_quality(lc, result.corpus)
+    accuracy = None
+    if params.get("check_tc"):  # held-out text the MLM did not augment: does its head predict words at all?
+        try:
+            held_out = ws.resolve_corpus(params["check_tc"])
+        except UserError as exc:
+            ctx.log(f"MLM accuracy not measured: {exc}")
+        else:
+            ctx.progress(0.92, "MLM accuracy on masked held-out TC words")
+            accuracy = mlm.accuracy(held_out, seed=config.seed, batch_size=config.batch_size)
+    info_path = Path(params["model"]) / "mlm_info.json"
+    info = json.loads(info_path.read_text("utf-8")) if info_path.is_file() else None
+    verdict, message = judge_augmentation(quality, accuracy, str(params["model"]), info)
+    quality.update(mlm_accuracy=accuracy, verdict=verdict, quality_message=message)
+    ctx.log(f"augmentation quality: {verdict}: {message}")
+    if verdict == "degenerate" and not params.get("allow_degenerate"):
+        raise UserError(f"refusing to write the augmented corpus: {message} "
+                        "(to write it anyway: allow_degenerate / --allow-degenerate)")
     out = Path(params.get("out") or ctx.run_dir / "augmented.conll")
     write_corpus(result.corpus, out, fmt="conll")
     write_corpus(result.corpus, out.with_suffix(".jsonl"), fmt="jsonl")
     ctx.log(json.dumps({k: v for k, v in result.stats.items() if k != "config"}))
-    return {**result.stats, "conll": str(out), "jsonl": str(out.with_suffix(".jsonl")), "lc": params.get("lc") or "lc"}
+    return {**result.stats, "quality": quality, "warning": message if verdict != "ok" else None,
+            "conll": str(out), "jsonl": str(out.with_suffix(".jsonl")), "lc": params.get("lc") or "lc"}

@@ -613,6 +613,12 @@ def ner_train_job(params: dict[str, Any], ctx) -> dict[str, Any]:
         ctx.metric(step=result["steps"], test_f1=scores["f1"])
         ctx.log(f"test F1 {scores['f1']:.4f} (P {scores['precision']:.4f} R {scores['recall']:.4f}) on {len(test)} sentences")
         result["test"] = scores
+    from core.quality import weak_f1_reason
+
+    f1 = (result.get("test") or {}).get("f1", result.get("best_dev_f1"))
+    if warning := weak_f1_reason(f1, train, test or dev, steps=result.get("steps"), preset=params.get("preset")):
+        ctx.log(f"warning: {warning}")  # the job panel and the terminal show it; Runs shows result["warning"]
+        result["warning"] = warning
     return result
 
 

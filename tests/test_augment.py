@@ -308,3 +308,42 @@ def test_augment_cli_refuses_the_default_encoder(files, capsys):
     code = main(["--workspace", str(files / "ws"), "augment", "--lc", str(files / "lc.conll"), "--model", "default",
                  "--out", str(files / "x.conll")])
     assert code == 2 and "no trained MLM head" in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------- quality gates
+
+
+def test_a_model_that_puts_the_everywhere_is_judged_degenerate_with_advice():
+    from core.augment import judge_augmentation, replacement_quality
+
+    lc = Corpus(tokens=[["Anna", "met", "Bob", "in", "Rome", "."]] * 6, tags=[["B-PER", "O", "B-PER", "O", "B-LOC", "O"]] * 6)
+    lc = Corpus(tokens=[[f"{w}{i}" for w in toks] for i, toks in enumerate(lc.tokens)], tags=lc.tags)
+    result = augment_corpus(lc, ScriptedMLM([("the", 0.9)]), AugmentConfig(sampling="entity"))
+    quality = replacement_quality(lc, result.corpus)
+    assert quality["replacements"] == 18 and quality["distinct_replacements"] == 1 and quality["stop_word_share"] == 1.0
+    verdict, message = judge_augmentation(quality, 0.01, "runs/b1/model", {"steps": 30, "fresh_head": True})
+    assert verdict == "degenerate" and "the (18)" in message and "30 steps from a fresh MLM head" in message
+    assert "--max-steps 300" in message
+
+
+def test_varied_replacements_pass_and_a_weak_mlm_only_warns():
+    from core.augment import judge_augmentation
+
+    varied = {"replacements": 20, "distinct_replacements": 15, "distinct_share": 0.75, "stop_word_share": 0.05,
+              "top_word_share": 0.1, "top_words": ["Paris (2)"]}
+    assert judge_augmentation(varied, 0.4, "m")[0] == "ok"
+    verdict, message = judge_augmentation(varied, 0.02, "m")
+    assert verdict == "warn" and "2.0%" in message and "paper" in message
+
+
+def test_near_zero_f1_says_why():
+    from core.quality import weak_f1_reason
+
+    labeled = Corpus(tokens=[["Anna", "sings"]], tags=[["B-PER", "O"]])
+    assert weak_f1_reason(0.8, labeled) is None and weak_f1_reason(None, labeled) is None
+    unlabeled = Corpus(tokens=[["Anna", "sings"]], tags=[["O", "O"]])
+    assert "no entity labels" in weak_f1_reason(0.0, unlabeled)
+    other = Corpus(tokens=[["Rome"]], tags=[["B-LOC"]])
+    assert "LOC" in weak_f1_reason(0.0, labeled, other)
+    msg = weak_f1_reason(0.01, labeled, labeled, steps=6, preset="tiny")
+    assert "only 6 steps" in msg and "'tiny'" in msg and "F1 0.010" in msg

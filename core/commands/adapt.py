@@ -7,11 +7,12 @@ printed here are the ones the Inspect page shows for the same inputs.
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from core import jobs
 from core.augment import CRITERIA, MEASURES, ORDERS, SAMPLINGS
-from core.cli import add_workspace_arg, print_json, tqdm_progress
+from core.cliutil import add_workspace_arg, print_json, tqdm_progress
 from core.errors import UserError
 from core.workspace import Workspace
 
@@ -47,6 +48,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--device", default="auto")
     p.add_argument("--out", required=True, help="output CoNLL file (a .jsonl with the same stem is written beside it)")
+    p.add_argument("--check-tc", default="tc", help="held-out corpus on which the MLM's masked-word accuracy is measured "
+                   "(default: the workspace's TC; 'none' skips it)")
+    p.add_argument("--allow-degenerate", action="store_true",
+                   help="write the output even when the quality gate finds the MLM degenerate (same few words everywhere)")
     p.add_argument("--json", action="store_true", help="print a JSON summary")
     add_workspace_arg(p)
     p.set_defaults(func=cmd_augment)
@@ -89,9 +94,13 @@ def cmd_augment(args: argparse.Namespace) -> int:
     params = {"lc": args.lc, "model": args.model, "sampling": args.sampling, "order": args.order, "criterion": args.criterion,
               "min_token_prob": args.min_token_prob, "ner_model": args.ner_model, "min_confidence": args.min_confidence,
               "measure": args.measure, "per_sentence": args.per_sentence, "seed": args.seed, "device": args.device,
-              "out": str(Path(args.out).resolve())}
+              "out": str(Path(args.out).resolve()),
+              "check_tc": None if str(args.check_tc).lower() == "none" else args.check_tc,
+              "allow_degenerate": args.allow_degenerate}
     with tqdm_progress("augment", enabled=not args.json) as progress:
         result = jobs.run_inline(ws, "augment", params, progress=progress)
+    if result.get("warning"):
+        print(f"warning: {result['warning']}", file=sys.stderr)
     if args.json:
         print_json({k: v for k, v in result.items() if k != "config"})
         return 0
