@@ -106,6 +106,8 @@ def job_status(job: jobs.Job, on_done: Callable[[jobs.Job], None] | None = None,
                 st.rerun()
         elif current.status == "done":
             st.success(f"{label} — finished")
+            if current.result and current.result.get("warning"):  # quality gates: near-0 F1, a weak masked LM
+                st.warning(current.result["warning"])
             if job.active:  # it finished while we were polling: redraw the whole page once
                 st.rerun()
             if on_done is not None:
