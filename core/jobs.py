@@ -19,6 +19,7 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -244,8 +245,23 @@ def get_status(ws: Workspace, job_id: str) -> str:
 # --------------------------------------------------------------------------- submit / cancel / resume
 
 
-def max_concurrent() -> int:
-    """1 on CPU (two trainings on 2 cores only slow each other), one per GPU otherwise."""
+# Lanes: exploring (a selection, a map, predictions for Inspect, an import) must never wait behind a
+# training run that takes an hour, so these kinds have a lane and a concurrency count of their own.
+# Training-lane processes start at a lower CPU priority, so an exploring job gets the cores first.
+INTERACTIVE_KINDS = frozenset({"import", "select", "similarity", "project", "predict", "embed"})
+TRAINING_NICE = 10  # added niceness of training-lane job processes (NERSELECT_TRAINING_NICE overrides)
+
+
+def lane(kind: str) -> str:
+    """'interactive' or 'training': which queue and concurrency count a job kind uses."""
+    return "interactive" if kind in INTERACTIVE_KINDS else "training"
+
+
+def max_concurrent(lane_name: str = "training") -> int:
+    """Training lane: 1 on CPU (two trainings on 2 cores only slow each other), one per GPU otherwise
+    (NERSELECT_MAX_JOBS overrides). Interactive lane: 2 (NERSELECT_MAX_INTERACTIVE_JOBS overrides)."""
+    if lane_name == "interactive":
+        return max(1, int(os.environ.get("NERSELECT_MAX_INTERACTIVE_JOBS") or 2))
     env = os.environ.get("NERSELECT_MAX_JOBS")
     if env:
         return max(1, int(env))
@@ -282,39 +298,46 @@ def submit(ws: Workspace, kind: str, params: dict[str, Any], start: bool = True)
 def _start_queued(ws: Workspace) -> None:
     """Start queued jobs up to the concurrency limit. Claiming is one UPDATE inside
     an IMMEDIATE transaction, so two callers racing cannot both start one job."""
-    limit = max_concurrent()
+    free = {name: max_concurrent(name) for name in ("interactive", "training")}  # per lane
     con = _connect(ws)
     try:
         con.execute("BEGIN IMMEDIATE")
-        running = con.execute("SELECT id, pid, started FROM jobs WHERE status = 'running'").fetchall()
-        alive = sum(1 for r in running if _pid_alive(r["pid"]) or _spawning(r["pid"], r["started"]))
-        free = limit - alive
+        running = con.execute("SELECT id, kind, pid, started FROM jobs WHERE status = 'running'").fetchall()
+        for r in running:
+            if _pid_alive(r["pid"]) or _spawning(r["pid"], r["started"]):
+                free[lane(r["kind"])] -= 1
         to_start = []
-        if free > 0:
-            rows = con.execute("SELECT id FROM jobs WHERE status = 'queued' ORDER BY created LIMIT ?", (free,)).fetchall()
-            for r in rows:
+        if any(n > 0 for n in free.values()):
+            for r in con.execute("SELECT id, kind FROM jobs WHERE status = 'queued' ORDER BY created").fetchall():
+                if free[lane(r["kind"])] <= 0:
+                    continue
+                free[lane(r["kind"])] -= 1
                 con.execute("UPDATE jobs SET status = 'running', started = ?, pid = NULL, progress = 0, "
                             "attempts = attempts + 1, error = NULL, finished = NULL WHERE id = ?", (time.time(), r["id"]))
-                to_start.append(r["id"])
+                to_start.append((r["id"], r["kind"]))
         con.execute("COMMIT")
     except BaseException:
         con.execute("ROLLBACK")
         raise
     finally:
         con.close()
-    for job_id in to_start:
-        _spawn(ws, job_id)
+    for job_id, kind in to_start:
+        _spawn(ws, job_id, lane(kind))
 
 
-def _spawn(ws: Workspace, job_id: str) -> None:
+def _spawn(ws: Workspace, job_id: str, lane_name: str = "training") -> None:
     root = Path(__file__).resolve().parent.parent
     env = dict(os.environ)
     env["PYTHONPATH"] = str(root) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     env.setdefault("PYTHONUNBUFFERED", "1")
     run_dir = ws.runs_dir / job_id
+    command = [sys.executable, "-m", "core.jobs", "run", job_id, "--workspace", str(ws.root)]
+    niceness = int(os.environ.get("NERSELECT_TRAINING_NICE") or TRAINING_NICE)
+    if lane_name == "training" and niceness > 0 and shutil.which("nice"):
+        command = ["nice", "-n", str(niceness), *command]  # nice execs python: same pid, lower priority from the start
     with open(run_dir / "stderr.txt", "ab") as err:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "core.jobs", "run", job_id, "--workspace", str(ws.root)],
+            command,
             stdin=subprocess.DEVNULL, stdout=err, stderr=err, cwd=root, env=env,
             start_new_session=True,  # own session and process group: survives the app, cancel hits all children
         )

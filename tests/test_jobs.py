@@ -134,3 +134,30 @@ def test_checkpoint_survives_a_crash_at_any_point(tmp_path, monkeypatch):
     assert ck.load() is None
     ck.clear_temp()
     assert not (tmp_path / ".checkpoint.tmp-x").exists()
+
+
+def _nice(pid: int) -> int:
+    with open(f"/proc/{pid}/stat") as fh:
+        return int(fh.read().rsplit(")", 1)[1].split()[16])
+
+
+def test_a_selection_submitted_during_training_finishes_while_training_runs(ws):
+    from core.corpus import Corpus
+
+    ws.save_corpus(Corpus(tokens=[s.split() for s in TOY_SENTENCES[:3]]), "tc", role="tc")
+    ws.save_corpus(Corpus(tokens=[f"{s} {i}".split() for i, s in enumerate(TOY_SENTENCES * 3)]), "dc", role="dc")
+    training = jobs.submit(ws, "sleep", {"steps": 1200, "seconds": 0.1})  # the training lane's one slot
+    running = _wait_for(lambda: (j := jobs.get_job(ws, training.id)).pid and j.metrics() and j)
+    assert jobs.lane("sleep") == "training" and jobs.lane("select") == "interactive"
+    if os.path.exists(f"/proc/{running.pid}/stat"):
+        assert _nice(running.pid) >= _nice(os.getpid()) + min(jobs.TRAINING_NICE, 19 - _nice(os.getpid()))
+    queued_training = jobs.submit(ws, "sleep", {"steps": 1, "seconds": 0.01})
+    try:
+        sel = jobs.submit(ws, "select", {"tc": "tc", "dc": "dc", "strategy": "random", "budget": 3})
+        done = jobs.wait(ws, sel.id, timeout=300)
+        assert done.status == "done", done.error
+        assert jobs.get_job(ws, training.id).status == "running"  # exploring did not wait behind it
+        assert jobs.get_job(ws, queued_training.id).status == "queued"  # training still runs one at a time
+    finally:
+        jobs.cancel(ws, training.id)
+        jobs.cancel(ws, queued_training.id)
