@@ -36,8 +36,16 @@ PAGES = [
 
 @st.cache_resource(show_spinner="Generating the demo workspace (first start only)...")
 def _prepare(root: str) -> str:
-    """Create the demo corpora once per workspace folder (a no-op when corpora exist)."""
+    """Create the demo corpora once per workspace folder (a no-op when corpora exist). On the demo's
+    first start, also queue its TC/DC embeddings and warm UMAP in the background (a fast first map)."""
+    fresh = not Workspace(root).list_corpora()
     ensure_demo_workspace(root)
+    try:
+        from core.projection import prepare_first_map, start_warm_up
+
+        prepare_first_map(Workspace(root)) if fresh else start_warm_up()
+    except (UserError, OSError) as exc:  # a speed-up only: the app works without it
+        print(f"first-map preparation skipped: {exc}")
     return root
 
 

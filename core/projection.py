@@ -128,6 +128,7 @@ def _import_umap() -> Any:
     them without `cache=True`, so every fresh job process paid about a minute of compilation on
     2 cores; with caching, NUMBA_CACHE_DIR (set by scripts/app.sh, filled by scripts/setup.sh)
     keeps the machine code between processes. Functions already compiled at import are left as is."""
+    _use_numba_cache()
     import umap
     from numba.core.registry import CPUDispatcher
 
@@ -171,6 +172,64 @@ class _EpochSink:
 
     def flush(self) -> None:
         pass
+
+
+def numba_cache_dir() -> Path:
+    """Where numba keeps UMAP's compiled code between processes: $NUMBA_CACHE_DIR, else
+    `numba-cache` inside the virtual environment (scripts/setup.sh fills it), else the user's cache."""
+    if os.environ.get("NUMBA_CACHE_DIR"):
+        return Path(os.environ["NUMBA_CACHE_DIR"])
+    if sys.prefix != sys.base_prefix and os.access(sys.prefix, os.W_OK):
+        return Path(sys.prefix) / "numba-cache"
+    return Path.home() / ".cache" / "nerselect" / "numba"
+
+
+def _use_numba_cache() -> None:
+    """Point numba at numba_cache_dir() (read once, when numba is first imported)."""
+    if "numba" not in sys.modules:
+        os.environ.setdefault("NUMBA_CACHE_DIR", str(numba_cache_dir()))
+
+
+def start_warm_up() -> bool:
+    """Compile UMAP in a detached low-priority process unless the cache is already warm (app start,
+    so the first map does not pay the compilation). True when one was started."""
+    import shutil
+    import subprocess
+
+    cache = numba_cache_dir()
+    if (cache / ".warm").exists():
+        return False
+    cache.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(cache)}
+    code = "from core.projection import warm_up, numba_cache_dir; warm_up(); (numba_cache_dir() / '.warm').touch()"
+    command = [sys.executable, "-c", code]
+    if shutil.which("nice"):
+        command = ["nice", "-n", "10", *command]
+    subprocess.Popen(command, cwd=Path(__file__).resolve().parent.parent, env=env, stdin=subprocess.DEVNULL,
+                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    return True
+
+
+def prepare_first_map(ws: Workspace, model: str = "default", max_sentences: int = 100_000) -> list[str]:
+    """On an app start: warm UMAP's compiled code and queue the embeddings of TC and DC (the demo's
+    6,400 sentences) as background jobs, so a first map needs only UMAP. Skips corpora already
+    embedded or being embedded, and DCs above `max_sentences` (their users choose when to embed).
+    Returns the corpora queued."""
+    from core import jobs
+    from core.embed import cached_embeddings
+    from core.workspace import Role
+
+    start_warm_up()
+    busy = {j.params.get("corpus") for j in jobs.list_jobs(ws, "embed") if j.active}
+    queued = []
+    for role in (Role.TC, Role.DC):
+        name = ws.roles().get(role)
+        if not name or name in busy or ws.corpus_info(name).sentences > max_sentences:
+            continue
+        if cached_embeddings(ws.load_corpus(name), model, ws) is None:
+            jobs.submit(ws, "embed", {"corpus": name, "model": model})
+            queued.append(name)
+    return queued
 
 
 def warm_up(progress: Progress | None = None) -> float:

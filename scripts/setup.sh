@@ -16,7 +16,16 @@ if [ "${1:-}" = "--test" ]; then
   python -m pip install -q -r requirements-test.txt
   if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null 2>&1; then
     SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
-    $SUDO apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium chromium-driver >/dev/null
+    # Wait (up to 10 minutes) for another apt/dpkg run to release its lock instead of failing with 100.
+    APT_WAIT=(-o DPkg::Lock::Timeout=600)
+    $SUDO apt-get "${APT_WAIT[@]}" update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get "${APT_WAIT[@]}" install -y -qq chromium chromium-driver >/dev/null
   fi
+fi
+# Compile UMAP's numba code once into .venv/numba-cache (scripts/app.sh points NUMBA_CACHE_DIR there),
+# so the first map does not spend a minute compiling in its job process. Skipped when already done.
+export NUMBA_CACHE_DIR="${NUMBA_CACHE_DIR:-$PWD/.venv/numba-cache}"
+if [ ! -e "$NUMBA_CACHE_DIR/.warm" ]; then
+  echo "Compiling UMAP once (about a minute on 2 cores)..."
+  python -c "from core.projection import warm_up; warm_up()" && mkdir -p "$NUMBA_CACHE_DIR" && touch "$NUMBA_CACHE_DIR/.warm"
 fi

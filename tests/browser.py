@@ -70,7 +70,7 @@ def browser_page(width: int = 1400, height: int = 1000):
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
             page = browser.new_page(viewport={"width": width, "height": height})
-            page.set_default_timeout(60_000)
+            page.set_default_timeout(120_000)  # waits are on state; the bound only matters on a loaded 2-core machine
             yield page
         finally:
             browser.close()

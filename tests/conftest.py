@@ -15,6 +15,13 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 
+@pytest.fixture(autouse=True)
+def _default_workspace_in_tmp(tmp_path, monkeypatch):
+    """Tests write only under tmp_path: a command run without --workspace (the default
+    ./workspace of the checkout) gets a temporary folder instead."""
+    monkeypatch.setenv("NERSELECT_WORKSPACE", str(tmp_path / "default-workspace"))
+
+
 def crossner_file(domain: str, split: str) -> Path:
     path = CROSSNER / domain / f"{split}.txt"
     if not path.exists():

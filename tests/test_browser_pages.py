@@ -82,9 +82,9 @@ def test_inspect_accept_and_reject_survive_a_reload(inspect_ws):
         page.goto(f"{url}/inspect")
         wait_for_app(page, "sentences reviewed")
         page.get_by_role("button", name="Accept", exact=True).first.click()
-        page.get_by_text("1 of 600 sentences reviewed").first.wait_for()
+        wait_for_app(page, "1 of 600 sentences reviewed")  # the rerun has finished, not just begun: buttons are current
         page.get_by_role("button", name="Reject", exact=True).nth(1).click()
-        page.get_by_text("2 of 600 sentences reviewed").first.wait_for()
+        wait_for_app(page, "2 of 600 sentences reviewed")
         page.reload()
         wait_for_app(page, "sentences reviewed")
         page.locator("[class*='st-key-insp_card_accepted_']").first.wait_for()

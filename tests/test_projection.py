@@ -175,3 +175,20 @@ def test_preview_is_saved_while_umap_runs_and_never_served_as_cached(tiny_bert_d
     meta_path.write_text(json.dumps({**json.loads(meta_path.read_text()), "preview": True}))
     again = project(file_groups({"c": corpus}), str(tiny_bert_dir), workspace=ws)
     assert again.meta["backend"] == "fake" and not again.meta.get("preview")
+
+
+def test_first_start_queues_tc_and_dc_embeddings_once(tmp_path, monkeypatch):
+    from core import jobs
+    from core.projection import prepare_first_map
+
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "numba"))
+    (tmp_path / "numba").mkdir()
+    (tmp_path / "numba" / ".warm").touch()  # no warm-up process from a test
+    ws = Workspace(tmp_path / "ws")
+    ws.save_corpus(Corpus(tokens=[s.split() for s in SENTENCES[:4]]), "tc", role="tc")
+    ws.save_corpus(Corpus(tokens=[f"{s} {i}".split() for i, s in enumerate(SENTENCES * 2)]), "dc", role="dc")
+    submitted = []
+    monkeypatch.setattr(jobs, "submit", lambda ws, kind, params, start=True: submitted.append((kind, params)))
+    assert prepare_first_map(ws) == ["tc", "dc"]
+    assert submitted == [("embed", {"corpus": "tc", "model": "default"}), ("embed", {"corpus": "dc", "model": "default"})]
+    assert prepare_first_map(ws, max_sentences=5) == ["tc"]  # a large DC is left to its user
