@@ -163,7 +163,8 @@ def job_detail(job_id: str, was_active: bool) -> None:
     if was_active and not job.active:
         st.rerun(scope="app")  # finished while polling: redraw once without the timer, with its results
     st.markdown(f"**{describe_job(job)}** · `{job.id}`")
-    st.progress(job.progress, text=f"{status_text(job, jobs.list_jobs(ws))} · {fmt_seconds(job.elapsed)} · {job.message}")
+    said = status_text(job, jobs.list_jobs(ws))
+    st.progress(job.progress, text=" · ".join([said, fmt_seconds(job.elapsed)] + ([job.message] if job.message not in ("", said) else [])))
     if job.error:
         st.error(job.error)
     b = st.columns(6)
