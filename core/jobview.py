@@ -73,6 +73,8 @@ def waiting_for(job: Job, jobs: Sequence[Job]) -> Job | None:
     lane = _lane_function()
     same = [j for j in jobs if j.id != job.id and (lane is None or lane(j.kind) == lane(job.kind))]
     running = sorted((j for j in same if j.status == "running"), key=lambda j: j.started or j.created)
+    if len(running) < _lane_capacity(job.kind, lane):
+        return None  # a free slot: it starts at the next look, behind nothing
     if running:
         return running[0]
     ahead = sorted((j for j in same if j.status == "queued" and j.created < job.created), key=lambda j: j.created)
@@ -91,11 +93,21 @@ def _lane_function():
     return None
 
 
+def _lane_capacity(kind: str, lane) -> int:
+    """How many jobs of this kind's lane run at once (core.jobs.max_concurrent)."""
+    from core import jobs as jobs_module
+
+    try:
+        return int(jobs_module.max_concurrent(lane(kind))) if lane is not None else int(jobs_module.max_concurrent())
+    except TypeError:  # a runner without lanes: max_concurrent() takes no lane
+        return int(jobs_module.max_concurrent())
+
+
 def status_text(job: Job, jobs: Sequence[Job]) -> str:
     """The status column: 'queued behind <name> (<id>)' instead of a bare 'queued'."""
     ahead = waiting_for(job, jobs)
     if ahead is None:
-        return job.status
+        return "queued, starting" if job.status == "queued" else job.status
     return f"queued behind {describe_job(ahead, 60)} ({ahead.status}, {ahead.id[-6:]})"
 
 

@@ -97,6 +97,7 @@ def test_every_job_kind_is_listed_with_a_readable_name(small_ws, monkeypatch):
 
     ws = Workspace(small_ws)
     monkeypatch.setattr(jobs, "_start_queued", lambda ws: None)
+    monkeypatch.setenv("NERSELECT_MAX_INTERACTIVE_JOBS", "1")  # one exploring job at a time: the map waits
     sel = jobs.submit(ws, "select", {"tc": "demo-tc", "dc": "demo-dc", "strategy": "dsir", "budget": 0.2}, start=False)
     jobs._update(ws, sel.id, status="running", started=time.time())
     time.sleep(0.01)
@@ -178,12 +179,13 @@ def test_selftrain_states_a_preset_difference(small_ws, monkeypatch):
 def test_a_running_step_shows_its_message_and_log_and_a_queued_one_what_it_waits_for(small_ws, monkeypatch):
     ws = Workspace(small_ws)
     monkeypatch.setattr(jobs, "_start_queued", lambda ws: None)
-    train = jobs.submit(ws, "ner", {"train": "demo-lc", "preset": "demo"}, start=False)
-    jobs._update(ws, train.id, status="running", started=time.time(), progress=0.3, message="epoch 2/20 · dev F1 0.41")
+    monkeypatch.setenv("NERSELECT_MAX_INTERACTIVE_JOBS", "1")
+    train = jobs.submit(ws, "project", {"selection": "abcdef0123456789", "model": "default"}, start=False)
+    jobs._update(ws, train.id, status="running", started=time.time(), progress=0.3, message="UMAP epoch 100/500")
     sel = jobs.submit(ws, "select", {"tc": "demo-tc", "dc": "demo-dc", "strategy": "cosine", "budget": 0.2}, start=False)
     at = open_app(small_ws, monkeypatch, "views/selection.py")
     bars = [p.proto.text for p in at.get("progress")]
-    assert any("queued behind NER training · train demo-lc" in t for t in bars), bars
+    assert any("queued behind Map · selection abcdef01" in t for t in bars), bars
     jobs._update(ws, train.id, status="done", finished=time.time())
     jobs._update(ws, sel.id, status="running", started=time.time(), progress=0.4, message="DC embeddings 2,400/6,000")
     (sel.run_dir / "log.txt").write_text("cosine: scoring chunk 3 of 8\n")
@@ -192,4 +194,21 @@ def test_a_running_step_shows_its_message_and_log_and_a_queued_one_what_it_waits
     assert any("Selection · strategy cosine" in t and "DC embeddings 2,400/6,000" in t for t in bars), bars
     assert any("scoring chunk 3 of 8" in c.value for c in at.caption)
     for j in (train, sel):
+        jobs.delete(ws, j.id)
+
+
+def test_a_queued_exploring_job_is_not_said_to_wait_behind_training(small_ws, monkeypatch):
+    from core.jobview import status_text, waiting_for
+
+    ws = Workspace(small_ws)
+    monkeypatch.setattr(jobs, "_start_queued", lambda ws: None)
+    train = jobs.submit(ws, "ner", {"train": "demo-lc"}, start=False)
+    jobs._update(ws, train.id, status="running", started=time.time())
+    sel = jobs.submit(ws, "select", {"tc": "demo-tc", "dc": "demo-dc", "strategy": "random", "budget": 5}, start=False)
+    ner2 = jobs.submit(ws, "ner", {"train": "demo-lc", "preset": "tiny"}, start=False)
+    listed = jobs.list_jobs(ws)
+    assert waiting_for(jobs.get_job(ws, sel.id), listed) is None  # its own lane has room
+    assert status_text(jobs.get_job(ws, sel.id), listed) == "queued, starting"
+    assert waiting_for(jobs.get_job(ws, ner2.id), listed).id == train.id  # training waits behind training
+    for j in (train, sel, ner2):
         jobs.delete(ws, j.id)
