@@ -45,7 +45,7 @@ def browse_corpus_panel(name: str, content_hash: str) -> None:
                            format_func=lambda f: "(no filter)" if f is None else f, disabled=not fields)
     values = c[2].multiselect("Values", fields.get(field, []), key=f"browse_values_{name}_{field}", disabled=field is None)
     per_page = int(c[3].selectbox("Rows", [25, 50, 100, 200], index=1, key=f"browse_per_page_{name}"))
-    page_key = f"browse_page_{name}"
+    page_key = f"browse_page_{name}_{hash((query, field, tuple(values), per_page))}"  # a new search starts on page 1
     result = run_guarded(lambda: browse_corpus(ws, name, query, field, values, st.session_state.get(page_key, 0), per_page))
     if result is None:
         return
