@@ -434,6 +434,6 @@ def embed_job(params: dict[str, Any], ctx: Any) -> dict[str, Any]:
     ray = params.get("ray") or ws.settings().get("ray_address") or None
     vecs = embed_corpus(name, params.get("model", "default"), pooling=params.get("pooling", "mean"),
                         device=params.get("device", "auto"), precision=params.get("precision", "auto"), workspace=ws,
-                        chunk_size=int(params.get("chunk_size", DEFAULT_CHUNK)), progress=ctx.progress, ray=ray)
+                        chunk_size=int(params.get("chunk_size") or DEFAULT_CHUNK), progress=ctx.progress, ray=ray)
     ctx.log(f"embedded {len(vecs)} sentences of {name} -> {vecs.shape}")
     return {"corpus": name, "key": Path(vecs.filename).parent.name, "shape": list(vecs.shape), "seconds": time.time() - t0}
