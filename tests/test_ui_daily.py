@@ -212,3 +212,14 @@ def test_a_queued_exploring_job_is_not_said_to_wait_behind_training(small_ws, mo
     assert waiting_for(jobs.get_job(ws, ner2.id), listed).id == train.id  # training waits behind training
     for j in (train, sel, ner2):
         jobs.delete(ws, j.id)
+
+
+def test_cli_jobs_list_names_jobs_like_the_app(small_ws, capsys):
+    from core.cli import main
+
+    ws = Workspace(small_ws)
+    job = jobs.submit(ws, "select", {"tc": "demo-tc", "dc": "demo-dc", "strategy": "random", "budget": 5}, start=False)
+    jobs._update(ws, job.id, status="done", progress=1.0)
+    assert main(["--workspace", str(small_ws), "jobs", "list"]) == 0
+    assert "Selection · strategy random · tc demo-tc · dc demo-dc · budget 5" in capsys.readouterr().out
+    jobs.delete(ws, job.id)

@@ -7,7 +7,7 @@ import json
 import time
 
 from core import jobs
-from core.cli import add_workspace_arg, print_json
+from core.cliutil import add_workspace_arg, print_json
 from core.errors import UserError
 from core.workspace import Workspace
 
@@ -64,9 +64,12 @@ def cmd_list(args: argparse.Namespace) -> int:
     if args.json:
         print_json([_job_dict(j) for j in all_jobs])
         return 0
+    from core.jobview import describe_job, status_text  # the same names as the app's Runs page
+
     for j in all_jobs:
         created = time.strftime("%Y-%m-%d %H:%M", time.localtime(j.created))
-        print(f"{j.id}  {j.kind:<11} {j.status:<9} {j.progress * 100:5.1f}%  {created}  {j.message[:50]}")
+        print(f"{j.id}  {status_text(j, all_jobs):<9} {j.progress * 100:5.1f}%  {created}  {describe_job(j, 70)}"
+              + (f"  — {j.message[:50]}" if j.message else ""))
     return 0
 
 
