@@ -285,14 +285,15 @@ def project(groups: Sequence[Group], model: str = "default", *, pooling: str = "
     meta = {"model": model, "pooling": pooling, "seed": seed, "n_neighbors": n_neighbors, "min_dist": min_dist,
             "max_points": max_points, "total": total, "points": n_points, "sampled": sampled, "note": note,
             "groups": {g.name: {"total": len(g.rows), "shown": len(k)} for g, k in zip(groups, keep)}, **(extra_meta or {})}
-    if workspace is not None and n_points >= PREVIEW_MIN_POINTS:
+    previewed = workspace is not None and n_points >= PREVIEW_MIN_POINTS
+    if previewed:
         # A PCA layout saved at once under the same key: the Map page draws it while UMAP runs; the
         # finished UMAP replaces it (and a preview never counts as a cached projection).
         preview = Projection(_points_frame(groups, keep, pca_2d(vectors)),
                              {**meta, "backend": "PCA preview (UMAP still running)", "preview": True,
                               "seconds": time.time() - t0}, key, vectors=vectors)
         save_projection(workspace, preview)
-    report(0.6, f"UMAP of {n_points:,} points (a PCA preview is on the Map meanwhile)")
+    report(0.6, f"UMAP of {n_points:,} points" + (" (a PCA preview is on the Map meanwhile)" if previewed else ""))
     coords, backend = umap_2d(vectors, n_neighbors=n_neighbors, min_dist=min_dist, seed=seed, progress=sub(report, 0.6, 0.99))
     points = _points_frame(groups, keep, coords)
     meta.update(backend=backend, seconds=time.time() - t0)
