@@ -85,17 +85,22 @@ class SelectionRef:
 def list_selections(ws: Workspace) -> list[SelectionRef]:
     """Saved selections over a workspace corpus (artifact kind "selection", written by core.select:
     selected.jsonl rows with `dc_index`, meta.json with `dc_name`), newest first."""
+    from core.select import list_selections as stored_selections  # the one listing of the selection store
+
     out = []
-    for path in reversed(ws.list_artifacts(SELECTION_KIND)):
-        meta_path, rows_path = path / "meta.json", path / "selected.jsonl"
-        if not meta_path.exists() or not rows_path.exists():
+    for meta in reversed(stored_selections(ws)):
+        path = Path(meta["folder"])
+        rows_path = path / "selected.jsonl"
+        if not rows_path.exists():
             continue
-        meta = json.loads(meta_path.read_text("utf-8"))
         dc = meta.get("dc") or meta.get("dc_name")
         if not dc or not ws.has_corpus(str(dc)):
             continue  # made from a file outside the workspace: its dc_index values cannot be resolved here
-        with open(rows_path, encoding="utf-8") as fh:
-            size = sum(1 for line in fh if line.strip())
+        if meta.get("budget") is not None:
+            size = int(meta["budget"])
+        else:
+            with open(rows_path, encoding="utf-8") as fh:
+                size = sum(1 for line in fh if line.strip())
         what = meta.get("strategy") or meta.get("name") or "selection"
         out.append(SelectionRef(path.name, path, dc, size, f"{what} · {size:,} of {dc} · {path.name[:8]}"))
     return out

@@ -132,10 +132,13 @@ def load_selection_texts(ws, ref: str) -> list[str]:
     """Sentences of a saved selection: an artifact key of kind "selection", a folder holding
     selected.jsonl, or any corpus file / workspace corpus name."""
     from core.corpus import read_corpus
+    from core.select import find_selection, selection_texts  # the selection store's one reader
 
     ref = str(ref)
-    artifact = ws.find_artifact("selection", ref) if ws is not None and "/" not in ref else None
-    path = Path(artifact) if artifact else Path(ref)
+    artifact = find_selection(ws, ref) if ws is not None and "/" not in ref else None
+    if artifact is not None:
+        return list(selection_texts(ws, artifact))
+    path = Path(ref)
     if path.is_dir():
         path = path / "selected.jsonl"
         if not path.exists():

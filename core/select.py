@@ -779,7 +779,10 @@ def find_selection(ws: Workspace, ref: str | Path) -> Path | None:
     exact = ws.find_artifact(ARTIFACT, str(ref))
     if exact is not None and (exact / "meta.json").exists():
         return exact
-    matches = [Path(m["folder"]) for m in list_selections(ws) if str(m["key"]).startswith(str(ref))] if str(ref) else []
+    text = str(ref)
+    if len(text) < 6 or any(c not in "0123456789abcdef" for c in text):
+        return None  # only a key prefix of 6+ hex digits, so a corpus name never matches by accident
+    matches = [Path(m["folder"]) for m in list_selections(ws) if str(m["key"]).startswith(text)]
     return matches[0] if len(matches) == 1 else None
 
 

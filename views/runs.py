@@ -33,14 +33,9 @@ def _strategies() -> list[str]:
 
 
 def _selections() -> dict[str, str]:
-    import json
+    from core.select import list_selections
 
-    out = {}
-    for folder in ws.list_artifacts("selection"):
-        meta_path = folder / "meta.json"
-        meta = json.loads(meta_path.read_text("utf-8")) if meta_path.exists() else {}
-        out[folder.name] = f"{meta.get('strategy', '?')} · {meta.get('budget', '?')} sentences · {folder.name[:8]}"
-    return out
+    return {m["key"]: f"{m.get('strategy', '?')} · {m.get('budget', '?')} sentences · {m['key'][:8]}" for m in list_selections(ws)}
 
 
 def show_launched(job: jobs.Job | None) -> None:
