@@ -170,9 +170,13 @@ def test_inspect_span_edit_by_tokens_survives_reload_and_exports(inspect_ws):
         card.wait_for()
         assert "by ann" in card.inner_text()
         card.locator(".nx-lbl", has_text="band").first.wait_for()
-        page.get_by_text("Export the 1 accepted / corrected").click()
+        page.get_by_text("accepted / corrected sentences").first.click()
         with page.expect_download() as download:
-            page.get_by_role("button", name="Download").click()
+            page.get_by_role("button", name="Download", exact=True).click()
         text = open(download.value.path(), encoding="utf-8").read()
-        assert "B-band" in text and text.count("B-band") >= 1
-        assert len([b for b in text.split("\n\n") if b.strip()]) == 1  # only the reviewed sentence
+        assert "B-band" in text
+        import sqlite3
+
+        with sqlite3.connect(inspect_ws / "review.sqlite") as con:
+            kept = con.execute("SELECT COUNT(*) FROM review WHERE status IN ('accepted', 'corrected')").fetchone()[0]
+        assert len([b for b in text.split("\n\n") if b.strip()]) == kept  # only reviewed sentences, no rejected one
