@@ -22,7 +22,7 @@ from collections.abc import Callable
 import numpy as np
 
 from core.corpus import Corpus
-from core.stream import CorpusStream
+from core.stream import PARALLEL_MIN, CorpusStream, map_row_groups
 
 Progress = Callable[[float, str], None]
 DEFAULT_BUCKETS = 10_000  # the paper's hashed feature space size
@@ -62,6 +62,12 @@ def dsir_log_weights(tc: Corpus, dc: Corpus | CorpusStream, buckets: int = DEFAU
     dc = CorpusStream.of(dc)
     tc_counts = np.asarray(hashed_ngrams(tc.tokens, buckets).sum(axis=0)).ravel()
     n = len(dc)
+    if dc.streamed and n > max(_KEEP_MATRICES, PARALLEL_MIN):
+        # Both passes on every core, each worker reading its own row groups (hashing is the cost).
+        sub = (lambda a, b: (lambda f, m: progress(a + (b - a) * f, m))) if progress is not None else (lambda a, b: None)
+        dc_counts = np.sum(map_row_groups(dc, _group_counts, (buckets,), progress=sub(0.0, 0.5)), axis=0)
+        diff = feature_distribution(tc_counts) - feature_distribution(dc_counts)
+        return np.concatenate(map_row_groups(dc, _group_weights, (buckets, diff), progress=sub(0.5, 1.0)))
     dc_counts = np.zeros(buckets, dtype=np.float64)
     kept = []
     done = 0
@@ -83,6 +89,14 @@ def dsir_log_weights(tc: Corpus, dc: Corpus | CorpusStream, buckets: int = DEFAU
         if progress is not None:
             progress(0.5 + 0.5 * start / max(1, n), "importance weights")
     return out
+
+
+def _group_counts(tokens: list[list[str]], buckets: int) -> np.ndarray:
+    return np.asarray(hashed_ngrams(tokens, buckets).sum(axis=0), dtype=np.float64).ravel()
+
+
+def _group_weights(tokens: list[list[str]], buckets: int, diff: np.ndarray) -> np.ndarray:
+    return np.asarray(hashed_ngrams(tokens, buckets) @ diff, dtype=np.float64)
 
 
 def gumbel_keys(log_weights: np.ndarray, seed: int = 0) -> np.ndarray:

@@ -37,7 +37,7 @@ import numpy as np
 
 from core.corpus import Corpus
 from core.errors import UserError
-from core.stream import CorpusStream, selected_records
+from core.stream import PARALLEL_MIN, CorpusStream, map_row_groups, selected_records
 from core.workspace import Workspace, atomic_write_json, content_hash, resolve_corpus_ref, temp_path_for
 
 Progress = Callable[[float, str], None]
@@ -324,9 +324,15 @@ def _by_ngram_ppl(x: _Inputs) -> _Ranking:
     return _Ranking(ppl, rank_order(ppl, higher_is_better=False))
 
 
+def _lm_perplexities(tokens: list[list[str]], lm: Any) -> np.ndarray:
+    return np.asarray(lm.sentence_perplexities(tokens), dtype=np.float64)
+
+
 def streamed_perplexities(lm: Any, dc: CorpusStream | Corpus, progress: Progress | None = None) -> np.ndarray:
     """Per-sentence perplexity of every DC sentence, one record batch at a time (8 bytes/sentence)."""
     dc = CorpusStream.of(dc)
+    if dc.streamed and len(dc) > PARALLEL_MIN:  # every core, each worker reading its own row groups
+        return np.concatenate(map_row_groups(dc, _lm_perplexities, (lm,), progress=progress)).astype(np.float64)
     out = np.empty(len(dc), dtype=np.float64)
     done = 0
     for toks in dc.token_batches():

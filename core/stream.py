@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,7 @@ import pyarrow.parquet as pq
 from core.corpus import Corpus
 from core.workspace import Role, Workspace, atomic_write_json
 
+PARALLEL_MIN = 200_000  # below this many sentences a pass stays in this process (spawning workers costs seconds)
 BATCH = 50_000  # sentences per record batch: ~10-20 MB of Python strings once converted
 DIGEST_ARTIFACT = "corpus-digest"
 
@@ -229,3 +231,39 @@ def selected_records(stream: CorpusStream, indices: np.ndarray, scores: np.ndarr
             for k in names:
                 rec[k] = sl[k][j]
             yield rec
+
+
+def _apply_to_groups(path: str, groups: list[int], fn: Callable[..., Any], args: tuple) -> list[Any]:
+    pf = pq.ParquetFile(path)
+    return [fn(pf.read_row_group(g, columns=["tokens"]).column(0).to_pylist(), *args) for g in groups]
+
+
+def map_row_groups(stream: CorpusStream, fn: Callable[..., Any], args: tuple = (), workers: int | None = None,
+                   progress: Callable[[float, str], None] | None = None) -> list[Any]:
+    """`fn(token_lists_of_one_row_group, *args)` for every row group of a streamed corpus, in
+    order, on `workers` processes (default: this machine's cores). Each worker reads its own
+    row groups from the Parquet file, so nothing but `args` and the (small) results crosses
+    processes, and memory is one row group per worker. `fn` must be a module-level function.
+    An in-memory corpus (or one worker) runs in this process, batch by batch."""
+    workers = workers or os.cpu_count() or 1
+    if stream.path is None or workers <= 1:
+        out, done = [], 0
+        for toks in stream.token_batches():
+            out.append(fn(toks, *args))
+            done += len(toks)
+            if progress is not None:
+                progress(done / max(1, len(stream)), f"{done:,}/{len(stream):,} sentences")
+        return out
+    import concurrent.futures as cf
+    import multiprocessing as mp
+
+    n_groups = pq.ParquetFile(stream.path).metadata.num_row_groups
+    chunks = [list(range(g, min(n_groups, g + 4))) for g in range(0, n_groups, 4)]
+    results: list[Any] = [None] * len(chunks)
+    with cf.ProcessPoolExecutor(max_workers=min(workers, len(chunks)), mp_context=mp.get_context("spawn")) as pool:
+        futures = {pool.submit(_apply_to_groups, str(stream.path), c, fn, args): i for i, c in enumerate(chunks)}
+        for done, fut in enumerate(cf.as_completed(futures), 1):
+            results[futures[fut]] = fut.result()
+            if progress is not None:
+                progress(done / len(chunks), f"{done}/{len(chunks)} parts of {len(stream):,} sentences")
+    return [r for part in results for r in part]

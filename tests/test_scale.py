@@ -143,3 +143,18 @@ def test_ray_embed_and_select_equal_local(tmp_path, tiny_bert_dir, ray_local):
     cos_ray = select(tc, open_dc(ws2, "dc"), "cosine", 50, model=str(tiny_bert_dir), workspace=ws2, ray=ray_local)
     assert np.allclose(cos_local.scores, cos_ray.scores, atol=2e-3)  # float16 cache vs float32 in memory
     assert len(set(cos_local.indices.tolist()) & set(cos_ray.indices.tolist())) >= 48
+
+
+def test_parallel_row_group_passes_equal_sequential(ws20k, monkeypatch):
+    """dsir and ppl over a large streamed DC run on every core, one row group set per worker."""
+    import core.dsir
+    import core.select
+
+    tc, dc = ws20k.load_corpus("demo-tc"), ws20k.load_corpus("demo-dc")
+    mem = {s: select(tc, dc, s, 0.1) for s in ("dsir", "ppl")}
+    monkeypatch.setattr(core.dsir, "PARALLEL_MIN", 1000)
+    monkeypatch.setattr(core.dsir, "_KEEP_MATRICES", 1000)
+    monkeypatch.setattr(core.select, "PARALLEL_MIN", 1000)
+    for s in ("dsir", "ppl"):
+        par = select(tc, open_dc(ws20k, "dc"), s, 0.1)
+        assert np.array_equal(par.order, mem[s].order) and np.allclose(par.scores, mem[s].scores, equal_nan=True)
