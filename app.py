@@ -71,6 +71,13 @@ def sidebar_workspace() -> None:
         st.caption(f"{len(ws.list_corpora())} corpora · target domain: {ws.settings().get('target_domain', '-')}")
         for role, name in roles.items():
             st.caption(f"**{role.value.upper()}** → {name}")
+        with st.expander("Compute (Ray)"):
+            current = str(ws.settings().get("ray_address") or "")
+            addr = st.text_input("Ray address", value=current, key="ray_address", placeholder="empty: this machine, no Ray",
+                                 help="Embedding and selection jobs run their passes over DC on this Ray cluster: "
+                                      "'local' starts one on this machine's cores, or e.g. ray://head:10001 (see README).")
+            if addr.strip() != current:
+                ws.update_settings(ray_address=addr.strip() or None)
 
 
 def sidebar_jobs() -> None:
