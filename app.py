@@ -43,7 +43,10 @@ def _prepare(root: str) -> str:
     try:
         from core.projection import prepare_first_map, start_warm_up
 
-        prepare_first_map(Workspace(root)) if fresh else start_warm_up()
+        if fresh:  # a statement, not a conditional expression: Streamlit's magic would print its value
+            prepare_first_map(Workspace(root))
+        else:
+            start_warm_up()
     except (UserError, OSError) as exc:  # a speed-up only: the app works without it
         print(f"first-map preparation skipped: {exc}")
     return root

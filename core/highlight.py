@@ -32,13 +32,15 @@ PALETTE: tuple[str, ...] = tuple(_P["types"])
 MISMATCH: str = _P["mismatch"]
 CHANGED: str = _P["changed"]
 REVIEW_COLORS: dict[str, str] = dict(_P["review"])
-CSS = (f"<style>:root{{--nx-mismatch:{MISMATCH};--nx-changed:{CHANGED}}}\n"
-       f"{(ASSETS / 'spans.css').read_text('utf-8')}</style>")
+_SPANS_CSS = f":root{{--nx-mismatch:{MISMATCH};--nx-changed:{CHANGED}}}\n{(ASSETS / 'spans.css').read_text('utf-8')}"
+CSS = f"<style>{_SPANS_CSS}</style>"
 
 
 def page_css() -> str:
-    """Page-level rules (review-state cards, token grid) from assets/page.css, as a <style> block."""
-    return f"<style>{(ASSETS / 'page.css').read_text('utf-8')}</style>"
+    """Span rules plus the page-level ones (review-state cards, token grid) from assets/page.css,
+    in one <style> block. No "<" followed by a letter may appear in assets/*.css, comments included:
+    Streamlit's HTML sanitiser (DOMPurify) then drops the whole block."""
+    return f"<style>{_SPANS_CSS}\n{(ASSETS / 'page.css').read_text('utf-8')}</style>"
 
 
 def type_colors(types: Iterable[str]) -> dict[str, str]:

@@ -282,3 +282,15 @@ def test_gold_legend_only_with_gold(ner_ws, monkeypatch):
     at = _open(_app(root, monkeypatch))
     assert any("gold span missed" in h.proto.body for h in at.get("html"))
     assert "gold span missed" not in legend_html({"X": "#fff"}, gold=False)
+
+
+def test_assets_css_survives_streamlits_html_sanitiser():
+    """DOMPurify drops a whole <style> block whose text holds '<' + a letter (even in a comment)."""
+    import re
+
+    from core.highlight import ASSETS, CSS, page_css
+
+    for css in ASSETS.glob("*.css"):
+        assert not re.search(r"<[A-Za-z/!?]", css.read_text("utf-8")), css
+    assert "insp_card_accepted" in page_css() and ".nx-ent" in page_css() and ".nx-ent" in CSS
+    assert page_css().count("<style>") == 1

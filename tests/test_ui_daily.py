@@ -223,3 +223,10 @@ def test_cli_jobs_list_names_jobs_like_the_app(small_ws, capsys):
     assert main(["--workspace", str(small_ws), "jobs", "list"]) == 0
     assert "Selection · strategy random · tc demo-tc · dc demo-dc · budget 5" in capsys.readouterr().out
     jobs.delete(ws, job.id)
+
+
+def test_the_sidebar_prints_no_stray_values(small_ws, monkeypatch):
+    """Streamlit 'magic' writes the value of a bare expression statement (a 'False' in the sidebar)."""
+    at = open_app(small_ws, monkeypatch)
+    stray = [str(e.value).strip("` \n") for kind in ("markdown", "text", "code", "json") for e in at.sidebar.get(kind)]
+    assert not [v for v in stray if v in ("False", "True", "None")], stray

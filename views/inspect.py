@@ -7,7 +7,7 @@ import streamlit as st
 
 from core import inspect as insp
 from core.errors import UserError
-from core.highlight import CSS, legend_html, page_css, prediction_html, sentence_html, type_colors
+from core.highlight import legend_html, page_css, prediction_html, sentence_html, type_colors
 from core.review import ReviewConflict, ReviewStore
 from core.tags import Span
 from core.workspace import Role
@@ -17,7 +17,7 @@ ws = get_workspace()
 PER_PAGE = 10
 BADGE = {"accepted": "green", "rejected": "red", "corrected": "blue", "unreviewed": "gray"}
 st.title("Inspect NER predictions")
-st.html(CSS + page_css())
+st.html(page_css())
 
 
 def reviewer() -> str:
