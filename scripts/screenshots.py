@@ -82,15 +82,17 @@ def shoot(root: Path, out: Path) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     shots = []
     with streamlit_server(root) as url, browser_page(WIDTH, HEIGHT) as page:
+        page.set_viewport_size({"width": WIDTH, "height": 2000})  # the app scrolls inside its own container: fit it all
         page.goto(f"{url}/inspect")
         wait_for_app(page, "sentences reviewed", timeout=180_000)
-        page.get_by_role("button", name="Correct", exact=True).nth(3).click()
+        page.get_by_role("button", name="Correct", exact=True).nth(2).click()
         page.locator("[class*='st-key-insp_tokens_']").first.wait_for()
         _idle(page)
         page.locator("[class*='st-key-insp_tokens_'] button").nth(0).click()
         _idle(page)
-        shots.append(out / "inspect.png")
+        shots.append(out / "inspect.png")  # from the top: progress per annotator, coloured review cards, the open editor
         page.screenshot(path=str(shots[-1]), full_page=False)
+        page.set_viewport_size({"width": WIDTH, "height": HEIGHT})
 
         page.goto(f"{url}/map")
         wait_for_app(page, "Colour by", timeout=180_000)
