@@ -193,7 +193,7 @@ class SentenceEncoder:
 
     # ---- encoding
     def default_batch_size(self) -> int:
-        return 128 if self.device.startswith("cuda") else 32
+        return 512 if self.device.startswith("cuda") else 32
 
     def encode(self, texts: Sequence[str], batch_size: int | None = None, progress: Progress | None = None) -> np.ndarray:
         """(len(texts), dim) float32, in the input order."""
@@ -203,6 +203,8 @@ class SentenceEncoder:
             return out
         order = np.argsort([-len(t) for t in texts], kind="stable")  # longest first: an OOM shows up at once
         torch = self._torch
+        if self.device.startswith("cuda") and self._st is None:
+            return self._encode_cuda(texts, order, batch_size, out, progress)
         with torch.inference_mode(), self._autocast():
             for start in range(0, len(texts), batch_size):
                 idx = order[start:start + batch_size]
@@ -212,16 +214,49 @@ class SentenceEncoder:
                     progress(min(1.0, (start + len(idx)) / len(texts)), f"{start + len(idx):,}/{len(texts):,} sentences")
         return out
 
+    def _tokenize(self, batch: list[str]) -> dict[str, Any]:
+        enc = self._tokenizer(batch, padding=True, truncation=True, max_length=self.max_length, return_tensors="pt")
+        if self.device.startswith("cuda"):
+            enc = {k: v.pin_memory() for k, v in enc.items()}  # page-locked: the copy to the GPU runs asynchronously
+        return enc
+
+    def _pool(self, enc: dict[str, Any]):
+        hidden = self._model(**enc).last_hidden_state.float()  # (B, T, H)
+        mask = enc["attention_mask"].unsqueeze(-1).float()  # (B, T, 1)
+        return (hidden * mask).sum(1) / mask.sum(1).clamp(min=1.0)  # (B, H)
+
+    def _encode_cuda(self, texts: Sequence[str], order: np.ndarray, batch_size: int, out: np.ndarray,
+                     progress: Progress | None) -> np.ndarray:
+        """GPU loop: the next batch is tokenized on a thread (the fast tokenizer releases the GIL)
+        while the GPU runs this one, and results stay on the GPU until the end, so the host never
+        waits on a per-batch copy back. Measured on an H100 with MiniLM: see the issue-12 note."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        torch = self._torch
+        batches = [order[s:s + batch_size] for s in range(0, len(texts), batch_size)]
+        result = torch.empty((len(texts), self.dim), dtype=torch.float32, device=self.device)
+        with torch.inference_mode(), self._autocast(), ThreadPoolExecutor(1) as pool:
+            pending = pool.submit(self._tokenize, [texts[i] for i in batches[0]])
+            done = 0
+            for b, idx in enumerate(batches):
+                enc = pending.result()
+                if b + 1 < len(batches):
+                    pending = pool.submit(self._tokenize, [texts[i] for i in batches[b + 1]])
+                enc = {k: v.to(self.device, non_blocking=True) for k, v in enc.items()}
+                result[torch.as_tensor(idx, device=self.device)] = self._pool(enc)
+                done += len(idx)
+                if progress is not None:
+                    progress(min(1.0, done / len(texts)), f"{done:,}/{len(texts):,} sentences")
+        out[:] = result.cpu().numpy()
+        return out
+
     def _encode_batch(self, batch: list[str]) -> np.ndarray:
         if self._st is not None:
             prepare = getattr(self._st, "preprocess", None) or self._st.tokenize  # `tokenize` is deprecated in ST 6
             feats = {k: v.to(self.device) if hasattr(v, "to") else v for k, v in prepare(batch).items()}
             return self._st(feats)["sentence_embedding"].float().cpu().numpy()
-        enc = self._tokenizer(batch, padding=True, truncation=True, max_length=self.max_length, return_tensors="pt")
-        enc = {k: v.to(self.device) for k, v in enc.items()}
-        hidden = self._model(**enc).last_hidden_state.float()  # (B, T, H)
-        mask = enc["attention_mask"].unsqueeze(-1).float()  # (B, T, 1)
-        return ((hidden * mask).sum(1) / mask.sum(1).clamp(min=1.0)).cpu().numpy()  # (B, H)
+        enc = {k: v.to(self.device) for k, v in self._tokenize(batch).items()}
+        return self._pool(enc).cpu().numpy()
 
 
 _VERDICTS: dict[str, dict[str, Any]] = {}
