@@ -22,7 +22,7 @@ from collections.abc import Callable
 import numpy as np
 
 from core.corpus import Corpus
-from core.stream import PARALLEL_MIN, CorpusStream, map_row_groups
+from core.stream import PARALLEL_MIN, CorpusStream, map_row_groups, worker_pool
 
 Progress = Callable[[float, str], None]
 DEFAULT_BUCKETS = 10_000  # the paper's hashed feature space size
@@ -65,9 +65,10 @@ def dsir_log_weights(tc: Corpus, dc: Corpus | CorpusStream, buckets: int = DEFAU
     if dc.streamed and n > max(_KEEP_MATRICES, PARALLEL_MIN):
         # Both passes on every core, each worker reading its own row groups (hashing is the cost).
         sub = (lambda a, b: (lambda f, m: progress(a + (b - a) * f, m))) if progress is not None else (lambda a, b: None)
-        dc_counts = np.sum(map_row_groups(dc, _group_counts, (buckets,), progress=sub(0.0, 0.5)), axis=0)
-        diff = feature_distribution(tc_counts) - feature_distribution(dc_counts)
-        return np.concatenate(map_row_groups(dc, _group_weights, (buckets, diff), progress=sub(0.5, 1.0)))
+        with worker_pool() as pool:  # one set of workers for both passes
+            dc_counts = np.sum(map_row_groups(dc, _group_counts, (buckets,), progress=sub(0.0, 0.5), pool=pool), axis=0)
+            diff = feature_distribution(tc_counts) - feature_distribution(dc_counts)
+            return np.concatenate(map_row_groups(dc, _group_weights, (buckets, diff), progress=sub(0.5, 1.0), pool=pool))
     dc_counts = np.zeros(buckets, dtype=np.float64)
     kept = []
     done = 0

@@ -238,8 +238,17 @@ def _apply_to_groups(path: str, groups: list[int], fn: Callable[..., Any], args:
     return [fn(pf.read_row_group(g, columns=["tokens"]).column(0).to_pylist(), *args) for g in groups]
 
 
+def worker_pool(workers: int | None = None):
+    """A process pool (spawned: safe beside threads) to share between `map_row_groups` passes,
+    so workers start (and import) once."""
+    import concurrent.futures as cf
+    import multiprocessing as mp
+
+    return cf.ProcessPoolExecutor(max_workers=workers or os.cpu_count() or 1, mp_context=mp.get_context("spawn"))
+
+
 def map_row_groups(stream: CorpusStream, fn: Callable[..., Any], args: tuple = (), workers: int | None = None,
-                   progress: Callable[[float, str], None] | None = None) -> list[Any]:
+                   progress: Callable[[float, str], None] | None = None, pool: Any = None) -> list[Any]:
     """`fn(token_lists_of_one_row_group, *args)` for every row group of a streamed corpus, in
     order, on `workers` processes (default: this machine's cores). Each worker reads its own
     row groups from the Parquet file, so nothing but `args` and the (small) results crosses
@@ -255,15 +264,19 @@ def map_row_groups(stream: CorpusStream, fn: Callable[..., Any], args: tuple = (
                 progress(done / max(1, len(stream)), f"{done:,}/{len(stream):,} sentences")
         return out
     import concurrent.futures as cf
-    import multiprocessing as mp
 
     n_groups = pq.ParquetFile(stream.path).metadata.num_row_groups
-    chunks = [list(range(g, min(n_groups, g + 4))) for g in range(0, n_groups, 4)]
+    chunks = [list(range(g, min(n_groups, g + 2))) for g in range(0, n_groups, 2)]
     results: list[Any] = [None] * len(chunks)
-    with cf.ProcessPoolExecutor(max_workers=min(workers, len(chunks)), mp_context=mp.get_context("spawn")) as pool:
+    own = pool is None
+    pool = pool or worker_pool(min(workers, len(chunks)))
+    try:
         futures = {pool.submit(_apply_to_groups, str(stream.path), c, fn, args): i for i, c in enumerate(chunks)}
         for done, fut in enumerate(cf.as_completed(futures), 1):
             results[futures[fut]] = fut.result()
             if progress is not None:
                 progress(done / len(chunks), f"{done}/{len(chunks)} parts of {len(stream):,} sentences")
+    finally:
+        if own:
+            pool.shutdown()
     return [r for part in results for r in part]
