@@ -779,11 +779,14 @@ def list_selections(ws: Workspace) -> list[dict[str, Any]]:
 
 def find_selection(ws: Workspace, ref: str | Path) -> Path | None:
     """The folder of a saved selection named by key (or a unique key prefix), or by its folder path."""
+    def usable(folder: Path) -> bool:  # meta.json marks a complete selection; selected.jsonl alone is readable too
+        return (folder / "meta.json").exists() or (folder / "selected.jsonl").exists()
+
     path = Path(str(ref))
-    if path.is_dir() and (path / "meta.json").exists():
+    if path.is_dir() and usable(path):
         return path
-    exact = ws.find_artifact(ARTIFACT, str(ref))
-    if exact is not None and (exact / "meta.json").exists():
+    exact = ws.find_artifact(ARTIFACT, str(ref)) if "/" not in str(ref) else None
+    if exact is not None and usable(exact):
         return exact
     text = str(ref)
     if len(text) < 6 or any(c not in "0123456789abcdef" for c in text):
