@@ -328,6 +328,8 @@ def run_phases(phases: Sequence[tuple[str, Sequence[str]]], model: str, out_dir:
 def mlm_job(params: dict[str, Any], ctx) -> dict[str, Any]:
     """Job kind "mlm". Either `train`: [corpus refs] (plain continued pretraining on their sentences),
     or `mode` in MODES with `tc`, `selection` (SC) and `dc`. Also model, preset, config, out."""
+    from core.select import open_dc
+
     ws = ctx.workspace
     config = preset_config(params.get("preset", "demo"), **(params.get("config") or {}))
     if params.get("train"):
@@ -336,7 +338,8 @@ def mlm_job(params: dict[str, Any], ctx) -> dict[str, Any]:
     else:
         tc = ws.resolve_corpus(params.get("tc", "tc")).texts() if params.get("tc", "tc") else None
         sc = load_selection_texts(ws, params["selection"]) if params.get("selection") else None
-        dc = ws.resolve_corpus(params["dc"]).texts() if params.get("dc") else None
+        # DC's texts read batch by batch from its Parquet file: the token lists are never all held beside them
+        dc = [t for part in open_dc(ws, params["dc"]).text_batches() for t in part] if params.get("dc") else None
         phases = mlm_phases(params.get("mode", "tc+sc"), tc, sc, dc, seed=config.seed)
     out = params.get("out") or ctx.run_dir / "model"
     return run_phases(phases, params.get("model", "default"), out, config, ctx.run_dir, ctx.progress, ctx.log, ctx.metric)
