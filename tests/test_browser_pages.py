@@ -48,6 +48,9 @@ def test_map_lasso_lists_the_chosen_sentences(map_ws):
         plot.wait_for(state="visible")
         page.get_by_text("Draw a box or a lasso on the map").first.wait_for()
         page.locator("[class*='st-key-map_drag'] button", has_text="lasso").click()  # opens in pan mode (a click pins)
+        # wait on state: the redrawn figure is in lasso mode (the text "Colour by" is there before the rerun ends)
+        page.wait_for_function("() => { const gd = document.querySelector('.js-plotly-plot');"
+                               " return gd && gd._fullLayout && gd._fullLayout.dragmode === 'lasso'; }")
         wait_for_app(page, "Colour by")
         plot = page.locator(".js-plotly-plot .nsewdrag").first
         _lasso(page, plot.bounding_box())
