@@ -192,3 +192,21 @@ def test_first_start_queues_tc_and_dc_embeddings_once(tmp_path, monkeypatch):
     assert prepare_first_map(ws) == ["tc", "dc"]
     assert submitted == [("embed", {"corpus": "tc", "model": "default"}), ("embed", {"corpus": "dc", "model": "default"})]
     assert prepare_first_map(ws, max_sentences=5) == ["tc"]  # a large DC is left to its user
+
+
+def test_map_page_shows_a_preview_as_such(tmp_path, monkeypatch):
+    from core import jobs
+
+    ws = Workspace(tmp_path / "ws")
+    ws.save_corpus(Corpus(tokens=[s.split() for s in SENTENCES[:4]]), "tc", role="tc")
+    ws.save_corpus(Corpus(tokens=[f"{s} {i}".split() for i, s in enumerate(SENTENCES * 2)]), "dc", role="dc")
+    sel = jobs.run_inline(ws, "select", {"tc": "tc", "dc": "dc", "strategy": "random", "budget": 4})
+    points = pd.DataFrame({"x": np.arange(6.0), "y": np.arange(6.0), "group": ["TC", "selected", "filtered"] * 2,
+                           "row": [0, 1, 2, 3, 4, 5], "score": np.nan, "text": ["a b"] * 6})
+    save_projection(ws, Projection(points, {"selection": sel["key"], "model": "default", "max_points": 5000,
+                                            "backend": "PCA preview (UMAP still running)", "preview": True, "groups": {}},
+                                   "previewproj"))
+    at = open_app(ws.root, monkeypatch, "views/map.py")
+    at.number_input(key="map_cap").set_value(5000).run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert any("PCA preview" in i.value for i in at.info)
