@@ -1,0 +1,36 @@
+"""core.progress: the sub-step splitter, and the CLI bar that prints job log lines and no bar before an error."""
+
+from __future__ import annotations
+
+import pytest
+
+from core.progress import cli_progress, silent, sub
+
+
+def test_sub_maps_a_part_onto_its_slice_and_prefixes_messages():
+    seen = []
+    part = sub(lambda f, m="": seen.append((round(f, 3), m)), 0.2, 0.6, "DC: ")
+    part(0.0, "start")
+    part(0.5, "")
+    part(2.0, "over")  # clamped
+    assert seen == [(0.2, "DC: start"), (0.4, "DC"), (0.6, "DC: over")]
+    assert sub(None, 0, 1) is silent
+    nested = sub(sub(lambda f, m="": seen.append((round(f, 3), m)), 0.5, 1.0, "a: "), 0.0, 0.5, "b: ")
+    nested(1.0, "x")
+    assert seen[-1] == (0.75, "a: b: x")
+
+
+def test_job_log_lines_reach_the_terminal_and_an_error_leaves_no_bar(tmp_path, capsys):
+    from core.jobs import JobContext
+    from core.workspace import Workspace
+
+    with cli_progress("ner train") as bar:
+        ctx = JobContext(Workspace(tmp_path / "ws"), tmp_path / "run", None, on_progress=bar)
+        ctx.progress(0.5, "epoch 1, step 3")
+        ctx.log("epoch 1: dev F1 0.5000 best")
+    err = capsys.readouterr().err
+    assert "epoch 1: dev F1 0.5000 best" in err
+    assert "epoch 1: dev F1 0.5000 best" in (tmp_path / "run" / "log.txt").read_text()
+    with pytest.raises(ValueError), cli_progress("import") as bar:
+        raise ValueError("empty file")
+    assert "%|" not in capsys.readouterr().err
