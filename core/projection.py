@@ -414,6 +414,7 @@ def projection_job(params: dict[str, Any], ctx: Any) -> dict[str, Any]:
         tc_name, dc_name = sel.meta.get("tc_name"), sel.meta.get("dc_name")
         if not tc_name or not dc_name:
             raise UserError("this selection does not record its TC/DC names; run the selection from the Selection page or a job")
+        await_background_embeddings(ws, [tc_name, dc_name], common["model"], ctx.progress)
         tc, dc = ws.resolve_corpus(tc_name), ws.resolve_corpus(dc_name)
         if len(dc) != sel.dc_size:
             raise UserError(f"DC {dc_name!r} has {len(dc):,} sentences but the selection was made on {sel.dc_size:,}; it changed since")
@@ -425,6 +426,21 @@ def projection_job(params: dict[str, Any], ctx: Any) -> dict[str, Any]:
     ctx.log(f"projection {proj.key}: {proj.meta['points']} points ({proj.meta['backend']}) {proj.meta['note']}")
     return {"key": proj.key, "points": proj.meta["points"], "total": proj.meta["total"], "sampled": proj.sampled,
             "note": proj.meta["note"], "backend": proj.meta["backend"]}
+
+
+def await_background_embeddings(ws: Workspace, names: Sequence[str], model: str, progress: Progress,
+                                poll: float = 1.0) -> None:
+    """Wait while an embedding job of one of these corpora (the first start's background jobs)
+    runs: the map then reads its cached vectors instead of computing the same ones beside it."""
+    from core import jobs
+
+    while True:
+        busy = [j for j in jobs.list_jobs(ws, "embed") if j.status == "running" and j.params.get("corpus") in names
+                and (j.params.get("model") or "default") == model]
+        if not busy:
+            return
+        progress(0.0, f"waiting for the background embedding of {busy[0].params['corpus']} ({busy[0].progress:.0%})")
+        time.sleep(poll)
 
 
 def file_groups(corpora: dict[str, Corpus]) -> list[Group]:

@@ -210,3 +210,19 @@ def test_map_page_shows_a_preview_as_such(tmp_path, monkeypatch):
     at.number_input(key="map_cap").set_value(5000).run()
     assert not at.exception, [e.value for e in at.exception]
     assert any("PCA preview" in i.value for i in at.info)
+
+
+def test_a_map_waits_for_the_running_background_embedding_of_its_corpora(tmp_path, monkeypatch):
+    from types import SimpleNamespace
+
+    from core import jobs
+    from core.projection import await_background_embeddings
+
+    embed = SimpleNamespace(status="running", params={"corpus": "demo-dc", "model": "default"}, progress=0.4)
+    other = SimpleNamespace(status="running", params={"corpus": "other", "model": "default"}, progress=0.1)
+    polls = iter([[embed, other], [embed, other], [other]])
+    monkeypatch.setattr(jobs, "list_jobs", lambda ws, kind=None: next(polls))
+    seen = []
+    await_background_embeddings(Workspace(tmp_path / "ws"), ["demo-tc", "demo-dc"], "default",
+                                lambda f, m="": seen.append(m), poll=0)
+    assert seen == ["waiting for the background embedding of demo-dc (40%)"] * 2
