@@ -4,9 +4,11 @@ A job is `python -m core.jobs run JOB_ID` started in its own session (so its own
 process group): closing the browser tab or the Streamlit server does not kill it,
 and cancel signals the whole group. The row holds status, pid, progress and the
 error; the run folder holds log.txt, metrics.jsonl, result.json and checkpoints.
-A row whose process vanished is marked failed on the next look. At most
-`max_concurrent()` jobs run at once; the rest stay queued and are started by
-whichever job finishes (or by the next `refresh`).
+A row whose process vanished is marked failed on the next look. Jobs run in two
+lanes (`lane(kind)`): interactive work (select, map, predict, import, ...) and
+training, each with at most `max_concurrent(lane)` jobs at once, so exploring never
+waits behind a training run; training processes run at lower CPU priority. The rest
+stay queued and are started by whichever job finishes (or by the next `refresh`).
 
 Job functions have one signature, `fn(params: dict, ctx: JobContext) -> dict`,
 and are registered by kind in JOB_KINDS ("module:function", imported lazily so
