@@ -1,9 +1,6 @@
-"""Experiments: the result tables, a tiny strategies x seeds run (resumable), and a missing
-selection module reported as a user error."""
+"""Experiments: the result tables, a tiny strategies x seeds run (resumable), bad input as user errors."""
 
 from __future__ import annotations
-
-import sys
 
 import pytest
 
@@ -72,12 +69,6 @@ def test_experiment_runs_cells_and_resumes(tmp_path, corpora, tiny_bert_dir, mon
     (run_dir / "log.txt").write_text("")
     again = jobs.run_inline(ws, "experiment", params, run_dir=run_dir)  # a resumed job: every cell is already done
     assert again["cells"] == result["cells"] and "test F1" not in (run_dir / "log.txt").read_text()
-
-
-def test_missing_selection_is_a_user_error(tmp_path, corpora, monkeypatch):
-    monkeypatch.setitem(sys.modules, "core.select", None)  # as if another engineer's module were not installed
-    with pytest.raises(UserError, match="selection is not available"):
-        jobs.run_inline(Workspace(tmp_path / "ws"), "experiment", {**corpora, "strategies": ["cosine"], "seeds": [1]})
 
 
 def test_bad_baseline_is_a_user_error(tmp_path, corpora):

@@ -1,0 +1,117 @@
+"""Run commands: `compare-sources` (Dai et al. 2019/2020) and `runs list|show` (lineage)."""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+from core.cliutil import add_workspace_arg, print_json, tqdm_progress
+from core.errors import UserError
+from core.jobtypes import DEFAULT_PRESET, PRESETS
+from core.similarity import PAIRWISE
+from core.workspace import Workspace
+
+
+def _split(text: str) -> list[str]:
+    return [s.strip() for s in text.split(",") if s.strip()]
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    fmt = argparse.ArgumentDefaultsHelpFormatter
+    p = sub.add_parser("compare-sources", formatter_class=fmt,
+                       help="MLM on each source, NER on LC, TEST F1, and Pearson r of each similarity measure against the F1 gain")
+    p.add_argument("--sources", required=True, help="comma-separated corpora (workspace names, roles or files), at least two")
+    p.add_argument("--lc", default="lc", help="labeled training corpus")
+    p.add_argument("--dev", default="dev", help="labeled corpus for early stopping")
+    p.add_argument("--test", default="test", help="labeled corpus the F1 is measured on")
+    p.add_argument("--target", default="tc", help="the target text the sources are compared with")
+    p.add_argument("--measures", default=",".join(PAIRWISE), help="comma-separated subset of " + ",".join(PAIRWISE))
+    p.add_argument("--seeds", default="1", help="comma-separated seeds (each repeats every source and the baseline)")
+    p.add_argument("--preset", default=DEFAULT_PRESET, choices=PRESETS, help="MLM and NER training preset")
+    p.add_argument("--model", default="default", help="base encoder")
+    p.add_argument("--out", required=True, help="run folder (rerun with the same folder to resume)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_workspace_arg(p)
+    p.set_defaults(func=cmd_compare_sources)
+
+    p = sub.add_parser("runs", help="runs with their lineage (base model, MLM corpora and hashes, selection, LC/DEV/TEST)")
+    rsub = p.add_subparsers(dest="runs_cmd", required=True)
+    s = rsub.add_parser("list", help="runs of the workspace, newest first")
+    s.add_argument("--kind", default=None, help="only runs of this kind (mlm, ner)")
+    s.add_argument("--json", action="store_true")
+    add_workspace_arg(s)
+    s.set_defaults(func=cmd_runs_list)
+    s = rsub.add_parser("show", help="one run: its lineage, F1 and folders")
+    s.add_argument("run", help="run id (or a unique prefix), job id, or a model folder with lineage.json")
+    s.add_argument("--json", action="store_true")
+    add_workspace_arg(s)
+    s.set_defaults(func=cmd_runs_show)
+
+
+def cmd_compare_sources(args: argparse.Namespace) -> int:
+    from core import jobs
+
+    try:
+        seeds = [int(s) for s in _split(args.seeds)]
+    except ValueError:
+        raise UserError(f"--seeds: expected comma-separated integers, got {args.seeds!r}") from None
+    params = {"sources": _split(args.sources), "lc": args.lc, "dev": args.dev, "test": args.test, "target": args.target,
+              "measures": [m.lower() for m in _split(args.measures)], "seeds": seeds, "preset": args.preset,
+              "model": str(Path(args.model).resolve()) if Path(args.model).exists() else args.model,
+              "out": str(Path(args.out).resolve())}
+    ws = Workspace(args.workspace)
+    with tqdm_progress("compare-sources", enabled=not (args.quiet or args.json)) as bar:
+        result = jobs.run_inline(ws, "compare-sources", params, run_dir=Path(args.out).resolve(), progress=bar)
+    if args.json:
+        print_json({k: v for k, v in result.items() if k != "matrix"})
+        return 0
+    measures = result["measures"]
+    print(f"target {result['target']}; baseline (no pretraining) F1 {result['baseline_f1']:.4f}")
+    print(f"{'source':<20} {'F1 mean':>8} {'std':>7} " + " ".join(f"{m:>10}" for m in measures))
+    for s in result["sources"]:
+        print(f"{s['name']:<20} {s['f1_mean']:>8.4f} {s['f1_std']:>7.4f} "
+              + " ".join(f"{s[m]:>10.4g}" if s.get(m) is not None else f"{'-':>10}" for m in measures))
+    for m, c in result["correlation"].items():
+        print(f"r({m}, F1 gain) = {c['r']:.3f} (p = {c['p']:.3g}, n = {c['n']})" if c["r"] is not None
+              else f"r({m}, F1 gain): {c.get('reason', 'undefined')}")
+    return 0
+
+
+def cmd_runs_list(args: argparse.Namespace) -> int:
+    from core.lineage import list_runs, pretraining_source
+
+    entries = list_runs(Workspace(args.workspace), args.kind)
+    if args.json:
+        print_json(entries)
+        return 0
+    for e in entries:
+        src = pretraining_source(e)
+        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(e.get("created") or 0))
+        f1 = f"F1 {e['f1']:.4f}" if e.get("f1") is not None else ""
+        print(f"{e['id']:<40} {e.get('kind') or '-':<5} {when}  {src['name'] if src else '(no MLM)':<24} {f1}")
+    return 0
+
+
+def cmd_runs_show(args: argparse.Namespace) -> int:
+    from core.lineage import get_run
+
+    entry = get_run(Workspace(args.workspace), args.run)
+    if args.json:
+        print_json(entry)
+        return 0
+    lin = entry.get("lineage") or {}
+    print(f"run {entry['id']} ({entry.get('kind')}); model {entry.get('model_dir')}")
+    if entry.get("f1") is not None:
+        print(f"  test F1 {entry['f1']:.4f}")
+    print(f"  base model {lin.get('base_model')}; seed {lin.get('seed')}; preset {lin.get('preset')}; "
+          f"wall {lin.get('wall_seconds') or 0:.1f}s")
+    for phase in lin.get("mlm_phases", []):
+        print(f"  MLM {phase['name']}: " + ", ".join(f"{c['name']} ({c['hash']})" for c in phase["corpora"]))
+    if lin.get("selection"):
+        print(f"  selection {lin['selection']}")
+    for k in ("lc", "dev", "test"):
+        if lin.get(k):
+            print(f"  {k.upper()} {lin[k]['name']} ({lin[k]['hash']})")
+    return 0

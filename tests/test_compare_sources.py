@@ -1,0 +1,48 @@
+"""compare-sources (Dai et al. 2019/2020) end to end on tiny models: the JSON the issue names,
+resumption, and lineage that names each NER run's pretraining source and its hash."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from core.cli import main
+from core.workspace import Workspace
+from tests.conftest import TOY_SENTENCES
+from tests.ner_data import single_thread_torch, write_toy_conll  # noqa: F401 - fixture
+
+pytestmark = pytest.mark.usefixtures("single_thread_torch")
+
+
+def test_compare_sources_json_and_lineage(tmp_path, tiny_bert_dir, capsys, monkeypatch):
+    monkeypatch.setenv("NERSELECT_TORCH_THREADS", "1")
+    ws = tmp_path / "ws"
+    for i, text in enumerate([TOY_SENTENCES[:8], [s.replace(".", "!") for s in TOY_SENTENCES], TOY_SENTENCES[4:]]):
+        path = tmp_path / f"src{i}.txt"
+        path.write_text("\n".join(text) + "\n")
+        assert main(["--workspace", str(ws), "import", str(path), "--name", f"src{i}"]) == 0
+    labeled = write_toy_conll(tmp_path / "lc.conll")
+    argv = ["--workspace", str(ws), "compare-sources", "--sources", "src0,src1,src2", "--lc", labeled, "--dev", labeled,
+            "--test", labeled, "--target", "src0", "--measures", "tvc,jsd", "--seeds", "1", "--preset", "tiny",
+            "--model", str(tiny_bert_dir), "--out", str(tmp_path / "cs"), "--json"]
+    capsys.readouterr()
+    assert main(argv) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert [s["name"] for s in result["sources"]] == ["src0", "src1", "src2"]
+    assert 0 <= result["baseline_f1"] <= 1
+    for s in result["sources"]:
+        assert 0 <= s["f1_mean"] <= 1 and len(s["runs"]) == 1 and s["tvc"] is not None and s["jsd"] is not None
+    assert result["sources"][0]["tvc"] == pytest.approx(1.0)  # the target against itself covers all of it
+    assert set(result["correlation"]) == {"tvc", "jsd"} and all(c["n"] == 3 for c in result["correlation"].values())
+
+    run = result["sources"][1]["runs"][0]
+    assert main(["--workspace", str(ws), "runs", "show", run, "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    corpora = shown["lineage"]["pretraining_corpora"]
+    src1 = Workspace(ws).corpus_info("src1")
+    assert [c["name"] for c in corpora] == ["src1"] and corpora[0]["hash"] == src1.hash
+
+    assert main(argv) == 0  # a rerun resumes: every cell is kept, the result is the same
+    again = json.loads(capsys.readouterr().out)
+    assert [s["f1_mean"] for s in again["sources"]] == [s["f1_mean"] for s in result["sources"]]
