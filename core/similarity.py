@@ -502,36 +502,20 @@ def similarity_job(params: dict[str, Any], ctx: Any) -> dict[str, Any]:
 # --------------------------------------------------------------------------- correlation with downstream F1
 
 
-_F1_KINDS = ("experiment", "ner")
-_SOURCE_KEYS = ("pretraining_corpus", "source", "pretrain_corpus", "sc")
-_BASELINE_NAMES = ("", "none", "no", "baseline", "null")
-
-
 def finished_f1_runs(ws: Workspace) -> list[dict[str, Any]]:
-    """Finished NER/experiment jobs with an F1 in their result, as {job, kind, source, f1}.
-    `source` is the pretraining corpus named in the params (None: no extra pretraining)."""
-    from core import jobs
+    """Finished NER runs with a test F1, as {job, kind, source, f1}, read from the run index
+    (core.lineage): `source` is the corpus of the run's last MLM phase (None: no pretraining),
+    so compare-sources runs and any NER run trained from an MLM folder both count."""
+    from core.lineage import list_runs, pretraining_source
 
     runs = []
-    for kind in _F1_KINDS:
-        for job in jobs.list_jobs(ws, kind):
-            if job.status != "done" or not job.result:
-                continue
-            f1 = _find_f1(job.result)
-            if f1 is None:
-                continue
-            source = next((job.params[k] for k in _SOURCE_KEYS if k in job.params), None)
-            source = None if source is None or str(source).strip().lower() in _BASELINE_NAMES else str(source)
-            runs.append({"job": job.id, "kind": kind, "source": source, "f1": f1})
+    for entry in list_runs(ws, "ner"):
+        f1 = entry.get("f1")
+        if not isinstance(f1, (int, float)) or not math.isfinite(f1):
+            continue
+        src = pretraining_source(entry)
+        runs.append({"job": entry["id"], "kind": "ner", "source": src["name"] if src else None, "f1": float(f1)})
     return runs
-
-
-def _find_f1(result: dict[str, Any]) -> float | None:
-    for holder in (result, result.get("test") or {}, result.get("metrics") or {}, (result.get("test") or {}).get("overall") or {}):
-        v = holder.get("f1") if isinstance(holder, dict) else None
-        if isinstance(v, (int, float)) and math.isfinite(v):
-            return float(v)
-    return None
 
 
 def correlate_with_f1(runs: Sequence[dict[str, Any]], matrix: dict[str, Any], target: str) -> dict[str, Any]:

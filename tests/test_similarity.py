@@ -187,12 +187,15 @@ def test_correlate_with_f1_gain_and_pearson():
         correlate_with_f1(runs, MATRIX, "nope")
 
 
-def test_finished_f1_runs_read_from_the_job_table(tmp_path):
+def test_finished_f1_runs_read_from_the_run_index(tmp_path):
+    from core.lineage import Lineage, MlmPhase, record_run
+
     ws = Workspace(tmp_path / "ws")
-    for params, result in (({"pretraining_corpus": "dc"}, {"f1": 0.7}), ({"pretraining_corpus": None}, {"test": {"f1": 0.6}}),
-                           ({"source": "x"}, {"loss": 1.0})):
-        job = jobs.submit(ws, "ner", params, start=False)
-        jobs._update(ws, job.id, status="done", result=json.dumps(result))
+    pretrained = Lineage(mlm_phases=[MlmPhase("source", [{"name": "dc", "hash": "ab"}])])
+    record_run(ws, "r1", "ner", pretrained, f1=0.7)
+    record_run(ws, "r2", "ner", Lineage(), f1=0.6)
+    record_run(ws, "r3", "ner", pretrained, f1=None)  # unfinished: no F1 yet
+    record_run(ws, "r4", "mlm", pretrained)
     runs = sorted(finished_f1_runs(ws), key=lambda r: r["f1"])
     assert [(r["source"], r["f1"]) for r in runs] == [(None, 0.6), ("dc", 0.7)]
 
@@ -221,9 +224,11 @@ def test_similarity_page_renders_results_and_f1_panel(tmp_path, monkeypatch):
     result = jobs.run_inline(ws, "similarity", params)
     job = jobs.submit(ws, "similarity", {"sources": [], "targets": []}, start=False)
     jobs._update(ws, job.id, status="done", progress=1.0, result=json.dumps(result))
-    for source, f1 in ((None, 0.5), (roles["dc"], 0.6), (roles["lc"], 0.55), (roles["dev"], 0.58)):
-        j = jobs.submit(ws, "ner", {"pretraining_corpus": source}, start=False)
-        jobs._update(ws, j.id, status="done", result=json.dumps({"f1": f1}))
+    from core.lineage import Lineage, MlmPhase, record_run
+
+    for i, (source, f1) in enumerate(((None, 0.5), (roles["dc"], 0.6), (roles["lc"], 0.55), (roles["dev"], 0.58))):
+        phases = [MlmPhase("source", [{"name": source, "hash": "h"}])] if source else []
+        record_run(ws, f"ner-{i}", "ner", Lineage(mlm_phases=phases), f1=f1)
     at = open_app(ws.root, monkeypatch, "views/similarity.py")
     assert any("Pearson r" in str(getattr(e, "proto", "")) for e in at.get("plotly_chart"))
     assert not any("needs finished NER runs" in i.value for i in at.info)
