@@ -1,6 +1,7 @@
 """End-to-end in a real browser: Streamlit server + Debian Chromium via Playwright."""
 
 import pytest
+from playwright.sync_api import expect
 
 from tests.browser import browser_page, screenshot, streamlit_server, wait_for_app
 
@@ -24,7 +25,7 @@ def test_corpora_page_shows_statistics(app_url):
         labels = page.get_by_test_id("stMetricLabel")
         labels.filter(has_text="Type-token ratio").first.wait_for()  # statistics render after the corpus table
         for label in ("Sentences", "Tokens", "Vocabulary", "Type-token ratio"):
-            assert labels.filter(has_text=label).count() == 1
+            expect(labels.filter(has_text=label)).to_have_count(1)  # waits: a rerun can redraw the metrics
         assert page.get_by_text("demo-dc").count() >= 1
         page.wait_for_selector(".js-plotly-plot", timeout=60_000)
         shot = screenshot(page, "corpora")
