@@ -23,12 +23,8 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import socket
-import subprocess
-import sys
 import tempfile
 import time
-import urllib.request
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -46,37 +42,11 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / TICK
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@contextmanager
 def app_server(workspace: Path):
-    port = free_port()
-    env = dict(os.environ, NERSELECT_WORKSPACE=str(workspace), HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
-    log = open(workspace / "streamlit.log", "w")  # noqa: SIM115 - closed in finally
-    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port)],
-                            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.time() + 120
-        while True:
-            try:
-                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                pass
-            if proc.poll() is not None or time.time() > deadline:
-                raise SystemExit(f"the app did not start: {(workspace / 'streamlit.log').read_text()[-2000:]}")
-            time.sleep(0.5)
-        yield proc, url
-    finally:
-        os.killpg(proc.pid, 15)
-        proc.wait(timeout=30)
-        log.close()
+    """The app as the browser tests start it (tests/browser.py), given two minutes to come up."""
+    from tests.browser import streamlit_process
+
+    return streamlit_process(workspace, timeout=120)
 
 
 @contextmanager

@@ -32,7 +32,9 @@ def free_port() -> int:
 
 
 @contextmanager
-def streamlit_server(workspace: Path, timeout: float = 90) -> Iterator[str]:
+def streamlit_process(workspace: Path, timeout: float = 90) -> Iterator[tuple[subprocess.Popen, str]]:
+    """`streamlit run app.py` on a free localhost port, once healthy: (process, url). The server
+    benchmark reads the process's CPU time; tests want only the url (streamlit_server)."""
     port = free_port()
     env = dict(os.environ, NERSELECT_WORKSPACE=str(workspace), HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
     log = open(workspace / "streamlit.log", "w")  # noqa: SIM115 - closed in finally
@@ -53,11 +55,17 @@ def streamlit_server(workspace: Path, timeout: float = 90) -> Iterator[str]:
             if proc.poll() is not None or time.time() > deadline:
                 raise RuntimeError(f"streamlit did not start: {(workspace / 'streamlit.log').read_text()[-2000:]}")
             time.sleep(0.5)
-        yield url
+        yield proc, url
     finally:
         os.killpg(proc.pid, 15)
         proc.wait(timeout=20)
         log.close()
+
+
+@contextmanager
+def streamlit_server(workspace: Path, timeout: float = 90) -> Iterator[str]:
+    with streamlit_process(workspace, timeout) as (_, url):
+        yield url
 
 
 @contextmanager
