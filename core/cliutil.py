@@ -37,4 +37,5 @@ def tqdm_progress(desc: str, enabled: bool = True) -> Iterator[Callable[[float, 
 
 def add_workspace_arg(parser: argparse.ArgumentParser) -> None:
     """Commands accept --workspace after the command name too."""
-    parser.add_argument("--workspace", default=argparse.SUPPRESS, help="workspace folder")
+    parser.add_argument("--workspace", default=argparse.SUPPRESS,
+                        help="workspace folder (default: $NERSELECT_WORKSPACE, else ./workspace)")

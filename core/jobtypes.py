@@ -23,7 +23,38 @@ from core.errors import UserError
 
 SCHEMA_VERSION = 2
 DEFAULT_PRESET = "demo"  # the one default preset of jobs, CLI commands and pages ("paper" is chosen explicitly)
-PRESETS = ("tiny", "demo", "paper")
+# The training presets, cheapest first: the one list CLI choices, --help and page selectboxes read. Each name is a
+# recipe in both core.mlm.PRESETS and core.ner.PRESETS (tests/test_presets.py checks the three agree); kept here as
+# plain names so validating a job's params never imports torch.
+PRESETS = ("tiny", "demo", "study", "paper")
+# What each preset is for and roughly what it costs on 2 CPU cores (measured at nice 10 beside other work: approximate).
+PRESET_NOTES: dict[str, dict[str, str]] = {
+    "mlm": {
+        "tiny": "4 steps, seconds: checks a setup end to end",
+        "demo": "30 steps, ~1-2 min: shows the pipeline, too short for B1 to learn anything",
+        "study": "400 steps of 16 x 128-token blocks, ~25 min (~6 min alone on 2 free cores): a fresh MLM head learns "
+                 "(held-out TC masked-word accuracy well above the base encoder's)",
+        "paper": "5 epochs, batch 64: the seed paper's; hours on CPU for a large corpus",
+    },
+    "ner": {
+        "tiny": "3 epochs, seconds: checks a setup end to end",
+        "demo": "<= 20 epochs on a 100-sentence dev subset, a few minutes",
+        "study": "to convergence (<= 60 epochs, patience 8 at min gain 0.002, full DEV), ~8 min for 100 sentences",
+        "paper": "lr 2e-5, up to 200 epochs (patience 10): the seed paper's, an hour or more on CPU",
+    },
+}
+PRESET_NOTES["experiment"] = {
+    "tiny": "seconds per cell",
+    "demo": "5-8 min per cell (its MLM is too short to matter)",
+    "study": "~30 min per MLM+NER cell, ~10 min for `none` (CrossNER music size; see scripts/crossner_study.py)",
+    "paper": "hours per cell",
+}
+
+
+def preset_help(command: str) -> str:
+    """One --help / tooltip line listing every preset of `command` (mlm, ner, experiment) with its cost."""
+    notes = PRESET_NOTES[command]
+    return "; ".join(f"{name}: {notes[name]}" for name in PRESETS) + " (times approximate, 2 CPU cores)"
 
 Budget = int | float | str | None  # a count, a ratio of DC, or the same as text ("500", "0.1")
 
@@ -136,9 +167,9 @@ class ExperimentParams:
     strategies: list[str] = field(default_factory=list)
     baselines: list[str] = field(default_factory=lambda: ["none", "tapt", "dapt", "tapt+dapt"])
     seeds: list[int] = field(default_factory=lambda: [1])
-    budget: Budget = None  # one SC size (default |TC|) ...
-    budgets: list[int | float | str] | None = None  # ... or a sweep of them (Fig. 2)
-    lc_sizes: list[int | float | str] | None = None  # LC sub-samples (counts or ratios of LC), drawn with the seed (Fig. 4)
+    budget: Budget = None  # one SC size (count or ratio of DC; None: |TC|) ...
+    budgets: list[int | float | str] | None = None  # ... or a sweep of them (Fig. 2); not both
+    lc_sizes: list[int | float | str] | None = None  # LC sub-samples (counts or ratios of LC; None: all), drawn with the seed (Fig. 4)
     model: str = "default"
     preset: str = DEFAULT_PRESET
     mlm_config: dict[str, Any] | None = None
@@ -273,8 +304,10 @@ class ExperimentResult:
     domain: str | None = None
     rows: list[str] = field(default_factory=list)
     seeds: list[int] = field(default_factory=list)
-    cells: list[dict[str, Any]] = field(default_factory=list)
+    cells: list[dict[str, Any]] = field(default_factory=list)  # each: row, seed, f1, budget, lc_size, mlm_seconds, run, ...
     summary: dict[str, Any] = field(default_factory=dict)
+    budgets: list[int] = field(default_factory=list)  # SC sentences of the strategy rows (a sweep: Fig. 2)
+    lc_sizes: list[int] = field(default_factory=list)  # LC sentences per cell (a sweep: Fig. 4)
 
 
 @dataclass
@@ -397,4 +430,5 @@ def result_of(kind: str, result: dict[str, Any] | None) -> Any:
     return cls(**{k: v for k, v in result.items() if k in names})
 
 
-__all__ = ["DEFAULT_PRESET", "KINDS", "PRESETS", "SCHEMA_VERSION", "JobKind", "params_dict", "result_of", "validate_params"]
+__all__ = ["DEFAULT_PRESET", "KINDS", "PRESETS", "PRESET_NOTES", "SCHEMA_VERSION", "JobKind", "params_dict", "preset_help", "result_of",
+           "validate_params"]

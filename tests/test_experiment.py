@@ -88,3 +88,118 @@ def test_cli_experiment_baselines_only(tmp_path, corpora, tiny_bert_dir, capsys,
     assert "none" in out and "dapt" in out and "±" in out
     assert main(["experiment", "--tc", "x", "--dc", "x", "--lc", "x", "--dev", "x", "--test", "x", "--seeds", "a",
                  "--out", str(tmp_path / "e2")]) == 2
+
+
+# --------------------------------------------------------------------------- sweeps (issue 9: Fig. 2, Fig. 4, Table 5)
+
+
+def test_parse_and_resolve_amounts():
+    from core.experiment import parse_amounts, resolve_amount, resolve_sc_budget, sweep_budgets
+
+    assert parse_amounts("500, 0.1,1.0", "--budgets") == [500, 0.1, 1.0] and parse_amounts(None, "x") == []
+    assert parse_amounts([3, "0.5"], "x") == [3, 0.5]
+    for bad in ("abc", "0", "-2", "2.5"):
+        with pytest.raises(UserError, match="--lc-sizes"):
+            parse_amounts(bad, "--lc-sizes")
+    assert resolve_amount(0.25, 24, "LC size") == 6 and resolve_amount(1.0, 24, "LC size") == 24 and resolve_amount("12", 24, "x") == 12
+    with pytest.raises(UserError, match="more than the 24"):
+        resolve_amount(30, 24, "LC size")
+    assert resolve_sc_budget(None, 8, 100) == 8 and resolve_sc_budget(0.1, 8, 100) == 10 and resolve_sc_budget(500, 8, 100) == 100
+    assert sweep_budgets(None, None) == [None] and sweep_budgets(5, None) == [5] and sweep_budgets(None, [1, 2]) == [1, 2]
+    with pytest.raises(UserError, match="not both"):
+        sweep_budgets(5, [1, 2])
+
+
+def test_experiment_help_states_every_default():
+    from core.cli import build_parser
+
+    parser = build_parser()
+    sub = next(a for a in parser._subparsers._group_actions if a.choices and "experiment" in a.choices)
+    exp = sub.choices["experiment"]
+    for action in exp._actions:
+        if action.dest in ("help",):
+            continue
+        assert action.help and ("default" in action.help or "required" in action.help), (action.dest, action.help)
+    helps = {a.dest: a.help for a in exp._actions}
+    assert "(default: none,tapt,dapt,tapt+dapt)" in helps["baselines"] and "default" in helps["lc_sizes"] + helps["budgets"]
+
+
+def test_experiment_sweep_cells_resume_and_lineage(tmp_path, corpora, tiny_bert_dir, capsys, monkeypatch):
+    """Budgets x LC sizes from the CLI: every cell carries budget, lc_size and mlm_seconds; an MLM model is
+    trained once per (row, budget, seed) and reused across LC sizes; a rerun skips every finished cell;
+    a new budget in the same folder is a new cell; the cell's NER run has its lineage in the run index."""
+    import json
+
+    from core.cli import main
+
+    monkeypatch.setenv("NERSELECT_TORCH_THREADS", "1")
+    ws, out = tmp_path / "ws", tmp_path / "sweep"
+    argv = ["--workspace", str(ws), "experiment", "--tc", corpora["tc"], "--dc", corpora["dc"], "--lc", corpora["lc"],
+            "--dev", corpora["dev"], "--test", corpora["test"], "--strategies", "random", "--baselines", "none,tapt",
+            "--seeds", "1", "--budgets", "4,8", "--lc-sizes", "0.5,24", "--model", str(tiny_bert_dir), "--preset", "tiny",
+            "--out", str(out), "--json", "--quiet"]
+    capsys.readouterr()
+    assert main(argv) == 0
+    result = json.loads(capsys.readouterr().out)
+    cells = result["cells"]
+    assert {"domain", "rows", "seeds", "cells", "summary"} <= set(result) and result["lc_sizes"] == [12, 24]
+    assert all({"row", "seed", "f1", "budget", "lc_size", "mlm_seconds"} <= set(c) for c in cells)
+    got = sorted((c["row"], c["budget"], c["lc_size"]) for c in cells)
+    assert got == sorted([(r, b, n) for n in (12, 24) for r, b in (("none", 0), ("tapt", 0), ("random", 4), ("random", 8))])
+    assert all(c["mlm_seconds"] == 0 and c["mlm_sentences"] == 0 for c in cells if c["row"] == "none")
+    assert all(c["mlm_seconds"] > 0 for c in cells if c["row"] != "none")
+    assert {c["mlm_sentences"] for c in cells if c["row"] == "tapt"} == {8}  # TC
+    assert {c["mlm_sentences"] for c in cells if c["row"] == "random"} == {16}  # TC + SC 1:1
+    assert sorted(p.parent.name for p in (out / "pretrain").glob("*/seed-1")) == ["random.b4", "random.b8", "tapt"]
+    by_lc = {(c["budget"], c["lc_size"]): c["mlm_seconds"] for c in cells if c["row"] == "random"}
+    assert by_lc[(4, 12)] == by_lc[(4, 24)]  # one MLM model for both LC sizes
+    assert set(result["summary"]) == {"none", "tapt", "random · SC 4", "random · SC 8"}
+
+    half = next(c for c in cells if c["row"] == "random" and c["budget"] == 4 and c["lc_size"] == 12)
+    assert main(["--workspace", str(ws), "runs", "show", half["run"], "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    lin = shown["lineage"]
+    assert shown["f1"] == half["f1"] and lin["lc"]["sentences"] == 12 and lin["lc"]["of"] == 24 and lin["seed"] == 1
+    assert [p["name"] for p in lin["mlm_phases"]] == ["tc+sc"] and lin["mlm_phases"][0]["sentences"] == 16
+    assert lin["pretraining_corpora"][0]["hash"] and lin["selection"]["strategy"] == "random" and lin["selection"]["budget"] == 4
+
+    (out / "log.txt").write_text("")
+    assert main(argv) == 0
+    again = json.loads(capsys.readouterr().out)
+    assert again["cells"] == cells and "test F1" not in (out / "log.txt").read_text()
+
+    argv[argv.index("4,8")] = "6"
+    assert main(argv[:argv.index("--lc-sizes")] + argv[argv.index("--lc-sizes") + 2:]) == 0  # full LC, budget 6
+    third = json.loads(capsys.readouterr().out)
+    assert sorted({c["budget"] for c in third["cells"] if c["row"] == "random"}) == [6]
+    assert "random.b6.lc24 seed 1: test F1" in (out / "log.txt").read_text()  # a new budget is a new cell, not a skipped one
+
+
+def test_sweep_frames():
+    from core.sweeps import fig2_frame, fig4_frame, sweep_axes, table5_frame
+
+    cells = [{"row": r, "seed": s, "f1": f, "budget": b, "lc_size": n, "mlm_seconds": t, "mlm_sentences": m}
+             for r, s, f, b, n, t, m in (
+                 ("none", 1, 0.40, 0, 50, 0.0, 0), ("none", 2, 0.50, 0, 50, 0.0, 0), ("none", 1, 0.30, 0, 25, 0.0, 0),
+                 ("tapt", 1, 0.55, 0, 50, 10.0, 100),
+                 ("dsir", 1, 0.60, 100, 50, 20.0, 200), ("dsir", 2, 0.64, 100, 50, 22.0, 200),
+                 ("dsir", 1, 0.70, 400, 50, 80.0, 800), ("dsir", 1, 0.50, 100, 25, 20.0, 200))]
+    assert sweep_axes(cells) == {"budgets": [100, 400], "lc_sizes": [25, 50]}
+    f2 = fig2_frame(cells)
+    assert list(f2["series"]) == ["none", "tapt", "dsir", "dsir"] and set(f2["lc_size"]) == {50}
+    dsir = f2[f2["row"] == "dsir"]
+    assert list(dsir["budget"]) == [100, 400] and dsir["f1_mean"].iloc[0] == pytest.approx(0.62)
+    assert dsir["f1_std"].iloc[0] == pytest.approx(0.028284, abs=1e-5) and list(dsir["n"]) == [2, 1]
+    assert list(fig2_frame(cells, lc_size=25)["row"]) == ["none", "dsir"]
+    f4 = fig4_frame(cells)
+    assert set(f4["series"]) == {"none", "tapt", "dsir · SC 100", "dsir · SC 400"}
+    line = f4[f4["series"] == "dsir · SC 100"]
+    assert list(line["lc_size"]) == [25, 50] and list(line["f1_mean"].round(2)) == [0.5, 0.62]
+    assert set(fig4_frame(cells, budget=100)["series"]) == {"none", "tapt", "dsir"}
+    t5 = table5_frame(cells)
+    assert list(t5.index) == ["none", "tapt", "dsir · SC 100", "dsir · SC 400"]
+    assert t5.loc["dsir · SC 100", "F1 (%)"] == "62.00 ± 2.83" and t5.loc["dsir · SC 100", "MLM time (s)"] == 21.0
+    assert t5.loc["dsir · SC 400", "sentences"] == 800 and t5.loc["tapt", "MLM corpus"] == "TC" and t5.loc["none", "sentences"] == 0
+    assert "400 sentences" in t5.loc["dsir · SC 400", "MLM corpus"]
+    old = [{"row": "none", "seed": 1, "f1": 0.5}]  # a result from before sweeps still gives a table
+    assert table5_frame(old).loc["none", "F1 (%)"] == "50.00 ± 0.00"

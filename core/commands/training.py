@@ -14,6 +14,8 @@ from pathlib import Path
 
 from core.cliutil import add_workspace_arg, print_json, tqdm_progress
 from core.errors import UserError
+from core.experiment import BASELINES
+from core.jobtypes import DEFAULT_PRESET, PRESETS, preset_help
 from core.workspace import Workspace, resolve_corpus_ref
 
 
@@ -52,8 +54,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--train", nargs="+", required=True, metavar="FILE", help="corpus files or workspace corpus names")
     p.add_argument("--model", default="default", help="encoder: 'default', a folder, or a Hugging Face id")
     p.add_argument("--out", required=True, help="output model folder (safetensors + tokenizer)")
-    p.add_argument("--preset", default="paper", choices=["paper", "demo", "tiny"],
-                   help="paper: 5 epochs, batch 64; demo: a few minutes on CPU")
+    p.add_argument("--preset", default="paper", choices=PRESETS, help=preset_help("mlm"))
     p.add_argument("--epochs", type=int)
     p.add_argument("--max-steps", type=int, dest="max_steps")
     p.add_argument("--batch-size", type=int, dest="batch_size")
@@ -75,8 +76,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     t.add_argument("--test", help="also evaluate on this corpus and save its predictions in the run folder")
     t.add_argument("--model", default="default")
     t.add_argument("--out", required=True)
-    t.add_argument("--preset", default="paper", choices=["paper", "demo", "tiny"],
-                   help="paper: lr 2e-5, up to 200 epochs; demo: 30 epochs, head lr 1e-3, dev subset")
+    t.add_argument("--preset", default="paper", choices=PRESETS, help=preset_help("ner"))
     t.add_argument("--epochs", type=int)
     t.add_argument("--patience", type=int)
     t.add_argument("--seed", type=int)
@@ -106,22 +106,35 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_workspace_arg(e)
     e.set_defaults(func=cmd_ner_eval)
 
-    x = sub.add_parser("experiment", help="strategies x seeds: selection -> MLM -> NER -> test F1 (mean, std)")
-    x.add_argument("--tc", required=True)
-    x.add_argument("--dc", required=True)
-    x.add_argument("--lc", required=True)
-    x.add_argument("--dev", required=True)
-    x.add_argument("--test", required=True)
-    x.add_argument("--strategies", default="", help="comma-separated selection strategies (core.select)")
-    x.add_argument("--baselines", default="none,tapt,dapt,tapt+dapt", help="comma-separated: none, tapt, dapt, tapt+dapt")
-    x.add_argument("--seeds", default="1,2,3")
-    x.add_argument("--budget", help="SC size: a count (e.g. 500) or a ratio of DC (e.g. 0.1); default |TC|, so TC:SC is 1:1")
-    x.add_argument("--model", default="default")
-    x.add_argument("--preset", default="demo", choices=["paper", "demo", "tiny"])
-    x.add_argument("--domain", help="column name in the results table (default: the test corpus name)")
-    x.add_argument("--out", required=True, help="run folder for the experiment (rerun with it to resume)")
-    x.add_argument("--json", action="store_true")
-    x.add_argument("--quiet", action="store_true")
+    x = sub.add_parser("experiment", help="strategies x seeds x SC budgets x LC sizes: selection -> MLM -> NER -> test F1 (mean, std)",
+                       description="Every cell: select SC from DC (strategies), MLM on TC+SC 1:1 (or the baseline's corpus), "
+                                   "NER on LC (or an LC subset), test F1. Baselines run once per seed and LC size, strategies once "
+                                   "per SC budget. A rerun with the same --out skips finished cells.")
+    x.add_argument("--tc", required=True, help="task corpus: workspace name, role or file (required)")
+    x.add_argument("--dc", required=True, help="domain corpus to select from: name, role or file (required)")
+    x.add_argument("--lc", required=True, help="labeled training corpus: name, role or file (required)")
+    x.add_argument("--dev", required=True, help="labeled corpus for early stopping (required)")
+    x.add_argument("--test", required=True, help="labeled corpus the F1 is measured on (required)")
+    x.add_argument("--strategies", default="", help="comma-separated selection strategies (core.select), NAME@b1 to read B1 "
+                                                    "(default: none, only baselines)")
+    x.add_argument("--baselines", default=",".join(BASELINES),
+                   help=f"comma-separated subset of {', '.join(BASELINES)}; '' for no baselines (default: {','.join(BASELINES)})")
+    x.add_argument("--seeds", default="1,2,3", help="comma-separated seeds; each repeats every cell (default: 1,2,3)")
+    x.add_argument("--budgets", help="SC sizes to sweep (Fig. 2), comma-separated counts (e.g. 500,2000) or ratios of DC "
+                                     "(e.g. 0.05,0.1); 1.0 = all of DC (default: one budget, |TC|, so TC:SC is 1:1)")
+    x.add_argument("--budget", help="one SC size, the same as --budgets with one value (default: |TC|)")
+    x.add_argument("--lc-sizes", dest="lc_sizes", help="LC sizes to sweep (Fig. 4), comma-separated counts (e.g. 50,100) or ratios "
+                                                       "of LC (e.g. 0.25,0.5,1.0), each subset drawn with the cell's seed "
+                                                       "(default: all of LC)")
+    x.add_argument("--model", default="default", help="base encoder: 'default' (packaged MiniLM), a folder or an HF id "
+                                                      "(default: default)")
+    x.add_argument("--preset", default=DEFAULT_PRESET, choices=PRESETS,
+                   help=preset_help("experiment") + f" (default: {DEFAULT_PRESET})")
+    x.add_argument("--domain", help="column name in the results table (default: the workspace's target domain, else the test "
+                                    "corpus name)")
+    x.add_argument("--out", required=True, help="run folder for the experiment; rerun with it to resume (required)")
+    x.add_argument("--json", action="store_true", help="print the result as one JSON object (default: the results table)")
+    x.add_argument("--quiet", action="store_true", help="no progress bar (default: a bar on stderr)")
     add_workspace_arg(x)
     x.set_defaults(func=cmd_experiment)
 
@@ -184,6 +197,13 @@ def cmd_ner_eval(args: argparse.Namespace) -> int:
     return 0
 
 
+def _amounts(text: str | None, option: str) -> list[int | float]:
+    """A comma list of counts or ratios (core.experiment.parse_amounts); None: none given."""
+    from core.experiment import parse_amounts
+
+    return parse_amounts(text, option) if text is not None else []
+
+
 def cmd_experiment(args: argparse.Namespace) -> int:
     from core.experiment import format_results
 
@@ -194,10 +214,13 @@ def cmd_experiment(args: argparse.Namespace) -> int:
         seeds = [int(s) for s in split(args.seeds)]
     except ValueError:
         raise UserError(f"--seeds: expected comma-separated integers, got {args.seeds!r}") from None
+    if args.budget is not None and args.budgets is not None:
+        raise UserError("give --budget (one SC size) or --budgets (a sweep), not both")
     params = {"tc": _corpus(args, args.tc), "dc": _corpus(args, args.dc), "lc": _corpus(args, args.lc), "dev": _corpus(args, args.dev),
               "test": _corpus(args, args.test),
               "strategies": split(args.strategies), "baselines": split(args.baselines), "seeds": seeds,
-              "budget": args.budget, "model": _model(args.model),
+              "budgets": _amounts(args.budgets, "--budgets") or _amounts(args.budget, "--budget") or None,
+              "lc_sizes": _amounts(args.lc_sizes, "--lc-sizes") or None, "model": _model(args.model),
               "preset": args.preset, "domain": args.domain}
     args.run_dir = args.out
     result = _run(args, "experiment", params, "experiment")
