@@ -25,7 +25,7 @@ from core.errors import UserError
 from core.experiment import CellTrainer, _part, _slug
 from core.jobtypes import DEFAULT_PRESET
 from core.lineage import Lineage, MlmPhase, from_base, record_run, write_lineage
-from core.similarity import PAIRWISE, SimilarityParams, compare_corpora, correlate_with_f1
+from core.similarity import PAIRWISE, SimilarityParams, compare_corpora, corpus_text, correlate_with_f1
 from core.workspace import CorpusRef, atomic_write_json, resolve_corpus_ref
 
 BASELINE = "_baseline"
@@ -39,7 +39,7 @@ def _measures(src: CorpusRef, tgt: CorpusRef, measures: list[str], folder: Path,
         stored = json.loads(path.read_text("utf-8"))
         if stored.get("key") == key:
             return stored["values"]
-    result = compare_corpora(src.load().tokens, tgt.load().tokens, SimilarityParams(measures=tuple(measures)), progress=progress)
+    result = compare_corpora(corpus_text(src), corpus_text(tgt), SimilarityParams(measures=tuple(measures)), progress=progress)
     values = {m: float(result[m]) for m in measures if m in result}
     atomic_write_json(path, {"key": key, "values": values, "tvcc_method": result.get("tvcc_method")})
     return values

@@ -19,7 +19,7 @@ from __future__ import annotations
 import copy
 import itertools
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -27,11 +27,13 @@ from typing import Any
 import numpy as np
 
 from core.errors import UserError
-from core.ngram import Encoded, KneserNeyLM, Vocabulary, build_lm, encode, index_ngrams
+from core.ngram import KneserNeyLM, Vocabulary, build_lm, encode
+from core.stream import CorpusStream
 from core.workspace import Workspace, atomic_write_json, content_hash, temp_path_for
 
 Progress = Callable[[float, str], None]
 Tokens = Sequence[Sequence[str]]
+Text = Tokens | CorpusStream  # a corpus as token lists, or streamed from its workspace Parquet
 CACHE_KIND = "similarity"
 CACHE_VERSION = 1  # bump when a measure's definition changes, so cached values are recomputed
 
@@ -124,15 +126,74 @@ class SimilarityParams:
         return {**common, **extra}
 
 
+# --------------------------------------------------------------------------- corpora as token lists or streams
+
+
+def token_chunks(text: Text) -> Iterator[Tokens]:
+    """A corpus' sentences chunk by chunk: a `CorpusStream` (workspace Parquet) in record
+    batches, token lists as one chunk. Every measure reads corpora through this, so a
+    multi-million-sentence DC never exists as Python token lists."""
+    if isinstance(text, CorpusStream):
+        yield from text.token_batches()
+    else:
+        yield text
+
+
+def n_tokens(text: Text) -> int:
+    if isinstance(text, CorpusStream):
+        import pyarrow.compute as pc
+
+        return int(sum(pc.sum(pc.list_value_length(b.column(0))).as_py() or 0 for b in text.arrow_batches(columns=["tokens"])))
+    return int(sum(map(len, text)))
+
+
+def sentence_lengths(text: Text) -> np.ndarray:
+    if isinstance(text, CorpusStream):
+        import pyarrow.compute as pc
+
+        parts = [pc.list_value_length(b.column(0)).to_numpy(zero_copy_only=False) for b in text.arrow_batches(columns=["tokens"])]
+        return np.concatenate(parts).astype(np.int64) if parts else np.zeros(0, dtype=np.int64)
+    return np.fromiter(map(len, text), dtype=np.int64, count=len(text))
+
+
+def corpus_text(ref: Any) -> Text:
+    """What the measures read for a resolved `CorpusRef`: a workspace corpus as a stream of
+    record batches, a file's token lists in memory."""
+    if getattr(ref, "kind", "path") == "path":
+        return ref.load().tokens
+    return CorpusStream(path=ref.path, name=ref.name, file_hash=ref.hash)
+
+
+class _Sentences:
+    """A restartable iterable of non-empty sentences (gensim passes over it once per epoch)."""
+
+    def __init__(self, text: Text):
+        self.text = text
+
+    def __iter__(self) -> Iterator[list[str]]:
+        for chunk in token_chunks(self.text):
+            for t in chunk:
+                if len(t):
+                    yield list(t)
+
+
+def _sentences(text: Text) -> Any:
+    # token lists: a list, as before; a stream: re-read per pass (same sentences, same order)
+    return [list(t) for t in text if len(t)] if not isinstance(text, CorpusStream) else _Sentences(text)
+
+
 # --------------------------------------------------------------------------- the measures
 
 
-def vocabulary(tokens: Tokens) -> set[str]:
-    return set(itertools.chain.from_iterable(tokens))
+def vocabulary(tokens: Text) -> set[str]:
+    vocab: set[str] = set()
+    for chunk in token_chunks(tokens):
+        vocab.update(itertools.chain.from_iterable(chunk))
+    return vocab
 
 
-def type_token_ratio(tokens: Tokens) -> float:
-    n = sum(map(len, tokens))
+def type_token_ratio(tokens: Text) -> float:
+    n = n_tokens(tokens)
     return len(vocabulary(tokens)) / n if n else 0.0
 
 
@@ -167,37 +228,110 @@ def content_word_method(requested: str = "auto") -> tuple[str, str]:
     return "approx", "approximation: alphabetic tokens minus scikit-learn's ENGLISH_STOP_WORDS (no spaCy English pipeline installed)"
 
 
-def content_vocabulary(tokens: Tokens, method: str) -> set[str]:
+def content_vocabulary(tokens: Text, method: str) -> set[str]:
     if method.startswith("spacy:"):
         from spacy.tokens import Doc
 
         nlp = _spacy_pipeline(method.split(":", 1)[1])
-        docs = (Doc(nlp.vocab, words=list(t)) for t in tokens if len(t))  # keep the corpus' tokenisation
+        docs = (Doc(nlp.vocab, words=list(t)) for chunk in token_chunks(tokens) for t in chunk if len(t))  # keep the corpus' tokenisation
         return {tok.text for doc in nlp.pipe(docs, batch_size=256) for tok in doc if tok.pos_ in CONTENT_POS}
     from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
     return {w for w in vocabulary(tokens) if w.isalpha() and w.lower() not in ENGLISH_STOP_WORDS}
 
 
-def ngram_jsd(source: Tokens, target: Tokens, max_order: int = 3) -> float:
+class NgramCounts:
+    """Counts of every 1..order-gram inside the sentences of one corpus, counted chunk by
+    chunk in the id space of `vocab` (grown as words appear). Memory is the distinct n-grams
+    (what JSD needs), never the corpus. Level n >= 2 is a frame of word-id columns w0..w{n-1}
+    and a count `c`; parts are merged when they outgrow the merged frame (amortised)."""
+
+    def __init__(self, order: int, vocab: Vocabulary | None = None):
+        self.order = order
+        self.vocab = vocab if vocab is not None else Vocabulary()
+        self.unigrams = np.zeros(0, dtype=np.int64)
+        self.tokens = 0
+        self._levels: dict[int, list[Any]] = {n: [] for n in range(2, order + 1)}
+        self._merged_rows: dict[int, int] = {n: 0 for n in range(2, order + 1)}
+
+    @classmethod
+    def of(cls, text: Text, order: int, vocab: Vocabulary | None = None) -> NgramCounts:
+        counts = cls(order, vocab)
+        for chunk in token_chunks(text):
+            counts.add(chunk)
+        return counts
+
+    def add(self, chunk: Tokens) -> None:
+        import pandas as pd
+
+        enc = encode(chunk, self.vocab, grow=True, padded=False)
+        if not len(enc.seq):
+            return
+        self.tokens += len(enc.seq)
+        counts = np.bincount(enc.seq, minlength=len(self.vocab))
+        counts[:len(self.unigrams)] += self.unigrams
+        self.unigrams = counts
+        remaining = enc.remaining
+        for n in range(2, self.order + 1):
+            valid = np.flatnonzero(remaining >= n - 1)
+            if not len(valid):
+                continue
+            frame = pd.DataFrame({f"w{k}": enc.seq[valid + k].astype(np.int32) for k in range(n)})
+            part = frame.groupby(list(frame.columns), sort=False).size().rename("c").reset_index()
+            parts = self._levels[n]
+            parts.append(part)
+            if sum(map(len, parts)) > 2 * max(self._merged_rows[n], len(part)):
+                self._levels[n] = [self._merge(parts, n)]
+                self._merged_rows[n] = len(self._levels[n][0])
+
+    @staticmethod
+    def _merge(parts: list[Any], n: int) -> Any:
+        import pandas as pd
+
+        if len(parts) == 1:
+            return parts[0]
+        return pd.concat(parts, ignore_index=True).groupby([f"w{k}" for k in range(n)], sort=False)["c"].sum().reset_index()
+
+    def level(self, n: int) -> Any:
+        """Distinct n-grams with their counts (columns w0..w{n-1}, c)."""
+        import pandas as pd
+
+        parts = self._levels[n]
+        if not parts:
+            return pd.DataFrame({**{f"w{k}": np.zeros(0, np.int32) for k in range(n)}, "c": np.zeros(0, np.int64)})
+        self._levels[n] = [self._merge(parts, n)]
+        return self._levels[n][0]
+
+    def copy_vocab(self) -> Vocabulary:
+        v = Vocabulary()
+        v.words, v.index = list(self.vocab.words), dict(self.vocab.index)
+        return v
+
+
+def ngram_jsd(source: Text, target: Text, max_order: int = 3, source_counts: NgramCounts | None = None) -> float:
     """Jensen-Shannon divergence (log2, in [0, 1]) between the term distributions of the two
     corpora, where terms are all 1..max_order-grams inside sentences pooled together (Dai et
-    al. 2019 §3.1). Both corpora share one id space so each n-gram is counted once per side."""
-    vocab = Vocabulary()
-    es = encode(source, vocab, grow=True, padded=False)
-    et = encode(target, vocab, grow=True, padded=False)
-    if not len(es.seq) or not len(et.seq):
+    al. 2019 §3.1). Both corpora share one id space (source words first, in order of first
+    appearance) so each n-gram is counted once per side; the terms are laid out as unigrams by
+    id, then each order's n-grams in lexicographic id order, so the value does not depend on
+    how the corpora were chunked. `source_counts` (NgramCounts.of(source)) lets a matrix count
+    each source once for all targets."""
+    import pandas as pd
+
+    src = source_counts if source_counts is not None else NgramCounts.of(source, max_order)
+    tgt = NgramCounts.of(target, max_order, src.copy_vocab())
+    if not src.tokens or not tgt.tokens:
         raise UserError("JSD needs two non-empty corpora")
-    both = Encoded(np.concatenate([es.seq, et.seq]), np.concatenate([es.lengths, et.lengths]), padded=False)
-    split = len(es.seq)
-    V = len(vocab)
-    p_parts = [np.bincount(both.seq[:split], minlength=V)]
-    q_parts = [np.bincount(both.seq[split:], minlength=V)]
-    for level in index_ngrams(both, max_order, V)[2:]:
-        assert level is not None
-        src = level.valid < split
-        p_parts.append(np.bincount(level.rows[src], minlength=len(level.keys)))
-        q_parts.append(np.bincount(level.rows[~src], minlength=len(level.keys)))
+    V = len(tgt.vocab)
+    p_parts = [np.pad(src.unigrams, (0, V - len(src.unigrams)))]
+    q_parts = [np.pad(tgt.unigrams, (0, V - len(tgt.unigrams)))]
+    for n in range(2, max_order + 1):
+        cols = [f"w{k}" for k in range(n)]
+        both = pd.concat([src.level(n).assign(q=0).rename(columns={"c": "p"}),
+                          tgt.level(n).assign(p=0).rename(columns={"c": "q"})], ignore_index=True)
+        summed = both.groupby(cols, sort=True)[["p", "q"]].sum()  # sorted: lexicographic id order
+        p_parts.append(summed["p"].to_numpy())
+        q_parts.append(summed["q"].to_numpy())
     p = np.concatenate(p_parts).astype(np.float64)
     q = np.concatenate(q_parts).astype(np.float64)
     p /= p.sum()
@@ -212,57 +346,57 @@ def _kl(p: np.ndarray, m: np.ndarray) -> float:
     return float(np.sum(p[nz] * np.log2(p[nz] / m[nz])))
 
 
-def train_word_vectors(tokens: Tokens, params: SimilarityParams) -> Any:
+def train_word_vectors(tokens: Text, params: SimilarityParams) -> Any:
     """Skip-gram vectors on the source (gensim; workers=1 and a seed make it deterministic)."""
     from gensim.models import Word2Vec
 
-    sentences = [list(t) for t in tokens if len(t)]
-    if not sentences:
+    if not n_tokens(tokens):
         raise UserError("WVV needs a non-empty source corpus")
-    return Word2Vec(sentences, vector_size=params.wvv_dim, window=params.wvv_window, min_count=params.wvv_min_count,
+    return Word2Vec(_sentences(tokens), vector_size=params.wvv_dim, window=params.wvv_window, min_count=params.wvv_min_count,
                     sg=1, seed=params.seed, workers=1, epochs=params.wvv_epochs)
 
 
-def word_vector_variance(source_model: Any, target: Tokens, words: str = "shared") -> float:
+def word_vector_variance(source_model: Any, target: Text, words: str = "shared") -> float:
     """WVV (Dai et al. 2019 §3.1): continue training the source's skip-gram model on the target
     and take the mean squared change of the source words' vectors over words and dimensions.
     `words="shared"` averages over the source words that occur in the target (NaN when there are
     none); `words="source"` over every source word, where absent words keep their vectors."""
     before = source_model.wv.vectors.copy()
     model = copy.deepcopy(source_model)
-    sentences = [list(t) for t in target if len(t)]
-    if not sentences:
+    if not n_tokens(target):
         raise UserError("WVV needs a non-empty target corpus")
-    model.build_vocab(sentences, update=True)
-    model.train(sentences, total_examples=len(sentences), epochs=model.epochs)
+    sentences = _sentences(target)
+    model.build_vocab(sentences, update=True)  # sets corpus_count to the target's non-empty sentences
+    model.train(sentences, total_examples=model.corpus_count, epochs=model.epochs)
     after = model.wv.vectors[:len(before)]  # gensim appends new words, source rows keep their index
     per_word = np.mean((after.astype(np.float64) - before) ** 2, axis=1)
     if words == "source":
         return float(per_word.mean())
-    target_vocab = vocabulary(sentences)
+    target_vocab = vocabulary(target)
     shared = [i for i, w in enumerate(source_model.wv.index_to_key) if w in target_vocab]
     return float(per_word[shared].mean()) if shared else float("nan")
 
 
-def lm_perplexities(lm: KneserNeyLM, target: Tokens) -> tuple[float, float]:
+def lm_perplexities(lm: KneserNeyLM, target: Text) -> tuple[float, float]:
     """(corpus perplexity, Dai et al.'s summed per-sentence form sum_i P(s_i)^(-1/N_i))."""
-    scores = lm.score_sentences(target, backend="numpy")
+    scores = lm.score_sentences(token_chunks(target), backend="numpy")
     return scores.corpus_perplexity, scores.summed_perplexity
 
 
-def sample_subcorpora(tokens: Tokens, n_tokens: int | None, k: int = 1, seed: int = 0) -> list[list[Sequence[str]]]:
+def sample_subcorpora(tokens: Text, n_tokens: int | None, k: int = 1, seed: int = 0) -> list[Text]:
     """k random sub-corpora of whole sentences, each the smallest prefix of a shuffled order
     reaching n_tokens (Dai et al. 2020 compare sources at equal size). A source smaller than
-    n_tokens is used whole, once."""
-    lengths = np.fromiter(map(len, tokens), dtype=np.int64, count=len(tokens))
+    n_tokens is used whole, once (a stream stays a stream; a sub-corpus of one is read by row)."""
+    lengths = sentence_lengths(tokens)
     if n_tokens is None or lengths.sum() <= n_tokens:
-        return [list(tokens)]
+        return [tokens if isinstance(tokens, CorpusStream) else list(tokens)]
     rng = np.random.default_rng(seed)
-    out = []
+    out: list[Text] = []
     for _ in range(k):
         perm = rng.permutation(len(tokens))
         take = int(np.searchsorted(np.cumsum(lengths[perm]), n_tokens)) + 1
-        out.append([tokens[i] for i in np.sort(perm[:take])])
+        rows = np.sort(perm[:take])
+        out.append(tokens.take(rows).tokens if isinstance(tokens, CorpusStream) else [tokens[i] for i in rows])
     return out
 
 
@@ -273,7 +407,7 @@ def sample_subcorpora(tokens: Tokens, n_tokens: int | None, k: int = 1, seed: in
 class _Side:
     """One corpus (or one sub-sample of it) with what measures need, built at most once."""
 
-    tokens: Tokens
+    tokens: Text
     params: SimilarityParams
     _cache: dict[str, Any] = field(default_factory=dict)
 
@@ -283,8 +417,9 @@ class _Side:
             self._cache[what] = {
                 "vocab": lambda: vocabulary(self.tokens),
                 "content": lambda: content_vocabulary(self.tokens, content_word_method(p.tvcc_method)[0]),
-                "lm": lambda: build_lm(self.tokens, order=p.order),
+                "lm": lambda: build_lm(token_chunks(self.tokens), order=p.order),
                 "w2v": lambda: train_word_vectors(self.tokens, p),
+                "ngrams": lambda: NgramCounts.of(self.tokens, p.jsd_order),
             }[what]()
         return self._cache[what]
 
@@ -299,7 +434,7 @@ def _pair_values(src: _Side, tgt: _Side, measures: Sequence[str]) -> dict[str, f
         elif m == "ppl":
             out["ppl"], out["ppl_sum"] = lm_perplexities(src.get("lm"), tgt.tokens)
         elif m == "jsd":
-            out["jsd"] = ngram_jsd(src.tokens, tgt.tokens, src.params.jsd_order)
+            out["jsd"] = ngram_jsd(src.tokens, tgt.tokens, src.params.jsd_order, source_counts=src.get("ngrams"))
         elif m == "wvv":
             out["wvv"] = word_vector_variance(src.get("w2v"), tgt.tokens, src.params.wvv_words)
     return out
@@ -313,13 +448,15 @@ def _mean_over_samples(per_sample: list[dict[str, float]]) -> dict[str, float]:
     return out
 
 
-def compare_corpora(source: Tokens, target: Tokens, params: SimilarityParams | None = None,
+def compare_corpora(source: Text, target: Text, params: SimilarityParams | None = None,
                     progress: Progress | None = None) -> dict[str, Any]:
     """All requested measures for one source/target pair, as the CLI prints them: one key per
-    measure (`ttr_source`/`ttr_target` for TTR), `ppl_sum`, `tvcc_method`, sample counts."""
+    measure (`ttr_source`/`ttr_target` for TTR), `ppl_sum`, `tvcc_method`, sample counts.
+    Either corpus may be a `CorpusStream` (a workspace corpus, see `corpus_text`): it is then
+    read in record batches, with the same values as its token lists would give."""
     params = params or SimilarityParams()
     report = progress or (lambda f, m: None)
-    if not sum(map(len, source)) or not sum(map(len, target)):
+    if not n_tokens(source) or not n_tokens(target):
         raise UserError("both corpora must contain tokens")
     samples = sample_subcorpora(source, params.subsample_tokens, params.subsample_k, params.seed)
     tgt = _Side(target, params)
@@ -336,8 +473,8 @@ def compare_corpora(source: Tokens, target: Tokens, params: SimilarityParams | N
         result["ttr_target"] = type_token_ratio(target)
     if "tvcc" in params.measures:
         result["tvcc_method"] = content_word_method(params.tvcc_method)[1]
-    result["source_tokens"] = int(np.mean([sum(map(len, s)) for s in samples]))
-    result["target_tokens"] = int(sum(map(len, target)))
+    result["source_tokens"] = int(np.mean([n_tokens(s) for s in samples]))
+    result["target_tokens"] = n_tokens(target)
     result["samples"] = len(samples)
     report(1.0, "done")
     return result
@@ -359,11 +496,11 @@ def similarity_matrix(ws: Workspace, sources: Sequence[str], targets: Sequence[s
     values: dict[str, list[list[float | None]]] = {}
     for key in _value_keys(measures, params):
         values[key] = [[None] * len(targets) for _ in sources]
-    loaded: dict[str, Tokens] = {}
+    loaded: dict[str, Text] = {}
 
-    def tokens_of(name: str) -> Tokens:
+    def tokens_of(name: str) -> Text:  # streamed: a large DC is never held as token lists
         if name not in loaded:
-            loaded[name] = ws.load_corpus(name).tokens
+            loaded[name] = CorpusStream(path=ws.corpus_path(name), name=name, workspace=ws, file_hash=hashes[name])
         return loaded[name]
 
     cached = computed = 0
@@ -438,7 +575,7 @@ def _cache_write(ws: Workspace, key: str, values: dict[str, float]) -> None:
     atomic_write_json(ws.artifact_dir(CACHE_KIND, key) / "values.json", values)
 
 
-def _cached_ttr(ws: Workspace, name: str, corpus_hash: str, tokens_of: Callable[[str], Tokens]) -> float:
+def _cached_ttr(ws: Workspace, name: str, corpus_hash: str, tokens_of: Callable[[str], Text]) -> float:
     key = content_hash("ttr", corpus_hash, CACHE_VERSION)
     hit = _cache_read(ws, key)
     if hit is not None:

@@ -158,3 +158,89 @@ def test_parallel_row_group_passes_equal_sequential(ws20k, monkeypatch):
     for s in ("dsir", "ppl"):
         par = select(tc, open_dc(ws20k, "dc"), s, 0.1)
         assert np.array_equal(par.order, mem[s].order) and np.allclose(par.scores, mem[s].scores, equal_nan=True)
+
+
+# --------------------------------------------------------------------------- similarity, Map sampling, NER prediction over a streamed DC
+
+
+def _reference_jsd(source, target, max_order=3):
+    """The previous in-memory JSD (whole corpora encoded at once, index_ngrams), kept here as the reference."""
+    from core.ngram import Encoded, Vocabulary, encode, index_ngrams
+    from core.similarity import _kl
+
+    vocab = Vocabulary()
+    es = encode(source, vocab, grow=True, padded=False)
+    et = encode(target, vocab, grow=True, padded=False)
+    both = Encoded(np.concatenate([es.seq, et.seq]), np.concatenate([es.lengths, et.lengths]), padded=False)
+    split, V = len(es.seq), len(vocab)
+    p_parts, q_parts = [np.bincount(both.seq[:split], minlength=V)], [np.bincount(both.seq[split:], minlength=V)]
+    for level in index_ngrams(both, max_order, V)[2:]:
+        src = level.valid < split
+        p_parts.append(np.bincount(level.rows[src], minlength=len(level.keys)))
+        q_parts.append(np.bincount(level.rows[~src], minlength=len(level.keys)))
+    p, q = np.concatenate(p_parts).astype(np.float64), np.concatenate(q_parts).astype(np.float64)
+    p /= p.sum()
+    q /= q.sum()
+    m = (p + q) / 2
+    return float(min(max(0.5 * _kl(p, m) + 0.5 * _kl(q, m), 0.0), 1.0))
+
+
+@pytest.fixture(scope="module")
+def ws2k(tmp_path_factory) -> Workspace:
+    return demo_mod.write_demo_workspace(tmp_path_factory.mktemp("ws2k"), dc_size=2_000)
+
+
+@pytest.fixture
+def small_batches(monkeypatch):
+    """Record batches of 300 sentences, so a 2k DC is read in many chunks."""
+    orig_tok, orig_arrow = CorpusStream.token_batches, CorpusStream.arrow_batches
+    monkeypatch.setattr(CorpusStream, "token_batches", lambda self, size=300: orig_tok(self, size))
+    monkeypatch.setattr(CorpusStream, "arrow_batches", lambda self, size=300, columns=None: orig_arrow(self, size, columns))
+
+
+def _no_whole_corpus_loads(monkeypatch):
+    from core.workspace import CorpusRef
+
+    def refuse(*a, **k):
+        raise AssertionError("a whole corpus was loaded")
+
+    monkeypatch.setattr(Workspace, "load_corpus", refuse)
+    monkeypatch.setattr(Workspace, "resolve_corpus", refuse)
+    monkeypatch.setattr(CorpusRef, "load", refuse)
+    monkeypatch.setattr(CorpusStream, "to_corpus", refuse)
+
+
+def _same(a: dict, b: dict) -> bool:
+    return a.keys() == b.keys() and all(
+        (isinstance(a[k], float) and np.isnan(a[k]) and np.isnan(b[k])) or a[k] == b[k] for k in a)
+
+
+def test_similarity_streamed_equals_in_memory(ws2k, small_batches, monkeypatch, capsys):
+    from core.similarity import SimilarityParams, compare_corpora, corpus_text, ngram_jsd, similarity_matrix
+    from core.workspace import resolve_corpus_ref
+
+    dc, tc = ws2k.load_corpus("demo-dc").tokens, ws2k.load_corpus("demo-tc").tokens
+    params = SimilarityParams(measures=("tvc", "tvcc", "ppl", "jsd", "wvv", "ttr"), tvcc_method="approx", wvv_dim=16,
+                              wvv_epochs=2)
+    sub = SimilarityParams(measures=("tvc", "ppl", "jsd", "ttr"), subsample_tokens=5_000, subsample_k=2)
+    mem = compare_corpora(dc, tc, params)
+    mem_sub = compare_corpora(dc, tc, sub)
+    assert ngram_jsd(dc, tc) == _reference_jsd(dc, tc) and ngram_jsd(tc, dc, 2) == _reference_jsd(tc, dc, 2)
+    assert mem["jsd"] == _reference_jsd(dc, tc)
+    refs = {r: resolve_corpus_ref(r, ws2k) for r in ("dc", "tc")}
+    _no_whole_corpus_loads(monkeypatch)
+    dc_s, tc_s = corpus_text(refs["dc"]), corpus_text(refs["tc"])
+    assert isinstance(dc_s, CorpusStream) and dc_s.streamed
+    assert _same(compare_corpora(dc_s, tc_s, params), mem)
+    assert _same(compare_corpora(dc_s, tc_s, sub), mem_sub) and mem_sub["samples"] == 2
+    assert ngram_jsd(dc_s, tc_s) == _reference_jsd(dc, tc)
+    matrix = similarity_matrix(ws2k, ["demo-dc"], ["demo-tc"], params)
+    for m in ("tvc", "tvcc", "ppl", "ppl_sum", "jsd", "wvv"):
+        assert matrix["values"][m][0][0] == mem[m], m
+    assert matrix["ttr"]["demo-dc"] == mem["ttr_source"] and matrix["ttr"]["demo-tc"] == mem["ttr_target"]
+    from core.cli import main
+
+    assert main(["similarity", "--source", "dc", "--target", "tc", "--workspace", str(ws2k.root), "--json",
+                 "--measures", "tvc,jsd"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["tvc"] == mem["tvc"] and out["jsd"] == mem["jsd"]

@@ -10,7 +10,7 @@ from typing import Any
 from core.cliutil import add_workspace_arg, print_json, tqdm_progress
 from core.corpus import Corpus
 from core.ngram import build_lm, lm_from
-from core.similarity import MEASURES, SimilarityParams, compare_corpora
+from core.similarity import MEASURES, SimilarityParams, compare_corpora, corpus_text
 from core.workspace import Workspace, atomic_write_text, resolve_corpus_ref
 
 
@@ -57,10 +57,11 @@ def resolve(ref: str, workspace: str | None) -> Corpus:
 def cmd_similarity(args: argparse.Namespace) -> int:
     params = SimilarityParams.from_dict({"measures": args.measures, "order": args.order, "subsample_tokens": args.subsample_tokens,
                                          "subsample_k": args.subsample_k, "seed": args.seed, "tvcc_method": args.tvcc_method})
-    source = resolve(args.source, args.workspace)
-    target = resolve(args.target, args.workspace)
+    # a workspace corpus is read in record batches (a large DC is never held as token lists)
+    source = corpus_text(resolve_corpus_ref(args.source, args.workspace))
+    target = corpus_text(resolve_corpus_ref(args.target, args.workspace))
     with tqdm_progress("similarity", enabled=not args.json) as progress:
-        result = compare_corpora(source.tokens, target.tokens, params, progress=progress)
+        result = compare_corpora(source, target, params, progress=progress)
     if args.json:
         print_json(result)
         return 0
