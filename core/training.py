@@ -226,6 +226,19 @@ class Checkpointer:
             shutil.rmtree(p, ignore_errors=True)
 
 
+def adamw(groups: list[dict[str, Any]], **kwargs: Any) -> torch.optim.AdamW:
+    """AdamW with the fused kernel where torch has one for the parameters' device (CPU since torch 2.4,
+    CUDA): one pass over each tensor instead of ~10 elementwise ops. Measured on the default MiniLM's
+    22M parameters, 1 CPU thread: 39 ms per step fused vs 185 ms with foreach (the default), same
+    weights to 1.5e-8. $NERSELECT_ADAMW=foreach restores the default (bench_training compares both)."""
+    if os.environ.get("NERSELECT_ADAMW", "fused") == "fused":
+        try:
+            return torch.optim.AdamW(groups, fused=True, **kwargs)
+        except (RuntimeError, TypeError, ValueError):  # a device or dtype without the fused kernel
+            pass
+    return torch.optim.AdamW(groups, **kwargs)
+
+
 def optimizer_to(optimizer: torch.optim.Optimizer, device: str) -> None:
     """Optimizer state loaded on CPU must follow the model to the GPU."""
     for state in optimizer.state.values():

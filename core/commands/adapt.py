@@ -14,6 +14,7 @@ from core import jobs
 from core.augment import CRITERIA, MEASURES, ORDERS, SAMPLINGS
 from core.cliutil import add_workspace_arg, print_json, tqdm_progress
 from core.errors import UserError
+from core.jobtypes import DEFAULT_PRESET, PRESETS, preset_help
 from core.workspace import Workspace
 
 
@@ -27,7 +28,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--measure", choices=MEASURES, default="c1", help="c1 = sequence posterior, c2 = minimum tag marginal")
     p.add_argument("--threshold", default="auto", help="confidence threshold in [0, 1], or 'auto' for the CER-optimal one")
     p.add_argument("--ratio", type=float, default=1.0, help="pseudo-labeled sentences k = ratio x |LC| (paper: 0.5, 1, 2)")
-    p.add_argument("--preset", default="demo", help="NER training preset for the retraining (tiny, demo, paper)")
+    p.add_argument("--preset", default=DEFAULT_PRESET, choices=PRESETS,
+                   help="NER training preset for the retraining: " + preset_help("ner"))
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--out", required=True, help="folder for the self-trained NER model")
     p.add_argument("--json", action="store_true", help="print the result as JSON")

@@ -1,0 +1,96 @@
+"""The study preset in one place, the CrossNER study protocol (core.study), the fused AdamW."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from core import jobtypes, mlm, ner
+from core.cli import build_parser
+from core.corpus import Corpus, write_corpus
+from core.study import DOMAINS, crossner_protocol, dev_halves
+from core.training import adamw
+
+
+def test_preset_names_agree_everywhere():
+    assert set(jobtypes.PRESETS) == set(ner.PRESETS) == set(mlm.PRESETS)
+    assert "study" in jobtypes.PRESETS
+    for command in ("mlm", "ner", "experiment"):
+        assert set(jobtypes.PRESET_NOTES[command]) == set(jobtypes.PRESETS)
+    assert ner.preset_config("study").patience and mlm.preset_config("study").max_steps
+
+
+@pytest.mark.parametrize("argv", [["mlm", "--help"], ["ner", "train", "--help"], ["experiment", "--help"]])
+def test_help_states_the_study_preset_and_its_time(argv, capsys):
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(argv)
+    text = " ".join(capsys.readouterr().out.split())
+    assert "{tiny,demo,study,paper}" in text
+    assert "study:" in text and "min" in text.split("study:", 1)[1].split(";")[0]
+
+
+def test_unknown_preset_is_refused_by_the_cli(capsys):
+    with pytest.raises(SystemExit) as exc:
+        build_parser().parse_args(["experiment", "--tc", "a", "--dc", "b", "--lc", "c", "--dev", "d", "--test", "e",
+                                   "--out", "f", "--preset", "huge"])
+    assert exc.value.code == 2 and "invalid choice" in capsys.readouterr().err
+
+
+def test_dev_halves_are_a_fixed_partition():
+    a, b = dev_halves(11, seed=0)
+    assert sorted(a + b) == list(range(11)) and len(a) == 6 and not set(a) & set(b)
+    assert dev_halves(11, seed=0) == (a, b) and dev_halves(11, seed=1) != (a, b)
+
+
+def _fake_crossner(root: Path) -> None:
+    for d in DOMAINS:
+        for split, n in (("train", 4), ("dev", 6), ("test", 5)):
+            tokens = [[d, split, str(i), "word"] for i in range(n)]
+            tags = [["B-x", "O", "O", "O"] for _ in tokens]
+            (root / d).mkdir(parents=True, exist_ok=True)
+            write_corpus(Corpus(tokens, tags), root / d / f"{split}.txt", "conll")
+    # a DC sentence equal to a target TEST sentence must not reach DC
+    dup = Corpus([["music", "test", "0", "word"]], [["O"] * 4])
+    write_corpus(Corpus.concat([Corpus([[ "ai", "train", str(i), "word"] for i in range(4)], [["O"] * 4] * 4), dup]),
+                 root / "ai" / "train.txt", "conll")
+
+
+def test_crossner_protocol_roles_are_disjoint(tmp_path):
+    _fake_crossner(tmp_path)
+    s = crossner_protocol(tmp_path, "music")
+    assert s.sizes() == {"tc": 4 + 3, "dc": 3 + 4 * 15, "lc": 4, "dev": 3, "test": 5}
+    assert s.lc.labeled and s.dev.labeled and s.test.labeled and not s.tc.labeled and not s.dc.labeled
+    tc, dc, test, dev = (set(c.texts()) for c in (s.tc, s.dc, s.test, s.dev))
+    assert not tc & dc and not test & (tc | dc) and dev <= tc
+    assert set(s.lc.texts()) <= tc
+    assert s.dc.fields["domain"].count("music") == 3  # dev half B
+    assert {d for d in s.dc.fields["domain"]} == set(DOMAINS)
+
+
+def test_crossner_protocol_names_a_missing_folder(tmp_path):
+    from core.errors import UserError
+
+    with pytest.raises(UserError, match="CrossNER files missing"):
+        crossner_protocol(tmp_path, "music")
+    with pytest.raises(UserError, match="unknown CrossNER domain"):
+        crossner_protocol(tmp_path, "cooking")
+
+
+def test_fused_adamw_matches_foreach(monkeypatch):
+    def run(kind: str) -> list[torch.Tensor]:
+        monkeypatch.setenv("NERSELECT_ADAMW", kind)
+        torch.manual_seed(0)
+        params = [torch.nn.Parameter(torch.randn(64, 32)), torch.nn.Parameter(torch.randn(32))]
+        opt = adamw([{"params": params[:1], "lr": 1e-2}, {"params": params[1:], "lr": 1e-3}], weight_decay=0.01)
+        assert bool(opt.defaults.get("fused")) == (kind == "fused")
+        g = torch.Generator().manual_seed(1)
+        for _ in range(5):
+            for p in params:
+                p.grad = torch.randn(p.shape, generator=g)
+            opt.step()
+        return [p.detach().clone() for p in params]
+
+    for a, b in zip(run("fused"), run("foreach")):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
