@@ -25,6 +25,7 @@ import numpy as np
 from core.corpus import Corpus
 from core.errors import UserError
 from core.progress import Progress, sub
+from core.stream import CorpusStream
 from core.workspace import Workspace, atomic_write_json, content_hash, temp_path_for
 
 ARTIFACT = "projection"
@@ -38,7 +39,9 @@ class Group:
     """Rows of one corpus shown as one colour: TC, the selected or the filtered part of DC, a file."""
 
     name: str
-    corpus: Corpus  # the whole corpus the rows index into (embeddings are cached per whole corpus)
+    # the whole corpus the rows index into (embeddings are cached per whole corpus); a streamed
+    # workspace corpus is read only at the sampled rows, so a 10M-sentence DC is never loaded
+    corpus: Corpus | CorpusStream
     rows: np.ndarray  # row indices into `corpus`
     score: np.ndarray | None = None  # per-row score aligned with `rows` (selection score)
 
@@ -55,7 +58,7 @@ class Projection:
         return bool(self.meta.get("sampled"))
 
 
-def selection_groups(tc: Corpus, dc: Corpus, sel: Any) -> list[Group]:
+def selection_groups(tc: Corpus | CorpusStream, dc: Corpus | CorpusStream, sel: Any) -> list[Group]:
     """TC, selected DC and filtered DC from a `core.select.Selection`."""
     scores = np.asarray(sel.scores, dtype=np.float32)
     selected = np.asarray(sel.indices, dtype=np.int64)
@@ -267,7 +270,7 @@ def project(groups: Sequence[Group], model: str = "default", *, pooling: str = "
     digests: dict[int, str] = {}
     for g in groups:
         if id(g.corpus) not in digests:
-            digests[id(g.corpus)] = corpus_digest(g.corpus)
+            digests[id(g.corpus)] = g.corpus.digest() if isinstance(g.corpus, CorpusStream) else corpus_digest(g.corpus)
     from core.models import resolve_model
 
     key = content_hash("projection", resolve_model(model).fingerprint(), pooling, seed, n_neighbors, min_dist, max_points,
@@ -311,15 +314,21 @@ def _points_frame(groups: Sequence[Group], keep: Sequence[np.ndarray], coords: n
     frames = []
     for g, k in zip(groups, keep):
         rows = g.rows[k]
+        shown = _rows_of(g.corpus, rows)
         frame = {"group": g.name, "row": rows, "score": g.score[k] if g.score is not None else np.nan,
-                 "text": [" ".join(g.corpus.tokens[i]) for i in rows]}
-        for fname, values in g.corpus.fields.items():
-            frame[fname] = [values[i] for i in rows]
+                 "text": [" ".join(t) for t in shown.tokens]}
+        for fname, values in shown.fields.items():
+            frame[fname] = list(values)
         frames.append(pd.DataFrame(frame))
     points = pd.concat(frames, ignore_index=True)
     points.insert(0, "y", coords[:, 1])
     points.insert(0, "x", coords[:, 0])
     return points
+
+
+def _rows_of(corpus: Corpus | CorpusStream, rows: np.ndarray) -> Corpus:
+    """The sentences at `rows` (with their fields): a stream reads only the row groups holding them."""
+    return corpus.take(rows) if isinstance(corpus, CorpusStream) else corpus.subset(np.asarray(rows).tolist())
 
 
 def _group_vectors(groups: Sequence[Group], keep: Sequence[np.ndarray], model: str, pooling: str, workspace: Workspace | None,
@@ -330,7 +339,7 @@ def _group_vectors(groups: Sequence[Group], keep: Sequence[np.ndarray], model: s
     from core.embed import cached_embeddings, embed_corpus
 
     wanted: dict[int, list[np.ndarray]] = {}
-    corpora: dict[int, Corpus] = {}
+    corpora: dict[int, Corpus | CorpusStream] = {}
     for g, k in zip(groups, keep):
         wanted.setdefault(id(g.corpus), []).append(g.rows[k])
         corpora[id(g.corpus)] = g.corpus
@@ -345,7 +354,7 @@ def _group_vectors(groups: Sequence[Group], keep: Sequence[np.ndarray], model: s
         if full is not None:
             lookup[cid] = (rows, np.asarray(full[rows], dtype=np.float32))
         else:
-            vecs = embed_corpus(corpus.subset(rows.tolist()), model, pooling=pooling, workspace=workspace, progress=sub)  # type: ignore[arg-type]
+            vecs = embed_corpus(_rows_of(corpus, rows), model, pooling=pooling, workspace=workspace, progress=sub)  # type: ignore[arg-type]
             lookup[cid] = (rows, np.asarray(vecs, dtype=np.float32))
     out = []
     for g, k in zip(groups, keep):
@@ -404,7 +413,7 @@ def sample_rows(n: int, size: int, seed: int) -> np.ndarray:
 def projection_job(params: dict[str, Any], ctx: Any) -> dict[str, Any]:
     """Job kind "project": params {"selection": KEY} (TC + selected + filtered DC of a saved
     selection) or {"corpora": [names or paths]}; plus "model", "max_points", "seed"."""
-    from core.select import load_selection
+    from core.select import load_selection, open_dc
 
     ws: Workspace = ctx.workspace
     common = {"model": params.get("model") or "default", "max_points": int(params.get("max_points") or DEFAULT_MAX_POINTS),
@@ -415,12 +424,12 @@ def projection_job(params: dict[str, Any], ctx: Any) -> dict[str, Any]:
         if not tc_name or not dc_name:
             raise UserError("this selection does not record its TC/DC names; run the selection from the Selection page or a job")
         await_background_embeddings(ws, [tc_name, dc_name], common["model"], ctx.progress)
-        tc, dc = ws.resolve_corpus(tc_name), ws.resolve_corpus(dc_name)
+        tc, dc = ws.resolve_corpus(tc_name), open_dc(ws, dc_name)  # DC streamed: only the sampled rows are read
         if len(dc) != sel.dc_size:
             raise UserError(f"DC {dc_name!r} has {len(dc):,} sentences but the selection was made on {sel.dc_size:,}; it changed since")
         proj = project(selection_groups(tc, dc, sel), extra_meta={"selection": sel.key, "strategy": sel.strategy}, **common)
     elif params.get("corpora"):
-        proj = project(file_groups({str(n): ws.resolve_corpus(n) for n in params["corpora"]}), **common)
+        proj = project(file_groups({str(n): open_dc(ws, n) for n in params["corpora"]}), **common)
     else:
         raise UserError("projection needs a saved selection ('selection') or a list of corpora ('corpora')")
     ctx.log(f"projection {proj.key}: {proj.meta['points']} points ({proj.meta['backend']}) {proj.meta['note']}")
@@ -443,6 +452,6 @@ def await_background_embeddings(ws: Workspace, names: Sequence[str], model: str,
         time.sleep(poll)
 
 
-def file_groups(corpora: dict[str, Corpus]) -> list[Group]:
+def file_groups(corpora: dict[str, Corpus | CorpusStream]) -> list[Group]:
     """One group per corpus (the CLI's `project FILE...`)."""
     return [Group(name, c, np.arange(len(c))) for name, c in corpora.items()]

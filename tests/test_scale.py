@@ -244,3 +244,41 @@ def test_similarity_streamed_equals_in_memory(ws2k, small_batches, monkeypatch, 
                  "--measures", "tvc,jsd"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["tvc"] == mem["tvc"] and out["jsd"] == mem["jsd"]
+
+
+def _refuse_dc_loads(monkeypatch, dc_name: str):
+    """Loading DC whole (by any loader) fails the test; TC (small) may still be loaded."""
+    from core.workspace import CorpusRef
+
+    def guard(orig, name_of):
+        def wrapped(*a, **k):
+            if name_of(*a, **k) == dc_name:
+                raise AssertionError("DC was loaded whole")
+            return orig(*a, **k)
+        return wrapped
+
+    monkeypatch.setattr(Workspace, "load_corpus", guard(Workspace.load_corpus, lambda self, name, *a, **k: name))
+    monkeypatch.setattr(CorpusRef, "load", guard(CorpusRef.load, lambda self, *a, **k: self.name))
+    monkeypatch.setattr(CorpusStream, "to_corpus", guard(CorpusStream.to_corpus, lambda self: self.name))
+
+
+def test_map_samples_streamed_dc_equal_to_in_memory(ws2k, tmp_path, tiny_bert_dir, monkeypatch):
+    from types import SimpleNamespace
+
+    import pandas as pd
+
+    from core import projection
+
+    monkeypatch.setattr(projection, "umap_2d", lambda x, **k: (np.asarray(x, dtype=np.float32)[:, :2], "fake"))
+    tc, dc = ws2k.load_corpus("demo-tc"), ws2k.load_corpus("demo-dc")
+    sel = select(tc, open_dc(ws2k, "dc"), "random", 300, seed=2, workspace=ws2k, names={"tc": "demo-tc", "dc": "demo-dc"})
+    mem_ws = Workspace(tmp_path / "mem")
+    mem = projection.project(projection.selection_groups(tc, dc, sel), str(tiny_bert_dir), workspace=mem_ws,
+                             max_points=60, seed=1)
+    _refuse_dc_loads(monkeypatch, "demo-dc")
+    ctx = SimpleNamespace(workspace=ws2k, progress=lambda f, m="": None, log=lambda m: None)
+    out = projection.projection_job({"selection": sel.key, "model": str(tiny_bert_dir), "max_points": 60, "seed": 1}, ctx)
+    streamed = projection.load_projection(ws2k, out["key"])
+    assert out["sampled"] and out["points"] == 60 and streamed.key == mem.key
+    pd.testing.assert_frame_equal(streamed.points, mem.points)
+    assert set(mem.points["domain"]) and mem.points["text"].tolist()[-1] == " ".join(dc.tokens[mem.points["row"].iloc[-1]])

@@ -126,9 +126,11 @@ def cmd_select(args: argparse.Namespace) -> int:
 
 def cmd_project(args: argparse.Namespace) -> int:
     from core.projection import file_groups, project
+    from core.select import open_dc
 
     ws = Workspace(args.workspace)
-    groups = file_groups({Path(f).stem if Path(f).exists() else f: ws.resolve_corpus(f) for f in args.files})
+    # a workspace corpus is streamed: only the sampled rows are read
+    groups = file_groups({Path(f).stem if Path(f).exists() else f: open_dc(ws, f) for f in args.files})
     with tqdm_progress("project") as progress:
         proj = project(groups, args.model, workspace=ws, max_points=args.max_points, seed=args.seed, progress=progress)
     out = Path(args.out)
