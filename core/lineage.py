@@ -235,5 +235,37 @@ def pretraining_source(entry: dict[str, Any]) -> dict[str, Any] | None:
     return {"name": "+".join(str(c.get("name")) for c in corpora), "hash": "+".join(str(c.get("hash")) for c in corpora)}
 
 
-__all__ = ["LINEAGE_FILE", "Lineage", "MlmPhase", "corpus_hash", "from_base", "get_run", "list_runs", "pretraining_source",
+def describe_run(entry: dict[str, Any]) -> dict[str, Any]:
+    """A run (an index entry, as `get_run` returns it) in three tables, for the Runs page and the text
+    of `runs show`: `facts` [(field, value)], `phases` [{phase, corpus, hash, sentences}] (every MLM
+    phase of the model's history, in order) and `data` [{role, corpus, hash, sentences}] (LC/DEV/TEST)."""
+    lin = entry.get("lineage") or {}
+    f1, wall = entry.get("f1"), lin.get("wall_seconds")
+    facts = [("run", str(entry.get("id"))), ("kind", str(entry.get("kind") or "-")),
+             ("test F1", f"{f1:.4f}" if isinstance(f1, (int, float)) else "-"), ("base model", str(lin.get("base_model", "-"))),
+             ("seed", str(lin.get("seed", "-"))), ("preset", str(lin.get("preset") or "-")),
+             ("wall time", f"{wall:.1f} s" if isinstance(wall, (int, float)) else "-")]
+    sel = lin.get("selection")
+    if sel:
+        facts.append(("selection", " · ".join(str(x) for x in (sel.get("strategy"), f"{sel.get('budget')} sentences",
+                                                                 f"model {sel.get('model')}", sel.get("id")) if x)))
+    if lin.get("parent"):
+        facts.append(("trained from", str(lin["parent"])))
+    for name, key in (("model folder", "model_dir"), ("run folder", "run_dir")):
+        if entry.get(key):
+            facts.append((name, str(entry[key])))
+    phases = [{"phase": p.get("name"), "corpus": c.get("name"), "hash": c.get("hash"), "sentences": p.get("sentences")}
+              for p in lin.get("mlm_phases") or [] for c in (p.get("corpora") or [{}])]
+    data = []
+    for key in ("lc", "dev", "test"):
+        ref = lin.get(key)
+        if ref:
+            sentences = ref.get("sentences")
+            if sentences is not None and ref.get("of") and sentences < ref["of"]:
+                sentences = f"{sentences} of {ref['of']} (drawn with seed {ref.get('sample_seed')})"
+            data.append({"role": key.upper(), "corpus": ref.get("name"), "hash": ref.get("hash"), "sentences": sentences})
+    return {"facts": facts, "phases": phases, "data": data}
+
+
+__all__ = ["LINEAGE_FILE", "Lineage", "MlmPhase", "corpus_hash", "describe_run", "from_base", "get_run", "list_runs", "pretraining_source",
            "read_lineage", "record_job", "record_run", "write_lineage"]

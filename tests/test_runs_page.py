@@ -77,3 +77,95 @@ def test_resume_and_delete_buttons(runs_ws, monkeypatch):
     assert not at.exception and jobs.get_job(ws, job.id).status == "queued"
     at.button(key=f"delete_{job.id}").click().run()
     assert not at.exception and job.id not in [j.id for j in jobs.list_jobs(ws)]
+
+
+# --------------------------------------------------------------------------- issue 9: sweeps and lineage on the Runs page
+
+
+@pytest.fixture(scope="module")
+def sweep_ws(tmp_path_factory, tiny_bert_dir):
+    """A workspace with one finished experiment sweep run from the CLI (2 SC budgets x 2 LC sizes, tiny models):
+    the page finds it through the run index, not through a job row."""
+    from core.cli import main
+    from tests.conftest import TOY_SENTENCES
+    from tests.ner_data import write_toy_conll
+
+    root = tmp_path_factory.mktemp("sweepws")
+    (root / "tc.txt").write_text("\n".join(TOY_SENTENCES[:8]) + "\n")
+    (root / "dc.txt").write_text("\n".join(s.replace(".", "!") for s in TOY_SENTENCES) + "\n")
+    labeled = write_toy_conll(root / "lc.conll")
+    ws = root / "ws"
+    for name, path in (("tc", root / "tc.txt"), ("dc", root / "dc.txt"), ("lc", labeled)):  # a workspace with corpora:
+        assert main(["--workspace", str(ws), "import", str(path), "--name", name]) == 0  # the app queues no demo jobs
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("NERSELECT_TORCH_THREADS", "1")
+        assert main(["--workspace", str(ws), "experiment", "--tc", "tc", "--dc", "dc", "--lc", "lc", "--dev", "lc", "--test", "lc",
+                     "--strategies", "random", "--baselines", "none", "--seeds", "1", "--budgets", "4,8", "--lc-sizes", "12,24",
+                     "--model", str(tiny_bert_dir), "--preset", "tiny", "--domain", "toy", "--out", str(root / "exp"),
+                     "--quiet"]) == 0
+    return ws
+
+
+def _values(v) -> list:
+    """A plotly JSON array: a plain list, or a typed array {dtype, bdata} (base64 of a numpy buffer)."""
+    import base64
+
+    import numpy as np
+
+    if isinstance(v, dict) and "bdata" in v:
+        return np.frombuffer(base64.b64decode(v["bdata"]), dtype=v["dtype"]).tolist()
+    return list(v)
+
+
+def test_runs_page_draws_sweep_figures_table5_and_lineage(sweep_ws, monkeypatch):
+    import json
+
+    from core.lineage import list_runs
+
+    at = _runs_page(sweep_ws, monkeypatch)
+    charts = {c.proto.id: json.loads(c.proto.spec) for c in at.get("plotly_chart")} if at.get("plotly_chart") else {}
+    titles = [spec["layout"]["title"]["text"] for spec in charts.values() if spec.get("layout", {}).get("title")]
+    assert any(t.startswith("Fig. 2") for t in titles) and any(t.startswith("Fig. 4") for t in titles), titles
+    fig2 = next(s for s in charts.values() if s["layout"]["title"]["text"].startswith("Fig. 2"))
+    line = next(t for t in fig2["data"] if t["name"] == "random")
+    assert _values(line["x"]) == [4, 8] and len(_values(line["error_y"]["array"])) == 2  # mean ± std over seeds
+    fig4 = next(s for s in charts.values() if s["layout"]["title"]["text"].startswith("Fig. 4"))
+    assert {t["name"] for t in fig4["data"]} == {"none", "random · SC 4", "random · SC 8"}
+    assert all(_values(t["x"]) == [12, 24] for t in fig4["data"])
+    tables = [df.value for df in at.dataframe]
+    table5 = next(t for t in tables if "MLM time (s)" in getattr(t, "columns", []))
+    assert list(table5.index) == ["none", "random · SC 4", "random · SC 8"]
+    assert table5.loc["none", "MLM time (s)"] == 0 and table5.loc["random · SC 8", "MLM time (s)"] > 0
+    assert table5.loc["random · SC 8", "sentences"] == 16 and "±" in table5.loc["random · SC 4", "F1 (%)"]
+    assert list(table5["seeds"]) == [1, 1, 1]
+    results = next(t for t in tables if "toy" in getattr(t, "columns", []))
+    assert list(results.index) == ["none", "random · SC 4", "random · SC 8"]  # Table 3 at the largest LC size
+
+    runs = {e["id"]: e for e in list_runs(Workspace(sweep_ws), "ner")}
+    half = next(i for i, e in runs.items() if e.get("lc_size") == 12 and e.get("budget") == 4)
+    at.selectbox(key="lineage_run").select(half).run()
+    assert not at.exception, [e.value for e in at.exception]
+    facts = next(t for t in (df.value for df in at.dataframe) if list(getattr(t, "columns", [])) == ["field", "value"])
+    facts = dict(zip(facts["field"], facts["value"], strict=True))
+    assert facts["run"] == half and facts["seed"] == "1" and facts["preset"] == "tiny" and facts["test F1"] == f"{runs[half]['f1']:.4f}"
+    assert "random" in facts["selection"] and "4 sentences" in facts["selection"]
+    phases = next(t for t in (df.value for df in at.dataframe) if "phase" in getattr(t, "columns", []))
+    assert list(phases["phase"]) == ["tc+sc", "tc+sc"] and all(h for h in phases["hash"])
+    data = next(t for t in (df.value for df in at.dataframe) if "role" in getattr(t, "columns", []))
+    assert list(data["role"]) == ["LC", "DEV", "TEST"] and data["sentences"].iloc[0] == "12 of 24 (drawn with seed 1)"
+
+
+def test_experiment_form_submits_budgets_and_lc_sizes(runs_ws, monkeypatch):
+    real_submit = jobs.submit
+    monkeypatch.setattr(jobs, "submit", lambda ws, kind, params, start=True: real_submit(ws, kind, params, start=False))
+    at = _runs_page(runs_ws, monkeypatch)
+    at.text_input(key="exp_budget").input("100, 0.2")
+    at.text_input(key="exp_lc_sizes").input("abc")
+    at.button(key="FormSubmitter:exp_form-Start experiment").click().run()
+    assert not at.exception and any("LC sizes" in e.value and "abc" in e.value for e in at.error)
+    at.text_input(key="exp_lc_sizes").input("0.5,1.0")
+    at.button(key="FormSubmitter:exp_form-Start experiment").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    job = next(j for j in jobs.list_jobs(Workspace(runs_ws), "experiment") if j.params.get("budgets"))
+    assert job.params["budgets"] == [100, 0.2] and job.params["lc_sizes"] == [0.5, 1.0]
+    jobs.delete(Workspace(runs_ws), job.id)

@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import pandas as pd
 import plotly.express as px
 import streamlit as st
 
 from core import jobs
-from core.experiment import BASELINES, collect_results, per_type_table, results_table
+from core.experiment import BASELINES, collect_results, parse_amounts, per_type_table, results_table
 from core.highlight import CSS, legend_html, prediction_html, type_colors
 from core.jobview import KIND_NAMES, describe_job, job_rows, status_text
+from core.lineage import describe_run, get_run, list_runs
 from core.mlm import MODES
 from core.ner import PRESETS as NER_PRESETS
 from core.ner import read_predictions
+from core.sweeps import fig2_frame, fig4_frame, sweep_axes, table5_frame
 from core.training import metric_frames
 from core.workspace import Role
 from ui import corpus_picker, fmt_seconds, get_workspace, run_guarded, submit_job
@@ -100,18 +103,25 @@ with exp_tab, st.form("exp_form"):
     e_base = c[1].multiselect("Baselines", BASELINES, default=["none", "tapt"], key="exp_baselines")
     c = st.columns(4)
     e_seeds = c[0].text_input("Seeds", "1", key="exp_seeds", help="e.g. 1,2,3 for mean ± std (each seed repeats every row)")
-    e_budget = c[1].text_input("Budget", "", key="exp_budget", placeholder="|TC|", help="count, or ratio of DC (0-1)")
+    e_budget = c[1].text_input("SC budgets", "", key="exp_budget", placeholder="|TC|",
+                               help="One SC size, or several for a sweep (Fig. 2): counts (500) or ratios of DC (0.1), "
+                                    "comma-separated. Empty: |TC|, so TC:SC is 1:1.")
+    e_lc = c[1].text_input("LC sizes", "", key="exp_lc_sizes", placeholder="all of LC",
+                           help="Several for a sweep (Fig. 4): counts (50) or ratios of LC (0.25), comma-separated; each "
+                                "subset is drawn with the cell's seed. Empty: all of LC.")
     e_preset = c[2].selectbox("Preset", ["demo", "tiny", "paper"], key="exp_preset", help=PRESET_HELP)
     e_model = c[3].text_input("Encoder", "default", key="exp_model")
-    st.caption("Uses the workspace roles TC, DC, LC, DEV and TEST. Each strategy x seed: select -> MLM on TC+SC -> NER on LC -> test F1.")
+    st.caption("Uses the workspace roles TC, DC, LC, DEV and TEST. Each strategy x seed x SC budget x LC size: select -> "
+               "MLM on TC+SC -> NER on LC -> test F1; baselines once per seed and LC size.")
     if st.form_submit_button("Start experiment", type="primary"):
         seeds = [s.strip() for s in e_seeds.split(",") if s.strip()]
+        amounts = run_guarded(lambda: (parse_amounts(e_budget, "SC budgets"), parse_amounts(e_lc, "LC sizes")))
         if not all(s.isdigit() for s in seeds) or not seeds:
             st.error(f"Seeds: expected comma-separated integers, got {e_seeds!r}")
-        else:
+        elif amounts is not None:
             params = {"tc": "tc", "dc": "dc", "lc": "lc", "dev": "dev", "test": "test", "strategies": e_strats,
-                      "baselines": e_base, "seeds": [int(s) for s in seeds], "budget": e_budget.strip() or None,
-                      "preset": e_preset, "model": e_model.strip() or "default"}
+                      "baselines": e_base, "seeds": [int(s) for s in seeds], "budgets": amounts[0] or None,
+                      "lc_sizes": amounts[1] or None, "preset": e_preset, "model": e_model.strip() or "default"}
             show_launched(submit_job("experiment", params, "runs_job"))
 
 
@@ -203,9 +213,81 @@ else:
     st.markdown("**Test F1 (%), mean ± std over seeds** (as the seed paper's Table 3)")
     st.dataframe(results_table(experiments), key="results_table")
     labels = {i: f"{e['domain']} · job {e['job']}" + (" (partial)" if e.get("partial") else "") for i, e in enumerate(experiments)}
-    pick = st.selectbox("Per-type F1 of experiment", list(labels), format_func=labels.get, key="per_type_pick")
+    st.caption("A strategy run at several SC budgets has one row per budget; sweeps enter at their largest LC size.")
+    pick = st.selectbox("Experiment", list(labels), format_func=labels.get, key="per_type_pick",
+                        help="Its per-type F1 (Table 4), sweep figures (Fig. 2, Fig. 4) and Table 5 below.")
     st.markdown("**Per entity type, test F1 (%) mean over seeds** (as Table 4)")
     st.dataframe(per_type_table(experiments[pick]), key="per_type_table")
+
+
+def sweep_section(cells: list[dict]) -> None:
+    """Fig. 2, Fig. 4 and Table 5 of the seed paper for one experiment (frames from core.sweeps)."""
+    axes = sweep_axes(cells)
+    lc_size = None
+    if len(axes["lc_sizes"]) > 1:
+        lc_size = st.selectbox("LC size for Fig. 2 and Table 5", axes["lc_sizes"], index=len(axes["lc_sizes"]) - 1,
+                               key="sweep_lc_size", format_func=lambda n: f"{n:,} LC sentences")
+    f2 = fig2_frame(cells, lc_size)
+    strat = f2[f2["kind"] == "strategy"]
+    if len(axes["budgets"]) > 1 and not strat.empty:
+        fig = px.line(strat, x="budget", y="f1_mean", error_y="f1_std", color="series", markers=True,
+                      labels={"budget": "SC sentences (budget)", "f1_mean": "test F1", "series": "strategy"},
+                      title=f"Fig. 2: test F1 (mean ± std over seeds) against the amount of SC, LC {int(f2['lc_size'].max()):,}")
+        for _, b in f2[f2["kind"] == "baseline"].iterrows():
+            fig.add_hline(y=b["f1_mean"], line_dash="dot", annotation_text=f"{b['row']} {b['f1_mean']:.3f}",
+                          annotation_position="bottom right")
+        st.plotly_chart(fig, key="sweep_fig2")
+    else:
+        st.caption("Fig. 2 (F1 against the amount of SC) needs strategies run at two or more SC budgets: "
+                   "give several in SC budgets (CLI: --budgets 500,2000).")
+    if len(axes["lc_sizes"]) > 1:
+        f4 = fig4_frame(cells)
+        fig = px.line(f4, x="lc_size", y="f1_mean", error_y="f1_std", color="series", markers=True,
+                      labels={"lc_size": "LC sentences", "f1_mean": "test F1", "series": "method"},
+                      title="Fig. 4: test F1 (mean ± std over seeds) against the amount of LC")
+        st.plotly_chart(fig, key="sweep_fig4")
+    else:
+        st.caption("Fig. 4 (F1 against the amount of LC) needs two or more LC sizes (CLI: --lc-sizes 0.25,0.5,1.0).")
+    st.markdown("**Table 5: MLM corpus, its size, test F1 (%) and MLM wall time**")
+    st.dataframe(table5_frame(cells, lc_size), key="sweep_table5",
+                 column_config={"sentences": st.column_config.NumberColumn(format="%d"),
+                                "MLM time (s)": st.column_config.NumberColumn(format="%.1f")})
+
+
+if experiments:
+    sweep_section(experiments[pick].get("cells", []))
+
+
+st.subheader("Lineage")
+st.caption("Where a model came from: base model, every MLM phase with its corpora (name + content hash), the selection, "
+           "LC/DEV/TEST hashes, seed, preset and wall time — the data `python -m core runs show RUN --json` prints.")
+index = [e for e in (run_guarded(lambda: list_runs(ws), "could not read the run index") or []) if e.get("kind") in ("mlm", "ner")]
+if not index:
+    st.info("No finished training run yet: MLM and NER jobs, CLI runs and experiment / compare-sources cells list their "
+            "lineage here when they finish.")
+else:
+    ids = [e["id"] for e in index]
+    described = {e["id"]: f"{e['id']} · {e['kind']}" + (f" · test F1 {e['f1']:.3f}" if isinstance(e.get("f1"), (int, float)) else "")
+                 for e in index}
+    if st.session_state.get("lineage_run") not in ids:
+        st.session_state["lineage_run"] = chosen if chosen in ids else ids[0]
+    run_id = st.selectbox("Training run", ids, key="lineage_run", format_func=described.get)
+    entry = run_guarded(lambda: get_run(ws, run_id))
+    if entry is not None:
+        shown = describe_run(entry)
+        c = st.columns([2, 3])
+        c[0].dataframe(pd.DataFrame(shown["facts"], columns=["field", "value"]), hide_index=True, key="lineage_facts")
+        with c[1]:
+            if shown["phases"]:
+                st.markdown("**MLM phases** (in order)")
+                st.dataframe(pd.DataFrame(shown["phases"]), hide_index=True, key="lineage_phases")
+            else:
+                st.caption("No MLM phase: trained straight from the base model.")
+            if shown["data"]:
+                st.markdown("**Labeled data**")
+                st.dataframe(pd.DataFrame(shown["data"]).astype({"sentences": str}), hide_index=True, key="lineage_data")
+        with st.expander("JSON (as `runs show --json`)"):
+            st.json(entry, expanded=False)
 
 st.subheader("Test-set predictions")
 with_preds = [j for j in jobs.list_jobs(ws, "ner") if (j.run_dir / "test_predictions.jsonl").exists()]

@@ -95,23 +95,20 @@ def cmd_runs_list(args: argparse.Namespace) -> int:
 
 
 def cmd_runs_show(args: argparse.Namespace) -> int:
-    from core.lineage import get_run
+    from core.lineage import describe_run, get_run
 
     entry = get_run(Workspace(args.workspace), args.run)
     if args.json:
         print_json(entry)
         return 0
-    lin = entry.get("lineage") or {}
-    print(f"run {entry['id']} ({entry.get('kind')}); model {entry.get('model_dir')}")
-    if entry.get("f1") is not None:
-        print(f"  test F1 {entry['f1']:.4f}")
-    print(f"  base model {lin.get('base_model')}; seed {lin.get('seed')}; preset {lin.get('preset')}; "
-          f"wall {lin.get('wall_seconds') or 0:.1f}s")
-    for phase in lin.get("mlm_phases", []):
-        print(f"  MLM {phase['name']}: " + ", ".join(f"{c['name']} ({c['hash']})" for c in phase["corpora"]))
-    if lin.get("selection"):
-        print(f"  selection {lin['selection']}")
-    for k in ("lc", "dev", "test"):
-        if lin.get(k):
-            print(f"  {k.upper()} {lin[k]['name']} ({lin[k]['hash']})")
+    shown = describe_run(entry)  # the same three tables the Runs page draws
+    width = max(len(k) for k, _ in shown["facts"])
+    for field, value in shown["facts"]:
+        print(f"{field:<{width}}  {value}")
+    for p in shown["phases"]:
+        print(f"MLM {p['phase']}: {p['corpus']} ({p['hash']})" + (f", {p['sentences']} sentences" if p["sentences"] else ""))
+    if not shown["phases"]:
+        print("MLM: none (NER straight from the base model)" if entry.get("kind") == "ner" else "MLM: none")
+    for d in shown["data"]:
+        print(f"{d['role']} {d['corpus']} ({d['hash']})" + (f", {d['sentences']} sentences" if d["sentences"] else ""))
     return 0
