@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import Any
@@ -326,6 +326,42 @@ def predict_corpus(model: NerModel, corpus: Corpus, batch_size: int = 32, device
     return [p for p in out if p is not None]
 
 
+PREDICT_CHUNK = 20_000  # sentences read, predicted and written at a time by predict_to_file
+
+
+def predict_to_file(model: NerModel, corpus: Any, path: str | Path, batch_size: int = 32, device: str = "auto",
+                    progress: Progress | None = None, chunk: int = PREDICT_CHUNK) -> dict[str, Any]:
+    """`predict_corpus` over a corpus of any size (a `core.stream.CorpusStream`, e.g. DC read in
+    record batches, or a `Corpus`), written as `write_predictions` JSON lines chunk by chunk:
+    memory is one chunk of sentences and predictions, never the corpus. The file appears
+    atomically when complete. Returns {sentences, entities, mean_c1, path}."""
+    import os
+
+    from core.atomic import temp_path_for
+    from core.stream import CorpusStream
+
+    stream = CorpusStream.of(corpus)
+    n, done, entities, c1_sum = len(stream), 0, 0, 0.0
+    path = Path(path)
+    tmp = temp_path_for(path)
+    try:
+        with open(tmp, "w", encoding="utf-8") as fh:
+            for part in stream.batches(chunk):
+                sub = None if progress is None else (
+                    lambda f, m, d=done, k=len(part): progress((d + f * k) / max(n, 1), f"{d + int(f * k):,}/{n:,} sentences"))
+                preds = predict_corpus(model, part, batch_size, device, sub)
+                for line in _prediction_lines(preds, part if part.labeled else None):
+                    fh.write(line + "\n")
+                done += len(part)
+                entities += sum(len(p.spans) for p in preds)
+                c1_sum += sum(p.c1 for p in preds)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return {"sentences": done, "entities": entities, "mean_c1": c1_sum / max(done, 1), "path": str(path)}
+
+
 # --------------------------------------------------------------------------- evaluation
 
 
@@ -571,13 +607,17 @@ def write_predictions(path: str | Path, predictions: Sequence[Prediction], gold:
     """JSON lines: one prediction per sentence (+ gold spans when the corpus is labeled), atomically."""
     from core.workspace import atomic_write_text
 
-    lines = []
+    lines = list(_prediction_lines(predictions, gold))
+    return atomic_write_text(path, "\n".join(lines) + ("\n" if lines else ""))
+
+
+def _prediction_lines(predictions: Sequence[Prediction], gold: Corpus | None = None) -> Iterator[str]:
+    """One JSON line per prediction (+ gold spans): the format of write_predictions and predict_to_file."""
     for i, p in enumerate(predictions):
         d = p.to_dict()
         if gold is not None and gold.tags is not None:
             d["gold_spans"] = [s.to_dict() for s in spans_from_tags(gold.tags[i], gold.scheme)]
-        lines.append(json.dumps(d, ensure_ascii=False))
-    return atomic_write_text(path, "\n".join(lines) + ("\n" if lines else ""))
+        yield json.dumps(d, ensure_ascii=False)
 
 
 def read_predictions(path: str | Path, limit: int | None = None, only_errors: bool = False) -> list[dict[str, Any]]:
@@ -628,7 +668,17 @@ def ner_train_job(params: dict[str, Any], ctx) -> dict[str, Any]:
 
 
 def ner_predict_job(params: dict[str, Any], ctx) -> dict[str, Any]:
-    """Job kind "predict": params model (folder), corpus, batch_size, out (default run_dir/predictions.jsonl)."""
+    """Job kind "predict": params model (folder), corpus, batch_size, out (default run_dir/predictions.jsonl).
+    An unlabeled workspace corpus (DC) is read and written chunk by chunk (predict_to_file)."""
+    from core.stream import CorpusStream
+
+    stream = CorpusStream.from_workspace(ctx.workspace, params["corpus"])
+    if stream is not None and not ctx.workspace.corpus_info(stream.name).labeled:
+        model = load_ner_model(params["model"])
+        result = predict_to_file(model, stream, params.get("out") or ctx.run_dir / "predictions.jsonl",
+                                 batch_size=int(params.get("batch_size", 32)), progress=ctx.sub(0, 0.95))
+        ctx.log(f"predicted {result['sentences']} sentences into {result['path']}")
+        return result
     corpus = ctx.workspace.resolve_corpus(params["corpus"])
     model = load_ner_model(params["model"])
     preds = predict_corpus(model, corpus, batch_size=int(params.get("batch_size", 32)), progress=ctx.sub(0, 0.95))
@@ -642,5 +692,6 @@ def ner_predict_job(params: dict[str, Any], ctx) -> dict[str, Any]:
 
 
 __all__ = ["NerConfig", "NerModel", "PRESETS", "Prediction", "build_ner_model", "evaluate", "label_set", "load_ner_model",
-           "ner_predict_job", "ner_train_job", "predict_corpus", "preset_config", "read_predictions", "scores_from_tags", "train_ner",
+           "ner_predict_job", "ner_train_job", "predict_corpus", "predict_to_file", "preset_config", "read_predictions",
+           "scores_from_tags", "train_ner",
            "write_predictions"]

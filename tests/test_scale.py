@@ -22,6 +22,7 @@ from core.select import (
 )
 from core.stream import CorpusStream
 from core.workspace import Workspace
+from tests.ner_data import single_thread_torch  # noqa: F401 - fixture
 
 
 @pytest.fixture(scope="module")
@@ -282,3 +283,47 @@ def test_map_samples_streamed_dc_equal_to_in_memory(ws2k, tmp_path, tiny_bert_di
     assert out["sampled"] and out["points"] == 60 and streamed.key == mem.key
     pd.testing.assert_frame_equal(streamed.points, mem.points)
     assert set(mem.points["domain"]) and mem.points["text"].tolist()[-1] == " ".join(dc.tokens[mem.points["row"].iloc[-1]])
+
+
+@pytest.mark.usefixtures("single_thread_torch")
+def test_ner_predict_streamed_equals_in_memory(tmp_path, tiny_bert_dir, monkeypatch):
+    """`ner predict` over a workspace DC reads and writes chunk by chunk, with the in-memory path's lines
+    (batch size 1: no padding, so the two paths run the very same forward passes)."""
+    from types import SimpleNamespace
+
+    import torch
+
+    from core.cli import main
+    from core.ner import (
+        build_ner_model,
+        load_ner_model,
+        ner_predict_job,
+        predict_corpus,
+        predict_to_file,
+        write_predictions,
+    )
+    from core.progress import sub
+
+    torch.manual_seed(0)
+    build_ner_model(str(tiny_bert_dir), ["O", "B-PER", "I-PER", "E-PER", "S-PER"]).save(tmp_path / "ner")
+    model = load_ner_model(tmp_path / "ner")
+    ws = Workspace(tmp_path / "ws")
+    dc = demo_mod.generate_demo(dc_size=60).dc
+    ws.save_corpus(dc, "dc", role="dc")
+    write_predictions(tmp_path / "mem.jsonl", predict_corpus(model, dc, batch_size=1))
+    expected = (tmp_path / "mem.jsonl").read_text("utf-8")
+    _refuse_dc_loads(monkeypatch, "dc")
+    monkeypatch.setattr(Workspace, "resolve_corpus", lambda *a, **k: (_ for _ in ()).throw(AssertionError("loaded whole")))
+    seen: list[float] = []
+    out = predict_to_file(model, open_dc(ws, "dc"), tmp_path / "s.jsonl", batch_size=1, chunk=25,
+                          progress=lambda f, m: seen.append(f))
+    assert (tmp_path / "s.jsonl").read_text("utf-8") == expected and out["sentences"] == len(dc) == 60
+    assert seen == sorted(seen) and seen[-1] == 1.0
+    ctx = SimpleNamespace(workspace=ws, run_dir=tmp_path / "run", log=lambda m: None,
+                          sub=lambda a, b, prefix="": sub(lambda f, m: None, a, b))
+    result = ner_predict_job({"model": str(tmp_path / "ner"), "corpus": "dc", "batch_size": 1}, ctx)
+    assert (tmp_path / "run" / "predictions.jsonl").read_text("utf-8") == expected
+    assert result["entities"] == sum(json.loads(x)["n_entities"] for x in expected.splitlines())
+    assert main(["ner", "predict", "--model", str(tmp_path / "ner"), "dc", "--workspace", str(ws.root), "--batch-size", "1",
+                 "--out", str(tmp_path / "cli.jsonl"), "--quiet"]) == 0
+    assert (tmp_path / "cli.jsonl").read_text("utf-8") == expected

@@ -168,14 +168,16 @@ def cmd_ner_train(args: argparse.Namespace) -> int:
 
 
 def cmd_ner_predict(args: argparse.Namespace) -> int:
-    from core.ner import load_ner_model, predict_corpus, write_predictions
+    from core.ner import load_ner_model, predict_to_file
+    from core.stream import CorpusStream
 
-    corpus = resolve_corpus_ref(args.corpus, args.workspace).load()
+    ref = resolve_corpus_ref(args.corpus, args.workspace)
+    # a workspace corpus (DC) is read and written chunk by chunk; a file is read into memory
+    corpus = CorpusStream(path=ref.path, name=ref.name, file_hash=ref.hash) if ref.kind != "path" else ref.load()
     model = load_ner_model(args.model)
     with tqdm_progress("predict", enabled=not args.quiet) as bar:
-        preds = predict_corpus(model, corpus, batch_size=args.batch_size, progress=bar)
-    write_predictions(args.out, preds, corpus if corpus.labeled else None)
-    print(f"{len(preds)} sentences, {sum(len(p.spans) for p in preds)} entities -> {args.out}", file=sys.stderr)
+        result = predict_to_file(model, corpus, args.out, batch_size=args.batch_size, progress=bar)
+    print(f"{result['sentences']} sentences, {result['entities']} entities -> {args.out}", file=sys.stderr)
     return 0
 
 
