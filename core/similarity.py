@@ -640,10 +640,18 @@ def similarity_job(params: dict[str, Any], ctx: Any) -> dict[str, Any]:
 
 
 def finished_f1_runs(ws: Workspace) -> list[dict[str, Any]]:
-    """Finished NER runs with a test F1, as {job, kind, source, f1}, read from the run index
+    """Finished NER runs with a test F1, as {job, kind, source, f1, data}, read from the run index
     (core.lineage): `source` is the corpus of the run's last MLM phase (None: no pretraining),
-    so compare-sources runs and any NER run trained from an MLM folder both count."""
+    so compare-sources runs, experiment cells and any NER run trained from an MLM folder all count;
+    `data` names the LC (and its size when a subset) and TEST the run was trained and tested on, since
+    F1 gains only compare runs on the same data."""
     from core.lineage import list_runs, pretraining_source
+
+    def label(ref: dict[str, Any] | None, role: str) -> str:
+        if not ref:
+            return f"{role} ?"
+        part = f" ({ref['sentences']} of {ref['of']})" if ref.get("of") and (ref.get("sentences") or 0) < ref["of"] else ""
+        return f"{role} {ref.get('name')}{part}"
 
     runs = []
     for entry in list_runs(ws, "ner"):
@@ -651,7 +659,9 @@ def finished_f1_runs(ws: Workspace) -> list[dict[str, Any]]:
         if not isinstance(f1, (int, float)) or not math.isfinite(f1):
             continue
         src = pretraining_source(entry)
-        runs.append({"job": entry["id"], "kind": "ner", "source": src["name"] if src else None, "f1": float(f1)})
+        lin = entry.get("lineage") or {}
+        runs.append({"job": entry["id"], "kind": "ner", "source": src["name"] if src else None, "f1": float(f1),
+                     "data": f"{label(lin.get('lc'), 'LC')} · {label(lin.get('test'), 'TEST')}"})
     return runs
 
 

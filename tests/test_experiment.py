@@ -163,6 +163,14 @@ def test_experiment_sweep_cells_resume_and_lineage(tmp_path, corpora, tiny_bert_
     assert [p["name"] for p in lin["mlm_phases"]] == ["tc+sc"] and lin["mlm_phases"][0]["sentences"] == 16
     assert lin["pretraining_corpora"][0]["hash"] and lin["selection"]["strategy"] == "random" and lin["selection"]["budget"] == 4
 
+    from core.similarity import finished_f1_runs
+
+    f1_runs = {r["job"]: r for r in finished_f1_runs(Workspace(ws))}  # the Similarity page's F1 panel reads these
+    assert {c["run"] for c in cells} <= set(f1_runs)
+    assert f1_runs[half["run"]]["data"] == "LC lc (12 of 24) · TEST lc"
+    assert {f1_runs[c["run"]]["source"] for c in cells if c["row"] == "none"} == {None}
+    assert {f1_runs[c["run"]]["source"] for c in cells if c["row"] == "tapt"} == {"tc"}
+
     (out / "log.txt").write_text("")
     assert main(argv) == 0
     again = json.loads(capsys.readouterr().out)

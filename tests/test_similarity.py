@@ -232,3 +232,14 @@ def test_similarity_page_renders_results_and_f1_panel(tmp_path, monkeypatch):
     at = open_app(ws.root, monkeypatch, "views/similarity.py")
     assert any("Pearson r" in str(getattr(e, "proto", "")) for e in at.get("plotly_chart"))
     assert not any("needs finished NER runs" in i.value for i in at.info)
+
+    # runs on an LC subset (an experiment's LC-size sweep) are another group: gains never mix the two
+    subset = {"name": roles["lc"], "hash": "h", "sentences": 10, "of": 150}
+    for i, (source, f1) in enumerate(((None, 0.2), (roles["dc"], 0.3), (roles["lc"], 0.25), (roles["dev"], 0.4))):
+        phases = [MlmPhase("source", [{"name": source, "hash": "h"}])] if source else []
+        record_run(ws, f"ner-sub-{i}", "ner", Lineage(mlm_phases=phases, lc=subset), f1=f1)
+    at = open_app(ws.root, monkeypatch, "views/similarity.py")
+    groups = at.selectbox(key="sim_f1_data").options
+    assert len(groups) == 2 and any("(10 of 150)" in g for g in groups)
+    at.selectbox(key="sim_f1_data").select(next(g for g in groups if "(10 of 150)" in g)).run()
+    assert not at.exception and any("baseline F1 0.2000" in c.value for c in at.caption)

@@ -114,10 +114,15 @@ st.subheader("Measures against downstream F1")
 runs = run_guarded(lambda: finished_f1_runs(ws), "could not read finished runs") or []
 usable = [r for r in runs if r["source"] in result["sources"]]
 if not usable:
-    st.info("This panel needs finished NER runs pretrained on different sources (jobs of kind experiment or ner with an "
-            "F1 and a pretraining corpus among the sources above); as in Dai et al. 2020 Fig. 2 it then plots each "
-            f"measure against the F1 gain with Pearson r. Finished runs with an F1 found: {len(runs)}.")
+    st.info("This panel needs finished NER runs pretrained on different sources (compare-sources, experiment cells or NER "
+            "runs on an MLM model, with a test F1 and a last MLM corpus among the sources above); as in Dai et al. 2020 "
+            f"Fig. 2 it then plots each measure against the F1 gain with Pearson r. Finished runs with an F1 found: {len(runs)}.")
     st.stop()
+groups = sorted({r["data"] for r in usable})
+if len(groups) > 1:  # a gain compares runs on one LC and TEST: pick which runs enter (baselines included)
+    data = st.selectbox("Runs trained and tested on", groups, key="sim_f1_data",
+                        help="F1 gains only compare runs on the same LC and TEST (an experiment's LC-size sweep adds subsets).")
+    runs = [r for r in runs if r["data"] == data]
 target = st.selectbox("Target the runs were evaluated on", result["targets"], key="sim_f1_target")
 corr = run_guarded(lambda: correlate_with_f1(runs, result, target), "could not correlate")
 if corr:
@@ -130,6 +135,6 @@ if corr:
         with cols[i % 2]:
             r = f"Pearson r = {stats['r']:.3f} (p = {stats['p']:.3g}, n = {stats['n']})" if stats["r"] is not None else stats["reason"]
             fig = px.scatter(points, x=measure, y="y", text="source", labels={"y": corr["y_label"], measure: MEASURES[measure].label})
-            fig.update_traces(textposition="top center")
+            fig.update_traces(textposition="top center", cliponaxis=False)  # the top point's label stays readable
             fig.update_layout(title=f"{MEASURES[measure].label}: {r}", height=320)
             st.plotly_chart(fig, key=f"sim_f1_{measure}")
