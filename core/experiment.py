@@ -338,6 +338,9 @@ class _Runner(CellTrainer):
             cached = json.loads(done.read_text("utf-8"))
             if cached.get("key", key) == key:
                 return cached
+        legacy = self._legacy_cell(row, seed, lc_n)
+        if legacy is not None:
+            return legacy
         folder.mkdir(parents=True, exist_ok=True)
         t0 = time.time()
         lc = self.lc_subset(lc_n, seed)
@@ -400,6 +403,19 @@ class _Runner(CellTrainer):
         self.ctx.metric(cell=key, seed=seed, test_f1=scores["f1"])
         self.ctx.log(f"{key} seed {seed}: test F1 {scores['f1']:.4f}")
         return cell
+
+    def _legacy_cell(self, row: str, seed: int, lc_n: int) -> dict[str, Any] | None:
+        """A cell finished before sweeps existed (`cells/ROW/seed-N/cell.json`, one budget, all of LC), kept
+        when this run asks for the same: resuming an older experiment does not train its cells again."""
+        folder = self.run_dir / "cells" / _slug(row) / f"seed-{seed}"
+        single = len(sweep_budgets(self.params.get("budget"), self.params.get("budgets"))) == 1
+        if not (single and lc_n == len(self.lc) and (folder / CELL_FILE).exists()):
+            return None
+        cell = json.loads((folder / CELL_FILE).read_text("utf-8"))
+        if "lc_size" in cell:
+            return None
+        budget = cell.get("selected") if row not in BASELINES else (len(self.dc) if "dapt" in row else 0)
+        return {**cell, "budget": budget, "lc_size": lc_n, "mlm_seconds": self.mlm_seconds(folder)}
 
     def _phase_corpora(self, phase: str, sc: dict[str, Any] | None) -> list[dict[str, Any]]:
         """{name, hash} of the corpora an MLM phase of this experiment reads."""

@@ -211,3 +211,19 @@ def test_sweep_frames():
     assert "400 sentences" in t5.loc["dsir · SC 400", "MLM corpus"]
     old = [{"row": "none", "seed": 1, "f1": 0.5}]  # a result from before sweeps still gives a table
     assert table5_frame(old).loc["none", "F1 (%)"] == "50.00 ± 0.00"
+
+
+def test_a_cell_finished_before_sweeps_is_kept_on_resume(tmp_path, corpora, monkeypatch):
+    """An experiment folder from before sweeps (cells/ROW/seed-N/cell.json) resumes without training that cell again."""
+    import json
+
+    monkeypatch.setenv("NERSELECT_TORCH_THREADS", "1")
+    run_dir = tmp_path / "old"
+    old = run_dir / "cells" / "tapt" / "seed-1"
+    (old / "mlm").mkdir(parents=True)
+    (old / "cell.json").write_text(json.dumps({"row": "tapt", "seed": 1, "f1": 0.42, "per_type": {}}))
+    (old / "mlm" / "seconds.json").write_text(json.dumps({"seconds": 3.5}))
+    result = jobs.run_inline(Workspace(tmp_path / "ws"), "experiment", {**corpora, "baselines": ["tapt"], "seeds": [1]},
+                             run_dir=run_dir)
+    (cell,) = result["cells"]
+    assert cell["f1"] == 0.42 and cell["budget"] == 0 and cell["lc_size"] == 24 and cell["mlm_seconds"] == 3.5
