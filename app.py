@@ -16,7 +16,7 @@ import streamlit as st
 from core import jobs
 from core.demo import ensure_demo_workspace
 from core.errors import UserError
-from core.jobview import running_summary
+from core.jobview import LIST_POLL_S, running_summary
 from core.workspace import Workspace
 from ui import WS_KEY
 
@@ -89,7 +89,7 @@ def sidebar_jobs() -> None:
     ws = Workspace(st.session_state[WS_KEY])
     active = any(j.active for j in jobs.list_jobs(ws))
 
-    @st.fragment(run_every=3.0 if active else None)
+    @st.fragment(run_every=LIST_POLL_S if active else None)
     def _badge() -> None:
         running, queued, names = running_summary(jobs.list_jobs(ws))
         if not running and not queued:

@@ -17,7 +17,7 @@ import streamlit as st
 from core import inspect as insp
 from core import jobs
 from core.errors import UserError
-from core.jobview import describe_job, status_text
+from core.jobview import describe_job, poll_seconds, status_text
 from core.workspace import Role, Workspace
 
 WS_KEY = "workspace_root"
@@ -84,13 +84,27 @@ def latest_job(kind: str, state_key: str | None = None) -> jobs.Job | None:
     return found[0] if found else None
 
 
-def job_status(job: jobs.Job, on_done: Callable[[jobs.Job], None] | None = None, cancel_key: str = "") -> None:
-    """Progress bar + message for one job; polls itself every second while active."""
+def job_poll(job: jobs.Job) -> float | None:
+    """The run_every of a fragment that follows `job` (core.jobview.poll_seconds; None once it ended)."""
+    return poll_seconds(job.elapsed) if job.active else None
 
-    @st.fragment(run_every=1.0 if job.active else None)
+
+def slow_down_polling(job: jobs.Job, interval: float | None) -> None:
+    """Re-register the page's timers when the job has aged into a slower poll: a fragment's
+    run_every is fixed until the whole page reruns, so that is what this asks for (twice per job)."""
+    if interval is not None and job.active and job_poll(job) != interval:
+        st.rerun(scope="app")
+
+
+def job_status(job: jobs.Job, on_done: Callable[[jobs.Job], None] | None = None, cancel_key: str = "") -> None:
+    """Progress bar + message for one job; polls itself while active (every 2-10 s, see job_poll)."""
+    interval = job_poll(job)
+
+    @st.fragment(run_every=interval)
     def _panel() -> None:
         ws = get_workspace()
         current = jobs.get_job(ws, job.id)
+        slow_down_polling(current, interval)
         label = f"{describe_job(current, 80)} · {current.status}"
         if current.elapsed is not None:
             label += f" · {current.elapsed:.0f}s"

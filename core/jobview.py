@@ -11,6 +11,7 @@ all name jobs through `describe_job`, so a job reads the same everywhere.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -123,3 +124,58 @@ def job_rows(jobs: Sequence[Job]) -> list[dict[str, Any]]:
     return [{"job": describe_job(j), "status": status_text(j, jobs), "progress": j.progress,
              "message": j.message or (j.error or "")[:80], "elapsed": j.elapsed, "id": j.id, "kind": j.kind,
              "attempts": j.attempts} for j in jobs]
+
+
+# --------------------------------------------------------------------------- polling an open page
+# A page left open on a running job must not slow the job down (issue 10: at most 5%;
+# bench/bench_server.py measures it). Every fragment rerun costs the browser a redraw of the page
+# (about 0.2 CPU-s on Runs in headless Chromium), so polls are few: quick while a job is young
+# (short jobs feel live), slower as it ages (a training run's epochs take minutes anyway).
+# Plotly figures cost the server about 60 ms each to build, so curves refresh least often and are
+# rebuilt only when the run has logged new metrics.
+LIST_POLL_S = 10.0  # the jobs table, the sidebar badge
+CHART_POLL_S = 15.0  # training curves
+
+
+def poll_seconds(elapsed: float | None) -> float:
+    """Seconds between redraws of a running job's progress: 2 s in its first 20 s, 5 s up to two
+    minutes, then 10 s."""
+    if elapsed is None or elapsed < 20:
+        return 2.0
+    return 5.0 if elapsed < 120 else 10.0
+
+
+_CHART_CACHE: OrderedDict[tuple[str, int, int], list[tuple[str, Any]]] = OrderedDict()
+_CHART_CACHE_SIZE = 16
+
+
+def job_charts(job: Job) -> list[tuple[str, Any]]:
+    """(name, plotly figure) for the run's training loss, throughput and dev F1 curves, rebuilt only
+    when its metrics.jsonl has grown (keyed by size and mtime)."""
+    path = Path(job.run_dir) / "metrics.jsonl"
+    try:
+        stat = path.stat()
+    except (FileNotFoundError, OSError):
+        return []
+    key = (str(path), stat.st_size, stat.st_mtime_ns)
+    if key in _CHART_CACHE:
+        _CHART_CACHE.move_to_end(key)
+        return _CHART_CACHE[key]
+    import plotly.express as px
+
+    from core.training import metric_frames
+
+    train, evals = metric_frames(job.metrics())
+    charts: list[tuple[str, Any]] = []
+    if not train.empty:
+        charts.append(("loss", px.line(train, x="step", y="loss", color="series", title="training loss")))
+        speed = "tokens_per_s" if "tokens_per_s" in train else "sentences_per_s"
+        if speed in train:
+            charts.append(("speed", px.line(train.dropna(subset=[speed]), x="step", y=speed, color="series", title="throughput")))
+    if not evals.empty and "dev_f1" in evals:
+        charts.append(("dev", px.line(evals.dropna(subset=["dev_f1"]), x="epoch", y="dev_f1", color="series", markers=True,
+                                      title="dev F1 per epoch")))
+    _CHART_CACHE[key] = charts
+    while len(_CHART_CACHE) > _CHART_CACHE_SIZE:
+        _CHART_CACHE.popitem(last=False)
+    return charts

@@ -230,3 +230,32 @@ def test_the_sidebar_prints_no_stray_values(small_ws, monkeypatch):
     at = open_app(small_ws, monkeypatch)
     stray = [str(e.value).strip("` \n") for kind in ("markdown", "text", "code", "json") for e in at.sidebar.get(kind)]
     assert not [v for v in stray if v in ("False", "True", "None")], stray
+
+
+def test_augment_form_can_allow_a_degenerate_model(small_ws, monkeypatch):
+    """Issue 10: the quality gate refuses a degenerate MLM's output; the Adapt page can ask for it
+    anyway (as `--allow-degenerate` does) and picks the held-out text the gate measures."""
+    ws = Workspace(small_ws)
+    _no_start(monkeypatch)
+    model = small_ws / "mlm-model"
+    model.mkdir(exist_ok=True)
+    monkeypatch.setattr("core.inspect.list_mlm_models", lambda ws: [str(model)])
+    at = open_app(small_ws, monkeypatch, "views/adapt.py")
+    assert not at.exception
+    assert at.selectbox(key="aug_check_tc").value == "demo-tc"
+    at.checkbox(key="aug_allow_degenerate").check().run()
+    at.button(key="aug_go").click().run()
+    assert not at.exception
+    job = jobs.list_jobs(ws, "augment")[0]
+    assert job.params["allow_degenerate"] is True and job.params["check_tc"] == "demo-tc"
+    jobs.delete(ws, job.id)
+
+
+def test_polls_slow_down_as_a_job_ages():
+    """An open page redraws a young job often and an old one rarely (bench/bench_server.py: the page
+    must cost a running job at most 5%)."""
+    from core.jobview import CHART_POLL_S, LIST_POLL_S, poll_seconds
+
+    assert poll_seconds(None) == poll_seconds(5) == 2.0
+    assert poll_seconds(60) == 5.0 and poll_seconds(3600) == 10.0
+    assert LIST_POLL_S >= poll_seconds(3600) and CHART_POLL_S > LIST_POLL_S

@@ -107,9 +107,19 @@ def augment_tab() -> None:
         min_prob = st.number_input("Min token probability", 0.0, 1.0, 0.0, 0.01, key="aug_min_prob")
         ner_model = model_picker("NER model for filtering", "aug_ner", insp.list_ner_models(ws), optional=True)
         min_conf = st.number_input("Min NER confidence (c1)", 0.0, 1.0, 0.0, 0.01, key="aug_min_conf", disabled=not ner_model)
+    g = st.columns(2)
+    with g[0]:
+        check_tc = corpus_picker(ws, "Held-out text for the MLM's accuracy", Role.TC, key="aug_check_tc", allow_none=True,
+                                 help="The quality gate masks words of this text and measures the MLM's top-1 accuracy "
+                                      "(none: skip it).")
+    allow_degenerate = g[1].checkbox(
+        "Write the output even if the masked LM looks degenerate", key="aug_allow_degenerate",
+        help="The quality gate refuses output whose replacements are mostly the same few words (a fresh or barely "
+             "trained MLM head puts 'the' everywhere). Tick to keep such output anyway, e.g. to show what it looks like.")
     if st.button("Generate", key="aug_go", type="primary") and lc and model:
         submit_job("augment", {"lc": lc, "model": model, "sampling": sampling, "order": order, "criterion": criterion,
-                               "min_token_prob": min_prob, "ner_model": ner_model, "min_confidence": min_conf if ner_model else 0.0},
+                               "min_token_prob": min_prob, "ner_model": ner_model, "min_confidence": min_conf if ner_model else 0.0,
+                               "check_tc": check_tc, "allow_degenerate": allow_degenerate},
                    "aug_job")
     job = latest_job("augment", "aug_job")
     if job is None:

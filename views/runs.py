@@ -9,17 +9,18 @@ import streamlit as st
 from core import jobs
 from core.experiment import BASELINES, collect_results, parse_amounts, per_type_table, results_table
 from core.highlight import CSS, legend_html, prediction_html, type_colors
-from core.jobview import KIND_NAMES, describe_job, job_rows, status_text
+from core.jobtypes import DEFAULT_PRESET, PRESETS, preset_help
+from core.jobview import CHART_POLL_S, KIND_NAMES, LIST_POLL_S, describe_job, job_charts, job_rows, status_text
 from core.lineage import describe_run, get_run, list_runs
 from core.mlm import MODES
 from core.ner import PRESETS as NER_PRESETS
 from core.ner import read_predictions
 from core.sweeps import fig2_frame, fig4_frame, sweep_axes, table5_frame
-from core.training import metric_frames
 from core.workspace import Role
-from ui import corpus_picker, fmt_seconds, get_workspace, run_guarded, submit_job
+from ui import corpus_picker, fmt_seconds, get_workspace, job_poll, run_guarded, slow_down_polling, submit_job
 
-PRESET_HELP = "demo: a few minutes on CPU (short runs, higher head lr); paper: the seed paper's settings (hours on CPU)"
+# the default first, then core.jobtypes.PRESETS cheapest first (one list for pages and CLI)
+PRESET_CHOICES = [DEFAULT_PRESET, *(p for p in PRESETS if p != DEFAULT_PRESET)]
 
 ws = get_workspace()
 st.title("Runs")
@@ -58,7 +59,7 @@ with ner_tab, st.form("ner_form"):
         n_test = corpus_picker(ws, "Test", Role.TEST, "ner_test", labeled=True, allow_none=True)
     c = st.columns(4)
     n_model = c[0].text_input("Encoder", "default", key="ner_model", help="'default', a folder (e.g. an MLM run's model), or an HF id")
-    n_preset = c[1].selectbox("Preset", ["demo", "paper", "tiny"], key="ner_preset", help=PRESET_HELP)
+    n_preset = c[1].selectbox("Preset", PRESET_CHOICES, key="ner_preset", help=preset_help("ner"))
     # empty = the preset's own value: a fixed default here overrode every preset (tiny trained 20 epochs)
     n_epochs = c[2].number_input("Max epochs", 1, 200, None, key="ner_epochs", placeholder="preset's",
                                  help="Empty: the preset decides (" + ", ".join(f"{k} {v.get('epochs', 100)}"
@@ -83,7 +84,7 @@ with mlm_tab, st.form("mlm_form"):
                          format_func=lambda k: "(none saved yet: run one on the Selection page)" if k is None else sels[k])
     c = st.columns(3)
     m_model = c[0].text_input("Encoder", "default", key="mlm_model")
-    m_preset = c[1].selectbox("Preset", ["demo", "paper", "tiny"], key="mlm_preset", help=PRESET_HELP)
+    m_preset = c[1].selectbox("Preset", PRESET_CHOICES, key="mlm_preset", help=preset_help("mlm"))
     m_steps = c[2].number_input("Max steps", 0, 1_000_000, None, key="mlm_steps", placeholder="preset's",
                                 help="Empty: the preset decides; 0: the epochs decide.")
     if m_model.strip() in ("", "default"):
@@ -109,7 +110,7 @@ with exp_tab, st.form("exp_form"):
     e_lc = c[1].text_input("LC sizes", "", key="exp_lc_sizes", placeholder="all of LC",
                            help="Several for a sweep (Fig. 4): counts (50) or ratios of LC (0.25), comma-separated; each "
                                 "subset is drawn with the cell's seed. Empty: all of LC.")
-    e_preset = c[2].selectbox("Preset", ["demo", "tiny", "paper"], key="exp_preset", help=PRESET_HELP)
+    e_preset = c[2].selectbox("Preset", PRESET_CHOICES, key="exp_preset", help=preset_help("experiment"))
     e_model = c[3].text_input("Encoder", "default", key="exp_model")
     st.caption("Uses the workspace roles TC, DC, LC, DEV and TEST. Each strategy x seed x SC budget x LC size: select -> "
                "MLM on TC+SC -> NER on LC -> test F1; baselines once per seed and LC size.")
@@ -134,7 +135,7 @@ st.subheader("Jobs")
 st.caption("Every background job of this workspace: training, selections, maps, similarity, predictions, imports.")
 
 
-@st.fragment(run_every=2.0 if any(j.active for j in _jobs()) else None)
+@st.fragment(run_every=LIST_POLL_S if any(j.active for j in _jobs()) else None)
 def job_list() -> None:
     all_jobs = _jobs()
     if not all_jobs:
@@ -161,12 +162,13 @@ if job_ids and st.session_state.get("runs_selected") not in job_ids:
 chosen = st.selectbox("Job", job_ids, key="runs_selected", format_func=lambda i: names.get(i, i)) if job_ids else None
 
 
-def job_detail(job_id: str, was_active: bool) -> None:
+def job_detail(job_id: str, interval: float | None) -> None:
     job = run_guarded(lambda: jobs.get_job(ws, job_id))
     if job is None:
         return
-    if was_active and not job.active:
+    if interval is not None and not job.active:
         st.rerun(scope="app")  # finished while polling: redraw once without the timer, with its results
+    slow_down_polling(job, interval)
     st.markdown(f"**{describe_job(job)}** · `{job.id}`")
     said = status_text(job, jobs.list_jobs(ws))
     st.progress(job.progress, text=" · ".join([said, fmt_seconds(job.elapsed)] + ([job.message] if job.message not in ("", said) else [])))
@@ -183,17 +185,6 @@ def job_detail(job_id: str, was_active: bool) -> None:
         jobs.delete(ws, job.id)
         st.session_state.pop("runs_job", None)
         st.rerun(scope="app")
-    train, evals = metric_frames(job.metrics())
-    c = st.columns(2)
-    if not train.empty:
-        c[0].plotly_chart(px.line(train, x="step", y="loss", color="series", title="training loss"), key=f"loss_{job.id}")
-        speed = "tokens_per_s" if "tokens_per_s" in train else "sentences_per_s"
-        if speed in train:
-            c[1].plotly_chart(px.line(train.dropna(subset=[speed]), x="step", y=speed, color="series", title="throughput"),
-                              key=f"speed_{job.id}")
-    if not evals.empty and "dev_f1" in evals:
-        st.plotly_chart(px.line(evals.dropna(subset=["dev_f1"]), x="epoch", y="dev_f1", color="series", markers=True,
-                                title="dev F1 per epoch"), key=f"dev_{job.id}")
     if job.result and job.kind == "mlm":
         st.caption(("A fresh MLM head was initialised. " if job.result.get("fresh_head") else "")
                    + f"Model folder (usable as B1): `{job.result.get('out_dir')}`")
@@ -201,9 +192,19 @@ def job_detail(job_id: str, was_active: bool) -> None:
         st.code(job.log_tail(60) or "(empty)")
 
 
+def job_curves(job_id: str) -> None:
+    """Loss, throughput and dev-F1 curves: a slower poll than the progress bar (see core.jobview)."""
+    job = run_guarded(lambda: jobs.get_job(ws, job_id))
+    charts = job_charts(job) if job is not None else []
+    cols = st.columns(2)
+    for i, (name, fig) in enumerate(charts):
+        (cols[i] if name != "dev" else st).plotly_chart(fig, key=f"{name}_{job_id}")
+
+
 if chosen:
-    active = jobs.get_job(ws, chosen).active
-    st.fragment(job_detail, run_every=2.0 if active else None)(chosen, active)
+    interval = job_poll(jobs.get_job(ws, chosen))
+    st.fragment(job_detail, run_every=interval)(chosen, interval)
+    st.fragment(job_curves, run_every=CHART_POLL_S if interval else None)(chosen)
 
 st.subheader("Results")
 experiments = collect_results(ws)
