@@ -12,6 +12,8 @@ commit 2acd97f (whole DC in memory), where the DC fits (--baseline-max). Then em
 throughput of `embed --ray local` against the single-process path on --embed-n sentences.
 
 Usage (smoke):   python bench/bench_scale.py --sizes 20000 --embed-n 200
+Embedding rows only (quiet machine, ~5-8 min):
+                 python bench/bench_scale.py --sizes 20000 --embed-n 20000 --embed-only --workdir /tmp/scale-embed
 Full (quiet machine, ~1.5-2.5 h; the 10M demo alone takes ~15-20 min to generate):
                  python bench/bench_scale.py --sizes 1000000,10000000 --workdir /tmp/scale
 """
@@ -67,23 +69,48 @@ def _child(step: str, ws_dir: str, extra: str) -> dict[str, Any]:
         sel = select(tc, dc, strategy, 0.1, workspace=ws, names={"tc": "tc", "dc": "dc"})
         n = int(sel.meta["dc_size"])
     elif step in ("embed-local", "embed-ray"):
-        from core.embed import embed_corpus
-        from core.select import open_dc
-
-        shutil.rmtree(ws.root / "artifacts" / "embeddings", ignore_errors=True)
-        part = open_dc(ws, "dc").take(range(int(extra)))
-        ray = None
-        if step == "embed-ray":
-            from core.distributed import connect
-
-            connect("local")
-            ray = "local"
-            t = time.perf_counter()  # cluster start reported apart from throughput
-        vecs = embed_corpus(part, "default", workspace=ws, ray=ray)
-        n = len(vecs)
+        return _embed_child(step, ws, int(extra))
     else:
         raise SystemExit(f"unknown step {step}")
     return {"seconds": time.perf_counter() - t, "sentences": n}
+
+
+WARM_N = 64  # sentences of the Ray start-up run: actors start and load the model, then one tiny block each
+
+
+def _embed_child(step: str, ws: Any, m: int) -> dict[str, Any]:
+    """Embedding throughput with start-up apart from steady state.
+
+    local: start-up = loading the encoder (get_encoder, the same one embed_corpus then reuses);
+    steady = embed_corpus of m sentences. Ray local: cluster start (connect) once; start-up =
+    a run on WARM_N sentences (Ray Data starts its actors, each imports torch and loads the
+    model, for every pass); steady = (m - WARM_N) / (time of the m-sentence run - start-up run)."""
+    from core.select import open_dc
+
+    shutil.rmtree(ws.root / "artifacts" / "embeddings", ignore_errors=True)
+    part = open_dc(ws, "dc").take(range(m))
+    t0 = time.perf_counter()
+    if step == "embed-local":
+        from core.embed import embed_corpus, get_encoder
+
+        get_encoder("default", workspace=ws)
+        startup = time.perf_counter() - t0
+        t1 = time.perf_counter()
+        n = len(embed_corpus(part, "default", workspace=ws))
+        steady_s = time.perf_counter() - t1
+        return {"seconds": startup + steady_s, "sentences": n, "cluster_s": 0.0, "startup_s": startup,
+                "steady_per_s": n / steady_s}
+    from core.distributed import connect, ray_embed
+
+    connect("local")
+    cluster = time.perf_counter() - t0
+    warm: dict[str, Any] = {}
+    ray_embed(part.subset(range(min(WARM_N, m))), "default", "local", stats=warm)
+    full: dict[str, Any] = {}
+    n = len(ray_embed(part, "default", "local", stats=full))
+    return {"seconds": cluster + full["seconds"], "sentences": n, "cluster_s": cluster, "startup_s": warm["seconds"],
+            "steady_per_s": (n - min(WARM_N, m)) / max(1e-9, full["seconds"] - warm["seconds"]),
+            "actors": full["actors"], "rows_per_block": full["rows_per_block"], "first_result_s": full["first_result_s"]}
 
 
 def _prepare(ws_dir: str, n: int, txt: str) -> None:
@@ -161,7 +188,8 @@ def main() -> None:
     ap.add_argument("--sizes", default="1000000,10000000", help="DC sizes, comma-separated (smoke: 20000)")
     ap.add_argument("--workdir", default=None, help="keep the generated workspaces here (reused by later runs)")
     ap.add_argument("--baseline-max", type=int, default=2_000_000, help="run the old in-memory code up to this DC size")
-    ap.add_argument("--embed-n", type=int, default=5000, help="sentences for the Ray-local vs single-process embedding row")
+    ap.add_argument("--embed-n", type=int, default=5000, help="sentences for the Ray-local vs single-process embedding rows")
+    ap.add_argument("--embed-only", action="store_true", help="only the embedding rows (DC of the first --sizes; no selection)")
     ap.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     ap.add_argument("--prepare", nargs=3, help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -187,6 +215,8 @@ def main() -> None:
         subprocess.run([sys.executable, "-m", "core", "demo", ws_dir, "--dc-size", str(n)], check=True, env=env, cwd=ROOT,
                        stdout=subprocess.DEVNULL)
         gen_s = time.perf_counter() - t
+        if args.embed_only:
+            break  # the embedding rows read the first size's DC; nothing else to prepare
         txt = str(base / f"dc-{n}.txt")
         subprocess.run([sys.executable, __file__, "--prepare", ws_dir, str(n), txt], check=True, env=env, cwd=ROOT)
         print(f"DC {n:,}: demo ready ({gen_s:.0f}s, reused if it existed), digest + synthetic embeddings cached", flush=True)
@@ -207,12 +237,15 @@ def main() -> None:
         m = min(args.embed_n, sizes[0])
         for step in ("embed-local", "embed-ray"):
             res = run_step(step, ws_dir, str(m))
-            embed_rows.append({"step": step, "sentences": m, "seconds": res.get("seconds"),
-                               "sentences/s": (m / res["seconds"]) if "seconds" in res else None,
+            embed_rows.append({"step": step, "sentences": m, "cluster_start_s": res.get("cluster_s"),
+                               "startup_s": res.get("startup_s"), "steady_sent/s": res.get("steady_per_s"),
+                               "end_to_end_sent/s": (m / res["seconds"]) if "seconds" in res else None,
                                "peak_rss_mb": res.get("peak_rss_mb"), "error": " ".join(res.get("error", []))})
+            print(json.dumps(embed_rows[-1]), flush=True)
     print_table(rows, "Selection at scale (budget 10%, selection written to the workspace)")
     if embed_rows:
-        print_table(embed_rows, "Embedding throughput: Ray local (all cores, 1 actor per core) vs single process")
+        print_table(embed_rows, "Embedding: Ray local (1 actor per core, 1 torch thread each) vs single process; "
+                                "start-up (model load; Ray: actors start + load, per pass) apart from steady-state sentences/s")
     write_json("scale", {"sizes": sizes, "rows": rows, "embed": embed_rows, "cpus": os.cpu_count(),
                          "note": "cosine uses synthetic float16 embeddings written into the cache (TC embedded for real)"})
     if not args.workdir:

@@ -15,7 +15,9 @@ here (`py_modules`) and need the same Python packages (requirements.txt) install
 
 from __future__ import annotations
 
+import math
 import os
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -98,8 +100,19 @@ def _plan(ray: Any) -> dict[str, Any]:
     return {"concurrency": cpus, "num_gpus": 0, "num_cpus": 0.5, "threads": 1, "device": "cpu"}
 
 
-def _dataset(ray: Any, source: Any, block_rows: int):
-    """Ray Dataset of DC's `tokens` column: the Parquet file for a workspace corpus, Arrow otherwise."""
+def rows_per_block(n: int, actors: int, lo: int, hi: int) -> int:
+    """Rows per Ray block (and per map batch) for n sentences on `actors` actors: at least two
+    blocks per actor, so every actor gets work, and within that as large as `hi`, so each
+    actor sorts long runs by length (less padding) and per-call overhead stays small."""
+    return int(min(hi, max(lo, math.ceil(n / max(1, 2 * actors)))))
+
+
+def _dataset(ray: Any, source: Any, rows: int):
+    """Ray Dataset of DC's `tokens` column (the Parquet file for a workspace corpus, Arrow
+    otherwise) cut into blocks of `rows`. Why the cut: Ray Data hands a whole block to one actor,
+    and a small DC (or a Parquet row group) is a single block, so one actor worked while the
+    others idled (Ray local embedded 5,000 sentences at half the single-process rate).
+    `repartition(target_num_rows_per_block=...)` splits blocks as they stream (no shuffle)."""
     from core.stream import CorpusStream
 
     stream = CorpusStream.of(source)
@@ -107,7 +120,13 @@ def _dataset(ray: Any, source: Any, block_rows: int):
         ds = ray.data.read_parquet(str(stream.path), columns=["tokens"], ray_remote_args={"num_cpus": 0.25})
     else:
         ds = ray.data.from_arrow(stream.corpus.to_arrow().select(["tokens"]))  # type: ignore[union-attr]
-    return ds, len(stream)
+    return ds.repartition(target_num_rows_per_block=rows), len(stream)
+
+
+def _pool(ray: Any, size: int) -> Any:
+    # one block in flight per actor: a block queued behind a busy actor while another actor idles
+    # is the imbalance the block size is meant to remove
+    return ray.data.ActorPoolStrategy(size=size, max_tasks_in_flight_per_actor=1)
 
 
 class _Embedder:
@@ -129,28 +148,38 @@ class _Embedder:
 
 
 def ray_embed(source: Any, model: str, address: str, *, pooling: str = "mean", precision: str = "auto",
-              batch_size: int | None = None, out: np.ndarray | None = None, progress: Progress | None = None) -> np.ndarray:
+              batch_size: int | None = None, out: np.ndarray | None = None, progress: Progress | None = None,
+              stats: dict[str, Any] | None = None) -> np.ndarray:
     """(N, dim) embeddings of DC computed by Ray actors, in DC order; written into `out` (a
-    float16 memmap from the caller's cache) when given, else returned as float32."""
+    float16 memmap from the caller's cache) when given, else returned as float32. `stats`, when
+    given, receives the timings that separate start-up (actors importing torch and loading the
+    model) from steady-state throughput: seconds, first_result_s, rows_at_first, actors, rows_per_block."""
+    t0 = time.perf_counter()
     ray = connect(address)
     plan = _plan(ray)
-    ds, n = _dataset(ray, source, 4096)
+    rows = rows_per_block(len(source), plan["concurrency"], 64, 8192 if plan["device"] == "cuda" else 4096)
+    ds, n = _dataset(ray, source, rows)
     mapped = ds.map_batches(_Embedder, fn_constructor_args=(model, pooling, plan["device"], precision, batch_size,
                                                             plan["threads"]),
-                            batch_size=1024, compute=ray.data.ActorPoolStrategy(size=plan["concurrency"]), num_gpus=plan["num_gpus"],
+                            batch_size=rows, compute=_pool(ray, plan["concurrency"]), num_gpus=plan["num_gpus"],
                             num_cpus=plan["num_cpus"], batch_format="numpy")
-    row = 0
-    for batch in mapped.iter_batches(batch_size=4096, batch_format="numpy", prefetch_batches=1):
+    row, first = 0, None
+    for batch in mapped.iter_batches(batch_size=None, batch_format="numpy", prefetch_batches=1):
         vecs = np.asarray(batch["emb"])
         if out is None:
             out = np.empty((n, vecs.shape[1]), dtype=np.float32)
         out[row:row + len(vecs)] = vecs
         row += len(vecs)
+        if first is None:
+            first = (time.perf_counter() - t0, row)
         if progress is not None:
             progress(min(0.99, row / max(1, n)), f"{row:,}/{n:,} sentences on Ray ({plan['concurrency']} actors)")
     if row != n:
         raise RuntimeError(f"Ray returned {row} embeddings for {n} sentences")  # a bug, not a user mistake
-    return out
+    if stats is not None:
+        stats.update(seconds=time.perf_counter() - t0, first_result_s=first[0] if first else None,
+                     rows_at_first=first[1] if first else 0, actors=plan["concurrency"], rows_per_block=rows)
+    return out  # type: ignore[return-value]
 
 
 class _Scorer:
@@ -168,9 +197,9 @@ def ray_lm_scores(lm: Any, source: Any, address: str, progress: Progress | None 
 
     ray = connect(address)
     plan = _plan(ray)
-    ds, n = _dataset(ray, source, 50_000)
-    mapped = ds.map_batches(_Scorer, fn_constructor_args=(lm,), batch_size=20_000,
-                            compute=ray.data.ActorPoolStrategy(size=plan["concurrency"]),
+    rows = rows_per_block(len(source), plan["concurrency"], 64, 20_000)
+    ds, n = _dataset(ray, source, rows)
+    mapped = ds.map_batches(_Scorer, fn_constructor_args=(lm,), batch_size=rows, compute=_pool(ray, plan["concurrency"]),
                             num_cpus=0.5, batch_format="numpy")
     logp = np.empty(n, dtype=np.float64)
     npred = np.empty(n, dtype=np.int64)
