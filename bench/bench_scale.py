@@ -108,8 +108,9 @@ def _embed_child(step: str, ws: Any, m: int) -> dict[str, Any]:
     ray_embed(part.subset(range(min(WARM_N, m))), "default", "local", stats=warm)
     full: dict[str, Any] = {}
     n = len(ray_embed(part, "default", "local", stats=full))
+    work_s = full["seconds"] - warm["seconds"]  # start-up varies run to run: meaningful at thousands of sentences
     return {"seconds": cluster + full["seconds"], "sentences": n, "cluster_s": cluster, "startup_s": warm["seconds"],
-            "steady_per_s": (n - min(WARM_N, m)) / max(1e-9, full["seconds"] - warm["seconds"]),
+            "steady_per_s": (n - min(WARM_N, m)) / work_s if work_s > 0 else None,
             "actors": full["actors"], "rows_per_block": full["rows_per_block"], "first_result_s": full["first_result_s"]}
 
 

@@ -327,3 +327,11 @@ def test_ner_predict_streamed_equals_in_memory(tmp_path, tiny_bert_dir, monkeypa
     assert main(["ner", "predict", "--model", str(tmp_path / "ner"), "dc", "--workspace", str(ws.root), "--batch-size", "1",
                  "--out", str(tmp_path / "cli.jsonl"), "--quiet"]) == 0
     assert (tmp_path / "cli.jsonl").read_text("utf-8") == expected
+
+
+def test_rows_per_block_gives_every_actor_work():
+    from core.distributed import rows_per_block
+
+    assert rows_per_block(5_000, 2, 64, 4096) == 1250  # 4 blocks: 2 per actor (one block used to go to one actor)
+    assert rows_per_block(10_000_000, 2, 64, 4096) == 4096 and rows_per_block(100, 2, 64, 4096) == 64
+    assert rows_per_block(0, 2, 64, 4096) == 64
