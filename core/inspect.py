@@ -169,7 +169,11 @@ def predict_job_params(ws: Workspace, req: PredictionRequest) -> dict[str, Any]:
     if req.indices is not None:
         subset_path = folder / "subset.jsonl"
         if not subset_path.exists():
-            write_corpus(ws.load_corpus(req.corpus).subset(req.indices), subset_path, fmt="jsonl")
+            from core.stream import CorpusStream
+
+            # only the selected rows are read from DC's Parquet (a large DC is never loaded whole)
+            rows = CorpusStream(path=ws.corpus_path(req.corpus), name=req.corpus).take(req.indices)
+            write_corpus(rows, subset_path, fmt="jsonl")
         target = str(subset_path)
     atomic_write_json(folder / "meta.json", {"model": req.model, "corpus": req.corpus, "corpus_hash": req.corpus_hash,
                                              "indices": req.indices})
