@@ -9,6 +9,12 @@ the workspace under a content hash of both corpora and the measure's parameters.
 Size control as in Dai et al. 2020 §3: each source can be sub-sampled into k sub-corpora of
 n tokens, and the measures averaged over them.
 
+A workspace corpus is read as a `CorpusStream` (record batches of its Parquet file), never as
+whole token lists: vocabularies, TTR, skip-gram passes and LM scoring go batch by batch; JSD
+counts n-grams chunk by chunk and merges the counts; the KN LM of a source holds its id stream
+(8 bytes/token) while it is estimated. Memory is what each measure needs (vocabularies, n-gram
+counts, the LM), not the corpus as Python strings; values equal the in-memory path's.
+
 >>> r = compare_corpora([["a", "b"]], [["a", "c"]], SimilarityParams(measures=("tvc", "jsd")))
 >>> r["tvc"], round(r["jsd"], 3)
 (0.5, 0.667)
