@@ -155,6 +155,79 @@ def encode(source: TokenSource, vocab: Vocabulary, grow: bool, padded: bool = Tr
     return Encoded(np.concatenate(seqs), np.concatenate(lens), padded)
 
 
+# --------------------------------------------------------------------------- n-gram counts merged chunk by chunk
+
+
+class NgramCounts:
+    """Counts of every 1..order-gram inside the sentences of one corpus, counted chunk by
+    chunk in the id space of `vocab` (grown as words appear; ids in order of first appearance,
+    as `encode` gives them for the whole corpus). Memory is the distinct n-grams, never the
+    corpus: JSD (unpadded) and a KN LM of a streamed corpus (`padded`, <s>/</s> included) need
+    only these. Level n >= 2 is a frame of word-id columns w0..w{n-1} and a count `c`; parts
+    are merged when they outgrow the merged frame (amortised)."""
+
+    def __init__(self, order: int, vocab: Vocabulary | None = None, padded: bool = False):
+        self.order = order
+        self.padded = padded
+        self.vocab = vocab if vocab is not None else Vocabulary()
+        self.unigrams = np.zeros(0, dtype=np.int64)
+        self.tokens = 0
+        self._levels: dict[int, list[Any]] = {n: [] for n in range(2, order + 1)}
+        self._merged_rows: dict[int, int] = {n: 0 for n in range(2, order + 1)}
+
+    @classmethod
+    def of(cls, chunks: Iterable[Sequence[Sequence[str]]], order: int, vocab: Vocabulary | None = None,
+           padded: bool = False) -> NgramCounts:
+        counts = cls(order, vocab, padded)
+        for chunk in chunks:
+            counts.add(chunk)
+        return counts
+
+    def add(self, chunk: Sequence[Sequence[str]]) -> None:
+        enc = encode(chunk, self.vocab, grow=True, padded=self.padded)
+        if not len(enc.seq):
+            return
+        self.tokens += enc.n_tokens
+        counts = np.bincount(enc.seq, minlength=len(self.vocab))
+        counts[:len(self.unigrams)] += self.unigrams
+        self.unigrams = counts
+        remaining = enc.remaining
+        for n in range(2, self.order + 1):
+            valid = np.flatnonzero(remaining >= n - 1)
+            if not len(valid):
+                continue
+            frame = pd.DataFrame({f"w{k}": enc.seq[valid + k].astype(np.int32) for k in range(n)})
+            part = frame.groupby(list(frame.columns), sort=False).size().rename("c").reset_index()
+            parts = self._levels[n]
+            parts.append(part)
+            if sum(map(len, parts)) > 2 * max(self._merged_rows[n], len(part)):
+                self._levels[n] = [self._merge(parts, n)]
+                self._merged_rows[n] = len(self._levels[n][0])
+
+    @staticmethod
+    def _merge(parts: list[Any], n: int) -> Any:
+        if len(parts) == 1:
+            return parts[0]
+        return pd.concat(parts, ignore_index=True).groupby([f"w{k}" for k in range(n)], sort=False)["c"].sum().reset_index()
+
+    def level(self, n: int) -> Any:
+        """Distinct n-grams with their counts (columns w0..w{n-1}, c)."""
+        parts = self._levels[n]
+        if not parts:
+            return pd.DataFrame({**{f"w{k}": np.zeros(0, np.int32) for k in range(n)}, "c": np.zeros(0, np.int64)})
+        self._levels[n] = [self._merge(parts, n)]
+        return self._levels[n][0]
+
+    def sorted_level(self, n: int) -> Any:
+        """`level(n)` in lexicographic id order: the order of `index_ngrams`' sorted keys."""
+        return self.level(n).sort_values([f"w{k}" for k in range(n)], kind="stable", ignore_index=True)
+
+    def copy_vocab(self) -> Vocabulary:
+        v = Vocabulary()
+        v.words, v.index = list(self.vocab.words), dict(self.vocab.index)
+        return v
+
+
 # --------------------------------------------------------------------------- n-gram indexing
 
 
@@ -489,7 +562,6 @@ def estimate(enc: Encoded, vocab: Vocabulary, order: int = 3, discounts: Sequenc
     raw: list[np.ndarray] = [np.zeros(0), np.bincount(enc.seq, minlength=V)]
     prefix: list[np.ndarray] = [np.zeros(0, np.int64)] * 2
     suffix: list[np.ndarray] = [np.zeros(0, np.int64)] * 2
-    starts_bos: list[np.ndarray] = [np.zeros(0, bool), np.arange(V) == BOS_ID]
     prev_at = enc.seq
     for n in range(2, order + 1):
         lv = levels[n]
@@ -499,8 +571,20 @@ def estimate(enc: Encoded, vocab: Vocabulary, order: int = 3, discounts: Sequenc
         suf = np.empty(len(lv.keys), dtype=np.int64)
         suf[lv.rows] = prev_at[lv.valid + 1]
         suffix.append(suf)
-        starts_bos.append(starts_bos[n - 1][prefix[n]])
         prev_at = lv.at
+    keys = [None, None] + [levels[n].keys for n in range(2, order + 1)]  # type: ignore[union-attr]
+    return _estimate_tables(vocab, order, raw, prefix, suffix, keys, discounts, report)
+
+
+def _estimate_tables(vocab: Vocabulary, order: int, raw: list[np.ndarray], prefix: list[np.ndarray],
+                     suffix: list[np.ndarray], keys: list[np.ndarray | None],
+                     discounts: Sequence[float | Sequence[float]] | None, report: Progress) -> KneserNeyLM:
+    """The model from per-order tables of distinct n-grams (sorted keys): raw counts, prefix row
+    and suffix row (`estimate` builds them from a stream, `estimate_from_counts` from counts)."""
+    V = len(vocab)
+    starts_bos: list[np.ndarray] = [np.zeros(0, bool), np.arange(V) == BOS_ID]
+    for n in range(2, order + 1):
+        starts_bos.append(starts_bos[n - 1][prefix[n]])
 
     # Adjusted counts: continuation counts below the top order, except <s>-initial n-grams.
     adjusted: list[np.ndarray] = [np.zeros(0)] * (order + 1)
@@ -553,7 +637,6 @@ def estimate(enc: Encoded, vocab: Vocabulary, order: int = 3, discounts: Sequenc
     with np.errstate(divide="ignore"):
         log_p = [np.zeros(0)] + [np.log10(probs[n]) for n in range(1, order + 1)]
         log_b = [np.zeros(0)] + [np.log10(bows[n]) for n in range(1, order + 1)]
-    keys = [None, None] + [levels[n].keys for n in range(2, order + 1)]  # type: ignore[union-attr]
     lm = KneserNeyLM(order, vocab, log_p, log_b, keys, used, fallback)
     report(1.0, f"{order}-gram LM: {', '.join(f'{c:,}' for c in lm.counts())} n-grams")
     return lm
@@ -575,6 +658,58 @@ def build_lm(corpus_or_token_lists: TokenSource, order: int = 3, progress: Progr
     report(0.2, f"{enc.n_tokens:,} tokens, {len(vocab):,} words")
     sub = lambda f, m: report(0.2 + 0.8 * f, m)
     return estimate(enc, vocab, order=order, discounts=discounts, progress=sub)
+
+
+def build_lm_streamed(chunks: Iterable[Sequence[Sequence[str]]], order: int = 3, progress: Progress | None = None,
+                      discounts: Sequence[float | Sequence[float]] | None = None) -> KneserNeyLM:
+    """`build_lm` for a corpus read chunk by chunk (a workspace corpus' record batches): n-grams
+    are counted per chunk and merged, so memory is the distinct n-grams and the model, not the
+    corpus' id stream. The same model as `build_lm` on the whole corpus (same ids, same tables)."""
+    report = progress or (lambda f, m: None)
+    report(0.0, "counting n-grams")
+    counts = NgramCounts.of(chunks, order, padded=True)
+    if counts.tokens == 0:
+        raise UserError("cannot train a language model on an empty corpus")
+    report(0.5, f"{counts.tokens:,} tokens, {len(counts.vocab):,} words")
+    return estimate_from_counts(counts, order, discounts, lambda f, m: report(0.5 + 0.5 * f, m))
+
+
+def estimate_from_counts(counts: NgramCounts, order: int = 3, discounts: Sequence[float | Sequence[float]] | None = None,
+                         progress: Progress | None = None) -> KneserNeyLM:
+    """`estimate` from padded n-gram counts: each order's distinct n-grams in lexicographic id
+    order are exactly `index_ngrams`' sorted keys (key = row of the prefix * V + last word), so
+    the tables, and the model, are the same."""
+    if not 1 <= order <= MAX_ORDER:
+        raise UserError(f"n-gram order must be between 1 and {MAX_ORDER}, got {order}")
+    if discounts is not None and len(discounts) != order:
+        raise UserError(f"give one discount per order: {order} values, got {len(discounts)}")
+    report = progress or (lambda f, m: None)
+    vocab = counts.vocab
+    V = len(vocab)
+    raw: list[np.ndarray] = [np.zeros(0), np.pad(counts.unigrams, (0, V - len(counts.unigrams)))]
+    prefix: list[np.ndarray] = [np.zeros(0, np.int64)] * 2
+    suffix: list[np.ndarray] = [np.zeros(0, np.int64)] * 2
+    keys: list[np.ndarray | None] = [None, None]
+    index: list[pd.Index | None] = [None, None]
+
+    def row_of(cols: list[np.ndarray]) -> np.ndarray:
+        """Row of each k-gram (k = len(cols)) in level k: word id, then key lookups level by level."""
+        r = cols[0]
+        for j in range(1, len(cols)):
+            r = index[j + 1].get_indexer(r * V + cols[j])  # type: ignore[union-attr]
+        return r
+
+    for n in range(2, order + 1):
+        level = counts.sorted_level(n)
+        cols = [level[f"w{k}"].to_numpy().astype(np.int64) for k in range(n)]
+        pre = row_of(cols[:-1])
+        keys.append(pre * V + cols[-1])
+        index.append(pd.Index(keys[n]))
+        raw.append(level["c"].to_numpy().astype(np.int64))
+        prefix.append(pre)
+        suffix.append(row_of(cols[1:]))
+    report(0.5, "n-grams counted")
+    return _estimate_tables(vocab, order, raw, prefix, suffix, keys, discounts, report)
 
 
 # --------------------------------------------------------------------------- ARPA reading

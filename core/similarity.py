@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from core.errors import UserError
-from core.ngram import KneserNeyLM, Vocabulary, build_lm, encode
+from core.ngram import KneserNeyLM, NgramCounts, build_lm, build_lm_streamed
 from core.stream import CorpusStream
 from core.workspace import Workspace, atomic_write_json, content_hash, temp_path_for
 
@@ -248,74 +248,6 @@ def content_vocabulary(tokens: Text, method: str, vocab: set[str] | None = None)
     return {w for w in (vocab if vocab is not None else vocabulary(tokens)) if w.isalpha() and w.lower() not in ENGLISH_STOP_WORDS}
 
 
-class NgramCounts:
-    """Counts of every 1..order-gram inside the sentences of one corpus, counted chunk by
-    chunk in the id space of `vocab` (grown as words appear). Memory is the distinct n-grams
-    (what JSD needs), never the corpus. Level n >= 2 is a frame of word-id columns w0..w{n-1}
-    and a count `c`; parts are merged when they outgrow the merged frame (amortised)."""
-
-    def __init__(self, order: int, vocab: Vocabulary | None = None):
-        self.order = order
-        self.vocab = vocab if vocab is not None else Vocabulary()
-        self.unigrams = np.zeros(0, dtype=np.int64)
-        self.tokens = 0
-        self._levels: dict[int, list[Any]] = {n: [] for n in range(2, order + 1)}
-        self._merged_rows: dict[int, int] = {n: 0 for n in range(2, order + 1)}
-
-    @classmethod
-    def of(cls, text: Text, order: int, vocab: Vocabulary | None = None) -> NgramCounts:
-        counts = cls(order, vocab)
-        for chunk in token_chunks(text):
-            counts.add(chunk)
-        return counts
-
-    def add(self, chunk: Tokens) -> None:
-        import pandas as pd
-
-        enc = encode(chunk, self.vocab, grow=True, padded=False)
-        if not len(enc.seq):
-            return
-        self.tokens += len(enc.seq)
-        counts = np.bincount(enc.seq, minlength=len(self.vocab))
-        counts[:len(self.unigrams)] += self.unigrams
-        self.unigrams = counts
-        remaining = enc.remaining
-        for n in range(2, self.order + 1):
-            valid = np.flatnonzero(remaining >= n - 1)
-            if not len(valid):
-                continue
-            frame = pd.DataFrame({f"w{k}": enc.seq[valid + k].astype(np.int32) for k in range(n)})
-            part = frame.groupby(list(frame.columns), sort=False).size().rename("c").reset_index()
-            parts = self._levels[n]
-            parts.append(part)
-            if sum(map(len, parts)) > 2 * max(self._merged_rows[n], len(part)):
-                self._levels[n] = [self._merge(parts, n)]
-                self._merged_rows[n] = len(self._levels[n][0])
-
-    @staticmethod
-    def _merge(parts: list[Any], n: int) -> Any:
-        import pandas as pd
-
-        if len(parts) == 1:
-            return parts[0]
-        return pd.concat(parts, ignore_index=True).groupby([f"w{k}" for k in range(n)], sort=False)["c"].sum().reset_index()
-
-    def level(self, n: int) -> Any:
-        """Distinct n-grams with their counts (columns w0..w{n-1}, c)."""
-        import pandas as pd
-
-        parts = self._levels[n]
-        if not parts:
-            return pd.DataFrame({**{f"w{k}": np.zeros(0, np.int32) for k in range(n)}, "c": np.zeros(0, np.int64)})
-        self._levels[n] = [self._merge(parts, n)]
-        return self._levels[n][0]
-
-    def copy_vocab(self) -> Vocabulary:
-        v = Vocabulary()
-        v.words, v.index = list(self.vocab.words), dict(self.vocab.index)
-        return v
-
-
 def ngram_jsd(source: Text, target: Text, max_order: int = 3, source_counts: NgramCounts | None = None) -> float:
     """Jensen-Shannon divergence (log2, in [0, 1]) between the term distributions of the two
     corpora, where terms are all 1..max_order-grams inside sentences pooled together (Dai et
@@ -326,8 +258,8 @@ def ngram_jsd(source: Text, target: Text, max_order: int = 3, source_counts: Ngr
     each source once for all targets."""
     import pandas as pd
 
-    src = source_counts if source_counts is not None else NgramCounts.of(source, max_order)
-    tgt = NgramCounts.of(target, max_order, src.copy_vocab())
+    src = source_counts if source_counts is not None else NgramCounts.of(token_chunks(source), max_order)
+    tgt = NgramCounts.of(token_chunks(target), max_order, src.copy_vocab())
     if not src.tokens or not tgt.tokens:
         raise UserError("JSD needs two non-empty corpora")
     V = len(tgt.vocab)
@@ -425,9 +357,11 @@ class _Side:
             self._cache[what] = {
                 "vocab": lambda: vocabulary(self.tokens),
                 "content": self._content_words,
-                "lm": lambda: build_lm(token_chunks(self.tokens), order=p.order),
+                # a stream: the LM from n-gram counts merged chunk by chunk (memory: distinct n-grams)
+                "lm": lambda: (build_lm_streamed(token_chunks(self.tokens), order=p.order)
+                               if isinstance(self.tokens, CorpusStream) else build_lm(self.tokens, order=p.order)),
                 "w2v": lambda: train_word_vectors(self.tokens, p),
-                "ngrams": lambda: NgramCounts.of(self.tokens, p.jsd_order),
+                "ngrams": lambda: NgramCounts.of(token_chunks(self.tokens), p.jsd_order),
             }[what]()
         return self._cache[what]
 

@@ -335,3 +335,19 @@ def test_rows_per_block_gives_every_actor_work():
     assert rows_per_block(5_000, 2, 64, 4096) == 1250  # 4 blocks: 2 per actor (one block used to go to one actor)
     assert rows_per_block(10_000_000, 2, 64, 4096) == 4096 and rows_per_block(100, 2, 64, 4096) == 64
     assert rows_per_block(0, 2, 64, 4096) == 64
+
+
+@pytest.mark.parametrize("order", [1, 2, 3, 4])
+def test_kn_lm_from_streamed_counts_equals_whole_corpus_lm(ws2k, order):
+    from core.ngram import build_lm, build_lm_streamed
+
+    tokens = ws2k.load_corpus("demo-dc").tokens[:1_500] + [["<s>", "a b", ""], []]  # odd tokens take the same paths
+    whole = build_lm(tokens, order=order)
+    streamed = build_lm_streamed((tokens[i:i + 200] for i in range(0, len(tokens), 200)), order=order)
+    assert streamed.vocab.words == whole.vocab.words and streamed.discounts == whole.discounts
+    for n in range(1, order + 1):
+        assert np.array_equal(streamed.log10_prob[n], whole.log10_prob[n]) and np.array_equal(streamed.log10_bow[n], whole.log10_bow[n])
+        if n > 1:
+            assert np.array_equal(streamed.keys[n], whole.keys[n])
+    test = ws2k.load_corpus("demo-tc").tokens
+    assert np.array_equal(streamed.sentence_perplexities(test), whole.sentence_perplexities(test))
