@@ -106,9 +106,9 @@ def cmd_runs_show(args: argparse.Namespace) -> int:
     for field, value in shown["facts"]:
         print(f"{field:<{width}}  {value}")
     for p in shown["phases"]:
-        print(f"MLM {p['phase']}: {p['corpus']} ({p['hash']})" + (f", {p['sentences']} sentences" if p["sentences"] else ""))
+        print(f"MLM {p['phase']}: {p['corpus']} ({p['hash']})" + (f", sentences: {p['sentences']}" if p["sentences"] else ""))
     if not shown["phases"]:
         print("MLM: none (NER straight from the base model)" if entry.get("kind") == "ner" else "MLM: none")
     for d in shown["data"]:
-        print(f"{d['role']} {d['corpus']} ({d['hash']})" + (f", {d['sentences']} sentences" if d["sentences"] else ""))
+        print(f"{d['role']} {d['corpus']} ({d['hash']})" + (f", sentences: {d['sentences']}" if d["sentences"] else ""))
     return 0
