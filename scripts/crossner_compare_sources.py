@@ -1,0 +1,98 @@
+"""Dai et al. (2019/2020) on CrossNER (issue 9): does a similarity measure predict the F1 gain of
+pretraining on a source?
+
+Sources: the five CrossNER domains, each its train + dev sentences (tags dropped by the MLM).
+Target: one domain: its train + dev text is the target text T, its train split is LC, its dev split
+DEV, its test split TEST. Per seed: MLM on each source from the base encoder, NER on LC, TEST F1, a
+baseline NER run without MLM, the measures of each source against T, and Pearson r of each measure
+against the F1 gain, all by the product's own `compare-sources` (core.compare, through
+jobs.run_inline as `python -m core compare-sources` does). The target's own source shares T's text:
+Dai et al. include the in-domain source the same way.
+
+Resumable: the comparison keeps its run folder (WORKSPACE/runs/compare-<target>-<preset>); finished
+cells are kept, an interrupted training resumes from its checkpoint, so rerunning the same command
+after a session ends continues. Writes docs/results/crossner-compare-<target>-<preset>.json (with the git
+commit) when the comparison finishes.
+
+    python scripts/crossner_compare_sources.py --target music                       # seeds 1,2, preset study
+    python scripts/crossner_compare_sources.py --target music --preset tiny --seeds 1 # smoke run
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts"))
+CROSSNER = Path(os.environ.get("NERSELECT_CROSSNER", ROOT.parent / "shared" / "data" / "crossner"))
+DOMAINS = ("ai", "literature", "music", "politics", "science")
+
+
+def import_sources(ws, target: str) -> dict[str, str]:
+    """Each domain's train+dev as a workspace corpus `<domain>-traindev`, and the target's splits with
+    their roles (idempotent: the same content under the same name is not imported twice)."""
+    from core.corpus import Corpus, read_corpus, write_corpus
+
+    folder = ws.root / "source-files"
+    folder.mkdir(parents=True, exist_ok=True)
+    for d in DOMAINS:
+        if not (CROSSNER / d / "train.txt").exists():
+            raise SystemExit(f"error: {CROSSNER / d / 'train.txt'} not found (set NERSELECT_CROSSNER)")
+        train, dev = read_corpus(CROSSNER / d / "train.txt"), read_corpus(CROSSNER / d / "dev.txt")
+        both = Corpus(tokens=[*train.tokens, *dev.tokens], tags=[*train.tags, *dev.tags], name=f"{d}-traindev")
+        path = write_corpus(both, folder / f"{d}-traindev.conll", "conll")
+        ws.import_corpus(path, role="tc" if d == target else None, name=f"{d}-traindev", overwrite=True)
+    for split, role in (("train", "lc"), ("dev", "dev"), ("test", "test")):
+        ws.import_corpus(CROSSNER / target / f"{split}.txt", role=role, name=f"{target}-{split}", overwrite=True)
+    ws.update_settings(target_domain=target)
+    return {"lc": f"{target}-train", "dev": f"{target}-dev", "test": f"{target}-test", "target": f"{target}-traindev"}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    ap.add_argument("--target", default="music", choices=DOMAINS)
+    ap.add_argument("--seeds", default="1,2", help="comma-separated seeds")
+    ap.add_argument("--preset", default="study", help="MLM and NER preset (core.jobtypes.PRESETS)")
+    ap.add_argument("--measures", default="tvc,tvcc,ppl,jsd,wvv")
+    ap.add_argument("--model", default="default", help="base encoder")
+    ap.add_argument("--workspace", default=str(ROOT.parent / "runs" / "crossner-compare"),
+                    help="study workspace (outside the checkout: models are large)")
+    args = ap.parse_args()
+
+    from crossner_study import git_commit
+
+    from core import jobs
+    from core.cliutil import tqdm_progress
+    from core.workspace import Workspace
+
+    ws = Workspace(args.workspace)
+    refs = import_sources(ws, args.target)
+    run_dir = ws.runs_dir / f"compare-{args.target}-{args.preset}"
+    params = {"sources": [f"{d}-traindev" for d in DOMAINS], **refs, "measures": args.measures.split(","),
+              "seeds": [int(s) for s in args.seeds.split(",")], "preset": args.preset, "model": args.model,
+              "out": str(run_dir)}
+    with tqdm_progress("compare-sources", enabled=True) as bar:
+        result = jobs.run_inline(ws, "compare-sources", params, run_dir=run_dir, progress=bar)
+    out = ROOT / "docs" / "results" / f"crossner-compare-{args.target}-{args.preset}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    command = f"python scripts/crossner_compare_sources.py --target {args.target} --seeds {args.seeds} --preset {args.preset}"
+    out.write_text(json.dumps({"command": command, **git_commit(), **{k: v for k, v in result.items() if k != "matrix"}},
+                              indent=1) + "\n", "utf-8")
+    print(f"wrote {out}")
+    for s in result["sources"]:
+        print(f"{s['name']:<22} F1 {s['f1_mean']:.4f} ± {s['f1_std']:.4f}  " + "  ".join(f"{m} {s[m]:.4g}" for m in result["measures"]
+                                                                                        if s.get(m) is not None))
+    print(f"baseline F1 {result['baseline_f1']:.4f}")
+    for m, c in result["correlation"].items():
+        print(f"r({m}, F1 gain) = {c['r']}, p = {c['p']}, n = {c['n']}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,166 @@
+"""The CrossNER study (issue 11): does pretraining on selected sentences beat TAPT and no pretraining?
+
+For one target domain, builds the study corpora (core.study: TC = train + dev half A, LC = train,
+DEV = dev half A, DC = dev half B + the four other domains, TEST = test), imports them into a study
+workspace with the product's own import (Workspace.import_corpus, as `python -m core import`), runs
+the product's own `experiment` (jobs.run_inline, as `python -m core experiment`) over the rows and
+seeds, and writes docs/results/crossner-<domain>.json: the git commit, the protocol's sizes, mean ± std
+of TEST F1 per row, each selection's domain precision (share of selected DC sentences from the
+target, next to random's expectation), per-type F1 per row and every cell.
+
+Resumable: the experiment keeps its run folder (WORKSPACE/runs/study-<domain>-<preset>); a finished
+cell is skipped and an interrupted one resumes from its checkpoints, so rerunning the same command
+after a session ends continues where it stopped. The JSON is rewritten after every run, partial
+results marked as such.
+
+    python scripts/crossner_study.py --domain music                         # 3 seeds, preset study
+    python scripts/crossner_study.py --domain music --preset tiny --seeds 1  # smoke run
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+CROSSNER = Path(os.environ.get("NERSELECT_CROSSNER", ROOT.parent / "shared" / "data" / "crossner"))
+# none / tapt / dapt: the baselines; cosine, dsir, ner (NER-Selected): the seed's strategies and DSIR;
+# random: the control that tells selection from "more DC text of any kind" at the same budget.
+ROWS = ("none", "tapt", "dapt", "cosine", "dsir", "ner", "random")
+
+
+def git_commit() -> dict[str, Any]:
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, text=True).stdout
+
+    # porcelain lines are "XY path": not stripped as a whole, or the first line's leading space goes
+    dirty = [line[3:] for line in git("status", "--porcelain", "--untracked-files=no").splitlines() if line.strip()]
+    return {"commit": git("rev-parse", "HEAD").strip(), "dirty_files": dirty}
+
+
+def import_study(ws, study) -> dict[str, str]:
+    """Write each role's corpus to WORKSPACE/study-files/ and import it with its role (idempotent:
+    the same content under the same name is not imported twice). Returns role -> corpus name."""
+    from core.corpus import write_corpus
+
+    folder = ws.root / "study-files"
+    folder.mkdir(parents=True, exist_ok=True)
+    names = {}
+    for role, corpus in study.by_role().items():
+        name = f"{study.domain}-{role}"
+        path = write_corpus(corpus, folder / f"{name}.jsonl", "jsonl")  # JSONL keeps the `domain` field
+        info = ws.import_corpus(path, role=role, name=name, overwrite=True)
+        names[role] = info.name
+    ws.update_settings(target_domain=study.domain)
+    return names
+
+
+def selection_precision(ws, cells: list[dict[str, Any]], domain: str) -> dict[str, Any]:
+    """Per selection row: domain precision of its saved selection(s), and random's expectation."""
+    from core.select import load_selection
+
+    out: dict[str, Any] = {}
+    for cell in cells:
+        key = cell.get("selection_key")
+        if not key or cell["row"] in out:
+            continue
+        try:
+            dp = load_selection(ws, key).domain_precision(domain)
+        except Exception as exc:  # noqa: BLE001 - a missing selection folder must not lose the F1 table
+            out[cell["row"]] = {"error": str(exc)}
+            continue
+        out[cell["row"]] = {**(dp or {}), "selected": cell.get("selected"), "selection_key": key}
+    return out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--domain", default="music", help="target CrossNER domain (ai, literature, music, politics, science)")
+    parser.add_argument("--workspace", help="study workspace (default: workspace/study-<domain> in the checkout, git-ignored)")
+    parser.add_argument("--seeds", default="1,2,3")
+    parser.add_argument("--preset", default="study", help="training preset of every cell (core.jobtypes.PRESETS)")
+    parser.add_argument("--rows", default=",".join(ROWS), help="baselines (none, tapt, dapt, tapt+dapt) and selection strategies")
+    parser.add_argument("--budget", help="SC size (count or ratio of DC); default |TC|, TC:SC 1:1 as in the seed paper")
+    parser.add_argument("--model", default="default")
+    parser.add_argument("--out", help="result JSON (default docs/results/crossner-<domain>.json; tiny runs go to <...>-<preset>.json)")
+    args = parser.parse_args()
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+    from core import jobs
+    from core.cliutil import tqdm_progress
+    from core.errors import UserError
+    from core.experiment import BASELINES, format_results, load_cells, per_type_table, summarize
+    from core.jobtypes import PRESETS
+    from core.study import SPLIT_SEED, crossner_protocol
+    from core.workspace import Workspace
+
+    if args.preset not in PRESETS:
+        raise SystemExit(f"error: --preset must be one of {', '.join(PRESETS)}")
+    try:
+        seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
+        study = crossner_protocol(CROSSNER, args.domain)
+    except (ValueError, UserError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    rows = [r.strip() for r in args.rows.split(",") if r.strip()]
+    ws = Workspace(args.workspace or ROOT / "workspace" / f"study-{args.domain}")
+    names = import_study(ws, study)
+    print(f"study workspace {ws.root}: " + ", ".join(f"{r.upper()} {names[r]} ({n})" for r, n in study.sizes().items()))
+    params = {**{r: names[r] for r in ("tc", "dc", "lc", "dev", "test")},
+              "baselines": [r for r in rows if r in BASELINES], "strategies": [r for r in rows if r not in BASELINES],
+              "seeds": seeds, "budget": args.budget, "model": args.model, "preset": args.preset, "domain": args.domain}
+    run_dir = ws.runs_dir / f"study-{args.domain}-{args.preset}"
+    out = Path(args.out) if args.out else ROOT / "docs" / "results" / (
+        f"crossner-{args.domain}.json" if args.preset == "study" else f"crossner-{args.domain}-{args.preset}.json")
+
+    def write(result: dict[str, Any] | None, started: float, error: str | None = None) -> None:
+        cells = result["cells"] if result else load_cells(run_dir)
+        summary = summarize(cells) if cells else {}
+        payload = {
+            "study": "CrossNER selective pretraining (issue 11)", "domain": args.domain, **git_commit(),
+            "command": " ".join([Path(sys.executable).name, *sys.argv]), "finished": result is not None, "error": error,
+            "written": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "seconds_this_run": round(time.time() - started, 1),
+            "protocol": {"split_seed": SPLIT_SEED, "sizes": study.sizes(),
+                         "dc_in_domain": sum(d == args.domain for d in study.dc.fields["domain"]),
+                         "description": "TC = train + dev half A (untagged); LC = train; DEV = dev half A; "
+                                        "DC = dev half B (untagged) + all sentences of the other four domains; TEST = test"},
+            "params": params, "run_dir": str(run_dir),
+            "rows": {r: {"mean": s["mean"], "std": s["std"], "n": s["n"], "seeds": s["seeds"]} for r, s in summary.items()},
+            "domain_precision": selection_precision(ws, cells, args.domain),
+            "per_type_f1": {r: s["per_type"] for r, s in summary.items()},
+            "cells": cells,
+        }
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = out.with_suffix(".json.tmp")
+        tmp.write_text(json.dumps(payload, indent=2, default=float) + "\n", "utf-8")
+        os.replace(tmp, out)
+
+    started = time.time()
+    try:
+        with tqdm_progress(f"study {args.domain}") as bar:
+            result = jobs.run_inline(ws, "experiment", params, run_dir=run_dir, progress=bar)
+    except BaseException as exc:
+        write(None, started, error=f"{type(exc).__name__}: {exc}")
+        print(f"stopped ({type(exc).__name__}); finished cells kept in {run_dir}: rerun the same command to continue", file=sys.stderr)
+        raise
+    write(result, started)
+    print(format_results(result))
+    print("\nper-type TEST F1 (%), mean over seeds:\n" + per_type_table(result).to_string())
+    for row, dp in selection_precision(ws, result["cells"], args.domain).items():
+        if "domain_precision" in dp:
+            print(f"domain precision {row}: {dp['domain_precision']:.3f} (random {dp['random_domain_precision']:.3f})")
+    print(f"\nwrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
