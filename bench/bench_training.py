@@ -1,93 +1,373 @@
-"""Training throughput: MLM tokens/s with packed blocks vs per-sentence padding (the baseline,
-same run, same model, same steps), and NER fine-tuning / prediction sentences/s.
+"""Training speed and one experiment cell: a named baseline vs the code at 2acd97f ("old") vs today's ("new").
 
-Sentences come from CrossNER (train + dev of one domain) when present, else a synthetic
-corpus. Tokens/s counts real (non-[PAD]) tokens, so the ratio is what packing buys.
-Usage:
-    python bench/bench_training.py --steps 10 --threads 1
+Same data and model for every row: the CrossNER study corpora of --domain (core.study: TC = train + dev
+half A, LC = train, DEV = dev half A, DC = dev half B + the other domains, TEST = test) when
+../shared/data is present, else the same roles from the generated demo; encoder --model (`default`).
+
+  throughput   NER: optimizer steps/s and sentences/s fine-tuning BERT-CRF on LC (batch 16, no dev pass).
+               MLM: steps/s, sentences/s and real (non-pad) tokens/s on TC+SC (batch 16).
+               baseline = a plain fp32 PyTorch loop: the tokenizer and padding per batch, AdamW;
+                 NER: encoder -> linear -> pytorch-crf over each word's first sub-token (BIO tags);
+                 MLM: DataCollatorForLanguageModeling, one sentence per example, transformers' loss
+                 (vocabulary head on every position).
+               old / new = core.ner.train_ner / core.mlm.train_mlm of that commit, `--steps` steps;
+               new-foreach = new with torch's default AdamW instead of the fused one (core.training.adamw).
+  cell         MLM on TC+SC (SC = |TC| DC sentences drawn with a fixed seed, mixed 1:1) then NER on LC to
+               convergence (early stopping on DEV), TEST F1: wall seconds and F1 per seed, old vs new, both
+               with the `study` preset's settings (old ignores the fields it lacks: eval_every, min_delta, bucket)
+               and checkpoints on, as in an experiment.
+
+Every measurement runs in its own subprocess with the same thread count; "old" imports the package
+from `git archive 2acd97f core` placed first on sys.path. bf16 is detected (CPU flags + a timing
+probe, CUDA's own check), never assumed; the JSON records the precision each row ran with.
+
+Quiet machine, the figure (about 25 min on 2 free cores with the study preset):
+    python bench/bench_training.py --steps 30 --seeds 1,2,3 --threads 2
+Smoke (a few minutes):
+    python bench/bench_training.py --steps 2 --seeds 1 --cell-preset tiny --threads 1
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
-import random
+import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from _common import CROSSNER, print_table, write_json
 
-
-def _corpora(domain: str):
-    from core.corpus import Corpus, read_corpus
-
-    data = CROSSNER / domain
-    if (data / "train.txt").exists():
-        return read_corpus(data / "train.txt"), read_corpus(data / "dev.txt"), f"CrossNER {domain}"
-    rng = random.Random(0)
-    words = "the band released an album in with guitar singer song tour record label award festival city".split()
-    tokens = [rng.choices(words, k=rng.randint(8, 40)) for _ in range(600)]
-    tags = [["O"] * (len(t) - 1) + ["B-MISC"] for t in tokens]
-    return Corpus(tokens[:100], tags[:100]), Corpus(tokens[100:], tags[100:]), "synthetic"
+ROOT = Path(__file__).resolve().parent.parent
+OLD_COMMIT = "2acd97f"
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--model", default="default")
-    parser.add_argument("--domain", default="music")
-    parser.add_argument("--steps", type=int, default=10, help="MLM optimizer steps per variant")
-    parser.add_argument("--batch-size", type=int, default=16)
-    parser.add_argument("--block-size", type=int, default=128)
-    parser.add_argument("--ner-epochs", type=int, default=2)
-    parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (NERSELECT_TORCH_THREADS)")
-    args = parser.parse_args()
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    if args.threads:
-        os.environ["NERSELECT_TORCH_THREADS"] = str(args.threads)
+# --------------------------------------------------------------------------- worker side (one subprocess per measurement)
+
+
+def _known(cls, settings: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    from dataclasses import fields
+
+    names = {f.name for f in fields(cls)}
+    return {k: v for k, v in settings.items() if k in names}, sorted(k for k in settings if k not in names)
+
+
+def _product_ner(spec: dict[str, Any], tmp: Path) -> dict[str, Any]:
+    from core import ner
+    from core.corpus import read_corpus
+
+    lc = read_corpus(spec["lc"])
+    settings, dropped = _known(ner.NerConfig, {**spec["ner"], "max_steps": spec["steps"], "epochs": 10_000, "seed": 1,
+                                               "checkpoint_every": 0, "device": spec["device"]})
+    r = ner.train_ner(lc, None, spec["model"], tmp / "ner", ner.NerConfig.from_dict(settings), overwrite=True)
+    return {"steps": r["steps"], "seconds": r["seconds"], "sentences": r["steps"] * settings["batch_size"],
+            "precision": r.get("precision", "fp32"), "ignored": dropped}
+
+
+def _product_mlm(spec: dict[str, Any], tmp: Path) -> dict[str, Any]:
+    from core import mlm
+
+    texts = json.loads(Path(spec["texts"]).read_text("utf-8"))
+    settings, dropped = _known(mlm.MlmConfig, {**spec["mlm"], "max_steps": spec["steps"], "epochs": 10_000, "seed": 1,
+                                               "warmup_ratio": 0.0, "checkpoint_every": 0, "device": spec["device"]})
+    r = mlm.train_mlm(texts, spec["model"], tmp / "mlm", mlm.MlmConfig.from_dict(settings), overwrite=True)
+    seen = r["steps"] * settings["batch_size"]  # examples trained on
+    per_example = r["sentences"] / r["examples"]
+    return {"steps": r["steps"], "seconds": r["seconds"], "sentences": seen * per_example, "tokens_per_s": r["tokens_per_s"],
+            "precision": r.get("precision", "fp32"), "ignored": dropped}
+
+
+def _product_cell(spec: dict[str, Any], tmp: Path) -> dict[str, Any]:
+    """MLM on TC+SC, NER on LC with early stopping on DEV, TEST F1 — with checkpoints, as an experiment cell runs."""
+    from core import mlm, ner
+    from core.corpus import read_corpus
+
+    seed = spec["seed"]
+    texts = json.loads(Path(spec["texts"]).read_text("utf-8"))
+    lc, dev, test = (read_corpus(spec[k]) for k in ("lc", "dev", "test"))
+    mlm_settings, mlm_dropped = _known(mlm.MlmConfig, {**spec["mlm"], "seed": seed, "device": spec["device"]})
+    ner_settings, ner_dropped = _known(ner.NerConfig, {**spec["ner"], "seed": seed, "device": spec["device"]})
+    t0 = time.time()
+    m = mlm.train_mlm(texts, spec["model"], tmp / "mlm" / "model", mlm.MlmConfig.from_dict(mlm_settings),
+                      checkpoint_dir=tmp / "mlm", overwrite=True)
+    t1 = time.time()
+    n = ner.train_ner(lc, dev, str(tmp / "mlm" / "model"), tmp / "ner" / "model", ner.NerConfig.from_dict(ner_settings),
+                      checkpoint_dir=tmp / "ner", overwrite=True)
+    t2 = time.time()
+    scores = ner.evaluate(ner.load_ner_model(tmp / "ner" / "model"), test, batch_size=ner_settings.get("eval_batch_size", 64))
+    t3 = time.time()
+    return {"seed": seed, "wall_s": t3 - t0, "mlm_s": t1 - t0, "ner_s": t2 - t1, "test_eval_s": t3 - t2, "mlm_steps": m["steps"],
+            "ner_steps": n["steps"], "ner_epochs": n["epochs_run"], "best_epoch": n["best_epoch"], "best_dev_f1": n["best_dev_f1"],
+            "test_f1": scores["f1"], "ignored": sorted(set(mlm_dropped) | set(ner_dropped))}
+
+
+def _baseline_ner(spec: dict[str, Any], _tmp: Path) -> dict[str, Any]:
+    """A plain fp32 BERT-CRF loop: what a researcher writes first (tokenize and pad every batch)."""
+    import torch
+    from torchcrf import CRF
+    from transformers import AutoModel, AutoTokenizer
+
+    from core.corpus import read_corpus
+    from core.models import resolve_model
+
+    torch.manual_seed(1)
+    lc = read_corpus(spec["lc"])
+    path = resolve_model(spec["model"]).load_path
+    tok, enc = AutoTokenizer.from_pretrained(path), AutoModel.from_pretrained(path)
+    labels = sorted({t for seq in lc.tags for t in seq})
+    index = {t: i for i, t in enumerate(labels)}
+    emit, crf = torch.nn.Linear(enc.config.hidden_size, len(labels)), CRF(len(labels), batch_first=True)
+    device = "cuda" if spec["device"] in ("auto", "cuda") and torch.cuda.is_available() else "cpu"
+    for m in (enc, emit, crf):
+        m.to(device).train()
+    cfg = spec["ner"]
+    opt = torch.optim.AdamW([{"params": enc.parameters(), "lr": cfg.get("lr", 5e-5)},
+                             {"params": [*emit.parameters(), *crf.parameters()], "lr": cfg.get("head_lr") or cfg.get("lr", 5e-5)}],
+                            weight_decay=1e-8)
+    bs, n = cfg.get("batch_size", 16), len(lc)
+    t0 = time.time()
+    order: list[int] = []
+    for _ in range(spec["steps"]):
+        if not order:
+            order = torch.randperm(n).tolist()
+        idx, order = order[:bs], order[bs:]
+        words = [lc.tokens[i] for i in idx]
+        e = tok(words, is_split_into_words=True, truncation=True, max_length=256, padding=True, return_tensors="pt")
+        firsts = []
+        for b in range(len(idx)):
+            seen: dict[int, int] = {}
+            for pos, w in enumerate(e.word_ids(b)):
+                if w is not None and w not in seen:
+                    seen[w] = pos
+            firsts.append([seen[w] for w in sorted(seen)])
+        width = max(len(f) for f in firsts)
+        gather = torch.zeros(len(idx), width, dtype=torch.long)
+        mask = torch.zeros(len(idx), width, dtype=torch.bool)
+        tags = torch.zeros(len(idx), width, dtype=torch.long)
+        for b, f in enumerate(firsts):
+            gather[b, : len(f)], mask[b, : len(f)] = torch.tensor(f), True
+            tags[b, : len(f)] = torch.tensor([index[t] for t in lc.tags[idx[b]][: len(f)]])
+        hidden = enc(**{k: v.to(device) for k, v in e.items()}).last_hidden_state
+        words_h = hidden.gather(1, gather.to(device).unsqueeze(-1).expand(-1, -1, hidden.size(-1)))
+        loss = -crf(emit(words_h), tags.to(device), mask.to(device), reduction="mean")
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_([*enc.parameters(), *emit.parameters(), *crf.parameters()], 1.0)
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+    seconds = time.time() - t0
+    return {"steps": spec["steps"], "seconds": seconds, "sentences": spec["steps"] * bs, "precision": "fp32", "ignored": []}
+
+
+def _baseline_mlm(spec: dict[str, Any], _tmp: Path) -> dict[str, Any]:
+    """transformers' recipe: one sentence per example, DataCollatorForLanguageModeling padding per batch, model(**batch).loss."""
+    import torch
+    from transformers import AutoModelForMaskedLM, AutoTokenizer, DataCollatorForLanguageModeling
+
+    from core.models import resolve_model
+
+    torch.manual_seed(1)
+    texts = json.loads(Path(spec["texts"]).read_text("utf-8"))
+    path = resolve_model(spec["model"]).load_path
+    tok, model = AutoTokenizer.from_pretrained(path), AutoModelForMaskedLM.from_pretrained(path)
+    device = "cuda" if spec["device"] in ("auto", "cuda") and torch.cuda.is_available() else "cpu"
+    model.to(device).train()
+    cfg = spec["mlm"]
+    examples = [{"input_ids": ids} for ids in tok(texts, truncation=True, max_length=cfg.get("block_size", 128))["input_ids"]]
+    collator = DataCollatorForLanguageModeling(tok, mlm_probability=0.15)
+    opt = torch.optim.AdamW(model.parameters(), lr=cfg.get("lr", 1e-4), weight_decay=0.01)
+    bs = cfg.get("batch_size", 16)
+    t0, tokens = time.time(), 0
+    order: list[int] = []
+    for _ in range(spec["steps"]):
+        if not order:
+            order = torch.randperm(len(examples)).tolist()
+        idx, order = order[:bs], order[bs:]
+        batch = {k: v.to(device) for k, v in collator([examples[i] for i in idx]).items()}
+        tokens += int(batch["attention_mask"].sum())
+        loss = model(**batch).loss
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+    seconds = time.time() - t0
+    return {"steps": spec["steps"], "seconds": seconds, "sentences": spec["steps"] * bs, "tokens_per_s": tokens / seconds,
+            "precision": "fp32", "ignored": []}
+
+
+TASKS = {("baseline", "ner"): _baseline_ner, ("baseline", "mlm"): _baseline_mlm}
+
+
+def worker(spec_path: str, out_path: str) -> None:
+    spec = json.loads(Path(spec_path).read_text("utf-8"))
+    if spec.get("core_root"):
+        sys.path.insert(0, spec["core_root"])  # before any `import core`: the old package wins
+    if spec.get("threads"):
+        import torch
+
+        torch.set_num_threads(int(spec["threads"]))
     from transformers.utils import logging as hf_logging
 
-    from core import mlm, ner
+    import core
 
     hf_logging.set_verbosity_error()
     hf_logging.disable_progress_bar()
-    train, dev, source = _corpora(args.domain)
-    texts = train.texts() + dev.texts()
-    rows = []
+    fn = TASKS.get((spec["impl"], spec["task"])) or {"ner": _product_ner, "mlm": _product_mlm, "cell": _product_cell}[spec["task"]]
     with tempfile.TemporaryDirectory() as tmp:
-        masked_only = mlm.masked_lm_loss
-        variants = (("MLM per-sentence padding (baseline)", False, masked_only),
-                    ("MLM packed blocks", True, masked_only),
-                    ("MLM packed blocks, head on every position (transformers' loss)", True, lambda m, b: m(**b).loss))
-        for name, packed, loss_fn in variants:
-            mlm.masked_lm_loss = loss_fn  # the third row measures what computing only masked positions saves
-            cfg = mlm.preset_config("paper", max_steps=args.steps, batch_size=args.batch_size, block_size=args.block_size,
-                                    pack=packed, epochs=100, warmup_ratio=0.0)
-            r = mlm.train_mlm(texts, args.model, Path(tmp) / f"mlm-{len(rows)}", cfg)
-            rows.append({"variant": name, "steps": r["steps"], "examples": r["examples"], "tokens/s": r["tokens_per_s"],
-                         "seconds": r["seconds"]})
-        mlm.masked_lm_loss = masked_only
-        ratio = rows[1]["tokens/s"] / rows[0]["tokens/s"]
-        head_ratio = rows[1]["tokens/s"] / rows[2]["tokens/s"]
-        cfg = ner.preset_config("demo", epochs=args.ner_epochs, patience=args.ner_epochs)
-        t0 = time.time()
-        s = ner.train_ner(train, None, args.model, Path(tmp) / "ner", cfg)
-        ner_train_s = time.time() - t0
-        model = ner.load_ner_model(Path(tmp) / "ner")
-        sample = dev.subset(range(min(300, len(dev))))
-        t1 = time.time()
-        ner.predict_corpus(model, sample, batch_size=32)
-        predict_s = time.time() - t1
-    print_table(rows, f"MLM throughput on {source} ({len(texts)} sentences, batch {args.batch_size}, block {args.block_size})")
-    print(f"\npacking / per-sentence padding: {ratio:.2f}x tokens/s")
-    print(f"head on masked positions only / on every position: {head_ratio:.2f}x tokens/s")
-    ner_rows = [{"step": "NER train", "sentences": s["train_sentences"] * s["epochs_run"], "seconds": ner_train_s,
-                 "sentences/s": s["sentences_per_s"]},
-                {"step": "NER predict (c1, c2)", "sentences": len(sample), "seconds": predict_s, "sentences/s": len(sample) / predict_s}]
-    print_table(ner_rows, "NER")
-    write_json("training", {"args": vars(args), "source": source, "mlm": rows, "packing_ratio": ratio, "masked_head_ratio": head_ratio,
-                            "ner": ner_rows,
-                            "device": s["device"]})
+        result = fn(spec, Path(tmp))
+    result["core"] = str(Path(core.__file__).resolve().parent)
+    Path(out_path).write_text(json.dumps(result), "utf-8")
+
+
+# --------------------------------------------------------------------------- parent side
+
+
+def _old_tree(commit: str) -> Path:
+    """`git archive COMMIT core` unpacked once under /tmp (the package as it was, nothing else)."""
+    target = Path(tempfile.gettempdir()) / f"old{commit}"
+    if not (target / "core" / "ner.py").exists():
+        target.mkdir(parents=True, exist_ok=True)
+        archive = subprocess.run(["git", "-C", str(ROOT), "archive", commit, "core"], check=True, capture_output=True).stdout
+        subprocess.run(["tar", "-x", "-C", str(target)], input=archive, check=True)
+    return target
+
+
+def _run(spec: dict[str, Any], tmp: Path, label: str) -> dict[str, Any]:
+    spec_path, out_path = tmp / f"{label}.spec.json", tmp / f"{label}.out.json"
+    spec_path.write_text(json.dumps(spec), "utf-8")
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+    if spec.get("threads"):
+        env["NERSELECT_TORCH_THREADS"] = str(spec["threads"])
+    env["NERSELECT_ADAMW"] = "foreach" if spec["impl"] == "new-foreach" else "fused"
+    print(f"  running {label} ...", flush=True)
+    t0 = time.time()
+    proc = subprocess.run([sys.executable, __file__, "--worker", str(spec_path), str(out_path)], env=env, capture_output=True,
+                          text=True, cwd=str(tmp))
+    if proc.returncode != 0:
+        raise SystemExit(f"{label} failed:\n{proc.stderr[-3000:]}")
+    result = json.loads(out_path.read_text("utf-8"))
+    expected = spec.get("core_root") or str(ROOT)
+    if spec["impl"] != "baseline" and not result["core"].startswith(str(Path(expected).resolve())):
+        raise SystemExit(f"{label} imported core from {result['core']}, expected {expected}")
+    print(f"    done in {time.time() - t0:.0f}s", flush=True)
+    return result
+
+
+def _bf16_report(device: str) -> dict[str, Any]:
+    import torch
+
+    from core.embed import cpu_has_bf16
+    from core.training import cpu_bf16_pays, pick_device, resolve_precision
+
+    dev = pick_device(device)
+    out = {"device": dev, "cpu_bf16_flags": cpu_has_bf16(), "precision_auto": resolve_precision(dev, "auto")}
+    if dev == "cpu":
+        out["cpu_bf16_pays"] = cpu_bf16_pays()
+    else:
+        out["cuda_bf16_supported"] = bool(torch.cuda.is_bf16_supported())
+    return out
+
+
+def _mean_std(values: list[float]) -> tuple[float, float]:
+    return statistics.fmean(values), statistics.stdev(values) if len(values) > 1 else 0.0
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--model", default="default")
+    parser.add_argument("--domain", default="music")
+    parser.add_argument("--steps", type=int, default=30, help="optimizer steps per throughput row")
+    parser.add_argument("--seeds", default="1,2,3", help="experiment-cell seeds (comma-separated; empty: no cell rows)")
+    parser.add_argument("--cell-preset", default="study", help="preset whose MLM/NER settings the cell uses (old and new alike)")
+    parser.add_argument("--cell-mlm-steps", type=int, help="override the preset's MLM step cap in the cell (shorter figure runs)")
+    parser.add_argument("--threads", type=int, default=None, help="torch threads in every subprocess")
+    parser.add_argument("--device", default="auto", help="auto, cpu or cuda")
+    parser.add_argument("--old", default=OLD_COMMIT, help="commit of 'today's code' to compare with")
+    parser.add_argument("--skip", default="", help="comma-separated impls to leave out (baseline, old, new-foreach, new)")
+    parser.add_argument("--worker", nargs=2, metavar=("SPEC", "OUT"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.worker:
+        worker(*args.worker)
+        return
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    import random
+
+    from core import mlm, ner
+    from core.corpus import write_corpus
+    from core.study import crossner_protocol, demo_protocol
+
+    study = crossner_protocol(CROSSNER, args.domain) if (CROSSNER / args.domain / "train.txt").exists() else demo_protocol(args.domain)
+    rng = random.Random(0)
+    sc = rng.sample(study.dc.texts(), min(len(study.tc), len(study.dc)))
+    texts = mlm.balanced_mix(study.tc.texts(), sc, seed=0)
+    seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
+    skip = {s.strip() for s in args.skip.split(",") if s.strip()}
+    impls = [i for i in ("baseline", "old", "new-foreach", "new") if i not in skip]
+    old_root = str(_old_tree(args.old)) if "old" in impls else None
+    ner_settings = {**ner.PRESETS[args.cell_preset]}
+    mlm_settings = {**mlm.PRESETS[args.cell_preset], **({"max_steps": args.cell_mlm_steps} if args.cell_mlm_steps else {})}
+    tput_ner = {"batch_size": 16, "lr": 5e-5, "head_lr": 1e-3}
+    tput_mlm = {"batch_size": 16, "block_size": 128, "lr": 1e-4}
+    bf16 = _bf16_report(args.device)
+    print(f"data: {study.source} {args.domain} {study.sizes()}; MLM text TC+SC {len(texts)} sentences; device {bf16}")
+    rows, cells = [], []
+    with tempfile.TemporaryDirectory() as tmp_name:
+        tmp = Path(tmp_name)
+        paths = {}
+        for role in ("lc", "dev", "test"):
+            paths[role] = str(write_corpus(getattr(study, role), tmp / f"{role}.conll", "conll"))
+        (tmp / "texts.json").write_text(json.dumps(texts), "utf-8")
+        common = {"model": args.model, "device": args.device, "threads": args.threads, "texts": str(tmp / "texts.json"), **paths}
+        for impl in impls:
+            root = old_root if impl == "old" else None
+            for task, settings in (("ner", tput_ner), ("mlm", tput_mlm)):
+                spec = {**common, "impl": impl, "task": task, "steps": args.steps, "core_root": root, task: settings}
+                r = _run(spec, tmp, f"{impl}-{task}")
+                rows.append({"impl": impl, "task": task, **r})
+        for seed in seeds:
+            for impl in (i for i in impls if i in ("old", "new")):
+                spec = {**common, "impl": impl, "task": "cell", "seed": seed, "core_root": old_root if impl == "old" else None,
+                        "ner": ner_settings, "mlm": mlm_settings}
+                cells.append({"impl": impl, **_run(spec, tmp, f"{impl}-cell-seed{seed}")})
+
+    table = []
+    base = {r["task"]: r for r in rows if r["impl"] == "baseline"}
+    for r in rows:
+        sps = r["sentences"] / r["seconds"]
+        ref = base.get(r["task"])
+        table.append({"task": r["task"].upper(), "impl": r["impl"] + (f" ({args.old})" if r["impl"] == "old" else ""),
+                      "steps": r["steps"], "steps/s": r["steps"] / r["seconds"], "sentences/s": sps,
+                      "tokens/s": r.get("tokens_per_s"), "x baseline": sps / (ref["sentences"] / ref["seconds"]) if ref else None,
+                      "precision": r["precision"]})
+    print_table(table, f"Throughput, {args.steps} steps each, batch 16 ({study.source} {args.domain}; threads {args.threads or 'default'})")
+    cell_summary: dict[str, Any] = {}
+    if cells:
+        crow = []
+        for impl in dict.fromkeys(c["impl"] for c in cells):
+            cs = [c for c in cells if c["impl"] == impl]
+            wall, f1 = _mean_std([c["wall_s"] for c in cs]), _mean_std([c["test_f1"] for c in cs])
+            cell_summary[impl] = {"wall_mean": wall[0], "wall_std": wall[1], "f1_mean": f1[0], "f1_std": f1[1], "n": len(cs)}
+            crow.append({"impl": impl, "seeds": len(cs), "wall s": f"{wall[0]:.0f} ± {wall[1]:.0f}",
+                         "MLM s": statistics.fmean(c["mlm_s"] for c in cs), "NER s": statistics.fmean(c["ner_s"] for c in cs),
+                         "NER epochs": statistics.fmean(c["ner_epochs"] for c in cs),
+                         "test F1 %": f"{100 * f1[0]:.2f} ± {100 * f1[1]:.2f}"})
+        print_table(crow, f"Experiment cell (preset {args.cell_preset}: MLM on TC+SC, NER on LC to convergence, TEST F1)")
+        if {"old", "new"} <= set(cell_summary):
+            o, n = cell_summary["old"], cell_summary["new"]
+            cell_summary["speedup"] = o["wall_mean"] / n["wall_mean"]
+            cell_summary["f1_equal_within_1sd"] = abs(o["f1_mean"] - n["f1_mean"]) <= max(o["f1_std"], n["f1_std"])
+            print(f"\ncell speed-up new vs old: {cell_summary['speedup']:.2f}x; |F1 difference| "
+                  f"{100 * abs(o['f1_mean'] - n['f1_mean']):.2f} points, within one std: {cell_summary['f1_equal_within_1sd']}")
+        ignored = sorted({k for c in cells if c["impl"] == "old" for k in c["ignored"]})
+        if ignored:
+            print(f"(old code has no {', '.join(ignored)}: it evaluates on the full DEV every epoch with the plain early stopping)")
+    write_json("training", {"args": vars(args), "data": {"source": study.source, "domain": args.domain, **study.sizes(),
+                                                          "mlm_sentences": len(texts)},
+                            "bf16": bf16, "old_commit": args.old, "throughput": table, "raw": rows, "cells": cells,
+                            "cell_summary": cell_summary, "cell_settings": {"mlm": mlm_settings, "ner": ner_settings}})
 
 
 if __name__ == "__main__":
