@@ -13,11 +13,11 @@ from pathlib import Path
 
 import streamlit as st
 
-from core import jobs
-from core.demo import ensure_demo_workspace
+from core.data.demo import ensure_demo_workspace
+from core.data.workspace import Workspace
 from core.errors import UserError
-from core.jobview import LIST_POLL_S, running_summary
-from core.workspace import Workspace
+from core.runner import jobs
+from core.runner.jobview import LIST_POLL_S, running_summary
 from ui import WS_KEY
 
 st.set_page_config(page_title="NER pretraining data selection", page_icon="🔎", layout="wide")
@@ -41,7 +41,7 @@ def _prepare(root: str) -> str:
     fresh = not Workspace(root).list_corpora()
     ensure_demo_workspace(root)
     try:
-        from core.projection import prepare_first_map, start_warm_up
+        from core.selection.projection import prepare_first_map, start_warm_up
 
         if fresh:  # a statement, not a conditional expression: Streamlit's magic would print its value
             prepare_first_map(Workspace(root))

@@ -14,11 +14,11 @@ from typing import Any
 
 import streamlit as st
 
-from core import inspect as insp
-from core import jobs
+from core.adapt import inspect as insp
+from core.data.workspace import Role, Workspace
 from core.errors import UserError
-from core.jobview import describe_job, poll_seconds, status_text
-from core.workspace import Role, Workspace
+from core.runner import jobs
+from core.runner.jobview import describe_job, poll_seconds, status_text
 
 WS_KEY = "workspace_root"
 
@@ -85,7 +85,7 @@ def latest_job(kind: str, state_key: str | None = None) -> jobs.Job | None:
 
 
 def job_poll(job: jobs.Job) -> float | None:
-    """The run_every of a fragment that follows `job` (core.jobview.poll_seconds; None once it ended)."""
+    """The run_every of a fragment that follows `job` (core.runner.jobview.poll_seconds; None once it ended)."""
     return poll_seconds(job.elapsed) if job.active else None
 
 

@@ -55,7 +55,7 @@ def write_json(name: str, payload: dict[str, Any]) -> Path:
 
 def crossner_splits(domain: str):
     """(train, dev, test) Corpus objects of one CrossNER domain; exits with a message when absent."""
-    from core.corpus import read_corpus
+    from core.data.corpus import read_corpus
 
     data = CROSSNER / domain
     if not (data / "train.txt").exists():

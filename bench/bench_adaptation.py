@@ -6,7 +6,7 @@ Data (read from /work/shared/data/crossner or $NERSELECT_CROSSNER, never copied)
   DEV  = first half of dev.txt (early stopping, CER threshold choice)
   DC   = second half of dev.txt with its labels dropped (the unlabeled pool to pseudo-label)
   TEST = test.txt
-The masked LM for augmentation is B1: the default encoder after a short MLM run (core.mlm, its
+The masked LM for augmentation is B1: the default encoder after a short MLM run (core.train.mlm, its
 fresh head trained) on the LC + DEV + DC sentences (no test text). Usage:
     python bench/bench_adaptation.py --domain music --seeds 1 2 --epochs 20
 """
@@ -39,11 +39,11 @@ def main() -> None:
     parser.add_argument("--skip", nargs="*", default=[], choices=["selftrain", "augment"])
     args = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    from core.augment import AugmentConfig, MaskedLM, augment_corpus, combine_with_lc, self_train
+    from core.adapt.augment import AugmentConfig, MaskedLM, augment_corpus, combine_with_lc, self_train
     from core.errors import UserError
-    from core.mlm import preset_config as mlm_preset
-    from core.mlm import train_mlm
-    from core.ner import evaluate, load_ner_model, preset_config, train_ner
+    from core.train.mlm import preset_config as mlm_preset
+    from core.train.mlm import train_mlm
+    from core.train.ner import evaluate, load_ner_model, preset_config, train_ner
 
     lc, dev_all, test = crossner_splits(args.domain)
     half = len(dev_all) // 2

@@ -18,7 +18,7 @@ from _common import CROSSNER, print_table, write_json
 
 
 def sentences(n: int) -> list[str]:
-    from core.corpus import read_corpus
+    from core.data.corpus import read_corpus
 
     texts: list[str] = []
     if CROSSNER.exists():
@@ -52,8 +52,8 @@ def main() -> None:
     import torch
     from sentence_transformers import SentenceTransformer
 
-    from core.embed import SentenceEncoder, cpu_has_bf16
-    from core.models import resolve_model
+    from core.lm.embed import SentenceEncoder, cpu_has_bf16
+    from core.lm.models import resolve_model
 
     texts = sentences(args.n)
     ref = resolve_model(args.model)

@@ -7,7 +7,7 @@ button does and time it:
 
   cold       the click right after the first start (embeddings + UMAP in the job)
   prepared   the click after the first start's background embedding jobs finished
-             (core.projection.prepare_first_map, queued by app.py on the demo's first start)
+             (core.selection.projection.prepare_first_map, queued by app.py on the demo's first start)
   cached     a second click for the same map (the saved projection is loaded)
 
 For each: seconds until the PCA preview was saved (the Map page draws it) and until the map was
@@ -32,8 +32,8 @@ from _common import print_table, write_json
 
 def click_compute_map(ws, selection: str) -> dict[str, float | str]:
     """What views/map.py's button submits; times the preview and the finished map."""
-    from core import jobs
-    from core.projection import DEFAULT_MAX_POINTS, list_projections
+    from core.runner import jobs
+    from core.selection.projection import DEFAULT_MAX_POINTS, list_projections
 
     t0 = time.time()
     job = jobs.submit(ws, "project", {"selection": selection, "model": "default", "max_points": DEFAULT_MAX_POINTS,
@@ -62,9 +62,9 @@ def main() -> None:
     tmp = Path(tempfile.mkdtemp(prefix="bench-first-map-"))
     if args.cold_numba:
         os.environ["NUMBA_CACHE_DIR"] = str(tmp / "numba")
-    from core import jobs
-    from core.demo import write_demo_workspace
-    from core.projection import numba_cache_dir, prepare_first_map
+    from core.data.demo import write_demo_workspace
+    from core.runner import jobs
+    from core.selection.projection import numba_cache_dir, prepare_first_map
 
     warm = (numba_cache_dir() / ".warm").exists()
     rows = []

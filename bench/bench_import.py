@@ -42,11 +42,11 @@ def measure(mode: str, path: str, ws: str) -> None:
     """Child process: run one mode and print 'seconds peak_mb sentences'."""
     t = time.perf_counter()
     if mode == "import":
-        from core.workspace import Workspace
+        from core.data.workspace import Workspace
 
         n = Workspace(ws).import_corpus(path, role="dc", name="dc").sentences
     else:
-        from core.corpus import read_corpus
+        from core.data.corpus import read_corpus
 
         n = len(read_corpus(path))
     print(time.perf_counter() - t, peak_rss_mb(), n)

@@ -1,6 +1,6 @@
 """Kneser-Ney LM throughput and agreement, against NLTK's KneserNeyInterpolated in the same run.
 
-1. Throughput on a large generated corpus (core.demo DC, ~1.2M tokens): estimation (order 3
+1. Throughput on a large generated corpus (core.data.demo DC, ~1.2M tokens): estimation (order 3
    and 5), scoring with the numpy scorer and with kenlm-ex on the written ARPA, ARPA write/load.
 2. Baseline on a small real corpus (CrossNER train+dev, ~30k tokens, or the demo if absent):
    NLTK fit + score vs ours on the same text (tokens/s ratio).
@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 from _common import peak_rss_mb, print_table, write_json
 
-from core.ngram import build_lm, load_arpa
+from core.lm.ngram import build_lm, load_arpa
 
 
 def timed(fn):
@@ -33,7 +33,7 @@ def timed(fn):
 
 def small_corpus(n_tokens: int) -> tuple[list[list[str]], list[list[str]], str]:
     root = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "crossner"
-    from core.corpus import read_corpus
+    from core.data.corpus import read_corpus
 
     if (root / "music" / "train.txt").exists():
         files = [root / d / f"{sp}.txt" for d in ("music", "literature", "politics") for sp in ("train", "dev")]
@@ -41,7 +41,7 @@ def small_corpus(n_tokens: int) -> tuple[list[list[str]], list[list[str]], str]:
         test = read_corpus(root / "music" / "test.txt").tokens
         name = "CrossNER music+literature+politics train/dev"
     else:
-        from core.demo import generate_demo
+        from core.data.demo import generate_demo
 
         demo = generate_demo(seed=3, dc_size=3000)
         sents, test, name = demo.dc.tokens, demo.tc.tokens, "demo DC"
@@ -96,7 +96,7 @@ def nltk_comparison(n_tokens: int) -> tuple[list[dict], dict]:
 
 
 def throughput(dc_size: int) -> list[dict]:
-    from core.demo import generate_demo
+    from core.data.demo import generate_demo
 
     demo = generate_demo(seed=1, dc_size=dc_size)
     tokens = demo.dc.tokens

@@ -48,7 +48,9 @@ def _child(step: str, ws_dir: str, extra: str) -> dict[str, Any]:
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     if os.environ.get("BENCH_CORE"):  # the old code's checkout goes before the one _common put on sys.path
         sys.path.insert(0, os.environ["BENCH_CORE"])
-    from core.workspace import Workspace
+        from core.workspace import Workspace  # the old package (OLD_COMMIT): flat core/, before the subpackages
+    else:
+        from core.data.workspace import Workspace
 
     ws = Workspace(ws_dir)
     t = time.perf_counter()
@@ -59,11 +61,11 @@ def _child(step: str, ws_dir: str, extra: str) -> dict[str, Any]:
         shutil.rmtree(ws.root / "artifacts" / "selection", ignore_errors=True)  # measure the work, not the cache
         tc = ws.resolve_corpus("tc")
         if step.startswith("new-"):
-            from core.select import open_dc, select
+            from core.selection.select import open_dc, select
 
             dc = open_dc(ws, "dc")
         else:
-            from core.select import select  # the old package: PYTHONPATH points at its checkout
+            from core.select import select  # the old package (OLD_COMMIT, flat core/): BENCH_CORE points at its checkout
 
             dc = ws.resolve_corpus("dc")
         sel = select(tc, dc, strategy, 0.1, workspace=ws, names={"tc": "tc", "dc": "dc"})
@@ -85,13 +87,13 @@ def _embed_child(step: str, ws: Any, m: int) -> dict[str, Any]:
     steady = embed_corpus of m sentences. Ray local: cluster start (connect) once; start-up =
     a run on WARM_N sentences (Ray Data starts its actors, each imports torch and loads the
     model, for every pass); steady = (m - WARM_N) / (time of the m-sentence run - start-up run)."""
-    from core.select import open_dc
+    from core.selection.select import open_dc
 
     shutil.rmtree(ws.root / "artifacts" / "embeddings", ignore_errors=True)
     part = open_dc(ws, "dc").take(range(m))
     t0 = time.perf_counter()
     if step == "embed-local":
-        from core.embed import embed_corpus, get_encoder
+        from core.lm.embed import embed_corpus, get_encoder
 
         get_encoder("default", workspace=ws)
         startup = time.perf_counter() - t0
@@ -100,7 +102,7 @@ def _embed_child(step: str, ws: Any, m: int) -> dict[str, Any]:
         steady_s = time.perf_counter() - t1
         return {"seconds": startup + steady_s, "sentences": n, "cluster_s": 0.0, "startup_s": startup,
                 "steady_per_s": n / steady_s}
-    from core.distributed import connect, ray_embed
+    from core.lm.distributed import connect, ray_embed
 
     connect("local")
     cluster = time.perf_counter() - t0
@@ -119,9 +121,9 @@ def _prepare(ws_dir: str, n: int, txt: str) -> None:
     cosine, and DC as a .txt file for the import step."""
     import numpy as np
 
-    from core.embed import ARTIFACT, embed_corpus, embedding_key
-    from core.select import open_dc
-    from core.workspace import Workspace, atomic_write_json
+    from core.data.workspace import Workspace, atomic_write_json
+    from core.lm.embed import ARTIFACT, embed_corpus, embedding_key
+    from core.selection.select import open_dc
 
     ws = Workspace(ws_dir)
     dc = open_dc(ws, "dc")

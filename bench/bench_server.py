@@ -10,9 +10,9 @@ headless Chromium processes in these phases:
   idle + page     a headless Chromium page open on Runs (Playwright, /usr/bin/chromium)
   job             an embedding job (the demo DC, MiniLM, a CPU-bound job) running, no page
   job + page      the same job, with the Runs page opened once the job runs, so its panels poll
-                  the job as a user's page does (core.jobview.poll_seconds)
+                  the job as a user's page does (core.runner.jobview.poll_seconds)
 
-The job is submitted by this script (core.jobs.submit, as the app does); its throughput is
+The job is submitted by this script (core.runner.jobs.submit, as the app does); its throughput is
 sentences per second over the window from SETTLE_S after the job started (and its page opened:
 a page's first load is a one-off) to its finish, counted from its progress; the embedding cache
 is cleared before each job. The job phases alternate (job, job + page, job, job + page, ...) for --rounds rounds and the
@@ -100,8 +100,8 @@ def measure_idle(pid: int, seconds: float) -> dict[str, float]:
 def run_job(ws, pid: int, corpus: str, page_url: str | None = None) -> dict[str, float]:
     """Embed `corpus` (cache cleared first), optionally with a page on `page_url` opened once the job
     runs; server and browser CPU-s/s while it ran, and the job's sentences/s."""
-    from core import jobs
-    from core.embed import ARTIFACT
+    from core.lm.embed import ARTIFACT
+    from core.runner import jobs
 
     shutil.rmtree(ws.root / "artifacts" / ARTIFACT, ignore_errors=True)
     n = ws.corpus_info(corpus).sentences
@@ -132,8 +132,8 @@ def main() -> None:
     ap.add_argument("--sentences", type=int, default=6000, help="DC sentences the benchmark job embeds (about a minute on 2 idle cores)")
     ap.add_argument("--rounds", type=int, default=2, help="alternating job / job + page rounds (the loss uses the means)")
     args = ap.parse_args()
-    from core.demo import write_demo_workspace
-    from core.workspace import Role
+    from core.data.demo import write_demo_workspace
+    from core.data.workspace import Role
 
     tmp = Path(tempfile.mkdtemp(prefix="bench-server-"))
     try:

@@ -21,7 +21,7 @@ from _common import peak_rss_mb, print_table, write_json
 
 
 def corpora(dc_size: int):
-    from core.demo import generate_demo
+    from core.data.demo import generate_demo
 
     demo = generate_demo(seed=1, dc_size=dc_size)
     return demo.dc.tokens, demo.tc.tokens
@@ -48,7 +48,7 @@ def counter_jsd(source, target, max_order: int = 3) -> float:
 
 def run_child(step: str, dc_size: int) -> None:
     """Print 'seconds peak_mb value' for one step."""
-    from core.similarity import (
+    from core.lm.similarity import (
         SimilarityParams,
         content_vocabulary,
         lm_perplexities,
@@ -70,7 +70,7 @@ def run_child(step: str, dc_size: int) -> None:
     elif step == "tvcc":
         value = target_vocab_covered(content_vocabulary(dc, "approx"), content_vocabulary(tc, "approx"))
     elif step == "ppl":
-        from core.ngram import build_lm
+        from core.lm.ngram import build_lm
 
         value = lm_perplexities(build_lm(dc, order=3), tc)[0]
     elif step == "jsd":
@@ -80,7 +80,7 @@ def run_child(step: str, dc_size: int) -> None:
     elif step == "wvv":
         value = word_vector_variance(train_word_vectors(dc, params), tc)
     elif step == "dc-ppl-under-tc":
-        from core.ngram import build_lm
+        from core.lm.ngram import build_lm
 
         value = float(build_lm(tc, order=3).sentence_perplexities(dc).mean())
     elif step == "jsd-baseline":

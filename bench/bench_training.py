@@ -1,6 +1,6 @@
 """Training speed and one experiment cell: a named baseline vs the code at 2acd97f ("old") vs today's ("new").
 
-Same data and model for every row: the CrossNER study corpora of --domain (core.study: TC = train + dev
+Same data and model for every row: the CrossNER study corpora of --domain (core.experiments.study: TC = train + dev
 half A, LC = train, DEV = dev half A, DC = dev half B + the other domains, TEST = test) when
 ../shared/data is present, else the same roles from the generated demo; encoder --model (`default`).
 
@@ -10,8 +10,8 @@ half A, LC = train, DEV = dev half A, DC = dev half B + the other domains, TEST 
                  NER: encoder -> linear -> pytorch-crf over each word's first sub-token (BIO tags);
                  MLM: DataCollatorForLanguageModeling, one sentence per example, transformers' loss
                  (vocabulary head on every position).
-               old / new = core.ner.train_ner / core.mlm.train_mlm of that commit, `--steps` steps;
-               new-foreach = new with torch's default AdamW instead of the fused one (core.training.adamw).
+               old / new = train_ner / train_mlm (core.train.ner, core.train.mlm) of that commit, `--steps` steps;
+               new-foreach = new with torch's default AdamW instead of the fused one (core.train.training.adamw).
   cell         MLM on TC+SC (SC = |TC| DC sentences drawn with a fixed seed, mixed 1:1) then NER on LC to
                convergence (early stopping on DEV), TEST F1: wall seconds and F1 per seed, old vs new, both
                with the `study` preset's settings (old ignores the fields it lacks: eval_every, min_delta, bucket)
@@ -56,9 +56,20 @@ def _known(cls, settings: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     return {k: v for k, v in settings.items() if k in names}, sorted(k for k in settings if k not in names)
 
 
+_STAGES = {"ner": "train", "mlm": "train", "corpus": "data"}  # the modules the old/new workers import
+
+
+def _core(name: str) -> Any:
+    """core.STAGE.NAME, or core.NAME in a flat package from before the subpackages (the "old" commit)."""
+    import importlib
+    import importlib.util
+
+    flat = importlib.util.find_spec("core.data") is None
+    return importlib.import_module(f"core.{name}" if flat else f"core.{_STAGES[name]}.{name}")
+
+
 def _product_ner(spec: dict[str, Any], tmp: Path) -> dict[str, Any]:
-    from core import ner
-    from core.corpus import read_corpus
+    ner, read_corpus = _core("ner"), _core("corpus").read_corpus
 
     lc = read_corpus(spec["lc"])
     settings, dropped = _known(ner.NerConfig, {**spec["ner"], "max_steps": spec["steps"], "epochs": 10_000, "seed": 1,
@@ -69,7 +80,7 @@ def _product_ner(spec: dict[str, Any], tmp: Path) -> dict[str, Any]:
 
 
 def _product_mlm(spec: dict[str, Any], tmp: Path) -> dict[str, Any]:
-    from core import mlm
+    mlm = _core("mlm")
 
     texts = json.loads(Path(spec["texts"]).read_text("utf-8"))
     settings, dropped = _known(mlm.MlmConfig, {**spec["mlm"], "max_steps": spec["steps"], "epochs": 10_000, "seed": 1,
@@ -83,8 +94,7 @@ def _product_mlm(spec: dict[str, Any], tmp: Path) -> dict[str, Any]:
 
 def _product_cell(spec: dict[str, Any], tmp: Path) -> dict[str, Any]:
     """MLM on TC+SC, NER on LC with early stopping on DEV, TEST F1 — with checkpoints, as an experiment cell runs."""
-    from core import mlm, ner
-    from core.corpus import read_corpus
+    mlm, ner, read_corpus = _core("mlm"), _core("ner"), _core("corpus").read_corpus
 
     seed = spec["seed"]
     texts = json.loads(Path(spec["texts"]).read_text("utf-8"))
@@ -111,8 +121,8 @@ def _baseline_ner(spec: dict[str, Any], _tmp: Path) -> dict[str, Any]:
     from torchcrf import CRF
     from transformers import AutoModel, AutoTokenizer
 
-    from core.corpus import read_corpus
-    from core.models import resolve_model
+    from core.data.corpus import read_corpus
+    from core.lm.models import resolve_model
 
     torch.manual_seed(1)
     lc = read_corpus(spec["lc"])
@@ -167,7 +177,7 @@ def _baseline_mlm(spec: dict[str, Any], _tmp: Path) -> dict[str, Any]:
     import torch
     from transformers import AutoModelForMaskedLM, AutoTokenizer, DataCollatorForLanguageModeling
 
-    from core.models import resolve_model
+    from core.lm.models import resolve_model
 
     torch.manual_seed(1)
     texts = json.loads(Path(spec["texts"]).read_text("utf-8"))
@@ -259,8 +269,8 @@ def _run(spec: dict[str, Any], tmp: Path, label: str) -> dict[str, Any]:
 def _bf16_report(device: str) -> dict[str, Any]:
     import torch
 
-    from core.embed import cpu_has_bf16
-    from core.training import cpu_bf16_pays, pick_device, resolve_precision
+    from core.lm.embed import cpu_has_bf16
+    from core.train.training import cpu_bf16_pays, pick_device, resolve_precision
 
     dev = pick_device(device)
     out = {"device": dev, "cpu_bf16_flags": cpu_has_bf16(), "precision_auto": resolve_precision(dev, "auto")}
@@ -295,9 +305,9 @@ def main() -> None:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     import random
 
-    from core import mlm, ner
-    from core.corpus import write_corpus
-    from core.study import crossner_protocol, demo_protocol
+    from core.data.corpus import write_corpus
+    from core.experiments.study import crossner_protocol, demo_protocol
+    from core.train import mlm, ner
 
     study = crossner_protocol(CROSSNER, args.domain) if (CROSSNER / args.domain / "train.txt").exists() else demo_protocol(args.domain)
     rng = random.Random(0)

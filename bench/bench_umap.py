@@ -1,4 +1,4 @@
-"""UMAP time for the Map page at 10k / 50k points (cosine, fixed random_state, as core.projection
+"""UMAP time for the Map page at 10k / 50k points (cosine, fixed random_state, as core.selection.projection
 runs it), against PCA to 2-D as the named baseline (same vectors, same run).
 
 The vectors are real sentence embeddings when a workspace path with cached embeddings is
@@ -28,7 +28,7 @@ def main() -> None:
     args = ap.parse_args()
     from sklearn.decomposition import PCA
 
-    from core.projection import umap_2d
+    from core.selection.projection import umap_2d
 
     t0 = time.perf_counter()
     umap_2d(blobs(200), seed=0)

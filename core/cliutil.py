@@ -27,9 +27,9 @@ def _json_default(o: Any) -> Any:
 
 @contextmanager
 def tqdm_progress(desc: str, enabled: bool = True) -> Iterator[Callable[[float, str], None]]:
-    """A core `progress(fraction, message)` callback drawn as a tqdm bar on stderr (core.progress.cli_progress:
+    """A core `progress(fraction, message)` callback drawn as a tqdm bar on stderr (core.runner.progress.cli_progress:
     drawn only once something reports, cleared on an error, `.echo(line)` prints above it)."""
-    from core.progress import cli_progress
+    from core.runner.progress import cli_progress
 
     with cli_progress(desc, enabled) as bar:
         yield bar

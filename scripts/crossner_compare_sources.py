@@ -5,7 +5,7 @@ Sources: the five CrossNER domains, each its train + dev sentences (tags dropped
 Target: one domain: its train + dev text is the target text T, its train split is LC, its dev split
 DEV, its test split TEST. Per seed: MLM on each source from the base encoder, NER on LC, TEST F1, a
 baseline NER run without MLM, the measures of each source against T, and Pearson r of each measure
-against the F1 gain, all by the product's own `compare-sources` (core.compare, through
+against the F1 gain, all by the product's own `compare-sources` (core.experiments.compare, through
 jobs.run_inline as `python -m core compare-sources` does). The target's own source shares T's text:
 Dai et al. include the in-domain source the same way.
 
@@ -36,7 +36,7 @@ DOMAINS = ("ai", "literature", "music", "politics", "science")
 def import_sources(ws, target: str) -> dict[str, str]:
     """Each domain's train+dev as a workspace corpus `<domain>-traindev`, and the target's splits with
     their roles (idempotent: the same content under the same name is not imported twice)."""
-    from core.corpus import Corpus, read_corpus, write_corpus
+    from core.data.corpus import Corpus, read_corpus, write_corpus
 
     folder = ws.root / "source-files"
     folder.mkdir(parents=True, exist_ok=True)
@@ -58,7 +58,7 @@ def main() -> int:
                                  formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     ap.add_argument("--target", default="music", choices=DOMAINS)
     ap.add_argument("--seeds", default="1,2", help="comma-separated seeds")
-    ap.add_argument("--preset", default="study", help="MLM and NER preset (core.jobtypes.PRESETS)")
+    ap.add_argument("--preset", default="study", help="MLM and NER preset (core.runner.jobtypes.PRESETS)")
     ap.add_argument("--measures", default="tvc,tvcc,ppl,jsd,wvv")
     ap.add_argument("--model", default="default", help="base encoder")
     ap.add_argument("--workspace", default=str(ROOT.parent / "runs" / "crossner-compare"),
@@ -67,9 +67,9 @@ def main() -> int:
 
     from crossner_study import git_commit
 
-    from core import jobs
     from core.cliutil import tqdm_progress
-    from core.workspace import Workspace
+    from core.data.workspace import Workspace
+    from core.runner import jobs
 
     ws = Workspace(args.workspace)
     refs = import_sources(ws, args.target)

@@ -1,6 +1,6 @@
 """The CrossNER study (issue 11): does pretraining on selected sentences beat TAPT and no pretraining?
 
-For one target domain, builds the study corpora (core.study: TC = train + dev half A, LC = train,
+For one target domain, builds the study corpora (core.experiments.study: TC = train + dev half A, LC = train,
 DEV = dev half A, DC = dev half B + the four other domains, TEST = test), imports them into a study
 workspace with the product's own import (Workspace.import_corpus, as `python -m core import`), runs
 the product's own `experiment` (jobs.run_inline, as `python -m core experiment`) over the rows and
@@ -48,7 +48,7 @@ def git_commit() -> dict[str, Any]:
 def import_study(ws, study) -> dict[str, str]:
     """Write each role's corpus to WORKSPACE/study-files/ and import it with its role (idempotent:
     the same content under the same name is not imported twice). Returns role -> corpus name."""
-    from core.corpus import write_corpus
+    from core.data.corpus import write_corpus
 
     folder = ws.root / "study-files"
     folder.mkdir(parents=True, exist_ok=True)
@@ -64,7 +64,7 @@ def import_study(ws, study) -> dict[str, str]:
 
 def selection_precision(ws, cells: list[dict[str, Any]], domain: str) -> dict[str, Any]:
     """Per selection row: domain precision of its saved selection(s), and random's expectation."""
-    from core.select import load_selection
+    from core.selection.select import load_selection
 
     out: dict[str, Any] = {}
     for cell in cells:
@@ -85,7 +85,7 @@ def main() -> int:
     parser.add_argument("--domain", default="music", help="target CrossNER domain (ai, literature, music, politics, science)")
     parser.add_argument("--workspace", help="study workspace (default: workspace/study-<domain> in the checkout, git-ignored)")
     parser.add_argument("--seeds", default="1,2,3")
-    parser.add_argument("--preset", default="study", help="training preset of every cell (core.jobtypes.PRESETS)")
+    parser.add_argument("--preset", default="study", help="training preset of every cell (core.runner.jobtypes.PRESETS)")
     parser.add_argument("--rows", default=",".join(ROWS), help="baselines (none, tapt, dapt, tapt+dapt) and selection strategies")
     parser.add_argument("--budget", help="SC size (count or ratio of DC); default |TC|, TC:SC 1:1 as in the seed paper")
     parser.add_argument("--model", default="default")
@@ -95,13 +95,13 @@ def main() -> int:
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-    from core import jobs
     from core.cliutil import tqdm_progress
+    from core.data.workspace import Workspace
     from core.errors import UserError
-    from core.experiment import BASELINES, format_results, load_cells, per_type_table, summarize
-    from core.jobtypes import PRESETS
-    from core.study import SPLIT_SEED, crossner_protocol
-    from core.workspace import Workspace
+    from core.experiments.experiment import BASELINES, format_results, load_cells, per_type_table, summarize
+    from core.experiments.study import SPLIT_SEED, crossner_protocol
+    from core.runner import jobs
+    from core.runner.jobtypes import PRESETS
 
     if args.preset not in PRESETS:
         raise SystemExit(f"error: --preset must be one of {', '.join(PRESETS)}")

@@ -27,7 +27,7 @@ fi
 export NUMBA_CACHE_DIR="${NUMBA_CACHE_DIR:-$PWD/.venv/numba-cache}"
 if [ ! -e "$NUMBA_CACHE_DIR/.warm" ]; then
   echo "Compiling UMAP once (about a minute on 2 cores)..."
-  if python -c "from core.projection import warm_up; warm_up()"; then
+  if python -c "from core.selection.projection import warm_up; warm_up()"; then
     mkdir -p "$NUMBA_CACHE_DIR" && touch "$NUMBA_CACHE_DIR/.warm"
   else
     echo "UMAP warm-up failed; the first map will compile it instead" >&2

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from core.corpus import Corpus
+from core.data.corpus import Corpus
 from tests.conftest import TOY_SENTENCES
 
 PERSON_FIRST = {"John", "Mary", "Marie"}
@@ -32,7 +32,7 @@ def toy_ner_corpus(name: str = "toy") -> Corpus:
 
 
 def write_toy_conll(path) -> str:
-    from core.corpus import write_corpus
+    from core.data.corpus import write_corpus
 
     write_corpus(toy_ner_corpus(), path, fmt="conll")
     return str(path)

@@ -13,7 +13,7 @@ PAGES = re.findall(r'st\.Page\("(views/[a-z_]+\.py)"', (ROOT / "app.py").read_te
 
 @pytest.fixture(scope="module")
 def demo_ws(tmp_path_factory):
-    from core.demo import write_demo_workspace
+    from core.data.demo import write_demo_workspace
 
     root = tmp_path_factory.mktemp("appws")
     write_demo_workspace(root)
@@ -44,8 +44,8 @@ def test_corpora_page_shows_statistics(demo_ws, monkeypatch):
 def test_corpora_page_bad_path_import_shows_error_not_traceback(demo_ws, monkeypatch, tmp_path):
     bad = tmp_path / "bad.conll"
     bad.write_text("John B-PER\nlives\n")
-    from core import jobs
-    from core.workspace import Workspace
+    from core.data.workspace import Workspace
+    from core.runner import jobs
 
     ws = Workspace(demo_ws)
     before = len(ws.list_corpora())

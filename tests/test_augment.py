@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.augment import (
+from core.adapt.augment import (
     AugmentConfig,
     MaskedLM,
     augment_corpus,
@@ -20,9 +20,9 @@ from core.augment import (
     pseudo_label_sample,
     sample_positions,
 )
-from core.corpus import Corpus, read_corpus
+from core.data.corpus import Corpus, read_corpus
+from core.data.tags import spans_from_tags
 from core.errors import ModelError, UserError
-from core.tags import spans_from_tags
 
 LC = Corpus(
     tokens=[["John", "plays", "guitar", "in", "London", "."],
@@ -233,7 +233,7 @@ UNLABELED = [["Anna", "plays", "piano", "in", "Berlin", "."], ["The", "Beatles",
 
 @pytest.fixture(scope="module")
 def tiny_ner(tmp_path_factory):
-    from core.ner import preset_config, train_ner
+    from core.train.ner import preset_config, train_ner
     from tests.tiny_models import build_tiny_bert
 
     root = tmp_path_factory.mktemp("tinyner")
@@ -244,7 +244,7 @@ def tiny_ner(tmp_path_factory):
 
 @pytest.fixture
 def files(tmp_path):
-    from core.corpus import write_corpus
+    from core.data.corpus import write_corpus
 
     write_corpus(LC, tmp_path / "lc.conll", fmt="conll")
     write_corpus(Corpus(tokens=UNLABELED), tmp_path / "dc.txt", fmt="txt")
@@ -314,7 +314,7 @@ def test_augment_cli_refuses_the_default_encoder(files, capsys):
 
 
 def test_a_model_that_puts_the_everywhere_is_judged_degenerate_with_advice():
-    from core.augment import judge_augmentation, replacement_quality
+    from core.adapt.augment import judge_augmentation, replacement_quality
 
     lc = Corpus(tokens=[["Anna", "met", "Bob", "in", "Rome", "."]] * 6, tags=[["B-PER", "O", "B-PER", "O", "B-LOC", "O"]] * 6)
     lc = Corpus(tokens=[[f"{w}{i}" for w in toks] for i, toks in enumerate(lc.tokens)], tags=lc.tags)
@@ -327,7 +327,7 @@ def test_a_model_that_puts_the_everywhere_is_judged_degenerate_with_advice():
 
 
 def test_varied_replacements_pass_and_a_weak_mlm_only_warns():
-    from core.augment import judge_augmentation
+    from core.adapt.augment import judge_augmentation
 
     varied = {"replacements": 20, "distinct_replacements": 15, "distinct_share": 0.75, "stop_word_share": 0.05,
               "top_word_share": 0.1, "top_words": ["Paris (2)"]}
@@ -337,7 +337,7 @@ def test_varied_replacements_pass_and_a_weak_mlm_only_warns():
 
 
 def test_near_zero_f1_says_why():
-    from core.quality import weak_f1_reason
+    from core.adapt.quality import weak_f1_reason
 
     labeled = Corpus(tokens=[["Anna", "sings"]], tags=[["B-PER", "O"]])
     assert weak_f1_reason(0.8, labeled) is None and weak_f1_reason(None, labeled) is None

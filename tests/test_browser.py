@@ -10,7 +10,7 @@ pytestmark = pytest.mark.browser
 
 @pytest.fixture(scope="module")
 def app_url(tmp_path_factory):
-    from core.demo import write_demo_workspace
+    from core.data.demo import write_demo_workspace
 
     root = tmp_path_factory.mktemp("browserws")
     write_demo_workspace(root)

@@ -15,14 +15,14 @@ pytestmark = pytest.mark.browser
 
 @pytest.fixture(scope="module")
 def map_ws(tmp_path_factory):
-    from core import jobs
-    from core.demo import write_demo_workspace
+    from core.data.demo import write_demo_workspace
+    from core.runner import jobs
 
     root = tmp_path_factory.mktemp("mapws")
     ws = write_demo_workspace(root, dc_size=600)
     sel = jobs.run_inline(ws, "select", {"tc": "demo-tc", "dc": "demo-dc", "strategy": "dsir", "budget": 0.2})
     assert sel["selected"] == 120
-    from core.select import list_selections
+    from core.selection.select import list_selections
 
     key = list_selections(ws)[-1]["key"]
     jobs.run_inline(ws, "project", {"selection": key, "model": "default", "max_points": 50_000, "seed": 0})
@@ -65,9 +65,9 @@ def test_map_lasso_lists_the_chosen_sentences(map_ws):
 @pytest.fixture(scope="module")
 def inspect_ws(tmp_path_factory):
     """Demo workspace with a tiny NER model trained here and its DC predictions cached."""
-    from core import inspect as insp
-    from core.demo import write_demo_workspace
-    from core.ner import preset_config, train_ner
+    from core.adapt import inspect as insp
+    from core.data.demo import write_demo_workspace
+    from core.train.ner import preset_config, train_ner
     from tests.tiny_models import build_tiny_bert
 
     root = tmp_path_factory.mktemp("inspectws")
@@ -116,8 +116,8 @@ def _point_position(page, group: str):
 
 
 def test_map_search_highlights_and_a_click_lists_neighbours(map_ws):
-    from core.projection import list_projections, load_projection
-    from core.workspace import Workspace
+    from core.data.workspace import Workspace
+    from core.selection.projection import list_projections, load_projection
 
     ws = Workspace(map_ws)
     points = load_projection(ws, list_projections(ws)[-1]["key"]).points

@@ -2,7 +2,7 @@
 finished NER runs in the run index -> a scatter per measure with its Pearson r.
 
 The workspace is prepared with the functions the app itself uses: a real similarity job (run by the
-job runner), and finished NER runs written to the run index by core.lineage.record_run with lineages
+job runner), and finished NER runs written to the run index by core.train.lineage.record_run with lineages
 that name real corpora and their content hashes, as compare-sources and experiment cells record them.
 """
 
@@ -21,9 +21,9 @@ RUNS = [(None, 0.50), (None, 0.52), ("dc", 0.61), ("lc", 0.57), ("dev", 0.55)]
 
 @pytest.fixture(scope="module")
 def f1_ws(tmp_path_factory):
-    from core import jobs
-    from core.demo import write_demo_workspace
-    from core.lineage import Lineage, MlmPhase, corpus_hash, record_run
+    from core.data.demo import write_demo_workspace
+    from core.runner import jobs
+    from core.train.lineage import Lineage, MlmPhase, corpus_hash, record_run
 
     root = tmp_path_factory.mktemp("simf1ws")
     ws = write_demo_workspace(root, dc_size=600)
@@ -50,9 +50,9 @@ def _scatters(page) -> list[dict]:
 
 
 def test_similarity_f1_panel_draws_scatter_with_r(f1_ws):
-    from core import jobs
-    from core.similarity import correlate_with_f1, finished_f1_runs
-    from core.workspace import Workspace
+    from core.data.workspace import Workspace
+    from core.lm.similarity import correlate_with_f1, finished_f1_runs
+    from core.runner import jobs
 
     ws = Workspace(f1_ws)
     result = jobs.list_jobs(ws, "similarity")[0].result

@@ -32,7 +32,7 @@ def test_convert_to_bioes_and_back(crossner, tmp_path, capsys):
     src = crossner("music", "dev")
     assert main(["convert", str(src), "--to", "bioes", "--out", str(tmp_path / "d.conll")]) == 0
     assert main(["convert", str(tmp_path / "d.conll"), "--to", "bio", "--out", str(tmp_path / "back.conll")]) == 0
-    from core.corpus import read_corpus
+    from core.data.corpus import read_corpus
 
     assert read_corpus(tmp_path / "back.conll").tags == read_corpus(src).tags
     assert read_corpus(tmp_path / "d.conll").scheme.value == "bioes"

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from core.cli import main
-from core.workspace import Workspace
+from core.data.workspace import Workspace
 from tests.conftest import TOY_SENTENCES
 from tests.ner_data import single_thread_torch, write_toy_conll  # noqa: F401 - fixture
 

@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from core.corpus import Corpus, corpus_bytes, detect_format, iter_corpus, read_corpus, write_corpus
+from core.data.corpus import Corpus, corpus_bytes, detect_format, iter_corpus, read_corpus, write_corpus
 from core.errors import CorpusError
 
 CONLL = "-DOCSTART- O\n\nJohn\tB-PER\nlives\tO\nin\tO\nParis\tB-LOC\n\nMary\tB-PER\nSmith\tI-PER\n"

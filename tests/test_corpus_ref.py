@@ -1,5 +1,5 @@
 """One corpus reference: a workspace name, a role or a file path, resolved by one function
-(core.workspace.resolve_corpus_ref) for every command."""
+(core.data.workspace.resolve_corpus_ref) for every command."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from core.cli import main
+from core.data.workspace import Workspace, resolve_corpus_ref
 from core.errors import UserError
-from core.workspace import Workspace, resolve_corpus_ref
 
 LC_TEXT = "John B-PER\nlives O\nin O\nParis B-LOC\n\nMary B-PER\nsings O\n\nBerlin B-LOC\nis O\nbig O\n"
 
@@ -112,7 +112,7 @@ def test_embed_accepts_name_role_path(ws, tmp_path, tiny_bert_dir, capsys):
 @pytest.fixture
 def captured(monkeypatch):
     """The params the training commands hand to the job function (training itself is tested elsewhere)."""
-    from core import jobs
+    from core.runner import jobs
 
     seen: list[dict] = []
 

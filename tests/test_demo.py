@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from core.corpus import Corpus
-from core.demo import DOMAINS, DemoData, domain_entity_types, ensure_demo_workspace, generate_demo, write_demo_workspace
+from core.data.corpus import Corpus
+from core.data.demo import DOMAINS, DemoData, domain_entity_types, ensure_demo_workspace, generate_demo, write_demo_workspace
+from core.data.tags import TagScheme, detect_scheme, spans_from_tags, validate_tags
+from core.data.workspace import Role, Workspace
 from core.errors import UserError
-from core.tags import TagScheme, detect_scheme, spans_from_tags, validate_tags
-from core.workspace import Role, Workspace
 
 ROOT = Path(__file__).resolve().parent.parent
 DEMO_NAMES = {Role.TC: "demo-tc", Role.DC: "demo-dc", Role.LC: "demo-lc", Role.DEV: "demo-dev", Role.TEST: "demo-test"}
@@ -62,7 +62,7 @@ def test_output_does_not_depend_on_hash_seed_or_global_random():
     here = _digest(generate_demo(seed=3, dc_size=300))
     random.seed(1)
     assert _digest(generate_demo(seed=3, dc_size=300)) == here
-    code = ("from core.demo import generate_demo; from tests.test_demo import _digest; "
+    code = ("from core.data.demo import generate_demo; from tests.test_demo import _digest; "
             "print(_digest(generate_demo(seed=3, dc_size=300)))")
     env = {**os.environ, "PYTHONHASHSEED": "12345"}
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, check=True)

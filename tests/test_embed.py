@@ -8,11 +8,11 @@ import json
 import numpy as np
 import pytest
 
-from core import embed
-from core.corpus import Corpus
-from core.embed import SentenceEncoder, cosine_agreement, embed_corpus, embed_texts
+from core.data.corpus import Corpus
+from core.data.workspace import Workspace
 from core.errors import UserError
-from core.workspace import Workspace
+from core.lm import embed
+from core.lm.embed import SentenceEncoder, cosine_agreement, embed_corpus, embed_texts
 from tests.conftest import TOY_SENTENCES
 
 SENTENCES = sorted(set(TOY_SENTENCES))
@@ -44,7 +44,7 @@ def test_mean_pooling_matches_unpadded_reference_in_input_order(tiny_bert_dir):
 def test_default_encoder_mean_pooling_agrees_with_sentence_transformers():
     from sentence_transformers import SentenceTransformer
 
-    from core.models import default_model_dir
+    from core.lm.models import default_model_dir
 
     texts = SENTENCES[:6]
     ours = embed_texts(texts, "default", precision="fp32")
@@ -150,7 +150,7 @@ def test_cli_embed_writes_npy(tiny_bert_dir, tmp_path):
 
 
 def test_embed_job_caches_a_workspace_corpus(tiny_bert_dir, tmp_path):
-    from core import jobs
+    from core.runner import jobs
 
     ws = Workspace(tmp_path / "ws")
     ws.save_corpus(Corpus(tokens=[s.split() for s in SENTENCES]), "small")

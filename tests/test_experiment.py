@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from core import jobs
+from core.data.workspace import Workspace
 from core.errors import UserError
-from core.experiment import BASELINES, load_cells, parse_strategy, per_type_table, results_table, summarize
-from core.workspace import Workspace
+from core.experiments.experiment import BASELINES, load_cells, parse_strategy, per_type_table, results_table, summarize
+from core.runner import jobs
 from tests.conftest import TOY_SENTENCES
 from tests.ner_data import single_thread_torch, write_toy_conll  # noqa: F401 - fixture
 
@@ -94,7 +94,7 @@ def test_cli_experiment_baselines_only(tmp_path, corpora, tiny_bert_dir, capsys,
 
 
 def test_parse_and_resolve_amounts():
-    from core.experiment import parse_amounts, resolve_amount, resolve_sc_budget, sweep_budgets
+    from core.experiments.experiment import parse_amounts, resolve_amount, resolve_sc_budget, sweep_budgets
 
     assert parse_amounts("500, 0.1,1.0", "--budgets") == [500, 0.1, 1.0] and parse_amounts(None, "x") == []
     assert parse_amounts([3, "0.5"], "x") == [3, 0.5]
@@ -163,7 +163,7 @@ def test_experiment_sweep_cells_resume_and_lineage(tmp_path, corpora, tiny_bert_
     assert [p["name"] for p in lin["mlm_phases"]] == ["tc+sc"] and lin["mlm_phases"][0]["sentences"] == 16
     assert lin["pretraining_corpora"][0]["hash"] and lin["selection"]["strategy"] == "random" and lin["selection"]["budget"] == 4
 
-    from core.similarity import finished_f1_runs
+    from core.lm.similarity import finished_f1_runs
 
     f1_runs = {r["job"]: r for r in finished_f1_runs(Workspace(ws))}  # the Similarity page's F1 panel reads these
     assert {c["run"] for c in cells} <= set(f1_runs)
@@ -184,7 +184,7 @@ def test_experiment_sweep_cells_resume_and_lineage(tmp_path, corpora, tiny_bert_
 
 
 def test_sweep_frames():
-    from core.sweeps import fig2_frame, fig4_frame, sweep_axes, table5_frame
+    from core.experiments.sweeps import fig2_frame, fig4_frame, sweep_axes, table5_frame
 
     cells = [{"row": r, "seed": s, "f1": f, "budget": b, "lc_size": n, "mlm_seconds": t, "mlm_sentences": m}
              for r, s, f, b, n, t, m in (

@@ -11,9 +11,9 @@ import time
 
 import pytest
 
-from core import jobs
-from core.training import Checkpointer
-from core.workspace import Workspace
+from core.data.workspace import Workspace
+from core.runner import jobs
+from core.train.training import Checkpointer
 from tests.conftest import TOY_SENTENCES
 from tests.ner_data import single_thread_torch, write_toy_conll  # noqa: F401 - fixture
 
@@ -142,7 +142,7 @@ def _nice(pid: int) -> int:
 
 
 def test_a_selection_submitted_during_training_finishes_while_training_runs(ws):
-    from core.corpus import Corpus
+    from core.data.corpus import Corpus
 
     ws.save_corpus(Corpus(tokens=[s.split() for s in TOY_SENTENCES[:3]]), "tc", role="tc")
     ws.save_corpus(Corpus(tokens=[f"{s} {i}".split() for i, s in enumerate(TOY_SENTENCES * 3)]), "dc", role="dc")

@@ -1,4 +1,4 @@
-"""Map exploring helpers (core.mapview) and the Map page using them: robust axes, search
+"""Map exploring helpers (core.selection.mapview) and the Map page using them: robust axes, search
 highlight, nearest neighbours from the saved point embeddings, draw order, colour by score."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from core import mapview
-from core.projection import Projection, load_projection, save_projection
+from core.selection import mapview
+from core.selection.projection import Projection, load_projection, save_projection
 from tests.apptest import open_app
 
 
@@ -50,9 +50,9 @@ def test_draw_order_puts_tc_last_unless_asked():
 @pytest.fixture
 def map_ws(tmp_path):
     """Demo workspace + a saved selection + a fake projection with its point vectors (no UMAP)."""
-    from core.demo import write_demo_workspace
-    from core.projection import selection_groups
-    from core.select import select
+    from core.data.demo import write_demo_workspace
+    from core.selection.projection import selection_groups
+    from core.selection.select import select
 
     ws = write_demo_workspace(tmp_path / "ws", dc_size=300)
     tc, dc = ws.load_corpus("demo-tc"), ws.load_corpus("demo-dc")

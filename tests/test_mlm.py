@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from core.errors import UserError
-from core.mlm import (
+from core.train.mlm import (
     balanced_mix,
     load_selection_texts,
     mlm_phases,
@@ -28,7 +28,7 @@ pytestmark = pytest.mark.usefixtures("single_thread_torch")
 
 @pytest.fixture(scope="module")
 def tokenizer(tiny_bert_dir):
-    from core.models import load_tokenizer
+    from core.lm.models import load_tokenizer
 
     return load_tokenizer(str(tiny_bert_dir))
 
@@ -66,7 +66,7 @@ def test_phases_and_their_errors():
 def test_two_step_run_adds_fresh_head_and_loads_as_b1(tiny_bert_dir, tmp_path):
     from transformers import AutoModelForMaskedLM
 
-    from core.models import load_encoder, resolve_model
+    from core.lm.models import load_encoder, resolve_model
 
     logs, metrics = [], []
     result = train_mlm(TOY_SENTENCES, str(tiny_bert_dir), tmp_path / "b1", preset_config("tiny", max_steps=2), log=logs.append,
@@ -119,7 +119,7 @@ def test_grad_accumulation_and_unpacked_mode_run(tiny_mlm_dir, tmp_path):
 
 
 def test_selection_texts_from_artifact(tmp_path):
-    from core.workspace import Workspace
+    from core.data.workspace import Workspace
 
     ws = Workspace(tmp_path / "ws")
     folder = ws.artifact_dir("selection", "abc123")
@@ -146,8 +146,8 @@ def test_masked_positions_loss_equals_the_full_head_loss(tiny_mlm_dir):
     import torch
     from transformers import DataCollatorForLanguageModeling
 
-    from core.mlm import masked_lm_loss
-    from core.models import load_masked_lm, load_tokenizer
+    from core.lm.models import load_masked_lm, load_tokenizer
+    from core.train.mlm import masked_lm_loss
     from tests.conftest import TOY_SENTENCES
 
     tok = load_tokenizer(str(tiny_mlm_dir))

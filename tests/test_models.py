@@ -1,7 +1,7 @@
 import pytest
 
 from core.errors import ModelError
-from core.models import load_encoder, load_tokenizer, resolve_model
+from core.lm.models import load_encoder, load_tokenizer, resolve_model
 
 
 def test_default_is_the_packaged_minilm():

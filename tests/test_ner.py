@@ -10,10 +10,11 @@ import time
 import pytest
 import torch
 
-from core.corpus import Corpus, read_corpus
-from core.crf import CRF, bioes_allowed, constrain_bioes, log_partition, marginals, sequence_confidences
+from core.data.corpus import Corpus, read_corpus
+from core.data.tags import Span, validate_tags
 from core.errors import ModelError, UserError
-from core.ner import (
+from core.train.crf import CRF, bioes_allowed, constrain_bioes, log_partition, marginals, sequence_confidences
+from core.train.ner import (
     Prediction,
     encode_words,
     evaluate,
@@ -23,7 +24,6 @@ from core.ner import (
     preset_config,
     train_ner,
 )
-from core.tags import Span, validate_tags
 from tests.ner_data import single_thread_torch, toy_ner_corpus, write_toy_conll  # noqa: F401 - fixture
 
 pytestmark = pytest.mark.usefixtures("single_thread_torch")
@@ -119,7 +119,7 @@ def test_bioes_constraints_make_decoding_well_formed():
 
 
 def test_encode_words_aligns_first_subtokens_and_handles_odd_words(tiny_bert_dir):
-    from core.models import load_tokenizer
+    from core.lm.models import load_tokenizer
 
     tok = load_tokenizer(str(tiny_bert_dir))
     batch = encode_words(tok, [["Paris", "\u200b", "guitarists"], ["John"]], max_length=32)
@@ -168,7 +168,7 @@ def test_prediction_contract(trained_model):
 
 
 def test_evaluate_and_b2_encoder(trained_model):
-    from core.models import load_encoder, resolve_model
+    from core.lm.models import load_encoder, resolve_model
 
     model = load_ner_model(trained_model[0])
     scores = evaluate(model, toy_ner_corpus())
@@ -183,7 +183,7 @@ def test_evaluate_and_b2_encoder(trained_model):
 
 
 def test_strict_iobes_scoring_counts_only_exact_spans():
-    from core.ner import scores_from_tags
+    from core.train.ner import scores_from_tags
 
     gold = [["B-PER", "E-PER", "O", "S-LOC"]]
     assert scores_from_tags(gold, gold)["f1"] == 1.0

@@ -13,9 +13,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from core.cli import main
-from core.corpus import Corpus
+from core.data.corpus import Corpus
 from core.errors import CorpusError
-from core.ngram import FALLBACK_DISCOUNTS, build_lm, load_arpa, modified_kn_discounts
+from core.lm.ngram import FALLBACK_DISCOUNTS, build_lm, load_arpa, modified_kn_discounts
 
 TOY = [["a", "b"], ["a", "c"]]
 

@@ -1,10 +1,10 @@
-"""core.progress: the sub-step splitter, and the CLI bar that prints job log lines and no bar before an error."""
+"""core.runner.progress: the sub-step splitter, and the CLI bar that prints job log lines and no bar before an error."""
 
 from __future__ import annotations
 
 import pytest
 
-from core.progress import cli_progress, silent, sub
+from core.runner.progress import cli_progress, silent, sub
 
 
 def test_sub_maps_a_part_onto_its_slice_and_prefixes_messages():
@@ -21,8 +21,8 @@ def test_sub_maps_a_part_onto_its_slice_and_prefixes_messages():
 
 
 def test_job_log_lines_reach_the_terminal_and_an_error_leaves_no_bar(tmp_path, capsys):
-    from core.jobs import JobContext
-    from core.workspace import Workspace
+    from core.data.workspace import Workspace
+    from core.runner.jobs import JobContext
 
     with cli_progress("ner train") as bar:
         ctx = JobContext(Workspace(tmp_path / "ws"), tmp_path / "run", None, on_progress=bar)

@@ -8,11 +8,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core import projection
-from core.corpus import Corpus
-from core.projection import Group, Projection, project, save_projection, selection_groups, stratified_sample
-from core.select import select
-from core.workspace import Workspace
+from core.data.corpus import Corpus
+from core.data.workspace import Workspace
+from core.selection import projection
+from core.selection.projection import Group, Projection, project, save_projection, selection_groups, stratified_sample
+from core.selection.select import select
 from tests.apptest import open_app
 from tests.conftest import TOY_SENTENCES
 
@@ -42,7 +42,7 @@ def _fake_umap(calls):
 
 
 def test_project_selection_groups_reuses_cached_dc_embeddings(tiny_bert_dir, tmp_path, monkeypatch):
-    from core.embed import embed_corpus
+    from core.lm.embed import embed_corpus
 
     ws = Workspace(tmp_path / "ws")
     tc = Corpus(tokens=[s.split() for s in SENTENCES[:3]], fields={"domain": ["m"] * 3})
@@ -78,8 +78,8 @@ def test_real_umap_is_deterministic_for_a_seed():
 
 
 def test_projection_job_and_cli(tiny_bert_dir, tmp_path, monkeypatch):
-    from core import jobs
     from core.cli import main
+    from core.runner import jobs
 
     calls: list[int] = []
     monkeypatch.setattr(projection, "umap_2d", _fake_umap(calls))
@@ -103,7 +103,7 @@ def test_projection_job_and_cli(tiny_bert_dir, tmp_path, monkeypatch):
 
 def test_map_page_renders_a_selectable_chart_and_table(tmp_path, monkeypatch):
 
-    from core.demo import write_demo_workspace
+    from core.data.demo import write_demo_workspace
 
     ws = write_demo_workspace(tmp_path / "ws")
     tc, dc = ws.load_corpus(ws.corpus_for_role("tc")), ws.load_corpus(ws.corpus_for_role("dc"))
@@ -138,7 +138,7 @@ def test_project_rejects_empty_input():
 
 
 def test_umap_reports_epochs_and_hides_third_party_warnings(recwarn):
-    from core.projection import umap_2d
+    from core.selection.projection import umap_2d
 
     seen = []
     x = np.random.default_rng(0).normal(size=(60, 8)).astype(np.float32)
@@ -150,8 +150,8 @@ def test_umap_reports_epochs_and_hides_third_party_warnings(recwarn):
 
 
 def test_preview_is_saved_while_umap_runs_and_never_served_as_cached(tiny_bert_dir, tmp_path, monkeypatch):
-    from core import projection
-    from core.projection import file_groups, list_projections, project
+    from core.selection import projection
+    from core.selection.projection import file_groups, list_projections, project
 
     ws = Workspace(tmp_path / "ws")
     corpus = Corpus(tokens=[f"sentence number {i} about topic {i % 3}".split() for i in range(30)])
@@ -178,8 +178,8 @@ def test_preview_is_saved_while_umap_runs_and_never_served_as_cached(tiny_bert_d
 
 
 def test_first_start_queues_tc_and_dc_embeddings_once(tmp_path, monkeypatch):
-    from core import jobs
-    from core.projection import prepare_first_map
+    from core.runner import jobs
+    from core.selection.projection import prepare_first_map
 
     monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "numba"))
     (tmp_path / "numba").mkdir()
@@ -195,7 +195,7 @@ def test_first_start_queues_tc_and_dc_embeddings_once(tmp_path, monkeypatch):
 
 
 def test_map_page_shows_a_preview_as_such(tmp_path, monkeypatch):
-    from core import jobs
+    from core.runner import jobs
 
     ws = Workspace(tmp_path / "ws")
     ws.save_corpus(Corpus(tokens=[s.split() for s in SENTENCES[:4]]), "tc", role="tc")
@@ -215,8 +215,8 @@ def test_map_page_shows_a_preview_as_such(tmp_path, monkeypatch):
 def test_a_map_waits_for_the_running_background_embedding_of_its_corpora(tmp_path, monkeypatch):
     from types import SimpleNamespace
 
-    from core import jobs
-    from core.projection import await_background_embeddings
+    from core.runner import jobs
+    from core.selection.projection import await_background_embeddings
 
     embed = SimpleNamespace(status="running", params={"corpus": "demo-dc", "model": "default"}, progress=0.4)
     other = SimpleNamespace(status="running", params={"corpus": "other", "model": "default"}, progress=0.1)

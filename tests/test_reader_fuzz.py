@@ -3,7 +3,7 @@
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from core.corpus import FORMATS, read_corpus
+from core.data.corpus import FORMATS, read_corpus
 from core.errors import CorpusError
 
 _LINES = st.lists(st.one_of(

@@ -8,14 +8,14 @@ import json
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from core import jobs
-from core.workspace import Workspace
+from core.data.workspace import Workspace
+from core.runner import jobs
 from tests.apptest import open_app
 
 
 @pytest.fixture(scope="module")
 def runs_ws(tmp_path_factory):
-    from core.demo import write_demo_workspace
+    from core.data.demo import write_demo_workspace
 
     root = tmp_path_factory.mktemp("runsws")
     write_demo_workspace(root)
@@ -120,7 +120,7 @@ def _values(v) -> list:
 def test_runs_page_draws_sweep_figures_table5_and_lineage(sweep_ws, monkeypatch):
     import json
 
-    from core.lineage import list_runs
+    from core.train.lineage import list_runs
 
     at = _runs_page(sweep_ws, monkeypatch)
     charts = {c.proto.id: json.loads(c.proto.spec) for c in at.get("plotly_chart")} if at.get("plotly_chart") else {}

@@ -8,10 +8,12 @@ import json
 import numpy as np
 import pytest
 
-from core import demo as demo_mod
-from core.corpus import Corpus
-from core.embed import corpus_digest
-from core.select import (
+from core.data import demo as demo_mod
+from core.data.corpus import Corpus
+from core.data.stream import CorpusStream
+from core.data.workspace import Workspace
+from core.lm.embed import corpus_digest
+from core.selection.select import (
     find_selection,
     list_selections,
     load_selection,
@@ -20,8 +22,6 @@ from core.select import (
     select,
     selection_texts,
 )
-from core.stream import CorpusStream
-from core.workspace import Workspace
 from tests.ner_data import single_thread_torch  # noqa: F401 - fixture
 
 
@@ -63,13 +63,13 @@ def test_streamed_selection_equals_in_memory(ws20k, strategy):
     assert mem.summary()["domain_precision"] == streamed.summary()["domain_precision"] > 0.5
     # The in-memory algorithm of the previous code, computed independently: whole-corpus scores, lexsort.
     if strategy == "ppl":
-        from core.ngram import build_lm
+        from core.lm.ngram import build_lm
 
         ref_scores = build_lm(tc.tokens, order=3).sentence_perplexities(dc.tokens)
         assert np.allclose(streamed.scores, ref_scores, equal_nan=True)
         assert np.array_equal(streamed.order, np.lexsort((np.arange(len(dc)), np.nan_to_num(ref_scores, nan=np.inf))))
     else:
-        from core.dsir import feature_distribution, hashed_ngrams
+        from core.lm.dsir import feature_distribution, hashed_ngrams
 
         diff = (feature_distribution(np.asarray(hashed_ngrams(tc.tokens).sum(0)))
                 - feature_distribution(np.asarray(hashed_ngrams(dc.tokens).sum(0))))
@@ -99,8 +99,8 @@ def test_selection_store_one_place(tmp_path):
     assert find_selection(ws, sel.key[:8]) == sel.folder and find_selection(ws, "dc") is None
     texts = list(selection_texts(ws, sel.key))
     assert texts == [" ".join(dc.tokens[i]) for i in sel.indices]
-    from core.inspect import list_selections as inspect_list
-    from core.mlm import load_selection_texts
+    from core.adapt.inspect import list_selections as inspect_list
+    from core.train.mlm import load_selection_texts
 
     assert load_selection_texts(ws, sel.key) == texts
     assert [r.key for r in inspect_list(ws)] == [sel.key] and inspect_list(ws)[0].size == 2
@@ -117,7 +117,7 @@ def test_selection_store_one_place(tmp_path):
 @pytest.fixture(scope="module")
 def ray_local():
     pytest.importorskip("ray")
-    from core.distributed import connect, shutdown
+    from core.lm.distributed import connect, shutdown
 
     connect("local:2")
     yield "local:2"
@@ -126,7 +126,7 @@ def ray_local():
 
 @pytest.mark.slow  # starting Ray and its workers (torch imported in each) takes 60-120 s on 2 busy cores
 def test_ray_embed_and_select_equal_local(tmp_path, tiny_bert_dir, ray_local):
-    from core.embed import cosine_agreement, embed_corpus
+    from core.lm.embed import cosine_agreement, embed_corpus
 
     ws = Workspace(tmp_path / "ws")
     data = demo_mod.generate_demo(dc_size=300)
@@ -148,14 +148,14 @@ def test_ray_embed_and_select_equal_local(tmp_path, tiny_bert_dir, ray_local):
 
 def test_parallel_row_group_passes_equal_sequential(ws20k, monkeypatch):
     """dsir and ppl over a large streamed DC run on every core, one row group set per worker."""
-    import core.dsir
-    import core.select
+    import core.lm.dsir
+    import core.selection.select
 
     tc, dc = ws20k.load_corpus("demo-tc"), ws20k.load_corpus("demo-dc")
     mem = {s: select(tc, dc, s, 0.1) for s in ("dsir", "ppl")}
-    monkeypatch.setattr(core.dsir, "PARALLEL_MIN", 1000)
-    monkeypatch.setattr(core.dsir, "_KEEP_MATRICES", 1000)
-    monkeypatch.setattr(core.select, "PARALLEL_MIN", 1000)
+    monkeypatch.setattr(core.lm.dsir, "PARALLEL_MIN", 1000)
+    monkeypatch.setattr(core.lm.dsir, "_KEEP_MATRICES", 1000)
+    monkeypatch.setattr(core.selection.select, "PARALLEL_MIN", 1000)
     for s in ("dsir", "ppl"):
         par = select(tc, open_dc(ws20k, "dc"), s, 0.1)
         assert np.array_equal(par.order, mem[s].order) and np.allclose(par.scores, mem[s].scores, equal_nan=True)
@@ -166,8 +166,8 @@ def test_parallel_row_group_passes_equal_sequential(ws20k, monkeypatch):
 
 def _reference_jsd(source, target, max_order=3):
     """The previous in-memory JSD (whole corpora encoded at once, index_ngrams), kept here as the reference."""
-    from core.ngram import Encoded, Vocabulary, encode, index_ngrams
-    from core.similarity import _kl
+    from core.lm.ngram import Encoded, Vocabulary, encode, index_ngrams
+    from core.lm.similarity import _kl
 
     vocab = Vocabulary()
     es = encode(source, vocab, grow=True, padded=False)
@@ -200,7 +200,7 @@ def small_batches(monkeypatch):
 
 
 def _no_whole_corpus_loads(monkeypatch):
-    from core.workspace import CorpusRef
+    from core.data.workspace import CorpusRef
 
     def refuse(*a, **k):
         raise AssertionError("a whole corpus was loaded")
@@ -217,8 +217,8 @@ def _same(a: dict, b: dict) -> bool:
 
 
 def test_similarity_streamed_equals_in_memory(ws2k, small_batches, monkeypatch, capsys):
-    from core.similarity import SimilarityParams, compare_corpora, corpus_text, ngram_jsd, similarity_matrix
-    from core.workspace import resolve_corpus_ref
+    from core.data.workspace import resolve_corpus_ref
+    from core.lm.similarity import SimilarityParams, compare_corpora, corpus_text, ngram_jsd, similarity_matrix
 
     dc, tc = ws2k.load_corpus("demo-dc").tokens, ws2k.load_corpus("demo-tc").tokens
     params = SimilarityParams(measures=("tvc", "tvcc", "ppl", "jsd", "wvv", "ttr"), tvcc_method="approx", wvv_dim=16,
@@ -249,7 +249,7 @@ def test_similarity_streamed_equals_in_memory(ws2k, small_batches, monkeypatch, 
 
 def _refuse_dc_loads(monkeypatch, dc_name: str):
     """Loading DC whole (by any loader) fails the test; TC (small) may still be loaded."""
-    from core.workspace import CorpusRef
+    from core.data.workspace import CorpusRef
 
     def guard(orig, name_of):
         def wrapped(*a, **k):
@@ -268,7 +268,7 @@ def test_map_samples_streamed_dc_equal_to_in_memory(ws2k, tmp_path, tiny_bert_di
 
     import pandas as pd
 
-    from core import projection
+    from core.selection import projection
 
     monkeypatch.setattr(projection, "umap_2d", lambda x, **k: (np.asarray(x, dtype=np.float32)[:, :2], "fake"))
     tc, dc = ws2k.load_corpus("demo-tc"), ws2k.load_corpus("demo-dc")
@@ -294,7 +294,8 @@ def test_ner_predict_streamed_equals_in_memory(tmp_path, tiny_bert_dir, monkeypa
     import torch
 
     from core.cli import main
-    from core.ner import (
+    from core.runner.progress import sub
+    from core.train.ner import (
         build_ner_model,
         load_ner_model,
         ner_predict_job,
@@ -302,7 +303,6 @@ def test_ner_predict_streamed_equals_in_memory(tmp_path, tiny_bert_dir, monkeypa
         predict_to_file,
         write_predictions,
     )
-    from core.progress import sub
 
     torch.manual_seed(0)
     build_ner_model(str(tiny_bert_dir), ["O", "B-PER", "I-PER", "E-PER", "S-PER"]).save(tmp_path / "ner")
@@ -330,7 +330,7 @@ def test_ner_predict_streamed_equals_in_memory(tmp_path, tiny_bert_dir, monkeypa
 
 
 def test_rows_per_block_gives_every_actor_work():
-    from core.distributed import rows_per_block
+    from core.lm.distributed import rows_per_block
 
     assert rows_per_block(5_000, 2, 64, 4096) == 1250  # 4 blocks: 2 per actor (one block used to go to one actor)
     assert rows_per_block(10_000_000, 2, 64, 4096) == 4096 and rows_per_block(100, 2, 64, 4096) == 64
@@ -339,7 +339,7 @@ def test_rows_per_block_gives_every_actor_work():
 
 @pytest.mark.parametrize("order", [1, 2, 3, 4])
 def test_kn_lm_from_streamed_counts_equals_whole_corpus_lm(ws2k, order):
-    from core.ngram import build_lm, build_lm_streamed
+    from core.lm.ngram import build_lm, build_lm_streamed
 
     tokens = ws2k.load_corpus("demo-dc").tokens[:1_500] + [["<s>", "a b", ""], []]  # odd tokens take the same paths
     whole = build_lm(tokens, order=order)

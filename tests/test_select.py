@@ -14,10 +14,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core import embed
-from core.corpus import Corpus
+from core.data.corpus import Corpus
+from core.data.workspace import Workspace
 from core.errors import UserError
-from core.select import (
+from core.lm import embed
+from core.selection.select import (
     Strategy,
     list_selections,
     load_selection,
@@ -27,7 +28,6 @@ from core.select import (
     select,
     topk_cosine,
 )
-from core.workspace import Workspace
 from tests.apptest import open_app
 
 
@@ -173,11 +173,11 @@ def test_ner_strategy_ranks_by_entity_count_then_c1(monkeypatch, tmp_path):
     (ner_dir / "ner_config.json").write_text(json.dumps({"labels": ["O", "B-PER"]}))
     spans = {"d0": 1, "d1": 3, "d2": 1, "d3": 0, "d4": 3, "d5": 1}
     c1 = {"d0": 0.5, "d1": 0.2, "d2": 0.9, "d3": 0.99, "d4": 0.2, "d5": 0.5}
-    fake = types.ModuleType("core.ner")
+    fake = types.ModuleType("core.train.ner")
     fake.load_ner_model = lambda path: ("model", path)
     fake.predict_corpus = lambda model, c, batch_size=32, device="auto", progress=None: [
         types.SimpleNamespace(spans=[object()] * spans[t], c1=c1[t], c2=0.0) for t in c.texts()]
-    monkeypatch.setitem(sys.modules, "core.ner", fake)
+    monkeypatch.setitem(sys.modules, "core.train.ner", fake)
     sel = select(corpus(TC), corpus(DC), "ner", 4, ner_model=str(ner_dir))
     assert sel.order.tolist() == [1, 4, 2, 0, 5, 3]  # 3 entities (tie on c1 -> index), then 1 entity by c1, index
     assert sel.scores.tolist() == [1, 3, 1, 0, 3, 1]
@@ -189,7 +189,7 @@ def test_ner_strategy_ranks_by_entity_count_then_c1(monkeypatch, tmp_path):
 
 
 def test_ner_strategy_without_core_ner_says_it_needs_a_ner_model(monkeypatch, tmp_path):
-    monkeypatch.setitem(sys.modules, "core.ner", None)  # import fails
+    monkeypatch.setitem(sys.modules, "core.train.ner", None)  # import fails
     (tmp_path / "config.json").write_text("{}")
     with pytest.raises(UserError, match="NER model"):
         select(corpus(TC), corpus(DC), "ner", 2, ner_model=str(tmp_path))
@@ -206,19 +206,19 @@ def test_ppl_strategy_selects_lowest_perplexity(monkeypatch):
         seen["tc"], seen["order"] = token_lists, order
         return FakeLM()
 
-    fake = types.ModuleType("core.ngram")
+    fake = types.ModuleType("core.lm.ngram")
     fake.build_lm = build_lm
-    monkeypatch.setitem(sys.modules, "core.ngram", fake)
+    monkeypatch.setitem(sys.modules, "core.lm.ngram", fake)
     sel = select(corpus(["a b", "c d"]), corpus(["xxx y", "z", "yy q", "w w"]), "ppl", 2)
     assert sel.order.tolist() == [1, 3, 2, 0] and sel.indices.tolist() == [1, 3]
     assert seen == {"tc": [["a", "b"], ["c", "d"]], "order": 3}
-    monkeypatch.setitem(sys.modules, "core.ngram", None)
-    with pytest.raises(UserError, match="core.ngram"):
+    monkeypatch.setitem(sys.modules, "core.lm.ngram", None)
+    with pytest.raises(UserError, match="core.lm.ngram"):
         select(corpus(["a b"]), corpus(["x y"]), "ppl", 1)
 
 
 def test_ppl_strategy_with_the_real_ngram_lm():
-    pytest.importorskip("core.ngram")
+    pytest.importorskip("core.lm.ngram")
     tc = corpus(["the band played the song", "the band released the album", "the singer played the guitar"] * 3)
     dc = corpus(["parliament passed the budget law", "the band played the album", "zebra quantum tax vote"])
     sel = select(tc, dc, "ppl", 1)
@@ -235,7 +235,7 @@ def test_mlm_pseudo_perplexity_matches_one_by_one_reference(tiny_mlm_dir):
     import torch
     from transformers import AutoModelForMaskedLM, AutoTokenizer
 
-    from core.select import pseudo_perplexities
+    from core.selection.select import pseudo_perplexities
 
     texts = ["John Smith plays the guitar in London .", "Paris is the capital of France .", "The party won ."]
     got = pseudo_perplexities(texts, str(tiny_mlm_dir), batch_size=5)
@@ -350,7 +350,7 @@ def test_overlap_matrix_is_jaccard():
 
 
 def test_selection_job_runs_on_workspace_corpora(tmp_path):
-    from core import jobs
+    from core.runner import jobs
 
     ws = Workspace(tmp_path / "ws")
     ws.save_corpus(corpus(["t a", "t b"], ["x", "x"]), "tc", role="tc")
@@ -364,8 +364,8 @@ def test_selection_job_runs_on_workspace_corpora(tmp_path):
 
 
 def test_ranking_table_reads_dc_texts_when_dc_was_named_by_its_role(tmp_path):
-    from core import jobs
-    from core.select import ranking_table
+    from core.runner import jobs
+    from core.selection.select import ranking_table
 
     ws = Workspace(tmp_path / "ws")
     ws.save_corpus(corpus(["t a", "t b"], ["x", "x"]), "my-tc", role="tc")
@@ -401,7 +401,7 @@ def test_cli_select_writes_jsonl_and_json_summary(tmp_path, capsys):
 
 def test_selection_page_shows_a_saved_selection(tmp_path, monkeypatch):
 
-    from core.demo import write_demo_workspace
+    from core.data.demo import write_demo_workspace
 
     ws = write_demo_workspace(tmp_path / "ws")
     tc, dc = ws.load_corpus(ws.corpus_for_role("tc")), ws.load_corpus(ws.corpus_for_role("dc"))
@@ -420,7 +420,7 @@ def test_selection_page_shows_a_saved_selection(tmp_path, monkeypatch):
 
 @pytest.mark.slow  # embeds ~5,800 CrossNER sentences with the default encoder: 1-5 min on 2 cores
 def test_crossner_cosine_beats_random_on_domain_precision(crossner, tmp_path):
-    from core.corpus import read_corpus
+    from core.data.corpus import read_corpus
 
     domains = ("ai", "literature", "music", "politics", "science")
     parts = []

@@ -9,11 +9,11 @@ import random
 import numpy as np
 import pytest
 
-from core import jobs
 from core.cli import main
-from core.corpus import read_corpus
+from core.data.corpus import read_corpus
+from core.data.workspace import Workspace
 from core.errors import UserError
-from core.similarity import (
+from core.lm.similarity import (
     SimilarityParams,
     compare_corpora,
     correlate_with_f1,
@@ -25,7 +25,7 @@ from core.similarity import (
     type_token_ratio,
     word_vector_variance,
 )
-from core.workspace import Workspace
+from core.runner import jobs
 from tests.apptest import open_app
 
 FAST = ("tvc", "tvcc", "ppl", "jsd", "ttr")
@@ -188,7 +188,7 @@ def test_correlate_with_f1_gain_and_pearson():
 
 
 def test_finished_f1_runs_read_from_the_run_index(tmp_path):
-    from core.lineage import Lineage, MlmPhase, record_run
+    from core.train.lineage import Lineage, MlmPhase, record_run
 
     ws = Workspace(tmp_path / "ws")
     pretrained = Lineage(mlm_phases=[MlmPhase("source", [{"name": "dc", "hash": "ab"}])])
@@ -215,7 +215,7 @@ def test_cli_similarity_json(tmp_path, capsys):
 
 def test_similarity_page_renders_results_and_f1_panel(tmp_path, monkeypatch):
 
-    from core.demo import write_demo_workspace
+    from core.data.demo import write_demo_workspace
 
     ws = write_demo_workspace(tmp_path / "demo")
     roles = {r.value: n for r, n in ws.roles().items()}
@@ -224,7 +224,7 @@ def test_similarity_page_renders_results_and_f1_panel(tmp_path, monkeypatch):
     result = jobs.run_inline(ws, "similarity", params)
     job = jobs.submit(ws, "similarity", {"sources": [], "targets": []}, start=False)
     jobs._update(ws, job.id, status="done", progress=1.0, result=json.dumps(result))
-    from core.lineage import Lineage, MlmPhase, record_run
+    from core.train.lineage import Lineage, MlmPhase, record_run
 
     for i, (source, f1) in enumerate(((None, 0.5), (roles["dc"], 0.6), (roles["lc"], 0.55), (roles["dev"], 0.58))):
         phases = [MlmPhase("source", [{"name": source, "hash": "h"}])] if source else []

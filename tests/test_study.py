@@ -1,4 +1,4 @@
-"""The study preset in one place, the CrossNER study protocol (core.study), the fused AdamW."""
+"""The study preset in one place, the CrossNER study protocol (core.experiments.study), the fused AdamW."""
 
 from __future__ import annotations
 
@@ -7,11 +7,12 @@ from pathlib import Path
 import pytest
 import torch
 
-from core import jobtypes, mlm, ner
 from core.cli import build_parser
-from core.corpus import Corpus, write_corpus
-from core.study import DOMAINS, crossner_protocol, dev_halves
-from core.training import adamw
+from core.data.corpus import Corpus, write_corpus
+from core.experiments.study import DOMAINS, crossner_protocol, dev_halves
+from core.runner import jobtypes
+from core.train import mlm, ner
+from core.train.training import adamw
 
 
 def test_preset_names_agree_everywhere():

@@ -1,7 +1,7 @@
 from hypothesis import given
 from hypothesis import strategies as st
 
-from core.tags import (
+from core.data.tags import (
     Span,
     TagScheme,
     convert_tags,

@@ -11,15 +11,15 @@ from pathlib import Path
 
 import pytest
 
-from core import jobs
-from core.corpus import corpus_bytes
-from core.workspace import Role, Workspace
+from core.data.corpus import corpus_bytes
+from core.data.workspace import Role, Workspace
+from core.runner import jobs
 from tests.apptest import open_app
 
 
 @pytest.fixture(scope="module")
 def small_ws(tmp_path_factory) -> Path:
-    from core.demo import write_demo_workspace
+    from core.data.demo import write_demo_workspace
 
     root = tmp_path_factory.mktemp("dailyws")
     write_demo_workspace(root, dc_size=600)
@@ -35,7 +35,7 @@ def _no_start(monkeypatch) -> None:
 
 
 def test_a_role_belongs_to_one_corpus_at_a_time(tmp_path, monkeypatch):
-    from core.demo import write_demo_workspace
+    from core.data.demo import write_demo_workspace
 
     ws = write_demo_workspace(tmp_path, dc_size=300)
     data = corpus_bytes(ws.load_corpus("demo-dev"), "conll")
@@ -48,7 +48,7 @@ def test_a_role_belongs_to_one_corpus_at_a_time(tmp_path, monkeypatch):
 
 
 def test_corpora_browser_searches_filters_and_pages(small_ws, monkeypatch):
-    from core.browse import browse_corpus, filter_fields
+    from core.data.browse import browse_corpus, filter_fields
 
     ws = Workspace(small_ws)
     assert "domain" in filter_fields(ws, "demo-dc")
@@ -73,7 +73,7 @@ def test_corpora_browser_searches_filters_and_pages(small_ws, monkeypatch):
 
 
 def test_tiny_preset_keeps_its_epochs_and_the_panel_shows_the_new_job(small_ws, monkeypatch):
-    from core.ner import preset_config
+    from core.train.ner import preset_config
 
     ws = Workspace(small_ws)
     older = jobs.submit(ws, "sleep", {"seconds": 0}, start=False)
@@ -93,7 +93,7 @@ def test_tiny_preset_keeps_its_epochs_and_the_panel_shows_the_new_job(small_ws, 
 
 
 def test_every_job_kind_is_listed_with_a_readable_name(small_ws, monkeypatch):
-    from core.jobview import describe_job, status_text
+    from core.runner.jobview import describe_job, status_text
 
     ws = Workspace(small_ws)
     monkeypatch.setattr(jobs, "_start_queued", lambda ws: None)
@@ -133,7 +133,7 @@ def test_budget_zero_disables_run_selection_with_a_message(small_ws, monkeypatch
 
 
 def test_dsir_ranking_shows_the_sampled_key(small_ws, monkeypatch):
-    from core.select import list_selections, load_selection, ranking_table
+    from core.selection.select import list_selections, load_selection, ranking_table
 
     ws = Workspace(small_ws)
     jobs.run_inline(ws, "select", {"tc": "demo-tc", "dc": "demo-dc", "strategy": "dsir", "budget": 0.2, "seed": 3})
@@ -150,7 +150,7 @@ def test_dsir_ranking_shows_the_sampled_key(small_ws, monkeypatch):
 
 
 def test_selftrain_states_a_preset_difference(small_ws, monkeypatch):
-    from core.inspect import model_preset
+    from core.adapt.inspect import model_preset
 
     ws = Workspace(small_ws)
     base = jobs.submit(ws, "ner", {"train": "demo-lc", "preset": "demo"}, start=False)
@@ -198,7 +198,7 @@ def test_a_running_step_shows_its_message_and_log_and_a_queued_one_what_it_waits
 
 
 def test_a_queued_exploring_job_is_not_said_to_wait_behind_training(small_ws, monkeypatch):
-    from core.jobview import status_text, waiting_for
+    from core.runner.jobview import status_text, waiting_for
 
     ws = Workspace(small_ws)
     monkeypatch.setattr(jobs, "_start_queued", lambda ws: None)
@@ -239,7 +239,7 @@ def test_augment_form_can_allow_a_degenerate_model(small_ws, monkeypatch):
     _no_start(monkeypatch)
     model = small_ws / "mlm-model"
     model.mkdir(exist_ok=True)
-    monkeypatch.setattr("core.inspect.list_mlm_models", lambda ws: [str(model)])
+    monkeypatch.setattr("core.adapt.inspect.list_mlm_models", lambda ws: [str(model)])
     at = open_app(small_ws, monkeypatch, "views/adapt.py")
     assert not at.exception
     assert at.selectbox(key="aug_check_tc").value == "demo-tc"
@@ -254,7 +254,7 @@ def test_augment_form_can_allow_a_degenerate_model(small_ws, monkeypatch):
 def test_polls_slow_down_as_a_job_ages():
     """An open page redraws a young job often and an old one rarely (bench/bench_server.py: the page
     must cost a running job at most 5%)."""
-    from core.jobview import CHART_POLL_S, LIST_POLL_S, poll_seconds
+    from core.runner.jobview import CHART_POLL_S, LIST_POLL_S, poll_seconds
 
     assert poll_seconds(None) == poll_seconds(5) == 2.0
     assert poll_seconds(60) == 5.0 and poll_seconds(3600) == 10.0

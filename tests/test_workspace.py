@@ -3,8 +3,8 @@ import os
 
 import pytest
 
+from core.data.workspace import Role, Workspace, atomic_write_bytes, content_hash
 from core.errors import CorpusError, UserError
-from core.workspace import Role, Workspace, atomic_write_bytes, content_hash
 
 CONLL = "John\tB-PER\nlives\tO\n\nParis\tB-LOC\n"
 
@@ -90,8 +90,8 @@ def test_outputs_honour_the_umask(tmp_path):
     import os
     import stat
 
-    from core.atomic import atomic_write_json, temp_path_for
-    from core.training import atomic_dir
+    from core.data.atomic import atomic_write_json, temp_path_for
+    from core.train.training import atomic_dir
 
     old = os.umask(0o022)
     try:

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import streamlit as st
 
-from core import augment as aug
-from core import inspect as insp
-from core.corpus import corpus_bytes, read_corpus
-from core.highlight import CSS, augmented_html, type_colors
-from core.jobtypes import DEFAULT_PRESET, PRESETS
-from core.tags import spans_from_tags
-from core.workspace import Role
+from core.adapt import augment as aug
+from core.adapt import inspect as insp
+from core.adapt.highlight import CSS, augmented_html, type_colors
+from core.data.corpus import corpus_bytes, read_corpus
+from core.data.tags import spans_from_tags
+from core.data.workspace import Role
+from core.runner.jobtypes import DEFAULT_PRESET, PRESETS
 from ui import (
     corpus_picker,
     get_workspace,
@@ -45,7 +45,7 @@ def selftrain_tab() -> None:
     with c[2]:
         unlabeled, sel_key = source_picker(ws, "st", Role.DC)
         ratio = st.selectbox("k = ratio x |LC|", aug.RATIOS, index=1, key="st_ratio")
-        presets = [DEFAULT_PRESET, *(p for p in PRESETS if p != DEFAULT_PRESET)]  # core.jobtypes: one list
+        presets = [DEFAULT_PRESET, *(p for p in PRESETS if p != DEFAULT_PRESET)]  # core.runner.jobtypes: one list
         trained_with = insp.model_preset(model) if model else None
         preset = st.selectbox("Retraining preset", presets, key=f"st_preset_{trained_with}",
                               index=presets.index(trained_with) if trained_with in presets else 0,

@@ -6,9 +6,9 @@ import pandas as pd
 import plotly.express as px
 import streamlit as st
 
-from core.browse import browse_corpus, filter_fields
-from core.stats import corpus_stats, length_histogram
-from core.workspace import ROLE_LABELS, Role
+from core.data.browse import browse_corpus, filter_fields
+from core.data.stats import corpus_stats, length_histogram
+from core.data.workspace import ROLE_LABELS, Role
 from ui import get_workspace, job_status, latest_job, run_guarded, submit_job
 
 ws = get_workspace()

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import streamlit as st
 
-from core import inspect as insp
+from core.adapt import inspect as insp
+from core.adapt.highlight import legend_html, page_css, prediction_html, sentence_html, type_colors
+from core.adapt.review import ReviewConflict, ReviewStore
+from core.data.tags import Span
+from core.data.workspace import Role
 from core.errors import UserError
-from core.highlight import legend_html, page_css, prediction_html, sentence_html, type_colors
-from core.review import ReviewConflict, ReviewStore
-from core.tags import Span
-from core.workspace import Role
 from ui import get_workspace, load_prediction_rows, model_picker, predictions_ready, run_guarded, source_picker
 
 ws = get_workspace()

@@ -9,7 +9,7 @@ import plotly.express as px
 import plotly.graph_objects as go
 import streamlit as st
 
-from core.mapview import (
+from core.selection.mapview import (
     draw_order,
     load_point_vectors,
     nearest_neighbours,
@@ -18,8 +18,8 @@ from core.mapview import (
     robust_range,
     search_mask,
 )
-from core.projection import DEFAULT_MAX_POINTS, list_projections, load_projection, sample_rows
-from core.select import list_selections, selection_label
+from core.selection.projection import DEFAULT_MAX_POINTS, list_projections, load_projection, sample_rows
+from core.selection.select import list_selections, selection_label
 from ui import get_workspace, job_status, latest_job, run_guarded, submit_job
 
 ws = get_workspace()

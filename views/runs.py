@@ -6,20 +6,20 @@ import pandas as pd
 import plotly.express as px
 import streamlit as st
 
-from core import jobs
-from core.experiment import BASELINES, collect_results, parse_amounts, per_type_table, results_table
-from core.highlight import CSS, legend_html, prediction_html, type_colors
-from core.jobtypes import DEFAULT_PRESET, PRESETS, preset_help
-from core.jobview import CHART_POLL_S, KIND_NAMES, LIST_POLL_S, describe_job, job_charts, job_rows, status_text
-from core.lineage import describe_run, get_run, list_runs
-from core.mlm import MODES
-from core.ner import PRESETS as NER_PRESETS
-from core.ner import read_predictions
-from core.sweeps import fig2_frame, fig4_frame, sweep_axes, table5_frame
-from core.workspace import Role
+from core.adapt.highlight import CSS, legend_html, prediction_html, type_colors
+from core.data.workspace import Role
+from core.experiments.experiment import BASELINES, collect_results, parse_amounts, per_type_table, results_table
+from core.experiments.sweeps import fig2_frame, fig4_frame, sweep_axes, table5_frame
+from core.runner import jobs
+from core.runner.jobtypes import DEFAULT_PRESET, PRESETS, preset_help
+from core.runner.jobview import CHART_POLL_S, KIND_NAMES, LIST_POLL_S, describe_job, job_charts, job_rows, status_text
+from core.train.lineage import describe_run, get_run, list_runs
+from core.train.mlm import MODES
+from core.train.ner import PRESETS as NER_PRESETS
+from core.train.ner import read_predictions
 from ui import corpus_picker, fmt_seconds, get_workspace, job_poll, run_guarded, slow_down_polling, submit_job
 
-# the default first, then core.jobtypes.PRESETS cheapest first (one list for pages and CLI)
+# the default first, then core.runner.jobtypes.PRESETS cheapest first (one list for pages and CLI)
 PRESET_CHOICES = [DEFAULT_PRESET, *(p for p in PRESETS if p != DEFAULT_PRESET)]
 
 ws = get_workspace()
@@ -30,14 +30,14 @@ st.caption("MLM continued pretraining, BERT-CRF fine-tuning and full experiments
 
 def _strategies() -> list[str]:
     try:
-        from core.select import Strategy
+        from core.selection.select import Strategy
     except ImportError:
         return []
     return [s.value for s in Strategy]
 
 
 def _selections() -> dict[str, str]:
-    from core.select import list_selections
+    from core.selection.select import list_selections
 
     return {m["key"]: f"{m.get('strategy', '?')} · {m.get('budget', '?')} sentences · {m['key'][:8]}" for m in list_selections(ws)}
 
@@ -97,7 +97,7 @@ with mlm_tab, st.form("mlm_form"):
 with exp_tab, st.form("exp_form"):
     strategies = _strategies()
     if not strategies:
-        st.warning("Selection (core.select) is not available: only baselines can run.")
+        st.warning("Selection (core.selection.select) is not available: only baselines can run.")
     c = st.columns(2)
     e_strats = c[0].multiselect("Selection strategies", strategies, default=[s for s in ("dsir",) if s in strategies],
                                 key="exp_strategies", help="name@b1 reads B1 (the TAPT model) instead of the base encoder")
@@ -193,7 +193,7 @@ def job_detail(job_id: str, interval: float | None) -> None:
 
 
 def job_curves(job_id: str) -> None:
-    """Loss, throughput and dev-F1 curves: a slower poll than the progress bar (see core.jobview)."""
+    """Loss, throughput and dev-F1 curves: a slower poll than the progress bar (see core.runner.jobview)."""
     job = run_guarded(lambda: jobs.get_job(ws, job_id))
     charts = job_charts(job) if job is not None else []
     cols = st.columns(2)
@@ -222,7 +222,7 @@ else:
 
 
 def sweep_section(cells: list[dict]) -> None:
-    """Fig. 2, Fig. 4 and Table 5 of the seed paper for one experiment (frames from core.sweeps)."""
+    """Fig. 2, Fig. 4 and Table 5 of the seed paper for one experiment (frames from core.experiments.sweeps)."""
     axes = sweep_axes(cells)
     lc_size = None
     if len(axes["lc_sizes"]) > 1:

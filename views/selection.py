@@ -7,7 +7,8 @@ import pandas as pd
 import plotly.express as px
 import streamlit as st
 
-from core.select import (
+from core.data.workspace import Role
+from core.selection.select import (
     EXPORT_FORMATS,
     Strategy,
     list_selections,
@@ -17,7 +18,6 @@ from core.select import (
     score_histogram,
     selection_label,
 )
-from core.workspace import Role
 from ui import corpus_picker, get_workspace, job_status, latest_job, run_guarded, submit_job
 
 ws = get_workspace()

@@ -11,8 +11,8 @@ import pandas as pd
 import plotly.express as px
 import streamlit as st
 
-from core.similarity import MEASURES, PAIRWISE, correlate_with_f1, finished_f1_runs
-from core.workspace import Role
+from core.data.workspace import Role
+from core.lm.similarity import MEASURES, PAIRWISE, correlate_with_f1, finished_f1_runs
 from ui import corpus_names, get_workspace, job_status, latest_job, run_guarded, submit_job
 
 JOB_KEY = "similarity_job"

@@ -1,6 +1,6 @@
 """Data adaptation commands (Tokarchuk et al. 2021): selftrain, augment.
 
-Both run the job functions of core.augment in-process (jobs.run_inline), so the numbers
+Both run the job functions of core.adapt.augment in-process (jobs.run_inline), so the numbers
 printed here are the ones the Inspect page shows for the same inputs.
 """
 
@@ -10,12 +10,12 @@ import argparse
 import sys
 from pathlib import Path
 
-from core import jobs
-from core.augment import CRITERIA, MEASURES, ORDERS, SAMPLINGS
+from core.adapt.augment import CRITERIA, MEASURES, ORDERS, SAMPLINGS
 from core.cliutil import add_workspace_arg, print_json, tqdm_progress
+from core.data.workspace import Workspace
 from core.errors import UserError
-from core.jobtypes import DEFAULT_PRESET, PRESETS, preset_help
-from core.workspace import Workspace
+from core.runner import jobs
+from core.runner.jobtypes import DEFAULT_PRESET, PRESETS, preset_help
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -6,11 +6,11 @@ import argparse
 from pathlib import Path
 
 from core.cliutil import add_workspace_arg, print_json, tqdm_progress
-from core.corpus import FORMATS, write_corpus
+from core.data.corpus import FORMATS, write_corpus
+from core.data.stats import corpus_stats
+from core.data.tags import TagScheme
+from core.data.workspace import Role, Workspace, resolve_corpus_ref
 from core.errors import UserError
-from core.stats import corpus_stats
-from core.tags import TagScheme
-from core.workspace import Role, Workspace, resolve_corpus_ref
 
 _FORMAT_CHOICES = ["auto", *FORMATS]
 
@@ -53,7 +53,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from core.demo import write_demo_workspace
+    from core.data.demo import write_demo_workspace
 
     with tqdm_progress("demo", enabled=args.dc_size > 100_000) as progress:
         ws = write_demo_workspace(args.dir, seed=args.seed, dc_size=args.dc_size, progress=progress)

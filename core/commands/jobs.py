@@ -6,10 +6,10 @@ import argparse
 import json
 import time
 
-from core import jobs
 from core.cliutil import add_workspace_arg, print_json
+from core.data.workspace import Workspace
 from core.errors import UserError
-from core.workspace import Workspace
+from core.runner import jobs
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -64,7 +64,7 @@ def cmd_list(args: argparse.Namespace) -> int:
     if args.json:
         print_json([_job_dict(j) for j in all_jobs])
         return 0
-    from core.jobview import describe_job, status_text  # the same names as the app's Runs page
+    from core.runner.jobview import describe_job, status_text  # the same names as the app's Runs page
 
     for j in all_jobs:
         created = time.strftime("%Y-%m-%d %H:%M", time.localtime(j.created))

@@ -7,10 +7,10 @@ import time
 from pathlib import Path
 
 from core.cliutil import add_workspace_arg, print_json, tqdm_progress
+from core.data.workspace import Workspace
 from core.errors import UserError
-from core.jobtypes import DEFAULT_PRESET, PRESETS
-from core.similarity import PAIRWISE
-from core.workspace import Workspace
+from core.lm.similarity import PAIRWISE
+from core.runner.jobtypes import DEFAULT_PRESET, PRESETS
 
 
 def _split(text: str) -> list[str]:
@@ -51,7 +51,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_compare_sources(args: argparse.Namespace) -> int:
-    from core import jobs
+    from core.runner import jobs
 
     try:
         seeds = [int(s) for s in _split(args.seeds)]
@@ -80,7 +80,7 @@ def cmd_compare_sources(args: argparse.Namespace) -> int:
 
 
 def cmd_runs_list(args: argparse.Namespace) -> int:
-    from core.lineage import list_runs, pretraining_source
+    from core.train.lineage import list_runs, pretraining_source
 
     entries = list_runs(Workspace(args.workspace), args.kind)
     if args.json:
@@ -95,7 +95,7 @@ def cmd_runs_list(args: argparse.Namespace) -> int:
 
 
 def cmd_runs_show(args: argparse.Namespace) -> int:
-    from core.lineage import describe_run, get_run
+    from core.train.lineage import describe_run, get_run
 
     entry = get_run(Workspace(args.workspace), args.run)
     if args.json:

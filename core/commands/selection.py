@@ -11,12 +11,12 @@ from pathlib import Path
 import numpy as np
 
 from core.cliutil import add_workspace_arg, print_json, tqdm_progress
+from core.data.workspace import Workspace, temp_path_for
 from core.errors import UserError
-from core.workspace import Workspace, temp_path_for
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from core.select import Strategy
+    from core.selection.select import Strategy
 
     p = sub.add_parser("embed", help="sentence embeddings of a corpus (mean of the last layer) as a .npy file")
     p.add_argument("file", help="corpus file or workspace corpus name")
@@ -62,8 +62,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_embed(args: argparse.Namespace) -> int:
-    from core.embed import embed_corpus
-    from core.select import open_dc
+    from core.lm.embed import embed_corpus
+    from core.selection.select import open_dc
 
     ws = Workspace(args.workspace)
     corpus = open_dc(ws, args.file)  # a workspace corpus is streamed, never loaded whole
@@ -98,7 +98,7 @@ def _parse_options(items: list[str]) -> dict[str, object]:
 
 
 def cmd_select(args: argparse.Namespace) -> int:
-    from core.select import open_dc, select
+    from core.selection.select import open_dc, select
 
     ws = Workspace(args.workspace)
     tc, dc = ws.resolve_corpus(args.tc), open_dc(ws, args.dc)  # a workspace DC is read in record batches
@@ -125,8 +125,8 @@ def cmd_select(args: argparse.Namespace) -> int:
 
 
 def cmd_project(args: argparse.Namespace) -> int:
-    from core.projection import file_groups, project
-    from core.select import open_dc
+    from core.selection.projection import file_groups, project
+    from core.selection.select import open_dc
 
     ws = Workspace(args.workspace)
     # a workspace corpus is streamed: only the sampled rows are read

@@ -8,10 +8,10 @@ import sys
 from typing import Any
 
 from core.cliutil import add_workspace_arg, print_json, tqdm_progress
-from core.corpus import Corpus
-from core.ngram import build_lm, lm_from
-from core.similarity import MEASURES, SimilarityParams, compare_corpora, corpus_text
-from core.workspace import Workspace, atomic_write_text, resolve_corpus_ref
+from core.data.corpus import Corpus
+from core.data.workspace import Workspace, atomic_write_text, resolve_corpus_ref
+from core.lm.ngram import build_lm, lm_from
+from core.lm.similarity import MEASURES, SimilarityParams, compare_corpora, corpus_text
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -50,7 +50,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def resolve(ref: str, workspace: str | None) -> Corpus:
-    """`core.workspace.resolve_corpus_ref` (name, role, then file), loaded."""
+    """`core.data.workspace.resolve_corpus_ref` (name, role, then file), loaded."""
     return resolve_corpus_ref(ref, workspace).load()
 
 
@@ -82,14 +82,14 @@ def cmd_lm_build(args: argparse.Namespace) -> int:
 
 
 def cmd_lm_score(args: argparse.Namespace) -> int:
-    from core.select import open_dc
+    from core.selection.select import open_dc
 
     ws = Workspace(args.workspace)
     corpus = open_dc(ws, args.file)  # a workspace corpus is read in record batches
     lm = lm_from(args.arpa, order=args.order, workspace=args.workspace)
     ray = args.ray or ws.settings().get("ray_address") or None
     if ray:
-        from core.distributed import ray_lm_scores
+        from core.lm.distributed import ray_lm_scores
 
         scores = ray_lm_scores(lm, corpus, ray)
     else:

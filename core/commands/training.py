@@ -13,14 +13,14 @@ import sys
 from pathlib import Path
 
 from core.cliutil import add_workspace_arg, print_json, tqdm_progress
+from core.data.workspace import Workspace, resolve_corpus_ref
 from core.errors import UserError
-from core.experiment import BASELINES
-from core.jobtypes import DEFAULT_PRESET, PRESETS, preset_help
-from core.workspace import Workspace, resolve_corpus_ref
+from core.experiments.experiment import BASELINES
+from core.runner.jobtypes import DEFAULT_PRESET, PRESETS, preset_help
 
 
 def _run(args: argparse.Namespace, kind: str, params: dict, desc: str) -> dict:
-    from core import jobs
+    from core.runner import jobs
 
     ws = Workspace(args.workspace)
     run_dir = Path(args.run_dir) if getattr(args, "run_dir", None) else None
@@ -34,7 +34,7 @@ def _config_overrides(args: argparse.Namespace, names: tuple[str, ...]) -> dict:
 
 
 def _corpus(args: argparse.Namespace, ref: str | None) -> str | None:
-    """A corpus argument resolved now (name, role, then file; core.workspace.resolve_corpus_ref), so a
+    """A corpus argument resolved now (name, role, then file; core.data.workspace.resolve_corpus_ref), so a
     typo fails before any training and the job records the corpus it will read."""
     if ref is None:
         return None
@@ -115,7 +115,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     x.add_argument("--lc", required=True, help="labeled training corpus: name, role or file (required)")
     x.add_argument("--dev", required=True, help="labeled corpus for early stopping (required)")
     x.add_argument("--test", required=True, help="labeled corpus the F1 is measured on (required)")
-    x.add_argument("--strategies", default="", help="comma-separated selection strategies (core.select), NAME@b1 to read B1 "
+    x.add_argument("--strategies", default="", help="comma-separated selection strategies (core.selection.select), NAME@b1 to read B1 "
                                                     "(default: none, only baselines)")
     x.add_argument("--baselines", default=",".join(BASELINES),
                    help=f"comma-separated subset of {', '.join(BASELINES)}; '' for no baselines (default: {','.join(BASELINES)})")
@@ -168,8 +168,8 @@ def cmd_ner_train(args: argparse.Namespace) -> int:
 
 
 def cmd_ner_predict(args: argparse.Namespace) -> int:
-    from core.ner import load_ner_model, predict_to_file
-    from core.stream import CorpusStream
+    from core.data.stream import CorpusStream
+    from core.train.ner import load_ner_model, predict_to_file
 
     ref = resolve_corpus_ref(args.corpus, args.workspace)
     # a workspace corpus (DC) is read and written chunk by chunk; a file is read into memory
@@ -182,7 +182,7 @@ def cmd_ner_predict(args: argparse.Namespace) -> int:
 
 
 def cmd_ner_eval(args: argparse.Namespace) -> int:
-    from core.ner import evaluate, load_ner_model
+    from core.train.ner import evaluate, load_ner_model
 
     test = resolve_corpus_ref(args.test, args.workspace).load()
     model = load_ner_model(args.model)
@@ -200,14 +200,14 @@ def cmd_ner_eval(args: argparse.Namespace) -> int:
 
 
 def _amounts(text: str | None, option: str) -> list[int | float]:
-    """A comma list of counts or ratios (core.experiment.parse_amounts); None: none given."""
-    from core.experiment import parse_amounts
+    """A comma list of counts or ratios (core.experiments.experiment.parse_amounts); None: none given."""
+    from core.experiments.experiment import parse_amounts
 
     return parse_amounts(text, option) if text is not None else []
 
 
 def cmd_experiment(args: argparse.Namespace) -> int:
-    from core.experiment import format_results
+    from core.experiments.experiment import format_results
 
     def split(text: str) -> list[str]:
         return [s.strip() for s in text.split(",") if s.strip()]

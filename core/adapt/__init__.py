@@ -1,0 +1,1 @@
+"""Adaptation and inspection stage: self-training, augmentation, weak-run explanations, the Inspect page, review, span HTML."""

@@ -1,0 +1,653 @@
+"""Data adaptation for low-resource NER (Tokarchuk et al. 2021): self-training with CRF
+confidences (Section 3) and masked-LM augmentation of the labeled corpus (Section 4).
+
+Self-training: a NER model trained on LC labels unlabeled sentences; a confidence measure
+(c1 = posterior of the Viterbi sequence, c2 = smallest marginal of a decoded tag) and a
+threshold chosen by the confidence error rate on DEV keep the trustworthy ones; k = ratio x |LC|
+of them are sampled and a fresh model is trained from the base encoder on LC + pseudo-labels.
+
+Confidence error rate (our definition, after the paper's Figure 2): a DEV sentence is *correct*
+when the predicted tag sequence equals the gold one exactly. For a threshold t the confidence
+measure "claims" correctness when conf >= t, so its errors are confident-but-wrong plus
+unconfident-but-right sentences::
+
+    CER(t) = (#{wrong, conf >= t} + #{correct, conf < t}) / N
+
+t = 0 gives the model's sentence error rate, t above every confidence gives its sentence
+accuracy; the CER-optimal t lies between. Ties go to the lowest t (more pseudo-labels).
+
+MLM augmentation: tokens chosen by a sampling mode are masked at the word level and replaced
+by a masked LM's prediction, keeping the label sequence as is:
+
+- sampling "entity" masks single-token entity spans, "context" the O tokens right next to an
+  entity, "random-context" a random subset of O tokens, "mixed" a random number of tokens anywhere;
+- order "independent" predicts every mask on the original sentence, "conditional" on the
+  sentence with the previous replacements already made;
+- criterion "top" takes the most probable of the 5 best whole-word predictions, "joint" the
+  one maximising probability x Levenshtein distance (characters) to the original sentence.
+
+WordPiece: a word's sub-tokens are replaced by ONE [MASK], and only predictions that are whole
+words are accepted (not "##" continuations, not special tokens; for byte-level BPE /
+SentencePiece vocabularies, only pieces that start a word), so a replacement is always exactly
+one word and the labels stay aligned. The 5 candidates are the 5 most probable such words that
+differ from the original (looked for among the 50 most probable tokens).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from core.data.corpus import Corpus, write_corpus
+from core.data.tags import spans_from_tags
+from core.errors import ModelError, UserError
+
+Progress = Callable[[float, str], None]
+MEASURES = ("c1", "c2")
+SAMPLINGS = ("entity", "context", "random-context", "mixed")
+ORDERS = ("independent", "conditional")
+CRITERIA = ("top", "joint")
+RATIOS = (0.5, 1.0, 2.0)  # k = ratio x |LC| in the paper's experiments
+
+
+# --------------------------------------------------------------------------- confidence error rate
+
+
+def confidence_error_rate(confidences: Sequence[float], correct: Sequence[bool], threshold: float) -> float:
+    """CER(t) as defined in the module docstring."""
+    if len(confidences) != len(correct):
+        raise ValueError(f"{len(confidences)} confidences for {len(correct)} correctness flags")
+    if not confidences:
+        raise UserError("the confidence error rate needs at least one DEV sentence")
+    errors = sum(1 for c, ok in zip(confidences, correct) if (c >= threshold) != bool(ok))
+    return errors / len(confidences)
+
+
+def threshold_grid(steps: int = 100) -> list[float]:
+    return [round(i / steps, 6) for i in range(steps + 1)]
+
+
+def cer_curve(confidences: Sequence[float], correct: Sequence[bool], grid: Sequence[float] | None = None) -> list[dict[str, float]]:
+    """CER over a threshold grid, with the share of sentences kept at each threshold."""
+    grid = list(grid) if grid is not None else threshold_grid()
+    n = len(confidences)
+    return [{"threshold": t, "cer": confidence_error_rate(confidences, correct, t),
+             "kept": sum(1 for c in confidences if c >= t) / max(n, 1)} for t in grid]
+
+
+def optimal_threshold(curve: Sequence[dict[str, float]]) -> float:
+    best = min(p["cer"] for p in curve)
+    return min(p["threshold"] for p in curve if p["cer"] == best)
+
+
+def cer_inputs_from_rows(rows: Sequence[dict[str, Any]], measure: str) -> tuple[list[float], list[bool]]:
+    """Confidences and exact-match correctness from cached prediction rows of a labeled corpus
+    (core.train.ner.write_predictions: `spans`, `gold_spans`, `c1`, `c2`)."""
+    if measure not in MEASURES:
+        raise UserError(f"unknown confidence measure {measure!r}: expected c1 or c2")
+    if rows and "gold_spans" not in rows[0]:
+        raise UserError("the CER needs a labeled corpus (DEV): these predictions have no gold spans")
+
+    def key(spans: Sequence[dict[str, Any]]) -> set[tuple[int, int, str]]:
+        return {(int(d["start"]), int(d["end"]), str(d["type"])) for d in spans}
+
+    return [float(r[measure]) for r in rows], [key(r["spans"]) == key(r["gold_spans"]) for r in rows]
+
+
+def cer_figure(curve: Sequence[dict[str, float]], optimal: float, chosen: float | None = None, measure: str = "c1"):
+    """CER and kept share against the threshold, as in Tokarchuk et al. Figure 2 (plotly)."""
+    import plotly.graph_objects as go
+
+    fig = go.Figure()
+    fig.add_scatter(x=[p["threshold"] for p in curve], y=[p["cer"] for p in curve], name="CER (DEV)", mode="lines")
+    fig.add_scatter(x=[p["threshold"] for p in curve], y=[p["kept"] for p in curve], name="share kept", mode="lines",
+                    line={"dash": "dot"})
+    fig.add_vline(x=optimal, line_color="green", annotation_text=f"CER-optimal {optimal:.2f}")
+    if chosen is not None and chosen != optimal:
+        fig.add_vline(x=chosen, line_color="orange", line_dash="dash", annotation_text=f"chosen {chosen:.2f}",
+                      annotation_position="bottom right")
+    fig.update_layout(xaxis_title=f"threshold on {measure}", yaxis_title="rate", height=360,
+                      margin={"l": 10, "r": 10, "t": 30, "b": 10}, legend={"orientation": "h"})
+    return fig
+
+
+# --------------------------------------------------------------------------- self-training
+
+
+def _ner():
+    try:
+        from core.train import ner
+    except ImportError as exc:  # core/train/ner.py is written separately; say what is missing, not a traceback
+        raise UserError(f"NER support (core/train/ner.py) is not available: {exc}") from exc
+    return ner
+
+
+def pseudo_label_sample(predictions: Sequence[Any], measure: str, threshold: float, k: int, seed: int = 0) -> list[int]:
+    """Indices of k predictions drawn uniformly among those with confidence >= threshold
+    (all of them when fewer are confident)."""
+    if measure not in MEASURES:
+        raise UserError(f"unknown confidence measure {measure!r}: expected c1 or c2")
+    confident = [i for i, p in enumerate(predictions) if getattr(p, measure) >= threshold]
+    if len(confident) <= k:
+        return confident
+    return sorted(random.Random(seed).sample(confident, k))
+
+
+def dev_confidences(model: Any, dev: Corpus, measure: str, progress: Progress | None = None) -> tuple[list[float], list[bool]]:
+    """Confidence and exact-sequence correctness of every DEV sentence (BIO compared as spans,
+    so a BIOES-trained model and a BIO file agree)."""
+    preds = _ner().predict_corpus(model, dev.unlabeled(), progress=progress)
+    correct = [set(p.spans) == set(spans_from_tags(g)) for p, g in zip(preds, dev.tags)]
+    return [float(getattr(p, measure)) for p in preds], correct
+
+
+def _base_recipe(model_dir: str | Path, preset: str, overrides: dict[str, Any] | None, seed: int) -> tuple[str, Any]:
+    """The base encoder the NER model was fine-tuned from (its ner_config.json) and the
+    training settings, so retraining "from scratch" repeats the LC recipe on more data."""
+    ner = _ner()
+    path = Path(model_dir) / "ner_config.json"
+    if not path.exists():
+        raise UserError(f"{model_dir} is not a NER model folder (no ner_config.json); train a NER model first")
+    saved = json.loads(path.read_text("utf-8"))
+    settings = {"dropout": saved.get("dropout"), "max_length": saved.get("max_length"), "seed": seed, **(overrides or {})}
+    return str(saved.get("base_model") or "default"), ner.preset_config(preset, **settings)
+
+
+def self_train(model_dir: str | Path, lc: Corpus, unlabeled: Corpus, dev: Corpus, test: Corpus | None, out_dir: str | Path,
+               measure: str = "c1", threshold: float | str = "auto", ratio: float = 1.0, seed: int = 1,
+               preset: str = "demo", config: dict[str, Any] | None = None, progress: Progress | None = None,
+               log: Callable[[str], None] | None = None, metric: Callable[..., None] | None = None) -> dict[str, Any]:
+    """The whole Section 3 recipe; returns thresholds, the CER curve, counts and test F1 of the
+    LC model (baseline) and of the self-trained one."""
+    if measure not in MEASURES:
+        raise UserError(f"unknown confidence measure {measure!r}: expected c1 or c2")
+    if ratio <= 0:
+        raise UserError(f"ratio must be positive (k = ratio x |LC|), got {ratio}")
+    for name, corpus in (("LC", lc), ("DEV", dev)) + ((("TEST", test),) if test is not None else ()):
+        if not corpus.labeled:
+            raise UserError(f"{name} must be labeled")
+    ner = _ner()
+    report = progress or (lambda f, m: None)
+    say = log or (lambda m: None)
+
+    def sub(a: float, b: float, prefix: str) -> Progress:
+        from core.runner.progress import sub as part
+
+        return part(report, a, b, prefix)
+
+    model = ner.load_ner_model(str(model_dir))
+    confs, correct = dev_confidences(model, dev, measure, sub(0.0, 0.1, "DEV: "))
+    curve = cer_curve(confs, correct)
+    best = optimal_threshold(curve)
+    chosen = best if threshold in (None, "auto") else float(threshold)
+    if not 0.0 <= chosen <= 1.0:
+        raise UserError(f"threshold must lie in [0, 1] or be 'auto', got {threshold}")
+    say(f"CER-optimal {measure} threshold on DEV: {best:.3f} (CER {min(p['cer'] for p in curve):.3f}); using {chosen:.3f}")
+    preds = ner.predict_corpus(model, unlabeled.unlabeled(), progress=sub(0.1, 0.3, f"pseudo-labelling {len(unlabeled):,} sentences: "))
+    k = max(1, round(ratio * len(lc)))
+    picked = pseudo_label_sample(preds, measure, chosen, k, seed)
+    n_confident = sum(1 for p in preds if getattr(p, measure) >= chosen)
+    say(f"{n_confident} of {len(preds)} unlabeled sentences reach {measure} >= {chosen:.3f}; sampled {len(picked)} (k = {k})")
+    if not picked:
+        raise UserError(f"no unlabeled sentence reaches {measure} >= {chosen:.3f}: lower the threshold")
+    pseudo = Corpus(tokens=[list(preds[i].tokens) for i in picked], tags=[list(preds[i].tags) for i in picked],
+                    name="pseudo")
+    train = Corpus.concat([Corpus(tokens=lc.tokens, tags=lc.tags, name="lc"), pseudo], name="lc+pseudo")
+    base, recipe = _base_recipe(model_dir, preset, config, seed)
+    out_dir = Path(out_dir)
+    write_corpus(pseudo, out_dir.parent / f"{out_dir.name}-pseudo.conll", fmt="conll")
+    trained = ner.train_ner(train, dev, base, str(out_dir), recipe, log=log, metric=metric,
+                  progress=sub(0.3, 0.95, f"retraining on {len(lc)} LC + {len(picked)} pseudo-labeled: "))
+    result: dict[str, Any] = {
+        "measure": measure, "threshold": chosen, "optimal_threshold": best, "cer_curve": curve,
+        "dev_sentence_accuracy": sum(correct) / max(len(correct), 1), "unlabeled": len(preds), "confident": n_confident,
+        "k": k, "pseudo_labeled": len(picked), "train_sentences": len(train), "model_dir": str(out_dir), "base_model": base,
+    }
+    if test is not None:
+        report(0.95, "evaluating on TEST")
+        baseline = ner.evaluate(model, test)
+        retrained = ner.evaluate(ner.load_ner_model(str(out_dir)), test)
+        result.update(baseline_f1=float(baseline["f1"]), selftrain_f1=float(retrained["f1"]),
+                      baseline=_plain(baseline), selftrain=_plain(retrained))
+        say(f"TEST F1: LC model {baseline['f1']:.4f}, self-trained {retrained['f1']:.4f}")
+        from core.adapt.quality import weak_f1_reason
+
+        warnings = [w for w in (weak_f1_reason(float(baseline["f1"]), lc, test, preset=None, what="LC model"),
+                                weak_f1_reason(float(retrained["f1"]), train, test, preset=preset,
+                                               steps=trained.get("steps"), what="self-trained model")) if w]
+        if warnings:
+            result["warning"] = " ".join(warnings)
+            say(f"warning: {result['warning']}")
+    report(1.0, "done")
+    return result
+
+
+def _plain(d: dict[str, Any]) -> dict[str, Any]:
+    return json.loads(json.dumps(d, default=float))
+
+
+def selftrain_job(params: dict[str, Any], ctx: Any) -> dict[str, Any]:
+    """Job kind "selftrain": params model, lc, unlabeled or selection, dev, test (names, roles or paths),
+    measure, threshold ("auto" or a number), ratio, seed, preset + config (NER training settings
+    for the retraining, as for job kind "ner"), out (default: RUN/model)."""
+    ws = ctx.workspace
+    missing = [k for k in ("model", "lc", "dev") if not params.get(k)]
+    if not params.get("unlabeled") and not params.get("selection"):
+        missing.append("unlabeled (a corpus or a saved selection)")
+    if missing:
+        raise UserError(f"self-training needs {', '.join(missing)}")
+    if params.get("selection"):  # pseudo-label the sentences a saved selection picked from its DC
+        from core.adapt.inspect import find_selection, selected_indices
+
+        sel = find_selection(ws, params["selection"])
+        unlabeled = ws.load_corpus(sel.dc).subset(selected_indices(sel))
+    else:
+        unlabeled = ws.resolve_corpus(params["unlabeled"])
+    test = ws.resolve_corpus(params["test"]) if params.get("test") else None
+    out = Path(params.get("out") or ctx.run_dir / "model")
+    result = self_train(params["model"], ws.resolve_corpus(params["lc"]), unlabeled,
+                        ws.resolve_corpus(params["dev"]), test, out, measure=params.get("measure", "c1"),
+                        threshold=params.get("threshold", "auto"), ratio=float(params.get("ratio", 1.0)),
+                        seed=int(params.get("seed", 1)), preset=params.get("preset", "demo"), config=params.get("config"),
+                        progress=ctx.progress, log=ctx.log, metric=ctx.metric)
+    ctx.log(json.dumps({k: v for k, v in result.items() if k not in ("cer_curve", "baseline", "selftrain")}))
+    return result
+
+
+# --------------------------------------------------------------------------- MLM augmentation: sampling
+
+
+@dataclass
+class AugmentConfig:
+    sampling: str = "entity"
+    order: str = "independent"
+    criterion: str = "top"
+    min_token_prob: float = 0.0  # a candidate below this MLM probability is never used
+    min_confidence: float = 0.0  # generated sentences below this NER confidence are dropped (needs a NER model)
+    measure: str = "c1"  # which NER confidence min_confidence applies to
+    random_rate: float = 0.15  # share of O tokens masked by "random-context" (BERT's masking rate)
+    mixed_max_rate: float = 0.3  # "mixed" masks between 1 and this share of the tokens
+    top_k: int = 5  # candidates per mask, as in the paper
+    per_sentence: int = 1  # generated variants per LC sentence
+    seed: int = 0
+    batch_size: int = 32
+
+    def check(self) -> None:
+        for value, allowed, what in ((self.sampling, SAMPLINGS, "sampling"), (self.order, ORDERS, "order"),
+                                     (self.criterion, CRITERIA, "criterion"), (self.measure, MEASURES, "measure")):
+            if value not in allowed:
+                raise UserError(f"unknown {what} {value!r}: expected one of {', '.join(allowed)}")
+        if not 0.0 <= self.min_token_prob <= 1.0 or not 0.0 <= self.min_confidence <= 1.0:
+            raise UserError("--min-token-prob and --min-confidence must lie in [0, 1]")
+        if self.per_sentence < 1 or self.top_k < 1:
+            raise UserError("per_sentence and top_k must be at least 1")
+
+
+def sample_positions(tags: Sequence[str], sampling: str, rng: random.Random, random_rate: float = 0.15,
+                     mixed_max_rate: float = 0.3) -> list[int]:
+    """Token positions a sampling mode may mask, sorted (see the module docstring)."""
+    n = len(tags)
+    spans = spans_from_tags(tags)
+    outside = [i for i, t in enumerate(tags) if t == "O"]
+    if sampling == "entity":
+        return [s.start for s in spans if s.end - s.start == 1]
+    if sampling == "context":
+        near = {i for s in spans for i in (s.start - 1, s.end) if 0 <= i < n}
+        return sorted(i for i in near if tags[i] == "O")
+    if sampling == "random-context":
+        if not outside:
+            return []
+        picked = [i for i in outside if rng.random() < random_rate]
+        return sorted(picked or [rng.choice(outside)])
+    if sampling == "mixed":
+        if n == 0:
+            return []
+        count = rng.randint(1, max(1, round(mixed_max_rate * n)))
+        return sorted(rng.sample(range(n), count))
+    raise UserError(f"unknown sampling {sampling!r}: expected one of {', '.join(SAMPLINGS)}")
+
+
+def levenshtein(a: str, b: str) -> int:
+    """Character edit distance; hand-written (two-row DP) to avoid a dependency for a
+    function called on one sentence pair per candidate."""
+    if len(a) < len(b):
+        a, b = b, a
+    prev = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        cur = [i]
+        for j, cb in enumerate(b, 1):
+            cur.append(min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (ca != cb)))
+        prev = cur
+    return prev[-1]
+
+
+# --------------------------------------------------------------------------- MLM augmentation: the masked LM
+
+
+class MaskedLM:
+    """A masked LM with a trained head, predicting whole-word replacements for one masked word."""
+
+    def __init__(self, model: str | Path, device: str = "auto", candidates_searched: int = 50):
+        import torch
+
+        from core.lm.models import load_masked_lm, load_tokenizer, pick_device, resolve_model
+
+        ref = resolve_model(str(model))
+        self.name = str(model)
+        self.model, head_missing = load_masked_lm(ref)
+        if head_missing:
+            hint = "the default encoder ships without one" if ref.is_default else "it was saved without one"
+            raise ModelError(f"model {model!r} has no trained MLM head ({hint}: {', '.join(head_missing[:3])} missing); "
+                             "augmenting with it would produce noise. Use an MLM run's model folder (Runs page, MLM pretraining) "
+                             "or a Hugging Face masked LM such as bert-base-cased.")
+        self.tokenizer = load_tokenizer(ref)
+        if self.tokenizer.mask_token_id is None:
+            raise ModelError(f"the tokenizer of {model!r} has no mask token")
+        self.device = pick_device(device)
+        self.model.to(self.device).eval()
+        self.torch = torch
+        self.searched = candidates_searched
+        self.max_len = min(int(getattr(self.model.config, "max_position_embeddings", 512)), 512)
+        self.lowercases = self.tokenizer.tokenize("A")[:1] == ["a"]
+        vocab = self.tokenizer.convert_ids_to_tokens(list(range(len(self.tokenizer))))
+        self._word_piece = any(t.startswith("##") for t in vocab)
+        self._special = set(self.tokenizer.all_special_ids)
+        self._vocab = vocab
+
+    def _word(self, token_id: int) -> str | None:
+        """The whole word a vocabulary entry stands for, or None for pieces and specials."""
+        if token_id in self._special:
+            return None
+        piece = self._vocab[token_id]
+        if self._word_piece:
+            return None if piece.startswith("##") else piece
+        if piece.startswith(("Ġ", "▁")) and len(piece) > 1:
+            return piece[1:]
+        return None
+
+    def _ids(self, words: Sequence[str], masked: int) -> tuple[list[int], int]:
+        pieces: list[list[int]] = []
+        for j, w in enumerate(words):
+            if j == masked:
+                pieces.append([self.tokenizer.mask_token_id])
+            else:
+                text = w if self._word_piece or j == 0 else " " + w  # BPE marks word starts with a leading space
+                pieces.append(self.tokenizer.encode(text, add_special_tokens=False) or [self.tokenizer.unk_token_id])
+        mask_at = sum(len(p) for p in pieces[:masked])
+        flat = [i for p in pieces for i in p]
+        budget = self.max_len - 2
+        if len(flat) > budget:  # keep a window centred on the mask
+            lo = max(0, min(mask_at - budget // 2, len(flat) - budget))
+            flat, mask_at = flat[lo:lo + budget], mask_at - lo
+        cls = self.tokenizer.cls_token_id if self.tokenizer.cls_token_id is not None else self.tokenizer.bos_token_id
+        sep = self.tokenizer.sep_token_id if self.tokenizer.sep_token_id is not None else self.tokenizer.eos_token_id
+        return [cls, *flat, sep], mask_at + 1
+
+    def candidates(self, requests: Sequence[tuple[Sequence[str], int]], top_k: int = 5, batch_size: int = 32
+                   ) -> list[list[tuple[str, float]]]:
+        """For each (words, masked position): up to top_k (word, probability) whole-word
+        predictions that differ from the original word, most probable first."""
+        out: list[list[tuple[str, float]]] = []
+        for chunk, top_p, top_i in self._top(requests, batch_size):
+            for (words, pos), ps, ids in zip(chunk, top_p, top_i):
+                original = words[pos]
+                found: list[tuple[str, float]] = []
+                for p, i in zip(ps, ids):
+                    word = self._word(i)
+                    if word is None or not word.strip():
+                        continue
+                    word = self._match_case(word, original)
+                    same = word.lower() == original.lower() if self.lowercases else word == original
+                    if same or any(c.isalnum() for c in word) != any(c.isalnum() for c in original):
+                        continue  # never swap punctuation for a word or back: labels would no longer fit
+                    found.append((word, float(p)))
+                    if len(found) == top_k:
+                        break
+                out.append(found)
+        return out
+
+    def _top(self, requests: Sequence[tuple[Sequence[str], int]], batch_size: int):
+        """Per batch: (requests, top probabilities, top vocabulary ids) at each masked position."""
+        torch = self.torch
+        for b in range(0, len(requests), batch_size):
+            chunk = requests[b:b + batch_size]
+            encoded = [self._ids(words, pos) for words, pos in chunk]
+            width = max(len(ids) for ids, _ in encoded)
+            pad = self.tokenizer.pad_token_id or 0
+            input_ids = torch.tensor([ids + [pad] * (width - len(ids)) for ids, _ in encoded], device=self.device)
+            attention = torch.tensor([[1] * len(ids) + [0] * (width - len(ids)) for ids, _ in encoded], device=self.device)
+            with torch.no_grad():
+                logits = self.model(input_ids=input_ids, attention_mask=attention).logits  # (B, L, V)
+            rows = torch.stack([logits[i, at] for i, (_, at) in enumerate(encoded)])  # (B, V)
+            probs = torch.softmax(rows.float(), dim=-1)
+            top_p, top_i = probs.topk(min(self.searched, probs.shape[-1]), dim=-1)
+            yield chunk, top_p.tolist(), top_i.tolist()
+
+    def accuracy(self, corpus: Corpus, n: int = 200, seed: int = 0, batch_size: int = 32) -> float | None:
+        """Share of `n` masked words of `corpus` (held-out text, e.g. TC) that the model puts first:
+        the plain measure of whether its MLM head learned anything. None when the corpus has no words."""
+        rng = random.Random(seed)
+        slots = [(i, j) for i, toks in enumerate(corpus.tokens) for j, w in enumerate(toks) if w.isalpha()]
+        if not slots:
+            return None
+        picked = rng.sample(slots, min(n, len(slots)))
+        requests = [(corpus.tokens[i], j) for i, j in picked]
+        hits = 0
+        for chunk, _, top_i in self._top(requests, batch_size):
+            for (words, pos), ids in zip(chunk, top_i):
+                first = next((w for w in (self._word(i) for i in ids) if w and w.strip()), None)
+                hits += first is not None and first.lower() == words[pos].lower()
+        return hits / len(requests)
+
+    def _match_case(self, word: str, original: str) -> str:
+        # An uncased vocabulary predicts lowercase; keep the original's casing pattern.
+        if not self.lowercases or not original[:1].isupper():
+            return word
+        return word.upper() if original.isupper() and len(original) > 1 else word[:1].upper() + word[1:]
+
+
+# --------------------------------------------------------------------------- MLM augmentation: generation
+
+
+@dataclass
+class AugmentResult:
+    corpus: Corpus  # generated sentences, original tags, fields source_index and changed
+    stats: dict[str, Any] = field(default_factory=dict)
+
+
+def _choose(candidates: list[tuple[str, float]], words: list[str], pos: int, original_text: str, criterion: str,
+            min_prob: float) -> str | None:
+    usable = [(w, p) for w, p in candidates if p >= min_prob]
+    if not usable:
+        return None
+    if criterion == "top":
+        return usable[0][0]
+
+    def joint(item: tuple[str, float]) -> float:
+        trial = words[:pos] + [item[0]] + words[pos + 1:]
+        return item[1] * levenshtein(original_text, " ".join(trial))
+
+    return max(usable, key=joint)[0]
+
+
+def augment_corpus(lc: Corpus, mlm: MaskedLM, config: AugmentConfig, ner_model: Any = None,
+                   progress: Progress | None = None) -> AugmentResult:
+    """Generate label-preserving variants of LC sentences (Section 4). A variant that equals
+    an LC sentence or an earlier variant is dropped, as is one without any replacement."""
+    config.check()
+    if not lc.labeled:
+        raise UserError("augmentation needs a labeled corpus (LC)")
+    if config.min_confidence > 0 and ner_model is None:
+        raise UserError("a minimum NER confidence needs a NER model (--ner-model)")
+    report = progress or (lambda f, m: None)
+    rng = random.Random(config.seed)
+    jobs: list[tuple[int, list[str], list[int]]] = []  # (source index, working words, positions)
+    for _ in range(config.per_sentence):
+        for i, tags in enumerate(lc.tags):
+            jobs.append((i, list(lc.tokens[i]), sample_positions(tags, config.sampling, rng, config.random_rate,
+                                                                 config.mixed_max_rate)))
+    masked_total = sum(len(p) for _, _, p in jobs)
+    done = 0
+    if config.order == "independent":
+        requests = [(lc.tokens[i], pos) for i, _, positions in jobs for pos in positions]
+        cands = mlm.candidates(requests, config.top_k, config.batch_size)
+        k = 0
+        for i, words, positions in jobs:
+            text = " ".join(lc.tokens[i])
+            for pos in positions:
+                choice = _choose(cands[k], list(lc.tokens[i]), pos, text, config.criterion, config.min_token_prob)
+                k += 1
+                if choice is not None:
+                    words[pos] = choice
+        report(0.8, f"{len(requests)} masks predicted")
+    else:
+        rounds = max((len(p) for _, _, p in jobs), default=0)
+        for r in range(rounds):  # round r: the r-th mask of every sentence, on its current words
+            active = [(i, words, positions[r]) for i, words, positions in jobs if r < len(positions)]
+            cands = mlm.candidates([(words, pos) for _, words, pos in active], config.top_k, config.batch_size)
+            for (i, words, pos), cand in zip(active, cands):
+                choice = _choose(cand, words, pos, " ".join(lc.tokens[i]), config.criterion, config.min_token_prob)
+                if choice is not None:
+                    words[pos] = choice
+            done += len(active)
+            report(0.8 * done / max(masked_total, 1), f"{done}/{masked_total} masks predicted")
+    seen = {tuple(t) for t in lc.tokens}
+    rows: list[tuple[int, list[str]]] = []
+    unchanged = duplicates = 0
+    for i, words, _ in jobs:
+        key = tuple(words)
+        if key == tuple(lc.tokens[i]):
+            unchanged += 1
+        elif key in seen:
+            duplicates += 1
+        else:
+            seen.add(key)
+            rows.append((i, words))
+    low_conf = 0
+    if ner_model is not None and rows and config.min_confidence > 0:
+        report(0.85, "scoring generated sentences with the NER model")
+        preds = _ner().predict_corpus(ner_model, Corpus(tokens=[w for _, w in rows]))
+        kept = [r for r, p in zip(rows, preds) if getattr(p, config.measure) >= config.min_confidence]
+        low_conf = len(rows) - len(kept)
+        rows = kept
+    corpus = Corpus(tokens=[w for _, w in rows], tags=[list(lc.tags[i]) for i, _ in rows],
+                    fields={"source_index": [i for i, _ in rows],
+                            "changed": [",".join(str(j) for j, (a, b) in enumerate(zip(lc.tokens[i], w)) if a != b)
+                                        for i, w in rows]},
+                    name=f"{lc.name or 'lc'}-aug")
+    stats = {"input_sentences": len(lc), "attempts": len(jobs), "generated": len(corpus),
+             "masked_per_sentence": masked_total / max(len(jobs), 1),
+             "replaced_tokens": sum(len(c.split(",")) for c in corpus.fields["changed"] if c),
+             "dropped_unchanged": unchanged, "dropped_duplicates": duplicates, "dropped_low_confidence": low_conf,
+             "config": asdict(config), "model": mlm.name}
+    report(1.0, f"{len(corpus)} sentences generated")
+    return AugmentResult(corpus=corpus, stats=stats)
+
+
+# --------------------------------------------------------------------------- MLM augmentation: quality gate
+
+# Thresholds of the gate. A useful MLM fills entity slots with many different words (names, places);
+# a degenerate one (a fresh or barely trained head) puts the same few function words everywhere:
+# the README's first try replaced 116 of 116 entities with "the".
+MIN_DISTINCT_SHARE = 0.2  # distinct replacement words / replacements
+MAX_STOP_SHARE = 0.5  # replacements that are stop words ("the", "of", ...)
+MAX_TOP_WORD_SHARE = 0.5  # the single most frequent replacement word
+WARN_MLM_ACCURACY = 0.15  # top-1 accuracy on masked held-out TC words below this: a weak MLM
+MIN_REPLACEMENTS_JUDGED = 10  # fewer replacements say nothing either way
+
+
+def replacement_quality(lc: Corpus, generated: Corpus) -> dict[str, Any]:
+    """What the replacements look like: how many, how many distinct, the share of stop words and of
+    the most frequent word (with the top words themselves, to show the user)."""
+    from collections import Counter
+
+    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
+    words: list[str] = []
+    for src, toks, changed in zip(generated.fields.get("source_index", []), generated.tokens,
+                                  generated.fields.get("changed", [])):
+        del src
+        words += [toks[int(j)].lower() for j in str(changed).split(",") if j != ""]
+    counts = Counter(words)
+    n = len(words)
+    return {"replacements": n, "distinct_replacements": len(counts),
+            "distinct_share": len(counts) / n if n else None,
+            "stop_word_share": sum(c for w, c in counts.items() if w in ENGLISH_STOP_WORDS) / n if n else None,
+            "top_word_share": counts.most_common(1)[0][1] / n if n else None,
+            "top_words": [f"{w} ({c})" for w, c in counts.most_common(5)]}
+
+
+def judge_augmentation(quality: dict[str, Any], mlm_accuracy: float | None, model: str,
+                       mlm_info: dict[str, Any] | None = None) -> tuple[str, str]:
+    """("ok" | "warn" | "degenerate", a sentence saying what was measured and what to do)."""
+    n = quality["replacements"]
+    figures = (f"{n} replacements, {quality['distinct_replacements']} distinct"
+               + (f", {quality['stop_word_share']:.0%} stop words, top words {', '.join(quality['top_words'][:3])}" if n else "")
+               + (f"; MLM top-1 accuracy on held-out TC words {mlm_accuracy:.1%}" if mlm_accuracy is not None else ""))
+    steps = (mlm_info or {}).get("steps")
+    trained = f"it was trained for {steps} steps" + (" from a fresh MLM head" if (mlm_info or {}).get("fresh_head") else "") \
+        if steps is not None else ""
+    advice = (f"Train B1 (MLM on TC) longer: {trained}; give it at least {max(300, 10 * int(steps or 30))} steps "
+              f"(`python -m core mlm ... --max-steps {max(300, 10 * int(steps or 30))}`, or the `paper` preset), "
+              "or use a Hugging Face masked LM with a trained head (e.g. bert-base-cased).") if trained else (
+              "Use a better-trained masked LM: train B1 (MLM on TC) for more steps (the `paper` preset), "
+              "or a Hugging Face masked LM with a trained head (e.g. bert-base-cased).")
+    if n >= MIN_REPLACEMENTS_JUDGED and (
+            quality["distinct_share"] < MIN_DISTINCT_SHARE or quality["stop_word_share"] > MAX_STOP_SHARE
+            or quality["top_word_share"] > MAX_TOP_WORD_SHARE):
+        return "degenerate", f"the masked LM {model!r} is degenerate ({figures}). {advice}"
+    if mlm_accuracy is not None and mlm_accuracy < WARN_MLM_ACCURACY:
+        return "warn", f"the masked LM {model!r} is weak ({figures}). {advice}"
+    if n == 0:
+        return "warn", f"no token was replaced by {model!r}: nothing new was generated. {advice}"
+    return "ok", figures
+
+
+def combine_with_lc(lc: Corpus, generated: Corpus, name: str = "") -> Corpus:
+    """LC followed by the generated sentences: a training corpus for an augmented NER run."""
+    return Corpus(tokens=[*lc.tokens, *generated.tokens], tags=[*lc.tags, *generated.tags],
+                  fields={"augmented": [False] * len(lc) + [True] * len(generated)}, name=name or f"{lc.name}+aug")
+
+
+def augment_job(params: dict[str, Any], ctx: Any) -> dict[str, Any]:
+    """Job kind "augment": params lc (name, role or path), model (masked LM), the AugmentConfig
+    fields, optional ner_model; writes augmented.conll / .jsonl into the run folder."""
+    ws = ctx.workspace
+    if not params.get("model"):
+        raise UserError("augmentation needs a masked LM (model)")
+    known = set(AugmentConfig.__dataclass_fields__)
+    config = AugmentConfig(**{k: v for k, v in params.items() if k in known})
+    config.check()
+    lc = ws.resolve_corpus(params.get("lc") or "lc")
+    ctx.progress(0.01, "loading the masked LM")
+    mlm = MaskedLM(params["model"], device=params.get("device", "auto"))
+    ner_model = _ner().load_ner_model(params["ner_model"]) if params.get("ner_model") else None
+    result = augment_corpus(lc, mlm, config, ner_model=ner_model, progress=ctx.sub(0.05, 0.9))
+    quality = replacement_quality(lc, result.corpus)
+    accuracy = None
+    if params.get("check_tc"):  # held-out text the MLM did not augment: does its head predict words at all?
+        try:
+            held_out = ws.resolve_corpus(params["check_tc"])
+        except UserError as exc:
+            ctx.log(f"MLM accuracy not measured: {exc}")
+        else:
+            ctx.progress(0.92, "MLM accuracy on masked held-out TC words")
+            accuracy = mlm.accuracy(held_out, seed=config.seed, batch_size=config.batch_size)
+    info_path = Path(params["model"]) / "mlm_info.json"
+    info = json.loads(info_path.read_text("utf-8")) if info_path.is_file() else None
+    verdict, message = judge_augmentation(quality, accuracy, str(params["model"]), info)
+    quality.update(mlm_accuracy=accuracy, verdict=verdict, quality_message=message)
+    ctx.log(f"augmentation quality: {verdict}: {message}")
+    if verdict == "degenerate" and not params.get("allow_degenerate"):
+        raise UserError(f"refusing to write the augmented corpus: {message} "
+                        "(to write it anyway: allow_degenerate / --allow-degenerate)")
+    out = Path(params.get("out") or ctx.run_dir / "augmented.conll")
+    write_corpus(result.corpus, out, fmt="conll")
+    write_corpus(result.corpus, out.with_suffix(".jsonl"), fmt="jsonl")
+    ctx.log(json.dumps({k: v for k, v in result.stats.items() if k != "config"}))
+    return {**result.stats, "quality": quality, "warning": message if verdict != "ok" else None,
+            "conll": str(out), "jsonl": str(out.with_suffix(".jsonl")), "lc": params.get("lc") or "lc"}

@@ -1,0 +1,311 @@
+"""Data behind the Inspect page: cached NER predictions over a corpus or a saved selection,
+the sortable / filterable sentence table, selected-vs-filtered status, review exports.
+
+Predictions are computed by the "predict" job (core.train.ner.ner_predict_job) writing into a
+workspace artifact (kind "predictions") keyed by the model's fingerprint, the corpus content
+hash and the selected indices, so the same request never runs twice and survives restarts.
+A selection's sentences are written to `subset.jsonl` in that artifact and predicted as a file.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from core.adapt.review import ReviewItem, ReviewStore, check_spans, review_set_key
+from core.data.corpus import Corpus, corpus_bytes, write_corpus
+from core.data.tags import Span, TagScheme
+from core.data.workspace import Workspace, atomic_write_json, content_hash
+from core.errors import UserError
+from core.lm.models import resolve_model
+
+PRED_KIND = "predictions"
+SELECTION_KIND = "selection"
+SORT_KEYS = {"entities": "n_entities", "c1": "c1", "c2": "c2", "position": "index"}
+REVIEW_STATES = ("unreviewed", "accepted", "rejected", "corrected")
+
+
+# --------------------------------------------------------------------------- models and selections
+
+
+def list_ner_models(ws: Workspace) -> list[Path]:
+    """Fine-tuned NER model folders in the workspace's runs and artifacts (newest first)."""
+    found: set[Path] = set()
+    for base in (ws.runs_dir, ws.root / "artifacts"):
+        for pattern in ("*/ner_config.json", "*/*/ner_config.json", "*/*/*/ner_config.json"):
+            found.update(p.parent for p in base.glob(pattern))
+    return sorted(found, key=lambda p: p.stat().st_mtime, reverse=True)
+
+
+def list_mlm_models(ws: Workspace) -> list[Path]:
+    """Model folders whose config says they carry a masked-LM head (MLM runs: B1)."""
+    found = []
+    for pattern in ("*/config.json", "*/*/config.json"):
+        for p in ws.runs_dir.glob(pattern):
+            try:
+                arch = json.loads(p.read_text("utf-8")).get("architectures") or []
+            except (OSError, json.JSONDecodeError):
+                continue
+            if any(a.endswith("ForMaskedLM") for a in arch):
+                found.append(p.parent)
+    return sorted(found, key=lambda p: p.stat().st_mtime, reverse=True)
+
+
+def model_preset(model_dir: str | Path) -> str | None:
+    """The training preset a NER model folder was made with: its ner_config.json when it says,
+    else the params.json of the run that wrote it (RUN/model). None when unknown (a folder from
+    elsewhere). Self-training compares against this model, so it must know its recipe."""
+    folder = Path(model_dir)
+    try:
+        cfg = json.loads((folder / "ner_config.json").read_text("utf-8"))
+        if cfg.get("preset"):
+            return str(cfg["preset"])
+        run = json.loads((folder.parent / "params.json").read_text("utf-8"))
+    except (OSError, json.JSONDecodeError):
+        return None
+    if run.get("kind") in ("ner", "selftrain", "experiment"):
+        return str((run.get("params") or {}).get("preset") or "demo")  # these jobs default to demo
+    return None
+
+
+@dataclass
+class SelectionRef:
+    key: str
+    path: Path
+    dc: str  # the corpus the selection's dc_index values point into
+    size: int
+    label: str
+
+
+def list_selections(ws: Workspace) -> list[SelectionRef]:
+    """Saved selections over a workspace corpus (artifact kind "selection", written by core.selection.select:
+    selected.jsonl rows with `dc_index`, meta.json with `dc_name`), newest first."""
+    from core.selection.select import list_selections as stored_selections  # the one listing of the selection store
+
+    out = []
+    for meta in reversed(stored_selections(ws)):
+        path = Path(meta["folder"])
+        rows_path = path / "selected.jsonl"
+        if not rows_path.exists():
+            continue
+        dc = meta.get("dc") or meta.get("dc_name")
+        if not dc or not ws.has_corpus(str(dc)):
+            continue  # made from a file outside the workspace: its dc_index values cannot be resolved here
+        if meta.get("budget") is not None:
+            size = int(meta["budget"])
+        else:
+            with open(rows_path, encoding="utf-8") as fh:
+                size = sum(1 for line in fh if line.strip())
+        what = meta.get("strategy") or meta.get("name") or "selection"
+        out.append(SelectionRef(path.name, path, dc, size, f"{what} · {size:,} of {dc} · {path.name[:8]}"))
+    return out
+
+
+def find_selection(ws: Workspace, key: str) -> SelectionRef:
+    for sel in list_selections(ws):
+        if sel.key == key or sel.key.startswith(key):
+            return sel
+    raise UserError(f"no saved selection {key!r} in workspace {ws.root}")
+
+
+def selected_indices(sel: SelectionRef) -> list[int]:
+    rows = [json.loads(line) for line in (sel.path / "selected.jsonl").read_text("utf-8").splitlines() if line.strip()]
+    return sorted({int(r["dc_index"]) for r in rows})
+
+
+# --------------------------------------------------------------------------- cached predictions
+
+
+@dataclass
+class PredictionRequest:
+    key: str
+    folder: Path
+    model: str
+    corpus: str
+    corpus_hash: str
+    indices: list[int] | None  # sentence indices of `corpus` (a selection), None = all
+
+    @property
+    def predictions_path(self) -> Path:
+        return self.folder / "predictions.jsonl"
+
+    @property
+    def done(self) -> bool:
+        return self.predictions_path.exists()
+
+    @property
+    def review_key(self) -> str:
+        return review_set_key(self.corpus, self.corpus_hash)
+
+
+def prediction_request(ws: Workspace, model: str | Path, corpus: str | None = None, selection: str | None = None
+                       ) -> PredictionRequest:
+    """What to predict and where the cached result lives (nothing is computed here)."""
+    ref = resolve_model(str(model))
+    if ref.ner_config() is None:
+        raise UserError(f"{model} is not a fine-tuned NER model folder (no ner_config.json): pick a finished NER run")
+    indices = None
+    if selection:
+        sel = find_selection(ws, selection)
+        corpus, indices = sel.dc, selected_indices(sel)
+    if not corpus:
+        raise UserError("choose a corpus or a saved selection to inspect")
+    info = ws.corpus_info(corpus)
+    if indices is not None and indices and indices[-1] >= info.sentences:
+        raise UserError(f"selection points past the end of {corpus!r} ({info.sentences} sentences): was the DC replaced?")
+    key = content_hash("predictions-v1", ref.fingerprint(), info.hash, indices)
+    return PredictionRequest(key, ws.root / "artifacts" / PRED_KIND / key, str(ref.load_path), corpus, info.hash, indices)
+
+
+def predict_job_params(ws: Workspace, req: PredictionRequest) -> dict[str, Any]:
+    """Parameters for the "predict" job writing into the request's artifact folder."""
+    folder = ws.artifact_dir(PRED_KIND, req.key)
+    target: str = req.corpus
+    if req.indices is not None:
+        subset_path = folder / "subset.jsonl"
+        if not subset_path.exists():
+            from core.data.stream import CorpusStream
+
+            # only the selected rows are read from DC's Parquet (a large DC is never loaded whole)
+            rows = CorpusStream(path=ws.corpus_path(req.corpus), name=req.corpus).take(req.indices)
+            write_corpus(rows, subset_path, fmt="jsonl")
+        target = str(subset_path)
+    atomic_write_json(folder / "meta.json", {"model": req.model, "corpus": req.corpus, "corpus_hash": req.corpus_hash,
+                                             "indices": req.indices})
+    return {"model": req.model, "corpus": target, "out": str(req.predictions_path)}
+
+
+def predict_cached(ws: Workspace, req: PredictionRequest, progress: Any = None) -> Path:
+    """Run the prediction in this process (CLI, tests) through the same job function."""
+    if not req.done:
+        from core.runner import jobs
+
+        jobs.run_inline(ws, "predict", predict_job_params(ws, req), progress=progress)
+    return req.predictions_path
+
+
+def load_predictions(req: PredictionRequest) -> list[dict[str, Any]]:
+    """Prediction rows with `index` = sentence index in the request's corpus."""
+    if not req.done:
+        raise UserError("predictions are not computed yet: run the prediction first")
+    rows = [json.loads(line) for line in req.predictions_path.read_text("utf-8").splitlines() if line.strip()]
+    indices = req.indices if req.indices is not None else list(range(len(rows)))
+    if len(indices) != len(rows):
+        raise UserError(f"cached predictions in {req.folder} do not match the request; delete that folder and predict again")
+    for row, i in zip(rows, indices):
+        row["index"] = i
+    return rows
+
+
+def row_spans(row: dict[str, Any], key: str = "spans") -> list[Span]:
+    return [Span(int(d["start"]), int(d["end"]), str(d["type"])) for d in row.get(key) or []]
+
+
+# --------------------------------------------------------------------------- the sentence table
+
+
+def inspection_table(rows: Sequence[dict[str, Any]], reviews: dict[int, ReviewItem], selected: set[int] | None = None
+                     ) -> pd.DataFrame:
+    """One line per sentence: what the page sorts and filters on. `selection` is "selected" or
+    "filtered" (not picked) when a saved selection over this corpus is given."""
+    records = []
+    for pos, row in enumerate(rows):
+        i = row["index"]
+        review = reviews.get(i)
+        status = review.status if review is not None and review.status != "pending" else "unreviewed"
+        records.append({"row": pos, "index": i, "text": " ".join(row["tokens"]), "n_entities": len(row.get("spans") or []),
+                        "c1": float(row["c1"]), "c2": float(row["c2"]),
+                        "types": sorted({d["type"] for d in row.get("spans") or []}),
+                        "review": status,
+                        "selection": "" if selected is None else ("selected" if i in selected else "filtered")})
+    return pd.DataFrame.from_records(records, columns=["row", "index", "text", "n_entities", "c1", "c2", "types", "review",
+                                                       "selection"])
+
+
+def filter_table(df: pd.DataFrame, query: str = "", types: Sequence[str] = (), min_entities: int = 0,
+                 max_entities: int | None = None, review: Sequence[str] = (), selection: Sequence[str] = (),
+                 sort_by: str = "entities", descending: bool = True) -> pd.DataFrame:
+    """Filters combine with AND; `types` keeps sentences predicting any of the types; text search
+    is case-insensitive and literal (no regex surprises from user input)."""
+    keep = df["n_entities"] >= min_entities
+    if max_entities is not None:
+        keep &= df["n_entities"] <= max_entities
+    if query.strip():
+        keep &= df["text"].str.contains(query.strip(), case=False, regex=False)
+    if types:
+        wanted = set(types)
+        keep &= df["types"].map(lambda ts: bool(wanted & set(ts)))
+    if review:
+        keep &= df["review"].isin(list(review))
+    if selection:
+        keep &= df["selection"].isin(list(selection))
+    if sort_by not in SORT_KEYS:
+        raise UserError(f"unknown sort key {sort_by!r}: expected one of {', '.join(SORT_KEYS)}")
+    column = SORT_KEYS[sort_by]
+    # stable sort with the sentence position as tie-break, so paging is deterministic
+    return df[keep].sort_values([column, "index"], ascending=[not descending, True], kind="mergesort")
+
+
+def spans_from_rows(rows: Sequence[dict[str, Any]], n_tokens: int) -> list[Span]:
+    """Spans typed into the correction editor (start, end exclusive, type); blank rows ignored."""
+    spans = []
+    for r in rows:
+        start, end, typ = r.get("start"), r.get("end"), r.get("type")
+        if _blank(start) and _blank(end) and _blank(typ):
+            continue
+        if _blank(start) or _blank(end) or _blank(typ):
+            raise UserError("every span needs a start, an end and a type")
+        spans.append(Span(int(start), int(end), str(typ).strip()))
+    return check_spans(spans, n_tokens)
+
+
+def apply_span_edit(spans: Sequence[Span], tokens: Sequence[int], entity_type: str | None, n_tokens: int) -> list[Span]:
+    """The token-grid edit: the selected token positions become spans of `entity_type` (one span
+    per contiguous run), replacing every span they touch; `entity_type` None removes those spans.
+    Returns the checked span list (no overlaps, inside the sentence)."""
+    picked = sorted({int(t) for t in tokens})
+    if not picked:
+        raise UserError("select one or more tokens first")
+    if picked[0] < 0 or picked[-1] >= n_tokens:
+        raise UserError(f"token {picked[-1] if picked[-1] >= n_tokens else picked[0]} is outside the sentence of {n_tokens} tokens")
+    chosen = set(picked)
+    kept = [s for s in spans if not chosen & set(range(s.start, s.end))]
+    if entity_type is not None:
+        entity_type = entity_type.strip()
+        if not entity_type or any(c.isspace() for c in entity_type):
+            raise UserError(f"entity type {entity_type!r} must be one word (no spaces)")
+        runs: list[list[int]] = []
+        for t in picked:
+            if runs and t == runs[-1][-1] + 1:
+                runs[-1].append(t)
+            else:
+                runs.append([t])
+        kept += [Span(r[0], r[-1] + 1, entity_type) for r in runs]
+    return check_spans(kept, n_tokens)
+
+
+def _blank(v: Any) -> bool:
+    return v is None or (isinstance(v, float) and v != v) or (isinstance(v, str) and not v.strip())
+
+
+# --------------------------------------------------------------------------- export
+
+
+def export_bytes(store: ReviewStore, fmt: str = "conll", scheme: str = "bio", reviewers: Sequence[str] | None = None) -> bytes:
+    """Accepted + corrected sentences (only reviewed ones; of `reviewers` when given) as CoNLL or
+    JSONL in BIO or BIOES."""
+    if fmt not in ("conll", "jsonl"):
+        raise UserError(f"export format must be conll or jsonl, got {fmt!r}")
+    return corpus_bytes(store.export_corpus(reviewers=reviewers), fmt, TagScheme(scheme))
+
+
+def save_reviewed_corpus(ws: Workspace, store: ReviewStore, name: str, role: str | None = None,
+                         reviewers: Sequence[str] | None = None) -> Any:
+    """Store the reviewed sentences as a workspace corpus (to add to LC or train on)."""
+    corpus: Corpus = store.export_corpus(name=name, reviewers=reviewers)
+    return ws.save_corpus(corpus, name, role=role, source=f"review of {store.set_key}")

@@ -1,0 +1,258 @@
+"""Annotator review state: accept / reject / correct predicted entity spans, per sentence.
+
+Stored in the workspace as SQLite (`review.sqlite`, WAL mode) so every click is saved as it
+happens, a reload or a second browser sees it, and several processes can share it. Each item
+carries a version number: a save names the version its author saw, and if someone saved in
+between the store raises `ReviewConflict` instead of silently erasing the earlier decision
+(optimistic concurrency). Every save is also appended to a history table, so nothing a
+reviewer decided is ever lost, even after an explicit overwrite.
+
+A review set is one corpus at one content hash (`review_set_key`): the same sentence keeps its
+review whichever NER model proposed the spans, and the item stores the spans that were
+accepted or corrected, so an export never depends on predictions still being cached.
+
+>>> store = ReviewStore(Workspace(tmp), "demo-dc@abc")                        # doctest: +SKIP
+>>> item = store.save(3, "accepted", ["Paris", "is"], [Span(0, 1, "LOC")], expected_version=0)  # doctest: +SKIP
+>>> item.version                                                               # doctest: +SKIP
+1
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from core.data.corpus import Corpus
+from core.data.tags import Span, TagScheme, tags_from_spans
+from core.data.workspace import Workspace, open_sqlite
+from core.errors import UserError
+
+STATUSES = ("accepted", "rejected", "corrected", "pending")  # "pending" = a decision taken back
+EXPORTED = ("accepted", "corrected")
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS review (
+    set_key TEXT NOT NULL,
+    idx INTEGER NOT NULL,
+    status TEXT NOT NULL,
+    tokens TEXT NOT NULL,
+    spans TEXT NOT NULL,
+    version INTEGER NOT NULL,
+    reviewer TEXT NOT NULL DEFAULT '',
+    model TEXT NOT NULL DEFAULT '',
+    updated REAL NOT NULL,
+    PRIMARY KEY (set_key, idx)
+);
+CREATE TABLE IF NOT EXISTS review_history (
+    set_key TEXT NOT NULL,
+    idx INTEGER NOT NULL,
+    version INTEGER NOT NULL,
+    status TEXT NOT NULL,
+    spans TEXT NOT NULL,
+    reviewer TEXT NOT NULL DEFAULT '',
+    updated REAL NOT NULL
+);
+"""
+
+
+@dataclass
+class ReviewItem:
+    set_key: str
+    index: int  # sentence index in the reviewed corpus
+    status: str
+    tokens: list[str]
+    spans: list[Span]
+    version: int
+    reviewer: str = ""
+    model: str = ""
+    updated: float = 0.0
+
+    def tags(self, scheme: TagScheme | str = TagScheme.BIO) -> list[str]:
+        return tags_from_spans(self.spans, len(self.tokens), scheme)
+
+
+class ReviewConflict(UserError):
+    """Someone saved this item after the version the caller saw; `current` is what is stored."""
+
+    def __init__(self, index: int, expected_version: int, current: ReviewItem | None):
+        self.index = index
+        self.expected_version = expected_version
+        self.current = current
+        who = f" by {current.reviewer}" if current and current.reviewer else ""
+        now = f"{current.status} (version {current.version}{who})" if current else "removed"
+        super().__init__(f"sentence {index} changed since you opened it: it is now {now}, you edited version "
+                         f"{expected_version}. Reload to see it, or overwrite it explicitly.")
+
+
+def review_set_key(corpus_name: str, corpus_hash: str) -> str:
+    return f"{corpus_name}@{corpus_hash}"
+
+
+def _spans_json(spans: Iterable[Span]) -> str:
+    return json.dumps([s.to_dict() for s in sorted(spans)])
+
+
+def _spans_from_json(text: str) -> list[Span]:
+    return [Span(int(d["start"]), int(d["end"]), str(d["type"])) for d in json.loads(text)]
+
+
+def check_spans(spans: Sequence[Span], n_tokens: int) -> list[Span]:
+    """Spans must lie inside the sentence, be non-empty, have a type and not overlap (BIO
+    cannot encode overlaps, and an export must round-trip)."""
+    ordered = sorted(spans)
+    for s in ordered:
+        if not (0 <= s.start < s.end <= n_tokens):
+            raise UserError(f"span {s.start}-{s.end} ({s.type}) is outside the sentence of {n_tokens} tokens "
+                            "(start counts from 0, end is exclusive)")
+        if not s.type or not str(s.type).strip() or any(c.isspace() for c in s.type):
+            raise UserError(f"span {s.start}-{s.end} needs an entity type without spaces")
+    for a, b in zip(ordered, ordered[1:]):
+        if b.start < a.end:
+            raise UserError(f"spans {a.start}-{a.end} ({a.type}) and {b.start}-{b.end} ({b.type}) overlap")
+    return ordered
+
+
+class ReviewStore:
+    """Review decisions of one review set. Cheap to construct: each call opens the database
+    afresh, so the app, the CLI and tests can all share one workspace."""
+
+    def __init__(self, ws: Workspace, set_key: str):
+        self.ws = ws
+        self.set_key = set_key
+        con = self._connect()
+        con.close()
+
+    @property
+    def path(self) -> Path:
+        return self.ws.root / "review.sqlite"
+
+    def _connect(self) -> sqlite3.Connection:
+        return open_sqlite(self.path, _SCHEMA)
+
+    def _item(self, row: sqlite3.Row) -> ReviewItem:
+        return ReviewItem(set_key=row["set_key"], index=row["idx"], status=row["status"], tokens=json.loads(row["tokens"]),
+                          spans=_spans_from_json(row["spans"]), version=row["version"], reviewer=row["reviewer"],
+                          model=row["model"], updated=row["updated"])
+
+    def get(self, index: int) -> ReviewItem | None:
+        con = self._connect()
+        try:
+            row = con.execute("SELECT * FROM review WHERE set_key = ? AND idx = ?", (self.set_key, int(index))).fetchone()
+        finally:
+            con.close()
+        return self._item(row) if row else None
+
+    def items(self) -> dict[int, ReviewItem]:
+        con = self._connect()
+        try:
+            rows = con.execute("SELECT * FROM review WHERE set_key = ? ORDER BY idx", (self.set_key,)).fetchall()
+        finally:
+            con.close()
+        return {r["idx"]: self._item(r) for r in rows}
+
+    def save(self, index: int, status: str, tokens: Sequence[str], spans: Sequence[Span], expected_version: int,
+             reviewer: str = "", model: str = "") -> ReviewItem:
+        """Record a decision. `expected_version` is the version the reviewer saw (0 for an item
+        never reviewed); pass `None` only to overwrite deliberately after a conflict."""
+        if status not in STATUSES:
+            raise UserError(f"unknown review status {status!r}: expected one of {', '.join(STATUSES)}")
+        spans = check_spans(list(spans), len(tokens))
+        now = time.time()
+        con = self._connect()
+        try:
+            con.execute("BEGIN IMMEDIATE")  # read-compare-write under one write lock: no lost update
+            row = con.execute("SELECT * FROM review WHERE set_key = ? AND idx = ?", (self.set_key, int(index))).fetchone()
+            current = row["version"] if row else 0
+            if expected_version is not None and current != expected_version:
+                con.execute("ROLLBACK")
+                raise ReviewConflict(index=int(index), expected_version=int(expected_version),
+                                     current=self._item(row) if row else None)
+            version = current + 1
+            con.execute("INSERT OR REPLACE INTO review (set_key, idx, status, tokens, spans, version, reviewer, model, updated) "
+                        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                        (self.set_key, int(index), status, json.dumps(list(tokens)), _spans_json(spans), version, reviewer,
+                         model, now))
+            con.execute("INSERT INTO review_history (set_key, idx, version, status, spans, reviewer, updated) "
+                        "VALUES (?, ?, ?, ?, ?, ?, ?)", (self.set_key, int(index), version, status, _spans_json(spans),
+                                                         reviewer, now))
+            con.execute("COMMIT")
+        except ReviewConflict:
+            raise
+        except BaseException:
+            if con.in_transaction:
+                con.execute("ROLLBACK")
+            raise
+        finally:
+            con.close()
+        return ReviewItem(self.set_key, int(index), status, list(tokens), spans, version, reviewer, model, now)
+
+    def history(self, index: int) -> list[dict]:
+        con = self._connect()
+        try:
+            rows = con.execute("SELECT * FROM review_history WHERE set_key = ? AND idx = ? ORDER BY version",
+                               (self.set_key, int(index))).fetchall()
+        finally:
+            con.close()
+        return [{"version": r["version"], "status": r["status"], "spans": json.loads(r["spans"]), "reviewer": r["reviewer"],
+                 "updated": r["updated"]} for r in rows]
+
+    def undo(self, index: int, expected_version: int, to_version: int, reviewer: str = "") -> ReviewItem:
+        """Take back decisions on `index`: a new version restores the state of `to_version` (0 =
+        never reviewed: "pending", no spans), so history stays append-only. `expected_version` is
+        the version the undoing reviewer last saw, as in `save`: a later save by someone else
+        raises ReviewConflict instead of being undone silently."""
+        current = self.get(index)
+        if current is None:
+            raise UserError(f"sentence {index} has no decision to undo")
+        status, spans = "pending", []
+        if to_version > 0:
+            found = [h for h in self.history(index) if h["version"] == to_version]
+            if not found:
+                raise UserError(f"sentence {index} has no version {to_version} to go back to")
+            status, spans = found[0]["status"], [Span(int(d["start"]), int(d["end"]), str(d["type"])) for d in found[0]["spans"]]
+        return self.save(index, status, current.tokens, spans, expected_version=expected_version,
+                         reviewer=reviewer or current.reviewer, model=current.model)
+
+    def progress_by_reviewer(self) -> list[dict[str, Any]]:
+        """Per annotator name: how many sentences they decided, by status (the latest decision
+        of each sentence counts for whoever made it)."""
+        con = self._connect()
+        try:
+            rows = con.execute("SELECT reviewer, status, COUNT(*) AS n FROM review WHERE set_key = ? AND status != 'pending' "
+                               "GROUP BY reviewer, status ORDER BY reviewer", (self.set_key,)).fetchall()
+        finally:
+            con.close()
+        out: dict[str, dict[str, Any]] = {}
+        for r in rows:
+            entry = out.setdefault(r["reviewer"], {"annotator": r["reviewer"] or "(no name)", "accepted": 0, "rejected": 0,
+                                                   "corrected": 0, "reviewed": 0})
+            entry[r["status"]] += r["n"]
+            entry["reviewed"] += r["n"]
+        return sorted(out.values(), key=lambda e: -e["reviewed"])
+
+    def counts(self) -> dict[str, int]:
+        out = {s: 0 for s in STATUSES}
+        con = self._connect()
+        try:
+            for r in con.execute("SELECT status, COUNT(*) AS n FROM review WHERE set_key = ? GROUP BY status", (self.set_key,)):
+                out[r["status"]] = r["n"]
+        finally:
+            con.close()
+        return out
+
+    def export_corpus(self, statuses: Sequence[str] = EXPORTED, name: str = "reviewed",
+                      reviewers: Sequence[str] | None = None) -> Corpus:
+        """Accepted and corrected sentences with their reviewed labels (BIO), ready for LC;
+        `source_index` keeps the link to the reviewed corpus. Unreviewed sentences never go out;
+        `reviewers` keeps only the decisions of those annotator names."""
+        chosen = [it for it in self.items().values()
+                  if it.status in statuses and (reviewers is None or it.reviewer in reviewers)]
+        if not chosen:
+            raise UserError("nothing to export yet: accept or correct some sentences first")
+        return Corpus(tokens=[it.tokens for it in chosen], tags=[it.tags() for it in chosen],
+                      fields={"source_index": [it.index for it in chosen]}, name=name)

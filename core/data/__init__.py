@@ -1,0 +1,1 @@
+"""Data stage: corpus readers/writers, tag schemes, statistics, demo data, streamed reads, browsing, the workspace."""

@@ -1,0 +1,84 @@
+"""Atomic file writes and the workspace's SQLite connections.
+
+A module of its own so that readers/writers (core.data.corpus) and the workspace share one
+implementation without importing each other (core.data.workspace imports core.data.corpus).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import tempfile
+from pathlib import Path
+from typing import Any
+
+
+def current_umask() -> int:
+    """The process umask, read without changing it where Linux says it (/proc), else by the
+    set-and-restore call (which is not thread-safe, hence the preference)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def honour_umask(path: str | Path, directory: bool = False) -> None:
+    """Give a temp file/folder (mkstemp/mkdtemp make them 0600/0700) the mode a plain open() or
+    mkdir() would have, before it is moved into place: outputs stay readable by the group and
+    others exactly as the user's umask says (0644 / 0755 typically)."""
+    os.chmod(path, (0o777 if directory else 0o666) & ~current_umask())
+
+
+def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        os.fchmod(fd, 0o666 & ~current_umask())
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def atomic_write_text(path: str | Path, text: str) -> Path:
+    return atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def atomic_write_json(path: str | Path, obj: Any) -> Path:
+    return atomic_write_text(path, json.dumps(obj, indent=2, ensure_ascii=False, default=str) + "\n")
+
+
+def temp_path_for(path: str | Path) -> Path:
+    """A fresh temp path beside `path`, for writers that need a filename (Parquet, numpy);
+    pair it with os.replace(tmp, path)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.fchmod(fd, 0o666 & ~current_umask())
+    os.close(fd)
+    return Path(tmp)
+
+
+def open_sqlite(path: str | Path, schema: str) -> sqlite3.Connection:
+    """A connection to one of the workspace's SQLite stores (jobs, reviews). WAL lets the app,
+    the CLI and job processes read while one writes; autocommit (isolation_level=None) so
+    callers open explicit transactions only where they need one."""
+    con = sqlite3.connect(path, timeout=30, isolation_level=None)
+    con.row_factory = sqlite3.Row
+    con.execute("PRAGMA journal_mode=WAL")
+    con.execute("PRAGMA busy_timeout=30000")
+    con.executescript(schema)
+    return con

@@ -1,0 +1,471 @@
+"""The on-disk workspace: corpora with roles, content-hashed artifacts, runs.
+
+Layout (all under one root, default ./workspace, or $NERSELECT_WORKSPACE)::
+
+    workspace.json              roles: {"tc": name, "dc": name, ...}
+    corpora/NAME.parquet        tokens, tags?, carried fields
+    corpora/NAME.json           CorpusInfo (role, source, hash, counts)
+    artifacts/KIND/KEY/...      embeddings, selections, LMs, projections, ...
+    runs/ID/                    job run folders (metrics.jsonl, log.txt, checkpoints)
+    jobs.sqlite                 the job table
+
+Every write is atomic (temp file in the same folder + os.replace), so a reader
+sees either the old or the new file, never half of one; a corpus name that
+already holds different content is never silently overwritten.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass, field
+from enum import Enum
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from core.data.atomic import (  # noqa: F401 - re-exported: callers import them from here
+    atomic_write_bytes,
+    atomic_write_json,
+    atomic_write_text,
+    open_sqlite,
+    temp_path_for,
+)
+from core.data.corpus import Corpus, iter_corpus, read_corpus, write_corpus
+from core.data.tags import TagScheme, split_tag
+from core.errors import CorpusError, UserError
+
+ENV_VAR = "NERSELECT_WORKSPACE"
+DEFAULT_ROOT = "workspace"
+Progress = Callable[[float, str], None]
+
+
+class Role(str, Enum):
+    TC = "tc"  # task-level corpus, unlabeled, small
+    DC = "dc"  # domain-level corpus, unlabeled, large
+    LC = "lc"  # labeled training corpus
+    DEV = "dev"
+    TEST = "test"
+
+    def __str__(self) -> str:
+        return self.value
+
+    @property
+    def label(self) -> str:
+        return ROLE_LABELS[self]
+
+    @property
+    def needs_labels(self) -> bool:
+        return self in (Role.LC, Role.DEV, Role.TEST)
+
+
+ROLE_LABELS = {
+    Role.TC: "TC: task-level corpus (unlabeled)",
+    Role.DC: "DC: domain-level corpus (unlabeled, large)",
+    Role.LC: "LC: labeled training corpus",
+    Role.DEV: "DEV: labeled development split",
+    Role.TEST: "TEST: labeled test split",
+}
+
+
+# --------------------------------------------------------------------------- atomic writes & hashing
+
+
+def content_hash(*parts: Any, length: int = 16) -> str:
+    """Stable key for artifacts: JSON of the parts (sorted keys), sha256, hex prefix."""
+    h = hashlib.sha256()
+    for part in parts:
+        if isinstance(part, bytes):
+            h.update(part)
+        else:
+            h.update(json.dumps(part, sort_keys=True, default=str).encode("utf-8"))
+        h.update(b"\x00")
+    return h.hexdigest()[:length]
+
+
+def file_hash(path: str | Path, length: int = 16) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()[:length]
+
+
+# --------------------------------------------------------------------------- corpus metadata
+
+
+@dataclass
+class CorpusInfo:
+    name: str
+    role: str | None
+    source: str
+    hash: str
+    sentences: int
+    tokens: int
+    labeled: bool
+    tag_scheme: str
+    fields: list[str] = field(default_factory=list)
+    entity_types: list[str] = field(default_factory=list)
+    created: float = 0.0
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> CorpusInfo:
+        known = {f for f in cls.__dataclass_fields__}
+        return cls(**{k: v for k, v in d.items() if k in known})
+
+
+def valid_name(name: str) -> str:
+    name = name.strip()
+    if not name or not all(c.isalnum() or c in "-_." for c in name) or name.startswith("."):
+        raise UserError(f"invalid corpus name {name!r}: use letters, digits, '-', '_' and '.'")
+    return name
+
+
+@dataclass(frozen=True)
+class CorpusRef:
+    """One corpus as a command, page or job named it, resolved: what was written (`ref`), how it
+    matched (`kind`: "name", "role" or "path"), the corpus name (a workspace name, or the file's
+    stem), the file it lives in and its content hash (runs record the hash of every corpus read)."""
+
+    ref: str
+    kind: str
+    name: str
+    path: Path
+    hash: str
+    role: str | None = None
+    fmt: str = "auto"
+
+    def load(self) -> Corpus:
+        if self.kind == "path":
+            return read_corpus(self.path, self.fmt)
+        return Corpus.from_arrow(pq.read_table(self.path), name=self.name)
+
+    def to_dict(self) -> dict[str, str]:
+        """The {name, hash} pair lineage records."""
+        return {"name": self.name, "hash": self.hash}
+
+    @property
+    def param(self) -> str:
+        """How a job's params store it: the workspace name (a role is pinned to the corpus holding
+        it at submit time), or the absolute path of a file (jobs run in another folder)."""
+        return str(self.path) if self.kind == "path" else self.name
+
+
+def resolve_corpus_ref(ref: str | Path | CorpusRef, workspace: Workspace | str | Path | None = None,
+                       fmt: str = "auto") -> CorpusRef:
+    """The one resolver of corpus references: every CLI command, page and job goes through it.
+
+    Precedence (first match wins):
+      1. a workspace corpus NAME (corpora/NAME.parquet),
+      2. a ROLE (tc, dc, lc, dev, test; any case) held by a workspace corpus,
+      3. a FILE path (read with format detection, or `fmt`).
+    Names win over files so that `lc` in a folder that happens to hold a file called `lc` still
+    means the workspace's LC. `workspace` may be a Workspace, a folder, or None ($NERSELECT_WORKSPACE
+    or ./workspace); a folder that is not a workspace yet is not created just to look a name up.
+    Nothing matching raises a UserError listing what was tried.
+    """
+    if isinstance(ref, CorpusRef):
+        return ref
+    text = str(ref).strip()
+    if not text:
+        raise UserError("empty corpus reference: give a workspace corpus name, a role (tc, dc, lc, dev, test) or a file path")
+    ws: Workspace | None
+    if isinstance(workspace, Workspace):
+        ws = workspace
+    else:
+        root = Path(workspace or os.environ.get(ENV_VAR) or DEFAULT_ROOT).resolve()
+        ws = Workspace(root) if (root / "corpora").is_dir() else None
+    tried = []
+    if ws is not None:
+        if ws.has_corpus(text):
+            info = ws.corpus_info(text)
+            return CorpusRef(text, "name", text, ws.corpus_path(text), info.hash, info.role)
+        tried.append(f"corpus name {text!r} in workspace {ws.root}: no such corpus")
+        try:
+            role: Role | None = Role(text.lower())
+        except ValueError:
+            role = None
+        if role is not None:
+            holder = ws.corpus_for_role(role)
+            if holder:
+                info = ws.corpus_info(holder)
+                return CorpusRef(text, "role", holder, ws.corpus_path(holder), info.hash, role.value)
+            tried.append(f"role {role.value.upper()}: no corpus holds it")
+        else:
+            tried.append(f"role: {text!r} is not one of {', '.join(r.value for r in Role)}")
+    else:
+        tried.append("workspace names and roles: no workspace at "
+                     f"{Path(workspace or os.environ.get(ENV_VAR) or DEFAULT_ROOT).resolve()}")
+    path = Path(text).expanduser()
+    if path.is_file():
+        return CorpusRef(text, "path", path.stem, path.resolve(), file_hash(path), None, fmt)
+    tried.append(f"file {path.resolve()}: {'is a folder' if path.is_dir() else 'does not exist'}")
+    raise UserError(f"no corpus {text!r}; tried " + "; ".join(tried))
+
+
+class Workspace:
+    """A workspace folder. Cheap to construct; every method reads the disk afresh so
+    several processes (the app, the CLI, job subprocesses) can share it."""
+
+    def __init__(self, root: str | Path | None = None):
+        self.root = Path(root or os.environ.get(ENV_VAR) or DEFAULT_ROOT).expanduser().resolve()
+        if self.root.exists() and not self.root.is_dir():
+            raise UserError(f"workspace {self.root} is a file, not a folder: give a folder (new or existing)")
+        try:
+            for sub in ("corpora", "artifacts", "runs"):
+                (self.root / sub).mkdir(parents=True, exist_ok=True)
+        except OSError as exc:  # a parent that is a file, no permission, read-only disk, name too long
+            reason = exc.strerror or type(exc).__name__
+            where = f" ({exc.filename})" if exc.filename and str(exc.filename) != str(self.root) else ""
+            raise UserError(f"cannot use workspace {self.root}: {reason}{where}") from None
+        if not os.access(self.root, os.W_OK | os.X_OK):
+            raise UserError(f"cannot use workspace {self.root}: not writable by this user")
+
+    def __repr__(self) -> str:
+        return f"Workspace({str(self.root)!r})"
+
+    # ---- settings (roles, target domain)
+    @property
+    def settings_path(self) -> Path:
+        return self.root / "workspace.json"
+
+    def settings(self) -> dict[str, Any]:
+        if not self.settings_path.exists():
+            return {"roles": {}}
+        return json.loads(self.settings_path.read_text("utf-8"))
+
+    def update_settings(self, **changes: Any) -> dict[str, Any]:
+        s = self.settings()
+        s.update(changes)
+        atomic_write_json(self.settings_path, s)
+        return s
+
+    def roles(self) -> dict[Role, str]:
+        return {Role(k): v for k, v in self.settings().get("roles", {}).items() if (self.corpora_dir / f"{v}.parquet").exists()}
+
+    def corpus_for_role(self, role: Role | str) -> str | None:
+        return self.roles().get(Role(role))
+
+    def set_role(self, name: str, role: Role | str | None) -> None:
+        info = self.corpus_info(name)
+        s = self.settings()
+        roles = {k: v for k, v in s.get("roles", {}).items() if v != name}
+        if role is not None:
+            role = Role(role)
+            if role.needs_labels and not info.labeled:
+                raise UserError(f"corpus {name!r} is unlabeled; role {role.value.upper()} needs a labeled corpus")
+            previous = roles.get(role.value)
+            if previous and previous != name and self.has_corpus(previous):
+                # a role belongs to one corpus at a time: the previous holder loses it in its info too
+                old = self.corpus_info(previous)
+                old.role = None
+                atomic_write_json(self._info_path(previous), asdict(old))
+            roles[role.value] = name
+        s["roles"] = roles
+        atomic_write_json(self.settings_path, s)
+        info.role = role.value if role is not None else None
+        atomic_write_json(self._info_path(name), asdict(info))
+
+    # ---- corpora
+    @property
+    def corpora_dir(self) -> Path:
+        return self.root / "corpora"
+
+    def _info_path(self, name: str) -> Path:
+        return self.corpora_dir / f"{name}.json"
+
+    def corpus_path(self, name: str) -> Path:
+        path = self.corpora_dir / f"{name}.parquet"
+        if not path.exists():
+            raise UserError(f"no corpus named {name!r} in workspace {self.root}")
+        return path
+
+    def has_corpus(self, name: str) -> bool:
+        return (self.corpora_dir / f"{name}.parquet").exists()
+
+    def list_corpora(self) -> list[CorpusInfo]:
+        infos = []
+        for p in sorted(self.corpora_dir.glob("*.json")):
+            if (self.corpora_dir / f"{p.stem}.parquet").exists():
+                infos.append(CorpusInfo.from_dict(json.loads(p.read_text("utf-8"))))
+        return infos
+
+    def corpus_info(self, name: str) -> CorpusInfo:
+        self.corpus_path(name)
+        return CorpusInfo.from_dict(json.loads(self._info_path(name).read_text("utf-8")))
+
+    def load_corpus(self, name: str) -> Corpus:
+        return Corpus.from_arrow(pq.read_table(self.corpus_path(name)), name=name)
+
+    def iter_corpus(self, name: str, chunk_size: int = 50_000) -> Iterator[Corpus]:
+        pf = pq.ParquetFile(self.corpus_path(name))
+        for batch in pf.iter_batches(batch_size=chunk_size):
+            yield Corpus.from_arrow(pa.Table.from_batches([batch]), name=name)
+
+    def resolve_corpus(self, ref: str | Path) -> Corpus:
+        """The corpus `ref` names (see `resolve_corpus_ref` for the precedence), loaded."""
+        return resolve_corpus_ref(ref, self).load()
+
+    def ref(self, ref: str | Path) -> CorpusRef:
+        """`resolve_corpus_ref(ref, self)`: name, role or path -> CorpusRef with its content hash."""
+        return resolve_corpus_ref(ref, self)
+
+    def import_corpus(self, path: str | Path, role: Role | str | None = None, name: str | None = None,
+                      fmt: str = "auto", overwrite: bool = False, progress: Progress | None = None,
+                      source: str | None = None) -> CorpusInfo:
+        """Stream a file into corpora/NAME.parquet, validating every chunk first.
+
+        Memory stays at one chunk plus Parquet's row-group buffer, so a 1 GB DC costs
+        far less than 2x its size. The parquet is written to a temp file and only moved
+        into place once the whole file parsed, so a bad line changes nothing stored.
+        """
+        path = Path(path)
+        name = valid_name(name or path.stem)
+        role = Role(role) if role else None
+        target = self.corpora_dir / f"{name}.parquet"
+        size = max(path.stat().st_size, 1) if path.exists() else 1
+        tmp = temp_path_for(target)
+        writer: pq.ParquetWriter | None = None
+        n_sent = n_tok = 0
+        labeled = None
+        fields: list[str] = []
+        types: set[str] = set()
+        schemes: set[TagScheme] = set()
+        try:
+            for chunk in iter_corpus(path, fmt):
+                table = chunk.to_arrow()
+                if writer is None:
+                    writer = pq.ParquetWriter(tmp, table.schema)
+                    labeled = chunk.labeled
+                    fields = list(chunk.fields)
+                elif table.schema != writer.schema:
+                    table = table.cast(writer.schema)
+                writer.write_table(table)
+                n_sent += len(chunk)
+                n_tok += sum(len(t) for t in chunk.tokens)
+                if chunk.tags is not None:
+                    schemes.add(chunk.scheme)
+                    types.update(split_tag(t)[1] for tags in chunk.tags for t in tags if t != "O")
+                if progress is not None:
+                    progress(min(0.99, _bytes_done(path, n_sent, size)), f"{n_sent:,} sentences read")
+            if writer is None:
+                raise CorpusError(path, None, "no sentences found")
+            writer.close()
+            writer = None
+            if role is not None and role.needs_labels and not labeled:
+                raise CorpusError(path, None, f"role {role.value.upper()} needs a labeled corpus "
+                                              "(CoNLL, or JSONL/CSV/Parquet with tags); this file has no tags")
+            new_hash = file_hash(tmp)
+            if target.exists():
+                old = self.corpus_info(name)
+                if old.hash == new_hash:
+                    tmp.unlink(missing_ok=True)
+                    if role is not None:
+                        self.set_role(name, role)
+                    return self.corpus_info(name)
+                if not overwrite:
+                    raise UserError(f"a different corpus named {name!r} already exists; choose another name or overwrite it explicitly")
+            scheme = _combined_scheme(schemes) if labeled else TagScheme.NONE
+            info = CorpusInfo(name=name, role=None, source=source or str(path), hash=new_hash, sentences=n_sent,
+                              tokens=n_tok, labeled=bool(labeled), tag_scheme=scheme.value, fields=fields,
+                              entity_types=sorted(t for t in types if t), created=time.time())
+            os.replace(tmp, target)
+            atomic_write_json(self._info_path(name), asdict(info))
+        finally:
+            if writer is not None:
+                writer.close()
+            tmp.unlink(missing_ok=True)
+        if role is not None:
+            self.set_role(name, role)
+        if progress is not None:
+            progress(1.0, f"imported {n_sent:,} sentences as {name!r}")
+        return self.corpus_info(name)
+
+    def import_upload(self, filename: str, data: bytes, role: Role | str | None = None, name: str | None = None,
+                      fmt: str = "auto", overwrite: bool = False, progress: Progress | None = None) -> CorpusInfo:
+        """Import bytes from a browser upload; errors name the uploaded file, not our temp copy."""
+        suffix = Path(filename).suffix
+        fd, tmp = tempfile.mkstemp(suffix=suffix, prefix="upload-")
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+            return self.import_corpus(tmp, role=role, name=name or Path(filename).stem, fmt=fmt, overwrite=overwrite,
+                                      progress=progress, source=f"upload: {filename}")
+        except CorpusError as exc:
+            raise CorpusError(filename, exc.line, exc.message) from None
+        finally:
+            Path(tmp).unlink(missing_ok=True)
+
+    def save_corpus(self, corpus: Corpus, name: str, role: Role | str | None = None, source: str = "generated",
+                    overwrite: bool = False) -> CorpusInfo:
+        """Store an in-memory corpus (demo data, selections, augmentations) like an import."""
+        tmp = temp_path_for(self.corpora_dir / f"{name}.jsonl")
+        try:
+            write_corpus(corpus, tmp, fmt="parquet")
+            return self.import_corpus(tmp, role=role, name=name, fmt="parquet", overwrite=overwrite, source=source)
+        finally:
+            tmp.unlink(missing_ok=True)
+
+    def delete_corpus(self, name: str) -> None:
+        self.set_role(name, None)
+        (self.corpora_dir / f"{name}.parquet").unlink(missing_ok=True)
+        self._info_path(name).unlink(missing_ok=True)
+
+    # ---- artifacts and runs
+    def artifact_dir(self, kind: str, key: str) -> Path:
+        path = self.root / "artifacts" / kind / key
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+
+    def find_artifact(self, kind: str, key: str) -> Path | None:
+        path = self.root / "artifacts" / kind / key
+        return path if path.exists() else None
+
+    def list_artifacts(self, kind: str) -> list[Path]:
+        base = self.root / "artifacts" / kind
+        return sorted((p for p in base.iterdir() if p.is_dir()), key=lambda p: p.stat().st_mtime) if base.exists() else []
+
+    def remove_artifact(self, kind: str, key: str) -> None:
+        shutil.rmtree(self.root / "artifacts" / kind / key, ignore_errors=True)
+
+    @property
+    def runs_dir(self) -> Path:
+        return self.root / "runs"
+
+    @property
+    def jobs_db(self) -> Path:
+        return self.root / "jobs.sqlite"
+
+
+def import_job(params: dict[str, Any], ctx: Any) -> dict[str, Any]:
+    """Job form of `import_corpus` (kind "import"), so a multi-GB DC read from a server path
+    keeps going when the browser tab closes."""
+    info = ctx.workspace.import_corpus(params["path"], role=params.get("role"), name=params.get("name"),
+                                       fmt=params.get("format", "auto"), overwrite=bool(params.get("overwrite")),
+                                       progress=ctx.progress)
+    ctx.log(f"imported {info.name}: {info.sentences} sentences, {info.tokens} tokens")
+    return asdict(info)
+
+
+def _bytes_done(path: Path, n_sent: int, size: int) -> float:
+    # A cheap progress estimate without a second pass over the file.
+    avg = 120  # bytes per sentence in typical English corpora; progress is capped at 0.99 anyway
+    return n_sent * avg / size
+
+
+def _combined_scheme(schemes: set[TagScheme]) -> TagScheme:
+    schemes = {s for s in schemes if s != TagScheme.NONE}
+    if not schemes:
+        return TagScheme.NONE
+    for s in (TagScheme.BIOES, TagScheme.IOB1, TagScheme.BIO):
+        if s in schemes:
+            return s
+    return TagScheme.BIO
+

@@ -1,0 +1,164 @@
+"""Compare pretraining sources (Dai et al. 2019, 2020): does a similarity measure predict the F1
+gain of pretraining on a source?
+
+For sources S1..Sn, a target text T and a labeled LC/DEV/TEST: per seed, MLM on each source
+(starting from the base model), NER on LC (early stopping on DEV), F1 on TEST; a baseline NER
+run per seed without MLM; the measures of each source against T; and Pearson r (and p) of each
+measure against the F1 gain over the baseline (`core.lm.similarity.correlate_with_f1`, the same
+function the Similarity page uses).
+
+The run folder holds `measures/SOURCE.json` and `cells/SOURCE/seed-N/` (MLM model, NER model,
+cell.json), so an interrupted comparison resumes where it stopped: finished cells are kept,
+an interrupted training resumes from its checkpoint. Every NER run is written to the run index
+with its lineage (core.train.lineage), so `runs show ID` names its source and the source's hash.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+from core.data.workspace import CorpusRef, atomic_write_json, resolve_corpus_ref
+from core.errors import UserError
+from core.experiments.experiment import CellTrainer, _part, _slug
+from core.lm.similarity import PAIRWISE, SimilarityParams, compare_corpora, corpus_text, correlate_with_f1
+from core.runner.jobtypes import DEFAULT_PRESET
+from core.train.lineage import Lineage, MlmPhase, from_base, record_run, write_lineage
+
+BASELINE = "_baseline"
+
+
+def _measures(src: CorpusRef, tgt: CorpusRef, measures: list[str], folder: Path, progress) -> dict[str, float]:
+    """The measures of one source against the target, kept in the run folder by both hashes."""
+    path = folder / "measures" / f"{_slug(src.name)}.json"
+    key = {"source": src.hash, "target": tgt.hash, "measures": sorted(measures)}
+    if path.exists():
+        stored = json.loads(path.read_text("utf-8"))
+        if stored.get("key") == key:
+            return stored["values"]
+    result = compare_corpora(corpus_text(src), corpus_text(tgt), SimilarityParams(measures=tuple(measures)), progress=progress)
+    values = {m: float(result[m]) for m in measures if m in result}
+    atomic_write_json(path, {"key": key, "values": values, "tvcc_method": result.get("tvcc_method")})
+    return values
+
+
+def compare_sources(ws, sources: list[str], lc: str, dev: str, test: str, target: str, measures: list[str],
+                    seeds: list[int], preset: str, model: str, ctx) -> dict[str, Any]:
+    from core.train.ner import evaluate, load_ner_model
+
+    if len(sources) < 2:
+        raise UserError("compare-sources needs at least two sources (Pearson r needs three for a p-value)")
+    bad = [m for m in measures if m not in PAIRWISE]
+    if bad or not measures:
+        raise UserError(f"--measures: unknown {', '.join(bad) or '(none)'}; choose from {', '.join(PAIRWISE)}")
+    if not seeds:
+        raise UserError("--seeds: give at least one seed")
+    refs = [resolve_corpus_ref(s, ws) for s in sources]
+    names = [r.name for r in refs]
+    if len(set(names)) != len(names):
+        raise UserError(f"--sources: two references name the same corpus ({', '.join(sources)})")
+    lc_ref, dev_ref, test_ref, tgt_ref = (resolve_corpus_ref(x, ws) for x in (lc, dev, test, target))
+    lc_c, dev_c, test_c = lc_ref.load(), dev_ref.load(), test_ref.load()
+    for what, c in (("LC", lc_c), ("DEV", dev_c), ("TEST", test_c)):
+        if not c.labeled:
+            raise UserError(f"{what} {c.name!r} must be a labeled corpus")
+    run_dir = Path(ctx.run_dir)
+    trainer = CellTrainer(ctx, model, preset, lc_c, dev_c)
+    ctx.log(f"compare-sources: {', '.join(names)} -> target {tgt_ref.name}; LC {lc_ref.name} ({len(lc_c)}), "
+            f"seeds {seeds}, preset {preset}")
+    n_steps = len(refs) * (1 + len(seeds)) + len(seeds)
+    step = 0
+    values: dict[str, dict[str, float]] = {}
+    for ref in refs:
+        values[ref.name] = _measures(ref, tgt_ref, measures, run_dir, ctx.sub(step / n_steps, (step + 1) / n_steps,
+                                                                            f"measures {ref.name}: "))
+        step += 1
+
+    def cell(row: str, seed: int, src: CorpusRef | None, progress) -> dict[str, Any]:
+        folder = run_dir / "cells" / _slug(row) / f"seed-{seed}"
+        done = folder / "cell.json"
+        if done.exists():
+            return json.loads(done.read_text("utf-8"))
+        folder.mkdir(parents=True, exist_ok=True)
+        t0 = time.time()
+        encoder, lin = model, from_base(model)
+        if src is not None:
+            encoder = trainer.mlm_model([(src.name, src.load().texts())], folder, seed, _part(progress, 0, 0.5))
+            lin.mlm_phases.append(MlmPhase(src.name, [src.to_dict()]))
+            mlm_lin = Lineage(**{**lin.__dict__, "seed": seed, "preset": preset, "wall_seconds": trainer.mlm_seconds(folder)})
+            write_lineage(encoder, mlm_lin)
+            lin = from_base(encoder)
+        ner_dir, summary = trainer.ner_model(encoder, folder, seed, _part(progress, 0.5 if src else 0, 0.95))
+        scores = evaluate(load_ner_model(ner_dir), test_c, batch_size=trainer.ner_config.eval_batch_size)
+        lin.lc, lin.dev, lin.test = lc_ref.to_dict(), dev_ref.to_dict(), test_ref.to_dict()
+        lin.seed, lin.preset, lin.wall_seconds = seed, preset, time.time() - t0
+        run_id = f"{run_dir.name}.{_slug(row)}.s{seed}"
+        record_run(ctx.workspace, run_id, "ner", lin, folder, ner_dir, f1=scores["f1"],
+                   extra={"compare_sources": str(run_dir), "source": src.name if src else None})
+        result = {"row": row, "seed": seed, "source": src.to_dict() if src else None, "f1": scores["f1"], "run": run_id,
+                  "best_dev_f1": summary.get("best_dev_f1"), "mlm_seconds": trainer.mlm_seconds(folder)}
+        atomic_write_json(done, result)
+        ctx.metric(cell=row, seed=seed, test_f1=scores["f1"])
+        ctx.log(f"{row} seed {seed}: test F1 {scores['f1']:.4f}")
+        return result
+
+    cells: dict[str, list[dict[str, Any]]] = {}
+    for seed in seeds:
+        for row, src in [(BASELINE, None), *((r.name, r) for r in refs)]:
+            cells.setdefault(row, []).append(cell(row, seed, src, ctx.sub(step / n_steps, (step + 1) / n_steps,
+                                                                          f"{'no pretraining' if src is None else row} seed {seed}: ")))
+            step += 1
+    baseline = [c["f1"] for c in cells[BASELINE]]
+    runs = [{"source": None, "f1": f} for f in baseline]
+    runs += [{"source": name, "f1": c["f1"]} for name in names for c in cells[name]]
+    matrix = {"sources": names, "targets": [tgt_ref.name], "measures": list(measures),
+              "values": {m: [[values[n].get(m)] for n in names] for m in measures}}
+    corr = correlate_with_f1(runs, matrix, tgt_ref.name)
+    out_sources = []
+    for ref in refs:
+        f1s = [c["f1"] for c in cells[ref.name]]
+        out_sources.append({"name": ref.name, "hash": ref.hash, "f1_mean": statistics.fmean(f1s),
+                            "f1_std": statistics.stdev(f1s) if len(f1s) > 1 else 0.0, "runs": [c["run"] for c in cells[ref.name]],
+                            "mlm_seconds": statistics.fmean(c.get("mlm_seconds") or 0.0 for c in cells[ref.name]),
+                            **{m: values[ref.name].get(m) for m in measures}})
+    result = {"target": tgt_ref.name, "target_hash": tgt_ref.hash, "lc": lc_ref.to_dict(), "dev": dev_ref.to_dict(),
+              "test": test_ref.to_dict(), "seeds": seeds, "preset": preset, "model": model, "measures": list(measures),
+              "sources": out_sources, "baseline_f1": statistics.fmean(baseline), "baseline_runs": [c["run"] for c in cells[BASELINE]],
+              "correlation": {m: {"r": s["r"], "p": s["p"], "n": s["n"], **({"reason": s["reason"]} if s["reason"] else {})}
+                              for m, s in corr["measures"].items()},
+              "matrix": matrix, "run_dir": str(run_dir)}
+    atomic_write_json(run_dir / "compare.json", result)
+    ctx.progress(1.0, "done")
+    return result
+
+
+def compare_sources_job(params: dict[str, Any], ctx) -> dict[str, Any]:
+    """Job kind "compare-sources" (params: core.runner.jobtypes.CompareSourcesParams)."""
+    return compare_sources(ctx.workspace, list(params["sources"]), params.get("lc", "lc"), params.get("dev", "dev"),
+                           params.get("test", "test"), params.get("target", "tc"), list(params.get("measures") or PAIRWISE),
+                           [int(s) for s in params.get("seeds") or [1]], params.get("preset") or DEFAULT_PRESET,
+                           params.get("model") or "default", ctx)
+
+
+def collect_comparisons(ws) -> list[dict[str, Any]]:
+    """Results of finished compare-sources runs of a workspace (jobs, and CLI runs through the run index)."""
+    from core.runner import jobs
+    from core.train.lineage import list_runs
+
+    out, seen = [], set()
+    for job in jobs.list_jobs(ws, "compare-sources"):
+        if job.status == "done" and job.result:
+            out.append(job.result)
+            seen.add(str(job.run_dir))
+    for entry in list_runs(ws, "ner"):
+        folder = entry.get("compare_sources")
+        if folder and folder not in seen and (Path(folder) / "compare.json").exists():
+            seen.add(folder)
+            out.append(json.loads((Path(folder) / "compare.json").read_text("utf-8")))
+    return out
+
+
+__all__ = ["collect_comparisons", "compare_sources", "compare_sources_job"]

@@ -1,0 +1,111 @@
+"""Sweep figures of an experiment as pandas frames: the seed paper's Fig. 2 (test F1 against the
+amount of SC), Fig. 4 (test F1 against the amount of LC) and Table 5 (F1 against the MLM corpus
+and its cost).
+
+Input is an experiment's cells (`core.experiments.experiment`: each with row, seed, f1, budget, lc_size,
+mlm_seconds, mlm_sentences); the Runs page only draws these frames with plotly, the tests check
+them here. F1 values are fractions (0-1) except in Table 5, which prints percent like Table 3.
+
+>>> cells = [{"row": "dsir", "seed": s, "f1": f, "budget": b, "lc_size": 100} for s, f, b in
+...          ((1, 0.5, 10), (2, 0.7, 10), (1, 0.8, 20))]
+>>> fig2_frame(cells)[["series", "budget", "f1_mean", "n"]].values.tolist()
+[['dsir', 10, 0.6, 2], ['dsir', 20, 0.8, 1]]
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import pandas as pd
+
+from core.experiments.experiment import BASELINES, row_order
+
+COLUMNS = ["row", "kind", "budget", "lc_size", "f1_mean", "f1_std", "n", "seeds", "mlm_seconds", "mlm_sentences"]
+CORPUS = {"none": "none (no MLM)", "tapt": "TC", "dapt": "DC", "tapt+dapt": "DC, then TC"}
+
+
+def _std(values: Sequence[float]) -> float:
+    """Sample std over seeds as core.experiments.experiment.summarize gives it (0 for one seed)."""
+    return float(pd.Series(values).std(ddof=1)) if len(values) > 1 else 0.0
+
+
+def sweep_frame(cells: Sequence[dict[str, Any]]) -> pd.DataFrame:
+    """One line per (row, SC budget, LC size): F1 mean and std over seeds, seeds, mean MLM seconds
+    and sentences. Cells from before sweeps (no budget / lc_size) group under a missing value."""
+    groups: dict[tuple[str, Any, Any], list[dict[str, Any]]] = {}
+    for c in cells:
+        if isinstance(c.get("f1"), (int, float)) and math.isfinite(c["f1"]):
+            groups.setdefault((c["row"], c.get("budget"), c.get("lc_size")), []).append(c)
+    rows = []
+    for (row, budget, lc_size), cs in groups.items():
+        f1s = [float(c["f1"]) for c in cs]
+        rows.append({"row": row, "kind": "baseline" if row in BASELINES else "strategy", "budget": budget, "lc_size": lc_size,
+                     "f1_mean": sum(f1s) / len(f1s), "f1_std": _std(f1s), "n": len(f1s), "seeds": sorted(c["seed"] for c in cs),
+                     "mlm_seconds": sum(float(c.get("mlm_seconds") or 0.0) for c in cs) / len(cs),
+                     "mlm_sentences": int(round(sum(int(c.get("mlm_sentences") or 0) for c in cs) / len(cs)))})
+    frame = pd.DataFrame(rows, columns=COLUMNS)
+    order = {r: i for i, r in enumerate(row_order(list(dict.fromkeys(frame["row"]))))}
+    frame["_order"] = frame["row"].map(order)
+    frame = frame.sort_values(["_order", "budget", "lc_size"], na_position="first", kind="stable")
+    return frame.drop(columns="_order").reset_index(drop=True)
+
+
+def sweep_axes(cells: Sequence[dict[str, Any]]) -> dict[str, list[int]]:
+    """The distinct SC budgets of strategy rows and the distinct LC sizes: a figure is worth drawing
+    when its axis has two or more."""
+    budgets = sorted({c["budget"] for c in cells if c["row"] not in BASELINES and c.get("budget") is not None})
+    sizes = sorted({c["lc_size"] for c in cells if c.get("lc_size") is not None})
+    return {"budgets": budgets, "lc_sizes": sizes}
+
+
+def _series(frame: pd.DataFrame, split: str, label: str) -> pd.Series:
+    """Series name per line: the row, plus `label value` when that row has several values of `split`."""
+    several = frame.groupby("row")[split].transform("nunique") > 1
+    return frame["row"] + several.map({True: " · ", False: ""}) + [f"{label} {v}" if s else "" for v, s in
+                                                                    zip(frame[split], several, strict=True)]
+
+
+def fig2_frame(cells: Sequence[dict[str, Any]], lc_size: int | None = None) -> pd.DataFrame:
+    """Fig. 2: test F1 (mean ± std over seeds) against SC sentences, one series per row, at one LC
+    size (default the largest). Baselines are there too (budget 0 for none/tapt, |DC| for DAPT):
+    the page draws them as reference lines."""
+    frame = sweep_frame(cells)
+    if lc_size is None and frame["lc_size"].notna().any():
+        lc_size = int(frame["lc_size"].max())
+    if lc_size is not None:
+        frame = frame[frame["lc_size"] == lc_size]
+    frame = frame.assign(series=frame["row"])
+    return frame[["series", *COLUMNS]].reset_index(drop=True)
+
+
+def fig4_frame(cells: Sequence[dict[str, Any]], budget: int | None = None) -> pd.DataFrame:
+    """Fig. 4: test F1 (mean ± std over seeds) against LC sentences, one series per row; a strategy
+    run at several SC budgets gives one series per budget ('dsir · SC 500') unless `budget` picks one."""
+    frame = sweep_frame(cells)
+    if budget is not None:
+        frame = frame[(frame["kind"] == "baseline") | (frame["budget"] == budget)]
+    frame = frame.assign(series=_series(frame, "budget", "SC") if len(frame) else frame["row"])
+    return frame[["series", *COLUMNS]].sort_values(["series", "lc_size"], kind="stable").reset_index(drop=True)
+
+
+def table5_frame(cells: Sequence[dict[str, Any]], lc_size: int | None = None, percent: bool = True) -> pd.DataFrame:
+    """Table 5: per row (and SC budget), the MLM corpus, its sentences, test F1 'mean ± std' over
+    seeds and the mean MLM wall time, at one LC size (default the largest)."""
+    frame = fig2_frame(cells, lc_size)
+    scale = 100.0 if percent else 1.0
+    labels = _series(frame, "budget", "SC") if len(frame) else frame["row"]
+    out = pd.DataFrame({
+        "method": labels,
+        "MLM corpus": [CORPUS.get(r, f"TC + SC ({r}, {b:,} sentences), 1:1" if isinstance(b, (int, float)) and b == b
+                                  else f"TC + SC ({r}), 1:1") for r, b in zip(frame["row"], frame["budget"], strict=True)],
+        "sentences": frame["mlm_sentences"].astype(int),
+        "F1 (%)": [f"{m * scale:.2f} ± {s * scale:.2f}" for m, s in zip(frame["f1_mean"], frame["f1_std"], strict=True)],
+        "MLM time (s)": frame["mlm_seconds"].round(1),
+        "seeds": frame["n"],
+    })
+    return out.set_index("method")
+
+
+__all__ = ["fig2_frame", "fig4_frame", "sweep_axes", "sweep_frame", "table5_frame"]

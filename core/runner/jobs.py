@@ -1,0 +1,546 @@
+"""Background jobs: one subprocess per job, tracked in a SQLite table (WAL mode).
+
+A job is `python -m core.runner.jobs run JOB_ID` started in its own session (so its own
+process group): closing the browser tab or the Streamlit server does not kill it,
+and cancel signals the whole group. The row holds status, pid, progress and the
+error; the run folder holds log.txt, metrics.jsonl, result.json and checkpoints.
+A row whose process vanished is marked failed on the next look. Jobs run in two
+lanes (`lane(kind)`): interactive work (select, map, predict, import, ...) and
+training, each with at most `max_concurrent(lane)` jobs at once, so exploring never
+waits behind a training run; training processes run at lower CPU priority. The rest
+stay queued and are started by whichever job finishes (or by the next `refresh`).
+
+Job functions have one signature, `fn(params: dict, ctx: JobContext) -> dict`,
+and are registered by kind in JOB_KINDS ("module:function", imported lazily so
+the app starts fast). The CLI runs the very same function in-process with
+`run_inline`.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+import traceback
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from core.data.workspace import Workspace, atomic_write_json, open_sqlite
+from core.errors import UserError
+from core.runner.jobtypes import KINDS, SCHEMA_VERSION, params_dict, result_of, validate_params
+
+JOB_KINDS: dict[str, str] = {name: kind.function for name, kind in KINDS.items()}  # kind -> "module:function"
+ACTIVE = ("queued", "running")
+FINISHED = ("done", "failed", "cancelled")
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS jobs (
+    id TEXT PRIMARY KEY,
+    kind TEXT NOT NULL,
+    params TEXT NOT NULL,
+    status TEXT NOT NULL,
+    pid INTEGER,
+    progress REAL NOT NULL DEFAULT 0,
+    message TEXT NOT NULL DEFAULT '',
+    created REAL NOT NULL,
+    started REAL,
+    finished REAL,
+    error TEXT,
+    run_dir TEXT NOT NULL,
+    result TEXT,
+    attempts INTEGER NOT NULL DEFAULT 0
+)
+"""
+
+
+class JobCancelled(Exception):
+    """Raised inside a job when it sees its cancel flag; the runner records 'cancelled'."""
+
+
+@dataclass
+class Job:
+    id: str
+    kind: str
+    params: dict[str, Any]
+    status: str
+    pid: int | None
+    progress: float
+    message: str
+    created: float
+    started: float | None
+    finished: float | None
+    error: str | None
+    run_dir: Path
+    result: dict[str, Any] | None
+    attempts: int
+    schema_version: int = SCHEMA_VERSION
+    params_error: str | None = None  # an old row whose params no longer validate: why
+
+    @property
+    def active(self) -> bool:
+        return self.status in ACTIVE
+
+    @property
+    def elapsed(self) -> float | None:
+        if self.started is None:
+            return None
+        return (self.finished or time.time()) - self.started
+
+    def log_tail(self, lines: int = 40) -> str:
+        path = self.run_dir / "log.txt"
+        if not path.exists():
+            return ""
+        with open(path, "rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            size = fh.tell()
+            fh.seek(max(0, size - 64_000))
+            text = fh.read().decode("utf-8", errors="replace")
+        return "\n".join(text.splitlines()[-lines:])
+
+    def metrics(self) -> list[dict[str, Any]]:
+        return read_metrics(self.run_dir)
+
+    def typed_params(self) -> Any:
+        """The params as the kind's dataclass (a UserError says why an old row does not fit)."""
+        return validate_params(self.kind, self.params)
+
+    def typed_result(self) -> Any:
+        return result_of(self.kind, self.result)
+
+
+def read_metrics(run_dir: Path) -> list[dict[str, Any]]:
+    path = Path(run_dir) / "metrics.jsonl"
+    if not path.exists():
+        return []
+    rows = []
+    for line in path.read_text("utf-8").splitlines():
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue  # a line being written right now
+    return rows
+
+
+# --------------------------------------------------------------------------- database
+
+
+def _connect(ws: Workspace) -> sqlite3.Connection:
+    return open_sqlite(ws.jobs_db, _SCHEMA)
+
+
+def _decode(text: str | None, key: str) -> tuple[Any, int]:
+    """A stored params/result column: {"schema_version": N, key: ...} since schema 2, a bare
+    JSON value before it (schema 1)."""
+    if not text:
+        return None, SCHEMA_VERSION
+    value = json.loads(text)
+    if isinstance(value, dict) and "schema_version" in value and key in value:
+        return value[key], int(value["schema_version"])
+    return value, 1
+
+
+def _encode(value: Any, key: str) -> str:
+    return json.dumps({"schema_version": SCHEMA_VERSION, key: value}, default=str)
+
+
+def _row_to_job(row: sqlite3.Row) -> Job:
+    params, version = _decode(row["params"], "params")
+    result, _ = _decode(row["result"], "result")
+    params_error = None
+    if version < SCHEMA_VERSION and row["kind"] in KINDS:
+        try:  # an old row: fill today's defaults where it validates, say why where it does not
+            params = params_dict(row["kind"], params)
+        except UserError as exc:
+            params_error = f"stored with schema {version}; {exc}"
+    return Job(
+        id=row["id"], kind=row["kind"], params=params or {}, status=row["status"], pid=row["pid"],
+        progress=row["progress"], message=row["message"], created=row["created"], started=row["started"],
+        finished=row["finished"], error=row["error"], run_dir=Path(row["run_dir"]),
+        result=result, attempts=row["attempts"], schema_version=version, params_error=params_error,
+    )
+
+
+def _update(ws: Workspace, job_id: str, **values: Any) -> None:
+    cols = ", ".join(f"{k} = ?" for k in values)
+    con = _connect(ws)
+    try:
+        con.execute(f"UPDATE jobs SET {cols} WHERE id = ?", [*values.values(), job_id])
+    finally:
+        con.close()
+
+
+def get_job(ws: Workspace, job_id: str) -> Job:
+    con = _connect(ws)
+    try:
+        row = con.execute("SELECT * FROM jobs WHERE id = ? OR id LIKE ?", (job_id, f"{job_id}%")).fetchone()
+    finally:
+        con.close()
+    if row is None:
+        raise UserError(f"no job {job_id!r} in workspace {ws.root}")
+    return _reap(ws, _row_to_job(row))
+
+
+def list_jobs(ws: Workspace, kind: str | None = None) -> list[Job]:
+    con = _connect(ws)
+    try:
+        q = "SELECT * FROM jobs" + (" WHERE kind = ?" if kind else "") + " ORDER BY created DESC"
+        rows = con.execute(q, (kind,) if kind else ()).fetchall()
+    finally:
+        con.close()
+    jobs = [_reap(ws, _row_to_job(r)) for r in rows]
+    _start_queued(ws)
+    return jobs
+
+
+def _pid_alive(pid: int | None) -> bool:
+    if not pid:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:  # a zombie (our own child that exited unreaped) counts as dead
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return True
+
+
+SPAWN_GRACE_S = 60.0  # a claimed row has no pid until Popen returns; it is not "vanished" meanwhile
+
+
+def _spawning(pid: int | None, started: float | None) -> bool:
+    return pid is None and started is not None and time.time() - started < SPAWN_GRACE_S
+
+
+def _reap(ws: Workspace, job: Job) -> Job:
+    """Mark a running job whose process is gone as failed, with a reason."""
+    if job.status == "running" and not _pid_alive(job.pid) and not _spawning(job.pid, job.started):
+        current = get_status(ws, job.id)
+        if current == "running":
+            reason = f"process {job.pid} exited without reporting (killed, out of memory, or the machine restarted)"
+            _update(ws, job.id, status="failed", error=reason, finished=time.time())
+            job.status, job.error = "failed", reason
+    return job
+
+
+def get_status(ws: Workspace, job_id: str) -> str:
+    con = _connect(ws)
+    try:
+        row = con.execute("SELECT status FROM jobs WHERE id = ?", (job_id,)).fetchone()
+    finally:
+        con.close()
+    return row["status"] if row else "missing"
+
+
+# --------------------------------------------------------------------------- submit / cancel / resume
+
+
+# Lanes: exploring (a selection, a map, predictions for Inspect, an import) must never wait behind a
+# training run that takes an hour, so these kinds have a lane and a concurrency count of their own.
+# Training-lane processes start at a lower CPU priority, so an exploring job gets the cores first.
+INTERACTIVE_KINDS = frozenset({"import", "select", "similarity", "project", "predict", "embed"})
+TRAINING_NICE = 10  # added niceness of training-lane job processes (NERSELECT_TRAINING_NICE overrides)
+
+
+def lane(kind: str) -> str:
+    """'interactive' or 'training': which queue and concurrency count a job kind uses."""
+    return "interactive" if kind in INTERACTIVE_KINDS else "training"
+
+
+def max_concurrent(lane_name: str = "training") -> int:
+    """Training lane: 1 on CPU (two trainings on 2 cores only slow each other), one per GPU otherwise
+    (NERSELECT_MAX_JOBS overrides). Interactive lane: 2 (NERSELECT_MAX_INTERACTIVE_JOBS overrides)."""
+    if lane_name == "interactive":
+        return max(1, int(os.environ.get("NERSELECT_MAX_INTERACTIVE_JOBS") or 2))
+    env = os.environ.get("NERSELECT_MAX_JOBS")
+    if env:
+        return max(1, int(env))
+    try:
+        import torch
+
+        return max(1, torch.cuda.device_count())
+    except Exception:  # torch missing or broken: still run jobs one at a time
+        return 1
+
+
+def submit(ws: Workspace, kind: str, params: dict[str, Any], start: bool = True) -> Job:
+    """Queue a job; `params` is validated into the kind's params dataclass (core.runner.jobtypes) now,
+    so a wrong field fails here with its name, not later in the child."""
+    params = params_dict(kind, params)
+    json.dumps(params)  # fail now, not in the child, if params are not JSON
+    job_id = time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
+    run_dir = ws.runs_dir / job_id
+    run_dir.mkdir(parents=True, exist_ok=True)
+    atomic_write_json(run_dir / "params.json", {"kind": kind, "schema_version": SCHEMA_VERSION, "params": params})
+    con = _connect(ws)
+    try:
+        con.execute(
+            "INSERT INTO jobs (id, kind, params, status, created, run_dir) VALUES (?, ?, ?, 'queued', ?, ?)",
+            (job_id, kind, _encode(params, "params"), time.time(), str(run_dir)),
+        )
+    finally:
+        con.close()
+    if start:
+        _start_queued(ws)
+    return get_job(ws, job_id)
+
+
+def _start_queued(ws: Workspace) -> None:
+    """Start queued jobs up to the concurrency limit. Claiming is one UPDATE inside
+    an IMMEDIATE transaction, so two callers racing cannot both start one job."""
+    free = {name: max_concurrent(name) for name in ("interactive", "training")}  # per lane
+    con = _connect(ws)
+    try:
+        con.execute("BEGIN IMMEDIATE")
+        running = con.execute("SELECT id, kind, pid, started FROM jobs WHERE status = 'running'").fetchall()
+        for r in running:
+            if _pid_alive(r["pid"]) or _spawning(r["pid"], r["started"]):
+                free[lane(r["kind"])] -= 1
+        to_start = []
+        if any(n > 0 for n in free.values()):
+            for r in con.execute("SELECT id, kind FROM jobs WHERE status = 'queued' ORDER BY created").fetchall():
+                if free[lane(r["kind"])] <= 0:
+                    continue
+                free[lane(r["kind"])] -= 1
+                con.execute("UPDATE jobs SET status = 'running', started = ?, pid = NULL, progress = 0, "
+                            "attempts = attempts + 1, error = NULL, finished = NULL WHERE id = ?", (time.time(), r["id"]))
+                to_start.append((r["id"], r["kind"]))
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    finally:
+        con.close()
+    for job_id, kind in to_start:
+        _spawn(ws, job_id, lane(kind))
+
+
+def _spawn(ws: Workspace, job_id: str, lane_name: str = "training") -> None:
+    root = Path(__file__).resolve().parents[2]  # the repo root: core/runner/jobs.py
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(root) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    env.setdefault("PYTHONUNBUFFERED", "1")
+    run_dir = ws.runs_dir / job_id
+    command = [sys.executable, "-m", "core.runner.jobs", "run", job_id, "--workspace", str(ws.root)]
+    niceness = int(os.environ.get("NERSELECT_TRAINING_NICE") or TRAINING_NICE)
+    if lane_name == "training" and niceness > 0 and shutil.which("nice"):
+        command = ["nice", "-n", str(niceness), *command]  # nice execs python: same pid, lower priority from the start
+    with open(run_dir / "stderr.txt", "ab") as err:
+        proc = subprocess.Popen(
+            command,
+            stdin=subprocess.DEVNULL, stdout=err, stderr=err, cwd=root, env=env,
+            start_new_session=True,  # own session and process group: survives the app, cancel hits all children
+        )
+    _update(ws, job_id, pid=proc.pid)
+
+
+def cancel(ws: Workspace, job_id: str) -> Job:
+    job = get_job(ws, job_id)
+    if job.status == "queued":
+        _update(ws, job.id, status="cancelled", finished=time.time(), message="cancelled before start")
+    elif job.status == "running":
+        (job.run_dir / "CANCEL").touch()
+        if job.pid and _pid_alive(job.pid):
+            try:
+                os.killpg(os.getpgid(job.pid), signal.SIGTERM)
+            except (ProcessLookupError, PermissionError):
+                pass
+        _update(ws, job.id, status="cancelled", finished=time.time(), message="cancelled by user")
+    _start_queued(ws)
+    return get_job(ws, job.id)
+
+
+def resume(ws: Workspace, job_id: str) -> Job:
+    """Queue a failed or cancelled job again in the same run folder; training jobs find
+    their last checkpoint there and continue from it."""
+    job = get_job(ws, job_id)
+    if job.status not in ("failed", "cancelled"):
+        raise UserError(f"job {job.id} is {job.status}; only failed or cancelled jobs can be resumed")
+    (job.run_dir / "CANCEL").unlink(missing_ok=True)
+    _update(ws, job.id, status="queued", error=None, finished=None, message="resumed")
+    _start_queued(ws)
+    return get_job(ws, job.id)
+
+
+def delete(ws: Workspace, job_id: str) -> None:
+    import shutil
+
+    job = get_job(ws, job_id)
+    if job.active:
+        cancel(ws, job.id)
+    con = _connect(ws)
+    try:
+        con.execute("DELETE FROM jobs WHERE id = ?", (job.id,))
+    finally:
+        con.close()
+    shutil.rmtree(job.run_dir, ignore_errors=True)
+
+
+def wait(ws: Workspace, job_id: str, timeout: float = 600, poll: float = 0.2) -> Job:
+    """Block until the job finishes (tests, CLI `--wait`)."""
+    deadline = time.time() + timeout
+    while True:
+        job = get_job(ws, job_id)
+        if job.status in FINISHED:
+            return job
+        if time.time() > deadline:
+            raise TimeoutError(f"job {job_id} still {job.status} after {timeout:.0f}s")
+        if job.status == "queued":
+            _start_queued(ws)
+        time.sleep(poll)
+
+
+# --------------------------------------------------------------------------- inside a job
+
+
+class JobContext:
+    """What a job function gets: progress, log, metrics, its run folder, a cancel check.
+    `job_id` is None when run inline (CLI, tests)."""
+
+    def __init__(self, ws: Workspace, run_dir: Path, job_id: str | None = None,
+                 on_progress: Callable[[float, str], None] | None = None):
+        self.workspace = ws
+        self.run_dir = Path(run_dir)
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        self.job_id = job_id
+        self._on_progress = on_progress
+        self._last_write = 0.0
+        self.resumed = (self.run_dir / "log.txt").exists()
+
+    def progress(self, fraction: float, message: str = "") -> None:
+        fraction = float(min(1.0, max(0.0, fraction)))
+        if self._on_progress is not None:
+            self._on_progress(fraction, message)
+        now = time.time()
+        if self.job_id is not None and (now - self._last_write > 0.5 or fraction >= 1.0):
+            self._last_write = now  # throttled: SQLite writes from a tight loop would dominate small steps
+            _update(self.workspace, self.job_id, progress=fraction, message=message[:500])
+        if self.cancelled():
+            raise JobCancelled()
+
+    def log(self, message: str) -> None:
+        stamp = time.strftime("%H:%M:%S")
+        with open(self.run_dir / "log.txt", "a", encoding="utf-8") as fh:
+            for line in str(message).splitlines() or [""]:
+                fh.write(f"[{stamp}] {line}\n")
+        echo = getattr(self._on_progress, "echo", None)  # the CLI's bar prints log lines above itself
+        if echo is not None:
+            for line in str(message).splitlines():
+                echo(line)
+
+    def metric(self, **values: Any) -> None:
+        values.setdefault("time", time.time())
+        with open(self.run_dir / "metrics.jsonl", "a", encoding="utf-8") as fh:
+            fh.write(json.dumps(values, default=float) + "\n")
+
+    def cancelled(self) -> bool:
+        return (self.run_dir / "CANCEL").exists()
+
+    def sub(self, start: float, end: float, prefix: str = "") -> Callable[[float, str], None]:
+        """A progress callback mapping a sub-step's 0-1 onto [start, end] of this job (core.runner.progress.sub)."""
+        from core.runner.progress import sub
+
+        return sub(self.progress, start, end, prefix)
+
+
+def load_job_function(kind: str) -> Callable[[dict[str, Any], JobContext], dict[str, Any]]:
+    module_name, func_name = JOB_KINDS[kind].split(":")
+    return getattr(importlib.import_module(module_name), func_name)
+
+
+def run_inline(ws: Workspace, kind: str, params: dict[str, Any], run_dir: Path | None = None,
+               progress: Callable[[float, str], None] | None = None) -> dict[str, Any]:
+    """Run a job function in this process (the CLI's path): same code and same validated params as
+    the background job."""
+    params = params_dict(kind, params)
+    run_dir = run_dir or ws.runs_dir / ("inline-" + time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:4])
+    ctx = JobContext(ws, run_dir, None, on_progress=progress)
+    atomic_write_json(ctx.run_dir / "params.json", {"kind": kind, "schema_version": SCHEMA_VERSION, "params": params})
+    started = time.time()
+    result = load_job_function(kind)(params, ctx) or {}
+    atomic_write_json(ctx.run_dir / "result.json", result)
+    _record_lineage(ws, ctx.run_dir.name, kind, params, result, ctx.run_dir, time.time() - started)
+    return result
+
+
+def _run_job(ws: Workspace, job_id: str) -> int:
+    job = get_job(ws, job_id)
+    ctx = JobContext(ws, job.run_dir, job.id)
+    _update(ws, job.id, pid=os.getpid())
+
+    def on_term(signum, frame):  # noqa: ARG001 - signal handler signature
+        raise JobCancelled()
+
+    signal.signal(signal.SIGTERM, on_term)
+    ctx.log(f"job {job.id} ({job.kind}) started, attempt {job.attempts}, pid {os.getpid()}")
+    try:
+        if job.params_error:
+            raise UserError(job.params_error)
+        started = time.time()
+        result = load_job_function(job.kind)(job.params, ctx) or {}
+        atomic_write_json(job.run_dir / "result.json", result)
+        _record_lineage(ws, job.id, job.kind, job.params, result, job.run_dir, time.time() - started)
+        _update(ws, job.id, status="done", progress=1.0, finished=time.time(), result=_encode(result, "result"),
+                message="done")
+        ctx.log("job finished")
+        return 0
+    except JobCancelled:
+        ctx.log("job cancelled")
+        _update(ws, job.id, status="cancelled", finished=time.time(), message="cancelled")
+        return 1
+    except UserError as exc:
+        ctx.log(f"error: {exc}")
+        _update(ws, job.id, status="failed", finished=time.time(), error=str(exc))
+        return 1
+    except BaseException as exc:  # noqa: BLE001 - a job must always leave a readable reason behind
+        ctx.log(traceback.format_exc())
+        _update(ws, job.id, status="failed", finished=time.time(), error=f"{type(exc).__name__}: {exc}")
+        return 1
+    finally:
+        _start_queued(ws)
+
+
+def _record_lineage(ws: Workspace, run_id: str, kind: str, params: dict[str, Any], result: dict[str, Any],
+                    run_dir: Path, seconds: float) -> None:
+    """Training kinds write lineage.json beside their model and into the run index (core.train.lineage)."""
+    from core.train import lineage
+
+    lineage.record_job(ws, run_id, kind, params, result, run_dir, seconds)
+
+
+def sleep_job(params: dict[str, Any], ctx: JobContext) -> dict[str, Any]:
+    """A job that only waits and reports; proves the runner works on a machine."""
+    steps = int(params.get("steps", 10))
+    for i in range(steps):
+        time.sleep(float(params.get("seconds", 0.1)))
+        ctx.metric(step=i + 1)
+        ctx.progress((i + 1) / steps, f"step {i + 1}/{steps}")
+    return {"steps": steps}
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m core.runner.jobs")
+    sub = parser.add_subparsers(dest="cmd", required=True)
+    run = sub.add_parser("run", help="run one job (used by the runner itself)")
+    run.add_argument("job_id")
+    run.add_argument("--workspace", default=None)
+    args = parser.parse_args(argv)
+    return _run_job(Workspace(args.workspace), args.job_id)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,181 @@
+"""How jobs read to a person: a name made of the kind and its inputs, what a queued job waits
+for, and how many are running. The Runs page, the sidebar badge and `python -m core jobs`
+all name jobs through `describe_job`, so a job reads the same everywhere.
+
+>>> from pathlib import Path
+>>> job = Job("20250101-000000-abc123", "ner", {"train": "demo-lc", "preset": "tiny"}, "queued", None, 0.0, "", 0.0,
+...           None, None, None, Path("."), None, 0)
+>>> describe_job(job)
+'NER training · train demo-lc · preset tiny'
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from core.runner.jobs import Job
+
+KIND_NAMES = {
+    "import": "Import", "similarity": "Similarity", "embed": "Embedding", "select": "Selection", "project": "Map",
+    "mlm": "MLM pretraining", "ner": "NER training", "predict": "Prediction", "experiment": "Experiment",
+    "selftrain": "Self-training", "augment": "Augmentation", "sleep": "Sleep",
+}
+
+# Per kind, the parameters that tell two jobs of that kind apart, in reading order.
+_INPUTS: dict[str, tuple[str, ...]] = {
+    "import": ("path", "name", "role"),
+    "similarity": ("sources", "targets", "measures"),
+    "embed": ("corpus", "model"),
+    "select": ("strategy", "tc", "dc", "budget"),
+    "project": ("selection", "model"),
+    "mlm": ("mode", "tc", "dc", "selection", "model", "preset"),
+    "ner": ("train", "model", "preset"),
+    "predict": ("model", "corpus"),
+    "experiment": ("strategies", "baselines", "seeds", "preset"),
+    "selftrain": ("lc", "unlabeled", "selection", "ratio", "preset"),
+    "augment": ("lc", "model", "sampling"),
+    "sleep": ("seconds",),
+}
+_HASHY = {"selection"}  # content-hash keys: the first 8 characters are enough to tell them apart
+
+
+def _value(key: str, value: Any) -> str:
+    if isinstance(value, (list, tuple)):
+        return ", ".join(_value(key, v) for v in value) or "-"
+    text = str(value)
+    if key in _HASHY:
+        return text[:8]
+    if key in ("path", "model", "corpus", "out") and ("/" in text or "\\" in text):
+        p = Path(text)
+        return p.name if p.name not in ("model", "predictions.jsonl", "subset.jsonl") else f"{p.parent.name}/{p.name}"
+    return text
+
+
+def describe_job(job: Job, max_len: int = 120) -> str:
+    """'<Kind> · <key input> <value> · ...' from the job's parameters (never the timestamp id)."""
+    parts = [KIND_NAMES.get(job.kind, job.kind)]
+    for key in _INPUTS.get(job.kind, ()):
+        value = job.params.get(key)
+        if value in (None, "", [], ()):
+            continue
+        parts.append(f"{key} {_value(key, value)}")
+    text = " · ".join(parts)
+    return text if len(text) <= max_len else text[: max_len - 1] + "…"
+
+
+def waiting_for(job: Job, jobs: Sequence[Job]) -> Job | None:
+    """The job a queued `job` waits behind: the oldest running job of its lane (jobs of other
+    lanes do not hold it up), else the queued job just ahead of it. None when it is not queued."""
+    if job.status != "queued":
+        return None
+    lane = _lane_function()
+    same = [j for j in jobs if j.id != job.id and (lane is None or lane(j.kind) == lane(job.kind))]
+    running = sorted((j for j in same if j.status == "running"), key=lambda j: j.started or j.created)
+    if len(running) < _lane_capacity(job.kind, lane):
+        return None  # a free slot: it starts at the next look, behind nothing
+    if running:
+        return running[0]
+    ahead = sorted((j for j in same if j.status == "queued" and j.created < job.created), key=lambda j: j.created)
+    return ahead[-1] if ahead else None
+
+
+def _lane_function():
+    """core.runner.jobs' lane of a kind when the runner has lanes (interactive work apart from training),
+    else None: one queue for all."""
+    from core.runner import jobs as jobs_module
+
+    for name in ("lane_of", "job_lane", "lane"):
+        fn = getattr(jobs_module, name, None)
+        if callable(fn):
+            return fn
+    return None
+
+
+def _lane_capacity(kind: str, lane) -> int:
+    """How many jobs of this kind's lane run at once (core.runner.jobs.max_concurrent)."""
+    from core.runner import jobs as jobs_module
+
+    try:
+        return int(jobs_module.max_concurrent(lane(kind))) if lane is not None else int(jobs_module.max_concurrent())
+    except TypeError:  # a runner without lanes: max_concurrent() takes no lane
+        return int(jobs_module.max_concurrent())
+
+
+def status_text(job: Job, jobs: Sequence[Job]) -> str:
+    """The status column: 'queued behind <name> (<id>)' instead of a bare 'queued'."""
+    ahead = waiting_for(job, jobs)
+    if ahead is None:
+        return "queued, starting" if job.status == "queued" else job.status
+    return f"queued behind {describe_job(ahead, 60)} ({ahead.status}, {ahead.id[-6:]})"
+
+
+def running_summary(jobs: Sequence[Job]) -> tuple[int, int, list[str]]:
+    """(running, queued, names of the running ones) for a badge on every page."""
+    running = [j for j in jobs if j.status == "running"]
+    queued = sum(1 for j in jobs if j.status == "queued")
+    return len(running), queued, [f"{describe_job(j, 60)} · {j.progress:.0%}" for j in running]
+
+
+def job_rows(jobs: Sequence[Job]) -> list[dict[str, Any]]:
+    """One row per job for a table: readable name, status with what it waits for, progress."""
+    return [{"job": describe_job(j), "status": status_text(j, jobs), "progress": j.progress,
+             "message": j.message or (j.error or "")[:80], "elapsed": j.elapsed, "id": j.id, "kind": j.kind,
+             "attempts": j.attempts} for j in jobs]
+
+
+# --------------------------------------------------------------------------- polling an open page
+# A page left open on a running job must not slow the job down (issue 10: at most 5%;
+# bench/bench_server.py measures it). Every fragment rerun costs the browser a redraw of the page
+# (about 0.2 CPU-s on Runs in headless Chromium), so polls are few: quick while a job is young
+# (short jobs feel live), slower as it ages (a training run's epochs take minutes anyway).
+# Plotly figures cost the server about 60 ms each to build, so curves refresh least often and are
+# rebuilt only when the run has logged new metrics.
+LIST_POLL_S = 10.0  # the jobs table, the sidebar badge
+CHART_POLL_S = 15.0  # training curves
+
+
+def poll_seconds(elapsed: float | None) -> float:
+    """Seconds between redraws of a running job's progress: 2 s in its first 20 s, 5 s up to two
+    minutes, then 10 s."""
+    if elapsed is None or elapsed < 20:
+        return 2.0
+    return 5.0 if elapsed < 120 else 10.0
+
+
+_CHART_CACHE: OrderedDict[tuple[str, int, int], list[tuple[str, Any]]] = OrderedDict()
+_CHART_CACHE_SIZE = 16
+
+
+def job_charts(job: Job) -> list[tuple[str, Any]]:
+    """(name, plotly figure) for the run's training loss, throughput and dev F1 curves, rebuilt only
+    when its metrics.jsonl has grown (keyed by size and mtime)."""
+    path = Path(job.run_dir) / "metrics.jsonl"
+    try:
+        stat = path.stat()
+    except (FileNotFoundError, OSError):
+        return []
+    key = (str(path), stat.st_size, stat.st_mtime_ns)
+    if key in _CHART_CACHE:
+        _CHART_CACHE.move_to_end(key)
+        return _CHART_CACHE[key]
+    import plotly.express as px
+
+    from core.train.training import metric_frames
+
+    train, evals = metric_frames(job.metrics())
+    charts: list[tuple[str, Any]] = []
+    if not train.empty:
+        charts.append(("loss", px.line(train, x="step", y="loss", color="series", title="training loss")))
+        speed = "tokens_per_s" if "tokens_per_s" in train else "sentences_per_s"
+        if speed in train:
+            charts.append(("speed", px.line(train.dropna(subset=[speed]), x="step", y=speed, color="series", title="throughput")))
+    if not evals.empty and "dev_f1" in evals:
+        charts.append(("dev", px.line(evals.dropna(subset=["dev_f1"]), x="epoch", y="dev_f1", color="series", markers=True,
+                                      title="dev F1 per epoch")))
+    _CHART_CACHE[key] = charts
+    while len(_CHART_CACHE) > _CHART_CACHE_SIZE:
+        _CHART_CACHE.popitem(last=False)
+    return charts

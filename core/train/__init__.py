@@ -1,0 +1,1 @@
+"""Training stage: the shared training loop, MLM continued pretraining, BERT-CRF NER and its CRF helpers, run lineage."""

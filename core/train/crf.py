@@ -1,0 +1,116 @@
+"""CRF helpers around `torchcrf.CRF`: BIOES transition constraints, forward-backward
+marginals and the two sequence confidences of Tokarchuk et al. (2021).
+
+pytorch-crf gives the log-likelihood (forward algorithm) and Viterbi decoding but no
+per-position marginals; c2 needs them, so the forward-backward pass is written here,
+in log space (logsumexp) so long sentences do not underflow, vectorised over the batch,
+with right-padding masks respected. All tensors are batch-first: emissions (B, L, T),
+mask (B, L) bool with mask[:, 0] all True.
+
+>>> crf = CRF(3, batch_first=True)
+>>> em = torch.randn(2, 4, 3); mask = torch.tensor([[1, 1, 1, 1], [1, 1, 0, 0]]).bool()
+>>> m = marginals(crf, em, mask)
+>>> bool(torch.allclose(m[mask].sum(-1), torch.ones(6)))
+True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+from torchcrf import CRF
+
+from core.data.tags import split_tag
+
+IMPOSSIBLE = -10_000.0  # exp() of this is 0 in fp32; finite so gradients and logsumexp stay NaN-free
+
+__all__ = ["CRF", "IMPOSSIBLE", "bioes_allowed", "constrain_bioes", "log_partition", "marginals", "sequence_confidences"]
+
+
+def bioes_allowed(labels: Sequence[str]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Boolean (start, end, transition) masks of the moves a valid BIOES sequence can make."""
+    parsed = [split_tag(t) for t in labels]
+    n = len(labels)
+    start = torch.tensor([p in ("O", "B", "S") for p, _ in parsed])
+    end = torch.tensor([p in ("O", "E", "S") for p, _ in parsed])
+    trans = torch.zeros(n, n, dtype=torch.bool)
+    for i, (pi, ti) in enumerate(parsed):
+        for j, (pj, tj) in enumerate(parsed):
+            if pi in ("O", "E", "S"):
+                ok = pj in ("O", "B", "S")
+            else:  # inside a span: only I-/E- of the same type may follow
+                ok = pj in ("I", "E") and tj == ti
+            trans[i, j] = ok
+    return start, end, trans
+
+
+def constrain_bioes(crf: CRF, labels: Sequence[str]) -> None:
+    """Start impossible BIOES moves at IMPOSSIBLE. They stay learnable parameters, but no gold
+    path uses them, so training only pushes them lower; with 100 training sentences this
+    removes most ill-formed predictions (an E- without a B-) that cost span F1."""
+    start, end, trans = bioes_allowed(labels)
+    with torch.no_grad():
+        crf.start_transitions.masked_fill_(~start, IMPOSSIBLE)
+        crf.end_transitions.masked_fill_(~end, IMPOSSIBLE)
+        crf.transitions.masked_fill_(~trans, IMPOSSIBLE)
+
+
+def _forward_alphas(crf: CRF, emissions: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """alpha[b, t, j] = log-sum of scores of all prefixes ending in tag j at t.  # (B, L, T)"""
+    B, L, T = emissions.shape
+    alphas = emissions.new_empty(B, L, T)
+    alpha = crf.start_transitions + emissions[:, 0]  # (B, T)
+    alphas[:, 0] = alpha
+    for t in range(1, L):
+        nxt = torch.logsumexp(alpha.unsqueeze(2) + crf.transitions, dim=1) + emissions[:, t]  # (B, T)
+        alpha = torch.where(mask[:, t].unsqueeze(1), nxt, alpha)  # padding carries the last valid alpha on
+        alphas[:, t] = alpha
+    return alphas
+
+
+def _backward_betas(crf: CRF, emissions: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """beta[b, t, i] = log-sum of scores of all suffixes after tag i at t (incl. end).  # (B, L, T)"""
+    B, L, T = emissions.shape
+    betas = emissions.new_empty(B, L, T)
+    end = crf.end_transitions.expand(B, T)
+    beta = end
+    betas[:, L - 1] = beta
+    for t in range(L - 2, -1, -1):
+        nxt = torch.logsumexp(crf.transitions + (emissions[:, t + 1] + beta).unsqueeze(1), dim=2)  # (B, T)
+        beta = torch.where(mask[:, t + 1].unsqueeze(1), nxt, end)  # t is the last valid position when t+1 is padding
+        betas[:, t] = beta
+    return betas
+
+
+def log_partition(crf: CRF, emissions: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """log Z per sequence.  # (B,)"""
+    alphas = _forward_alphas(crf, emissions.float(), mask.bool())
+    return torch.logsumexp(alphas[:, -1] + crf.end_transitions, dim=1)
+
+
+def marginals(crf: CRF, emissions: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """P(y_t = j | x) for every position (rows at padded positions are meaningless).  # (B, L, T)"""
+    emissions, mask = emissions.float(), mask.bool()
+    alphas = _forward_alphas(crf, emissions, mask)
+    betas = _backward_betas(crf, emissions, mask)
+    log_z = torch.logsumexp(alphas[:, -1] + crf.end_transitions, dim=1)  # (B,)
+    return torch.exp(alphas + betas - log_z[:, None, None])
+
+
+def sequence_confidences(crf: CRF, emissions: torch.Tensor, mask: torch.Tensor,
+                         paths: Sequence[Sequence[int]]) -> tuple[list[float], list[float]]:
+    """(c1, c2) per sequence for the decoded `paths` (Tokarchuk et al. 2021):
+    c1 = exp(score(path) - log Z), the CRF posterior of the whole sequence;
+    c2 = min over positions of the marginal probability of the decoded tag."""
+    emissions, mask = emissions.float(), mask.bool()
+    B, L, _ = emissions.shape
+    tags = torch.zeros(B, L, dtype=torch.long, device=emissions.device)
+    for b, path in enumerate(paths):
+        tags[b, : len(path)] = torch.as_tensor(list(path), dtype=torch.long)
+    llh = crf(emissions, tags, mask, reduction="none")  # score(path) - log Z, pytorch-crf's forward
+    c1 = torch.exp(llh).clamp(max=1.0)
+    marg = marginals(crf, emissions, mask)
+    picked = marg.gather(2, tags.unsqueeze(2)).squeeze(2).masked_fill(~mask, 1.0)  # (B, L)
+    c2 = picked.min(dim=1).values.clamp(max=1.0)
+    return c1.tolist(), c2.tolist()

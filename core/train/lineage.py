@@ -1,0 +1,271 @@
+"""Lineage: what produced a model or a run, recorded where it is made and read back by `runs show`.
+
+Every MLM or NER model folder gets a `lineage.json` beside its weights: the base model, each MLM
+phase with the corpora it read (name + content hash), the selection behind an SC (strategy,
+budget, model, its id), the LC/DEV/TEST hashes, seed, preset and wall time. A model trained
+from a folder that has a lineage inherits it (base model, phases, selection), so an NER run on an
+MLM run's folder names the MLM corpora as its `pretraining_corpora`.
+
+Each finished run is also written to the workspace's run index (`lineage/RUN.json`: id, kind,
+folders, test F1, lineage): the Similarity page's F1 panel, `runs list` and `runs show` read it,
+whichever way the run was made (a job, the CLI, an experiment or compare-sources cell).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from core.data.workspace import Workspace, atomic_write_json, resolve_corpus_ref
+from core.errors import UserError
+
+LINEAGE_FILE = "lineage.json"
+INDEX_DIR = "lineage"
+
+
+@dataclass
+class MlmPhase:
+    name: str  # tapt, dapt, tc+sc, train, or a compare-sources source
+    corpora: list[dict[str, Any]]  # [{name, hash}]
+    sentences: int | None = None
+
+
+@dataclass
+class Lineage:
+    base_model: str = "default"
+    mlm_phases: list[MlmPhase] = field(default_factory=list)
+    selection: dict[str, Any] | None = None  # {id, strategy, budget, model}
+    lc: dict[str, Any] | None = None
+    dev: dict[str, Any] | None = None
+    test: dict[str, Any] | None = None
+    seed: int | None = None
+    preset: str | None = None
+    wall_seconds: float | None = None
+    parent: str | None = None  # the model folder this one was trained from, when it had a lineage
+    created: float = field(default_factory=time.time)
+
+    @property
+    def pretraining_corpora(self) -> list[dict[str, Any]]:
+        """Every corpus any MLM phase read, in order, each once."""
+        seen, out = set(), []
+        for phase in self.mlm_phases:
+            for c in phase.corpora:
+                key = (c.get("name"), c.get("hash"))
+                if key not in seen:
+                    seen.add(key)
+                    out.append({"name": c.get("name"), "hash": c.get("hash")})
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "pretraining_corpora": self.pretraining_corpora}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Lineage:
+        known = {k: v for k, v in d.items() if k in cls.__dataclass_fields__}
+        known["mlm_phases"] = [MlmPhase(**p) for p in known.get("mlm_phases", [])]
+        return cls(**known)
+
+
+def corpus_hash(ws: Workspace, ref: str | None) -> dict[str, Any] | None:
+    """{name, hash} of a corpus reference; a reference that no longer resolves keeps its text and hash None."""
+    if not ref:
+        return None
+    try:
+        return resolve_corpus_ref(ref, ws).to_dict()
+    except UserError:
+        return {"name": str(ref), "hash": None}
+
+
+def read_lineage(model_dir: str | Path | None) -> Lineage | None:
+    if not model_dir:
+        return None
+    path = Path(model_dir) / LINEAGE_FILE
+    if not path.is_file():
+        return None
+    try:
+        return Lineage.from_dict(json.loads(path.read_text("utf-8")))
+    except (OSError, json.JSONDecodeError, TypeError) as exc:
+        raise UserError(f"{path}: unreadable lineage ({exc})") from None
+
+
+def from_base(model: str) -> Lineage:
+    """A new lineage starting at `model`: a folder with a lineage passes on its base model, MLM phases
+    and selection; anything else (default, an HF id, a folder without one) is the base model itself."""
+    parent = read_lineage(model) if Path(str(model)).is_dir() else None
+    if parent is None:
+        return Lineage(base_model=str(model))
+    return Lineage(base_model=parent.base_model, mlm_phases=list(parent.mlm_phases), selection=parent.selection,
+                   parent=str(Path(model).resolve()))
+
+
+def write_lineage(folder: str | Path, lineage: Lineage) -> Path:
+    return atomic_write_json(Path(folder) / LINEAGE_FILE, lineage.to_dict())
+
+
+def _index_path(ws: Workspace, run_id: str) -> Path:
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in run_id)
+    return ws.root / INDEX_DIR / f"{safe}.json"
+
+
+def record_run(ws: Workspace, run_id: str, kind: str, lineage: Lineage, run_dir: str | Path | None = None,
+               model_dir: str | Path | None = None, f1: float | None = None, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Write lineage.json beside the model (and into the run folder) and the run's index entry."""
+    for folder in {str(p) for p in (model_dir, run_dir) if p}:
+        if Path(folder).is_dir():
+            write_lineage(folder, lineage)
+    entry = {"id": run_id, "kind": kind, "run_dir": str(run_dir) if run_dir else None,
+             "model_dir": str(model_dir) if model_dir else None, "f1": f1, "created": time.time(),
+             **(extra or {}), "lineage": lineage.to_dict()}
+    atomic_write_json(_index_path(ws, run_id), entry)
+    return entry
+
+
+def list_runs(ws: Workspace, kind: str | None = None) -> list[dict[str, Any]]:
+    """Index entries, newest first."""
+    folder = ws.root / INDEX_DIR
+    out = []
+    for path in folder.glob("*.json") if folder.is_dir() else []:
+        try:
+            entry = json.loads(path.read_text("utf-8"))
+        except (OSError, json.JSONDecodeError):
+            continue
+        if kind is None or entry.get("kind") == kind:
+            out.append(entry)
+    return sorted(out, key=lambda e: e.get("created") or 0, reverse=True)
+
+
+def get_run(ws: Workspace, run_id: str) -> dict[str, Any]:
+    """A run by its id (or a unique prefix), by job id, or by a folder holding lineage.json."""
+    path = _index_path(ws, run_id)
+    if path.is_file():
+        return json.loads(path.read_text("utf-8"))
+    matches = [e for e in list_runs(ws) if str(e["id"]).startswith(run_id)]
+    if len(matches) == 1:
+        return matches[0]
+    if len(matches) > 1:
+        raise UserError(f"run id {run_id!r} is ambiguous: {', '.join(e['id'] for e in matches[:5])} ...")
+    from core.runner import jobs
+
+    try:
+        job = jobs.get_job(ws, run_id)
+    except UserError:
+        job = None
+    if job is not None:
+        lin = read_lineage(job.run_dir)
+        return {"id": job.id, "kind": job.kind, "run_dir": str(job.run_dir), "status": job.status,
+                "model_dir": (job.result or {}).get("out_dir"), "f1": None, "lineage": lin.to_dict() if lin else None}
+    lin = read_lineage(run_id)
+    if lin is not None:
+        return {"id": str(run_id), "kind": None, "run_dir": str(run_id), "model_dir": str(run_id), "f1": None,
+                "lineage": lin.to_dict()}
+    raise UserError(f"no run {run_id!r} in workspace {ws.root}: tried the run index ({ws.root / INDEX_DIR}), "
+                    "job ids, and a folder with lineage.json")
+
+
+# --------------------------------------------------------------------------- from job params
+
+
+def _selection_info(ws: Workspace, key: str | None) -> dict[str, Any] | None:
+    if not key:
+        return None
+    meta_path = ws.root / "artifacts" / "selection" / str(key) / "meta.json"
+    meta = {}
+    if meta_path.is_file():
+        try:
+            meta = json.loads(meta_path.read_text("utf-8"))
+        except (OSError, json.JSONDecodeError):
+            meta = {}
+    return {"id": str(key), "strategy": meta.get("strategy"), "budget": meta.get("budget"), "model": meta.get("model"),
+            "dc": meta.get("dc_name")}
+
+
+def mlm_phases_of(ws: Workspace, params: dict[str, Any]) -> list[MlmPhase]:
+    """The phases core.train.mlm.mlm_job runs for these params, with the corpora each reads."""
+    if params.get("train"):
+        refs = params["train"] if isinstance(params["train"], list) else [params["train"]]
+        return [MlmPhase("train", [c for c in (corpus_hash(ws, r) for r in refs) if c])]
+    tc, dc = corpus_hash(ws, params.get("tc")), corpus_hash(ws, params.get("dc"))
+    sel = params.get("selection")
+    sc = {"name": f"selection:{sel}", "hash": str(sel)} if sel else None
+    mode = params.get("mode", "tc+sc")
+    if mode == "tapt":
+        return [MlmPhase("tapt", [tc] if tc else [])]
+    if mode == "dapt":
+        return [MlmPhase("dapt", [dc] if dc else [])]
+    if mode == "tapt+dapt":
+        return [MlmPhase("dapt", [dc] if dc else []), MlmPhase("tapt", [tc] if tc else [])]
+    return [MlmPhase(mode, [c for c in (tc, sc) if c])]
+
+
+def _seed(params: dict[str, Any], default: int | None = None) -> int | None:
+    config = params.get("config") or {}
+    return config.get("seed", params.get("seed", default))
+
+
+def record_job(ws: Workspace, run_id: str, kind: str, params: dict[str, Any], result: dict[str, Any], run_dir: Path,
+               seconds: float) -> dict[str, Any] | None:
+    """The lineage of a finished mlm or ner job (other kinds record nothing here)."""
+    if kind == "mlm":
+        lin = from_base(params.get("model", "default"))
+        lin.mlm_phases += mlm_phases_of(ws, params)
+        lin.selection = _selection_info(ws, params.get("selection")) or lin.selection
+        lin.seed, lin.preset, lin.wall_seconds = _seed(params, 1), params.get("preset"), seconds
+        return record_run(ws, run_id, kind, lin, run_dir, result.get("out_dir"))
+    if kind == "ner":
+        lin = from_base(params.get("model", "default"))
+        lin.lc, lin.dev, lin.test = (corpus_hash(ws, params.get(k)) for k in ("train", "dev", "test"))
+        lin.seed, lin.preset, lin.wall_seconds = _seed(params, 1), params.get("preset"), seconds
+        f1 = (result.get("test") or {}).get("f1")
+        return record_run(ws, run_id, kind, lin, run_dir, result.get("out_dir"), f1=f1)
+    return None
+
+
+def pretraining_source(entry: dict[str, Any]) -> dict[str, Any] | None:
+    """The source corpus an NER run was pretrained on, as Dai et al. compare them: the last MLM
+    phase's corpora ({name, hash}, names joined by '+'); None for a run without MLM."""
+    phases = (entry.get("lineage") or {}).get("mlm_phases") or []
+    if not phases:
+        return None
+    corpora = phases[-1].get("corpora") or []
+    if not corpora:
+        return None
+    return {"name": "+".join(str(c.get("name")) for c in corpora), "hash": "+".join(str(c.get("hash")) for c in corpora)}
+
+
+def describe_run(entry: dict[str, Any]) -> dict[str, Any]:
+    """A run (an index entry, as `get_run` returns it) in three tables, for the Runs page and the text
+    of `runs show`: `facts` [(field, value)], `phases` [{phase, corpus, hash, sentences}] (every MLM
+    phase of the model's history, in order) and `data` [{role, corpus, hash, sentences}] (LC/DEV/TEST)."""
+    lin = entry.get("lineage") or {}
+    f1, wall = entry.get("f1"), lin.get("wall_seconds")
+    facts = [("run", str(entry.get("id"))), ("kind", str(entry.get("kind") or "-")),
+             ("test F1", f"{f1:.4f}" if isinstance(f1, (int, float)) else "-"), ("base model", str(lin.get("base_model", "-"))),
+             ("seed", str(lin.get("seed", "-"))), ("preset", str(lin.get("preset") or "-")),
+             ("wall time", f"{wall:.1f} s" if isinstance(wall, (int, float)) else "-")]
+    sel = lin.get("selection")
+    if sel:
+        facts.append(("selection", " · ".join(str(x) for x in (sel.get("strategy"), f"{sel.get('budget')} sentences",
+                                                                 f"model {sel.get('model')}", sel.get("id")) if x)))
+    if lin.get("parent"):
+        facts.append(("trained from", str(lin["parent"])))
+    for name, key in (("model folder", "model_dir"), ("run folder", "run_dir")):
+        if entry.get(key):
+            facts.append((name, str(entry[key])))
+    phases = [{"phase": p.get("name"), "corpus": c.get("name"), "hash": c.get("hash"), "sentences": p.get("sentences")}
+              for p in lin.get("mlm_phases") or [] for c in (p.get("corpora") or [{}])]
+    data = []
+    for key in ("lc", "dev", "test"):
+        ref = lin.get(key)
+        if ref:
+            sentences = ref.get("sentences")
+            if sentences is not None and ref.get("of") and sentences < ref["of"]:
+                sentences = f"{sentences} of {ref['of']} (drawn with seed {ref.get('sample_seed')})"
+            data.append({"role": key.upper(), "corpus": ref.get("name"), "hash": ref.get("hash"), "sentences": sentences})
+    return {"facts": facts, "phases": phases, "data": data}
+
+
+__all__ = ["LINEAGE_FILE", "Lineage", "MlmPhase", "corpus_hash", "describe_run", "from_base", "get_run", "list_runs", "pretraining_source",
+           "read_lineage", "record_job", "record_run", "write_lineage"]
