@@ -158,3 +158,19 @@ def test_masked_positions_loss_equals_the_full_head_loss(tiny_mlm_dir):
     batch = DataCollatorForLanguageModeling(tok, mlm_probability=0.3)([{"input_ids": tok(s)["input_ids"]} for s in TOY_SENTENCES[:6]])
     with torch.no_grad():
         assert torch.allclose(masked_lm_loss(model, batch), model(**batch).loss, atol=1e-5)
+
+
+def test_finished_phase_is_reused_only_for_the_same_recipe(tiny_mlm_dir, tmp_path):
+    from core.train.mlm import run_phases
+
+    logs: list[str] = []
+    phases = [("train", TOY_SENTENCES)]
+    first = run_phases(phases, str(tiny_mlm_dir), tmp_path / "m", preset_config("tiny", max_steps=2), tmp_path / "w")
+    again = run_phases(phases, str(tiny_mlm_dir), tmp_path / "m", preset_config("tiny", max_steps=2, log_every=7),
+                       tmp_path / "w", log=logs.append)
+    assert again["steps"] == first["steps"] == 2 and any("already done" in m for m in logs)
+    with pytest.raises(UserError, match=r"other settings \(max_steps 2 -> 3\)"):
+        run_phases(phases, str(tiny_mlm_dir), tmp_path / "m", preset_config("tiny", max_steps=3), tmp_path / "w")
+    with pytest.raises(UserError, match="sentences"):
+        run_phases([("train", TOY_SENTENCES[:3])], str(tiny_mlm_dir), tmp_path / "m", preset_config("tiny", max_steps=2),
+                   tmp_path / "w")

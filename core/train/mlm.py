@@ -311,6 +311,25 @@ def finished_model(out_dir: str | Path) -> bool:
     return (Path(out_dir) / INFO_FILE).exists() and (Path(out_dir) / "config.json").exists()
 
 
+# Settings that do not change the trained model: a resumed job may differ in them (another machine, other logging).
+_RUN_ONLY_SETTINGS = {"checkpoint_every", "log_every", "device", "precision"}
+
+
+def check_same_recipe(target: Path, info: dict[str, Any], config: MlmConfig, sentences: int) -> None:
+    """A finished phase is reused only for the recipe that made it: rerunning `mlm --out X` with other
+    settings or text must not silently return the old model (it said "already done" and kept 10 steps
+    when 200 were asked)."""
+    stored = info.get("config") or {}
+    wanted = json.loads(json.dumps(asdict(config)))
+    diffs = [f"{k} {stored.get(k)!r} -> {v!r}" for k, v in wanted.items()
+             if k not in _RUN_ONLY_SETTINGS and k in stored and stored[k] != v]
+    if info.get("sentences") not in (None, sentences):
+        diffs.append(f"sentences {info['sentences']} -> {sentences}")
+    if diffs:
+        raise UserError(f"{target} already holds an MLM model trained with other settings ({'; '.join(diffs)}): "
+                        "choose another --out, or delete that folder to train it again")
+
+
 def run_phases(phases: Sequence[tuple[str, Sequence[str]]], model: str, out_dir: str | Path, config: MlmConfig,
                work_dir: str | Path, progress: Progress | None = None, log: Log | None = None,
                metric: Metric | None = None) -> dict[str, Any]:
@@ -324,8 +343,9 @@ def run_phases(phases: Sequence[tuple[str, Sequence[str]]], model: str, out_dir:
         target = Path(out_dir) if last else work_dir / f"phase-{name}" / "model"
         sub = (lambda f, m, k=k, name=name: progress((k + f) / len(phases), f"{name}: {m}")) if progress else None
         if finished_model(target):
-            (log or print)(f"phase {name}: already done, model in {target}")
             info = json.loads((target / INFO_FILE).read_text("utf-8"))
+            check_same_recipe(target, info, config, len(texts))
+            (log or print)(f"phase {name}: already done, model in {target}")
             results.append({"phase": name, "out_dir": str(target), "steps": info["steps"]})
         else:
             phase_metric = (lambda name=name, **v: metric(phase=name, **v)) if metric else None
