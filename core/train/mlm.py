@@ -23,7 +23,7 @@ import json
 import math
 import random
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -41,9 +41,11 @@ from core.train.training import (
     TrainLoop,
     adamw,
     atomic_dir,
+    check_settings,
     device_and_precision,
     epoch_order,
     grad_scaler,
+    preset_settings,
     set_seed,
 )
 
@@ -74,10 +76,7 @@ class MlmConfig:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> MlmConfig:
-        known = {f.name for f in fields(cls)}
-        unknown = set(d) - known
-        if unknown:
-            raise UserError(f"unknown MLM setting(s): {', '.join(sorted(unknown))}; known: {', '.join(sorted(known))}")
+        check_settings(cls, d, "MLM")
         return cls(**d)
 
 
@@ -100,9 +99,7 @@ PRESETS: dict[str, dict[str, Any]] = {
 
 
 def preset_config(name: str = "paper", **overrides: Any) -> MlmConfig:
-    if name not in PRESETS:
-        raise UserError(f"unknown MLM preset {name!r}: expected one of {', '.join(PRESETS)}")
-    return MlmConfig.from_dict({**PRESETS[name], **{k: v for k, v in overrides.items() if v is not None}})
+    return MlmConfig.from_dict(preset_settings(PRESETS, name, "MLM", overrides))
 
 
 # --------------------------------------------------------------------------- corpora

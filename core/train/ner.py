@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterator, Sequence
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -44,9 +44,11 @@ from core.train.training import (
     adamw,
     apply_cpu_threads,
     atomic_dir,
+    check_settings,
     device_and_precision,
     epoch_order,
     grad_scaler,
+    preset_settings,
     set_seed,
 )
 
@@ -86,10 +88,7 @@ class NerConfig:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> NerConfig:
-        known = {f.name for f in fields(cls)}
-        unknown = set(d) - known
-        if unknown:
-            raise UserError(f"unknown NER setting(s): {', '.join(sorted(unknown))}; known: {', '.join(sorted(known))}")
+        check_settings(cls, d, "NER")
         d = dict(d)
         if "betas" in d:
             d["betas"] = tuple(d["betas"])
@@ -111,9 +110,7 @@ PRESETS: dict[str, dict[str, Any]] = {
 
 
 def preset_config(name: str = "paper", **overrides: Any) -> NerConfig:
-    if name not in PRESETS:
-        raise UserError(f"unknown NER preset {name!r}: expected one of {', '.join(PRESETS)}")
-    return NerConfig.from_dict({**PRESETS[name], **{k: v for k, v in overrides.items() if v is not None}})
+    return NerConfig.from_dict(preset_settings(PRESETS, name, "NER", overrides))
 
 
 # --------------------------------------------------------------------------- prediction contract

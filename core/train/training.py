@@ -16,6 +16,7 @@ a `kill -9` at any moment leaves either the new or the previous checkpoint intac
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import random
@@ -31,11 +32,27 @@ import numpy as np
 import torch
 
 from core.data.atomic import honour_umask
+from core.errors import UserError
 from core.lm.models import pick_device
 
 Progress = Callable[[float, str], None]
 Log = Callable[[str], None]
 Metric = Callable[..., None]
+
+
+def check_settings(cls: type, d: dict[str, Any], what: str) -> None:
+    """Unknown keys in a stored or typed-in config are an error naming them (a typo must not be ignored)."""
+    known = {f.name for f in dataclasses.fields(cls)}
+    unknown = set(d) - known
+    if unknown:
+        raise UserError(f"unknown {what} setting(s): {', '.join(sorted(unknown))}; known: {', '.join(sorted(known))}")
+
+
+def preset_settings(presets: dict[str, dict[str, Any]], name: str, what: str, overrides: dict[str, Any]) -> dict[str, Any]:
+    """A preset's settings with the overrides that are set (None: keep the preset's value)."""
+    if name not in presets:
+        raise UserError(f"unknown {what} preset {name!r}: expected one of {', '.join(presets)}")
+    return {**presets[name], **{k: v for k, v in overrides.items() if v is not None}}
 
 
 def set_seed(seed: int) -> None:
