@@ -236,7 +236,10 @@ def worker(spec_path: str, out_path: str) -> None:
 
 
 def _old_tree(commit: str) -> Path:
-    """`git archive COMMIT core` unpacked once under /tmp (the package as it was, nothing else)."""
+    """`git archive COMMIT core` unpacked once under /tmp (the package as it was, nothing else), or
+    $BENCH_OLD_TREE where there is no git history (a GPU machine gets the working tree only)."""
+    if os.environ.get("BENCH_OLD_TREE"):
+        return Path(os.environ["BENCH_OLD_TREE"]).resolve()
     target = Path(tempfile.gettempdir()) / f"old{commit}"
     if not (target / "core" / "ner.py").exists():
         target.mkdir(parents=True, exist_ok=True)

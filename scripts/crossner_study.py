@@ -15,6 +15,11 @@ results marked as such.
 
     python scripts/crossner_study.py --domain music                         # 3 seeds, preset study
     python scripts/crossner_study.py --domain music --preset tiny --seeds 1  # smoke run
+
+Seeds (or domains) can run as separate processes, each with its own --workspace and --out (on a GPU
+machine they share the card), then be pooled into one result with the same summary:
+
+    python scripts/crossner_study.py --merge A.json B.json C.json --out docs/results/crossner-music.json
 """
 
 from __future__ import annotations
@@ -40,9 +45,12 @@ def git_commit() -> dict[str, Any]:
     def git(*args: str) -> str:
         return subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, text=True).stdout
 
+    commit = git("rev-parse", "HEAD").strip()
+    if not commit:  # a copy without .git (a GPU machine gets the working tree only): the caller names the commit
+        return {"commit": os.environ.get("NERSELECT_COMMIT", "unknown"), "dirty_files": "unknown: not a git checkout"}
     # porcelain lines are "XY path": not stripped as a whole, or the first line's leading space goes
     dirty = [line[3:] for line in git("status", "--porcelain", "--untracked-files=no").splitlines() if line.strip()]
-    return {"commit": git("rev-parse", "HEAD").strip(), "dirty_files": dirty}
+    return {"commit": commit, "dirty_files": dirty}
 
 
 def import_study(ws, study) -> dict[str, str]:
@@ -54,7 +62,7 @@ def import_study(ws, study) -> dict[str, str]:
     folder.mkdir(parents=True, exist_ok=True)
     names = {}
     for role, corpus in study.by_role().items():
-        name = f"{study.domain}-{role}"
+        name = f"{study.domain}-{role}"  # --status relies on this naming
         path = write_corpus(corpus, folder / f"{name}.jsonl", "jsonl")  # JSONL keeps the `domain` field
         info = ws.import_corpus(path, role=role, name=name, overwrite=True)
         names[role] = info.name
@@ -80,6 +88,55 @@ def selection_precision(ws, cells: list[dict[str, Any]], domain: str) -> dict[st
     return out
 
 
+def merge_results(paths: list[Path], out: Path) -> dict[str, Any]:
+    """Pool result JSONs of one domain and preset (e.g. one per seed) into one: cells concatenated
+    (a (row, seed) present twice is an error), rows and per-type F1 recomputed, each row's domain
+    precision averaged over the parts that saved a selection for it."""
+    from core.experiments.experiment import summarize
+
+    parts = [json.loads(Path(p).read_text("utf-8")) for p in paths]
+    keys = {(p["domain"], p["params"].get("preset")) for p in parts}
+    if len(keys) != 1:
+        raise SystemExit(f"error: can only merge one domain and preset, got {sorted(keys)}")
+    cells: list[dict[str, Any]] = []
+    seen: set[tuple[Any, ...]] = set()
+    for path, part in zip(paths, parts):
+        for cell in part["cells"]:
+            key = (cell["row"], cell["seed"], cell.get("budget"), cell.get("lc_size"))
+            if key in seen:
+                raise SystemExit(f"error: {path}: row {cell['row']} seed {cell['seed']} is already in an earlier part")
+            seen.add(key)
+            cells.append(cell)
+    precision: dict[str, Any] = {}
+    for part in parts:
+        for row, dp in part.get("domain_precision", {}).items():
+            precision.setdefault(row, []).append(dp)
+    summary = summarize(cells)
+    merged = {**parts[0], "finished": all(p["finished"] for p in parts), "error": [p["error"] for p in parts if p["error"]] or None,
+              "written": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "merged_from": [
+                  {"file": str(path), "commit": p["commit"], "dirty_files": p["dirty_files"], "command": p["command"],
+                   "seeds": p["params"]["seeds"], "seconds_this_run": p["seconds_this_run"], "run_dir": p["run_dir"]}
+                  for path, p in zip(paths, parts)],
+              "commit": sorted({p["commit"] for p in parts}), "command": [p["command"] for p in parts],
+              "params": {**parts[0]["params"], "seeds": sorted({c["seed"] for c in cells})},
+              "rows": {r: {"mean": v["mean"], "std": v["std"], "n": v["n"], "seeds": v["seeds"]} for r, v in summary.items()},
+              "domain_precision": {row: _mean_precision(dps) for row, dps in precision.items()},
+              "per_type_f1": {r: v["per_type"] for r, v in summary.items()}, "cells": cells}
+    merged.pop("run_dir", None)
+    merged.pop("seconds_this_run", None)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(merged, indent=2, default=float) + "\n", "utf-8")
+    return merged
+
+
+def _mean_precision(parts: list[dict[str, Any]]) -> dict[str, Any]:
+    ok = [p for p in parts if "domain_precision" in p]
+    if not ok:
+        return parts[0]
+    return {**ok[0], "domain_precision": sum(p["domain_precision"] for p in ok) / len(ok), "parts": len(ok),
+            "selection_keys": sorted({p.get("selection_key") for p in ok if p.get("selection_key")})}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--domain", default="music", help="target CrossNER domain (ai, literature, music, politics, science)")
@@ -90,7 +147,17 @@ def main() -> int:
     parser.add_argument("--budget", help="SC size (count or ratio of DC); default |TC|, TC:SC 1:1 as in the seed paper")
     parser.add_argument("--model", default="default")
     parser.add_argument("--out", help="result JSON (default docs/results/crossner-<domain>.json; tiny runs go to <...>-<preset>.json)")
+    parser.add_argument("--status", action="store_true", help="write the JSON from the cells finished so far; run nothing")
+    parser.add_argument("--merge", nargs="+", metavar="JSON", help="pool these result JSONs (one domain and preset) into --out")
     args = parser.parse_args()
+    if args.merge:
+        if not args.out:
+            raise SystemExit("error: --merge needs --out")
+        merged = merge_results([Path(p) for p in args.merge], Path(args.out))
+        for row, v in merged["rows"].items():
+            print(f"{row:8s} {100 * v['mean']:.2f} ± {100 * v['std']:.2f}  (n={v['n']})")
+        print(f"wrote {args.out}")
+        return 0
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -113,7 +180,8 @@ def main() -> int:
         return 2
     rows = [r.strip() for r in args.rows.split(",") if r.strip()]
     ws = Workspace(args.workspace or ROOT / "workspace" / f"study-{args.domain}")
-    names = import_study(ws, study)
+    # --status reads a study that may be running: it must not write into its workspace
+    names = {r: f"{study.domain}-{r}" for r in study.by_role()} if args.status else import_study(ws, study)
     print(f"study workspace {ws.root}: " + ", ".join(f"{r.upper()} {names[r]} ({n})" for r, n in study.sizes().items()))
     params = {**{r: names[r] for r in ("tc", "dc", "lc", "dev", "test")},
               "baselines": [r for r in rows if r in BASELINES], "strategies": [r for r in rows if r not in BASELINES],
@@ -145,6 +213,13 @@ def main() -> int:
         os.replace(tmp, out)
 
     started = time.time()
+    if args.status:
+        write(None, started, error="partial: written by --status while the study was unfinished")
+        cells = load_cells(run_dir)
+        for row, v in summarize(cells).items():
+            print(f"{row:8s} {100 * v['mean']:.2f} ± {100 * v['std']:.2f}  seeds {v['seeds']}")
+        print(f"{len(cells)} finished cells; wrote {out}")
+        return 0
     try:
         with tqdm_progress(f"study {args.domain}") as bar:
             result = jobs.run_inline(ws, "experiment", params, run_dir=run_dir, progress=bar)

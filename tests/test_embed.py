@@ -159,3 +159,36 @@ def test_embed_job_caches_a_workspace_corpus(tiny_bert_dir, tmp_path):
     assert (ws.root / "artifacts" / "embeddings" / result["key"] / "embeddings.npy").exists()
     with pytest.raises(UserError, match="no corpus named"):
         jobs.run_inline(ws, "embed", {"corpus": "missing", "model": str(tiny_bert_dir)})
+
+
+def test_prefetched_keeps_order_and_looks_ahead_a_bounded_number_of_items():
+    import threading
+
+    started: list[int] = []
+    lock = threading.Lock()
+
+    def work(i: int) -> int:
+        with lock:
+            started.append(i)
+        return i * i
+
+    seen = []
+    for k, value in enumerate(embed.prefetched(work, list(range(50)), workers=3)):
+        seen.append(value)
+        with lock:
+            assert max(started) <= k + 4  # item k is being used: at most workers + 1 submitted beyond it
+    assert seen == [i * i for i in range(50)]
+    assert list(embed.prefetched(work, [], workers=3)) == []
+
+
+def test_gpu_loop_gives_the_plain_loops_vectors_in_input_order(tiny_bert_dir):
+    """The CUDA loop (threads tokenizing ahead, results kept in sorted order) run on the CPU, so CI checks
+    its bookkeeping: same vectors as the plain loop, in the caller's order, whatever the thread count."""
+    enc = SentenceEncoder(str(tiny_bert_dir), precision="fp32", device="cpu")
+    texts = [s + " x" * (i % 7) for i, s in enumerate(SENTENCES * 3)]
+    want = enc.encode(texts, batch_size=4)
+    order = np.argsort([-len(t) for t in texts], kind="stable")
+    for threads in (1, 3):
+        enc.tokenizer_threads = threads
+        got = enc._encode_cuda(texts, order, 4, np.zeros_like(want), None)
+        np.testing.assert_allclose(got, want, atol=1e-5)

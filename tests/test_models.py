@@ -40,3 +40,24 @@ def test_hub_id_without_network_is_a_model_error(monkeypatch):
     assert not ref.is_local and ref.fingerprint() == "hub:bert-base-cased"
     with pytest.raises(ModelError, match="Hugging Face hub"):
         load_tokenizer(ref)
+
+
+def test_a_folder_saved_in_half_precision_loads_in_float32(tmp_path):
+    """Hub models are often saved in fp16; transformers 5 keeps that dtype unless told, and an fp16
+    encoder beside a fresh fp32 NER head failed on the CPU ("mat1 and mat2 must have the same dtype")."""
+    import torch
+
+    from core.lm.models import load_masked_lm
+    from core.train.ner import NerConfig, train_ner
+    from tests.conftest import TOY_SENTENCES
+    from tests.ner_data import toy_ner_corpus
+    from tests.tiny_models import build_tiny_bert
+
+    folder = build_tiny_bert(tmp_path / "half", TOY_SENTENCES, with_mlm_head=True)
+    from transformers import BertForMaskedLM
+
+    BertForMaskedLM.from_pretrained(folder).to(torch.float16).save_pretrained(folder)
+    assert {p.dtype for p in load_encoder(str(folder)).parameters()} == {torch.float32}
+    assert {p.dtype for p in load_masked_lm(str(folder))[0].parameters()} == {torch.float32}
+    result = train_ner(toy_ner_corpus(), None, str(folder), tmp_path / "ner", NerConfig(epochs=1, device="cpu"))
+    assert result["steps"] > 0

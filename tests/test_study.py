@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,8 @@ from core.experiments.study import DOMAINS, crossner_protocol, dev_halves
 from core.runner import jobtypes
 from core.train import mlm, ner
 from core.train.training import adamw
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_preset_names_agree_everywhere():
@@ -95,3 +98,39 @@ def test_fused_adamw_matches_foreach(monkeypatch):
 
     for a, b in zip(run("fused"), run("foreach")):
         torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
+
+
+def _study_script():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("crossner_study", ROOT / "scripts" / "crossner_study.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _part(tmp_path, seed: int, f1s: dict[str, float], name: str | None = None):
+    cells = [{"row": row, "seed": seed, "f1": f1, "per_type": {"band": {"f1": f1}}} for row, f1 in f1s.items()]
+    part = {"domain": "music", "commit": f"c{seed}", "dirty_files": [], "command": f"python x --seeds {seed}",
+            "finished": True, "error": None, "params": {"preset": "study", "seeds": [seed]}, "seconds_this_run": 1.0,
+            "run_dir": f"/ws{seed}", "protocol": {"split_seed": 7},
+            "domain_precision": {"cosine": {"domain_precision": 0.5 + 0.1 * seed, "selection_key": f"k{seed}"}},
+            "rows": {}, "per_type_f1": {}, "cells": cells}
+    path = tmp_path / (name or f"part{seed}.json")
+    path.write_text(json.dumps(part))
+    return path
+
+
+def test_study_parts_merge_into_one_summary(tmp_path):
+    study = _study_script()
+    parts = [_part(tmp_path, 1, {"none": 0.5, "cosine": 0.6}), _part(tmp_path, 2, {"none": 0.7, "cosine": 0.8})]
+    merged = study.merge_results(parts, tmp_path / "all.json")
+    assert merged["rows"]["none"]["mean"] == pytest.approx(0.6) and merged["rows"]["none"]["n"] == 2
+    assert merged["rows"]["cosine"]["std"] == pytest.approx(0.1414, abs=1e-3)
+    assert merged["per_type_f1"]["cosine"]["band"] == pytest.approx(0.7)
+    assert merged["domain_precision"]["cosine"]["domain_precision"] == pytest.approx(0.65)
+    assert merged["params"]["seeds"] == [1, 2] and merged["commit"] == ["c1", "c2"]
+    assert json.loads((tmp_path / "all.json").read_text())["rows"] == merged["rows"]
+    again = _part(tmp_path, 1, {"none": 0.9}, name="again.json")
+    with pytest.raises(SystemExit, match="row none seed 1"):
+        study.merge_results([*parts, again], tmp_path / "bad.json")

@@ -110,6 +110,7 @@ class SentenceEncoder:
         self._st = None
         self._model = None
         self._tokenizer = None
+        self._tokenizer_threads: int | None = None
         if pooling == "model":
             self._load_sentence_transformer()
         else:
@@ -192,6 +193,17 @@ class SentenceEncoder:
         return torch.autocast("cuda" if self.device.startswith("cuda") else "cpu", dtype=dtype)
 
     # ---- encoding
+    @property
+    def tokenizer_threads(self) -> int:
+        """Threads tokenizing ahead of the GPU: half the cores, at most 8 (the GPU loop needs a core too)."""
+        if self._tokenizer_threads is None:
+            self._tokenizer_threads = max(1, min(8, (os.cpu_count() or 2) // 2))
+        return self._tokenizer_threads
+
+    @tokenizer_threads.setter
+    def tokenizer_threads(self, value: int) -> None:
+        self._tokenizer_threads = max(1, int(value))
+
     def default_batch_size(self) -> int:
         return 512 if self.device.startswith("cuda") else 32
 
@@ -214,8 +226,8 @@ class SentenceEncoder:
                     progress(min(1.0, (start + len(idx)) / len(texts)), f"{start + len(idx):,}/{len(texts):,} sentences")
         return out
 
-    def _tokenize(self, batch: list[str]) -> dict[str, Any]:
-        enc = self._tokenizer(batch, padding=True, truncation=True, max_length=self.max_length, return_tensors="pt")
+    def _tokenize(self, batch: list[str], tokenizer: Any = None) -> dict[str, Any]:
+        enc = (tokenizer or self._tokenizer)(batch, padding=True, truncation=True, max_length=self.max_length, return_tensors="pt")
         if self.device.startswith("cuda"):
             enc = {k: v.pin_memory() for k, v in enc.items()}  # page-locked: the copy to the GPU runs asynchronously
         return enc
@@ -227,27 +239,35 @@ class SentenceEncoder:
 
     def _encode_cuda(self, texts: Sequence[str], order: np.ndarray, batch_size: int, out: np.ndarray,
                      progress: Progress | None) -> np.ndarray:
-        """GPU loop: the next batch is tokenized on a thread (the fast tokenizer releases the GIL)
-        while the GPU runs this one, and results stay on the GPU until the end, so the host never
-        waits on a per-batch copy back. Measured on an H100 with MiniLM: see the issue-12 note."""
-        from concurrent.futures import ThreadPoolExecutor
+        """GPU loop. The host, not the GPU, is the limit for small encoders (tokenizing 512 sentences takes
+        longer than MiniLM's forward pass on them), so batches are tokenized `tokenizer_threads` ahead on
+        threads (the fast tokenizer releases the GIL; each thread has its own copy, as the Rust tokenizer
+        must not be borrowed by two threads at once), copied from pinned memory without blocking, and their
+        vectors kept on the GPU in sorted order until the end: nothing in the loop makes the host wait for
+        the GPU. Measured on an H100 with MiniLM: bench/bench_embed.py --device cuda."""
+        import copy
+        import threading
 
         torch = self._torch
+        local = threading.local()
+
+        def tokenize(idx: np.ndarray) -> dict[str, Any]:
+            if not hasattr(local, "tokenizer"):
+                local.tokenizer = copy.deepcopy(self._tokenizer)
+            return self._tokenize([texts[i] for i in idx], local.tokenizer)
+
         batches = [order[s:s + batch_size] for s in range(0, len(texts), batch_size)]
-        result = torch.empty((len(texts), self.dim), dtype=torch.float32, device=self.device)
-        with torch.inference_mode(), self._autocast(), ThreadPoolExecutor(1) as pool:
-            pending = pool.submit(self._tokenize, [texts[i] for i in batches[0]])
-            done = 0
-            for b, idx in enumerate(batches):
-                enc = pending.result()
-                if b + 1 < len(batches):
-                    pending = pool.submit(self._tokenize, [texts[i] for i in batches[b + 1]])
+        result = torch.empty((len(texts), self.dim), dtype=torch.float32, device=self.device)  # rows in `order`
+        done = 0
+        with torch.inference_mode(), self._autocast():
+            for enc in prefetched(tokenize, batches, self.tokenizer_threads):
                 enc = {k: v.to(self.device, non_blocking=True) for k, v in enc.items()}
-                result[torch.as_tensor(idx, device=self.device)] = self._pool(enc)
-                done += len(idx)
+                n = int(enc["input_ids"].shape[0])
+                result[done:done + n] = self._pool(enc)
+                done += n
                 if progress is not None:
                     progress(min(1.0, done / len(texts)), f"{done:,}/{len(texts):,} sentences")
-        out[:] = result.cpu().numpy()
+        out[order] = result.cpu().numpy()
         return out
 
     def _encode_batch(self, batch: list[str]) -> np.ndarray:
@@ -260,6 +280,26 @@ class SentenceEncoder:
 
 
 _VERDICTS: dict[str, dict[str, Any]] = {}
+
+
+def prefetched(fn: Callable[[Any], Any], items: Sequence[Any], workers: int) -> Iterator[Any]:
+    """fn(item) for each item, in order, computed up to `workers` + 1 items ahead on `workers` threads.
+
+    Written here because the usual prefetchers don't fit: torch's DataLoader forks processes (the
+    tokenizer and model would be copied into each), and Executor.map submits every item at once
+    (a million-sentence corpus would be tokenized into memory before the first batch is used)."""
+    from collections import deque
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max(1, workers)) as pool:
+        pending: deque = deque(pool.submit(fn, item) for item in items[:workers + 1])
+        following = workers + 1
+        while pending:
+            value = pending.popleft().result()
+            if following < len(items):
+                pending.append(pool.submit(fn, items[following]))
+                following += 1
+            yield value
 
 
 _ENCODERS: dict[tuple[str, ...], SentenceEncoder] = {}

@@ -125,16 +125,25 @@ def load_tokenizer(ref: ModelRef | str):
     return _from_pretrained("AutoTokenizer", ref)
 
 
+def _weights(auto_class: str, ref: ModelRef | str, **kwargs: Any):
+    """A model in float32 whatever dtype its folder was saved in: transformers 5 keeps the saved dtype,
+    and an fp16 encoder (common on the hub) beside a fresh fp32 head fails on a CPU and cannot be
+    trained in plain fp32. bf16/fp16 come from autocast where it pays (core.train.training)."""
+    import torch
+
+    return _from_pretrained(auto_class, ref, dtype=torch.float32, **kwargs)
+
+
 def load_encoder(ref: ModelRef | str, **kwargs: Any):
     """The bare transformer (AutoModel): what embeddings, MLM and NER all start from."""
-    return _from_pretrained("AutoModel", ref, **kwargs)
+    return _weights("AutoModel", ref, **kwargs)
 
 
 def load_masked_lm(ref: ModelRef | str):
     """(AutoModelForMaskedLM, names of head weights initialised fresh). MLM training accepts a
     fresh head (and says so); augmentation and mlm-ppl refuse it, since a random head's
     predictions are noise."""
-    model, info = _from_pretrained("AutoModelForMaskedLM", ref, output_loading_info=True)
+    model, info = _weights("AutoModelForMaskedLM", ref, output_loading_info=True)
     prefix = model.base_model_prefix + "."
     fresh = sorted(k for k in info.get("missing_keys", []) if not k.startswith(prefix))
     return model, fresh
