@@ -127,7 +127,7 @@ def _baseline_ner(spec: dict[str, Any], _tmp: Path) -> dict[str, Any]:
     torch.manual_seed(1)
     lc = read_corpus(spec["lc"])
     path = resolve_model(spec["model"]).load_path
-    tok, enc = AutoTokenizer.from_pretrained(path), AutoModel.from_pretrained(path)
+    tok, enc = AutoTokenizer.from_pretrained(path), AutoModel.from_pretrained(path, dtype=torch.float32)
     labels = sorted({t for seq in lc.tags for t in seq})
     index = {t: i for i, t in enumerate(labels)}
     emit, crf = torch.nn.Linear(enc.config.hidden_size, len(labels)), CRF(len(labels), batch_first=True)
@@ -182,7 +182,7 @@ def _baseline_mlm(spec: dict[str, Any], _tmp: Path) -> dict[str, Any]:
     torch.manual_seed(1)
     texts = json.loads(Path(spec["texts"]).read_text("utf-8"))
     path = resolve_model(spec["model"]).load_path
-    tok, model = AutoTokenizer.from_pretrained(path), AutoModelForMaskedLM.from_pretrained(path)
+    tok, model = AutoTokenizer.from_pretrained(path), AutoModelForMaskedLM.from_pretrained(path, dtype=torch.float32)
     device = "cuda" if spec["device"] in ("auto", "cuda") and torch.cuda.is_available() else "cpu"
     model.to(device).train()
     cfg = spec["mlm"]

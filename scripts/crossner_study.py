@@ -146,6 +146,7 @@ def main() -> int:
     parser.add_argument("--rows", default=",".join(ROWS), help="baselines (none, tapt, dapt, tapt+dapt) and selection strategies")
     parser.add_argument("--budget", help="SC size (count or ratio of DC); default |TC|, TC:SC 1:1 as in the seed paper")
     parser.add_argument("--model", default="default")
+    parser.add_argument("--mlm-steps", type=int, help="MLM step cap of every cell instead of the preset's (own run folder and JSON)")
     parser.add_argument("--out", help="result JSON (default docs/results/crossner-<domain>.json; tiny runs go to <...>-<preset>.json)")
     parser.add_argument("--status", action="store_true", help="write the JSON from the cells finished so far; run nothing")
     parser.add_argument("--merge", nargs="+", metavar="JSON", help="pool these result JSONs (one domain and preset) into --out")
@@ -186,9 +187,13 @@ def main() -> int:
     params = {**{r: names[r] for r in ("tc", "dc", "lc", "dev", "test")},
               "baselines": [r for r in rows if r in BASELINES], "strategies": [r for r in rows if r not in BASELINES],
               "seeds": seeds, "budget": args.budget, "model": args.model, "preset": args.preset, "domain": args.domain}
-    run_dir = ws.runs_dir / f"study-{args.domain}-{args.preset}"
+    variant = args.preset
+    if args.mlm_steps:  # the "is MLM too short?" question: same cells with a longer MLM, in their own run folder
+        params["mlm_config"] = {"max_steps": args.mlm_steps}
+        variant += f"-mlm{args.mlm_steps}"
+    run_dir = ws.runs_dir / f"study-{args.domain}-{variant}"
     out = Path(args.out) if args.out else ROOT / "docs" / "results" / (
-        f"crossner-{args.domain}.json" if args.preset == "study" else f"crossner-{args.domain}-{args.preset}.json")
+        f"crossner-{args.domain}.json" if variant == "study" else f"crossner-{args.domain}-{variant}.json")
 
     def write(result: dict[str, Any] | None, started: float, error: str | None = None) -> None:
         cells = result["cells"] if result else load_cells(run_dir)
