@@ -49,7 +49,8 @@ PRESET_NOTES: dict[str, dict[str, str]] = {
 PRESET_NOTES["experiment"] = {
     "tiny": "seconds per cell",
     "demo": "~5 min per cell on the demo (200 MLM steps + NER)",
-    "study": "~30 min per MLM+NER cell, ~10 min for `none` (CrossNER music size; see scripts/crossner_study.py)",
+    "study": "~30 min per MLM+NER cell on 2 CPU cores, ~1.5 min on an H100; ~10 min for `none` on CPU "
+             "(CrossNER music size; see scripts/crossner_study.py)",
     "paper": "hours per cell",
 }
 
