@@ -6,7 +6,7 @@ CPU rows (same batch size everywhere): ST encode fp32 (baseline), ours fp32, our
 quantisation (measured, not used by default: its agreement is too low).
 GPU rows (--device cuda): ST encode with its defaults (batch 32, fp32: the issue's baseline), then
 ours as the app runs it (auto precision = bf16, batch 512, tokenizer threads = half the cores, at
-most 8), and ours with 1 tokenizer thread, fp16 and batch 1024, to show where the time goes.
+most 4), and ours with 1 tokenizer thread, fp16 and batch 1024, to show where the time goes.
 The CrossNER sentences are repeated up to --n.
 
     python bench/bench_embed.py [--n 2000] [--batch-size 32]
@@ -129,7 +129,7 @@ def main_cuda(args: argparse.Namespace) -> None:
 
     measure("ours, as the app runs it")
     measure("ours, 1 tokenizer thread", threads=1)
-    measure("ours, 4 tokenizer threads", threads=4)
+    measure("ours, 8 tokenizer threads", threads=8)
     measure("ours, fp16", precision="fp16")
     measure("ours, batch 1024", batch=1024)
     measure("ours, fp32", precision="fp32")

@@ -195,9 +195,11 @@ class SentenceEncoder:
     # ---- encoding
     @property
     def tokenizer_threads(self) -> int:
-        """Threads tokenizing ahead of the GPU: half the cores, at most 8 (the GPU loop needs a core too)."""
+        """Threads tokenizing ahead of the GPU: half the cores, at most 4. On an H100 with 16 cores
+        (bench/bench_embed.py --device cuda) 4 threads gave 6,986 sentences/s, 8 gave 5,965 (they
+        contend for the GIL with the loop feeding the GPU) and 1 gave 5,026."""
         if self._tokenizer_threads is None:
-            self._tokenizer_threads = max(1, min(8, (os.cpu_count() or 2) // 2))
+            self._tokenizer_threads = max(1, min(4, (os.cpu_count() or 2) // 2))
         return self._tokenizer_threads
 
     @tokenizer_threads.setter
