@@ -21,8 +21,9 @@ Every measurement runs in its own subprocess with the same thread count; "old" i
 from `git archive 2acd97f core` placed first on sys.path. bf16 is detected (CPU flags + a timing
 probe, CUDA's own check), never assumed; the JSON records the precision each row ran with.
 
-Quiet machine, the figure (about 25 min on 2 free cores with the study preset):
-    python bench/bench_training.py --steps 30 --seeds 1,2,3 --threads 2
+Quiet machine, the figure (about 70 min on 2 free cores with the study preset: a cell takes 10-13 min; rerun the
+same command after an interruption and finished measurements are kept):
+    python bench/bench_training.py --steps 30 --seeds 1,2,3 --threads 2 --workdir bench/results/training-work
 Smoke (a few minutes):
     python bench/bench_training.py --steps 2 --seeds 1 --cell-preset tiny --threads 1
 """
@@ -30,6 +31,7 @@ Smoke (a few minutes):
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
@@ -250,6 +252,10 @@ def _old_tree(commit: str) -> Path:
 
 def _run(spec: dict[str, Any], tmp: Path, label: str) -> dict[str, Any]:
     spec_path, out_path = tmp / f"{label}.spec.json", tmp / f"{label}.out.json"
+    if out_path.exists() and spec_path.exists() and json.loads(spec_path.read_text("utf-8")) == spec:
+        print(f"  {label}: kept from an earlier run in {tmp}", flush=True)
+        return json.loads(out_path.read_text("utf-8"))
+    out_path.unlink(missing_ok=True)
     spec_path.write_text(json.dumps(spec), "utf-8")
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
     if spec.get("threads"):
@@ -300,6 +306,8 @@ def main() -> None:
     parser.add_argument("--device", default="auto", help="auto, cpu or cuda")
     parser.add_argument("--old", default=OLD_COMMIT, help="commit of 'today's code' to compare with")
     parser.add_argument("--skip", default="", help="comma-separated impls to leave out (baseline, old, new-foreach, new)")
+    parser.add_argument("--workdir", help="keep every measurement here; rerunning the same command reuses the finished "
+                        "ones (a figure that spans sessions); default: a temporary folder")
     parser.add_argument("--worker", nargs=2, metavar=("SPEC", "OUT"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
@@ -327,8 +335,9 @@ def main() -> None:
     bf16 = _bf16_report(args.device)
     print(f"data: {study.source} {args.domain} {study.sizes()}; MLM text TC+SC {len(texts)} sentences; device {bf16}")
     rows, cells = [], []
-    with tempfile.TemporaryDirectory() as tmp_name:
-        tmp = Path(tmp_name)
+    with contextlib.nullcontext(args.workdir) if args.workdir else tempfile.TemporaryDirectory() as tmp_name:
+        tmp = Path(tmp_name).resolve()
+        tmp.mkdir(parents=True, exist_ok=True)
         paths = {}
         for role in ("lc", "dev", "test"):
             paths[role] = str(write_corpus(getattr(study, role), tmp / f"{role}.conll", "conll"))

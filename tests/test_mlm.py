@@ -72,6 +72,7 @@ def test_two_step_run_adds_fresh_head_and_loads_as_b1(tiny_bert_dir, tmp_path):
     result = train_mlm(TOY_SENTENCES, str(tiny_bert_dir), tmp_path / "b1", preset_config("tiny", max_steps=2), log=logs.append,
                        metric=lambda **v: metrics.append(v))
     assert result["steps"] == 2 and result["fresh_head"] and result["packed"]
+    assert result["precision"] in ("fp32", "bf16")  # what it ran with, as NER reports it (bench_training read fp32 before)
     assert any("no MLM head: a fresh head was initialised" in m for m in logs)
     assert [m["step"] for m in metrics] == [1, 2] and all(m["tokens_per_s"] > 0 and "lr" in m and "loss" in m for m in metrics)
     ref = resolve_model(str(tmp_path / "b1"))

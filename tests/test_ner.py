@@ -211,6 +211,30 @@ def test_resume_continues_exactly(tiny_bert_dir, tmp_path):
         assert torch.allclose(pa, pb, atol=1e-6), name
 
 
+def test_dev_is_scored_at_the_training_precision(tiny_bert_dir, tmp_path, monkeypatch):
+    """A bf16 run scores DEV under bf16 autocast too (an fp32 DEV pass cost more than the epoch's training
+    on a bf16 CPU); TEST evaluation stays fp32."""
+    import core.train.ner as ner_mod
+
+    seen: list[bool] = []
+    real = ner_mod._fast_scores
+
+    def spy(*args, **kwargs):
+        seen.append(torch.is_autocast_enabled("cpu"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(ner_mod, "_fast_scores", spy)
+    corpus = toy_ner_corpus()
+    summary = train_ner(corpus, corpus, str(tiny_bert_dir), tmp_path / "bf16", preset_config("tiny", epochs=2, precision="bf16",
+                                                                                              device="cpu"))
+    assert summary["precision"] == "bf16" and seen == [True, True]
+    seen.clear()
+    train_ner(corpus, corpus, str(tiny_bert_dir), tmp_path / "fp32", preset_config("tiny", epochs=1, precision="fp32", device="cpu"))
+    assert seen == [False]
+    assert not torch.is_autocast_enabled("cpu")
+    assert evaluate(load_ner_model(tmp_path / "bf16"), corpus, device="cpu")["f1"] >= 0.0
+
+
 def test_bad_inputs_are_user_errors(tiny_bert_dir, tmp_path):
     with pytest.raises(UserError, match="no tags"):
         train_ner(toy_ner_corpus().unlabeled(), None, str(tiny_bert_dir), tmp_path / "m", preset_config("tiny"))

@@ -269,7 +269,7 @@ def train_mlm(texts: Sequence[str], model: str | ModelRef, out_dir: str | Path, 
     real_tokens = loop.units
     seconds = loop.seconds
     info = {"base_model": ref.name, "fresh_head": bool(fresh), "fresh_head_weights": fresh, "steps": step,
-            "examples": len(examples), "sentences": len(texts), "tokens": n_tokens, "packed": config.pack,
+            "examples": len(examples), "sentences": len(texts), "tokens": n_tokens, "packed": config.pack, "precision": precision,
             "config": asdict(config), "created_by": "core.train.mlm"}
     with atomic_dir(out_dir) as tmp:
         mlm.save_pretrained(tmp)

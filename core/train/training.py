@@ -406,7 +406,13 @@ class TrainLoop:
 
     def _evaluate(self) -> None:
         st, cfg = self.state, self.config
-        scores = self.evaluate() if self.evaluate is not None else None
+        if self.evaluate is None:
+            return
+        # Dev scoring runs at the training precision: on a bf16 CPU or GPU the fp32 forward of a
+        # 190-sentence DEV cost more than the epoch's training steps (it only picks the best epoch;
+        # `evaluate()` of TEST stays fp32).
+        with autocast(self.device, self.precision):
+            scores = self.evaluate()
         if scores is None:
             return
         score = float(scores[self.score_key])
