@@ -34,23 +34,23 @@ PRESET_NOTES: dict[str, dict[str, str]] = {
         "tiny": "4 steps, seconds: checks a setup end to end",
         "demo": "200 steps of 16 x 64-token blocks at lr 5e-4, ~3.5 min: on the demo TC a fresh MLM head reaches 0.57 "
                 "held-out masked-word accuracy (30 steps: every entity became \"the\") and `augment` passes its quality gate",
-        "study": "400 steps of 16 x 128-token blocks, ~25 min (~6 min alone on 2 free cores): a fresh MLM head learns "
-                 "(held-out TC masked-word accuracy well above the base encoder's)",
+        "study": "400 steps of 16 x 128-token blocks, ~6.5 min alone on 2 free cores with bf16 (~10 min without): "
+                 "a fresh MLM head learns (held-out TC masked-word accuracy well above the base encoder's)",
         "paper": "5 epochs, batch 64: the seed paper's; hours on CPU for a large corpus",
     },
     "ner": {
         "tiny": "3 epochs, seconds: checks a setup end to end",
         "demo": "<= 20 epochs (patience 5) on a 100-sentence dev subset, ~1.5 min for the demo's 150 LC sentences: "
                 "demo test F1 0.89",
-        "study": "to convergence (<= 60 epochs, patience 8 at min gain 0.002, full DEV), ~8 min for 100 sentences",
+        "study": "to convergence (<= 60 epochs, patience 8 at min gain 0.002, full DEV), ~2-4 min for 100 sentences",
         "paper": "lr 2e-5, up to 200 epochs (patience 10): the seed paper's, an hour or more on CPU",
     },
 }
 PRESET_NOTES["experiment"] = {
     "tiny": "seconds per cell",
     "demo": "~5 min per cell on the demo (200 MLM steps + NER)",
-    "study": "~30 min per MLM+NER cell on 2 CPU cores, ~1.5 min on an H100; ~10 min for `none` on CPU "
-             "(CrossNER music size; see scripts/crossner_study.py)",
+    "study": "~9 min per MLM+NER cell alone on 2 free CPU cores with bf16 (~12-14 min without; more while other jobs "
+             "run), ~1.5 min on an H100; ~2-4 min for `none` (CrossNER music size; see scripts/crossner_study.py)",
     "paper": "hours per cell",
 }
 
