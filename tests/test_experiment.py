@@ -93,6 +93,17 @@ def test_cli_experiment_baselines_only(tmp_path, corpora, tiny_bert_dir, capsys,
 # --------------------------------------------------------------------------- sweeps (issue 9: Fig. 2, Fig. 4, Table 5)
 
 
+def test_parse_seeds_one_rule_for_cli_and_page():
+    from core.experiments.experiment import parse_seeds
+
+    assert parse_seeds("1, 2,3,", "--seeds") == [1, 2, 3]
+    for bad in ("a", "1,x", "-1", "1.5"):
+        with pytest.raises(UserError, match="--seeds: expected comma-separated integers"):
+            parse_seeds(bad, "--seeds")
+    with pytest.raises(UserError, match="Seeds: give at least one seed"):
+        parse_seeds(" , ", "Seeds")
+
+
 def test_parse_and_resolve_amounts():
     from core.experiments.experiment import parse_amounts, resolve_amount, resolve_sc_budget, sweep_budgets
 

@@ -8,11 +8,12 @@ import streamlit as st
 
 from core.adapt.highlight import CSS, legend_html, prediction_html, type_colors
 from core.data.workspace import Role
-from core.experiments.experiment import BASELINES, collect_results, parse_amounts, per_type_table, results_table
+from core.experiments.experiment import BASELINES, collect_results, parse_amounts, parse_seeds, per_type_table, results_table
 from core.experiments.sweeps import fig2_frame, fig4_frame, sweep_axes, table5_frame
 from core.runner import jobs
 from core.runner.jobtypes import DEFAULT_PRESET, PRESETS, preset_help
 from core.runner.jobview import CHART_POLL_S, KIND_NAMES, LIST_POLL_S, describe_job, job_charts, job_rows, status_text
+from core.selection.select import Strategy, list_selections, selection_label
 from core.train.lineage import describe_run, get_run, list_runs
 from core.train.mlm import MODES
 from core.train.ner import PRESETS as NER_PRESETS
@@ -26,20 +27,6 @@ ws = get_workspace()
 st.title("Runs")
 st.caption("MLM continued pretraining, BERT-CRF fine-tuning and full experiments run as background jobs: "
            "close the tab and they keep going; cancelled or killed training resumes from its last checkpoint.")
-
-
-def _strategies() -> list[str]:
-    try:
-        from core.selection.select import Strategy
-    except ImportError:
-        return []
-    return [s.value for s in Strategy]
-
-
-def _selections() -> dict[str, str]:
-    from core.selection.select import list_selections
-
-    return {m["key"]: f"{m.get('strategy', '?')} · {m.get('budget', '?')} sentences · {m['key'][:8]}" for m in list_selections(ws)}
 
 
 def show_launched(job: jobs.Job | None) -> None:
@@ -79,7 +66,7 @@ with mlm_tab, st.form("mlm_form"):
         m_tc = corpus_picker(ws, "TC", Role.TC, "mlm_tc")
     with c[2]:
         m_dc = corpus_picker(ws, "DC", Role.DC, "mlm_dc")
-    sels = _selections()
+    sels = {m["key"]: selection_label(m) for m in list_selections(ws)}
     m_sel = st.selectbox("Selection (SC) for TC + SC", [None, *sels], key="mlm_selection",
                          format_func=lambda k: "(none saved yet: run one on the Selection page)" if k is None else sels[k])
     c = st.columns(3)
@@ -95,11 +82,9 @@ with mlm_tab, st.form("mlm_form"):
                                          "model": m_model.strip() or "default", "preset": m_preset, "config": config}, "runs_job"))
 
 with exp_tab, st.form("exp_form"):
-    strategies = _strategies()
-    if not strategies:
-        st.warning("Selection (core.selection.select) is not available: only baselines can run.")
+    strategies = [s.value for s in Strategy]
     c = st.columns(2)
-    e_strats = c[0].multiselect("Selection strategies", strategies, default=[s for s in ("dsir",) if s in strategies],
+    e_strats = c[0].multiselect("Selection strategies", strategies, default=["dsir"],
                                 key="exp_strategies", help="name@b1 reads B1 (the TAPT model) instead of the base encoder")
     e_base = c[1].multiselect("Baselines", BASELINES, default=["none", "tapt"], key="exp_baselines")
     c = st.columns(4)
@@ -115,14 +100,13 @@ with exp_tab, st.form("exp_form"):
     st.caption("Uses the workspace roles TC, DC, LC, DEV and TEST. Each strategy x seed x SC budget x LC size: select -> "
                "MLM on TC+SC -> NER on LC -> test F1; baselines once per seed and LC size.")
     if st.form_submit_button("Start experiment", type="primary"):
-        seeds = [s.strip() for s in e_seeds.split(",") if s.strip()]
-        amounts = run_guarded(lambda: (parse_amounts(e_budget, "SC budgets"), parse_amounts(e_lc, "LC sizes")))
-        if not all(s.isdigit() for s in seeds) or not seeds:
-            st.error(f"Seeds: expected comma-separated integers, got {e_seeds!r}")
-        elif amounts is not None:
+        parsed = run_guarded(lambda: (parse_seeds(e_seeds, "Seeds"), parse_amounts(e_budget, "SC budgets"),
+                                      parse_amounts(e_lc, "LC sizes")))
+        if parsed is not None:
+            seeds, budgets, lc_sizes = parsed
             params = {"tc": "tc", "dc": "dc", "lc": "lc", "dev": "dev", "test": "test", "strategies": e_strats,
-                      "baselines": e_base, "seeds": [int(s) for s in seeds], "budgets": amounts[0] or None,
-                      "lc_sizes": amounts[1] or None, "preset": e_preset, "model": e_model.strip() or "default"}
+                      "baselines": e_base, "seeds": seeds, "budgets": budgets or None,
+                      "lc_sizes": lc_sizes or None, "preset": e_preset, "model": e_model.strip() or "default"}
             show_launched(submit_job("experiment", params, "runs_job"))
 
 

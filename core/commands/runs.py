@@ -8,7 +8,6 @@ from pathlib import Path
 
 from core.cliutil import add_workspace_arg, print_json, tqdm_progress
 from core.data.workspace import Workspace
-from core.errors import UserError
 from core.lm.similarity import PAIRWISE
 from core.runner.jobtypes import DEFAULT_PRESET, PRESETS
 
@@ -51,12 +50,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_compare_sources(args: argparse.Namespace) -> int:
+    from core.experiments.experiment import parse_seeds
     from core.runner import jobs
 
-    try:
-        seeds = [int(s) for s in _split(args.seeds)]
-    except ValueError:
-        raise UserError(f"--seeds: expected comma-separated integers, got {args.seeds!r}") from None
+    seeds = parse_seeds(args.seeds, "--seeds")
     params = {"sources": _split(args.sources), "lc": args.lc, "dev": args.dev, "test": args.test, "target": args.target,
               "measures": [m.lower() for m in _split(args.measures)], "seeds": seeds, "preset": args.preset,
               "model": str(Path(args.model).resolve()) if Path(args.model).exists() else args.model,

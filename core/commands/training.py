@@ -207,15 +207,12 @@ def _amounts(text: str | None, option: str) -> list[int | float]:
 
 
 def cmd_experiment(args: argparse.Namespace) -> int:
-    from core.experiments.experiment import format_results
+    from core.experiments.experiment import format_results, parse_seeds
 
     def split(text: str) -> list[str]:
         return [s.strip() for s in text.split(",") if s.strip()]
 
-    try:
-        seeds = [int(s) for s in split(args.seeds)]
-    except ValueError:
-        raise UserError(f"--seeds: expected comma-separated integers, got {args.seeds!r}") from None
+    seeds = parse_seeds(args.seeds, "--seeds")
     if args.budget is not None and args.budgets is not None:
         raise UserError("give --budget (one SC size) or --budgets (a sweep), not both")
     params = {"tc": _corpus(args, args.tc), "dc": _corpus(args, args.dc), "lc": _corpus(args, args.lc), "dev": _corpus(args, args.dev),

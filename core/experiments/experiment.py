@@ -78,6 +78,17 @@ def _strategy_models(name: str, model_tag: str | None) -> tuple[bool, bool]:
     return needs_b1, needs_b2
 
 
+def parse_seeds(text: str, what: str) -> list[int]:
+    """'1,2,3' -> [1, 2, 3]. Shared by `experiment --seeds`, `compare-sources --seeds` and the Runs page;
+    anything but non-negative integers (numpy refuses negative seeds) is a UserError naming `what`."""
+    items = [t.strip() for t in text.split(",") if t.strip()]
+    if not all(t.isdigit() for t in items):
+        raise UserError(f"{what}: expected comma-separated integers, got {text!r}")
+    if not items:
+        raise UserError(f"{what}: give at least one seed")
+    return [int(t) for t in items]
+
+
 def parse_amounts(text: str | Sequence[Any] | None, what: str) -> list[int | float]:
     """'500,0.1' -> [500, 0.1]: a comma list (or a list) of counts (integers >= 1) or ratios
     (0 < r <= 1; write 1.0 for "all"). Shared by the CLI and the Runs page; a bad item is a
