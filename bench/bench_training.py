@@ -21,8 +21,8 @@ Every measurement runs in its own subprocess with the same thread count; "old" i
 from `git archive 2acd97f core` placed first on sys.path. bf16 is detected (CPU flags + a timing
 probe, CUDA's own check), never assumed; the JSON records the precision each row ran with.
 
-Quiet machine, the figure (about 70 min on 2 free cores with the study preset: a cell takes 10-13 min; rerun the
-same command after an interruption and finished measurements are kept):
+Quiet machine, the figure (about 80 min on 2 free bf16-capable cores with the study preset: an old cell took 13-15 min,
+a new one 8-10; rerun the same command after an interruption and finished measurements are kept):
     python bench/bench_training.py --steps 30 --seeds 1,2,3 --threads 2 --workdir bench/results/training-work
 Smoke (a few minutes):
     python bench/bench_training.py --steps 2 --seeds 1 --cell-preset tiny --threads 1

@@ -213,7 +213,7 @@ def test_resume_continues_exactly(tiny_bert_dir, tmp_path):
 
 def test_dev_is_scored_at_the_training_precision(tiny_bert_dir, tmp_path, monkeypatch):
     """A bf16 run scores DEV under bf16 autocast too (an fp32 DEV pass cost more than the epoch's training
-    on a bf16 CPU); TEST evaluation stays fp32."""
+    on a bf16 CPU); an fp32 run does not, and the autocast does not outlive training (TEST evaluation is fp32)."""
     import core.train.ner as ner_mod
 
     seen: list[bool] = []
@@ -232,7 +232,6 @@ def test_dev_is_scored_at_the_training_precision(tiny_bert_dir, tmp_path, monkey
     train_ner(corpus, corpus, str(tiny_bert_dir), tmp_path / "fp32", preset_config("tiny", epochs=1, precision="fp32", device="cpu"))
     assert seen == [False]
     assert not torch.is_autocast_enabled("cpu")
-    assert evaluate(load_ner_model(tmp_path / "bf16"), corpus, device="cpu")["f1"] >= 0.0
 
 
 def test_bad_inputs_are_user_errors(tiny_bert_dir, tmp_path):
