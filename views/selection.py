@@ -8,6 +8,7 @@ import plotly.express as px
 import streamlit as st
 
 from core.data.workspace import Role
+from core.selection.coverage import selection_coverage
 from core.selection.select import (
     EXPORT_FORMATS,
     Strategy,
@@ -115,6 +116,36 @@ else:
     m[2].caption("Domain precision needs a `domain` field in DC and a target domain.")
 for note in sel.notes:
     st.info(note)
+
+
+@st.cache_data(show_spinner="Counting entity words...", max_entries=16)
+def _coverage(labeled: str, tc: str, key: str, root: str):
+    del root
+    return selection_coverage(ws, labeled, tc, [key])
+
+
+with st.expander("Entity coverage: which entity words of a labeled corpus this selection adds to TC"):
+    st.caption("MLM on TC + SC can only teach the encoder entity words that occur in it. If TC already holds nearly "
+               "every entity word of your DEV/TEST, a selection has little to add over TAPT; the gap it closes is "
+               "what it can bring. Words are compared case-folded.")
+    cv1, cv2 = st.columns(2)
+    with cv1:
+        cov_labeled = corpus_picker(ws, "Labeled corpus", Role.DEV, key="sel_cov_labeled", labeled=True)
+    with cv2:
+        cov_tc = corpus_picker(ws, "Task corpus (TC)", Role.TC, key="sel_cov_tc")
+    if cov_labeled and cov_tc:
+        cov = run_guarded(lambda: _coverage(cov_labeled, cov_tc, view_key, str(ws.root)), "Could not measure coverage")
+        if cov is not None:
+            st.markdown(f"**{cov.labeled}**: {cov.mentions:,} entity mentions, {cov.entity_words:,} distinct entity "
+                        f"words, **{cov.missing_from_tc:,}** of them not in TC.")
+            st.dataframe(cov.frame(), hide_index=True, key="sel_cov_table",
+                         column_config={c: st.column_config.NumberColumn(format="%.1f")
+                                        for c in ("entity words %", "mentions %", "TC's gap closed %")})
+            for words in cov.added_examples.values():
+                if words:
+                    st.caption(f"Adds, most frequent first: {', '.join(words)}")
+            st.dataframe(cov.type_frame(), key="sel_cov_types",
+                         column_config={c: st.column_config.NumberColumn(format="%.1f") for c in cov.type_frame().columns})
 
 left, right = st.columns([3, 2])
 with left:

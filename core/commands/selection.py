@@ -51,6 +51,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_workspace_arg(p)
     p.set_defaults(func=cmd_select)
 
+    p = sub.add_parser("coverage", help="entity words of a labeled corpus found in TC, in saved selections and in TC + each")
+    p.add_argument("--labeled", required=True, help="labeled corpus whose entity words are counted (e.g. dev or test)")
+    p.add_argument("--tc", required=True, help="task corpus: file or workspace corpus name or role")
+    p.add_argument("--selection", action="append", default=[], metavar="KEY",
+                   help="saved selection (key or 6+ hex-digit prefix); repeat for several")
+    p.add_argument("--source", action="append", default=[], metavar="CORPUS",
+                   help="another source corpus (e.g. dc, the whole DC); repeat for several")
+    p.add_argument("--json", action="store_true", help="print the full result (per type, added words) as JSON")
+    add_workspace_arg(p)
+    p.set_defaults(func=cmd_coverage)
+
     p = sub.add_parser("project", help="UMAP coordinates (cosine) of the sentences of one or more corpora")
     p.add_argument("files", nargs="+", help="corpus files or workspace corpus names; each is one group")
     p.add_argument("--out", required=True, help="output .parquet (x, y, group, row, text, fields)")
@@ -121,6 +132,23 @@ def cmd_select(args: argparse.Namespace) -> int:
             line += (f"; domain precision for {summary['target_domain']!r}: {summary['domain_precision']:.3f} "
                      f"(random: {summary['random_domain_precision']:.3f})")
         print(line)
+    return 0
+
+
+def cmd_coverage(args: argparse.Namespace) -> int:
+    from core.selection.coverage import selection_coverage
+
+    ws = Workspace(args.workspace)
+    cov = selection_coverage(ws, args.labeled, args.tc, args.selection, args.source)
+    if args.json:
+        print_json(cov.as_dict())
+        return 0
+    print(f"{cov.labeled}: {cov.mentions:,} entity mentions, {cov.entity_words:,} distinct entity words, "
+          f"{cov.missing_from_tc:,} of them not in {args.tc}")
+    print(cov.frame().to_string(index=False, float_format=lambda v: f"{v:.1f}", na_rep="-"))
+    for name, words in cov.added_examples.items():
+        if words:
+            print(f"{name} adds e.g.: {', '.join(words)}")
     return 0
 
 
