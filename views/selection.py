@@ -119,8 +119,8 @@ for note in sel.notes:
 
 
 @st.cache_data(show_spinner="Counting entity words...", max_entries=16)
-def _coverage(labeled: str, tc: str, key: str, root: str):
-    del root
+def _coverage(labeled: str, tc: str, key: str, root: str, hashes: tuple[str, str]):
+    del root, hashes  # part of the cache key: a corpus re-imported under the same name is counted again
     return selection_coverage(ws, labeled, tc, [key])
 
 
@@ -134,7 +134,8 @@ with st.expander("Entity coverage: which entity words of a labeled corpus this s
     with cv2:
         cov_tc = corpus_picker(ws, "Task corpus (TC)", Role.TC, key="sel_cov_tc")
     if cov_labeled and cov_tc:
-        cov = run_guarded(lambda: _coverage(cov_labeled, cov_tc, view_key, str(ws.root)), "Could not measure coverage")
+        hashes = (ws.corpus_info(cov_labeled).hash, ws.corpus_info(cov_tc).hash)
+        cov = run_guarded(lambda: _coverage(cov_labeled, cov_tc, view_key, str(ws.root), hashes), "Could not measure coverage")
         if cov is not None:
             st.markdown(f"**{cov.labeled}**: {cov.mentions:,} entity mentions, {cov.entity_words:,} distinct entity "
                         f"words, **{cov.missing_from_tc:,}** of them not in TC.")
