@@ -130,16 +130,12 @@ def selection_coverage(ws: Any, labeled: str, tc: str, selections: Sequence[str]
                        corpora: Sequence[str] = ()) -> EntityCoverage:
     """`entity_coverage` for workspace references: the labeled corpus and TC by name, role or path; each
     selection by key (or key prefix); each extra source corpus (e.g. DC as a whole) by name, role or path."""
-    from core.selection.select import find_selection, load_selection, open_dc, selection_label
+    from core.selection.select import load_selection, open_dc, selection_folder, selection_label
 
     labeled_corpus = ws.resolve_corpus(labeled)
     sources: dict[str, Tokens] = {}
     for ref in selections:
-        folder = find_selection(ws, ref)
-        if folder is None:
-            raise UserError(f"no saved selection {str(ref)!r} in workspace {ws.root} (a key, a key prefix of 6+ hex digits, "
-                            "or a selection folder)")
-        sel = load_selection(ws, folder.name)
+        sel = load_selection(ws, selection_folder(ws, ref).name)
         sources[selection_label(sel.meta)] = (rec["tokens"] for rec in sel.records())
     for ref in corpora:  # a workspace corpus (a whole DC, say) is streamed in record batches
         sources[str(ref)] = (t for chunk in open_dc(ws, ref).token_batches() for t in chunk)

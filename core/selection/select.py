@@ -795,12 +795,19 @@ def find_selection(ws: Workspace, ref: str | Path) -> Path | None:
     return matches[0] if len(matches) == 1 else None
 
 
+def selection_folder(ws: Workspace, ref: str | Path) -> Path:
+    """`find_selection`, or a UserError saying how a selection can be named."""
+    folder = find_selection(ws, ref)
+    if folder is None:
+        raise UserError(f"no saved selection {str(ref)!r} in workspace {ws.root} (a key, a key prefix of 6+ hex digits, "
+                        "or a selection folder)")
+    return folder
+
+
 def selection_texts(ws: Workspace, ref: str | Path) -> Iterator[str]:
     """The selected sentences' texts in rank order, streamed from selected.jsonl (MLM training
     reads a selection through here)."""
-    folder = find_selection(ws, ref)
-    if folder is None:
-        raise UserError(f"no saved selection {str(ref)!r} in workspace {ws.root}")
+    folder = selection_folder(ws, ref)
     with open(folder / "selected.jsonl", encoding="utf-8") as fh:
         for line in fh:
             if line.strip():
