@@ -13,6 +13,11 @@ from contextlib import contextmanager
 from typing import Any
 
 
+def comma_list(text: str) -> list[str]:
+    """'a, b,,c' -> ['a', 'b', 'c']: the items of a comma-separated option."""
+    return [s.strip() for s in text.split(",") if s.strip()]
+
+
 def print_json(obj: Any) -> None:
     print(json.dumps(obj, indent=2, ensure_ascii=False, default=_json_default))
 

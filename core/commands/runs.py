@@ -6,14 +6,10 @@ import argparse
 import time
 from pathlib import Path
 
-from core.cliutil import add_workspace_arg, print_json, tqdm_progress
+from core.cliutil import add_workspace_arg, comma_list, print_json, tqdm_progress
 from core.data.workspace import Workspace
 from core.lm.similarity import PAIRWISE
 from core.runner.jobtypes import DEFAULT_PRESET, PRESETS
-
-
-def _split(text: str) -> list[str]:
-    return [s.strip() for s in text.split(",") if s.strip()]
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -54,8 +50,8 @@ def cmd_compare_sources(args: argparse.Namespace) -> int:
     from core.runner import jobs
 
     seeds = parse_seeds(args.seeds, "--seeds")
-    params = {"sources": _split(args.sources), "lc": args.lc, "dev": args.dev, "test": args.test, "target": args.target,
-              "measures": [m.lower() for m in _split(args.measures)], "seeds": seeds, "preset": args.preset,
+    params = {"sources": comma_list(args.sources), "lc": args.lc, "dev": args.dev, "test": args.test, "target": args.target,
+              "measures": [m.lower() for m in comma_list(args.measures)], "seeds": seeds, "preset": args.preset,
               "model": str(Path(args.model).resolve()) if Path(args.model).exists() else args.model,
               "out": str(Path(args.out).resolve())}
     ws = Workspace(args.workspace)

@@ -12,7 +12,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from core.cliutil import add_workspace_arg, print_json, tqdm_progress
+from core.cliutil import add_workspace_arg, comma_list, print_json, tqdm_progress
 from core.data.workspace import Workspace, resolve_corpus_ref
 from core.errors import UserError
 from core.experiments.experiment import BASELINES
@@ -209,15 +209,12 @@ def _amounts(text: str | None, option: str) -> list[int | float]:
 def cmd_experiment(args: argparse.Namespace) -> int:
     from core.experiments.experiment import format_results, parse_seeds
 
-    def split(text: str) -> list[str]:
-        return [s.strip() for s in text.split(",") if s.strip()]
-
     seeds = parse_seeds(args.seeds, "--seeds")
     if args.budget is not None and args.budgets is not None:
         raise UserError("give --budget (one SC size) or --budgets (a sweep), not both")
     params = {"tc": _corpus(args, args.tc), "dc": _corpus(args, args.dc), "lc": _corpus(args, args.lc), "dev": _corpus(args, args.dev),
               "test": _corpus(args, args.test),
-              "strategies": split(args.strategies), "baselines": split(args.baselines), "seeds": seeds,
+              "strategies": comma_list(args.strategies), "baselines": comma_list(args.baselines), "seeds": seeds,
               "budgets": _amounts(args.budgets, "--budgets") or _amounts(args.budget, "--budget") or None,
               "lc_sizes": _amounts(args.lc_sizes, "--lc-sizes") or None, "model": _model(args.model),
               "preset": args.preset, "domain": args.domain}
