@@ -145,8 +145,9 @@ with st.expander("Entity coverage: which entity words of a labeled corpus this s
             for words in cov.added_examples.values():
                 if words:
                     st.caption(f"Adds, most frequent first: {', '.join(words)}")
-            st.dataframe(cov.type_frame(), key="sel_cov_types",
-                         column_config={c: st.column_config.NumberColumn(format="%.1f") for c in cov.type_frame().columns})
+            types = cov.type_frame()
+            st.dataframe(types, key="sel_cov_types",
+                         column_config={c: st.column_config.NumberColumn(format="%.1f") for c in types.columns})
 
 left, right = st.columns([3, 2])
 with left:
