@@ -50,6 +50,7 @@ def test_runs_page_shows_jobs_tables_and_predictions(runs_ws, monkeypatch):
     assert per_type.loc["band", "none"] == 55.0
     htmls = " ".join(h.proto.body for h in at.get("html"))
     assert "Abba" in htmls and "∅" in htmls  # the missed gold span is marked
+    assert any("test F1 0.667" in o for o in at.selectbox(key="pred_job").options)
     assert at.selectbox(key="runs_selected").value is not None
 
 

@@ -280,11 +280,12 @@ if not with_preds:
     st.info("Train an NER model with a test corpus to see its predictions next to the gold spans here.")
 else:
     c = st.columns([3, 1, 1])
-    pj = c[0].selectbox("NER run", [j.id for j in with_preds], key="pred_job",
-                        format_func=lambda i: f"{i} · test F1 {(jobs.get_job(ws, i).result or {}).get('test', {}).get('f1', 0):.3f}")
+    by_id = {j.id: j for j in with_preds}  # listed once above: no job read per option and rerun
+    pj = c[0].selectbox("NER run", list(by_id), key="pred_job",
+                        format_func=lambda i: f"{i} · test F1 {(by_id[i].result or {}).get('test', {}).get('f1', 0):.3f}")
     only_errors = c[1].checkbox("Only sentences with errors", key="pred_errors")
     limit = c[2].number_input("Show", 5, 500, 25, step=5, key="pred_limit")
-    rows = read_predictions(jobs.get_job(ws, pj).run_dir / "test_predictions.jsonl", limit=int(limit), only_errors=only_errors)
+    rows = read_predictions(by_id[pj].run_dir / "test_predictions.jsonl", limit=int(limit), only_errors=only_errors)
     colors = type_colors({s.type for r in rows for s in [*r["spans"], *(r["gold"] or [])]})
     st.html(legend_html(colors))
     for r in rows:
