@@ -31,6 +31,7 @@ PAGES = [
     st.Page("views/inspect.py", title="Inspect", icon="🖍️"),
     st.Page("views/adapt.py", title="Adapt", icon="🧪"),
     RUNS_PAGE := st.Page("views/runs.py", title="Runs", icon="🏃"),
+    st.Page("views/results.py", title="Results", icon="📊"),
 ]
 
 

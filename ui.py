@@ -14,11 +14,12 @@ from typing import Any
 
 import streamlit as st
 
-from core.adapt import inspect as insp
 from core.data.workspace import Role, Workspace
 from core.errors import UserError
+from core.review import predictions
 from core.runner import jobs
 from core.runner.jobview import describe_job, poll_seconds, status_text
+from core.selection import store as selection_store
 
 WS_KEY = "workspace_root"
 
@@ -168,14 +169,13 @@ def model_picker(label: str, key: str, models: list, optional: bool = False) -> 
 
 def source_picker(ws: Workspace, prefix: str, role: Role) -> tuple[str | None, str | None]:
     """(corpus, selection key): sentences of a workspace corpus or of a saved selection."""
-    sels = insp.list_selections(ws)
+    sels = {m["key"]: m["label"] for m in selection_store.list_selections(ws, in_workspace=True)}
     if sels and st.radio("Sentences from", ["corpus", "saved selection"], key=f"{prefix}_source", horizontal=True) != "corpus":
-        sel = st.selectbox("Selection", sels, key=f"{prefix}_sel", format_func=lambda s: s.label)
-        return None, sel.key
+        return None, st.selectbox("Selection", list(sels), key=f"{prefix}_sel", format_func=sels.get)
     return corpus_picker(ws, "Corpus", role, key=f"{prefix}_corpus"), None
 
 
-def predictions_ready(req: insp.PredictionRequest, state_key: str, what: str) -> bool:
+def predictions_ready(req: predictions.PredictionRequest, state_key: str, what: str) -> bool:
     """True when cached; otherwise offer (or follow) the prediction job."""
     ws = get_workspace()
     if req.done:
@@ -186,13 +186,13 @@ def predictions_ready(req: insp.PredictionRequest, state_key: str, what: str) ->
         if job.active:
             return False
     if st.button(f"Predict {what}", key=f"{state_key}_go", type="primary"):
-        params = run_guarded(lambda: insp.predict_job_params(ws, req))
+        params = run_guarded(lambda: predictions.predict_job_params(ws, req))
         if params and submit_job("predict", params, state_key):
             st.rerun()
     return False
 
 
 @st.cache_data(max_entries=8, show_spinner=False)
-def load_prediction_rows(key: str, _req: insp.PredictionRequest) -> list[dict]:
+def load_prediction_rows(key: str, _req: predictions.PredictionRequest) -> list[dict]:
     del key  # the cache key: content hash of model, corpus and selection
-    return insp.load_predictions(_req)
+    return predictions.load_predictions(_req)

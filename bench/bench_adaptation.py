@@ -39,11 +39,15 @@ def main() -> None:
     parser.add_argument("--skip", nargs="*", default=[], choices=["selftrain", "augment"])
     args = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    from core.adapt.augment import AugmentConfig, MaskedLM, augment_corpus, combine_with_lc, self_train
+    from core.adapt.augment import MaskedLM, augment_corpus, combine_with_lc
+    from core.adapt.selftrain import self_train
     from core.errors import UserError
+    from core.runner.params import AugmentSettings
     from core.train.mlm import preset_config as mlm_preset
     from core.train.mlm import train_mlm
-    from core.train.ner import evaluate, load_ner_model, preset_config, train_ner
+    from core.train.ner_model import load_ner_model
+    from core.train.ner_predict import evaluate
+    from core.train.ner_train import preset_config, train_ner
 
     lc, dev_all, test = crossner_splits(args.domain)
     half = len(dev_all) // 2
@@ -87,7 +91,7 @@ def main() -> None:
                     print(f"seed {seed}: self-training F1 {r['selftrain_f1']:.4f} ({time.time() - t0:.0f}s)")
             if mlm_dir is not None:
                 t0 = time.time()
-                gen = augment_corpus(lc, MaskedLM(mlm_dir), AugmentConfig(sampling=args.sampling, order=args.order,
+                gen = augment_corpus(lc, MaskedLM(mlm_dir), AugmentSettings(sampling=args.sampling, order=args.order,
                                                                           criterion=args.criterion, seed=seed))
                 train_ner(combine_with_lc(lc, gen.corpus), dev, "default", tmp / f"aug-{seed}", config, log=print)
                 runs["MLM augmentation"].append(evaluate(load_ner_model(tmp / f"aug-{seed}"), test)["f1"])

@@ -61,8 +61,9 @@ def main() -> None:
     import torch
     from sentence_transformers import SentenceTransformer
 
-    from core.lm.embed import SentenceEncoder, cpu_has_bf16
+    from core.lm.encoder import SentenceEncoder
     from core.lm.models import resolve_model
+    from core.lm.precision import cpu_has_bf16
 
     texts = sentences(args.n)
     ref = resolve_model(args.model)
@@ -103,7 +104,7 @@ def main_cuda(args: argparse.Namespace) -> None:
     import torch
     from sentence_transformers import SentenceTransformer
 
-    from core.lm.embed import SentenceEncoder
+    from core.lm.encoder import SentenceEncoder
     from core.lm.models import resolve_model
 
     texts = sentences(args.n)

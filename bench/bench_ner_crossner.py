@@ -30,7 +30,9 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    from core.train.ner import build_ner_model, evaluate, label_set, load_ner_model, preset_config, train_ner
+    from core.train.ner_model import build_ner_model, label_set, load_ner_model
+    from core.train.ner_predict import evaluate
+    from core.train.ner_train import preset_config, train_ner
 
     train, dev, test = crossner_splits(args.domain)
     config = preset_config("demo", epochs=args.epochs, patience=args.patience, dev_limit=args.dev_limit, lr=args.lr,

@@ -61,9 +61,10 @@ def _child(step: str, ws_dir: str, extra: str) -> dict[str, Any]:
         shutil.rmtree(ws.root / "artifacts" / "selection", ignore_errors=True)  # measure the work, not the cache
         tc = ws.resolve_corpus("tc")
         if step.startswith("new-"):
-            from core.selection.select import open_dc, select
+            from core.data.stream import open_corpus_stream
+            from core.selection.strategies import select
 
-            dc = open_dc(ws, "dc")
+            dc = open_corpus_stream(ws, "dc")
         else:
             from core.select import select  # the old package (OLD_COMMIT, flat core/): BENCH_CORE points at its checkout
 
@@ -87,13 +88,14 @@ def _embed_child(step: str, ws: Any, m: int) -> dict[str, Any]:
     steady = embed_corpus of m sentences. Ray local: cluster start (connect) once; start-up =
     a run on WARM_N sentences (Ray Data starts its actors, each imports torch and loads the
     model, for every pass); steady = (m - WARM_N) / (time of the m-sentence run - start-up run)."""
-    from core.selection.select import open_dc
+    from core.data.stream import open_corpus_stream
 
     shutil.rmtree(ws.root / "artifacts" / "embeddings", ignore_errors=True)
-    part = open_dc(ws, "dc").take(range(m))
+    part = open_corpus_stream(ws, "dc").take(range(m))
     t0 = time.perf_counter()
     if step == "embed-local":
-        from core.lm.embed import embed_corpus, get_encoder
+        from core.lm.embed import embed_corpus
+        from core.lm.encoder import get_encoder
 
         get_encoder("default", workspace=ws)
         startup = time.perf_counter() - t0
@@ -121,12 +123,12 @@ def _prepare(ws_dir: str, n: int, txt: str) -> None:
     cosine, and DC as a .txt file for the import step."""
     import numpy as np
 
+    from core.data.stream import open_corpus_stream
     from core.data.workspace import Workspace, atomic_write_json
     from core.lm.embed import ARTIFACT, embed_corpus, embedding_key
-    from core.selection.select import open_dc
 
     ws = Workspace(ws_dir)
-    dc = open_dc(ws, "dc")
+    dc = open_corpus_stream(ws, "dc")
     digest = dc.digest()
     folder = ws.artifact_dir(ARTIFACT, embedding_key("default", digest, "mean"))
     if not (folder / "meta.json").exists():

@@ -8,7 +8,7 @@
    `--exclude-tc` drops TC's own sentences from DC (TC is part of DC in the plain setup,
    which flatters every similarity-based strategy).
 2. Top-k over 1M x 384 float16 vectors (`--part topk`): chunked scoring on a memory-mapped
-   float16 array (core.selection.select) against the naive baseline (load everything as float32,
+   float16 array (core.selection.strategies) against the naive baseline (load everything as float32,
    normalise, one matrix product, argsort), same data, same run; time and peak traced memory.
 
 Usage: python bench/bench_select.py [--part crossner|topk|all] [--rows 1000000]
@@ -51,7 +51,7 @@ def crossner_corpora(target: str, root: Path = CROSSNER, exclude_tc: bool = Fals
 def bench_crossner(workspace: str | None, exclude_tc: bool, domains: list[str]) -> list[dict]:
     from core.data.workspace import Workspace
     from core.errors import UserError
-    from core.selection.select import select
+    from core.selection.strategies import select
 
     ws = Workspace(workspace or tempfile.mkdtemp(prefix="bench-select-"))
     rows = []
@@ -87,7 +87,7 @@ def _measure(fn):
 
 
 def bench_topk(rows_n: int, dim: int = 384, queries: int = 100, k: int = 10) -> list[dict]:
-    from core.selection.select import cosine_to_vector, topk_cosine
+    from core.selection.kernels import cosine_to_vector, topk_cosine
 
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "emb.npy"

@@ -48,7 +48,7 @@ def counter_jsd(source, target, max_order: int = 3) -> float:
 
 def run_child(step: str, dc_size: int) -> None:
     """Print 'seconds peak_mb value' for one step."""
-    from core.lm.similarity import (
+    from core.similarity.measures import (
         SimilarityParams,
         content_vocabulary,
         lm_perplexities,

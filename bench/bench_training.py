@@ -278,7 +278,7 @@ def _run(spec: dict[str, Any], tmp: Path, label: str) -> dict[str, Any]:
 def _bf16_report(device: str) -> dict[str, Any]:
     import torch
 
-    from core.lm.embed import cpu_has_bf16
+    from core.lm.precision import cpu_has_bf16
     from core.train.training import cpu_bf16_pays, pick_device, resolve_precision
 
     dev = pick_device(device)

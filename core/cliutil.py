@@ -12,6 +12,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from core.data.atomic import json_default
+
 
 def comma_list(text: str) -> list[str]:
     """'a, b,,c' -> ['a', 'b', 'c']: the items of a comma-separated option."""
@@ -19,22 +21,14 @@ def comma_list(text: str) -> list[str]:
 
 
 def print_json(obj: Any) -> None:
-    print(json.dumps(obj, indent=2, ensure_ascii=False, default=_json_default))
-
-
-def _json_default(o: Any) -> Any:
-    if hasattr(o, "tolist"):
-        return o.tolist()
-    if hasattr(o, "item"):
-        return o.item()
-    return str(o)
+    print(json.dumps(obj, indent=2, ensure_ascii=False, default=json_default))
 
 
 @contextmanager
 def tqdm_progress(desc: str, enabled: bool = True) -> Iterator[Callable[[float, str], None]]:
-    """A core `progress(fraction, message)` callback drawn as a tqdm bar on stderr (core.runner.progress.cli_progress:
+    """A core `progress(fraction, message)` callback drawn as a tqdm bar on stderr (core.progress.cli_progress:
     drawn only once something reports, cleared on an error, `.echo(line)` prints above it)."""
-    from core.runner.progress import cli_progress
+    from core.progress import cli_progress
 
     with cli_progress(desc, enabled) as bar:
         yield bar

@@ -58,7 +58,7 @@ def main() -> int:
                                  formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     ap.add_argument("--target", default="music", choices=DOMAINS)
     ap.add_argument("--seeds", default="1,2", help="comma-separated seeds")
-    ap.add_argument("--preset", default="study", help="MLM and NER preset (core.runner.jobtypes.PRESETS)")
+    ap.add_argument("--preset", default="study", help="MLM and NER preset (core.train.presets.PRESETS)")
     ap.add_argument("--measures", default="tvc,tvcc,ppl,jsd,wvv")
     ap.add_argument("--model", default="default", help="base encoder")
     ap.add_argument("--workspace", default=str(ROOT.parent / "runs" / "crossner-compare"),

@@ -43,7 +43,7 @@ def domain_coverage(domain: str, workspace: Path, seeds: tuple[int, ...]) -> dic
     from core.data.workspace import Workspace
     from core.experiments.study import crossner_protocol
     from core.selection.coverage import selection_coverage
-    from core.selection.select import select
+    from core.selection.strategies import select
 
     study = crossner_protocol(CROSSNER, domain)
     ws = Workspace(workspace)

@@ -72,7 +72,7 @@ def import_study(ws, study) -> dict[str, str]:
 
 def selection_precision(ws, cells: list[dict[str, Any]], domain: str) -> dict[str, Any]:
     """Per selection row: domain precision of its saved selection(s), and random's expectation."""
-    from core.selection.select import load_selection
+    from core.selection.store import load_selection
 
     out: dict[str, Any] = {}
     for cell in cells:
@@ -81,7 +81,7 @@ def selection_precision(ws, cells: list[dict[str, Any]], domain: str) -> dict[st
             continue
         try:
             dp = load_selection(ws, key).domain_precision(domain)
-        except Exception as exc:  # noqa: BLE001 - a missing selection folder must not lose the F1 table
+        except Exception as exc:
             out[cell["row"]] = {"error": str(exc)}
             continue
         out[cell["row"]] = {**(dp or {}), "selected": cell.get("selected"), "selection_key": key}
@@ -142,7 +142,7 @@ def main() -> int:
     parser.add_argument("--domain", default="music", help="target CrossNER domain (ai, literature, music, politics, science)")
     parser.add_argument("--workspace", help="study workspace (default: workspace/study-<domain> in the checkout, git-ignored)")
     parser.add_argument("--seeds", default="1,2,3")
-    parser.add_argument("--preset", default="study", help="training preset of every cell (core.runner.jobtypes.PRESETS)")
+    parser.add_argument("--preset", default="study", help="training preset of every cell (core.train.presets.PRESETS)")
     parser.add_argument("--rows", default=",".join(ROWS), help="baselines (none, tapt, dapt, tapt+dapt) and selection strategies")
     parser.add_argument("--budget", help="SC size (count or ratio of DC); default |TC|, TC:SC 1:1 as in the seed paper")
     parser.add_argument("--model", default="default")
@@ -169,7 +169,7 @@ def main() -> int:
     from core.experiments.experiment import BASELINES, format_results, load_cells, per_type_table, summarize
     from core.experiments.study import SPLIT_SEED, crossner_protocol
     from core.runner import jobs
-    from core.runner.jobtypes import PRESETS
+    from core.train.presets import PRESETS
 
     if args.preset not in PRESETS:
         raise SystemExit(f"error: --preset must be one of {', '.join(PRESETS)}")

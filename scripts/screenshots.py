@@ -40,11 +40,11 @@ def _run(ws, kind: str, params: dict, what: str) -> dict:
 
 
 def prepare(root: Path, dc_size: int) -> None:
-    from core.adapt.inspect import list_ner_models, prediction_request
-    from core.adapt.review import ReviewStore
     from core.data.demo import write_demo_workspace
+    from core.review.predictions import list_ner_models, prediction_request
+    from core.review.store import ReviewStore
     from core.selection.projection import list_projections
-    from core.selection.select import list_selections
+    from core.selection.store import list_selections
 
     ws = write_demo_workspace(root, dc_size=dc_size)
     if not list_selections(ws):
@@ -58,12 +58,12 @@ def prepare(root: Path, dc_size: int) -> None:
     model = str(list_ner_models(ws)[0])
     req = prediction_request(ws, model, "demo-dc")
     if not req.done:
-        from core.adapt.inspect import predict_job_params
+        from core.review.predictions import predict_job_params
 
         _run(ws, "predict", predict_job_params(ws, req), "predictions over DC")
     store = ReviewStore(ws, req.review_key)
     if not store.items():
-        from core.adapt.inspect import load_predictions, row_spans
+        from core.review.predictions import load_predictions, row_spans
 
         rows = sorted(load_predictions(req), key=lambda r: -len(r.get("spans") or []))[:3]
         store.save(rows[0]["index"], "accepted", rows[0]["tokens"], row_spans(rows[0]), 0, reviewer="ann")

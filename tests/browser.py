@@ -37,7 +37,7 @@ def streamlit_process(workspace: Path, timeout: float = 90) -> Iterator[tuple[su
     benchmark reads the process's CPU time; tests want only the url (streamlit_server)."""
     port = free_port()
     env = dict(os.environ, NERSELECT_WORKSPACE=str(workspace), HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
-    log = open(workspace / "streamlit.log", "w")  # noqa: SIM115 - closed in finally
+    log = open(workspace / "streamlit.log", "w")
     proc = subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.port", str(port),
          "--server.address", "127.0.0.1", "--server.headless", "true", "--browser.gatherUsageStats", "false"],

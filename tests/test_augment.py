@@ -8,21 +8,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.adapt.augment import (
-    AugmentConfig,
-    MaskedLM,
-    augment_corpus,
-    cer_curve,
-    cer_figure,
-    confidence_error_rate,
-    levenshtein,
-    optimal_threshold,
-    pseudo_label_sample,
-    sample_positions,
-)
+from core.adapt.augment import MaskedLM, augment_corpus, levenshtein, sample_positions
+from core.adapt.selftrain import cer_curve, cer_figure, confidence_error_rate, optimal_threshold, pseudo_label_sample
 from core.data.corpus import Corpus, read_corpus
 from core.data.tags import spans_from_tags
 from core.errors import ModelError, UserError
+from core.runner.params import AugmentSettings
 
 LC = Corpus(
     tokens=[["John", "plays", "guitar", "in", "London", "."],
@@ -141,7 +132,7 @@ class ScriptedMLM:
 @pytest.mark.parametrize("sampling", ["entity", "context", "random-context", "mixed"])
 @pytest.mark.parametrize("order", ["independent", "conditional"])
 def test_augmentation_keeps_labels_and_never_emits_an_original(sampling, order):
-    config = AugmentConfig(sampling=sampling, order=order, per_sentence=3, seed=4)
+    config = AugmentSettings(sampling=sampling, order=order, per_sentence=3, seed=4)
     result = augment_corpus(LC, ScriptedMLM(), config)
     originals = {tuple(t) for t in LC.tokens}
     assert result.stats["input_sentences"] == 4 and result.stats["generated"] == len(result.corpus)
@@ -159,10 +150,10 @@ def test_augmentation_keeps_labels_and_never_emits_an_original(sampling, order):
 def test_independent_masks_see_the_original_and_conditional_the_previous_prediction():
     lc = LC.subset([2])  # "Paris ... France .": entity sampling masks positions 0 and 5
     ind = ScriptedMLM()
-    augment_corpus(lc, ind, AugmentConfig(sampling="entity", order="independent"))
+    augment_corpus(lc, ind, AugmentSettings(sampling="entity", order="independent"))
     assert all(words == tuple(lc.tokens[0]) for words, _ in ind.requests)
     cond = ScriptedMLM()
-    out = augment_corpus(lc, cond, AugmentConfig(sampling="entity", order="conditional"))
+    out = augment_corpus(lc, cond, AugmentSettings(sampling="entity", order="conditional"))
     assert cond.requests[0][0] == tuple(lc.tokens[0])
     assert cond.requests[1][0][0] == "ParisX"  # the second mask is predicted on the first replacement
     assert out.corpus.tokens[0][0] == "ParisX" and out.corpus.tokens[0][5] == "FranceX"
@@ -170,20 +161,20 @@ def test_independent_masks_see_the_original_and_conditional_the_previous_predict
 
 def test_joint_criterion_weighs_probability_by_edit_distance():
     lc = LC.subset([2])
-    top = augment_corpus(lc, ScriptedMLM(), AugmentConfig(sampling="entity", criterion="top"))
-    joint = augment_corpus(lc, ScriptedMLM(), AugmentConfig(sampling="entity", criterion="joint"))
+    top = augment_corpus(lc, ScriptedMLM(), AugmentSettings(sampling="entity", criterion="top"))
+    joint = augment_corpus(lc, ScriptedMLM(), AugmentSettings(sampling="entity", criterion="joint"))
     assert top.corpus.tokens[0][0] == "ParisX"  # 0.6 beats 0.3
     assert joint.corpus.tokens[0][0] == "ParisYYYY"  # 0.3 x 4 edits beats 0.6 x 1 edit
 
 
 def test_min_token_probability_filters_every_candidate():
-    out = augment_corpus(LC, ScriptedMLM(), AugmentConfig(sampling="mixed", min_token_prob=0.9))
+    out = augment_corpus(LC, ScriptedMLM(), AugmentSettings(sampling="mixed", min_token_prob=0.9))
     assert out.stats["generated"] == 0 and out.stats["dropped_unchanged"] == 4
 
 
 def test_a_replacement_recreating_another_original_is_dropped():
     lc = Corpus(tokens=[["Ann", "sings"], ["Bob", "sings"]], tags=[["B-PER", "O"], ["B-PER", "O"]])
-    out = augment_corpus(lc, ScriptedMLM(candidates=[("Bob", 0.9), ("Ann", 0.8)]), AugmentConfig(sampling="entity"))
+    out = augment_corpus(lc, ScriptedMLM(candidates=[("Bob", 0.9), ("Ann", 0.8)]), AugmentSettings(sampling="entity"))
     assert out.stats["dropped_duplicates"] == 1  # "Ann sings" -> "Bob sings" is LC's second sentence
     assert out.stats["dropped_unchanged"] == 1  # "Bob sings" -> "Bob sings"
     assert out.stats["generated"] == 0 and len(out.corpus) == 0
@@ -191,7 +182,7 @@ def test_a_replacement_recreating_another_original_is_dropped():
 
 def test_min_confidence_needs_a_ner_model():
     with pytest.raises(UserError):
-        augment_corpus(LC, ScriptedMLM(), AugmentConfig(min_confidence=0.5))
+        augment_corpus(LC, ScriptedMLM(), AugmentSettings(min_confidence=0.5))
 
 
 # --------------------------------------------------------------------------- real (tiny) masked LMs
@@ -219,7 +210,7 @@ def test_tiny_mlm_predicts_whole_words_only(tiny_mlm_dir):
         for word, p in found:
             assert not word.startswith("##") and word not in ("[MASK]", "[CLS]", "[SEP]", "[PAD]", "[UNK]")
             assert word != words[pos] and 0.0 < p <= 1.0
-    out = augment_corpus(LC, mlm, AugmentConfig(sampling="mixed", order="conditional", criterion="joint", per_sentence=2))
+    out = augment_corpus(LC, mlm, AugmentSettings(sampling="mixed", order="conditional", criterion="joint", per_sentence=2))
     for toks, tags, src in zip(out.corpus.tokens, out.corpus.tags, out.corpus.fields["source_index"]):
         assert len(toks) == len(LC.tokens[src]) and tags == LC.tags[src]
 
@@ -233,7 +224,7 @@ UNLABELED = [["Anna", "plays", "piano", "in", "Berlin", "."], ["The", "Beatles",
 
 @pytest.fixture(scope="module")
 def tiny_ner(tmp_path_factory):
-    from core.train.ner import preset_config, train_ner
+    from core.train.ner_train import preset_config, train_ner
     from tests.tiny_models import build_tiny_bert
 
     root = tmp_path_factory.mktemp("tinyner")
@@ -318,7 +309,7 @@ def test_a_model_that_puts_the_everywhere_is_judged_degenerate_with_advice():
 
     lc = Corpus(tokens=[["Anna", "met", "Bob", "in", "Rome", "."]] * 6, tags=[["B-PER", "O", "B-PER", "O", "B-LOC", "O"]] * 6)
     lc = Corpus(tokens=[[f"{w}{i}" for w in toks] for i, toks in enumerate(lc.tokens)], tags=lc.tags)
-    result = augment_corpus(lc, ScriptedMLM([("the", 0.9)]), AugmentConfig(sampling="entity"))
+    result = augment_corpus(lc, ScriptedMLM([("the", 0.9)]), AugmentSettings(sampling="entity"))
     quality = replacement_quality(lc, result.corpus)
     assert quality["replacements"] == 18 and quality["distinct_replacements"] == 1 and quality["stop_word_share"] == 1.0
     verdict, message = judge_augmentation(quality, 0.01, "runs/b1/model", {"steps": 30, "fresh_head": True})

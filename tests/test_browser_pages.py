@@ -22,7 +22,7 @@ def map_ws(tmp_path_factory):
     ws = write_demo_workspace(root, dc_size=600)
     sel = jobs.run_inline(ws, "select", {"tc": "demo-tc", "dc": "demo-dc", "strategy": "dsir", "budget": 0.2})
     assert sel["selected"] == 120
-    from core.selection.select import list_selections
+    from core.selection.store import list_selections
 
     key = list_selections(ws)[-1]["key"]
     jobs.run_inline(ws, "project", {"selection": key, "model": "default", "max_points": 50_000, "seed": 0})
@@ -65,9 +65,9 @@ def test_map_lasso_lists_the_chosen_sentences(map_ws):
 @pytest.fixture(scope="module")
 def inspect_ws(tmp_path_factory):
     """Demo workspace with a tiny NER model trained here and its DC predictions cached."""
-    from core.adapt import inspect as insp
     from core.data.demo import write_demo_workspace
-    from core.train.ner import preset_config, train_ner
+    from core.review import predictions as insp
+    from core.train.ner_train import preset_config, train_ner
     from tests.tiny_models import build_tiny_bert
 
     root = tmp_path_factory.mktemp("inspectws")

@@ -51,8 +51,8 @@ def _scatters(page) -> list[dict]:
 
 def test_similarity_f1_panel_draws_scatter_with_r(f1_ws):
     from core.data.workspace import Workspace
-    from core.lm.similarity import correlate_with_f1, finished_f1_runs
     from core.runner import jobs
+    from core.similarity.correlation import correlate_with_f1, finished_f1_runs
 
     ws = Workspace(f1_ws)
     result = jobs.list_jobs(ws, "similarity")[0].result

@@ -52,7 +52,7 @@ def test_coverage_refuses_an_unlabeled_or_entity_free_corpus():
 @pytest.fixture()
 def demo_with_selections(tmp_path):
     from core.data.demo import write_demo_workspace
-    from core.selection.select import select
+    from core.selection.strategies import select
 
     ws = write_demo_workspace(tmp_path / "ws")
     names = {"tc": ws.corpus_for_role("tc"), "dc": ws.corpus_for_role("dc")}

@@ -11,8 +11,10 @@ import pytest
 from core.data.corpus import Corpus
 from core.data.workspace import Workspace
 from core.errors import UserError
-from core.lm import embed
-from core.lm.embed import SentenceEncoder, cosine_agreement, embed_corpus, embed_texts
+from core.lm import encoder
+from core.lm.embed import embed_corpus
+from core.lm.encoder import SentenceEncoder, embed_texts
+from core.lm.precision import cosine_agreement
 from tests.conftest import TOY_SENTENCES
 
 SENTENCES = sorted(set(TOY_SENTENCES))
@@ -117,23 +119,23 @@ def test_embedding_by_workspace_name_streams_to_the_same_cache(tiny_bert_dir, tm
 
 
 def test_bf16_verdict_is_computed_once_per_model_and_cached_on_disk(tiny_bert_dir, tmp_path, monkeypatch):
-    monkeypatch.setattr(embed, "cpu_has_bf16", lambda: True)
-    monkeypatch.setattr(embed, "_VERDICTS", {})
+    monkeypatch.setattr(encoder, "cpu_has_bf16", lambda: True)
+    monkeypatch.setattr(encoder, "_PRECISION_VERDICTS", {})
     ws = Workspace(tmp_path / "ws")
     enc = SentenceEncoder(str(tiny_bert_dir), precision="auto", workspace=ws)
     verdict_files = list((ws.root / "artifacts" / "precision").glob("*/verdict.json"))
     assert len(verdict_files) == 1
     verdict = json.loads(verdict_files[0].read_text())
-    assert enc.precision == ("bf16" if verdict["min_cosine"] >= embed.BF16_MIN_COSINE else "fp32")
+    assert enc.precision == ("bf16" if verdict["min_cosine"] >= encoder.BF16_MIN_COSINE else "fp32")
 
-    monkeypatch.setattr(embed, "_VERDICTS", {})  # a new process: only the disk remembers
+    monkeypatch.setattr(encoder, "_PRECISION_VERDICTS", {})  # a new process: only the disk remembers
     monkeypatch.setattr(SentenceEncoder, "encode", lambda *a, **k: pytest.fail("the probe ran again"))
     again = SentenceEncoder(str(tiny_bert_dir), precision="auto", workspace=ws)
     assert again.precision == enc.precision
 
 
 def test_no_bf16_cpu_means_fp32(tiny_bert_dir, monkeypatch):
-    monkeypatch.setattr(embed, "cpu_has_bf16", lambda: False)
+    monkeypatch.setattr(encoder, "cpu_has_bf16", lambda: False)
     assert SentenceEncoder(str(tiny_bert_dir), precision="auto", device="cpu").precision == "fp32"
 
 
@@ -173,12 +175,12 @@ def test_prefetched_keeps_order_and_looks_ahead_a_bounded_number_of_items():
         return i * i
 
     seen = []
-    for k, value in enumerate(embed.prefetched(work, list(range(50)), workers=3)):
+    for k, value in enumerate(encoder.prefetched(work, list(range(50)), workers=3)):
         seen.append(value)
         with lock:
             assert max(started) <= k + 4  # item k is being used: at most workers + 1 submitted beyond it
     assert seen == [i * i for i in range(50)]
-    assert list(embed.prefetched(work, [], workers=3)) == []
+    assert list(encoder.prefetched(work, [], workers=3)) == []
 
 
 def test_gpu_loop_gives_the_plain_loops_vectors_in_input_order(tiny_bert_dir):

@@ -174,7 +174,7 @@ def test_experiment_sweep_cells_resume_and_lineage(tmp_path, corpora, tiny_bert_
     assert [p["name"] for p in lin["mlm_phases"]] == ["tc+sc"] and lin["mlm_phases"][0]["sentences"] == 16
     assert lin["pretraining_corpora"][0]["hash"] and lin["selection"]["strategy"] == "random" and lin["selection"]["budget"] == 4
 
-    from core.lm.similarity import finished_f1_runs
+    from core.similarity.correlation import finished_f1_runs
 
     f1_runs = {r["job"]: r for r in finished_f1_runs(Workspace(ws))}  # the Similarity page's F1 panel reads these
     assert {c["run"] for c in cells} <= set(f1_runs)
@@ -195,7 +195,7 @@ def test_experiment_sweep_cells_resume_and_lineage(tmp_path, corpora, tiny_bert_
 
 
 def test_sweep_frames():
-    from core.experiments.sweeps import fig2_frame, fig4_frame, sweep_axes, table5_frame
+    from core.experiments.sweeps import lc_amount_frame, mlm_time_frame, sc_amount_frame, sweep_axes
 
     cells = [{"row": r, "seed": s, "f1": f, "budget": b, "lc_size": n, "mlm_seconds": t, "mlm_sentences": m}
              for r, s, f, b, n, t, m in (
@@ -204,24 +204,24 @@ def test_sweep_frames():
                  ("dsir", 1, 0.60, 100, 50, 20.0, 200), ("dsir", 2, 0.64, 100, 50, 22.0, 200),
                  ("dsir", 1, 0.70, 400, 50, 80.0, 800), ("dsir", 1, 0.50, 100, 25, 20.0, 200))]
     assert sweep_axes(cells) == {"budgets": [100, 400], "lc_sizes": [25, 50]}
-    f2 = fig2_frame(cells)
+    f2 = sc_amount_frame(cells)
     assert list(f2["series"]) == ["none", "tapt", "dsir", "dsir"] and set(f2["lc_size"]) == {50}
     dsir = f2[f2["row"] == "dsir"]
     assert list(dsir["budget"]) == [100, 400] and dsir["f1_mean"].iloc[0] == pytest.approx(0.62)
     assert dsir["f1_std"].iloc[0] == pytest.approx(0.028284, abs=1e-5) and list(dsir["n"]) == [2, 1]
-    assert list(fig2_frame(cells, lc_size=25)["row"]) == ["none", "dsir"]
-    f4 = fig4_frame(cells)
+    assert list(sc_amount_frame(cells, lc_size=25)["row"]) == ["none", "dsir"]
+    f4 = lc_amount_frame(cells)
     assert set(f4["series"]) == {"none", "tapt", "dsir · SC 100", "dsir · SC 400"}
     line = f4[f4["series"] == "dsir · SC 100"]
     assert list(line["lc_size"]) == [25, 50] and list(line["f1_mean"].round(2)) == [0.5, 0.62]
-    assert set(fig4_frame(cells, budget=100)["series"]) == {"none", "tapt", "dsir"}
-    t5 = table5_frame(cells)
+    assert set(lc_amount_frame(cells, budget=100)["series"]) == {"none", "tapt", "dsir"}
+    t5 = mlm_time_frame(cells)
     assert list(t5.index) == ["none", "tapt", "dsir · SC 100", "dsir · SC 400"]
     assert t5.loc["dsir · SC 100", "F1 (%)"] == "62.00 ± 2.83" and t5.loc["dsir · SC 100", "MLM time (s)"] == 21.0
     assert t5.loc["dsir · SC 400", "sentences"] == 800 and t5.loc["tapt", "MLM corpus"] == "TC" and t5.loc["none", "sentences"] == 0
     assert "400 sentences" in t5.loc["dsir · SC 400", "MLM corpus"]
     old = [{"row": "none", "seed": 1, "f1": 0.5}]  # a result from before sweeps still gives a table
-    assert table5_frame(old).loc["none", "F1 (%)"] == "50.00 ± 0.00"
+    assert mlm_time_frame(old).loc["none", "F1 (%)"] == "50.00 ± 0.00"
 
 
 def test_a_cell_finished_before_sweeps_is_kept_on_resume(tmp_path, corpora, monkeypatch):

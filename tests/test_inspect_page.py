@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from core.adapt import inspect as insp
-from core.adapt.highlight import augmented_html, legend_html, prediction_html, span_diff, type_colors
-from core.adapt.review import ReviewItem, ReviewStore
 from core.data.tags import Span
 from core.data.workspace import Workspace
+from core.review import predictions as insp
+from core.review.highlight import augmented_html, legend_html, prediction_html, span_diff, type_colors
+from core.review.store import ReviewItem, ReviewStore
 from core.runner import jobs
 from tests.apptest import open_app
 
@@ -84,7 +84,7 @@ def test_table_filters_and_sorts():
 def ner_ws(tmp_path_factory):
     """Demo workspace + a tiny NER model in runs/ + a saved selection over demo-dev."""
     from core.data.demo import write_demo_workspace
-    from core.train.ner import preset_config, train_ner
+    from core.train.ner_train import preset_config, train_ner
     from tests.tiny_models import build_tiny_bert
 
     root = tmp_path_factory.mktemp("inspectws")
@@ -288,7 +288,7 @@ def test_assets_css_survives_streamlits_html_sanitiser():
     """DOMPurify drops a whole <style> block whose text holds '<' + a letter (even in a comment)."""
     import re
 
-    from core.adapt.highlight import ASSETS, CSS, page_css
+    from core.review.highlight import ASSETS, CSS, page_css
 
     for css in ASSETS.glob("*.css"):
         assert not re.search(r"<[A-Za-z/!?]", css.read_text("utf-8")), css

@@ -52,7 +52,7 @@ def map_ws(tmp_path):
     """Demo workspace + a saved selection + a fake projection with its point vectors (no UMAP)."""
     from core.data.demo import write_demo_workspace
     from core.selection.projection import selection_groups
-    from core.selection.select import select
+    from core.selection.strategies import select
 
     ws = write_demo_workspace(tmp_path / "ws", dc_size=300)
     tc, dc = ws.load_corpus("demo-tc"), ws.load_corpus("demo-dc")

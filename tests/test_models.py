@@ -48,7 +48,7 @@ def test_a_folder_saved_in_half_precision_loads_in_float32(tmp_path):
     import torch
 
     from core.lm.models import load_masked_lm
-    from core.train.ner import NerConfig, train_ner
+    from core.train.ner_train import NerConfig, train_ner
     from tests.conftest import TOY_SENTENCES
     from tests.ner_data import toy_ner_corpus
     from tests.tiny_models import build_tiny_bert

@@ -14,16 +14,9 @@ from core.data.corpus import Corpus, read_corpus
 from core.data.tags import Span, validate_tags
 from core.errors import ModelError, UserError
 from core.train.crf import CRF, bioes_allowed, constrain_bioes, log_partition, marginals, sequence_confidences
-from core.train.ner import (
-    Prediction,
-    encode_words,
-    evaluate,
-    label_set,
-    load_ner_model,
-    predict_corpus,
-    preset_config,
-    train_ner,
-)
+from core.train.ner_model import Prediction, encode_words, label_set, load_ner_model
+from core.train.ner_predict import evaluate, predict_corpus
+from core.train.ner_train import preset_config, train_ner
 from tests.ner_data import single_thread_torch, toy_ner_corpus, write_toy_conll  # noqa: F401 - fixture
 
 pytestmark = pytest.mark.usefixtures("single_thread_torch")
@@ -183,7 +176,7 @@ def test_evaluate_and_b2_encoder(trained_model):
 
 
 def test_strict_iobes_scoring_counts_only_exact_spans():
-    from core.train.ner import scores_from_tags
+    from core.train.ner_predict import scores_from_tags
 
     gold = [["B-PER", "E-PER", "O", "S-LOC"]]
     assert scores_from_tags(gold, gold)["f1"] == 1.0
@@ -214,7 +207,7 @@ def test_resume_continues_exactly(tiny_bert_dir, tmp_path):
 def test_dev_is_scored_at_the_training_precision(tiny_bert_dir, tmp_path, monkeypatch):
     """A bf16 run scores DEV under bf16 autocast too (an fp32 DEV pass cost more than the epoch's training
     on a bf16 CPU); an fp32 run does not, and the autocast does not outlive training (TEST evaluation is fp32)."""
-    import core.train.ner as ner_mod
+    import core.train.ner_train as ner_mod
 
     seen: list[bool] = []
     real = ner_mod._fast_scores

@@ -1,10 +1,10 @@
-"""core.runner.progress: the sub-step splitter, and the CLI bar that prints job log lines and no bar before an error."""
+"""core.progress: the sub-step splitter, and the CLI bar that prints job log lines and no bar before an error."""
 
 from __future__ import annotations
 
 import pytest
 
-from core.runner.progress import cli_progress, silent, sub
+from core.progress import cli_progress, silent, sub
 
 
 def test_sub_maps_a_part_onto_its_slice_and_prefixes_messages():

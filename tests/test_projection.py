@@ -12,7 +12,7 @@ from core.data.corpus import Corpus
 from core.data.workspace import Workspace
 from core.selection import projection
 from core.selection.projection import Group, Projection, project, save_projection, selection_groups, stratified_sample
-from core.selection.select import select
+from core.selection.strategies import select
 from tests.apptest import open_app
 from tests.conftest import TOY_SENTENCES
 

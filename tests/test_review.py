@@ -6,12 +6,12 @@ import threading
 
 import pytest
 
-from core.adapt.inspect import export_bytes, save_reviewed_corpus, spans_from_rows
-from core.adapt.review import ReviewConflict, ReviewStore, check_spans
 from core.data.corpus import read_corpus
 from core.data.tags import Span
 from core.data.workspace import Workspace
 from core.errors import UserError
+from core.review.predictions import export_bytes, save_reviewed_corpus, spans_from_rows
+from core.review.store import ReviewConflict, ReviewStore, check_spans
 
 TOKS_A = ["John", "Smith", "plays", "in", "New", "York", "."]
 TOKS_B = ["Paris", "is", "nice", "."]

@@ -41,8 +41,9 @@ def _runs_page(root, monkeypatch) -> AppTest:
     return open_app(root, monkeypatch, "views/runs.py")
 
 
-def test_runs_page_shows_jobs_tables_and_predictions(runs_ws, monkeypatch):
-    at = _runs_page(runs_ws, monkeypatch)
+def test_results_page_shows_tables_and_predictions_and_runs_lists_the_jobs(runs_ws, monkeypatch):
+    assert _runs_page(runs_ws, monkeypatch).selectbox(key="runs_selected").value is not None
+    at = open_app(runs_ws, monkeypatch, "views/results.py")
     tables = [df.value for df in at.dataframe]
     results = next(t for t in tables if "music" in getattr(t, "columns", []))
     assert list(results.index) == ["none", "dsir"] and results.loc["dsir", "music"] == "71.00 ± 1.41"
@@ -51,7 +52,6 @@ def test_runs_page_shows_jobs_tables_and_predictions(runs_ws, monkeypatch):
     htmls = " ".join(h.proto.body for h in at.get("html"))
     assert "Abba" in htmls and "∅" in htmls  # the missed gold span is marked
     assert any("test F1 0.667" in o for o in at.selectbox(key="pred_job").options)
-    assert at.selectbox(key="runs_selected").value is not None
 
 
 def test_ner_form_submits_a_job(runs_ws, monkeypatch):
@@ -118,12 +118,12 @@ def _values(v) -> list:
     return list(v)
 
 
-def test_runs_page_draws_sweep_figures_table5_and_lineage(sweep_ws, monkeypatch):
+def test_results_page_draws_sweep_figures_table5_and_lineage(sweep_ws, monkeypatch):
     import json
 
     from core.train.lineage import list_runs
 
-    at = _runs_page(sweep_ws, monkeypatch)
+    at = open_app(sweep_ws, monkeypatch, "views/results.py")
     charts = {c.proto.id: json.loads(c.proto.spec) for c in at.get("plotly_chart")} if at.get("plotly_chart") else {}
     titles = [spec["layout"]["title"]["text"] for spec in charts.values() if spec.get("layout", {}).get("title")]
     assert any(t.startswith("Fig. 2") for t in titles) and any(t.startswith("Fig. 4") for t in titles), titles

@@ -10,18 +10,13 @@ import pytest
 
 from core.data import demo as demo_mod
 from core.data.corpus import Corpus
-from core.data.stream import CorpusStream
+from core.data.stream import CorpusStream, open_corpus_stream
 from core.data.workspace import Workspace
 from core.lm.embed import corpus_digest
-from core.selection.select import (
-    find_selection,
-    list_selections,
-    load_selection,
-    open_dc,
-    rank_order,
-    select,
-    selection_texts,
-)
+from core.runner.params import PredictParams, ProjectParams
+from core.selection import store
+from core.selection.store import find_selection, list_selections, load_selection, selection_texts
+from core.selection.strategies import rank_order, select
 from tests.ner_data import single_thread_torch  # noqa: F401 - fixture
 
 
@@ -42,7 +37,7 @@ def test_streamed_demo_equals_generate_demo(tmp_path, monkeypatch):
 
 
 def test_corpus_stream_reads_batches_and_rows(ws20k):
-    stream = open_dc(ws20k, "dc")
+    stream = open_corpus_stream(ws20k, "dc")
     assert stream.streamed and len(stream) == 20_000 and stream.fields == ["id", "domain"]
     whole = ws20k.load_corpus("demo-dc")
     assert [len(b) for b in stream.batches(7_000)] == [7_000, 7_000, 6_000]
@@ -58,7 +53,7 @@ def test_corpus_stream_reads_batches_and_rows(ws20k):
 def test_streamed_selection_equals_in_memory(ws20k, strategy):
     tc, dc = ws20k.load_corpus("demo-tc"), ws20k.load_corpus("demo-dc")
     mem = select(tc, dc, strategy, 0.1)
-    streamed = select(tc, open_dc(ws20k, "dc"), strategy, 0.1, workspace=ws20k, names={"tc": "tc", "dc": "dc"})
+    streamed = select(tc, open_corpus_stream(ws20k, "dc"), strategy, 0.1, workspace=ws20k, names={"tc": "tc", "dc": "dc"})
     assert np.array_equal(mem.order, streamed.order) and np.allclose(mem.scores, streamed.scores, equal_nan=True)
     assert mem.summary()["domain_precision"] == streamed.summary()["domain_precision"] > 0.5
     # The in-memory algorithm of the previous code, computed independently: whole-corpus scores, lexsort.
@@ -93,17 +88,15 @@ def test_selection_store_one_place(tmp_path):
     tc = Corpus([["band", "album"], ["album", "tour"]])
     dc = Corpus([["tax", "law"], ["band", "album", "tour"], ["album"], ["court"]], fields={"domain": ["p", "m", "m", "p"]})
     ws.save_corpus(dc, "mydc", role="dc")
-    sel = select(tc, open_dc(ws, "dc"), "ppl", 2, workspace=ws, names={"tc": "tc", "dc": "mydc"})
+    sel = select(tc, open_corpus_stream(ws, "dc"), "ppl", 2, workspace=ws, names={"tc": "tc", "dc": "mydc"})
     metas = list_selections(ws)
     assert [m["key"] for m in metas] == [sel.key]
     assert find_selection(ws, sel.key[:8]) == sel.folder and find_selection(ws, "dc") is None
     texts = list(selection_texts(ws, sel.key))
     assert texts == [" ".join(dc.tokens[i]) for i in sel.indices]
-    from core.adapt.inspect import list_selections as inspect_list
-    from core.train.mlm import load_selection_texts
-
-    assert load_selection_texts(ws, sel.key) == texts
-    assert [r.key for r in inspect_list(ws)] == [sel.key] and inspect_list(ws)[0].size == 2
+    assert store.selected_indices(ws, sel.key) == sel.indices.tolist()
+    listed = store.list_selections(ws, in_workspace=True)
+    assert [m["key"] for m in listed] == [sel.key] and listed[0]["budget"] == 2 and listed[0]["label"].endswith(f"[{sel.key[:8]}]")
     out = tmp_path / "sc.csv"
     load_selection(ws, sel.key).write_export(out)
     assert out.read_text().splitlines()[0] == "text,score,rank,dc_index,domain"
@@ -126,7 +119,8 @@ def ray_local():
 
 @pytest.mark.slow  # starting Ray and its workers (torch imported in each) takes 60-120 s on 2 busy cores
 def test_ray_embed_and_select_equal_local(tmp_path, tiny_bert_dir, ray_local):
-    from core.lm.embed import cosine_agreement, embed_corpus
+    from core.lm.embed import embed_corpus
+    from core.lm.precision import cosine_agreement
 
     ws = Workspace(tmp_path / "ws")
     data = demo_mod.generate_demo(dc_size=300)
@@ -135,13 +129,13 @@ def test_ray_embed_and_select_equal_local(tmp_path, tiny_bert_dir, ray_local):
     on_ray = embed_corpus("dc", str(tiny_bert_dir), workspace=ws, ray=ray_local)
     assert on_ray.shape == local.shape and cosine_agreement(local, np.asarray(on_ray, dtype=np.float32)) >= 0.9999
     tc = data.tc
-    sel_ray = select(tc, open_dc(ws, "dc"), "ppl", 50, ray=ray_local)
+    sel_ray = select(tc, open_corpus_stream(ws, "dc"), "ppl", 50, ray=ray_local)
     sel_local = select(tc, data.dc, "ppl", 50)
     assert np.array_equal(sel_ray.order, sel_local.order)
     ws2 = Workspace(tmp_path / "ws2")
     ws2.save_corpus(data.dc, "dc", role="dc")
     cos_local = select(tc, data.dc, "cosine", 50, model=str(tiny_bert_dir))
-    cos_ray = select(tc, open_dc(ws2, "dc"), "cosine", 50, model=str(tiny_bert_dir), workspace=ws2, ray=ray_local)
+    cos_ray = select(tc, open_corpus_stream(ws2, "dc"), "cosine", 50, model=str(tiny_bert_dir), workspace=ws2, ray=ray_local)
     assert np.allclose(cos_local.scores, cos_ray.scores, atol=2e-3)  # float16 cache vs float32 in memory
     assert len(set(cos_local.indices.tolist()) & set(cos_ray.indices.tolist())) >= 48
 
@@ -149,15 +143,15 @@ def test_ray_embed_and_select_equal_local(tmp_path, tiny_bert_dir, ray_local):
 def test_parallel_row_group_passes_equal_sequential(ws20k, monkeypatch):
     """dsir and ppl over a large streamed DC run on every core, one row group set per worker."""
     import core.lm.dsir
-    import core.selection.select
+    import core.selection.strategies
 
     tc, dc = ws20k.load_corpus("demo-tc"), ws20k.load_corpus("demo-dc")
     mem = {s: select(tc, dc, s, 0.1) for s in ("dsir", "ppl")}
     monkeypatch.setattr(core.lm.dsir, "PARALLEL_MIN", 1000)
     monkeypatch.setattr(core.lm.dsir, "_KEEP_MATRICES", 1000)
-    monkeypatch.setattr(core.selection.select, "PARALLEL_MIN", 1000)
+    monkeypatch.setattr(core.selection.strategies, "PARALLEL_MIN", 1000)
     for s in ("dsir", "ppl"):
-        par = select(tc, open_dc(ws20k, "dc"), s, 0.1)
+        par = select(tc, open_corpus_stream(ws20k, "dc"), s, 0.1)
         assert np.array_equal(par.order, mem[s].order) and np.allclose(par.scores, mem[s].scores, equal_nan=True)
 
 
@@ -167,7 +161,7 @@ def test_parallel_row_group_passes_equal_sequential(ws20k, monkeypatch):
 def _reference_jsd(source, target, max_order=3):
     """The previous in-memory JSD (whole corpora encoded at once, index_ngrams), kept here as the reference."""
     from core.lm.ngram import Encoded, Vocabulary, encode, index_ngrams
-    from core.lm.similarity import _kl
+    from core.similarity.measures import _kl
 
     vocab = Vocabulary()
     es = encode(source, vocab, grow=True, padded=False)
@@ -218,7 +212,8 @@ def _same(a: dict, b: dict) -> bool:
 
 def test_similarity_streamed_equals_in_memory(ws2k, small_batches, monkeypatch, capsys):
     from core.data.workspace import resolve_corpus_ref
-    from core.lm.similarity import SimilarityParams, compare_corpora, corpus_text, ngram_jsd, similarity_matrix
+    from core.similarity.matrix import similarity_matrix
+    from core.similarity.measures import SimilarityParams, compare_corpora, corpus_text, ngram_jsd
 
     dc, tc = ws2k.load_corpus("demo-dc").tokens, ws2k.load_corpus("demo-tc").tokens
     params = SimilarityParams(measures=("tvc", "tvcc", "ppl", "jsd", "wvv", "ttr"), tvcc_method="approx", wvv_dim=16,
@@ -272,13 +267,13 @@ def test_map_samples_streamed_dc_equal_to_in_memory(ws2k, tmp_path, tiny_bert_di
 
     monkeypatch.setattr(projection, "umap_2d", lambda x, **k: (np.asarray(x, dtype=np.float32)[:, :2], "fake"))
     tc, dc = ws2k.load_corpus("demo-tc"), ws2k.load_corpus("demo-dc")
-    sel = select(tc, open_dc(ws2k, "dc"), "random", 300, seed=2, workspace=ws2k, names={"tc": "demo-tc", "dc": "demo-dc"})
+    sel = select(tc, open_corpus_stream(ws2k, "dc"), "random", 300, seed=2, workspace=ws2k, names={"tc": "demo-tc", "dc": "demo-dc"})
     mem_ws = Workspace(tmp_path / "mem")
     mem = projection.project(projection.selection_groups(tc, dc, sel), str(tiny_bert_dir), workspace=mem_ws,
                              max_points=60, seed=1)
     _refuse_dc_loads(monkeypatch, "demo-dc")
     ctx = SimpleNamespace(workspace=ws2k, progress=lambda f, m="": None, log=lambda m: None)
-    out = projection.projection_job({"selection": sel.key, "model": str(tiny_bert_dir), "max_points": 60, "seed": 1}, ctx)
+    out = projection.projection_job(ProjectParams(selection=sel.key, model=str(tiny_bert_dir), max_points=60, seed=1), ctx)
     streamed = projection.load_projection(ws2k, out["key"])
     assert out["sampled"] and out["points"] == 60 and streamed.key == mem.key
     pd.testing.assert_frame_equal(streamed.points, mem.points)
@@ -294,15 +289,9 @@ def test_ner_predict_streamed_equals_in_memory(tmp_path, tiny_bert_dir, monkeypa
     import torch
 
     from core.cli import main
-    from core.runner.progress import sub
-    from core.train.ner import (
-        build_ner_model,
-        load_ner_model,
-        ner_predict_job,
-        predict_corpus,
-        predict_to_file,
-        write_predictions,
-    )
+    from core.progress import sub
+    from core.train.ner_model import build_ner_model, load_ner_model
+    from core.train.ner_predict import ner_predict_job, predict_corpus, predict_to_file, write_predictions
 
     torch.manual_seed(0)
     build_ner_model(str(tiny_bert_dir), ["O", "B-PER", "I-PER", "E-PER", "S-PER"]).save(tmp_path / "ner")
@@ -315,13 +304,13 @@ def test_ner_predict_streamed_equals_in_memory(tmp_path, tiny_bert_dir, monkeypa
     _refuse_dc_loads(monkeypatch, "dc")
     monkeypatch.setattr(Workspace, "resolve_corpus", lambda *a, **k: (_ for _ in ()).throw(AssertionError("loaded whole")))
     seen: list[float] = []
-    out = predict_to_file(model, open_dc(ws, "dc"), tmp_path / "s.jsonl", batch_size=1, chunk=25,
+    out = predict_to_file(model, open_corpus_stream(ws, "dc"), tmp_path / "s.jsonl", batch_size=1, chunk=25,
                           progress=lambda f, m: seen.append(f))
     assert (tmp_path / "s.jsonl").read_text("utf-8") == expected and out["sentences"] == len(dc) == 60
     assert seen == sorted(seen) and seen[-1] == 1.0
     ctx = SimpleNamespace(workspace=ws, run_dir=tmp_path / "run", log=lambda m: None,
                           sub=lambda a, b, prefix="": sub(lambda f, m: None, a, b))
-    result = ner_predict_job({"model": str(tmp_path / "ner"), "corpus": "dc", "batch_size": 1}, ctx)
+    result = ner_predict_job(PredictParams(model=str(tmp_path / "ner"), corpus="dc", batch_size=1), ctx)
     assert (tmp_path / "run" / "predictions.jsonl").read_text("utf-8") == expected
     assert result["entities"] == sum(json.loads(x)["n_entities"] for x in expected.splitlines())
     assert main(["ner", "predict", "--model", str(tmp_path / "ner"), "dc", "--workspace", str(ws.root), "--batch-size", "1",

@@ -18,16 +18,10 @@ from core.data.corpus import Corpus
 from core.data.workspace import Workspace
 from core.errors import UserError
 from core.lm import embed
-from core.selection.select import (
-    Strategy,
-    list_selections,
-    load_selection,
-    overlap_matrix,
-    rank_order,
-    resolve_budget,
-    select,
-    topk_cosine,
-)
+from core.selection.compare import overlap_matrix
+from core.selection.kernels import topk_cosine
+from core.selection.store import list_selections, load_selection
+from core.selection.strategies import Strategy, rank_order, resolve_budget, select
 from tests.apptest import open_app
 
 
@@ -173,11 +167,12 @@ def test_ner_strategy_ranks_by_entity_count_then_c1(monkeypatch, tmp_path):
     (ner_dir / "ner_config.json").write_text(json.dumps({"labels": ["O", "B-PER"]}))
     spans = {"d0": 1, "d1": 3, "d2": 1, "d3": 0, "d4": 3, "d5": 1}
     c1 = {"d0": 0.5, "d1": 0.2, "d2": 0.9, "d3": 0.99, "d4": 0.2, "d5": 0.5}
-    fake = types.ModuleType("core.train.ner")
-    fake.load_ner_model = lambda path: ("model", path)
-    fake.predict_corpus = lambda model, c, batch_size=32, device="auto", progress=None: [
-        types.SimpleNamespace(spans=[object()] * spans[t], c1=c1[t], c2=0.0) for t in c.texts()]
-    monkeypatch.setitem(sys.modules, "core.train.ner", fake)
+    import core.train.ner_model
+    import core.train.ner_predict
+
+    monkeypatch.setattr(core.train.ner_model, "load_ner_model", lambda path: ("model", path))
+    monkeypatch.setattr(core.train.ner_predict, "predict_corpus", lambda model, c, batch_size=32, device="auto", progress=None: [
+        types.SimpleNamespace(spans=[object()] * spans[t], c1=c1[t], c2=0.0) for t in c.texts()])
     sel = select(corpus(TC), corpus(DC), "ner", 4, ner_model=str(ner_dir))
     assert sel.order.tolist() == [1, 4, 2, 0, 5, 3]  # 3 entities (tie on c1 -> index), then 1 entity by c1, index
     assert sel.scores.tolist() == [1, 3, 1, 0, 3, 1]
@@ -188,8 +183,7 @@ def test_ner_strategy_ranks_by_entity_count_then_c1(monkeypatch, tmp_path):
         select(corpus(TC), corpus(DC), "ner", 4, ner_model=str(ner_dir))
 
 
-def test_ner_strategy_without_core_ner_says_it_needs_a_ner_model(monkeypatch, tmp_path):
-    monkeypatch.setitem(sys.modules, "core.train.ner", None)  # import fails
+def test_ner_strategy_on_a_folder_that_is_no_ner_model_says_so(tmp_path):
     (tmp_path / "config.json").write_text("{}")
     with pytest.raises(UserError, match="NER model"):
         select(corpus(TC), corpus(DC), "ner", 2, ner_model=str(tmp_path))
@@ -235,7 +229,7 @@ def test_mlm_pseudo_perplexity_matches_one_by_one_reference(tiny_mlm_dir):
     import torch
     from transformers import AutoModelForMaskedLM, AutoTokenizer
 
-    from core.selection.select import pseudo_perplexities
+    from core.lm.pseudo_ppl import pseudo_perplexities
 
     texts = ["John Smith plays the guitar in London .", "Paris is the capital of France .", "The party won ."]
     got = pseudo_perplexities(texts, str(tiny_mlm_dir), batch_size=5)
@@ -365,7 +359,7 @@ def test_selection_job_runs_on_workspace_corpora(tmp_path):
 
 def test_ranking_table_reads_dc_texts_when_dc_was_named_by_its_role(tmp_path):
     from core.runner import jobs
-    from core.selection.select import ranking_table
+    from core.selection.compare import ranking_table
 
     ws = Workspace(tmp_path / "ws")
     ws.save_corpus(corpus(["t a", "t b"], ["x", "x"]), "my-tc", role="tc")

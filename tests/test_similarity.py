@@ -13,19 +13,18 @@ from core.cli import main
 from core.data.corpus import read_corpus
 from core.data.workspace import Workspace
 from core.errors import UserError
-from core.lm.similarity import (
+from core.runner import jobs
+from core.similarity.correlation import correlate_with_f1, finished_f1_runs
+from core.similarity.matrix import similarity_matrix
+from core.similarity.measures import (
     SimilarityParams,
     compare_corpora,
-    correlate_with_f1,
-    finished_f1_runs,
     ngram_jsd,
     sample_subcorpora,
-    similarity_matrix,
     train_word_vectors,
     type_token_ratio,
     word_vector_variance,
 )
-from core.runner import jobs
 from tests.apptest import open_app
 
 FAST = ("tvc", "tvcc", "ppl", "jsd", "ttr")

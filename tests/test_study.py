@@ -11,19 +11,18 @@ import torch
 from core.cli import build_parser
 from core.data.corpus import Corpus, write_corpus
 from core.experiments.study import DOMAINS, crossner_protocol, dev_halves
-from core.runner import jobtypes
-from core.train import mlm, ner
+from core.train import mlm, ner_train, presets
 from core.train.training import adamw
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_preset_names_agree_everywhere():
-    assert set(jobtypes.PRESETS) == set(ner.PRESETS) == set(mlm.PRESETS)
-    assert "study" in jobtypes.PRESETS
+    assert set(presets.PRESETS) == set(presets.NER) == set(presets.MLM)
+    assert "study" in presets.PRESETS
     for command in ("mlm", "ner", "experiment"):
-        assert set(jobtypes.PRESET_NOTES[command]) == set(jobtypes.PRESETS)
-    assert ner.preset_config("study").patience and mlm.preset_config("study").max_steps
+        assert set(presets.NOTES[command]) == set(presets.PRESETS)
+    assert ner_train.preset_config("study").patience and mlm.preset_config("study").max_steps
 
 
 @pytest.mark.parametrize("argv", [["mlm", "--help"], ["ner", "train", "--help"], ["experiment", "--help"]])

@@ -73,7 +73,7 @@ def test_corpora_browser_searches_filters_and_pages(small_ws, monkeypatch):
 
 
 def test_tiny_preset_keeps_its_epochs_and_the_panel_shows_the_new_job(small_ws, monkeypatch):
-    from core.train.ner import preset_config
+    from core.train.ner_train import preset_config
 
     ws = Workspace(small_ws)
     older = jobs.submit(ws, "sleep", {"seconds": 0}, start=False)
@@ -133,7 +133,8 @@ def test_budget_zero_disables_run_selection_with_a_message(small_ws, monkeypatch
 
 
 def test_dsir_ranking_shows_the_sampled_key(small_ws, monkeypatch):
-    from core.selection.select import list_selections, load_selection, ranking_table
+    from core.selection.compare import ranking_table
+    from core.selection.store import list_selections, load_selection
 
     ws = Workspace(small_ws)
     jobs.run_inline(ws, "select", {"tc": "demo-tc", "dc": "demo-dc", "strategy": "dsir", "budget": 0.2, "seed": 3})
@@ -150,7 +151,7 @@ def test_dsir_ranking_shows_the_sampled_key(small_ws, monkeypatch):
 
 
 def test_selftrain_states_a_preset_difference(small_ws, monkeypatch):
-    from core.adapt.inspect import model_preset
+    from core.train.lineage import model_preset
 
     ws = Workspace(small_ws)
     base = jobs.submit(ws, "ner", {"train": "demo-lc", "preset": "demo"}, start=False)
@@ -239,7 +240,7 @@ def test_augment_form_can_allow_a_degenerate_model(small_ws, monkeypatch):
     _no_start(monkeypatch)
     model = small_ws / "mlm-model"
     model.mkdir(exist_ok=True)
-    monkeypatch.setattr("core.adapt.inspect.list_mlm_models", lambda ws: [str(model)])
+    monkeypatch.setattr("core.review.predictions.list_mlm_models", lambda ws: [str(model)])
     at = open_app(small_ws, monkeypatch, "views/adapt.py")
     assert not at.exception
     assert at.selectbox(key="aug_check_tc").value == "demo-tc"

@@ -103,7 +103,7 @@ def test_outputs_honour_the_umask(tmp_path):
         atomic_write_json(tmp_path / "private.json", {})
     finally:
         os.umask(old)
-    mode = lambda p: stat.S_IMODE(os.stat(p).st_mode)  # noqa: E731
+    mode = lambda p: stat.S_IMODE(os.stat(p).st_mode)
     assert (mode(tmp_path / "a.json"), mode(tmp), mode(tmp_path / "model")) == (0o644, 0o644, 0o755)
     assert mode(tmp_path / "private.json") == 0o600
 

@@ -6,12 +6,14 @@ from __future__ import annotations
 import streamlit as st
 
 from core.adapt import augment as aug
-from core.adapt import inspect as insp
-from core.adapt.highlight import CSS, augmented_html, type_colors
+from core.adapt import selftrain as self_training
 from core.data.corpus import corpus_bytes, read_corpus
 from core.data.tags import spans_from_tags
 from core.data.workspace import Role
-from core.runner.jobtypes import DEFAULT_PRESET, PRESETS
+from core.review import predictions
+from core.review.highlight import CSS, augmented_html, type_colors
+from core.train import lineage
+from core.train.presets import preset_choices
 from ui import (
     corpus_picker,
     get_workspace,
@@ -35,8 +37,8 @@ def selftrain_tab() -> None:
                "threshold chosen on DEV by the confidence error rate, add k = ratio x |LC| of them to LC, retrain from scratch.")
     c = st.columns(3)
     with c[0]:
-        model = model_picker("NER model trained on LC", "st_model", insp.list_ner_models(ws))
-        measure = st.radio("Confidence", aug.MEASURES, key="st_measure", horizontal=True,
+        model = model_picker("NER model trained on LC", "st_model", predictions.list_ner_models(ws))
+        measure = st.radio("Confidence", self_training.MEASURES, key="st_measure", horizontal=True,
                            captions=["sequence posterior", "min tag marginal"])
     with c[1]:
         lc = corpus_picker(ws, "LC", Role.LC, key="st_lc", labeled=True)
@@ -44,9 +46,9 @@ def selftrain_tab() -> None:
         test = corpus_picker(ws, "TEST", Role.TEST, key="st_test", labeled=True, allow_none=True)
     with c[2]:
         unlabeled, sel_key = source_picker(ws, "st", Role.DC)
-        ratio = st.selectbox("k = ratio x |LC|", aug.RATIOS, index=1, key="st_ratio")
-        presets = [DEFAULT_PRESET, *(p for p in PRESETS if p != DEFAULT_PRESET)]  # core.runner.jobtypes: one list
-        trained_with = insp.model_preset(model) if model else None
+        ratio = st.selectbox("k = ratio x |LC|", self_training.RATIOS, index=1, key="st_ratio")
+        presets = preset_choices()  # core.train.presets: one list, the default first
+        trained_with = lineage.model_preset(model) if model else None
         preset = st.selectbox("Retraining preset", presets, key=f"st_preset_{trained_with}",
                               index=presets.index(trained_with) if trained_with in presets else 0,
                               help="The NER model's own preset by default, so the F1 comparison measures self-training alone.")
@@ -59,14 +61,14 @@ def selftrain_tab() -> None:
     if not (model and lc and dev):
         st.info("Pick a NER model, LC and DEV.")
         return
-    req = run_guarded(lambda: insp.prediction_request(ws, model, dev))
+    req = run_guarded(lambda: predictions.prediction_request(ws, model, dev))
     threshold: float | str = "auto"
     if req is not None and predictions_ready(req, "st_dev_job", "DEV confidences"):
-        curve = aug.cer_curve(*aug.cer_inputs_from_rows(load_prediction_rows(req.key, req), measure))
-        best = aug.optimal_threshold(curve)
+        curve = self_training.cer_curve(*self_training.cer_inputs_from_rows(load_prediction_rows(req.key, req), measure))
+        best = self_training.optimal_threshold(curve)
         threshold = st.slider("Threshold (the CER-optimal one, or lower for more pseudo-labels)", 0.0, 1.0, best, 0.01,
                               key=f"st_threshold_{measure}")
-        st.plotly_chart(aug.cer_figure(curve, best, threshold, measure), key="st_cer_plot")
+        st.plotly_chart(self_training.cer_figure(curve, best, threshold, measure), key="st_cer_plot")
     if st.button("Start self-training", key="st_go", type="primary"):
         submit_job("selftrain", {"model": model, "lc": lc, "dev": dev, "test": test, "unlabeled": unlabeled, "selection": sel_key,
                                  "measure": measure, "threshold": threshold, "ratio": ratio, "preset": preset}, "st_job")
@@ -79,7 +81,7 @@ def selftrain_tab() -> None:
             m[0].metric("Threshold", f"{r['threshold']:.3f}", help=f"CER-optimal: {r['optimal_threshold']:.3f}")
             m[1].metric("Pseudo-labeled", r["pseudo_labeled"], help=f"{r['confident']} confident of {r['unlabeled']}")
             if "baseline_f1" in r:
-                base_preset, new_preset = insp.model_preset(job.params["model"]), job.params.get("preset", "demo")
+                base_preset, new_preset = lineage.model_preset(job.params["model"]), job.typed_params().preset
                 m[2].metric(f"TEST F1, LC model ({base_preset or 'preset unknown'})", f"{r['baseline_f1']:.4f}")
                 m[3].metric(f"TEST F1, self-trained ({new_preset})", f"{r['selftrain_f1']:.4f}",
                             f"{r['selftrain_f1'] - r['baseline_f1']:+.4f}")
@@ -97,7 +99,7 @@ def augment_tab() -> None:
     c = st.columns(3)
     with c[0]:
         lc = corpus_picker(ws, "LC", Role.LC, key="aug_lc", labeled=True)
-        model = model_picker("Masked LM", "aug_model", insp.list_mlm_models(ws))
+        model = model_picker("Masked LM", "aug_model", predictions.list_mlm_models(ws))
     with c[1]:
         sampling = st.selectbox("Sampling", aug.SAMPLINGS, key="aug_sampling")
         order = st.selectbox("Order", aug.ORDERS, key="aug_order")
@@ -105,7 +107,7 @@ def augment_tab() -> None:
                                  format_func=lambda k: {"top": "top token", "joint": "probability x Levenshtein"}[k])
     with c[2]:
         min_prob = st.number_input("Min token probability", 0.0, 1.0, 0.0, 0.01, key="aug_min_prob")
-        ner_model = model_picker("NER model for filtering", "aug_ner", insp.list_ner_models(ws), optional=True)
+        ner_model = model_picker("NER model for filtering", "aug_ner", predictions.list_ner_models(ws), optional=True)
         min_conf = st.number_input("Min NER confidence (c1)", 0.0, 1.0, 0.0, 0.01, key="aug_min_conf", disabled=not ner_model)
     g = st.columns(2)
     with g[0]:

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import streamlit as st
 
-from core.adapt import inspect as insp
-from core.adapt.highlight import legend_html, page_css, prediction_html, sentence_html, type_colors
-from core.adapt.review import ReviewConflict, ReviewStore
 from core.data.tags import Span
 from core.data.workspace import Role
 from core.errors import UserError
+from core.review import predictions
+from core.review.highlight import legend_html, page_css, prediction_html, sentence_html, type_colors
+from core.review.store import ReviewConflict, ReviewStore
+from core.selection import store as selection_store
 from ui import get_workspace, load_prediction_rows, model_picker, predictions_ready, run_guarded, source_picker
 
 ws = get_workspace()
@@ -59,27 +60,29 @@ def move_cursor(step: int) -> None:
 def review_tab() -> None:
     c = st.columns([2, 2, 2, 1])
     with c[0]:
-        model = model_picker("NER model (finished run)", "insp_model", insp.list_ner_models(ws))
+        model = model_picker("NER model (finished run)", "insp_model", predictions.list_ner_models(ws))
     with c[1]:
         corpus, sel_key = source_picker(ws, "insp", Role.DC)
     status_sel = None
-    if corpus and (over := [s for s in insp.list_selections(ws) if s.dc == corpus]):
+    if corpus and (over := [m["key"] for m in selection_store.list_selections(ws, dc=corpus)]):
+        labels = {m["key"]: m["label"] for m in selection_store.list_selections(ws, dc=corpus)}
         with c[2]:
             status_sel = st.selectbox("Selected-vs-filtered status from", [None, *over], key="insp_status_sel",
-                                      format_func=lambda s: "(no selection)" if s is None else s.label)
+                                      format_func=lambda k: "(no selection)" if k is None else labels[k])
     c[3].text_input("Annotator", key="insp_reviewer", placeholder="your name",
                     help="Saved with each decision: progress is counted per annotator, exports can keep one annotator's work.")
     if not model:
         st.info("Train a NER model on the Runs page (or name a model folder) to inspect its predictions.")
         return
-    req = run_guarded(lambda: insp.prediction_request(ws, model, corpus, sel_key))
+    req = run_guarded(lambda: predictions.prediction_request(ws, model, corpus, sel_key))
     if req is None or not predictions_ready(req, "insp_predict_job", "entities"):
         return
     rows = load_prediction_rows(req.key, req)
     store = ReviewStore(ws, req.review_key)
-    selected = set(req.indices) if req.indices is not None else set(insp.selected_indices(status_sel)) if status_sel else None
+    selected = (set(req.indices) if req.indices is not None
+                else set(selection_store.selected_indices(ws, status_sel)) if status_sel else None)
     items = store.items()
-    df = insp.inspection_table(rows, items, selected)
+    df = predictions.inspection_table(rows, items, selected)
     has_gold = any("gold_spans" in r for r in rows[:1])
     types = sorted({t for ts in df["types"] for t in ts} | {d["type"] for r in rows for d in r.get("gold_spans", [])}
                    | {s.type for it in items.values() for s in it.spans})
@@ -88,12 +91,12 @@ def review_tab() -> None:
     want_types = f[1].multiselect("Entity types", types, key="insp_types")
     top = max(int(df["n_entities"].max()), 1)
     lo, hi = f[2].slider("Predicted entities", 0, top, (0, top), key="insp_nents")
-    review = f[3].multiselect("Review state", insp.REVIEW_STATES, key="insp_review")
+    review = f[3].multiselect("Review state", predictions.REVIEW_STATES, key="insp_review")
     sel_state = f[4].multiselect("Selection", ["selected", "filtered"], key="insp_selstate") if selected is not None else []
-    sort_by = f[5].selectbox("Sort by", list(insp.SORT_KEYS), key="insp_sort",
+    sort_by = f[5].selectbox("Sort by", list(predictions.SORT_KEYS), key="insp_sort",
                              format_func=lambda k: {"entities": "# predicted entities (NER-Selected)"}.get(k, k))
     descending = f[5].toggle("Descending", value=True, key="insp_desc")
-    view = insp.filter_table(df, query, want_types, lo, hi, review, sel_state, sort_by, descending)
+    view = predictions.filter_table(df, query, want_types, lo, hi, review, sel_state, sort_by, descending)
     progress_panel(store, len(df), len(view))
     colors = type_colors(types)
     st.html(legend_html(colors, gold=has_gold))
@@ -122,7 +125,7 @@ def review_tab() -> None:
         item = items.get(i)
         reviewed = item is not None and item.status != "pending"
         state = item.status if reviewed else "unreviewed"
-        spans = item.spans if reviewed and item.status != "rejected" else insp.row_spans(row)
+        spans = item.spans if reviewed and item.status != "rejected" else predictions.row_spans(row)
         version = item.version if item else 0
         current = pos == cursor
         if current:
@@ -132,7 +135,7 @@ def review_tab() -> None:
             who = f" by {item.reviewer}" if reviewed and item.reviewer else ""
             st.markdown(f"{'▶ ' if current else ''}**#{i}** · {line['n_entities']} predicted · c1 {line['c1']:.3f} · "
                         f"c2 {line['c2']:.3f}{where} · state: :{BADGE[state]}-badge[{state}]{who}")
-            gold = insp.row_spans(row, "gold_spans") if "gold_spans" in row else None
+            gold = predictions.row_spans(row, "gold_spans") if "gold_spans" in row else None
             st.html(prediction_html(row["tokens"], spans, colors, gold, label="review" if reviewed else "pred"))
             b = st.columns([1, 1, 1, 5])
             args = (req.review_key, i)
@@ -179,14 +182,14 @@ def edit_draft(index: int, n_tokens: int, remove: bool) -> None:
         if not remove and not chosen:
             raise UserError("pick an entity type (or type a new one) first")
         draft = st.session_state.get(f"insp_draft_{index}", [])
-        st.session_state[f"insp_draft_{index}"] = insp.apply_span_edit(draft, picked, None if remove else chosen, n_tokens)
+        st.session_state[f"insp_draft_{index}"] = predictions.apply_span_edit(draft, picked, None if remove else chosen, n_tokens)
         st.session_state[f"insp_grid_gen_{index}"] = st.session_state.get(f"insp_grid_gen_{index}", 0) + 1
         st.session_state.pop("insp_edit_error", None)
     except UserError as exc:
         st.session_state["insp_edit_error"] = str(exc)
 
 
-def span_editor(req: insp.PredictionRequest, row: dict, types: list, colors: dict, version: int) -> None:
+def span_editor(req: predictions.PredictionRequest, row: dict, types: list, colors: dict, version: int) -> None:
     i, tokens = row["index"], row["tokens"]
     draft = st.session_state.get(f"insp_draft_{i}", [])
     with st.container(border=True, key=f"insp_editor_{i}"):
@@ -227,13 +230,13 @@ def export_panel(store: ReviewStore) -> None:
         who = c[2].multiselect("Annotators", names, key="insp_export_who", placeholder="all annotators",
                                format_func=lambda n: n or "(no name)") if len(names) > 1 else []
         reviewers = who or None
-        data = run_guarded(lambda: insp.export_bytes(store, fmt, scheme, reviewers))
+        data = run_guarded(lambda: predictions.export_bytes(store, fmt, scheme, reviewers))
         if data:
             c[3].download_button("Download", data, file_name=f"reviewed.{fmt}", key="insp_download")
         d = st.columns([2, 1, 3])
         name = d[0].text_input("Save as workspace corpus", value="reviewed", key="insp_save_name")
         if d[1].button("Save corpus", key="insp_save"):
-            info = run_guarded(lambda: insp.save_reviewed_corpus(ws, store, name, None, reviewers), "Could not save")
+            info = run_guarded(lambda: predictions.save_reviewed_corpus(ws, store, name, None, reviewers), "Could not save")
             if info:
                 st.success(f"Saved {info.sentences} sentences as {info.name!r}: add it to LC on the Corpora page or train on it.")
 

@@ -19,7 +19,7 @@ from core.selection.mapview import (
     search_mask,
 )
 from core.selection.projection import DEFAULT_MAX_POINTS, list_projections, load_projection, sample_rows
-from core.selection.select import list_selections, selection_label
+from core.selection.store import list_selections, selection_label
 from ui import get_workspace, job_status, latest_job, run_guarded, submit_job
 
 ws = get_workspace()

@@ -8,17 +8,11 @@ import plotly.express as px
 import streamlit as st
 
 from core.data.workspace import Role
+from core.selection.compare import overlap_matrix, ranking_table, score_histogram
 from core.selection.coverage import selection_coverage
-from core.selection.select import (
-    EXPORT_FORMATS,
-    Strategy,
-    list_selections,
-    load_selection,
-    overlap_matrix,
-    ranking_table,
-    score_histogram,
-    selection_label,
-)
+from core.selection.selection import EXPORT_FORMATS
+from core.selection.store import list_selections, load_selection, selection_label
+from core.selection.strategies import Strategy
 from ui import corpus_picker, get_workspace, job_status, latest_job, run_guarded, submit_job
 
 ws = get_workspace()

@@ -12,7 +12,8 @@ import plotly.express as px
 import streamlit as st
 
 from core.data.workspace import Role
-from core.lm.similarity import MEASURES, PAIRWISE, correlate_with_f1, finished_f1_runs
+from core.similarity.correlation import correlate_with_f1, finished_f1_runs
+from core.similarity.measures import MEASURES, PAIRWISE
 from ui import corpus_names, get_workspace, job_status, latest_job, run_guarded, submit_job
 
 JOB_KEY = "similarity_job"

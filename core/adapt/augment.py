@@ -1,20 +1,5 @@
-"""Data adaptation for low-resource NER (Tokarchuk et al. 2021): self-training with CRF
-confidences (Section 3) and masked-LM augmentation of the labeled corpus (Section 4).
-
-Self-training: a NER model trained on LC labels unlabeled sentences; a confidence measure
-(c1 = posterior of the Viterbi sequence, c2 = smallest marginal of a decoded tag) and a
-threshold chosen by the confidence error rate on DEV keep the trustworthy ones; k = ratio x |LC|
-of them are sampled and a fresh model is trained from the base encoder on LC + pseudo-labels.
-
-Confidence error rate (our definition, after the paper's Figure 2): a DEV sentence is *correct*
-when the predicted tag sequence equals the gold one exactly. For a threshold t the confidence
-measure "claims" correctness when conf >= t, so its errors are confident-but-wrong plus
-unconfident-but-right sentences::
-
-    CER(t) = (#{wrong, conf >= t} + #{correct, conf < t}) / N
-
-t = 0 gives the model's sentence error rate, t above every confidence gives its sentence
-accuracy; the CER-optimal t lies between. Ties go to the lowest t (more pseudo-labels).
+"""Masked-LM augmentation of the labeled corpus for low-resource NER (Tokarchuk et al. 2021, Section 4);
+self-training (Section 3) is core.adapt.selftrain.
 
 MLM augmentation: tokens chosen by a sampling mode are masked at the word level and replaced
 by a masked LM's prediction, keeping the label sequence as is:
@@ -37,254 +22,49 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from core.adapt.selftrain import MEASURES
+from core.data.atomic import json_default
 from core.data.corpus import Corpus, write_corpus
 from core.data.tags import spans_from_tags
 from core.errors import ModelError, UserError
+from core.progress import Progress
+from core.runner.params import AugmentSettings
+from core.train.ner_model import load_ner_model
+from core.train.ner_predict import predict_corpus
 
-Progress = Callable[[float, str], None]
-MEASURES = ("c1", "c2")
+if TYPE_CHECKING:
+    from core.runner.jobs import JobContext
+    from core.runner.params import AugmentParams
+
 SAMPLINGS = ("entity", "context", "random-context", "mixed")
 ORDERS = ("independent", "conditional")
 CRITERIA = ("top", "joint")
-RATIOS = (0.5, 1.0, 2.0)  # k = ratio x |LC| in the paper's experiments
 
 
 # --------------------------------------------------------------------------- confidence error rate
 
 
-def confidence_error_rate(confidences: Sequence[float], correct: Sequence[bool], threshold: float) -> float:
-    """CER(t) as defined in the module docstring."""
-    if len(confidences) != len(correct):
-        raise ValueError(f"{len(confidences)} confidences for {len(correct)} correctness flags")
-    if not confidences:
-        raise UserError("the confidence error rate needs at least one DEV sentence")
-    errors = sum(1 for c, ok in zip(confidences, correct) if (c >= threshold) != bool(ok))
-    return errors / len(confidences)
-
-
-def threshold_grid(steps: int = 100) -> list[float]:
-    return [round(i / steps, 6) for i in range(steps + 1)]
-
-
-def cer_curve(confidences: Sequence[float], correct: Sequence[bool], grid: Sequence[float] | None = None) -> list[dict[str, float]]:
-    """CER over a threshold grid, with the share of sentences kept at each threshold."""
-    grid = list(grid) if grid is not None else threshold_grid()
-    n = len(confidences)
-    return [{"threshold": t, "cer": confidence_error_rate(confidences, correct, t),
-             "kept": sum(1 for c in confidences if c >= t) / max(n, 1)} for t in grid]
-
-
-def optimal_threshold(curve: Sequence[dict[str, float]]) -> float:
-    best = min(p["cer"] for p in curve)
-    return min(p["threshold"] for p in curve if p["cer"] == best)
-
-
-def cer_inputs_from_rows(rows: Sequence[dict[str, Any]], measure: str) -> tuple[list[float], list[bool]]:
-    """Confidences and exact-match correctness from cached prediction rows of a labeled corpus
-    (core.train.ner.write_predictions: `spans`, `gold_spans`, `c1`, `c2`)."""
-    if measure not in MEASURES:
-        raise UserError(f"unknown confidence measure {measure!r}: expected c1 or c2")
-    if rows and "gold_spans" not in rows[0]:
-        raise UserError("the CER needs a labeled corpus (DEV): these predictions have no gold spans")
-
-    def key(spans: Sequence[dict[str, Any]]) -> set[tuple[int, int, str]]:
-        return {(int(d["start"]), int(d["end"]), str(d["type"])) for d in spans}
-
-    return [float(r[measure]) for r in rows], [key(r["spans"]) == key(r["gold_spans"]) for r in rows]
-
-
-def cer_figure(curve: Sequence[dict[str, float]], optimal: float, chosen: float | None = None, measure: str = "c1"):
-    """CER and kept share against the threshold, as in Tokarchuk et al. Figure 2 (plotly)."""
-    import plotly.graph_objects as go
-
-    fig = go.Figure()
-    fig.add_scatter(x=[p["threshold"] for p in curve], y=[p["cer"] for p in curve], name="CER (DEV)", mode="lines")
-    fig.add_scatter(x=[p["threshold"] for p in curve], y=[p["kept"] for p in curve], name="share kept", mode="lines",
-                    line={"dash": "dot"})
-    fig.add_vline(x=optimal, line_color="green", annotation_text=f"CER-optimal {optimal:.2f}")
-    if chosen is not None and chosen != optimal:
-        fig.add_vline(x=chosen, line_color="orange", line_dash="dash", annotation_text=f"chosen {chosen:.2f}",
-                      annotation_position="bottom right")
-    fig.update_layout(xaxis_title=f"threshold on {measure}", yaxis_title="rate", height=360,
-                      margin={"l": 10, "r": 10, "t": 30, "b": 10}, legend={"orientation": "h"})
-    return fig
-
-
 # --------------------------------------------------------------------------- self-training
-
-
-def _ner():
-    try:
-        from core.train import ner
-    except ImportError as exc:  # core/train/ner.py is written separately; say what is missing, not a traceback
-        raise UserError(f"NER support (core/train/ner.py) is not available: {exc}") from exc
-    return ner
-
-
-def pseudo_label_sample(predictions: Sequence[Any], measure: str, threshold: float, k: int, seed: int = 0) -> list[int]:
-    """Indices of k predictions drawn uniformly among those with confidence >= threshold
-    (all of them when fewer are confident)."""
-    if measure not in MEASURES:
-        raise UserError(f"unknown confidence measure {measure!r}: expected c1 or c2")
-    confident = [i for i, p in enumerate(predictions) if getattr(p, measure) >= threshold]
-    if len(confident) <= k:
-        return confident
-    return sorted(random.Random(seed).sample(confident, k))
-
-
-def dev_confidences(model: Any, dev: Corpus, measure: str, progress: Progress | None = None) -> tuple[list[float], list[bool]]:
-    """Confidence and exact-sequence correctness of every DEV sentence (BIO compared as spans,
-    so a BIOES-trained model and a BIO file agree)."""
-    preds = _ner().predict_corpus(model, dev.unlabeled(), progress=progress)
-    correct = [set(p.spans) == set(spans_from_tags(g)) for p, g in zip(preds, dev.tags)]
-    return [float(getattr(p, measure)) for p in preds], correct
-
-
-def _base_recipe(model_dir: str | Path, preset: str, overrides: dict[str, Any] | None, seed: int) -> tuple[str, Any]:
-    """The base encoder the NER model was fine-tuned from (its ner_config.json) and the
-    training settings, so retraining "from scratch" repeats the LC recipe on more data."""
-    ner = _ner()
-    path = Path(model_dir) / "ner_config.json"
-    if not path.exists():
-        raise UserError(f"{model_dir} is not a NER model folder (no ner_config.json); train a NER model first")
-    saved = json.loads(path.read_text("utf-8"))
-    settings = {"dropout": saved.get("dropout"), "max_length": saved.get("max_length"), "seed": seed, **(overrides or {})}
-    return str(saved.get("base_model") or "default"), ner.preset_config(preset, **settings)
-
-
-def self_train(model_dir: str | Path, lc: Corpus, unlabeled: Corpus, dev: Corpus, test: Corpus | None, out_dir: str | Path,
-               measure: str = "c1", threshold: float | str = "auto", ratio: float = 1.0, seed: int = 1,
-               preset: str = "demo", config: dict[str, Any] | None = None, progress: Progress | None = None,
-               log: Callable[[str], None] | None = None, metric: Callable[..., None] | None = None) -> dict[str, Any]:
-    """The whole Section 3 recipe; returns thresholds, the CER curve, counts and test F1 of the
-    LC model (baseline) and of the self-trained one."""
-    if measure not in MEASURES:
-        raise UserError(f"unknown confidence measure {measure!r}: expected c1 or c2")
-    if ratio <= 0:
-        raise UserError(f"ratio must be positive (k = ratio x |LC|), got {ratio}")
-    for name, corpus in (("LC", lc), ("DEV", dev)) + ((("TEST", test),) if test is not None else ()):
-        if not corpus.labeled:
-            raise UserError(f"{name} must be labeled")
-    ner = _ner()
-    report = progress or (lambda f, m: None)
-    say = log or (lambda m: None)
-
-    def sub(a: float, b: float, prefix: str) -> Progress:
-        from core.runner.progress import sub as part
-
-        return part(report, a, b, prefix)
-
-    model = ner.load_ner_model(str(model_dir))
-    confs, correct = dev_confidences(model, dev, measure, sub(0.0, 0.1, "DEV: "))
-    curve = cer_curve(confs, correct)
-    best = optimal_threshold(curve)
-    chosen = best if threshold in (None, "auto") else float(threshold)
-    if not 0.0 <= chosen <= 1.0:
-        raise UserError(f"threshold must lie in [0, 1] or be 'auto', got {threshold}")
-    say(f"CER-optimal {measure} threshold on DEV: {best:.3f} (CER {min(p['cer'] for p in curve):.3f}); using {chosen:.3f}")
-    preds = ner.predict_corpus(model, unlabeled.unlabeled(), progress=sub(0.1, 0.3, f"pseudo-labelling {len(unlabeled):,} sentences: "))
-    k = max(1, round(ratio * len(lc)))
-    picked = pseudo_label_sample(preds, measure, chosen, k, seed)
-    n_confident = sum(1 for p in preds if getattr(p, measure) >= chosen)
-    say(f"{n_confident} of {len(preds)} unlabeled sentences reach {measure} >= {chosen:.3f}; sampled {len(picked)} (k = {k})")
-    if not picked:
-        raise UserError(f"no unlabeled sentence reaches {measure} >= {chosen:.3f}: lower the threshold")
-    pseudo = Corpus(tokens=[list(preds[i].tokens) for i in picked], tags=[list(preds[i].tags) for i in picked],
-                    name="pseudo")
-    train = Corpus.concat([Corpus(tokens=lc.tokens, tags=lc.tags, name="lc"), pseudo], name="lc+pseudo")
-    base, recipe = _base_recipe(model_dir, preset, config, seed)
-    out_dir = Path(out_dir)
-    write_corpus(pseudo, out_dir.parent / f"{out_dir.name}-pseudo.conll", fmt="conll")
-    trained = ner.train_ner(train, dev, base, str(out_dir), recipe, log=log, metric=metric,
-                  progress=sub(0.3, 0.95, f"retraining on {len(lc)} LC + {len(picked)} pseudo-labeled: "))
-    result: dict[str, Any] = {
-        "measure": measure, "threshold": chosen, "optimal_threshold": best, "cer_curve": curve,
-        "dev_sentence_accuracy": sum(correct) / max(len(correct), 1), "unlabeled": len(preds), "confident": n_confident,
-        "k": k, "pseudo_labeled": len(picked), "train_sentences": len(train), "model_dir": str(out_dir), "base_model": base,
-    }
-    if test is not None:
-        report(0.95, "evaluating on TEST")
-        baseline = ner.evaluate(model, test)
-        retrained = ner.evaluate(ner.load_ner_model(str(out_dir)), test)
-        result.update(baseline_f1=float(baseline["f1"]), selftrain_f1=float(retrained["f1"]),
-                      baseline=_plain(baseline), selftrain=_plain(retrained))
-        say(f"TEST F1: LC model {baseline['f1']:.4f}, self-trained {retrained['f1']:.4f}")
-        from core.adapt.quality import weak_f1_reason
-
-        warnings = [w for w in (weak_f1_reason(float(baseline["f1"]), lc, test, preset=None, what="LC model"),
-                                weak_f1_reason(float(retrained["f1"]), train, test, preset=preset,
-                                               steps=trained.get("steps"), what="self-trained model")) if w]
-        if warnings:
-            result["warning"] = " ".join(warnings)
-            say(f"warning: {result['warning']}")
-    report(1.0, "done")
-    return result
-
-
-def _plain(d: dict[str, Any]) -> dict[str, Any]:
-    return json.loads(json.dumps(d, default=float))
-
-
-def selftrain_job(params: dict[str, Any], ctx: Any) -> dict[str, Any]:
-    """Job kind "selftrain": params model, lc, unlabeled or selection, dev, test (names, roles or paths),
-    measure, threshold ("auto" or a number), ratio, seed, preset + config (NER training settings
-    for the retraining, as for job kind "ner"), out (default: RUN/model)."""
-    ws = ctx.workspace
-    missing = [k for k in ("model", "lc", "dev") if not params.get(k)]
-    if not params.get("unlabeled") and not params.get("selection"):
-        missing.append("unlabeled (a corpus or a saved selection)")
-    if missing:
-        raise UserError(f"self-training needs {', '.join(missing)}")
-    if params.get("selection"):  # pseudo-label the sentences a saved selection picked from its DC
-        from core.adapt.inspect import find_selection, selected_indices
-
-        sel = find_selection(ws, params["selection"])
-        unlabeled = ws.load_corpus(sel.dc).subset(selected_indices(sel))
-    else:
-        unlabeled = ws.resolve_corpus(params["unlabeled"])
-    test = ws.resolve_corpus(params["test"]) if params.get("test") else None
-    out = Path(params.get("out") or ctx.run_dir / "model")
-    result = self_train(params["model"], ws.resolve_corpus(params["lc"]), unlabeled,
-                        ws.resolve_corpus(params["dev"]), test, out, measure=params.get("measure", "c1"),
-                        threshold=params.get("threshold", "auto"), ratio=float(params.get("ratio", 1.0)),
-                        seed=int(params.get("seed", 1)), preset=params.get("preset", "demo"), config=params.get("config"),
-                        progress=ctx.progress, log=ctx.log, metric=ctx.metric)
-    ctx.log(json.dumps({k: v for k, v in result.items() if k not in ("cer_curve", "baseline", "selftrain")}))
-    return result
 
 
 # --------------------------------------------------------------------------- MLM augmentation: sampling
 
 
-@dataclass
-class AugmentConfig:
-    sampling: str = "entity"
-    order: str = "independent"
-    criterion: str = "top"
-    min_token_prob: float = 0.0  # a candidate below this MLM probability is never used
-    min_confidence: float = 0.0  # generated sentences below this NER confidence are dropped (needs a NER model)
-    measure: str = "c1"  # which NER confidence min_confidence applies to
-    random_rate: float = 0.15  # share of O tokens masked by "random-context" (BERT's masking rate)
-    mixed_max_rate: float = 0.3  # "mixed" masks between 1 and this share of the tokens
-    top_k: int = 5  # candidates per mask, as in the paper
-    per_sentence: int = 1  # generated variants per LC sentence
-    seed: int = 0
-    batch_size: int = 32
-
-    def check(self) -> None:
-        for value, allowed, what in ((self.sampling, SAMPLINGS, "sampling"), (self.order, ORDERS, "order"),
-                                     (self.criterion, CRITERIA, "criterion"), (self.measure, MEASURES, "measure")):
-            if value not in allowed:
-                raise UserError(f"unknown {what} {value!r}: expected one of {', '.join(allowed)}")
-        if not 0.0 <= self.min_token_prob <= 1.0 or not 0.0 <= self.min_confidence <= 1.0:
-            raise UserError("--min-token-prob and --min-confidence must lie in [0, 1]")
-        if self.per_sentence < 1 or self.top_k < 1:
-            raise UserError("per_sentence and top_k must be at least 1")
+def check_settings(settings: AugmentSettings) -> None:
+    """A UserError naming the first setting outside what augmentation accepts."""
+    for value, allowed, what in ((settings.sampling, SAMPLINGS, "sampling"), (settings.order, ORDERS, "order"),
+                                 (settings.criterion, CRITERIA, "criterion"), (settings.measure, MEASURES, "measure")):
+        if value not in allowed:
+            raise UserError(f"unknown {what} {value!r}: expected one of {', '.join(allowed)}")
+    if not 0.0 <= settings.min_token_prob <= 1.0 or not 0.0 <= settings.min_confidence <= 1.0:
+        raise UserError("min_token_prob and min_confidence must lie in [0, 1]")
+    if settings.per_sentence < 1 or settings.top_k < 1:
+        raise UserError("per_sentence and top_k must be at least 1")
 
 
 def sample_positions(tags: Sequence[str], sampling: str, rng: random.Random, random_rate: float = 0.15,
@@ -474,11 +254,11 @@ def _choose(candidates: list[tuple[str, float]], words: list[str], pos: int, ori
     return max(usable, key=joint)[0]
 
 
-def augment_corpus(lc: Corpus, mlm: MaskedLM, config: AugmentConfig, ner_model: Any = None,
+def augment_corpus(lc: Corpus, mlm: MaskedLM, config: AugmentSettings, ner_model: Any = None,
                    progress: Progress | None = None) -> AugmentResult:
     """Generate label-preserving variants of LC sentences (Section 4). A variant that equals
     an LC sentence or an earlier variant is dropped, as is one without any replacement."""
-    config.check()
+    check_settings(config)
     if not lc.labeled:
         raise UserError("augmentation needs a labeled corpus (LC)")
     if config.min_confidence > 0 and ner_model is None:
@@ -530,7 +310,7 @@ def augment_corpus(lc: Corpus, mlm: MaskedLM, config: AugmentConfig, ner_model: 
     low_conf = 0
     if ner_model is not None and rows and config.min_confidence > 0:
         report(0.85, "scoring generated sentences with the NER model")
-        preds = _ner().predict_corpus(ner_model, Corpus(tokens=[w for _, w in rows]))
+        preds = predict_corpus(ner_model, Corpus(tokens=[w for _, w in rows]))
         kept = [r for r, p in zip(rows, preds) if getattr(p, config.measure) >= config.min_confidence]
         low_conf = len(rows) - len(kept)
         rows = kept
@@ -543,7 +323,7 @@ def augment_corpus(lc: Corpus, mlm: MaskedLM, config: AugmentConfig, ner_model: 
              "masked_per_sentence": masked_total / max(len(jobs), 1),
              "replaced_tokens": sum(len(c.split(",")) for c in corpus.fields["changed"] if c),
              "dropped_unchanged": unchanged, "dropped_duplicates": duplicates, "dropped_low_confidence": low_conf,
-             "config": asdict(config), "model": mlm.name}
+             "config": {f.name: getattr(config, f.name) for f in fields(AugmentSettings)}, "model": mlm.name}
     report(1.0, f"{len(corpus)} sentences generated")
     return AugmentResult(corpus=corpus, stats=stats)
 
@@ -613,41 +393,37 @@ def combine_with_lc(lc: Corpus, generated: Corpus, name: str = "") -> Corpus:
                   fields={"augmented": [False] * len(lc) + [True] * len(generated)}, name=name or f"{lc.name}+aug")
 
 
-def augment_job(params: dict[str, Any], ctx: Any) -> dict[str, Any]:
-    """Job kind "augment": params lc (name, role or path), model (masked LM), the AugmentConfig
-    fields, optional ner_model; writes augmented.conll / .jsonl into the run folder."""
+def augment_job(params: AugmentParams, ctx: JobContext) -> dict[str, Any]:
+    """Job kind "augment": rewrite LC with a masked LM (the AugmentSettings fields), judge the result, and write
+    augmented.conll / .jsonl into the run folder unless the masked LM is degenerate."""
     ws = ctx.workspace
-    if not params.get("model"):
-        raise UserError("augmentation needs a masked LM (model)")
-    known = set(AugmentConfig.__dataclass_fields__)
-    config = AugmentConfig(**{k: v for k, v in params.items() if k in known})
-    config.check()
-    lc = ws.resolve_corpus(params.get("lc") or "lc")
+    check_settings(params)
+    lc = ws.resolve_corpus(params.lc or "lc")
     ctx.progress(0.01, "loading the masked LM")
-    mlm = MaskedLM(params["model"], device=params.get("device", "auto"))
-    ner_model = _ner().load_ner_model(params["ner_model"]) if params.get("ner_model") else None
-    result = augment_corpus(lc, mlm, config, ner_model=ner_model, progress=ctx.sub(0.05, 0.9))
+    mlm = MaskedLM(params.model, device=params.device)
+    ner_model = load_ner_model(params.ner_model) if params.ner_model else None
+    result = augment_corpus(lc, mlm, params, ner_model=ner_model, progress=ctx.sub(0.05, 0.9))
     quality = replacement_quality(lc, result.corpus)
     accuracy = None
-    if params.get("check_tc"):  # held-out text the MLM did not augment: does its head predict words at all?
+    if params.check_tc:  # held-out text the MLM did not augment: does its head predict words at all?
         try:
-            held_out = ws.resolve_corpus(params["check_tc"])
+            held_out = ws.resolve_corpus(params.check_tc)
         except UserError as exc:
             ctx.log(f"MLM accuracy not measured: {exc}")
         else:
             ctx.progress(0.92, "MLM accuracy on masked held-out TC words")
-            accuracy = mlm.accuracy(held_out, seed=config.seed, batch_size=config.batch_size)
-    info_path = Path(params["model"]) / "mlm_info.json"
+            accuracy = mlm.accuracy(held_out, seed=params.seed, batch_size=params.batch_size)
+    info_path = Path(params.model) / "mlm_info.json"
     info = json.loads(info_path.read_text("utf-8")) if info_path.is_file() else None
-    verdict, message = judge_augmentation(quality, accuracy, str(params["model"]), info)
+    verdict, message = judge_augmentation(quality, accuracy, str(params.model), info)
     quality.update(mlm_accuracy=accuracy, verdict=verdict, quality_message=message)
     ctx.log(f"augmentation quality: {verdict}: {message}")
-    if verdict == "degenerate" and not params.get("allow_degenerate"):
+    if verdict == "degenerate" and not params.allow_degenerate:
         raise UserError(f"refusing to write the augmented corpus: {message} "
                         "(to write it anyway: allow_degenerate / --allow-degenerate)")
-    out = Path(params.get("out") or ctx.run_dir / "augmented.conll")
+    out = Path(params.out or ctx.run_dir / "augmented.conll")
     write_corpus(result.corpus, out, fmt="conll")
     write_corpus(result.corpus, out.with_suffix(".jsonl"), fmt="jsonl")
-    ctx.log(json.dumps({k: v for k, v in result.stats.items() if k != "config"}))
+    ctx.log(json.dumps({k: v for k, v in result.stats.items() if k != "config"}, default=json_default))
     return {**result.stats, "quality": quality, "warning": message if verdict != "ok" else None,
-            "conll": str(out), "jsonl": str(out.with_suffix(".jsonl")), "lc": params.get("lc") or "lc"}
+            "conll": str(out), "jsonl": str(out.with_suffix(".jsonl")), "lc": params.lc or "lc"}

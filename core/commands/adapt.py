@@ -10,12 +10,14 @@ import argparse
 import sys
 from pathlib import Path
 
-from core.adapt.augment import CRITERIA, MEASURES, ORDERS, SAMPLINGS
+from core.adapt.augment import CRITERIA, ORDERS, SAMPLINGS
+from core.adapt.selftrain import MEASURES
 from core.cliutil import add_workspace_arg, print_json, tqdm_progress
 from core.data.workspace import Workspace
 from core.errors import UserError
 from core.runner import jobs
-from core.runner.jobtypes import DEFAULT_PRESET, PRESETS, preset_help
+from core.runner.params import AugmentParams, SelftrainParams, field_default
+from core.train.presets import PRESETS, preset_help
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -25,12 +27,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--unlabeled", required=True, help="unlabeled sentences to pseudo-label (DC or a selection's file)")
     p.add_argument("--dev", required=True, help="labeled DEV split (threshold choice by confidence error rate)")
     p.add_argument("--test", default=None, help="labeled TEST split (F1 of the LC model and of the self-trained model)")
-    p.add_argument("--measure", choices=MEASURES, default="c1", help="c1 = sequence posterior, c2 = minimum tag marginal")
-    p.add_argument("--threshold", default="auto", help="confidence threshold in [0, 1], or 'auto' for the CER-optimal one")
-    p.add_argument("--ratio", type=float, default=1.0, help="pseudo-labeled sentences k = ratio x |LC| (paper: 0.5, 1, 2)")
-    p.add_argument("--preset", default=DEFAULT_PRESET, choices=PRESETS,
+    p.add_argument("--measure", choices=MEASURES, default=field_default(SelftrainParams, "measure"),
+                   help="c1 = sequence posterior, c2 = minimum tag marginal")
+    p.add_argument("--threshold", default=field_default(SelftrainParams, "threshold"),
+                   help="confidence threshold in [0, 1], or 'auto' for the CER-optimal one")
+    p.add_argument("--ratio", type=float, default=field_default(SelftrainParams, "ratio"),
+                   help="pseudo-labeled sentences k = ratio x |LC| (paper: 0.5, 1, 2)")
+    p.add_argument("--preset", default=field_default(SelftrainParams, "preset"), choices=PRESETS,
                    help="NER training preset for the retraining: " + preset_help("ner"))
-    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--seed", type=int, default=field_default(SelftrainParams, "seed"))
     p.add_argument("--out", required=True, help="folder for the self-trained NER model")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     add_workspace_arg(p)
@@ -39,18 +44,23 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("augment", help="MLM-based augmentation of a labeled corpus (labels are kept)")
     p.add_argument("--lc", required=True, help="labeled corpus to augment (file, workspace corpus name or role)")
     p.add_argument("--model", required=True, help="masked LM with a trained MLM head (an MLM run's folder or a HF id)")
-    p.add_argument("--sampling", choices=SAMPLINGS, default="entity")
-    p.add_argument("--order", choices=ORDERS, default="independent")
-    p.add_argument("--criterion", choices=CRITERIA, default="top")
-    p.add_argument("--min-token-prob", type=float, default=0.0, help="ignore MLM candidates below this probability")
+    p.add_argument("--sampling", choices=SAMPLINGS, default=field_default(AugmentParams, "sampling"))
+    p.add_argument("--order", choices=ORDERS, default=field_default(AugmentParams, "order"))
+    p.add_argument("--criterion", choices=CRITERIA, default=field_default(AugmentParams, "criterion"))
+    p.add_argument("--min-token-prob", type=float, default=field_default(AugmentParams, "min_token_prob"),
+                   help="ignore MLM candidates below this probability")
     p.add_argument("--ner-model", default=None, help="NER model folder scoring generated sentences")
-    p.add_argument("--min-confidence", type=float, default=0.0, help="drop generated sentences below this NER confidence")
-    p.add_argument("--measure", choices=MEASURES, default="c1", help="which NER confidence --min-confidence applies to")
-    p.add_argument("--per-sentence", type=int, default=1, help="variants generated per LC sentence")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--device", default="auto")
+    p.add_argument("--min-confidence", type=float, default=field_default(AugmentParams, "min_confidence"),
+                   help="drop generated sentences below this NER confidence")
+    p.add_argument("--measure", choices=MEASURES, default=field_default(AugmentParams, "measure"),
+                   help="which NER confidence --min-confidence applies to")
+    p.add_argument("--per-sentence", type=int, default=field_default(AugmentParams, "per_sentence"),
+                   help="variants generated per LC sentence")
+    p.add_argument("--seed", type=int, default=field_default(AugmentParams, "seed"))
+    p.add_argument("--device", default=field_default(AugmentParams, "device"))
     p.add_argument("--out", required=True, help="output CoNLL file (a .jsonl with the same stem is written beside it)")
-    p.add_argument("--check-tc", default="tc", help="held-out corpus on which the MLM's masked-word accuracy is measured "
+    p.add_argument("--check-tc", default=field_default(AugmentParams, "check_tc"),
+                   help="held-out corpus on which the MLM's masked-word accuracy is measured "
                    "(default: the workspace's TC; 'none' skips it)")
     p.add_argument("--allow-degenerate", action="store_true",
                    help="write the output even when the quality gate finds the MLM degenerate (same few words everywhere)")

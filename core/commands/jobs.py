@@ -10,13 +10,14 @@ from core.cliutil import add_workspace_arg, print_json
 from core.data.workspace import Workspace
 from core.errors import UserError
 from core.runner import jobs
+from core.runner.kinds import KINDS
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("jobs", help="background jobs: submit, list, show, cancel, resume, delete, wait")
     jsub = p.add_subparsers(dest="jobs_cmd", required=True)
     s = jsub.add_parser("submit", help="start a job in the background")
-    s.add_argument("kind", choices=sorted(jobs.JOB_KINDS))
+    s.add_argument("kind", choices=sorted(KINDS))
     s.add_argument("--params", default="{}", help="job parameters as a JSON object")
     s.add_argument("--wait", action="store_true", help="block until it finishes")
     add_workspace_arg(s)

@@ -8,8 +8,9 @@ from pathlib import Path
 
 from core.cliutil import add_workspace_arg, comma_list, print_json, tqdm_progress
 from core.data.workspace import Workspace
-from core.lm.similarity import PAIRWISE
-from core.runner.jobtypes import DEFAULT_PRESET, PRESETS
+from core.runner.params import CompareSourcesParams, field_default
+from core.similarity.measures import PAIRWISE
+from core.train.presets import PRESETS
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -17,14 +18,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("compare-sources", formatter_class=fmt,
                        help="MLM on each source, NER on LC, TEST F1, and Pearson r of each similarity measure against the F1 gain")
     p.add_argument("--sources", required=True, help="comma-separated corpora (workspace names, roles or files), at least two")
-    p.add_argument("--lc", default="lc", help="labeled training corpus")
-    p.add_argument("--dev", default="dev", help="labeled corpus for early stopping")
-    p.add_argument("--test", default="test", help="labeled corpus the F1 is measured on")
-    p.add_argument("--target", default="tc", help="the target text the sources are compared with")
-    p.add_argument("--measures", default=",".join(PAIRWISE), help="comma-separated subset of " + ",".join(PAIRWISE))
-    p.add_argument("--seeds", default="1", help="comma-separated seeds (each repeats every source and the baseline)")
-    p.add_argument("--preset", default=DEFAULT_PRESET, choices=PRESETS, help="MLM and NER training preset")
-    p.add_argument("--model", default="default", help="base encoder")
+    p.add_argument("--lc", default=field_default(CompareSourcesParams, "lc"), help="labeled training corpus")
+    p.add_argument("--dev", default=field_default(CompareSourcesParams, "dev"), help="labeled corpus for early stopping")
+    p.add_argument("--test", default=field_default(CompareSourcesParams, "test"), help="labeled corpus the F1 is measured on")
+    p.add_argument("--target", default=field_default(CompareSourcesParams, "target"), help="the target text the sources are compared with")
+    p.add_argument("--measures", default=",".join(field_default(CompareSourcesParams, "measures")),
+                   help="comma-separated subset of " + ",".join(PAIRWISE))
+    p.add_argument("--seeds", default=",".join(map(str, field_default(CompareSourcesParams, "seeds"))),
+                   help="comma-separated seeds (each repeats every source and the baseline)")
+    p.add_argument("--preset", default=field_default(CompareSourcesParams, "preset"), choices=PRESETS, help="MLM and NER training preset")
+    p.add_argument("--model", default=field_default(CompareSourcesParams, "model"), help="base encoder")
     p.add_argument("--out", required=True, help="run folder (rerun with the same folder to resume)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--quiet", action="store_true", help="no progress bar")

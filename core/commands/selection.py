@@ -16,7 +16,7 @@ from core.errors import UserError
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from core.selection.select import Strategy
+    from core.selection.strategies import Strategy
 
     p = sub.add_parser("embed", help="sentence embeddings of a corpus (mean of the last layer) as a .npy file")
     p.add_argument("file", help="corpus file or workspace corpus name")
@@ -73,11 +73,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_embed(args: argparse.Namespace) -> int:
+    from core.data.stream import open_corpus_stream
     from core.lm.embed import embed_corpus
-    from core.selection.select import open_dc
 
     ws = Workspace(args.workspace)
-    corpus = open_dc(ws, args.file)  # a workspace corpus is streamed, never loaded whole
+    corpus = open_corpus_stream(ws, args.file)  # a workspace corpus is streamed, never loaded whole
     t0 = time.time()
     with tqdm_progress(f"embed {Path(args.file).name}") as progress:
         vecs = embed_corpus(corpus, args.model, pooling=args.pooling, device=args.device, precision=args.precision,
@@ -109,10 +109,11 @@ def _parse_options(items: list[str]) -> dict[str, object]:
 
 
 def cmd_select(args: argparse.Namespace) -> int:
-    from core.selection.select import open_dc, select
+    from core.data.stream import open_corpus_stream
+    from core.selection.strategies import select
 
     ws = Workspace(args.workspace)
-    tc, dc = ws.resolve_corpus(args.tc), open_dc(ws, args.dc)  # a workspace DC is read in record batches
+    tc, dc = ws.resolve_corpus(args.tc), open_corpus_stream(ws, args.dc)  # a workspace DC is read in record batches
     t0 = time.time()
     with tqdm_progress(f"select {args.strategy}", enabled=not args.json) as progress:
         sel = select(tc, dc, args.strategy, args.budget, model=args.model, model2=args.model2, ner_model=args.ner_model,
@@ -153,12 +154,12 @@ def cmd_coverage(args: argparse.Namespace) -> int:
 
 
 def cmd_project(args: argparse.Namespace) -> int:
+    from core.data.stream import open_corpus_stream
     from core.selection.projection import file_groups, project
-    from core.selection.select import open_dc
 
     ws = Workspace(args.workspace)
     # a workspace corpus is streamed: only the sampled rows are read
-    groups = file_groups({Path(f).stem if Path(f).exists() else f: open_dc(ws, f) for f in args.files})
+    groups = file_groups({Path(f).stem if Path(f).exists() else f: open_corpus_stream(ws, f) for f in args.files})
     with tqdm_progress("project") as progress:
         proj = project(groups, args.model, workspace=ws, max_points=args.max_points, seed=args.seed, progress=progress)
     out = Path(args.out)

@@ -11,7 +11,7 @@ from core.cliutil import add_workspace_arg, print_json, tqdm_progress
 from core.data.corpus import Corpus
 from core.data.workspace import Workspace, atomic_write_text, resolve_corpus_ref
 from core.lm.ngram import build_lm, lm_from
-from core.lm.similarity import MEASURES, SimilarityParams, compare_corpora, corpus_text
+from core.similarity.measures import MEASURES, SimilarityParams, compare_corpora, corpus_text
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -82,10 +82,10 @@ def cmd_lm_build(args: argparse.Namespace) -> int:
 
 
 def cmd_lm_score(args: argparse.Namespace) -> int:
-    from core.selection.select import open_dc
+    from core.data.stream import open_corpus_stream
 
     ws = Workspace(args.workspace)
-    corpus = open_dc(ws, args.file)  # a workspace corpus is read in record batches
+    corpus = open_corpus_stream(ws, args.file)  # a workspace corpus is read in record batches
     lm = lm_from(args.arpa, order=args.order, workspace=args.workspace)
     ray = args.ray or ws.settings().get("ray_address") or None
     if ray:

@@ -16,7 +16,8 @@ from core.cliutil import add_workspace_arg, comma_list, print_json, tqdm_progres
 from core.data.workspace import Workspace, resolve_corpus_ref
 from core.errors import UserError
 from core.experiments.experiment import BASELINES
-from core.runner.jobtypes import DEFAULT_PRESET, PRESETS, preset_help
+from core.runner.params import ExperimentParams, MlmParams, NerParams, PredictParams, field_default
+from core.train.presets import DEFAULT_PRESET, PRESETS, preset_help
 
 
 def _run(args: argparse.Namespace, kind: str, params: dict, desc: str) -> dict:
@@ -52,9 +53,9 @@ def _model(ref: str | None) -> str | None:
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("mlm", help="MLM continued pretraining on sentences from files or workspace corpora")
     p.add_argument("--train", nargs="+", required=True, metavar="FILE", help="corpus files or workspace corpus names")
-    p.add_argument("--model", default="default", help="encoder: 'default', a folder, or a Hugging Face id")
+    p.add_argument("--model", default=field_default(MlmParams, "model"), help="encoder: 'default', a folder, or a Hugging Face id")
     p.add_argument("--out", required=True, help="output model folder (safetensors + tokenizer)")
-    p.add_argument("--preset", default="paper", choices=PRESETS, help=preset_help("mlm"))
+    p.add_argument("--preset", default=field_default(MlmParams, "preset"), choices=PRESETS, help=preset_help("mlm"))
     p.add_argument("--epochs", type=int)
     p.add_argument("--max-steps", type=int, dest="max_steps")
     p.add_argument("--batch-size", type=int, dest="batch_size")
@@ -74,9 +75,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     t.add_argument("--train", required=True)
     t.add_argument("--dev", help="dev corpus for early stopping (default: none, train for --epochs)")
     t.add_argument("--test", help="also evaluate on this corpus and save its predictions in the run folder")
-    t.add_argument("--model", default="default")
+    t.add_argument("--model", default=field_default(NerParams, "model"))
     t.add_argument("--out", required=True)
-    t.add_argument("--preset", default="paper", choices=PRESETS, help=preset_help("ner"))
+    t.add_argument("--preset", default=field_default(NerParams, "preset"), choices=PRESETS, help=preset_help("ner"))
     t.add_argument("--epochs", type=int)
     t.add_argument("--patience", type=int)
     t.add_argument("--seed", type=int)
@@ -94,7 +95,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     pr.add_argument("--model", required=True)
     pr.add_argument("corpus", metavar="FILE")
     pr.add_argument("--out", required=True, help="output .jsonl")
-    pr.add_argument("--batch-size", type=int, default=32)
+    pr.add_argument("--batch-size", type=int, default=field_default(PredictParams, "batch_size"))
     pr.add_argument("--quiet", action="store_true")
     add_workspace_arg(pr)
     pr.set_defaults(func=cmd_ner_predict)
@@ -115,20 +116,22 @@ def register(sub: argparse._SubParsersAction) -> None:
     x.add_argument("--lc", required=True, help="labeled training corpus: name, role or file (required)")
     x.add_argument("--dev", required=True, help="labeled corpus for early stopping (required)")
     x.add_argument("--test", required=True, help="labeled corpus the F1 is measured on (required)")
-    x.add_argument("--strategies", default="", help="comma-separated selection strategies (core.selection.select), NAME@b1 to read B1 "
+    x.add_argument("--strategies", default="", help="comma-separated selection strategies (core.selection.strategies), NAME@b1 to read B1 "
                                                     "(default: none, only baselines)")
-    x.add_argument("--baselines", default=",".join(BASELINES),
+    x.add_argument("--baselines", default=",".join(field_default(ExperimentParams, "baselines")),
                    help=f"comma-separated subset of {', '.join(BASELINES)}; '' for no baselines (default: {','.join(BASELINES)})")
-    x.add_argument("--seeds", default="1,2,3", help="comma-separated seeds; each repeats every cell (default: 1,2,3)")
+    x.add_argument("--seeds", default=",".join(map(str, field_default(ExperimentParams, "seeds"))),
+                   help="comma-separated seeds; each repeats every cell (default: %(default)s; the papers use 3 or more)")
     x.add_argument("--budgets", help="SC sizes to sweep (Fig. 2), comma-separated counts (e.g. 500,2000) or ratios of DC "
                                      "(e.g. 0.05,0.1); 1.0 = all of DC (default: one budget, |TC|, so TC:SC is 1:1)")
     x.add_argument("--budget", help="one SC size, the same as --budgets with one value (default: |TC|)")
     x.add_argument("--lc-sizes", dest="lc_sizes", help="LC sizes to sweep (Fig. 4), comma-separated counts (e.g. 50,100) or ratios "
                                                        "of LC (e.g. 0.25,0.5,1.0), each subset drawn with the cell's seed "
                                                        "(default: all of LC)")
-    x.add_argument("--model", default="default", help="base encoder: 'default' (packaged MiniLM), a folder or an HF id "
+    x.add_argument("--model", default=field_default(ExperimentParams, "model"),
+                   help="base encoder: 'default' (packaged MiniLM), a folder or an HF id "
                                                       "(default: default)")
-    x.add_argument("--preset", default=DEFAULT_PRESET, choices=PRESETS,
+    x.add_argument("--preset", default=field_default(ExperimentParams, "preset"), choices=PRESETS,
                    help=preset_help("experiment") + f" (default: {DEFAULT_PRESET})")
     x.add_argument("--domain", help="column name in the results table (default: the workspace's target domain, else the test "
                                     "corpus name)")
@@ -169,7 +172,8 @@ def cmd_ner_train(args: argparse.Namespace) -> int:
 
 def cmd_ner_predict(args: argparse.Namespace) -> int:
     from core.data.stream import CorpusStream
-    from core.train.ner import load_ner_model, predict_to_file
+    from core.train.ner_model import load_ner_model
+    from core.train.ner_predict import predict_to_file
 
     ref = resolve_corpus_ref(args.corpus, args.workspace)
     # a workspace corpus (DC) is read and written chunk by chunk; a file is read into memory
@@ -182,7 +186,8 @@ def cmd_ner_predict(args: argparse.Namespace) -> int:
 
 
 def cmd_ner_eval(args: argparse.Namespace) -> int:
-    from core.train.ner import evaluate, load_ner_model
+    from core.train.ner_model import load_ner_model
+    from core.train.ner_predict import evaluate
 
     test = resolve_corpus_ref(args.test, args.workspace).load()
     model = load_ner_model(args.model)

@@ -57,8 +57,25 @@ def atomic_write_text(path: str | Path, text: str) -> Path:
     return atomic_write_bytes(path, text.encode("utf-8"))
 
 
+def json_default(o: Any) -> Any:
+    """The one JSON fallback of the project (stored files, job rows, metrics, CLI output): numpy scalars become
+    numbers and arrays lists (not strings, so a result.json reads back as numbers), paths and the rest text."""
+    if hasattr(o, "tolist"):  # numpy arrays and scalars alike
+        return o.tolist()
+    if hasattr(o, "item"):
+        return o.item()
+    if isinstance(o, (set, frozenset)):
+        return sorted(o)
+    return str(o)
+
+
+def plain_json(obj: Any) -> Any:
+    """`obj` as plain JSON values (numpy scalars become numbers): what it reads as after a write and a read."""
+    return json.loads(json.dumps(obj, default=json_default))
+
+
 def atomic_write_json(path: str | Path, obj: Any) -> Path:
-    return atomic_write_text(path, json.dumps(obj, indent=2, ensure_ascii=False, default=str) + "\n")
+    return atomic_write_text(path, json.dumps(obj, indent=2, ensure_ascii=False, default=json_default) + "\n")
 
 
 def temp_path_for(path: str | Path) -> Path:

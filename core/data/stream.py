@@ -280,3 +280,10 @@ def map_row_groups(stream: CorpusStream, fn: Callable[..., Any], args: tuple = (
         if own:
             pool.shutdown()
     return [r for part in results for r in part]
+
+
+def open_corpus_stream(ws: Workspace, ref: str | Path) -> CorpusStream:
+    """DC as a stream: a workspace corpus (by name or role) is read from its Parquet file in
+    record batches; a file path is read into memory (import it to stream it)."""
+    stream = CorpusStream.from_workspace(ws, str(ref))
+    return stream if stream is not None else CorpusStream(ws.resolve_corpus(ref))

@@ -22,11 +22,11 @@ import os
 import shutil
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from enum import Enum
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -41,10 +41,14 @@ from core.data.atomic import (  # noqa: F401 - re-exported: callers import them 
 from core.data.corpus import Corpus, iter_corpus, read_corpus, write_corpus
 from core.data.tags import TagScheme, split_tag
 from core.errors import CorpusError, UserError
+from core.progress import Progress
+
+if TYPE_CHECKING:
+    from core.runner.jobs import JobContext
+    from core.runner.params import ImportParams
 
 ENV_VAR = "NERSELECT_WORKSPACE"
 DEFAULT_ROOT = "workspace"
-Progress = Callable[[float, str], None]
 
 
 class Role(str, Enum):
@@ -444,12 +448,11 @@ class Workspace:
         return self.root / "jobs.sqlite"
 
 
-def import_job(params: dict[str, Any], ctx: Any) -> dict[str, Any]:
+def import_job(params: ImportParams, ctx: JobContext) -> dict[str, Any]:
     """Job form of `import_corpus` (kind "import"), so a multi-GB DC read from a server path
     keeps going when the browser tab closes."""
-    info = ctx.workspace.import_corpus(params["path"], role=params.get("role"), name=params.get("name"),
-                                       fmt=params.get("format", "auto"), overwrite=bool(params.get("overwrite")),
-                                       progress=ctx.progress)
+    info = ctx.workspace.import_corpus(params.path, role=params.role, name=params.name, fmt=params.format,
+                                       overwrite=params.overwrite, progress=ctx.progress)
     ctx.log(f"imported {info.name}: {info.sentences} sentences, {info.tokens} tokens")
     return asdict(info)
 

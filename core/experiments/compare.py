@@ -4,7 +4,7 @@ gain of pretraining on a source?
 For sources S1..Sn, a target text T and a labeled LC/DEV/TEST: per seed, MLM on each source
 (starting from the base model), NER on LC (early stopping on DEV), F1 on TEST; a baseline NER
 run per seed without MLM; the measures of each source against T; and Pearson r (and p) of each
-measure against the F1 gain over the baseline (`core.lm.similarity.correlate_with_f1`, the same
+measure against the F1 gain over the baseline (`core.similarity.measures.correlate_with_f1`, the same
 function the Similarity page uses).
 
 The run folder holds `measures/SOURCE.json` and `cells/SOURCE/seed-N/` (MLM model, NER model,
@@ -19,14 +19,18 @@ import json
 import statistics
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from core.data.workspace import CorpusRef, atomic_write_json, resolve_corpus_ref
 from core.errors import UserError
 from core.experiments.experiment import CellTrainer, _part, _slug
-from core.lm.similarity import PAIRWISE, SimilarityParams, compare_corpora, corpus_text, correlate_with_f1
-from core.runner.jobtypes import DEFAULT_PRESET
+from core.similarity.correlation import correlate_with_f1
+from core.similarity.measures import PAIRWISE, SimilarityParams, compare_corpora, corpus_text
 from core.train.lineage import Lineage, MlmPhase, from_base, record_run, write_lineage
+
+if TYPE_CHECKING:
+    from core.runner.jobs import JobContext
+    from core.runner.params import CompareSourcesParams
 
 BASELINE = "_baseline"
 
@@ -47,7 +51,8 @@ def _measures(src: CorpusRef, tgt: CorpusRef, measures: list[str], folder: Path,
 
 def compare_sources(ws, sources: list[str], lc: str, dev: str, test: str, target: str, measures: list[str],
                     seeds: list[int], preset: str, model: str, ctx) -> dict[str, Any]:
-    from core.train.ner import evaluate, load_ner_model
+    from core.train.ner_model import load_ner_model
+    from core.train.ner_predict import evaluate
 
     if len(sources) < 2:
         raise UserError("compare-sources needs at least two sources (Pearson r needs three for a p-value)")
@@ -135,12 +140,10 @@ def compare_sources(ws, sources: list[str], lc: str, dev: str, test: str, target
     return result
 
 
-def compare_sources_job(params: dict[str, Any], ctx) -> dict[str, Any]:
-    """Job kind "compare-sources" (params: core.runner.jobtypes.CompareSourcesParams)."""
-    return compare_sources(ctx.workspace, list(params["sources"]), params.get("lc", "lc"), params.get("dev", "dev"),
-                           params.get("test", "test"), params.get("target", "tc"), list(params.get("measures") or PAIRWISE),
-                           [int(s) for s in params.get("seeds") or [1]], params.get("preset") or DEFAULT_PRESET,
-                           params.get("model") or "default", ctx)
+def compare_sources_job(params: CompareSourcesParams, ctx: JobContext) -> dict[str, Any]:
+    """Job kind "compare-sources": MLM on each source, NER on LC, and each measure's correlation with the F1 gain."""
+    return compare_sources(ctx.workspace, list(params.sources), params.lc, params.dev, params.test, params.target,
+                           list(params.measures or PAIRWISE), list(params.seeds), params.preset, params.model, ctx)
 
 
 def collect_comparisons(ws) -> list[dict[str, Any]]:

@@ -6,7 +6,7 @@ Rows of the result are baselines and selection strategies (the seed's Table 3):
   tapt        MLM on TC, then NER (its MLM model is B1, its NER model is B2)
   dapt        MLM on all of DC, then NER
   tapt+dapt   MLM on DC then on TC, then NER (Gururangan et al. 2020)
-  STRATEGY    core.selection.select.select(TC, DC, STRATEGY, budget) -> SC; MLM on TC+SC (1:1); NER
+  STRATEGY    core.selection.strategies.select(TC, DC, STRATEGY, budget) -> SC; MLM on TC+SC (1:1); NER
 
 Strategies that read a trained model get the seed's own: B1 (the TAPT model) for
 `model` when the strategy needs a trained encoder or is written `NAME@b1`; B2 (B1
@@ -37,23 +37,27 @@ import statistics
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from core.data.corpus import Corpus
 from core.data.workspace import atomic_write_json, resolve_corpus_ref
 from core.errors import UserError
-from core.runner.jobtypes import DEFAULT_PRESET
 from core.train.lineage import Lineage, MlmPhase, from_base, record_run, write_lineage
+from core.train.modes import MODE_PHASES
+
+if TYPE_CHECKING:
+    from core.runner.jobs import JobContext
+    from core.runner.params import ExperimentParams
 
 BASELINES = ("none", "tapt", "dapt", "tapt+dapt")
 CELL_FILE = "cell.json"
 
 
 def _select_function():
-    """core.selection.select.select (imported here: selection pulls in embeddings and n-gram LMs)."""
-    from core.selection.select import select
+    """core.selection.strategies.select (imported here: selection pulls in embeddings and n-gram LMs)."""
+    from core.selection.strategies import select
 
     return select
 
@@ -68,8 +72,8 @@ def parse_strategy(spec: str) -> tuple[str, str | None]:
 
 
 def _strategy_models(name: str, model_tag: str | None) -> tuple[bool, bool]:
-    """(needs B1, needs B2) for a strategy, from core.selection.select's strategy table when it has one."""
-    from core.selection.select import Strategy
+    """(needs B1, needs B2) for a strategy, from core.selection.strategies's strategy table when it has one."""
+    from core.selection.strategies import Strategy
 
     info = Strategy.parse(name).info
     uses, trained = set(info.models), info.needs_trained_model
@@ -129,9 +133,9 @@ def resolve_amount(value: int | float | str, total: int, what: str) -> int:
 
 
 def resolve_sc_budget(budget: int | float | str | None, tc_size: int, dc_size: int) -> int:
-    """SC sentences a strategy selects: `budget` as core.selection.select reads it (count or ratio of DC,
+    """SC sentences a strategy selects: `budget` as core.selection.strategies reads it (count or ratio of DC,
     capped at |DC|); None means |TC|, so TC:SC is 1:1."""
-    from core.selection.select import resolve_budget
+    from core.selection.strategies import resolve_budget
 
     return resolve_budget(tc_size if budget is None else budget, dc_size)[0]
 
@@ -246,13 +250,13 @@ class CellTrainer:
     """MLM then NER for one cell folder, resumable (a finished model is reused, an interrupted
     one resumes from its checkpoint); shared by experiments and compare-sources."""
 
-    def __init__(self, ctx, model: str, preset: str, lc: Corpus, dev: Corpus, mlm_config: dict[str, Any] | None = None,
-                 ner_config: dict[str, Any] | None = None):
-        from core.train import mlm, ner
+    def __init__(self, ctx: JobContext, model: str, preset: str, lc: Corpus, dev: Corpus,
+                 mlm_config: dict[str, Any] | None = None, ner_config: dict[str, Any] | None = None):
+        from core.train import mlm, ner_train
 
         self.ctx, self.model, self.preset, self.lc, self.dev = ctx, model, preset, lc, dev
         self.mlm_config = mlm.preset_config(preset, **(mlm_config or {}))
-        self.ner_config = ner.preset_config(preset, **(ner_config or {}))
+        self.ner_config = ner_train.preset_config(preset, **(ner_config or {}))
         self.run_dir = Path(ctx.run_dir)
 
     def mlm_model(self, phases: list[tuple[str, list[str]]], folder: Path, seed: int, progress) -> str:
@@ -275,7 +279,8 @@ class CellTrainer:
     def ner_model(self, encoder: str, folder: Path, seed: int, progress, lc: Corpus | None = None) -> tuple[str, dict[str, Any]]:
         from dataclasses import replace
 
-        from core.train.ner import CONFIG_FILE, train_ner
+        from core.train.ner_model import CONFIG_FILE
+        from core.train.ner_train import train_ner
 
         out = folder / "ner" / "model"
         summary_path = folder / "ner" / "summary.json"
@@ -288,7 +293,7 @@ class CellTrainer:
         return str(out), json.loads(summary_path.read_text("utf-8"))
 
 
-class _Runner(CellTrainer):
+class ExperimentCells(CellTrainer):
     """Runs the cells of one experiment in its run folder.
 
     Layout: `pretrain/KEY/seed-N/mlm/model` holds each MLM model (KEY: the row, plus the SC budget
@@ -297,10 +302,9 @@ class _Runner(CellTrainer):
     KEY = row, SC budget (strategies) and LC size. B1 is the `tapt` MLM model of a seed, B2 the
     `tapt` cell's NER model at the cell's LC size."""
 
-    def __init__(self, params: dict[str, Any], ctx, refs: dict[str, Any], tc: Corpus, dc: Corpus, lc: Corpus, dev: Corpus,
-                 test: Corpus):
-        super().__init__(ctx, params.get("model", "default"), params.get("preset") or DEFAULT_PRESET, lc, dev,
-                         params.get("mlm_config"), params.get("ner_config"))
+    def __init__(self, params: ExperimentParams, ctx: JobContext, refs: dict[str, Any], tc: Corpus, dc: Corpus, lc: Corpus,
+                 dev: Corpus, test: Corpus):
+        super().__init__(ctx, params.model, params.preset, lc, dev, params.mlm_config, params.ner_config)
         self.params, self.refs = params, refs
         self.tc, self.dc, self.test = tc, dc, test
         self._lc_subsets: dict[tuple[int, int], Corpus] = {}
@@ -323,7 +327,7 @@ class _Runner(CellTrainer):
             self._lc_subsets[(size, seed)] = self.lc.subset(sorted(int(i) for i in order))
         return self._lc_subsets[(size, seed)]
 
-    def b1_b2(self, seed: int, lc_size: int, progress) -> tuple[str, str]:
+    def tapt_models(self, seed: int, lc_size: int, progress) -> tuple[str, str]:
         """The TAPT row's models for this seed and LC size (trained here if the row has not run yet)."""
         b1 = self.mlm_model([("tapt", self.tc.texts())], self.pretrain_dir("tapt", seed), seed, _part(progress, 0, 0.5))
         b2, _ = self.ner_model(b1, self.cell_dir("tapt", seed, None, lc_size), seed, _part(progress, 0.5, 1),
@@ -337,7 +341,8 @@ class _Runner(CellTrainer):
         """One cell: (row, seed, SC budget for a strategy, LC size). `budget` is what was asked for
         (count or ratio of DC, None: |TC|); the cell records the SC sentences actually selected."""
         from core.train.mlm import mlm_phases
-        from core.train.ner import evaluate, load_ner_model
+        from core.train.ner_model import load_ner_model
+        from core.train.ner_predict import evaluate
 
         lc_n = len(self.lc) if lc_size is None else int(lc_size)
         strategy = row not in BASELINES
@@ -376,7 +381,7 @@ class _Runner(CellTrainer):
             kwargs: dict[str, Any] = {"model": self.model, "seed": seed, "workspace": self.ctx.workspace}
             if needs_b1 or needs_b2:
                 self.ctx.log(f"{row}: training B1/B2 (TAPT) for seed {seed} first")
-                b1, b2 = self.b1_b2(seed, lc_n, _part(progress, 0, 0.3))
+                b1, b2 = self.tapt_models(seed, lc_n, _part(progress, 0, 0.3))
                 if needs_b1:
                     kwargs["model"] = b1
                     cell["b1_mlm_seconds"] = self.mlm_seconds(self.pretrain_dir("tapt", seed))
@@ -419,7 +424,7 @@ class _Runner(CellTrainer):
         """A cell finished before sweeps existed (`cells/ROW/seed-N/cell.json`, one budget, all of LC), kept
         when this run asks for the same: resuming an older experiment does not train its cells again."""
         folder = self.run_dir / "cells" / _slug(row) / f"seed-{seed}"
-        single = len(sweep_budgets(self.params.get("budget"), self.params.get("budgets"))) == 1
+        single = len(sweep_budgets(self.params.budget, self.params.budgets)) == 1
         if not (single and lc_n == len(self.lc) and (folder / CELL_FILE).exists()):
             return None
         cell = json.loads((folder / CELL_FILE).read_text("utf-8"))
@@ -430,50 +435,51 @@ class _Runner(CellTrainer):
 
     def _phase_corpora(self, phase: str, sc: dict[str, Any] | None) -> list[dict[str, Any]]:
         """{name, hash} of the corpora an MLM phase of this experiment reads."""
-        return {"tapt": [self.refs["tc"]], "dapt": [self.refs["dc"]], "tc+sc": [self.refs["tc"], *([sc] if sc else [])]}.get(phase, [])
+        reads = {name: roles for phases in MODE_PHASES.values() for name, roles in phases}.get(phase, ())
+        refs = {**self.refs, "sc": sc}
+        return [refs[r] for r in reads if refs.get(r)]
 
 
 def _part(progress, start: float, end: float):
-    """core.runner.progress.sub, keeping None as None (callers treat None as 'no reporting')."""
-    from core.runner.progress import sub
+    """core.progress.sub, keeping None as None (callers treat None as 'no reporting')."""
+    from core.progress import sub
 
     return None if progress is None else sub(progress, start, end)
 
 
-def experiment_job(params: dict[str, Any], ctx) -> dict[str, Any]:
-    """Job kind "experiment" (params: core.runner.jobtypes.ExperimentParams): tc, dc, lc, dev, test (corpus
-    refs), strategies, baselines, seeds, budget or budgets (counts or ratios of DC; default |TC|),
-    lc_sizes (counts or ratios of LC; default all of LC), model, preset, mlm_config, ner_config, domain.
+def experiment_job(params: ExperimentParams, ctx: JobContext) -> dict[str, Any]:
+    """Job kind "experiment": rows (baselines and strategies) x seeds x SC budgets (counts or ratios of DC;
+    default |TC|) x LC sizes (counts or ratios of LC; default all of LC), each cell MLM then NER then TEST F1.
 
     Cells run seed by seed, LC size by LC size; baselines once per (seed, LC size), strategies once
     per SC budget. Every cell records budget, lc_size and mlm_seconds."""
     ws = ctx.workspace
-    refs = {k: resolve_corpus_ref(params.get(k, k), ws) for k in ("tc", "dc", "lc", "dev", "test")}
+    refs = {k: resolve_corpus_ref(getattr(params, k), ws) for k in ("tc", "dc", "lc", "dev", "test")}
     corpora = {k: r.load() for k, r in refs.items()}
     for k in ("lc", "dev", "test"):
         if not corpora[k].labeled:
             raise UserError(f"{k.upper()} {refs[k].name!r} must be a labeled corpus")
-    strategies = [s for s in params.get("strategies", []) if s]
-    baselines = [b for b in params.get("baselines", list(BASELINES)) if b]
+    strategies = [s for s in params.strategies if s]
+    baselines = [b for b in params.baselines if b]
     unknown = [b for b in baselines if b not in BASELINES]
     if unknown:
         raise UserError(f"unknown baseline(s) {', '.join(unknown)}: expected {', '.join(BASELINES)}")
-    seeds = [int(s) for s in params.get("seeds", [1])]
+    seeds = list(params.seeds)
     rows = baselines + strategies
     if not rows or not seeds:
         raise UserError("nothing to run: give at least one strategy or baseline, and one seed")
     n_tc, n_dc, n_lc = len(corpora["tc"]), len(corpora["dc"]), len(corpora["lc"])
-    budgets = sweep_budgets(params.get("budget"), params.get("budgets"))
+    budgets = sweep_budgets(params.budget, params.budgets)
     if strategies:
         _select_function()  # fail before any training when selection is missing
         for s in strategies:
             parse_strategy(s)
         counts = [resolve_sc_budget(b, n_tc, n_dc) for b in budgets]  # a bad budget fails here, before training
         budgets = [b for i, b in enumerate(budgets) if counts[i] not in counts[:i]]  # 0.1 and 600 of 6,000: one cell
-    lc_sizes = sorted({resolve_amount(s, n_lc, "LC size") for s in params.get("lc_sizes") or [n_lc]})
-    runner = _Runner(params, ctx, {k: r.to_dict() for k, r in refs.items()}, corpora["tc"], corpora["dc"], corpora["lc"],
+    lc_sizes = sorted({resolve_amount(s, n_lc, "LC size") for s in params.lc_sizes or [n_lc]})
+    runner = ExperimentCells(params, ctx, {k: r.to_dict() for k, r in refs.items()}, corpora["tc"], corpora["dc"], corpora["lc"],
                      corpora["dev"], corpora["test"])
-    domain = params.get("domain") or ws.settings().get("target_domain") or refs["test"].name or "test"
+    domain = params.domain or ws.settings().get("target_domain") or refs["test"].name or "test"
     ctx.log(f"experiment on {domain}: rows {', '.join(rows)} x seeds {seeds} x SC budgets {budgets} x LC sizes {lc_sizes}; "
             f"|TC| {n_tc}, |DC| {n_dc}, |LC| {n_lc}, |DEV| {len(corpora['dev'])}, |TEST| {len(corpora['test'])}")
     plan = [(seed, n, row, b) for seed in seeds for n in lc_sizes
@@ -525,8 +531,3 @@ def collect_results(ws, include_running: bool = True) -> list[dict[str, Any]]:
         except (OSError, json.JSONDecodeError):
             continue
     return out
-
-
-__all__ = ["BASELINES", "cell_key", "collect_results", "experiment_job", "format_results", "load_cells", "parse_amounts",
-           "parse_strategy", "per_type_table", "resolve_amount", "resolve_sc_budget", "results_table", "row_order", "summarize",
-           "sweep_budgets", "table_cells"]

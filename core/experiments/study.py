@@ -12,7 +12,7 @@ split is cut into two halves by a fixed seed;
 DC then holds a few hundred in-domain sentences among about five thousand, as the seed paper's DC
 holds in-domain text beyond TC, and no TEST sentence reaches TC, DC or DEV (DC sentences whose
 text equals a TEST or TC sentence are dropped). Every sentence carries a `domain` field, so a
-selection's domain precision (share of selected DC sentences from the target; core.selection.select) can be scored.
+selection's domain precision (share of selected DC sentences from the target; core.selection.strategies) can be scored.
 Used by scripts/crossner_study.py and bench/bench_training.py; `demo_protocol` gives the same
 shape from the generated demo when CrossNER is absent.
 """
@@ -56,7 +56,7 @@ def dev_halves(n: int, seed: int = SPLIT_SEED) -> tuple[list[int], list[int]]:
     """Indices of dev half A and half B (A gets the extra sentence of an odd count), sorted.
 
     >>> dev_halves(5, seed=0)
-    ([0, 1, 3], [2, 4])
+    ([0, 1, 2], [3, 4])
     """
     order = list(range(n))
     random.Random(seed).shuffle(order)

@@ -8,7 +8,7 @@ them here. F1 values are fractions (0-1) except in Table 5, which prints percent
 
 >>> cells = [{"row": "dsir", "seed": s, "f1": f, "budget": b, "lc_size": 100} for s, f, b in
 ...          ((1, 0.5, 10), (2, 0.7, 10), (1, 0.8, 20))]
->>> fig2_frame(cells)[["series", "budget", "f1_mean", "n"]].values.tolist()
+>>> sc_amount_frame(cells)[["series", "budget", "f1_mean", "n"]].values.tolist()
 [['dsir', 10, 0.6, 2], ['dsir', 20, 0.8, 1]]
 """
 
@@ -67,7 +67,7 @@ def _series(frame: pd.DataFrame, split: str, label: str) -> pd.Series:
                                                                     zip(frame[split], several, strict=True)]
 
 
-def fig2_frame(cells: Sequence[dict[str, Any]], lc_size: int | None = None) -> pd.DataFrame:
+def sc_amount_frame(cells: Sequence[dict[str, Any]], lc_size: int | None = None) -> pd.DataFrame:
     """Fig. 2: test F1 (mean ± std over seeds) against SC sentences, one series per row, at one LC
     size (default the largest). Baselines are there too (budget 0 for none/tapt, |DC| for DAPT):
     the page draws them as reference lines."""
@@ -80,7 +80,7 @@ def fig2_frame(cells: Sequence[dict[str, Any]], lc_size: int | None = None) -> p
     return frame[["series", *COLUMNS]].reset_index(drop=True)
 
 
-def fig4_frame(cells: Sequence[dict[str, Any]], budget: int | None = None) -> pd.DataFrame:
+def lc_amount_frame(cells: Sequence[dict[str, Any]], budget: int | None = None) -> pd.DataFrame:
     """Fig. 4: test F1 (mean ± std over seeds) against LC sentences, one series per row; a strategy
     run at several SC budgets gives one series per budget ('dsir · SC 500') unless `budget` picks one."""
     frame = sweep_frame(cells)
@@ -90,10 +90,10 @@ def fig4_frame(cells: Sequence[dict[str, Any]], budget: int | None = None) -> pd
     return frame[["series", *COLUMNS]].sort_values(["series", "lc_size"], kind="stable").reset_index(drop=True)
 
 
-def table5_frame(cells: Sequence[dict[str, Any]], lc_size: int | None = None, percent: bool = True) -> pd.DataFrame:
+def mlm_time_frame(cells: Sequence[dict[str, Any]], lc_size: int | None = None, percent: bool = True) -> pd.DataFrame:
     """Table 5: per row (and SC budget), the MLM corpus, its sentences, test F1 'mean ± std' over
     seeds and the mean MLM wall time, at one LC size (default the largest)."""
-    frame = fig2_frame(cells, lc_size)
+    frame = sc_amount_frame(cells, lc_size)
     scale = 100.0 if percent else 1.0
     labels = _series(frame, "budget", "SC") if len(frame) else frame["row"]
     out = pd.DataFrame({
@@ -108,4 +108,4 @@ def table5_frame(cells: Sequence[dict[str, Any]], lc_size: int | None = None, pe
     return out.set_index("method")
 
 
-__all__ = ["fig2_frame", "fig4_frame", "sweep_axes", "sweep_frame", "table5_frame"]
+__all__ = ["sc_amount_frame", "lc_amount_frame", "sweep_axes", "sweep_frame", "mlm_time_frame"]

@@ -18,15 +18,14 @@ from __future__ import annotations
 import math
 import os
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from core.errors import UserError
+from core.progress import Progress
 
-Progress = Callable[[float, str], None]
 LOCAL = "local"
 _STARTED: dict[str, Any] = {}
 
@@ -34,7 +33,7 @@ _STARTED: dict[str, Any] = {}
 def _ray():
     try:
         import ray
-        import ray.data  # noqa: F401
+        import ray.data
     except ImportError:
         raise UserError("--ray needs Ray: pip install 'ray[data]==2.60.0' (the local path needs no Ray)") from None
     return ray
@@ -137,7 +136,7 @@ class _Embedder:
 
         if device == "cpu":
             torch.set_num_threads(max(1, threads))
-        from core.lm.embed import SentenceEncoder
+        from core.lm.encoder import SentenceEncoder
 
         self.encoder = SentenceEncoder(model, pooling=pooling, device=device, precision=precision)  # type: ignore[arg-type]
         self.batch_size = batch_size

@@ -17,14 +17,12 @@ True
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import numpy as np
 
 from core.data.corpus import Corpus
 from core.data.stream import PARALLEL_MIN, CorpusStream, map_row_groups, worker_pool
+from core.progress import Progress
 
-Progress = Callable[[float, str], None]
 DEFAULT_BUCKETS = 10_000  # the paper's hashed feature space size
 _CHUNK = 100_000  # sentences per vectorizer call
 _KEEP_MATRICES = 200_000  # up to this many DC sentences the sparse features (~50 MB) stay in memory between the two passes

@@ -57,7 +57,7 @@ class ModelRef:
         return self.is_local and (Path(self.location) / "modules.json").exists()
 
     def ner_config(self) -> dict[str, Any] | None:
-        """The NER head config written by core.train.ner for fine-tuned models, if any."""
+        """The NER head config written by core.train.ner_model for fine-tuned models, if any."""
         if not self.is_local:
             return None
         p = Path(self.location) / "ner_config.json"

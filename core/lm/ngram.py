@@ -23,7 +23,7 @@ from __future__ import annotations
 import itertools
 import os
 import sys
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,8 +34,8 @@ import pandas as pd
 
 from core.data.corpus import Corpus
 from core.errors import CorpusError, UserError
+from core.progress import Progress
 
-Progress = Callable[[float, str], None]
 TokenSource = Corpus | Sequence[Sequence[str]] | Iterable[Corpus]
 
 UNK, BOS, EOS = "<unk>", "<s>", "</s>"

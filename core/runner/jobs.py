@@ -10,14 +10,15 @@ training, each with at most `max_concurrent(lane)` jobs at once, so exploring ne
 waits behind a training run; training processes run at lower CPU priority. The rest
 stay queued and are started by whichever job finishes (or by the next `refresh`).
 
-Job functions have one signature, `fn(params: dict, ctx: JobContext) -> dict`,
-and are registered by kind in JOB_KINDS ("module:function", imported lazily so
-the app starts fast). The CLI runs the very same function in-process with
-`run_inline`.
+Job functions have one signature, `fn(params: XParams, ctx: JobContext) -> dict`,
+and each kind is one row of `core.runner.kinds.KINDS` (function, params dataclass,
+lane, label). The runner knows nothing of what a job does: a training job records
+its own lineage. The CLI runs the very same function in-process with `run_inline`.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import json
 import os
@@ -34,11 +35,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from core.data.atomic import json_default
 from core.data.workspace import Workspace, atomic_write_json, open_sqlite
 from core.errors import UserError
-from core.runner.jobtypes import KINDS, SCHEMA_VERSION, params_dict, result_of, validate_params
+from core.progress import Progress, sub
+from core.runner.kinds import KINDS, lane, validate
+from core.runner.params import SCHEMA_VERSION, SleepParams
 
-JOB_KINDS: dict[str, str] = {name: kind.function for name, kind in KINDS.items()}  # kind -> "module:function"
 ACTIVE = ("queued", "running")
 FINISHED = ("done", "failed", "cancelled")
 
@@ -111,10 +114,7 @@ class Job:
 
     def typed_params(self) -> Any:
         """The params as the kind's dataclass (a UserError says why an old row does not fit)."""
-        return validate_params(self.kind, self.params)
-
-    def typed_result(self) -> Any:
-        return result_of(self.kind, self.result)
+        return validate(self.kind, self.params)
 
 
 def read_metrics(run_dir: Path) -> list[dict[str, Any]]:
@@ -149,22 +149,30 @@ def _decode(text: str | None, key: str) -> tuple[Any, int]:
 
 
 def _encode(value: Any, key: str) -> str:
-    return json.dumps({"schema_version": SCHEMA_VERSION, key: value}, default=str)
+    return json.dumps({"schema_version": SCHEMA_VERSION, key: value}, default=json_default)
 
 
-def _row_to_job(row: sqlite3.Row) -> Job:
+def _run_dir(ws: Workspace, row: sqlite3.Row) -> Path:
+    """The stored run folder, or the same job's folder in this workspace when the workspace was moved or copied
+    (rows store absolute paths)."""
+    stored = Path(row["run_dir"])
+    here = ws.runs_dir / row["id"]
+    return here if not stored.exists() and here.exists() else stored
+
+
+def _row_to_job(ws: Workspace, row: sqlite3.Row) -> Job:
     params, version = _decode(row["params"], "params")
     result, _ = _decode(row["result"], "result")
     params_error = None
     if version < SCHEMA_VERSION and row["kind"] in KINDS:
         try:  # an old row: fill today's defaults where it validates, say why where it does not
-            params = params_dict(row["kind"], params)
+            params = dataclasses.asdict(validate(row["kind"], params))
         except UserError as exc:
             params_error = f"stored with schema {version}; {exc}"
     return Job(
         id=row["id"], kind=row["kind"], params=params or {}, status=row["status"], pid=row["pid"],
         progress=row["progress"], message=row["message"], created=row["created"], started=row["started"],
-        finished=row["finished"], error=row["error"], run_dir=Path(row["run_dir"]),
+        finished=row["finished"], error=row["error"], run_dir=_run_dir(ws, row),
         result=result, attempts=row["attempts"], schema_version=version, params_error=params_error,
     )
 
@@ -186,7 +194,7 @@ def get_job(ws: Workspace, job_id: str) -> Job:
         con.close()
     if row is None:
         raise UserError(f"no job {job_id!r} in workspace {ws.root}")
-    return _reap(ws, _row_to_job(row))
+    return _reap(ws, _row_to_job(ws, row))
 
 
 def list_jobs(ws: Workspace, kind: str | None = None) -> list[Job]:
@@ -196,7 +204,7 @@ def list_jobs(ws: Workspace, kind: str | None = None) -> list[Job]:
         rows = con.execute(q, (kind,) if kind else ()).fetchall()
     finally:
         con.close()
-    jobs = [_reap(ws, _row_to_job(r)) for r in rows]
+    jobs = [_reap(ws, _row_to_job(ws, r)) for r in rows]
     _start_queued(ws)
     return jobs
 
@@ -247,16 +255,10 @@ def get_status(ws: Workspace, job_id: str) -> str:
 # --------------------------------------------------------------------------- submit / cancel / resume
 
 
-# Lanes: exploring (a selection, a map, predictions for Inspect, an import) must never wait behind a
-# training run that takes an hour, so these kinds have a lane and a concurrency count of their own.
+# Lanes (core.runner.kinds): exploring (a selection, a map, predictions for Inspect, an import) must never wait
+# behind a training run that takes an hour, so those kinds have a lane and a concurrency count of their own.
 # Training-lane processes start at a lower CPU priority, so an exploring job gets the cores first.
-INTERACTIVE_KINDS = frozenset({"import", "select", "similarity", "project", "predict", "embed"})
 TRAINING_NICE = 10  # added niceness of training-lane job processes (NERSELECT_TRAINING_NICE overrides)
-
-
-def lane(kind: str) -> str:
-    """'interactive' or 'training': which queue and concurrency count a job kind uses."""
-    return "interactive" if kind in INTERACTIVE_KINDS else "training"
 
 
 def max_concurrent(lane_name: str = "training") -> int:
@@ -275,10 +277,10 @@ def max_concurrent(lane_name: str = "training") -> int:
         return 1
 
 
-def submit(ws: Workspace, kind: str, params: dict[str, Any], start: bool = True) -> Job:
-    """Queue a job; `params` is validated into the kind's params dataclass (core.runner.jobtypes) now,
-    so a wrong field fails here with its name, not later in the child."""
-    params = params_dict(kind, params)
+def submit(ws: Workspace, kind: str, params: dict[str, Any] | Any, start: bool = True) -> Job:
+    """Queue a job; `params` (a dict or the kind's dataclass) is validated now (core.runner.kinds), so a
+    wrong field fails here with its name, not later in the child."""
+    params = dataclasses.asdict(validate(kind, params))
     json.dumps(params)  # fail now, not in the child, if params are not JSON
     job_id = time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
     run_dir = ws.runs_dir / job_id
@@ -410,7 +412,7 @@ class JobContext:
     `job_id` is None when run inline (CLI, tests)."""
 
     def __init__(self, ws: Workspace, run_dir: Path, job_id: str | None = None,
-                 on_progress: Callable[[float, str], None] | None = None):
+                 on_progress: Progress | None = None):
         self.workspace = ws
         self.run_dir = Path(run_dir)
         self.run_dir.mkdir(parents=True, exist_ok=True)
@@ -443,35 +445,37 @@ class JobContext:
     def metric(self, **values: Any) -> None:
         values.setdefault("time", time.time())
         with open(self.run_dir / "metrics.jsonl", "a", encoding="utf-8") as fh:
-            fh.write(json.dumps(values, default=float) + "\n")
+            fh.write(json.dumps(values, default=json_default) + "\n")
 
     def cancelled(self) -> bool:
         return (self.run_dir / "CANCEL").exists()
 
-    def sub(self, start: float, end: float, prefix: str = "") -> Callable[[float, str], None]:
-        """A progress callback mapping a sub-step's 0-1 onto [start, end] of this job (core.runner.progress.sub)."""
-        from core.runner.progress import sub
-
+    def sub(self, start: float, end: float, prefix: str = "") -> Progress:
+        """A progress callback mapping a sub-step's 0-1 onto [start, end] of this job (core.progress.sub)."""
         return sub(self.progress, start, end, prefix)
 
+    @property
+    def run_id(self) -> str:
+        """The id a finished run is indexed under (core.train.lineage): the job id, or the run folder's name."""
+        return self.job_id or self.run_dir.name
 
-def load_job_function(kind: str) -> Callable[[dict[str, Any], JobContext], dict[str, Any]]:
-    module_name, func_name = JOB_KINDS[kind].split(":")
+
+def load_job_function(kind: str) -> Callable[[Any, JobContext], dict[str, Any]]:
+    module_name, func_name = KINDS[kind].function.split(":")
     return getattr(importlib.import_module(module_name), func_name)
 
 
-def run_inline(ws: Workspace, kind: str, params: dict[str, Any], run_dir: Path | None = None,
-               progress: Callable[[float, str], None] | None = None) -> dict[str, Any]:
+def run_inline(ws: Workspace, kind: str, params: dict[str, Any] | Any, run_dir: Path | None = None,
+               progress: Progress | None = None) -> dict[str, Any]:
     """Run a job function in this process (the CLI's path): same code and same validated params as
     the background job."""
-    params = params_dict(kind, params)
+    typed = validate(kind, params)
     run_dir = run_dir or ws.runs_dir / ("inline-" + time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:4])
     ctx = JobContext(ws, run_dir, None, on_progress=progress)
-    atomic_write_json(ctx.run_dir / "params.json", {"kind": kind, "schema_version": SCHEMA_VERSION, "params": params})
-    started = time.time()
-    result = load_job_function(kind)(params, ctx) or {}
+    atomic_write_json(ctx.run_dir / "params.json",
+                      {"kind": kind, "schema_version": SCHEMA_VERSION, "params": dataclasses.asdict(typed)})
+    result = load_job_function(kind)(typed, ctx) or {}
     atomic_write_json(ctx.run_dir / "result.json", result)
-    _record_lineage(ws, ctx.run_dir.name, kind, params, result, ctx.run_dir, time.time() - started)
     return result
 
 
@@ -480,7 +484,7 @@ def _run_job(ws: Workspace, job_id: str) -> int:
     ctx = JobContext(ws, job.run_dir, job.id)
     _update(ws, job.id, pid=os.getpid())
 
-    def on_term(signum, frame):  # noqa: ARG001 - signal handler signature
+    def on_term(signum, frame):
         raise JobCancelled()
 
     signal.signal(signal.SIGTERM, on_term)
@@ -488,10 +492,8 @@ def _run_job(ws: Workspace, job_id: str) -> int:
     try:
         if job.params_error:
             raise UserError(job.params_error)
-        started = time.time()
-        result = load_job_function(job.kind)(job.params, ctx) or {}
+        result = load_job_function(job.kind)(validate(job.kind, job.params), ctx) or {}
         atomic_write_json(job.run_dir / "result.json", result)
-        _record_lineage(ws, job.id, job.kind, job.params, result, job.run_dir, time.time() - started)
         _update(ws, job.id, status="done", progress=1.0, finished=time.time(), result=_encode(result, "result"),
                 message="done")
         ctx.log("job finished")
@@ -504,7 +506,7 @@ def _run_job(ws: Workspace, job_id: str) -> int:
         ctx.log(f"error: {exc}")
         _update(ws, job.id, status="failed", finished=time.time(), error=str(exc))
         return 1
-    except BaseException as exc:  # noqa: BLE001 - a job must always leave a readable reason behind
+    except BaseException as exc:
         ctx.log(traceback.format_exc())
         _update(ws, job.id, status="failed", finished=time.time(), error=f"{type(exc).__name__}: {exc}")
         return 1
@@ -512,19 +514,11 @@ def _run_job(ws: Workspace, job_id: str) -> int:
         _start_queued(ws)
 
 
-def _record_lineage(ws: Workspace, run_id: str, kind: str, params: dict[str, Any], result: dict[str, Any],
-                    run_dir: Path, seconds: float) -> None:
-    """Training kinds write lineage.json beside their model and into the run index (core.train.lineage)."""
-    from core.train import lineage
-
-    lineage.record_job(ws, run_id, kind, params, result, run_dir, seconds)
-
-
-def sleep_job(params: dict[str, Any], ctx: JobContext) -> dict[str, Any]:
+def sleep_job(params: SleepParams, ctx: JobContext) -> dict[str, Any]:
     """A job that only waits and reports; proves the runner works on a machine."""
-    steps = int(params.get("steps", 10))
+    steps = params.steps
     for i in range(steps):
-        time.sleep(float(params.get("seconds", 0.1)))
+        time.sleep(params.seconds)
         ctx.metric(step=i + 1)
         ctx.progress((i + 1) / steps, f"step {i + 1}/{steps}")
     return {"steps": steps}

@@ -16,29 +16,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from core.runner.jobs import Job
+from core.runner.jobs import Job, max_concurrent
+from core.runner.kinds import KINDS, lane
 
-KIND_NAMES = {
-    "import": "Import", "similarity": "Similarity", "embed": "Embedding", "select": "Selection", "project": "Map",
-    "mlm": "MLM pretraining", "ner": "NER training", "predict": "Prediction", "experiment": "Experiment",
-    "selftrain": "Self-training", "augment": "Augmentation", "sleep": "Sleep",
-}
-
-# Per kind, the parameters that tell two jobs of that kind apart, in reading order.
-_INPUTS: dict[str, tuple[str, ...]] = {
-    "import": ("path", "name", "role"),
-    "similarity": ("sources", "targets", "measures"),
-    "embed": ("corpus", "model"),
-    "select": ("strategy", "tc", "dc", "budget"),
-    "project": ("selection", "model"),
-    "mlm": ("mode", "tc", "dc", "selection", "model", "preset"),
-    "ner": ("train", "model", "preset"),
-    "predict": ("model", "corpus"),
-    "experiment": ("strategies", "baselines", "seeds", "preset"),
-    "selftrain": ("lc", "unlabeled", "selection", "ratio", "preset"),
-    "augment": ("lc", "model", "sampling"),
-    "sleep": ("seconds",),
-}
 _HASHY = {"selection"}  # content-hash keys: the first 8 characters are enough to tell them apart
 
 
@@ -56,8 +36,9 @@ def _value(key: str, value: Any) -> str:
 
 def describe_job(job: Job, max_len: int = 120) -> str:
     """'<Kind> · <key input> <value> · ...' from the job's parameters (never the timestamp id)."""
-    parts = [KIND_NAMES.get(job.kind, job.kind)]
-    for key in _INPUTS.get(job.kind, ()):
+    kind = KINDS.get(job.kind)
+    parts = [kind.label if kind else job.kind]
+    for key in kind.inputs if kind else ():
         value = job.params.get(key)
         if value in (None, "", [], ()):
             continue
@@ -71,37 +52,14 @@ def waiting_for(job: Job, jobs: Sequence[Job]) -> Job | None:
     lanes do not hold it up), else the queued job just ahead of it. None when it is not queued."""
     if job.status != "queued":
         return None
-    lane = _lane_function()
-    same = [j for j in jobs if j.id != job.id and (lane is None or lane(j.kind) == lane(job.kind))]
+    same = [j for j in jobs if j.id != job.id and j.kind in KINDS and lane(j.kind) == lane(job.kind)]
     running = sorted((j for j in same if j.status == "running"), key=lambda j: j.started or j.created)
-    if len(running) < _lane_capacity(job.kind, lane):
+    if len(running) < max_concurrent(lane(job.kind)):
         return None  # a free slot: it starts at the next look, behind nothing
     if running:
         return running[0]
     ahead = sorted((j for j in same if j.status == "queued" and j.created < job.created), key=lambda j: j.created)
     return ahead[-1] if ahead else None
-
-
-def _lane_function():
-    """core.runner.jobs' lane of a kind when the runner has lanes (interactive work apart from training),
-    else None: one queue for all."""
-    from core.runner import jobs as jobs_module
-
-    for name in ("lane_of", "job_lane", "lane"):
-        fn = getattr(jobs_module, name, None)
-        if callable(fn):
-            return fn
-    return None
-
-
-def _lane_capacity(kind: str, lane) -> int:
-    """How many jobs of this kind's lane run at once (core.runner.jobs.max_concurrent)."""
-    from core.runner import jobs as jobs_module
-
-    try:
-        return int(jobs_module.max_concurrent(lane(kind))) if lane is not None else int(jobs_module.max_concurrent())
-    except TypeError:  # a runner without lanes: max_concurrent() takes no lane
-        return int(jobs_module.max_concurrent())
 
 
 def status_text(job: Job, jobs: Sequence[Job]) -> str:

@@ -18,15 +18,20 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from core.data.corpus import Corpus
-from core.data.stream import CorpusStream
+from core.data.stream import CorpusStream, open_corpus_stream
 from core.data.workspace import Workspace, atomic_write_json, content_hash, temp_path_for
 from core.errors import UserError
-from core.runner.progress import Progress, sub
+from core.progress import Progress, sub
+from core.selection.store import load_selection
+
+if TYPE_CHECKING:
+    from core.runner.jobs import JobContext
+    from core.runner.params import ProjectParams
 
 ARTIFACT = "projection"
 DEFAULT_MAX_POINTS = 50_000
@@ -59,7 +64,7 @@ class Projection:
 
 
 def selection_groups(tc: Corpus | CorpusStream, dc: Corpus | CorpusStream, sel: Any) -> list[Group]:
-    """TC, selected DC and filtered DC from a `core.selection.select.Selection`."""
+    """TC, selected DC and filtered DC from a `core.selection.strategies.Selection`."""
     scores = np.asarray(sel.scores, dtype=np.float32)
     selected = np.asarray(sel.indices, dtype=np.int64)
     filtered = np.setdiff1d(np.arange(len(dc)), selected)
@@ -98,7 +103,7 @@ def umap_2d(x: np.ndarray, n_neighbors: int = 15, min_dist: float = 0.1, seed: i
     n_neighbors = max(2, min(n_neighbors, len(x) - 1))
     if _gpu_available():
         try:
-            from cuml.manifold import UMAP as CuUMAP  # noqa: N811 - cuML's class name
+            from cuml.manifold import UMAP as CuUMAP
 
             # cuML has no cosine metric in older releases: on L2-normalised rows euclidean orders neighbours the same way
             xn = x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
@@ -142,7 +147,7 @@ def _import_umap() -> Any:
                     and type(obj._cache).__name__ == "NullCache":
                 try:
                     obj.enable_caching()
-                except Exception:  # noqa: BLE001 - a function numba cannot cache just compiles as before
+                except Exception:
                     pass
     return umap
 
@@ -347,7 +352,7 @@ def _group_vectors(groups: Sequence[Group], keep: Sequence[np.ndarray], model: s
     for n, (cid, parts) in enumerate(wanted.items()):
         corpus = corpora[cid]
         rows = np.unique(np.concatenate(parts))
-        sub = lambda f, m, n=n: progress((n + f) / len(wanted), m)  # noqa: E731
+        sub = lambda f, m, n=n: progress((n + f) / len(wanted), m)
         full = cached_embeddings(corpus, model, workspace, pooling, digests[cid]) if workspace is not None else None
         if full is None and len(rows) == len(corpus):
             full = embed_corpus(corpus, model, pooling=pooling, workspace=workspace, progress=sub)  # type: ignore[arg-type]
@@ -410,26 +415,23 @@ def sample_rows(n: int, size: int, seed: int) -> np.ndarray:
 # --------------------------------------------------------------------------- job
 
 
-def projection_job(params: dict[str, Any], ctx: Any) -> dict[str, Any]:
-    """Job kind "project": params {"selection": KEY} (TC + selected + filtered DC of a saved
-    selection) or {"corpora": [names or paths]}; plus "model", "max_points", "seed"."""
-    from core.selection.select import load_selection, open_dc
-
+def projection_job(params: ProjectParams, ctx: JobContext) -> dict[str, Any]:
+    """Job kind "project": TC + selected + filtered DC of a saved selection (`selection`), or `corpora`."""
     ws: Workspace = ctx.workspace
-    common = {"model": params.get("model") or "default", "max_points": int(params.get("max_points") or DEFAULT_MAX_POINTS),
-              "seed": int(params.get("seed", 0)), "workspace": ws, "progress": ctx.progress}
-    if params.get("selection"):
-        sel = load_selection(ws, params["selection"])
+    common = {"model": params.model, "max_points": params.max_points or DEFAULT_MAX_POINTS, "seed": params.seed,
+              "workspace": ws, "progress": ctx.progress}
+    if params.selection:
+        sel = load_selection(ws, params.selection)
         tc_name, dc_name = sel.meta.get("tc_name"), sel.meta.get("dc_name")
         if not tc_name or not dc_name:
             raise UserError("this selection does not record its TC/DC names; run the selection from the Selection page or a job")
-        await_background_embeddings(ws, [tc_name, dc_name], common["model"], ctx.progress)
-        tc, dc = ws.resolve_corpus(tc_name), open_dc(ws, dc_name)  # DC streamed: only the sampled rows are read
+        await_background_embeddings(ws, [tc_name, dc_name], params.model, ctx.progress)
+        tc, dc = ws.resolve_corpus(tc_name), open_corpus_stream(ws, dc_name)  # DC streamed: only the sampled rows are read
         if len(dc) != sel.dc_size:
             raise UserError(f"DC {dc_name!r} has {len(dc):,} sentences but the selection was made on {sel.dc_size:,}; it changed since")
         proj = project(selection_groups(tc, dc, sel), extra_meta={"selection": sel.key, "strategy": sel.strategy}, **common)
-    elif params.get("corpora"):
-        proj = project(file_groups({str(n): open_dc(ws, n) for n in params["corpora"]}), **common)
+    elif params.corpora:
+        proj = project(file_groups({str(n): open_corpus_stream(ws, n) for n in params.corpora}), **common)
     else:
         raise UserError("projection needs a saved selection ('selection') or a list of corpora ('corpora')")
     ctx.log(f"projection {proj.key}: {proj.meta['points']} points ({proj.meta['backend']}) {proj.meta['note']}")

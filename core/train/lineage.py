@@ -6,7 +6,8 @@ budget, model, its id), the LC/DEV/TEST hashes, seed, preset and wall time. A mo
 from a folder that has a lineage inherits it (base model, phases, selection), so an NER run on an
 MLM run's folder names the MLM corpora as its `pretraining_corpora`.
 
-Each finished run is also written to the workspace's run index (`lineage/RUN.json`: id, kind,
+The training jobs record it themselves when they finish (`record_mlm`, `record_ner`); the job runner knows
+nothing of training. Each finished run is also written to the workspace's run index (`lineage/RUN.json`: id, kind,
 folders, test F1, lineage): the Similarity page's F1 panel, `runs list` and `runs show` read it,
 whichever way the run was made (a job, the CLI, an experiment or compare-sources cell).
 """
@@ -17,10 +18,16 @@ import json
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from core.data.workspace import Workspace, atomic_write_json, resolve_corpus_ref
 from core.errors import UserError
+from core.selection.store import selection_meta
+from core.train.modes import phases_of
+from core.train.presets import DEFAULT_PRESET
+
+if TYPE_CHECKING:
+    from core.runner.params import MlmParams
 
 LINEAGE_FILE = "lineage.json"
 INDEX_DIR = "lineage"
@@ -165,61 +172,71 @@ def get_run(ws: Workspace, run_id: str) -> dict[str, Any]:
                     "job ids, and a folder with lineage.json")
 
 
-# --------------------------------------------------------------------------- from job params
+# --------------------------------------------------------------------------- recorded by the training jobs
 
 
-def _selection_info(ws: Workspace, key: str | None) -> dict[str, Any] | None:
-    if not key:
+def selection_info(ws: Workspace, ref: str | None) -> dict[str, Any] | None:
+    """{id, strategy, budget, model, dc} of a saved selection (the selection store's meta); a selection that is
+    gone keeps its id."""
+    if not ref:
         return None
-    meta_path = ws.root / "artifacts" / "selection" / str(key) / "meta.json"
-    meta = {}
-    if meta_path.is_file():
-        try:
-            meta = json.loads(meta_path.read_text("utf-8"))
-        except (OSError, json.JSONDecodeError):
-            meta = {}
-    return {"id": str(key), "strategy": meta.get("strategy"), "budget": meta.get("budget"), "model": meta.get("model"),
+    try:
+        meta = selection_meta(ws, ref)
+    except UserError:
+        return {"id": str(ref), "strategy": None, "budget": None, "model": None, "dc": None}
+    return {"id": meta["key"], "strategy": meta.get("strategy"), "budget": meta.get("budget"), "model": meta.get("model"),
             "dc": meta.get("dc_name")}
 
 
-def mlm_phases_of(ws: Workspace, params: dict[str, Any]) -> list[MlmPhase]:
-    """The phases core.train.mlm.mlm_job runs for these params, with the corpora each reads."""
-    if params.get("train"):
-        refs = params["train"] if isinstance(params["train"], list) else [params["train"]]
+def mlm_phases_of(ws: Workspace, params: MlmParams) -> list[MlmPhase]:
+    """The phases core.train.mlm.mlm_job runs for these params (core.train.modes), with the corpora each reads."""
+    if params.train:
+        refs = params.train if isinstance(params.train, list) else [params.train]
         return [MlmPhase("train", [c for c in (corpus_hash(ws, r) for r in refs) if c])]
-    tc, dc = corpus_hash(ws, params.get("tc")), corpus_hash(ws, params.get("dc"))
-    sel = params.get("selection")
-    sc = {"name": f"selection:{sel}", "hash": str(sel)} if sel else None
-    mode = params.get("mode", "tc+sc")
-    if mode == "tapt":
-        return [MlmPhase("tapt", [tc] if tc else [])]
-    if mode == "dapt":
-        return [MlmPhase("dapt", [dc] if dc else [])]
-    if mode == "tapt+dapt":
-        return [MlmPhase("dapt", [dc] if dc else []), MlmPhase("tapt", [tc] if tc else [])]
-    return [MlmPhase(mode, [c for c in (tc, sc) if c])]
+    corpora = {"tc": corpus_hash(ws, params.tc), "dc": corpus_hash(ws, params.dc),
+               "sc": {"name": f"selection:{params.selection}", "hash": str(params.selection)} if params.selection else None}
+    return [MlmPhase(name, [corpora[r] for r in reads if corpora[r]]) for name, reads in phases_of(params.mode)]
 
 
-def _seed(params: dict[str, Any], default: int | None = None) -> int | None:
-    config = params.get("config") or {}
-    return config.get("seed", params.get("seed", default))
+def record_mlm(ws: Workspace, run_id: str, params: MlmParams, result: dict[str, Any], run_dir: Path,
+               seconds: float) -> dict[str, Any]:
+    """The lineage of a finished MLM job: beside its model, in its run folder and in the run index."""
+    lin = from_base(params.model)
+    lin.mlm_phases += mlm_phases_of(ws, params)
+    lin.selection = selection_info(ws, params.selection) or lin.selection
+    lin.seed, lin.preset, lin.wall_seconds = params.config.get("seed", 1), params.preset, seconds
+    return record_run(ws, run_id, "mlm", lin, run_dir, result.get("out_dir"))
 
 
-def record_job(ws: Workspace, run_id: str, kind: str, params: dict[str, Any], result: dict[str, Any], run_dir: Path,
-               seconds: float) -> dict[str, Any] | None:
-    """The lineage of a finished mlm or ner job (other kinds record nothing here)."""
-    if kind == "mlm":
-        lin = from_base(params.get("model", "default"))
-        lin.mlm_phases += mlm_phases_of(ws, params)
-        lin.selection = _selection_info(ws, params.get("selection")) or lin.selection
-        lin.seed, lin.preset, lin.wall_seconds = _seed(params, 1), params.get("preset"), seconds
-        return record_run(ws, run_id, kind, lin, run_dir, result.get("out_dir"))
-    if kind == "ner":
-        lin = from_base(params.get("model", "default"))
-        lin.lc, lin.dev, lin.test = (corpus_hash(ws, params.get(k)) for k in ("train", "dev", "test"))
-        lin.seed, lin.preset, lin.wall_seconds = _seed(params, 1), params.get("preset"), seconds
-        f1 = (result.get("test") or {}).get("f1")
-        return record_run(ws, run_id, kind, lin, run_dir, result.get("out_dir"), f1=f1)
+def record_ner(ws: Workspace, run_id: str, *, model: str, train: str | None, dev: str | None, test: str | None,
+               seed: int | None, preset: str | None, result: dict[str, Any], run_dir: Path, seconds: float,
+               kind: str = "ner") -> dict[str, Any]:
+    """The lineage of a finished NER model (a "ner" job, or a self-trained one, `kind`): its base `model`,
+    LC/DEV/TEST hashes, seed, preset and test F1."""
+    lin = from_base(model)
+    lin.lc, lin.dev, lin.test = (corpus_hash(ws, r) for r in (train, dev, test))
+    lin.seed, lin.preset, lin.wall_seconds = seed, preset, seconds
+    f1 = (result.get("test") or {}).get("f1")
+    return record_run(ws, run_id, kind, lin, run_dir, result.get("out_dir"), f1=f1)
+
+
+def model_preset(model_dir: str | Path) -> str | None:
+    """The training preset a NER model folder was made with: its lineage says, else its ner_config.json, else
+    the params.json of the run that wrote it (RUN/model). None when unknown (a folder from elsewhere).
+    Self-training compares against this model, so it must know its recipe."""
+    folder = Path(model_dir)
+    lin = read_lineage(folder) if folder.is_dir() else None
+    if lin is not None and lin.preset:
+        return lin.preset
+    try:
+        cfg = json.loads((folder / "ner_config.json").read_text("utf-8"))
+        if cfg.get("preset"):
+            return str(cfg["preset"])
+        run = json.loads((folder.parent / "params.json").read_text("utf-8"))
+    except (OSError, json.JSONDecodeError):
+        return None
+    if run.get("kind") in ("ner", "selftrain", "experiment"):
+        return str((run.get("params") or {}).get("preset") or DEFAULT_PRESET)
     return None
 
 
@@ -265,7 +282,3 @@ def describe_run(entry: dict[str, Any]) -> dict[str, Any]:
                 sentences = f"{sentences} of {ref['of']} (drawn with seed {ref.get('sample_seed')})"
             data.append({"role": key.upper(), "corpus": ref.get("name"), "hash": ref.get("hash"), "sentences": sentences})
     return {"facts": facts, "phases": phases, "data": data}
-
-
-__all__ = ["LINEAGE_FILE", "Lineage", "MlmPhase", "corpus_hash", "describe_run", "from_base", "get_run", "list_runs", "pretraining_source",
-           "read_lineage", "record_job", "record_run", "write_lineage"]

@@ -22,16 +22,22 @@ from __future__ import annotations
 import json
 import math
 import random
+import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
 
+from core.data.stream import open_corpus_stream
 from core.errors import ModelError, UserError
 from core.lm.models import ModelRef, load_masked_lm, load_tokenizer, resolve_model
+from core.selection.store import selection_texts
+from core.train import lineage
+from core.train.modes import phases_of
+from core.train.presets import DEFAULT_PRESET, mlm_settings
 from core.train.training import (
     Checkpointer,
     Log,
@@ -45,11 +51,13 @@ from core.train.training import (
     device_and_precision,
     epoch_order,
     grad_scaler,
-    preset_settings,
     set_seed,
 )
 
-MODES = ("tc+sc", "tapt", "dapt", "tapt+dapt")
+if TYPE_CHECKING:
+    from core.runner.jobs import JobContext
+    from core.runner.params import MlmParams
+
 INFO_FILE = "mlm_info.json"
 
 
@@ -80,26 +88,9 @@ class MlmConfig:
         return cls(**d)
 
 
-PRESETS: dict[str, dict[str, Any]] = {
-    "paper": {},
-    # ~3.5 min alone on 2 CPU cores: a fixed 200 steps of 16 x 64-token blocks whatever the corpus size (the demo TC
-    # is 10 steps per epoch), at a learning rate high enough for the fresh MLM head of the default MiniLM to learn.
-    # Measured on the demo TC (seed 1): held-out TC masked-word accuracy 57%, and `augment` on the demo LC passes the
-    # quality gate (33 distinct of 116 replacements, 1% stop words); lr 1e-4 at the same steps reached 21% and was
-    # refused as degenerate, 30 steps replaced every entity with "the".
-    "demo": {"epochs": 1000, "batch_size": 16, "block_size": 64, "max_steps": 200, "lr": 5e-4, "checkpoint_every": 50,
-             "log_every": 10},
-    "tiny": {"epochs": 1, "batch_size": 4, "block_size": 32, "max_steps": 4, "lr": 1e-3, "checkpoint_every": 2, "log_every": 1},
-    # Experiments on CPU (scripts/crossner_study.py): a fixed step budget whatever the corpus (TC+SC, TC or DC get
-    # the same compute, as a fair comparison needs), long enough for the fresh head of the default MiniLM to learn
-    # (held-out TC masked-word accuracy far above the base encoder's; core.adapt.augment.MaskedLM.accuracy).
-    "study": {"epochs": 1000, "max_steps": 400, "batch_size": 16, "block_size": 128, "lr": 1e-4, "checkpoint_every": 50,
-              "log_every": 10},
-}
-
-
-def preset_config(name: str = "paper", **overrides: Any) -> MlmConfig:
-    return MlmConfig.from_dict(preset_settings(PRESETS, name, "MLM", overrides))
+def preset_config(name: str = DEFAULT_PRESET, **overrides: Any) -> MlmConfig:
+    """The recipe of a preset (core.train.presets, the one table) with the overrides that are set."""
+    return MlmConfig.from_dict(mlm_settings(name, **overrides))
 
 
 # --------------------------------------------------------------------------- corpora
@@ -119,42 +110,13 @@ def balanced_mix(task_texts: Sequence[str], selected_texts: Sequence[str], seed:
 
 def mlm_phases(mode: str, tc: Sequence[str] | None = None, sc: Sequence[str] | None = None,
                dc: Sequence[str] | None = None, seed: int = 1) -> list[tuple[str, list[str]]]:
-    """The (name, texts) phases of one continued-pretraining recipe, run in order."""
-    need = {"tc+sc": ("tc", "sc"), "tapt": ("tc",), "dapt": ("dc",), "tapt+dapt": ("tc", "dc")}
-    if mode not in need:
-        raise UserError(f"unknown MLM mode {mode!r}: expected one of {', '.join(MODES)}")
+    """The (name, texts) phases of one continued-pretraining recipe (core.train.modes), run in order."""
+    phases = phases_of(mode)
     given = {"tc": tc, "sc": sc, "dc": dc}
-    missing = [k.upper() for k in need[mode] if not given[k]]
+    missing = sorted({k.upper() for _, reads in phases for k in reads if not given[k]})
     if missing:
         raise UserError(f"MLM mode {mode!r} needs {' and '.join(missing)}")
-    if mode == "tc+sc":
-        return [("tc+sc", balanced_mix(tc, sc, seed))]
-    if mode == "tapt":
-        return [("tapt", list(tc))]
-    if mode == "dapt":
-        return [("dapt", list(dc))]
-    return [("dapt", list(dc)), ("tapt", list(tc))]
-
-
-def load_selection_texts(ws, ref: str) -> list[str]:
-    """Sentences of a saved selection: an artifact key of kind "selection", a folder holding
-    selected.jsonl, or any corpus file / workspace corpus name."""
-    from core.data.corpus import read_corpus
-    from core.selection.select import find_selection, selection_texts  # the selection store's one reader
-
-    ref = str(ref)
-    artifact = find_selection(ws, ref) if ws is not None and "/" not in ref else None
-    if artifact is not None:
-        return list(selection_texts(ws, artifact))
-    path = Path(ref)
-    if path.is_dir():
-        path = path / "selected.jsonl"
-        if not path.exists():
-            raise UserError(f"selection folder {path.parent} has no selected.jsonl")
-        return read_corpus(path).texts()
-    if ws is not None and not path.exists():
-        return ws.resolve_corpus(ref).texts()
-    return read_corpus(path).texts()
+    return [(name, balanced_mix(tc, sc, seed) if reads == ("tc", "sc") else list(given[reads[0]])) for name, reads in phases]
 
 
 # --------------------------------------------------------------------------- examples
@@ -353,25 +315,22 @@ def run_phases(phases: Sequence[tuple[str, Sequence[str]]], model: str, out_dir:
             "fresh_head": any(r.get("fresh_head") for r in results)}
 
 
-def mlm_job(params: dict[str, Any], ctx) -> dict[str, Any]:
-    """Job kind "mlm". Either `train`: [corpus refs] (plain continued pretraining on their sentences),
-    or `mode` in MODES with `tc`, `selection` (SC) and `dc`. Also model, preset, config, out."""
-    from core.selection.select import open_dc
-
+def mlm_job(params: MlmParams, ctx: JobContext) -> dict[str, Any]:
+    """Job kind "mlm": plain continued pretraining on `train`, or a recipe `mode` (MODES) over TC, a saved
+    selection (SC) and DC; records its lineage."""
+    started = time.time()
     ws = ctx.workspace
-    config = preset_config(params.get("preset", "demo"), **(params.get("config") or {}))
-    if params.get("train"):
-        refs = params["train"] if isinstance(params["train"], list) else [params["train"]]
+    config = preset_config(params.preset, **params.config)
+    if params.train:
+        refs = params.train if isinstance(params.train, list) else [params.train]
         phases = [("train", [t for r in refs for t in ws.resolve_corpus(r).texts()])]
     else:
-        tc = ws.resolve_corpus(params.get("tc", "tc")).texts() if params.get("tc", "tc") else None
-        sc = load_selection_texts(ws, params["selection"]) if params.get("selection") else None
+        tc = ws.resolve_corpus(params.tc).texts() if params.tc else None
+        sc = list(selection_texts(ws, params.selection)) if params.selection else None
         # DC's texts read batch by batch from its Parquet file: the token lists are never all held beside them
-        dc = [t for part in open_dc(ws, params["dc"]).text_batches() for t in part] if params.get("dc") else None
-        phases = mlm_phases(params.get("mode", "tc+sc"), tc, sc, dc, seed=config.seed)
-    out = params.get("out") or ctx.run_dir / "model"
-    return run_phases(phases, params.get("model", "default"), out, config, ctx.run_dir, ctx.progress, ctx.log, ctx.metric)
-
-
-__all__ = ["MODES", "PRESETS", "MlmConfig", "balanced_mix", "load_masked_lm", "load_selection_texts", "mlm_job", "mlm_phases",
-           "pack_blocks", "preset_config", "run_phases", "sentence_examples", "train_mlm"]
+        dc = [t for part in open_corpus_stream(ws, params.dc).text_batches() for t in part] if params.dc else None
+        phases = mlm_phases(params.mode, tc, sc, dc, seed=config.seed)
+    result = run_phases(phases, params.model, params.out or ctx.run_dir / "model", config, ctx.run_dir, ctx.progress, ctx.log,
+                        ctx.metric)
+    lineage.record_mlm(ws, ctx.run_id, params, result, ctx.run_dir, time.time() - started)
+    return result

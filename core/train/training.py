@@ -1,7 +1,7 @@
 """The shared training loop (`TrainLoop`) and its utilities: seeding, RNG state, device and
 precision, atomic checkpoints.
 
-Both trainers (core.train.mlm, core.train.ner) run on `TrainLoop` and checkpoint through `Checkpointer`, which writes a
+Both trainers (core.train.mlm, core.train.ner_train) run on `TrainLoop` and checkpoint through `Checkpointer`, which writes a
 whole checkpoint into a temp folder first and only then swaps it in with renames, so
 a `kill -9` at any moment leaves either the new or the previous checkpoint intact:
 
@@ -34,8 +34,8 @@ import torch
 from core.data.atomic import honour_umask
 from core.errors import UserError
 from core.lm.models import pick_device
+from core.progress import Progress
 
-Progress = Callable[[float, str], None]
 Log = Callable[[str], None]
 Metric = Callable[..., None]
 
@@ -46,13 +46,6 @@ def check_settings(cls: type, d: dict[str, Any], what: str) -> None:
     unknown = set(d) - known
     if unknown:
         raise UserError(f"unknown {what} setting(s): {', '.join(sorted(unknown))}; known: {', '.join(sorted(known))}")
-
-
-def preset_settings(presets: dict[str, dict[str, Any]], name: str, what: str, overrides: dict[str, Any]) -> dict[str, Any]:
-    """A preset's settings with the overrides that are set (None: keep the preset's value)."""
-    if name not in presets:
-        raise UserError(f"unknown {what} preset {name!r}: expected one of {', '.join(presets)}")
-    return {**presets[name], **{k: v for k, v in overrides.items() if v is not None}}
 
 
 def set_seed(seed: int) -> None:
@@ -102,7 +95,7 @@ def cpu_bf16_pays(size: int = 384, reps: int = 20) -> bool:
     width at least 1.3x faster than fp32. Measured once per process (a few ms)."""
     global _BF16_PAYS
     if _BF16_PAYS is None:
-        from core.lm.embed import cpu_has_bf16
+        from core.lm.precision import cpu_has_bf16
 
         _BF16_PAYS = False
         if cpu_has_bf16():
@@ -233,7 +226,7 @@ class Checkpointer:
         for p in self.candidates():
             try:
                 return torch.load(p / "state.pt", map_location=map_location, weights_only=False)
-            except Exception:  # noqa: BLE001 - an unreadable checkpoint falls back to the previous one
+            except Exception:
                 continue
         return None
 
@@ -291,7 +284,7 @@ def metric_frames(rows: list[dict[str, Any]]):
 
 @dataclass
 class LoopConfig:
-    """What the loop needs from a trainer's config (core.train.mlm.MlmConfig, core.train.ner.NerConfig)."""
+    """What the loop needs from a trainer's config (core.train.mlm.MlmConfig, core.train.ner_train.NerConfig)."""
 
     epochs: int
     seed: int

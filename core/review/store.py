@@ -117,6 +117,18 @@ def check_spans(spans: Sequence[Span], n_tokens: int) -> list[Span]:
     return ordered
 
 
+def list_review_sets(ws: Workspace) -> list[str]:
+    """Every review set of the workspace with at least one decision (the set key names the corpus and its hash)."""
+    path = ws.root / "review.sqlite"
+    if not path.exists():
+        return []
+    con = open_sqlite(path, _SCHEMA)
+    try:
+        return [r["set_key"] for r in con.execute("SELECT DISTINCT set_key FROM review ORDER BY set_key")]
+    finally:
+        con.close()
+
+
 class ReviewStore:
     """Review decisions of one review set. Cheap to construct: each call opens the database
     afresh, so the app, the CLI and tests can all share one workspace."""

@@ -25,22 +25,20 @@ from __future__ import annotations
 import copy
 import itertools
 import math
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import asdict, dataclass, field
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
 import numpy as np
 
 from core.data.stream import CorpusStream
-from core.data.workspace import Workspace, atomic_write_json, content_hash, temp_path_for
 from core.errors import UserError
 from core.lm.ngram import KneserNeyLM, NgramCounts, build_lm, build_lm_streamed
+from core.progress import Progress
 
-Progress = Callable[[float, str], None]
 Tokens = Sequence[Sequence[str]]
 Text = Tokens | CorpusStream  # a corpus as token lists, or streamed from its workspace Parquet
-CACHE_KIND = "similarity"
 CACHE_VERSION = 1  # bump when a measure's definition changes, so cached values are recomputed
 
 
@@ -344,7 +342,7 @@ def sample_subcorpora(tokens: Text, n_tokens: int | None, k: int = 1, seed: int 
 
 
 @dataclass
-class _Side:
+class CorpusSide:
     """One corpus (or one sub-sample of it) with what measures need, built at most once."""
 
     tokens: Text
@@ -370,7 +368,7 @@ class _Side:
         return content_vocabulary(self.tokens, method, self.get("vocab") if method == "approx" else None)
 
 
-def _pair_values(src: _Side, tgt: _Side, measures: Sequence[str]) -> dict[str, float]:
+def pair_values(src: CorpusSide, tgt: CorpusSide, measures: Sequence[str]) -> dict[str, float]:
     out: dict[str, float] = {}
     for m in measures:
         if m == "tvc":
@@ -386,7 +384,7 @@ def _pair_values(src: _Side, tgt: _Side, measures: Sequence[str]) -> dict[str, f
     return out
 
 
-def _mean_over_samples(per_sample: list[dict[str, float]]) -> dict[str, float]:
+def mean_over_samples(per_sample: list[dict[str, float]]) -> dict[str, float]:
     keys = per_sample[0].keys()
     out = {k: float(np.mean([d[k] for d in per_sample])) for k in keys}
     if len(per_sample) > 1:
@@ -405,17 +403,17 @@ def compare_corpora(source: Text, target: Text, params: SimilarityParams | None 
     if not n_tokens(source) or not n_tokens(target):
         raise UserError("both corpora must contain tokens")
     samples = sample_subcorpora(source, params.subsample_tokens, params.subsample_k, params.seed)
-    tgt = _Side(target, params)
+    tgt = CorpusSide(target, params)
     per_sample = []
     for i, sample in enumerate(samples):
         report(i / len(samples), f"sample {i + 1}/{len(samples)}")
-        src = _Side(sample, params)
-        values = _pair_values(src, tgt, params.pairwise)
+        src = CorpusSide(sample, params)
+        values = pair_values(src, tgt, params.pairwise)
         if "ttr" in params.measures:
             n = n_tokens(sample)
             values["ttr_source"] = len(src.get("vocab")) / n if n else 0.0  # = type_token_ratio(sample), one pass fewer
         per_sample.append(values)
-    result: dict[str, Any] = _mean_over_samples(per_sample) if per_sample[0] else {}
+    result: dict[str, Any] = mean_over_samples(per_sample) if per_sample[0] else {}
     if "ttr" in params.measures:
         result["ttr_target"] = type_token_ratio(target)
     if "tvcc" in params.measures:
@@ -430,225 +428,12 @@ def compare_corpora(source: Text, target: Text, params: SimilarityParams | None 
 # --------------------------------------------------------------------------- matrix over workspace corpora, cached
 
 
-def similarity_matrix(ws: Workspace, sources: Sequence[str], targets: Sequence[str], params: SimilarityParams,
-                      progress: Progress | None = None) -> dict[str, Any]:
-    """Every pairwise measure for every (source, target) of workspace corpora, plus TTR of each
-    corpus. Values come from the workspace cache when both corpora and the measure's
-    parameters are unchanged; each source's LM and skip-gram model is built once."""
-    if not sources or not targets:
-        raise UserError("choose at least one source and one target corpus")
-    report = progress or (lambda f, m: None)
-    hashes = {n: ws.corpus_info(n).hash for n in {*sources, *targets}}
-    measures = params.pairwise
-    values: dict[str, list[list[float | None]]] = {}
-    for key in _value_keys(measures, params):
-        values[key] = [[None] * len(targets) for _ in sources]
-    loaded: dict[str, Text] = {}
-
-    def tokens_of(name: str) -> Text:  # streamed: a large DC is never held as token lists
-        if name not in loaded:
-            loaded[name] = CorpusStream(path=ws.corpus_path(name), name=name, workspace=ws, file_hash=hashes[name])
-        return loaded[name]
-
-    cached = computed = 0
-    for i, s in enumerate(sources):
-        samples: list[_Side] | None = None
-        target_sides: dict[str, _Side] = {}
-        for j, t in enumerate(targets):
-            report((i * len(targets) + j) / (len(sources) * len(targets)), f"{s} → {t}")
-            missing = []
-            for m in measures:
-                hit = _cache_read(ws, _cache_key(hashes[s], hashes[t], params, m))
-                if hit is None:
-                    missing.append(m)
-                    continue
-                cached += 1
-                for k, v in hit.items():
-                    if k in values:
-                        values[k][i][j] = v
-            if not missing:
-                continue
-            if samples is None:
-                samples = [_Side(x, params) for x in sample_subcorpora(tokens_of(s), params.subsample_tokens,
-                                                                         params.subsample_k, params.seed)]
-            tgt = target_sides.setdefault(t, _Side(tokens_of(t), params))
-            pair = _mean_over_samples([_pair_values(src, tgt, missing) for src in samples])
-            for m in missing:
-                mine = {k: v for k, v in pair.items() if k == m or k.startswith(m + "_")}
-                _cache_write(ws, _cache_key(hashes[s], hashes[t], params, m), mine)
-                computed += 1
-                for k, v in mine.items():
-                    if k in values:
-                        values[k][i][j] = v
-    result: dict[str, Any] = {
-        "sources": list(sources), "targets": list(targets), "measures": list(measures), "values": values,
-        "params": {**asdict(params), "measures": list(params.measures)}, "cached": cached, "computed": computed,
-        "hashes": hashes,
-    }
-    if "ttr" in params.measures:
-        result["ttr"] = {n: _cached_ttr(ws, n, hashes[n], tokens_of) for n in dict.fromkeys([*sources, *targets])}
-    if "tvcc" in params.measures:
-        result["tvcc_method"] = content_word_method(params.tvcc_method)[1]
-    result["tokens"] = {n: ws.corpus_info(n).tokens for n in hashes}
-    report(1.0, f"{computed} values computed, {cached} from cache")
-    return result
-
-
-def _value_keys(measures: Sequence[str], params: SimilarityParams) -> list[str]:
-    keys = []
-    for m in measures:
-        keys.append(m)
-        if m == "ppl":
-            keys.append("ppl_sum")
-    if params.subsample_tokens is not None and params.subsample_k > 1:
-        keys += [f"{k}_std" for k in list(keys)]
-    return keys
-
-
-def _cache_key(source_hash: str, target_hash: str, params: SimilarityParams, measure: str) -> str:
-    return content_hash("pair", source_hash, target_hash, params.cache_params(measure))
-
-
-def _cache_read(ws: Workspace, key: str) -> dict[str, float] | None:
-    path = ws.find_artifact(CACHE_KIND, key)
-    if path is None or not (path / "values.json").exists():
-        return None
-    import json
-
-    return json.loads((path / "values.json").read_text("utf-8"))
-
-
-def _cache_write(ws: Workspace, key: str, values: dict[str, float]) -> None:
-    atomic_write_json(ws.artifact_dir(CACHE_KIND, key) / "values.json", values)
-
-
-def _cached_ttr(ws: Workspace, name: str, corpus_hash: str, tokens_of: Callable[[str], Text]) -> float:
-    key = content_hash("ttr", corpus_hash, CACHE_VERSION)
-    hit = _cache_read(ws, key)
-    if hit is not None:
-        return hit["ttr"]
-    ttr = type_token_ratio(tokens_of(name))
-    _cache_write(ws, key, {"ttr": ttr})
-    return ttr
-
-
 # --------------------------------------------------------------------------- per-sentence PPL of DC under a TC model
-
-
-def ppl_histogram(ws: Workspace, tc: str, dc: str, order: int = 3, bins: int = 40,
-                  progress: Progress | None = None) -> dict[str, Any]:
-    """Per-sentence perplexity of every DC sentence under a KN LM of TC (the PPL selection
-    baseline's score), kept as perplexities.npy in the cache, summarised as a log10 histogram.
-    DC is streamed in chunks, so a DC larger than memory as Python strings still works."""
-    report = progress or (lambda f, m: None)
-    key = content_hash("dc-ppl", ws.corpus_info(tc).hash, ws.corpus_info(dc).hash, order, CACHE_VERSION)
-    folder = ws.find_artifact(CACHE_KIND, key)
-    path = folder / "perplexities.npy" if folder else None
-    if path is None or not path.exists():
-        lm = build_lm(ws.load_corpus(tc).tokens, order=order, progress=lambda f, m: report(0.3 * f, f"TC LM: {m}"))
-        report(0.3, "scoring DC")
-        scores = lm.score_sentences(ws.iter_corpus(dc), backend="numpy")
-        path = ws.artifact_dir(CACHE_KIND, key) / "perplexities.npy"
-        tmp = temp_path_for(path)
-        with open(tmp, "wb") as fh:
-            np.save(fh, scores.perplexity)
-        tmp.replace(path)
-    ppl = np.load(path)
-    finite = np.log10(ppl[np.isfinite(ppl)])
-    counts, edges = np.histogram(finite, bins=bins) if len(finite) else (np.zeros(0), np.zeros(0))
-    report(1.0, "histogram ready")
-    q = np.percentile(ppl, [10, 50, 90]) if len(ppl) else [math.nan] * 3
-    return {"tc": tc, "dc": dc, "order": order, "sentences": int(len(ppl)), "log10_edges": edges.tolist(),
-            "counts": counts.astype(int).tolist(), "p10": float(q[0]), "median": float(q[1]), "p90": float(q[2]),
-            "path": str(path)}
 
 
 # --------------------------------------------------------------------------- the job
 
 
-def similarity_job(params: dict[str, Any], ctx: Any) -> dict[str, Any]:
-    """Job kind "similarity": params {sources, targets, measures, order, subsample_tokens,
-    subsample_k, seed, tvcc_method, histogram: {tc, dc} | None}."""
-    ws: Workspace = ctx.workspace
-    p = SimilarityParams.from_dict(params)
-    hist = params.get("histogram")
-    end = 0.8 if hist else 1.0
-    ctx.log(f"similarity: {len(params.get('sources', []))} sources x {len(params.get('targets', []))} targets, "
-            f"measures {', '.join(p.measures)}")
-    result = similarity_matrix(ws, list(params.get("sources", [])), list(params.get("targets", [])), p,
-                               progress=ctx.sub(0.0, end, ""))
-    ctx.log(f"{result['computed']} values computed, {result['cached']} cached")
-    if hist:
-        result["histogram"] = ppl_histogram(ws, hist["tc"], hist["dc"], order=p.order, progress=ctx.sub(end, 1.0, "DC PPL: "))
-    return result
-
-
 # --------------------------------------------------------------------------- correlation with downstream F1
 
 
-def finished_f1_runs(ws: Workspace) -> list[dict[str, Any]]:
-    """Finished NER runs with a test F1, as {job, kind, source, f1, data}, read from the run index
-    (core.train.lineage): `source` is the corpus of the run's last MLM phase (None: no pretraining),
-    so compare-sources runs, experiment cells and any NER run trained from an MLM folder all count;
-    `data` names the LC (and its size when a subset) and TEST the run was trained and tested on, since
-    F1 gains only compare runs on the same data."""
-    from core.train.lineage import list_runs, pretraining_source
-
-    def label(ref: dict[str, Any] | None, role: str) -> str:
-        if not ref:
-            return f"{role} ?"
-        part = f" ({ref['sentences']} of {ref['of']})" if ref.get("of") and (ref.get("sentences") or 0) < ref["of"] else ""
-        return f"{role} {ref.get('name')}{part}"
-
-    runs = []
-    for entry in list_runs(ws, "ner"):
-        f1 = entry.get("f1")
-        if not isinstance(f1, (int, float)) or not math.isfinite(f1):
-            continue
-        src = pretraining_source(entry)
-        lin = entry.get("lineage") or {}
-        runs.append({"job": entry["id"], "kind": "ner", "source": src["name"] if src else None, "f1": float(f1),
-                     "data": f"{label(lin.get('lc'), 'LC')} · {label(lin.get('test'), 'TEST')}"})
-    return runs
-
-
-def correlate_with_f1(runs: Sequence[dict[str, Any]], matrix: dict[str, Any], target: str) -> dict[str, Any]:
-    """Pearson r between each measure (source vs `target`) and the F1 gain of runs pretrained on
-    that source, as in Dai et al. 2020 Fig. 2. Runs are averaged per source (seeds); the gain is
-    over the mean F1 of runs without a pretraining source, or plain F1 when there are none.
-
-    Returns {y_label, baseline_f1, points: [{source, f1, y, <measure>...}], measures: {m: {r, p, n, reason}}}.
-    """
-    from scipy.stats import pearsonr
-
-    if target not in matrix.get("targets", []):
-        raise UserError(f"{target!r} is not a target of this similarity result")
-    j = matrix["targets"].index(target)
-    baseline = [r["f1"] for r in runs if r["source"] is None]
-    base = float(np.mean(baseline)) if baseline else None
-    by_source: dict[str, list[float]] = {}
-    for r in runs:
-        if r["source"] is not None and r["source"] in matrix["sources"]:
-            by_source.setdefault(r["source"], []).append(float(r["f1"]))
-    points = []
-    for source, f1s in sorted(by_source.items()):
-        i = matrix["sources"].index(source)
-        f1 = float(np.mean(f1s))
-        point = {"source": source, "runs": len(f1s), "f1": f1, "y": f1 - base if base is not None else f1}
-        for m in matrix["measures"]:
-            point[m] = matrix["values"][m][i][j]
-        points.append(point)
-    out: dict[str, Any] = {"y_label": "F1 gain" if base is not None else "F1", "baseline_f1": base, "points": points,
-                           "measures": {}}
-    for m in matrix["measures"]:
-        xy = [(p[m], p["y"]) for p in points if p[m] is not None and math.isfinite(p[m])]
-        stats: dict[str, Any] = {"n": len(xy), "r": None, "p": None, "reason": ""}
-        if len(xy) < 3:
-            stats["reason"] = f"needs finished NER runs pretrained on at least 3 different sources (have {len(xy)})"
-        elif len({x for x, _ in xy}) < 2 or len({y for _, y in xy}) < 2:
-            stats["reason"] = "all values are equal, so r is undefined"
-        else:
-            res = pearsonr([x for x, _ in xy], [y for _, y in xy])
-            stats["r"], stats["p"] = float(res.statistic), float(res.pvalue)
-        out["measures"][m] = stats
-    return out

@@ -16,7 +16,7 @@ from contextlib import contextmanager
 Progress = Callable[[float, str], None]
 
 
-def silent(fraction: float, message: str = "") -> None:  # noqa: ARG001 - the Progress signature
+def silent(fraction: float, message: str = "") -> None:
     """A Progress that reports nowhere (the default when a caller passes None)."""
 
 

@@ -1,7 +1,7 @@
 """Data behind the Inspect page: cached NER predictions over a corpus or a saved selection,
 the sortable / filterable sentence table, selected-vs-filtered status, review exports.
 
-Predictions are computed by the "predict" job (core.train.ner.ner_predict_job) writing into a
+Predictions are computed by the "predict" job (core.train.ner_predict.ner_predict_job) writing into a
 workspace artifact (kind "predictions") keyed by the model's fingerprint, the corpus content
 hash and the selected indices, so the same request never runs twice and survives restarts.
 A selection's sentences are written to `subset.jsonl` in that artifact and predicted as a file.
@@ -17,20 +17,21 @@ from typing import Any
 
 import pandas as pd
 
-from core.adapt.review import ReviewItem, ReviewStore, check_spans, review_set_key
 from core.data.corpus import Corpus, corpus_bytes, write_corpus
+from core.data.stream import CorpusStream
 from core.data.tags import Span, TagScheme
 from core.data.workspace import Workspace, atomic_write_json, content_hash
 from core.errors import UserError
 from core.lm.models import resolve_model
+from core.review.store import ReviewItem, ReviewStore, check_spans, review_set_key
+from core.selection.store import selected_indices, selection_meta
 
 PRED_KIND = "predictions"
-SELECTION_KIND = "selection"
 SORT_KEYS = {"entities": "n_entities", "c1": "c1", "c2": "c2", "position": "index"}
 REVIEW_STATES = ("unreviewed", "accepted", "rejected", "corrected")
 
 
-# --------------------------------------------------------------------------- models and selections
+# --------------------------------------------------------------------------- models
 
 
 def list_ner_models(ws: Workspace) -> list[Path]:
@@ -54,68 +55,6 @@ def list_mlm_models(ws: Workspace) -> list[Path]:
             if any(a.endswith("ForMaskedLM") for a in arch):
                 found.append(p.parent)
     return sorted(found, key=lambda p: p.stat().st_mtime, reverse=True)
-
-
-def model_preset(model_dir: str | Path) -> str | None:
-    """The training preset a NER model folder was made with: its ner_config.json when it says,
-    else the params.json of the run that wrote it (RUN/model). None when unknown (a folder from
-    elsewhere). Self-training compares against this model, so it must know its recipe."""
-    folder = Path(model_dir)
-    try:
-        cfg = json.loads((folder / "ner_config.json").read_text("utf-8"))
-        if cfg.get("preset"):
-            return str(cfg["preset"])
-        run = json.loads((folder.parent / "params.json").read_text("utf-8"))
-    except (OSError, json.JSONDecodeError):
-        return None
-    if run.get("kind") in ("ner", "selftrain", "experiment"):
-        return str((run.get("params") or {}).get("preset") or "demo")  # these jobs default to demo
-    return None
-
-
-@dataclass
-class SelectionRef:
-    key: str
-    path: Path
-    dc: str  # the corpus the selection's dc_index values point into
-    size: int
-    label: str
-
-
-def list_selections(ws: Workspace) -> list[SelectionRef]:
-    """Saved selections over a workspace corpus (artifact kind "selection", written by core.selection.select:
-    selected.jsonl rows with `dc_index`, meta.json with `dc_name`), newest first."""
-    from core.selection.select import list_selections as stored_selections  # the one listing of the selection store
-
-    out = []
-    for meta in reversed(stored_selections(ws)):
-        path = Path(meta["folder"])
-        rows_path = path / "selected.jsonl"
-        if not rows_path.exists():
-            continue
-        dc = meta.get("dc") or meta.get("dc_name")
-        if not dc or not ws.has_corpus(str(dc)):
-            continue  # made from a file outside the workspace: its dc_index values cannot be resolved here
-        if meta.get("budget") is not None:
-            size = int(meta["budget"])
-        else:
-            with open(rows_path, encoding="utf-8") as fh:
-                size = sum(1 for line in fh if line.strip())
-        what = meta.get("strategy") or meta.get("name") or "selection"
-        out.append(SelectionRef(path.name, path, dc, size, f"{what} · {size:,} of {dc} · {path.name[:8]}"))
-    return out
-
-
-def find_selection(ws: Workspace, key: str) -> SelectionRef:
-    for sel in list_selections(ws):
-        if sel.key == key or sel.key.startswith(key):
-            return sel
-    raise UserError(f"no saved selection {key!r} in workspace {ws.root}")
-
-
-def selected_indices(sel: SelectionRef) -> list[int]:
-    rows = [json.loads(line) for line in (sel.path / "selected.jsonl").read_text("utf-8").splitlines() if line.strip()]
-    return sorted({int(r["dc_index"]) for r in rows})
 
 
 # --------------------------------------------------------------------------- cached predictions
@@ -151,8 +90,11 @@ def prediction_request(ws: Workspace, model: str | Path, corpus: str | None = No
         raise UserError(f"{model} is not a fine-tuned NER model folder (no ner_config.json): pick a finished NER run")
     indices = None
     if selection:
-        sel = find_selection(ws, selection)
-        corpus, indices = sel.dc, selected_indices(sel)
+        corpus = selection_meta(ws, selection).get("dc_name")
+        indices = sorted(set(selected_indices(ws, selection)))
+        if not corpus or not ws.has_corpus(str(corpus)):
+            raise UserError(f"selection {selection!r} was made from {corpus!r}, which is not a workspace corpus: "
+                            "its rows cannot be read here")
     if not corpus:
         raise UserError("choose a corpus or a saved selection to inspect")
     info = ws.corpus_info(corpus)
@@ -169,8 +111,6 @@ def predict_job_params(ws: Workspace, req: PredictionRequest) -> dict[str, Any]:
     if req.indices is not None:
         subset_path = folder / "subset.jsonl"
         if not subset_path.exists():
-            from core.data.stream import CorpusStream
-
             # only the selected rows are read from DC's Parquet (a large DC is never loaded whole)
             rows = CorpusStream(path=ws.corpus_path(req.corpus), name=req.corpus).take(req.indices)
             write_corpus(rows, subset_path, fmt="jsonl")
@@ -183,7 +123,7 @@ def predict_job_params(ws: Workspace, req: PredictionRequest) -> dict[str, Any]:
 def predict_cached(ws: Workspace, req: PredictionRequest, progress: Any = None) -> Path:
     """Run the prediction in this process (CLI, tests) through the same job function."""
     if not req.done:
-        from core.runner import jobs
+        from core.runner import jobs  # the runner imports every job's params, not this module: no loop
 
         jobs.run_inline(ws, "predict", predict_job_params(ws, req), progress=progress)
     return req.predictions_path

@@ -1,0 +1,1 @@
+"""Reviewing predicted entities: cached predictions to review, the review store, span highlighting."""

@@ -1,0 +1,280 @@
+"""The params of every job kind: one dataclass each, the one place a job setting and its default are declared.
+
+A job function takes its kind's dataclass (`fn(params: NerParams, ctx: JobContext)`); the CLI's options take
+their defaults from the same dataclass (`field_default`), the pages fill it in, and a submitted job stores it
+with every default filled in, so a run's params.json says exactly what it ran with. Validation says which
+field is unknown, missing or ill-typed, before anything runs. This module imports nothing heavy: validating
+params never imports torch.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from dataclasses import dataclass, field
+from typing import Any, Union
+
+from core.errors import UserError
+from core.train.presets import DEFAULT_PRESET, PRESETS
+
+SCHEMA_VERSION = 2
+
+Budget = int | float | str | None  # a count, a ratio of DC, or the same as text ("500", "0.1")
+
+
+@dataclass
+class ImportParams:
+    path: str
+    role: str | None = None
+    name: str | None = None
+    format: str = "auto"
+    overwrite: bool = False
+
+
+@dataclass
+class SimilarityJobParams:
+    sources: list[str]
+    targets: list[str]
+    measures: list[str] | str = field(default_factory=lambda: ["tvc", "tvcc", "ppl", "jsd", "wvv", "ttr"])
+    order: int = 3
+    jsd_order: int = 3
+    subsample_tokens: int | None = None
+    subsample_k: int = 1
+    seed: int = 0
+    tvcc_method: str = "auto"
+    wvv_dim: int = 100
+    wvv_window: int = 5
+    wvv_epochs: int = 5
+    wvv_min_count: int = 1
+    wvv_words: str = "shared"
+    histogram: dict[str, Any] | None = None
+
+
+@dataclass
+class EmbedParams:
+    corpus: str
+    model: str = "default"
+    pooling: str = "mean"
+    device: str = "auto"
+    precision: str = "auto"
+    chunk_size: int | None = None
+    ray: str | None = None
+
+
+@dataclass
+class SelectParams:
+    tc: str
+    dc: str
+    strategy: str
+    budget: Budget
+    model: str | None = "default"
+    model2: str | None = None
+    ner_model: str | None = None
+    target_domain: str | None = None
+    seed: int = 0
+    options: dict[str, Any] | None = None
+    ray: str | None = None
+
+
+@dataclass
+class ProjectParams:
+    selection: str | None = None
+    corpora: list[str] | None = None
+    model: str = "default"
+    max_points: int | None = None
+    seed: int = 0
+
+
+@dataclass
+class MlmParams:
+    train: list[str] | str | None = None  # plain continued pretraining on these corpora, or ...
+    mode: str = "tc+sc"  # ... one of core.train.modes.MODES over tc / selection / dc
+    tc: str | None = "tc"
+    selection: str | None = None
+    dc: str | None = None
+    model: str = "default"
+    preset: str = DEFAULT_PRESET
+    config: dict[str, Any] = field(default_factory=dict)
+    out: str | None = None
+
+
+@dataclass
+class NerParams:
+    train: str = "lc"
+    dev: str | None = None
+    test: str | None = None
+    model: str = "default"
+    preset: str = DEFAULT_PRESET
+    config: dict[str, Any] = field(default_factory=dict)
+    out: str | None = None
+
+
+@dataclass
+class PredictParams:
+    model: str
+    corpus: str
+    batch_size: int = 32
+    out: str | None = None
+
+
+@dataclass
+class ExperimentParams:
+    tc: str = "tc"
+    dc: str = "dc"
+    lc: str = "lc"
+    dev: str = "dev"
+    test: str = "test"
+    strategies: list[str] = field(default_factory=list)
+    baselines: list[str] = field(default_factory=lambda: ["none", "tapt", "dapt", "tapt+dapt"])
+    seeds: list[int] = field(default_factory=lambda: [1])
+    budget: Budget = None  # one SC size (count or ratio of DC; None: |TC|) ...
+    budgets: list[int | float | str] | None = None  # ... or a sweep of them (Fig. 2); not both
+    lc_sizes: list[int | float | str] | None = None  # LC sub-samples (counts or ratios of LC; None: all), drawn with the seed (Fig. 4)
+    model: str = "default"
+    preset: str = DEFAULT_PRESET
+    mlm_config: dict[str, Any] | None = None
+    ner_config: dict[str, Any] | None = None
+    domain: str | None = None
+
+
+@dataclass
+class SelftrainParams:
+    model: str
+    lc: str
+    dev: str
+    unlabeled: str | None = None
+    selection: str | None = None
+    test: str | None = None
+    measure: str = "c1"
+    threshold: float | str = "auto"
+    ratio: float = 1.0
+    preset: str = DEFAULT_PRESET
+    seed: int = 1
+    config: dict[str, Any] | None = None
+    out: str | None = None
+
+
+@dataclass
+class AugmentSettings:
+    """How MLM augmentation (core.adapt.augment, Tokarchuk et al. 2021 Section 4) rewrites LC: the one
+    declaration of these settings, read by `augment_corpus`, the job and the CLI."""
+
+    sampling: str = "entity"  # which tokens may be masked: entity, context, random-context, mixed
+    order: str = "independent"  # independent: every mask on the original; conditional: after earlier replacements
+    criterion: str = "top"  # top: most probable candidate; joint: probability x edit distance
+    min_token_prob: float = 0.0  # a candidate below this MLM probability is never used
+    min_confidence: float = 0.0  # generated sentences below this NER confidence are dropped (needs a NER model)
+    measure: str = "c1"  # which NER confidence min_confidence applies to
+    random_rate: float = 0.15  # share of O tokens masked by "random-context" (BERT's masking rate)
+    mixed_max_rate: float = 0.3  # "mixed" masks between 1 and this share of the tokens
+    top_k: int = 5  # candidates per mask, as in the paper
+    per_sentence: int = 1  # generated variants per LC sentence
+    seed: int = 0
+    batch_size: int = 32
+
+
+@dataclass(kw_only=True)
+class AugmentParams(AugmentSettings):
+    model: str  # the masked LM (an MLM run's model folder)
+    lc: str | None = "lc"
+    ner_model: str | None = None  # for min_confidence
+    device: str = "auto"
+    out: str | None = None  # default: RUN/augmented.conll
+    check_tc: str | None = "tc"  # held-out corpus for the MLM accuracy check (None: skip it)
+    allow_degenerate: bool = False  # write the output even when the quality gate finds the MLM degenerate
+
+
+@dataclass
+class CompareSourcesParams:
+    sources: list[str]
+    lc: str = "lc"
+    dev: str = "dev"
+    test: str = "test"
+    target: str = "tc"
+    measures: list[str] = field(default_factory=lambda: ["tvc", "tvcc", "ppl", "jsd", "wvv"])
+    seeds: list[int] = field(default_factory=lambda: [1])
+    preset: str = DEFAULT_PRESET
+    model: str = "default"
+    out: str | None = None
+
+
+@dataclass
+class SleepParams:
+    steps: int = 10
+    seconds: float = 0.1
+
+
+# --------------------------------------------------------------------------- validation
+
+
+def _type_name(tp: Any) -> str:
+    if tp is type(None):
+        return "null"
+    origin = typing.get_origin(tp)
+    if origin in (Union, types.UnionType):
+        return " or ".join(_type_name(a) for a in typing.get_args(tp))
+    if origin is not None:
+        return {list: "a list", dict: "an object"}.get(origin, str(origin))
+    return {str: "a string", int: "an integer", float: "a number", bool: "true/false"}.get(tp, getattr(tp, "__name__", str(tp)))
+
+
+def _check(value: Any, tp: Any) -> bool:
+    if tp is Any:
+        return True
+    if tp is type(None):
+        return value is None
+    origin = typing.get_origin(tp)
+    if origin in (Union, types.UnionType):
+        return any(_check(value, a) for a in typing.get_args(tp))
+    if origin is list:
+        (item,) = typing.get_args(tp) or (Any,)
+        return isinstance(value, (list, tuple)) and all(_check(v, item) for v in value)
+    if origin is dict:
+        return isinstance(value, dict)
+    if tp is bool:
+        return isinstance(value, bool)
+    if tp is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if tp is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    return isinstance(value, tp)
+
+
+def validate_params(cls: type, params: dict[str, Any] | Any, kind: str = "") -> Any:
+    """`cls` (a params dataclass) from a dict; a UserError names an unknown, missing or ill-typed field
+    and what was expected."""
+    kind = kind or cls.__name__
+    if isinstance(params, cls):
+        params = dataclasses.asdict(params)
+    if not isinstance(params, dict):
+        raise UserError(f"{kind} params: expected an object of fields, got {type(params).__name__}")
+    hints = typing.get_type_hints(cls)
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    unknown = [k for k in params if k not in fields]
+    if unknown:
+        raise UserError(f"{kind} params: unknown field(s) {', '.join(map(repr, unknown))}; "
+                        f"expected some of {', '.join(fields)}")
+    missing = [n for n, f in fields.items() if n not in params and f.default is dataclasses.MISSING
+               and f.default_factory is dataclasses.MISSING]
+    if missing:
+        raise UserError(f"{kind} params: missing required field(s) {', '.join(map(repr, missing))}")
+    for name, value in params.items():
+        if not _check(value, hints[name]):
+            raise UserError(f"{kind} params: field {name!r} must be {_type_name(hints[name])}, got {value!r}")
+    if "preset" in params and params["preset"] not in PRESETS:
+        raise UserError(f"{kind} params: field 'preset' must be one of {', '.join(PRESETS)}, got {params['preset']!r}")
+    return cls(**{k: list(v) if isinstance(v, tuple) else v for k, v in params.items()})
+
+
+def field_default(cls: type, name: str) -> Any:
+    """The default of one field of a params dataclass: what a CLI option defaults to, so the CLI and a job
+    launched without that option run the same thing."""
+    for f in dataclasses.fields(cls):
+        if f.name == name:
+            if f.default is not dataclasses.MISSING:
+                return f.default
+            if f.default_factory is not dataclasses.MISSING:
+                return f.default_factory()
+            raise KeyError(f"{cls.__name__}.{name} has no default")
+    raise KeyError(f"{cls.__name__} has no field {name!r}")

@@ -1,0 +1,88 @@
+"""Comparing selections and reading one: overlap between selections, the top and bottom of a ranking, and the
+score histogram split into selected and filtered."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from core.data.corpus import Corpus
+from core.data.stream import CorpusStream
+from core.data.workspace import Workspace, resolve_corpus_ref
+from core.errors import UserError
+from core.selection.selection import Selection, finite_or_none
+
+
+def overlap_matrix(selections: Sequence[Selection], labels: Sequence[str] | None = None):
+    """Pairwise Jaccard overlap of selected DC indices (NaN between selections of different DCs)."""
+    import pandas as pd
+
+    labels = list(labels or [f"{s.strategy} [{(s.key or '')[:6]}]" for s in selections])
+    sets = [set(s.indices.tolist()) for s in selections]
+    m = np.full((len(sets), len(sets)), np.nan)
+    for i, a in enumerate(sets):
+        for j, b in enumerate(sets):
+            if selections[i].meta.get("dc_hash") == selections[j].meta.get("dc_hash"):
+                m[i, j] = len(a & b) / max(1, len(a | b))
+    return pd.DataFrame(m, index=labels, columns=labels)
+
+
+def ranking_table(sel: Selection, dc: Corpus | None = None, head: int = 20, tail: int = 20, workspace: Workspace | None = None):
+    """Top and bottom of the full ranking. The bottom's texts need DC: pass it, or a workspace
+    holding the selection's DC by name (only the shown rows are read, as Arrow, not the whole corpus)."""
+    import pandas as pd
+
+    n = len(sel.order)
+    picks = list(range(min(head, n))) + list(range(max(min(head, n), n - tail), n))
+    idx = [int(sel.order[r]) for r in picks]
+    rows_corpus = None
+    if dc is not None:
+        rows_corpus = dc.subset(idx)
+    elif workspace is not None:
+        rows_corpus = _dc_rows(workspace, sel, idx)
+    keys = None
+    if (sel.meta.get("extra") or {}).get("sampling") == "gumbel":  # the order sorts on score + Gumbel noise: show it
+        from core.lm.dsir import gumbel_keys
+
+        keys = gumbel_keys(sel.scores, int(sel.meta.get("seed") or 0))
+    rows = []
+    for j, (r, i) in enumerate(zip(picks, idx)):
+        row = {"rank": r + 1, "dc_index": i, "score": finite_or_none(sel.scores[i]), "selected": r < sel.budget,
+               "text": " ".join(rows_corpus.tokens[j]) if rows_corpus is not None else ""}
+        if keys is not None:
+            row["sampled_key"] = float(keys[i])
+        if rows_corpus is not None:
+            row.update({k: v[j] for k, v in rows_corpus.fields.items() if k != "id"})
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _dc_rows(ws: Workspace, sel: Selection, idx: list[int]) -> Corpus | None:
+    name = sel.meta.get("dc_name")
+    try:  # the one resolver: a name, or a role ("dc") the CLI accepted
+        ref = resolve_corpus_ref(name, ws) if name else None
+    except UserError:
+        ref = None
+    if ref is None or ref.kind == "path" or ws.corpus_info(ref.name).sentences != sel.dc_size:
+        return None
+    return CorpusStream.from_workspace(ws, ref.name).take(idx)  # only the row groups holding these rows
+
+
+def score_histogram(sel: Selection, bins: int = 60):
+    """Counts of scores per bin, split into selected and filtered: a few hundred rows for the
+    browser instead of one per DC sentence."""
+    import pandas as pd
+
+    scores = np.asarray(sel.scores, dtype=np.float64)
+    finite = np.isfinite(scores)
+    if not finite.any():
+        return pd.DataFrame(columns=["score", "count", "part"])
+    edges = np.histogram_bin_edges(scores[finite], bins=bins)
+    mask = np.zeros(len(scores), dtype=bool)
+    mask[sel.indices] = True
+    frames = []
+    for part, m in (("selected", mask), ("filtered", ~mask)):
+        counts, _ = np.histogram(scores[m & finite], bins=edges)
+        frames.append(pd.DataFrame({"score": (edges[:-1] + edges[1:]) / 2, "count": counts, "part": part}))
+    return pd.concat(frames, ignore_index=True)

@@ -1,0 +1,152 @@
+"""The selection store: every saved selection is looked up, listed, labelled and read through here.
+
+A selection lives in artifacts/selection/KEY/ (KEY a content hash of its inputs): scores.npy, order.npy,
+selected.jsonl (the selected rows in rank order, with dc_index) and meta.json, written last, whose presence
+marks a complete selection. Pages, the CLI, MLM training, self-training, lineage and review all name a
+selection the same way: its key, a key prefix of 6+ hex digits, or its folder."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from core.data.stream import CorpusStream
+from core.data.workspace import Workspace, atomic_write_json, content_hash, temp_path_for
+from core.errors import UserError
+from core.selection.selection import Selection
+
+ARTIFACT = "selection"
+
+
+def save_selection(ws: Workspace, sel: Selection) -> Path:
+    """selected.jsonl + scores.npy + order.npy + meta.json under artifacts/selection/KEY; meta.json last
+    (its presence marks a complete artifact). The selected rows are written one by one, read
+    from DC in a single pass when DC is streamed."""
+    folder = ws.artifact_dir(ARTIFACT, sel.key or content_hash(sel.meta))
+    for name, arr in (("scores.npy", sel.scores), ("order.npy", sel.order)):
+        tmp = temp_path_for(folder / name)
+        with open(tmp, "wb") as fh:
+            np.save(fh, np.asarray(arr, dtype=np.float32 if name == "scores.npy" else np.int64))
+        os.replace(tmp, folder / name)
+    sel.write_export(folder / "selected.jsonl", "jsonl")
+    atomic_write_json(folder / "meta.json", {**sel.meta, "key": folder.name})
+    sel.folder, sel.key = folder, folder.name
+    return folder
+
+
+def load_selection(ws: Workspace, key: str) -> Selection:
+    """A saved selection; scores and order memory-mapped, the selected rows read from
+    selected.jsonl only when asked for (`records()` streams them, `.selected` loads them)."""
+    folder = ws.find_artifact(ARTIFACT, key)
+    if folder is None or not (folder / "meta.json").exists():
+        raise UserError(f"no saved selection {key!r} in workspace {ws.root}")
+    meta = json.loads((folder / "meta.json").read_text("utf-8"))
+    order = np.load(folder / "order.npy", mmap_mode="r")
+    return Selection(strategy=meta["strategy"], indices=np.asarray(order[:int(meta["budget"])], dtype=np.int64),
+                     scores=np.load(folder / "scores.npy", mmap_mode="r"), order=order, meta=meta, key=folder.name,
+                     folder=folder)
+
+
+def cached_selection(ws: Workspace, key: str, dc: CorpusStream) -> Selection | None:
+    folder = ws.find_artifact(ARTIFACT, key)
+    if folder is None or not (folder / "meta.json").exists():
+        return None
+    sel = load_selection(ws, key)
+    if not dc.streamed:
+        sel.source = dc  # carried fields with their original types, read from DC on first use
+    sel.meta["notes"] = [*sel.notes, "loaded from the workspace (same inputs and parameters)"]
+    return sel
+
+
+def list_selections(ws: Workspace, dc: str | None = None, in_workspace: bool = False) -> list[dict[str, Any]]:
+    """Metadata of every saved selection, newest first: the one listing of the selection store. Each holds
+    meta.json's fields plus "key", "path" (and "folder", its older name) and "label". `dc`: only selections over
+    that corpus; `in_workspace`: only those whose DC is a workspace corpus (their dc_index values resolve here)."""
+    out = []
+    for folder in reversed(ws.list_artifacts(ARTIFACT)):
+        meta = _read_meta(folder)
+        if meta is None:
+            continue  # a half-written or foreign folder is not a selection
+        if dc is not None and meta.get("dc_name") != dc:
+            continue
+        if in_workspace and not (meta.get("dc_name") and ws.has_corpus(str(meta["dc_name"]))):
+            continue
+        out.append({**meta, "key": folder.name, "path": str(folder), "folder": str(folder), "label": selection_label(
+            {**meta, "key": folder.name})})
+    return out
+
+
+def _read_meta(folder: Path) -> dict[str, Any] | None:
+    try:
+        return json.loads((folder / "meta.json").read_text("utf-8"))
+    except (OSError, json.JSONDecodeError):
+        return None
+
+
+def find_selection(ws: Workspace, ref: str | Path) -> Path | None:
+    """The folder of a saved selection named by key (or a unique key prefix), or by its folder path."""
+    def usable(folder: Path) -> bool:  # meta.json marks a complete selection; selected.jsonl alone is readable too
+        return (folder / "meta.json").exists() or (folder / "selected.jsonl").exists()
+
+    path = Path(str(ref))
+    if path.is_dir() and usable(path):
+        return path
+    exact = ws.find_artifact(ARTIFACT, str(ref)) if "/" not in str(ref) else None
+    if exact is not None and usable(exact):
+        return exact
+    text = str(ref)
+    if len(text) < 6 or any(c not in "0123456789abcdef" for c in text):
+        return None  # only a key prefix of 6+ hex digits, so a corpus name never matches by accident
+    matches = [Path(m["folder"]) for m in list_selections(ws) if str(m["key"]).startswith(text)]
+    return matches[0] if len(matches) == 1 else None
+
+
+def selection_folder(ws: Workspace, ref: str | Path) -> Path:
+    """`find_selection`, or a UserError saying how a selection can be named."""
+    folder = find_selection(ws, ref)
+    if folder is None:
+        raise UserError(f"no saved selection {str(ref)!r} in workspace {ws.root} (a key, a key prefix of 6+ hex digits, "
+                        "or a selection folder)")
+    return folder
+
+
+def selection_texts(ws: Workspace, ref: str | Path) -> Iterator[str]:
+    """The selected sentences' texts in rank order, streamed from selected.jsonl (MLM training
+    reads a selection through here)."""
+    folder = selection_folder(ws, ref)
+    with open(folder / "selected.jsonl", encoding="utf-8") as fh:
+        for line in fh:
+            if line.strip():
+                rec = json.loads(line)
+                yield rec["text"] if rec.get("text") is not None else " ".join(rec.get("tokens") or [])
+
+
+def selection_meta(ws: Workspace, ref: str | Path) -> dict[str, Any]:
+    """meta.json of a saved selection (strategy, budget, model, dc_name, ...) plus its "key"; a selection with
+    only selected.jsonl (older or hand-made) gets what can be counted from it."""
+    folder = selection_folder(ws, ref)
+    meta = _read_meta(folder)
+    if meta is None:
+        with open(folder / "selected.jsonl", encoding="utf-8") as fh:
+            meta = {"strategy": None, "budget": sum(1 for line in fh if line.strip())}
+    return {**meta, "key": folder.name, "path": str(folder)}
+
+
+def selected_indices(ws: Workspace, ref: str | Path) -> list[int]:
+    """The selected sentences' row indices in DC (`dc_index`), in rank order."""
+    folder = selection_folder(ws, ref)
+    with open(folder / "selected.jsonl", encoding="utf-8") as fh:
+        return [int(json.loads(line)["dc_index"]) for line in fh if line.strip()]
+
+
+def selection_label(meta: Mapping[str, Any]) -> str:
+    """How a person reads a selection everywhere: strategy, model, size of DC, DC and the key's start."""
+    model = f" · {Path(str(meta['model'])).name}" if meta.get("model") and meta.get("model") != "default" else ""
+    budget, size = meta.get("budget"), meta.get("dc_size")
+    amount = f"{budget:,}/{size:,}" if isinstance(budget, int) and isinstance(size, int) else f"{budget or '?'}"
+    return f"{meta.get('strategy') or 'selection'}{model} · {amount} · {meta.get('dc_name') or '?'} [{str(meta['key'])[:8]}]"

@@ -1,0 +1,461 @@
+"""Data selection: pick SC from the domain corpus DC for continued pretraining on TC.
+
+Every strategy of the selective-pretraining paper behind one call, `select(...)`:
+
+- cosine         cosine to the mean TC embedding (pretrained encoder, or B1 after MLM on TC)
+- cosine-concat  the same on [B1 ; B2] embeddings (B2 = B1 fine-tuned for NER)
+- ner            NER-Selected: most entities predicted by a fine-tuned NER model
+- ppl            lowest perplexity under a Kneser-Ney LM of TC
+- mlm-ppl        lowest masked-LM pseudo-perplexity under B1
+- random, all    baselines
+- dsir           importance resampling on hashed 1-2-grams (Xie et al. 2023)
+- knn            union of each TC sentence's nearest DC sentences (kNN-TAPT, Gururangan et al. 2020)
+
+Each strategy yields a score per DC sentence and a full ranking (ties by score, then
+DC index); the first `budget` of the ranking are selected. Results are saved in the
+workspace (artifact kind "selection") keyed by a content hash of inputs and parameters.
+
+>>> sel = select(tc, dc, "cosine", 0.1, workspace=ws)  # doctest: +SKIP
+>>> sel.summary()["selected"]  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections import Counter
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from core.data.corpus import Corpus
+from core.data.stream import PARALLEL_MIN, CorpusStream, map_row_groups, open_corpus_stream
+from core.data.workspace import Workspace, content_hash
+from core.errors import UserError
+from core.lm.pseudo_ppl import pseudo_perplexities
+from core.progress import Progress
+from core.selection.kernels import cosine_to_vector, normalize_rows, topk_cosine
+from core.selection.selection import Selection
+from core.selection.store import cached_selection, save_selection
+
+if TYPE_CHECKING:
+    from core.runner.jobs import JobContext
+    from core.runner.params import SelectParams
+
+NER_BATCH = 10_000  # DC sentences predicted per pass of the NER strategy
+MLM_BATCH = 10_000  # DC sentences per pseudo-perplexity call
+
+
+class Strategy(str, Enum):
+    COSINE = "cosine"
+    COSINE_CONCAT = "cosine-concat"
+    KNN = "knn"
+    NER = "ner"
+    PPL = "ppl"
+    MLM_PPL = "mlm-ppl"
+    DSIR = "dsir"
+    RANDOM = "random"
+    ALL = "all"
+
+    def __str__(self) -> str:
+        return self.value
+
+    @classmethod
+    def parse(cls, name: str | Strategy) -> Strategy:
+        if isinstance(name, Strategy):
+            return name
+        norm = str(name).strip().lower().replace("_", "-")
+        try:
+            return cls(norm)
+        except ValueError:
+            raise UserError(f"unknown strategy {name!r}: expected one of {', '.join(s.value for s in cls)}") from None
+
+    @property
+    def info(self) -> StrategyInfo:
+        return STRATEGIES[self]
+
+
+@dataclass(frozen=True)
+class StrategyInfo:
+    label: str
+    description: str
+    score_name: str
+    higher_is_better: bool
+    models: tuple[str, ...] = ()  # which of model / model2 / ner_model it reads
+    needs_trained_model: bool = False  # unusable with the default encoder alone
+
+
+STRATEGIES: dict[Strategy, StrategyInfo] = {
+    Strategy.COSINE: StrategyInfo("Cosine to mean TC embedding", "Cosine similarity of each DC sentence to the mean TC embedding "
+                                  "(pretrained encoder, or B1 = encoder after MLM on TC).", "cosine", True, ("model",)),
+    Strategy.COSINE_CONCAT: StrategyInfo("Cosine on [B1 ; B2]", "Cosine to the mean TC embedding on concatenated embeddings of "
+                                         "B1 (model) and B2 (model2, B1 fine-tuned for NER).", "cosine", True, ("model", "model2"), True),
+    Strategy.KNN: StrategyInfo("kNN of TC sentences", "For each TC sentence its nearest DC sentences, unioned until the budget "
+                               "(kNN-TAPT). Score: highest cosine to any TC sentence.", "max cosine", True, ("model",)),
+    Strategy.NER: StrategyInfo("NER-Selected", "Sentences with the most entities predicted by a fine-tuned NER model (B2); "
+                               "ties by CRF sequence confidence c1.", "entities", True, ("ner_model",), True),
+    Strategy.PPL: StrategyInfo("N-gram perplexity", "Lowest perplexity under a Kneser-Ney 3-gram LM of TC.", "perplexity", False),
+    Strategy.MLM_PPL: StrategyInfo("MLM pseudo-perplexity", "Lowest masked-LM pseudo-perplexity under B1 (each token masked in turn).",
+                                   "pseudo-perplexity", False, ("model",), True),
+    Strategy.DSIR: StrategyInfo("DSIR", "Importance resampling on hashed 1-2-gram features (Xie et al. 2023): log p_TC/p_DC per "
+                                "sentence, Gumbel-top-k sampled.", "log importance weight", True),
+    Strategy.RANDOM: StrategyInfo("Random", "A uniform random sample of DC (seeded).", "random key", True),
+    Strategy.ALL: StrategyInfo("All of DC", "Every DC sentence (budget ignored).", "none", True),
+}
+
+
+# --------------------------------------------------------------------------- budget and ranking
+
+
+def resolve_budget(budget: int | float | str, dc_size: int) -> tuple[int, list[str]]:
+    """A count (integer >= 1) or a ratio of DC (0 < b <= 1) -> (count, notes)."""
+    if isinstance(budget, bool):
+        raise UserError(f"budget must be a number, got {budget!r}")
+    if isinstance(budget, str):
+        text = budget.strip()
+        try:
+            budget = int(text) if text.lstrip("+-").isdigit() else float(text)
+        except ValueError:
+            raise UserError(f"budget {text!r} is not a number: give a count (e.g. 5000) or a ratio of DC (e.g. 0.1)") from None
+    if not isinstance(budget, (int, float, np.integer, np.floating)) or not math.isfinite(budget):
+        raise UserError(f"budget must be a finite number, got {budget!r}")
+    if budget <= 0:
+        raise UserError(f"budget must be positive: a count >= 1 or a ratio in (0, 1], got {budget}")
+    notes: list[str] = []
+    if isinstance(budget, (float, np.floating)) and budget <= 1:
+        count = max(1, int(round(float(budget) * dc_size)))
+    elif float(budget) != int(budget):
+        raise UserError(f"budget {budget} is neither a count (integer >= 1) nor a ratio of DC (0 < b <= 1)")
+    else:
+        count = int(budget)
+    if count > dc_size:
+        notes.append(f"budget {count:,} exceeds the DC size {dc_size:,}: selecting all of DC")
+        count = dc_size
+    return count, notes
+
+
+def rank_order(scores: np.ndarray, higher_is_better: bool = True, secondary: np.ndarray | None = None) -> np.ndarray:
+    """Full ranking of DC indices: by score, then by `secondary` (same direction), then by index."""
+    scores = np.asarray(scores, dtype=np.float64)
+    sign = -1.0 if higher_is_better else 1.0
+    if secondary is None:
+        # A stable sort keeps index order among ties: the lexsort below without its index key,
+        # and half the temporary memory (10M sentences: one float64 key, one int64 result).
+        return np.argsort(np.nan_to_num(sign * scores, nan=np.inf), kind="stable")
+    keys = [np.arange(len(scores))]
+    if secondary is not None:
+        keys.append(sign * np.nan_to_num(np.asarray(secondary, dtype=np.float64), nan=-np.inf * sign))
+    # NaN scores (e.g. an empty sentence under an LM) go last, whatever the direction
+    keys.append(np.nan_to_num(sign * scores, nan=np.inf))
+    return np.lexsort(keys)
+
+
+# --------------------------------------------------------------------------- chunked similarity (float16 memmaps)
+
+
+# --------------------------------------------------------------------------- the strategies
+
+
+@dataclass
+class _Inputs:
+    tc: Corpus
+    dc: CorpusStream  # read in record batches, never whole
+    budget: int
+    model: str
+    model2: str | None
+    ner_model: str | None
+    seed: int
+    workspace: Workspace | None
+    options: Mapping[str, Any]
+    progress: Progress
+    ray: str | None = None  # a Ray address ("local" starts one): embedding and LM scoring run as Ray Data passes
+
+    def sub(self, start: float, end: float, prefix: str = "") -> Progress:
+        from core.progress import sub
+
+        return sub(self.progress, start, end, prefix)
+
+
+@dataclass
+class _Ranking:
+    scores: np.ndarray  # (N,) the strategy's score per DC sentence
+    order: np.ndarray  # (N,) DC indices, best first
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _embed_pair(x: _Inputs, model: str, start: float, end: float) -> tuple[np.ndarray, np.ndarray]:
+    from core.lm.embed import embed_corpus
+
+    mid = start + (end - start) * 0.1
+    tc_emb = embed_corpus(x.tc, model, workspace=x.workspace, progress=x.sub(start, mid, "TC: "))
+    dc_emb = embed_corpus(x.dc, model, workspace=x.workspace, progress=x.sub(mid, end, "DC: "), ray=x.ray)
+    return tc_emb, dc_emb
+
+
+def _by_cosine(x: _Inputs) -> _Ranking:
+    tc_emb, dc_emb = _embed_pair(x, x.model, 0.0, 0.9)
+    mean = normalize_rows(tc_emb).mean(0) if x.options.get("normalize_tc") else np.asarray(tc_emb, dtype=np.float32).mean(0)
+    scores = cosine_to_vector(dc_emb, mean)
+    return _Ranking(scores, rank_order(scores))
+
+
+def _by_cosine_concat(x: _Inputs) -> _Ranking:
+    if not x.model2:
+        raise UserError("strategy 'cosine-concat' needs two models: model (B1, after MLM on TC) and model2 (B2, B1 fine-tuned for NER)")
+    tc1, dc1 = _embed_pair(x, x.model, 0.0, 0.45)
+    tc2, dc2 = _embed_pair(x, x.model2, 0.45, 0.9)
+    # Each half is L2-normalised before concatenation so neither encoder dominates by scale.
+    tc = np.concatenate([normalize_rows(tc1), normalize_rows(tc2)], axis=1)
+    mean = tc.mean(0)
+    scores = np.empty(len(x.dc), dtype=np.float32)
+    step = 1 << 16
+    for s in range(0, len(x.dc), step):
+        block = np.concatenate([normalize_rows(dc1[s:s + step]), normalize_rows(dc2[s:s + step])], axis=1)
+        scores[s:s + step] = normalize_rows(block) @ normalize_rows(mean)
+    return _Ranking(scores, rank_order(scores))
+
+
+def _by_knn(x: _Inputs) -> _Ranking:
+    tc_emb, dc_emb = _embed_pair(x, x.model, 0.0, 0.9)
+    n_tc = max(1, len(tc_emb))
+    # Neighbours per TC sentence: enough that the union reaches the budget despite overlaps.
+    k = min(len(dc_emb), int(x.options.get("k") or 2 * math.ceil(x.budget / n_tc) + 1))
+    nn_idx, _, row_max = topk_cosine(dc_emb, tc_emb, k)
+    # A DC sentence's kNN level = its best rank in any TC sentence's neighbour list; levels
+    # 1, 2, ... are unioned in turn (ties by similarity, then index); sentences in no list
+    # follow by their best similarity.
+    level = np.full(len(dc_emb), k + 1, dtype=np.int64)
+    for r in range(nn_idx.shape[1]):
+        np.minimum.at(level, nn_idx[:, r], r + 1)
+    order = np.lexsort((np.arange(len(level)), -row_max.astype(np.float64), level))
+    return _Ranking(row_max, order, {"k": k})
+
+
+def _by_ner(x: _Inputs) -> _Ranking:
+    if not x.ner_model:
+        raise UserError("strategy 'ner' needs a fine-tuned NER model (B2): train one on LC and pass its folder "
+                        "(--ner-model DIR, or the NER model field)")
+    from core.lm.models import resolve_model
+    from core.train.ner_model import load_ner_model  # torch: imported only when this strategy runs
+    from core.train.ner_predict import predict_corpus
+
+    if resolve_model(x.ner_model).ner_config() is None:
+        raise UserError(f"{x.ner_model} is not a fine-tuned NER model folder (no ner_config.json); strategy 'ner' needs a NER model")
+    model = load_ner_model(x.ner_model)
+    x.progress(0.05, "NER model loaded")
+    n_spans = np.empty(len(x.dc), dtype=np.float32)
+    c1 = np.empty(len(x.dc), dtype=np.float64)
+    done, n = 0, len(x.dc)
+    for part in x.dc.batches(NER_BATCH):  # predictions of one batch at a time: memory flat in DC's size
+        lo = done / n
+        hi = (done + len(part)) / n
+        preds = predict_corpus(model, part, batch_size=int(x.options.get("batch_size", 32)),
+                               progress=x.sub(0.05 + 0.9 * lo, 0.05 + 0.9 * hi, "NER: "))
+        n_spans[done:done + len(part)] = [len(p.spans) for p in preds]
+        c1[done:done + len(part)] = [p.c1 for p in preds]
+        done += len(part)
+    return _Ranking(n_spans, rank_order(n_spans, True, secondary=c1), {"c1": c1})
+
+
+def _by_ngram_ppl(x: _Inputs) -> _Ranking:
+    try:
+        from core.lm.ngram import build_lm
+    except ImportError as exc:
+        raise UserError(f"strategy 'ppl' needs the Kneser-Ney n-gram LM (core.lm.ngram), which is not available: {exc}") from None
+    lm = build_lm(x.tc.tokens, order=int(x.options.get("order", 3)), progress=x.sub(0.0, 0.3, "LM: "))
+    x.progress(0.3, "scoring DC")
+    if x.ray:
+        from core.lm.distributed import ray_lm_perplexities
+
+        ppl = ray_lm_perplexities(lm, x.dc, x.ray, progress=x.sub(0.3, 1.0, "DC: "))
+    else:
+        ppl = streamed_perplexities(lm, x.dc, progress=x.sub(0.3, 1.0, "DC: "))
+    return _Ranking(ppl, rank_order(ppl, higher_is_better=False))
+
+
+def _lm_perplexities(tokens: list[list[str]], lm: Any) -> np.ndarray:
+    return np.asarray(lm.sentence_perplexities(tokens), dtype=np.float64)
+
+
+def streamed_perplexities(lm: Any, dc: CorpusStream | Corpus, progress: Progress | None = None) -> np.ndarray:
+    """Per-sentence perplexity of every DC sentence, one record batch at a time (8 bytes/sentence)."""
+    dc = CorpusStream.of(dc)
+    if dc.streamed and len(dc) > PARALLEL_MIN:  # every core, each worker reading its own row groups
+        return np.concatenate(map_row_groups(dc, _lm_perplexities, (lm,), progress=progress)).astype(np.float64)
+    out = np.empty(len(dc), dtype=np.float64)
+    done = 0
+    for toks in dc.token_batches():
+        out[done:done + len(toks)] = lm.sentence_perplexities(toks)
+        done += len(toks)
+        if progress is not None:
+            progress(done / max(1, len(dc)), f"{done:,}/{len(dc):,} sentences scored")
+    return out
+
+
+def _by_mlm_ppl(x: _Inputs) -> _Ranking:
+    ppl = np.empty(len(x.dc), dtype=np.float64)
+    done, n = 0, len(x.dc)
+    for texts in x.dc.text_batches(MLM_BATCH):
+        ppl[done:done + len(texts)] = pseudo_perplexities(texts, x.model, batch_size=int(x.options.get("batch_size", 64)),
+                                                          progress=x.sub(done / n, (done + len(texts)) / n))
+        done += len(texts)
+    return _Ranking(ppl, rank_order(ppl, higher_is_better=False))
+
+
+def _by_dsir(x: _Inputs) -> _Ranking:
+    from core.lm.dsir import dsir_log_weights, gumbel_top_order
+
+    logw = dsir_log_weights(x.tc, x.dc, buckets=int(x.options.get("buckets", 10_000)), progress=x.progress)
+    if x.options.get("sampling", "gumbel") == "topk":
+        return _Ranking(logw, rank_order(logw), {"sampling": "topk"})
+    return _Ranking(logw, gumbel_top_order(logw, x.seed), {"sampling": "gumbel"})
+
+
+def _by_random(x: _Inputs) -> _Ranking:
+    keys = np.random.default_rng(x.seed).random(len(x.dc))  # needs DC's size only: nothing is read
+    return _Ranking(keys, rank_order(keys))
+
+
+def _all(x: _Inputs) -> _Ranking:
+    return _Ranking(np.zeros(len(x.dc), dtype=np.float32), np.arange(len(x.dc)))
+
+
+_SCORERS: dict[Strategy, Callable[[_Inputs], _Ranking]] = {
+    Strategy.COSINE: _by_cosine, Strategy.COSINE_CONCAT: _by_cosine_concat, Strategy.KNN: _by_knn, Strategy.NER: _by_ner,
+    Strategy.PPL: _by_ngram_ppl, Strategy.MLM_PPL: _by_mlm_ppl, Strategy.DSIR: _by_dsir, Strategy.RANDOM: _by_random,
+    Strategy.ALL: _all,
+}
+
+
+# --------------------------------------------------------------------------- the result
+
+
+# --------------------------------------------------------------------------- select()
+
+
+def select(tc: Corpus | CorpusStream, dc: Corpus | CorpusStream, strategy: str | Strategy, budget: int | float | str, *,
+           model: str = "default", model2: str | None = None, ner_model: str | None = None, target_domain: str | None = None,
+           seed: int = 0, workspace: Workspace | None = None, progress: Progress | None = None,
+           options: Mapping[str, Any] | None = None, names: Mapping[str, str] | None = None,
+           ray: str | None = None) -> Selection:
+    """Rank DC for TC with `strategy` and keep the first `budget` sentences.
+
+    `budget`: a count (integer >= 1) or a ratio of DC (0 < b <= 1). `options` holds
+    strategy knobs (dsir: sampling "gumbel"|"topk", buckets; knn: k;
+    ppl: order; cosine: normalize_tc, averaging unit vectors instead of raw embeddings as the
+    paper does; ner / mlm-ppl: batch_size).
+    DC may be a `CorpusStream` (`CorpusStream.from_workspace(ws, "dc")`): every strategy then
+    reads it in record batches, and memory stays at a batch plus the (N,) score and order arrays.
+    `ray`: a Ray address ("local" starts a local cluster) for the embedding and LM-scoring
+    passes; same result as without (the selection key does not include it).
+    With a workspace the result is saved (and reused) as artifact "selection".
+    `names` ({"tc": ..., "dc": ...}) records workspace corpus names in the metadata.
+    """
+    t0 = time.time()
+    strat = Strategy.parse(strategy)
+    info = strat.info
+    if isinstance(tc, CorpusStream):
+        tc = tc.to_corpus()  # TC is small: the LM and the mean embedding need it whole
+    stream = CorpusStream.of(dc)
+    n = len(stream)
+    if n == 0:
+        raise UserError("the domain corpus DC is empty")
+    if len(tc) == 0 and strat not in (Strategy.RANDOM, Strategy.ALL):
+        raise UserError("the task corpus TC is empty")
+    count, notes = resolve_budget(budget, n)
+    if strat == Strategy.ALL:
+        if count < n:
+            notes.append(f"strategy 'all' ignores the budget ({count:,}): all {n:,} DC sentences selected")
+        count = n
+    options = dict(options or {})
+    report = progress or (lambda f, m="": None)
+    target = resolve_target_domain(tc, target_domain)
+
+    from core.lm.embed import corpus_digest
+
+    tc_hash, dc_hash = corpus_digest(tc), stream.digest()
+    key = content_hash("selection", tc_hash, dc_hash, strat.value, count, _model_ids(strat, model, model2, ner_model),
+                       seed if strat in (Strategy.RANDOM, Strategy.DSIR) else None, options)
+    if workspace is not None:
+        cached = cached_selection(workspace, key, stream)
+        if cached is not None:
+            cached.meta["seconds"] = time.time() - t0
+            if target is not None:
+                cached.meta["target_domain"] = target
+            report(1.0, "loaded from the workspace")
+            return cached
+
+    x = _Inputs(tc=tc, dc=stream, budget=count, model=model, model2=model2, ner_model=ner_model, seed=seed,
+                workspace=workspace, options=options, progress=report, ray=ray)
+    ranking = _SCORERS[strat](x)
+    order = np.asarray(ranking.order, dtype=np.int64)
+    indices = order[:count]
+    dc_domains = stream.field_counts("domain")
+    selected_domains = stream.field_counts("domain", indices) if dc_domains is not None else None
+    meta = {"strategy": strat.value, "budget_requested": budget if not isinstance(budget, np.generic) else budget.item(),
+            "budget": count, "dc_size": n, "tc_size": len(tc), "model": model if "model" in info.models else None,
+            "model2": model2 if "model2" in info.models else None,
+            "ner_model": ner_model if "ner_model" in info.models else None, "seed": seed, "options": options,
+            "tc_hash": tc_hash, "dc_hash": dc_hash, "tc_name": (names or {}).get("tc", tc.name),
+            "dc_name": (names or {}).get("dc", stream.name), "score_name": info.score_name,
+            "higher_is_better": info.higher_is_better, "notes": notes, "target_domain": target,
+            "dc_domain_counts": dict(dc_domains) if dc_domains is not None else None,
+            "selected_domain_counts": dict(selected_domains) if selected_domains is not None else None,
+            "extra": {k: v for k, v in ranking.extra.items() if not isinstance(v, np.ndarray)},
+            "created": time.time()}
+    sel = Selection(strategy=strat.value, indices=indices, scores=np.asarray(ranking.scores), order=order, meta=meta, key=key,
+                    source=stream)
+    meta["seconds"] = time.time() - t0
+    if workspace is not None:
+        report(0.99, f"writing {count:,} selected sentences")
+        save_selection(workspace, sel)
+    report(1.0, f"selected {count:,} of {n:,}")
+    return sel
+
+
+def _model_ids(strat: Strategy, model: str, model2: str | None, ner_model: str | None) -> dict[str, str]:
+    from core.lm.models import resolve_model
+
+    given = {"model": model, "model2": model2, "ner_model": ner_model}
+    return {name: resolve_model(given[name]).fingerprint() for name in strat.info.models if given[name]}
+
+
+def resolve_target_domain(tc: Corpus, target_domain: str | None) -> str | None:
+    """The user's target domain, else TC's majority `domain` when TC carries the field."""
+    if target_domain:
+        return str(target_domain)
+    values = tc.fields.get("domain")
+    if not values:
+        return None
+    return str(Counter(str(v) for v in values).most_common(1)[0][0])
+
+
+# --------------------------------------------------------------------------- persistence
+
+
+# --------------------------------------------------------------------------- comparing selections
+
+
+# --------------------------------------------------------------------------- job
+
+
+def selection_job(params: SelectParams, ctx: JobContext) -> dict[str, Any]:
+    """Job kind "select": rank DC for TC with a strategy, keep the budget, save the selection."""
+    ws: Workspace = ctx.workspace
+    tc = ws.resolve_corpus(params.tc)
+    dc = open_corpus_stream(ws, params.dc)
+    target = params.target_domain or resolve_target_domain(tc, None) or ws.settings().get("target_domain")
+    ray = params.ray or ws.settings().get("ray_address") or None
+    ctx.log(f"select {params.strategy} budget {params.budget}: TC {params.tc} ({len(tc)}), DC {params.dc} ({len(dc)})"
+            + (f" on Ray {ray}" if ray else ""))
+    sel = select(tc, dc, params.strategy, params.budget, model=params.model or "default", model2=params.model2 or None,
+                 ner_model=params.ner_model or None, target_domain=target, seed=params.seed, workspace=ws, progress=ctx.progress,
+                 options=params.options, names={"tc": str(params.tc), "dc": str(params.dc)}, ray=ray)
+    summary = sel.summary()
+    for note in sel.notes:
+        ctx.log(note)
+    ctx.metric(**{k: v for k, v in summary.items() if isinstance(v, (int, float))})
+    return summary

@@ -1,0 +1,169 @@
+"""The shape of core/: import cycles, the largest modules, and job functions that read params by hand.
+
+    python scripts/structure.py          # a table on stdout
+    python scripts/structure.py --json   # the same as JSON
+
+Imports are read from the source (ast), module-level and inside functions alike (a lazy import that
+closes a loop is still a loop), except those under `if TYPE_CHECKING:`, which never run.
+tests/test_structure.py holds the tree to these figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+MAX_LINES = 600
+LONG_ALLOWED = {"core/lm/ngram.py"}  # the Kneser-Ney estimator: one algorithm, kept whole on purpose
+
+
+def modules(root: Path = ROOT) -> dict[str, Path]:
+    """'core.x.y' -> path, for every module of the core package."""
+    out = {}
+    for path in sorted((root / "core").rglob("*.py")):
+        parts = list(path.relative_to(root).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        out[".".join(parts)] = path
+    return out
+
+
+def _type_checking(node: ast.AST) -> bool:
+    test = getattr(node, "test", None)
+    return isinstance(node, ast.If) and (
+        (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING")
+        or (isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"))
+
+
+def imports_of(path: Path, name: str, known: set[str]) -> set[str]:
+    """The core modules `name` imports at run time."""
+    tree = ast.parse(path.read_text("utf-8"))
+    found: set[str] = set()
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+
+    def visit(node: ast.AST) -> None:
+        if _type_checking(node):
+            for child in node.orelse:
+                visit(child)
+            return
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name in known:
+                    found.add(alias.name)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1] + ([base] if base else []))
+            for alias in node.names:
+                full = f"{base}.{alias.name}"
+                if full in known:
+                    found.add(full)
+                elif base in known:
+                    found.add(base)
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    visit(tree)
+    found.discard(name)
+    return {m for m in found if m.count(".") > 0 or m == "core"} - {"core"}
+
+
+def import_graph(root: Path = ROOT) -> dict[str, set[str]]:
+    mods = modules(root)
+    return {name: imports_of(path, name, set(mods)) for name, path in mods.items()}
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    out: list[list[str]] = []
+    counter = [0]
+
+    def strong(v: str) -> None:
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on_stack.add(v)
+        for w in graph.get(v, ()):
+            if w not in index:
+                strong(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    sys.setrecursionlimit(10_000)
+    for v in sorted(graph):
+        if v not in index:
+            strong(v)
+    return sorted(out)
+
+
+def line_counts(root: Path = ROOT) -> list[tuple[str, int]]:
+    """(path, lines) of every core module, largest first."""
+    rows = [(str(p.relative_to(root)), len(p.read_text("utf-8").splitlines())) for p in modules(root).values()]
+    return sorted(rows, key=lambda r: -r[1])
+
+
+def hand_read_params(root: Path = ROOT) -> list[str]:
+    """'path:function' of job functions (`*_job`) that read their params as a dict (`params.get(`, `params[`)."""
+    out = []
+    for path in modules(root).values():
+        tree = ast.parse(path.read_text("utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.FunctionDef) and node.name.endswith("_job") and node.args.args \
+                    and node.args.args[0].arg == "params":
+                src = ast.get_source_segment(path.read_text("utf-8"), node) or ""
+                if "params.get(" in src or "params[" in src:
+                    out.append(f"{path.relative_to(root)}:{node.name}")
+    return sorted(out)
+
+
+def report(root: Path = ROOT) -> dict:
+    counts = line_counts(root)
+    return {"modules": len(counts), "import_cycles": cycles(import_graph(root)),
+            "largest": counts[:8], "over_limit": [(p, n) for p, n in counts if n > MAX_LINES and p not in LONG_ALLOWED],
+            "hand_read_params": hand_read_params(root)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--json", action="store_true")
+    ap.add_argument("--root", default=str(ROOT), help="a checkout to measure (default: this one)")
+    args = ap.parse_args(argv)
+    rep = report(Path(args.root))
+    if args.json:
+        print(json.dumps(rep, indent=2))
+        return 0
+    print(f"core modules: {rep['modules']}")
+    print(f"import cycles: {len(rep['import_cycles'])}")
+    for c in rep["import_cycles"]:
+        print("  " + " <-> ".join(c))
+    print(f"modules over {MAX_LINES} lines (besides {', '.join(sorted(LONG_ALLOWED))}): {len(rep['over_limit'])}")
+    print("largest modules:")
+    for p, n in rep["largest"]:
+        print(f"  {n:5d}  {p}")
+    print(f"job functions reading params by hand: {len(rep['hand_read_params'])}")
+    for f in rep["hand_read_params"]:
+        print("  " + f)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,124 @@
+"""Results: experiment tables (mean ± std over seeds), per-type F1, sweep figures, the lineage of every
+training run, and a NER run's test-set predictions beside the gold spans."""
+
+from __future__ import annotations
+
+import pandas as pd
+import plotly.express as px
+import streamlit as st
+
+from core.experiments.experiment import collect_results, per_type_table, results_table
+from core.experiments.sweeps import lc_amount_frame, mlm_time_frame, sc_amount_frame, sweep_axes
+from core.review.highlight import CSS, legend_html, prediction_html, type_colors
+from core.runner import jobs
+from core.train.lineage import describe_run, get_run, list_runs
+from core.train.ner_predict import read_predictions
+from ui import get_workspace, run_guarded
+
+ws = get_workspace()
+st.title("Results")
+st.caption("What finished runs measured, and where each model came from. Every figure here can be regenerated from the "
+           "CLI: `python -m core experiment ... --json`, `python -m core runs show RUN --json`.")
+
+st.subheader("Results")
+experiments = collect_results(ws)
+if not experiments:
+    st.info("No experiment results yet. An experiment fills this table: rows strategies and baselines, columns domains.")
+else:
+    st.markdown("**Test F1 (%), mean ± std over seeds** (as the seed paper's Table 3)")
+    st.dataframe(results_table(experiments), key="results_table")
+    labels = {i: f"{e['domain']} · job {e['job']}" + (" (partial)" if e.get("partial") else "") for i, e in enumerate(experiments)}
+    st.caption("A strategy run at several SC budgets has one row per budget; sweeps enter at their largest LC size.")
+    pick = st.selectbox("Experiment", list(labels), format_func=labels.get, key="per_type_pick",
+                        help="Its per-type F1 (Table 4), sweep figures (Fig. 2, Fig. 4) and Table 5 below.")
+    st.markdown("**Per entity type, test F1 (%) mean over seeds** (as Table 4)")
+    st.dataframe(per_type_table(experiments[pick]), key="per_type_table")
+
+
+def sweep_section(cells: list[dict]) -> None:
+    """Fig. 2, Fig. 4 and Table 5 of the seed paper for one experiment (frames from core.experiments.sweeps)."""
+    axes = sweep_axes(cells)
+    lc_size = None
+    if len(axes["lc_sizes"]) > 1:
+        lc_size = st.selectbox("LC size for Fig. 2 and Table 5", axes["lc_sizes"], index=len(axes["lc_sizes"]) - 1,
+                               key="sweep_lc_size", format_func=lambda n: f"{n:,} LC sentences")
+    f2 = sc_amount_frame(cells, lc_size)
+    strat = f2[f2["kind"] == "strategy"]
+    if len(axes["budgets"]) > 1 and not strat.empty:
+        fig = px.line(strat, x="budget", y="f1_mean", error_y="f1_std", color="series", markers=True,
+                      labels={"budget": "SC sentences (budget)", "f1_mean": "test F1", "series": "strategy"},
+                      title=f"Fig. 2: test F1 (mean ± std over seeds) against the amount of SC, LC {int(f2['lc_size'].max()):,}")
+        for _, b in f2[f2["kind"] == "baseline"].iterrows():
+            fig.add_hline(y=b["f1_mean"], line_dash="dot", annotation_text=f"{b['row']} {b['f1_mean']:.3f}",
+                          annotation_position="bottom right")
+        st.plotly_chart(fig, key="sweep_fig2")
+    else:
+        st.caption("Fig. 2 (F1 against the amount of SC) needs strategies run at two or more SC budgets: "
+                   "give several in SC budgets (CLI: --budgets 500,2000).")
+    if len(axes["lc_sizes"]) > 1:
+        f4 = lc_amount_frame(cells)
+        fig = px.line(f4, x="lc_size", y="f1_mean", error_y="f1_std", color="series", markers=True,
+                      labels={"lc_size": "LC sentences", "f1_mean": "test F1", "series": "method"},
+                      title="Fig. 4: test F1 (mean ± std over seeds) against the amount of LC")
+        st.plotly_chart(fig, key="sweep_fig4")
+    else:
+        st.caption("Fig. 4 (F1 against the amount of LC) needs two or more LC sizes (CLI: --lc-sizes 0.25,0.5,1.0).")
+    st.markdown("**Table 5: MLM corpus, its size, test F1 (%) and MLM wall time**")
+    st.dataframe(mlm_time_frame(cells, lc_size), key="sweep_table5",
+                 column_config={"sentences": st.column_config.NumberColumn(format="%d"),
+                                "MLM time (s)": st.column_config.NumberColumn(format="%.1f")})
+
+
+if experiments:
+    sweep_section(experiments[pick].get("cells", []))
+
+
+st.subheader("Lineage")
+st.caption("Where a model came from: base model, every MLM phase with its corpora (name + content hash), the selection, "
+           "LC/DEV/TEST hashes, seed, preset and wall time — the data `python -m core runs show RUN --json` prints.")
+index = [e for e in (run_guarded(lambda: list_runs(ws), "could not read the run index") or []) if e.get("kind") in ("mlm", "ner")]
+if not index:
+    st.info("No finished training run yet: MLM and NER jobs, CLI runs and experiment / compare-sources cells list their "
+            "lineage here when they finish.")
+else:
+    ids = [e["id"] for e in index]
+    described = {e["id"]: f"{e['id']} · {e['kind']}" + (f" · test F1 {e['f1']:.3f}" if isinstance(e.get("f1"), (int, float)) else "")
+                 for e in index}
+    if st.session_state.get("lineage_run") not in ids:
+        chosen = st.session_state.get("runs_selected")  # the job last opened on the Runs page
+        st.session_state["lineage_run"] = chosen if chosen in ids else ids[0]
+    run_id = st.selectbox("Training run", ids, key="lineage_run", format_func=described.get)
+    entry = run_guarded(lambda: get_run(ws, run_id))
+    if entry is not None:
+        shown = describe_run(entry)
+        c = st.columns([2, 3])
+        c[0].dataframe(pd.DataFrame(shown["facts"], columns=["field", "value"]), hide_index=True, key="lineage_facts")
+        with c[1]:
+            if shown["phases"]:
+                st.markdown("**MLM phases** (in order)")
+                st.dataframe(pd.DataFrame(shown["phases"]), hide_index=True, key="lineage_phases")
+            else:
+                st.caption("No MLM phase: trained straight from the base model.")
+            if shown["data"]:
+                st.markdown("**Labeled data**")
+                st.dataframe(pd.DataFrame(shown["data"]).astype({"sentences": str}), hide_index=True, key="lineage_data")
+        with st.expander("JSON (as `runs show --json`)"):
+            st.json(entry, expanded=False)
+
+st.subheader("Test-set predictions")
+with_preds = [j for j in jobs.list_jobs(ws, "ner") if (j.run_dir / "test_predictions.jsonl").exists()]
+if not with_preds:
+    st.info("Train an NER model with a test corpus to see its predictions next to the gold spans here.")
+else:
+    c = st.columns([3, 1, 1])
+    by_id = {j.id: j for j in with_preds}  # listed once above: no job read per option and rerun
+    pj = c[0].selectbox("NER run", list(by_id), key="pred_job",
+                        format_func=lambda i: f"{i} · test F1 {(by_id[i].result or {}).get('test', {}).get('f1', 0):.3f}")
+    only_errors = c[1].checkbox("Only sentences with errors", key="pred_errors")
+    limit = c[2].number_input("Show", 5, 500, 25, step=5, key="pred_limit")
+    rows = read_predictions(by_id[pj].run_dir / "test_predictions.jsonl", limit=int(limit), only_errors=only_errors)
+    colors = type_colors({s.type for r in rows for s in [*r["spans"], *(r["gold"] or [])]})
+    st.html(legend_html(colors))
+    for r in rows:
+        st.caption(f"c1 {r['c1']:.3f} · c2 {r['c2']:.3f} · {r['errors']} mismatched spans")
+        st.html(CSS + prediction_html(r["tokens"], r["spans"], colors, r["gold"]))
