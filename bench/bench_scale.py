@@ -123,8 +123,9 @@ def _prepare(ws_dir: str, n: int, txt: str) -> None:
     cosine, and DC as a .txt file for the import step."""
     import numpy as np
 
+    from core.data.atomic import atomic_write_json
     from core.data.stream import open_corpus_stream
-    from core.data.workspace import Workspace, atomic_write_json
+    from core.data.workspace import Workspace
     from core.lm.embed import ARTIFACT, embed_corpus, embedding_key
 
     ws = Workspace(ws_dir)

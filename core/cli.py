@@ -13,7 +13,6 @@ import pkgutil
 import sys
 
 import core.commands
-from core.cliutil import add_workspace_arg, print_json, tqdm_progress  # noqa: F401 - re-exported for callers
 from core.errors import UserError
 
 

@@ -3,7 +3,8 @@ import os
 
 import pytest
 
-from core.data.workspace import Role, Workspace, atomic_write_bytes, content_hash
+from core.data.atomic import atomic_write_bytes
+from core.data.workspace import Role, Workspace, content_hash
 from core.errors import CorpusError, UserError
 
 CONLL = "John\tB-PER\nlives\tO\n\nParis\tB-LOC\n"

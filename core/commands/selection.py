@@ -11,7 +11,8 @@ from pathlib import Path
 import numpy as np
 
 from core.cliutil import add_workspace_arg, print_json, tqdm_progress
-from core.data.workspace import Workspace, temp_path_for
+from core.data.atomic import temp_path_for
+from core.data.workspace import Workspace
 from core.errors import UserError
 
 

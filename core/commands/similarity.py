@@ -8,8 +8,9 @@ import sys
 from typing import Any
 
 from core.cliutil import add_workspace_arg, print_json, tqdm_progress
+from core.data.atomic import atomic_write_text
 from core.data.corpus import Corpus
-from core.data.workspace import Workspace, atomic_write_text, resolve_corpus_ref
+from core.data.workspace import Workspace, resolve_corpus_ref
 from core.lm.ngram import build_lm, lm_from
 from core.similarity.measures import MEASURES, SimilarityParams, compare_corpora, corpus_text
 

@@ -30,8 +30,9 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
+from core.data.atomic import temp_path_for
 from core.data.corpus import Corpus
-from core.data.workspace import Role, Workspace, temp_path_for
+from core.data.workspace import Role, Workspace
 from core.errors import UserError
 from core.progress import Progress
 

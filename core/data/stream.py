@@ -26,8 +26,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from core.data.atomic import atomic_write_json
 from core.data.corpus import Corpus
-from core.data.workspace import Role, Workspace, atomic_write_json
+from core.data.workspace import Role, Workspace
 
 PARALLEL_MIN = 200_000  # below this many sentences a pass stays in this process (spawning workers costs seconds)
 BATCH = 50_000  # sentences per record batch: ~10-20 MB of Python strings once converted

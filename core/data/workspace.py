@@ -31,11 +31,8 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from core.data.atomic import (  # noqa: F401 - re-exported: callers import them from here
-    atomic_write_bytes,
+from core.data.atomic import (
     atomic_write_json,
-    atomic_write_text,
-    open_sqlite,
     temp_path_for,
 )
 from core.data.corpus import Corpus, iter_corpus, read_corpus, write_corpus

@@ -21,7 +21,8 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from core.data.workspace import CorpusRef, atomic_write_json, resolve_corpus_ref
+from core.data.atomic import atomic_write_json
+from core.data.workspace import CorpusRef, resolve_corpus_ref
 from core.errors import UserError
 from core.experiments.experiment import CellTrainer, _part, _slug
 from core.similarity.correlation import correlate_with_f1

@@ -41,9 +41,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from core.data.atomic import atomic_write_json
 from core.data.corpus import Corpus
-from core.data.workspace import atomic_write_json, resolve_corpus_ref
+from core.data.workspace import resolve_corpus_ref
 from core.errors import UserError
+from core.progress import sub
+from core.selection.strategies import select
 from core.train.lineage import Lineage, MlmPhase, from_base, record_run, write_lineage
 from core.train.modes import MODE_PHASES
 
@@ -55,11 +58,6 @@ BASELINES = ("none", "tapt", "dapt", "tapt+dapt")
 CELL_FILE = "cell.json"
 
 
-def _select_function():
-    """core.selection.strategies.select (imported here: selection pulls in embeddings and n-gram LMs)."""
-    from core.selection.strategies import select
-
-    return select
 
 
 def parse_strategy(spec: str) -> tuple[str, str | None]:
@@ -329,8 +327,8 @@ class ExperimentCells(CellTrainer):
 
     def tapt_models(self, seed: int, lc_size: int, progress) -> tuple[str, str]:
         """The TAPT row's models for this seed and LC size (trained here if the row has not run yet)."""
-        b1 = self.mlm_model([("tapt", self.tc.texts())], self.pretrain_dir("tapt", seed), seed, _part(progress, 0, 0.5))
-        b2, _ = self.ner_model(b1, self.cell_dir("tapt", seed, None, lc_size), seed, _part(progress, 0.5, 1),
+        b1 = self.mlm_model([("tapt", self.tc.texts())], self.pretrain_dir("tapt", seed), seed, sub(progress, 0, 0.5))
+        b2, _ = self.ner_model(b1, self.cell_dir("tapt", seed, None, lc_size), seed, sub(progress, 0.5, 1),
                                lc=self.lc_subset(lc_size, seed))
         return b1, b2
 
@@ -374,20 +372,20 @@ class ExperimentCells(CellTrainer):
             cell["budget"] = len(self.dc) if "dapt" in row else 0  # DC sentences in the MLM corpus
             phases = mlm_phases(row, tc_texts, None, dc_texts, seed)
             mlm_folder = self.pretrain_dir(row, seed)
-            encoder = self.mlm_model(phases, mlm_folder, seed, _part(progress, 0, 0.4))
+            encoder = self.mlm_model(phases, mlm_folder, seed, sub(progress, 0, 0.4))
         else:
             name, model_tag = parse_strategy(row)
             needs_b1, needs_b2 = _strategy_models(name, model_tag)
             kwargs: dict[str, Any] = {"model": self.model, "seed": seed, "workspace": self.ctx.workspace}
             if needs_b1 or needs_b2:
                 self.ctx.log(f"{row}: training B1/B2 (TAPT) for seed {seed} first")
-                b1, b2 = self.tapt_models(seed, lc_n, _part(progress, 0, 0.3))
+                b1, b2 = self.tapt_models(seed, lc_n, sub(progress, 0, 0.3))
                 if needs_b1:
                     kwargs["model"] = b1
                     cell["b1_mlm_seconds"] = self.mlm_seconds(self.pretrain_dir("tapt", seed))
                 if needs_b2:
                     kwargs.update(model2=b2, ner_model=b2)
-            selection = _select_function()(self.tc, self.dc, name, count, progress=_part(progress, 0.3, 0.4), **kwargs)
+            selection = select(self.tc, self.dc, name, count, progress=sub(progress, 0.3, 0.4), **kwargs)
             selected = selection.selected if hasattr(selection, "selected") else selection
             sel_key = getattr(selection, "key", None)
             cell.update(selected=len(selected), selection_key=sel_key, budget=len(selected),
@@ -396,7 +394,7 @@ class ExperimentCells(CellTrainer):
             lin.selection = {"id": sel_key, "strategy": name, "budget": len(selected), "model": model_tag or "base"}
             phases = mlm_phases("tc+sc", tc_texts, selected.texts(), None, seed)
             mlm_folder = self.pretrain_dir(row, seed, count, lc_n if needs_b2 else None)
-            encoder = self.mlm_model(phases, mlm_folder, seed, _part(progress, 0.4, 0.6))
+            encoder = self.mlm_model(phases, mlm_folder, seed, sub(progress, 0.4, 0.6))
         if mlm_folder is not None:
             cell["mlm_seconds"] = self.mlm_seconds(mlm_folder)
             cell["mlm_sentences"] = sum(len(texts) for _, texts in phases)
@@ -404,7 +402,7 @@ class ExperimentCells(CellTrainer):
             write_lineage(encoder, Lineage(**{**lin.__dict__, "seed": seed, "preset": self.preset,
                                               "wall_seconds": cell["mlm_seconds"]}))
             lin = from_base(encoder)
-        ner_dir, summary = self.ner_model(encoder, folder, seed, _part(progress, 0.6, 0.95), lc=lc)
+        ner_dir, summary = self.ner_model(encoder, folder, seed, sub(progress, 0.6, 0.95), lc=lc)
         scores = evaluate(load_ner_model(ner_dir), self.test, batch_size=self.ner_config.eval_batch_size)
         cell.update(f1=scores["f1"], precision=scores["precision"], recall=scores["recall"], per_type=scores["per_type"],
                     best_dev_f1=summary.get("best_dev_f1"), ner_epochs=summary.get("epochs_run"), encoder=encoder)
@@ -440,13 +438,6 @@ class ExperimentCells(CellTrainer):
         return [refs[r] for r in reads if refs.get(r)]
 
 
-def _part(progress, start: float, end: float):
-    """core.progress.sub, keeping None as None (callers treat None as 'no reporting')."""
-    from core.progress import sub
-
-    return None if progress is None else sub(progress, start, end)
-
-
 def experiment_job(params: ExperimentParams, ctx: JobContext) -> dict[str, Any]:
     """Job kind "experiment": rows (baselines and strategies) x seeds x SC budgets (counts or ratios of DC;
     default |TC|) x LC sizes (counts or ratios of LC; default all of LC), each cell MLM then NER then TEST F1.
@@ -471,7 +462,6 @@ def experiment_job(params: ExperimentParams, ctx: JobContext) -> dict[str, Any]:
     n_tc, n_dc, n_lc = len(corpora["tc"]), len(corpora["dc"]), len(corpora["lc"])
     budgets = sweep_budgets(params.budget, params.budgets)
     if strategies:
-        _select_function()  # fail before any training when selection is missing
         for s in strategies:
             parse_strategy(s)
         counts = [resolve_sc_budget(b, n_tc, n_dc) for b in budgets]  # a bad budget fails here, before training

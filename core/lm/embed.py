@@ -30,9 +30,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from core.data.atomic import atomic_write_json, temp_path_for
 from core.data.corpus import Corpus
 from core.data.stream import CorpusStream
-from core.data.workspace import Workspace, atomic_write_json, content_hash, temp_path_for
+from core.data.workspace import Workspace, content_hash
 from core.errors import UserError
 from core.lm.encoder import Pooling, SentenceEncoder, embed_texts, get_encoder
 from core.lm.models import ModelRef, resolve_model

@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from core.data.workspace import Workspace, atomic_write_json, content_hash
+from core.data.atomic import atomic_write_json
+from core.data.workspace import Workspace, content_hash
 from core.errors import ModelError, UserError
 from core.lm.models import ModelRef, offline_env, pick_device, resolve_model
 from core.lm.precision import PROBE_TEXTS, cosine_agreement, cpu_flags, cpu_has_bf16

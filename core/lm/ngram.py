@@ -449,7 +449,7 @@ class KneserNeyLM:
     def write_arpa(self, path: str | Path, progress: Progress | None = None) -> Path:
         """Write the standard ARPA text format (readable by KenLM, SRILM, this module), atomically.
         Floats are written with repr so a round trip reproduces every score bit for bit."""
-        from core.data.workspace import temp_path_for
+        from core.data.atomic import temp_path_for
 
         path = Path(path)
         tmp = temp_path_for(path)

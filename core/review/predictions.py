@@ -17,10 +17,11 @@ from typing import Any
 
 import pandas as pd
 
+from core.data.atomic import atomic_write_json
 from core.data.corpus import Corpus, corpus_bytes, write_corpus
 from core.data.stream import CorpusStream
 from core.data.tags import Span, TagScheme
-from core.data.workspace import Workspace, atomic_write_json, content_hash
+from core.data.workspace import Workspace, content_hash
 from core.errors import UserError
 from core.lm.models import resolve_model
 from core.review.store import ReviewItem, ReviewStore, check_spans, review_set_key

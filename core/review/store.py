@@ -27,9 +27,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from core.data.atomic import open_sqlite
 from core.data.corpus import Corpus
 from core.data.tags import Span, TagScheme, tags_from_spans
-from core.data.workspace import Workspace, open_sqlite
+from core.data.workspace import Workspace
 from core.errors import UserError
 
 STATUSES = ("accepted", "rejected", "corrected", "pending")  # "pending" = a decision taken back

@@ -35,8 +35,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from core.data.atomic import json_default
-from core.data.workspace import Workspace, atomic_write_json, open_sqlite
+from core.data.atomic import atomic_write_json, json_default, open_sqlite
+from core.data.workspace import Workspace
 from core.errors import UserError
 from core.progress import Progress, sub
 from core.runner.kinds import KINDS, lane, validate

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import numpy as np
 
-from core.data.workspace import Workspace, temp_path_for
+from core.data.atomic import temp_path_for
+from core.data.workspace import Workspace
 from core.errors import UserError
 
 VECTORS = "vectors.npy"

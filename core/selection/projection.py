@@ -22,9 +22,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from core.data.atomic import atomic_write_json, temp_path_for
 from core.data.corpus import Corpus
 from core.data.stream import CorpusStream, open_corpus_stream
-from core.data.workspace import Workspace, atomic_write_json, content_hash, temp_path_for
+from core.data.workspace import Workspace, content_hash
 from core.errors import UserError
 from core.progress import Progress, sub
 from core.selection.store import load_selection

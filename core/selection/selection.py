@@ -13,9 +13,9 @@ from typing import Any
 
 import numpy as np
 
+from core.data.atomic import temp_path_for
 from core.data.corpus import Corpus
 from core.data.stream import CorpusStream, selected_records
-from core.data.workspace import temp_path_for
 from core.errors import UserError
 
 EXPORT_FORMATS = ("txt", "jsonl", "csv")

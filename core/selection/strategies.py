@@ -36,7 +36,7 @@ from core.data.stream import PARALLEL_MIN, CorpusStream, map_row_groups, open_co
 from core.data.workspace import Workspace, content_hash
 from core.errors import UserError
 from core.lm.pseudo_ppl import pseudo_perplexities
-from core.progress import Progress
+from core.progress import Progress, sub
 from core.selection.kernels import cosine_to_vector, normalize_rows, topk_cosine
 from core.selection.selection import Selection
 from core.selection.store import cached_selection, save_selection
@@ -174,8 +174,6 @@ class _Inputs:
     ray: str | None = None  # a Ray address ("local" starts one): embedding and LM scoring run as Ray Data passes
 
     def sub(self, start: float, end: float, prefix: str = "") -> Progress:
-        from core.progress import sub
-
         return sub(self.progress, start, end, prefix)
 
 
@@ -261,10 +259,8 @@ def _by_ner(x: _Inputs) -> _Ranking:
 
 
 def _by_ngram_ppl(x: _Inputs) -> _Ranking:
-    try:
-        from core.lm.ngram import build_lm
-    except ImportError as exc:
-        raise UserError(f"strategy 'ppl' needs the Kneser-Ney n-gram LM (core.lm.ngram), which is not available: {exc}") from None
+    from core.lm.ngram import build_lm
+
     lm = build_lm(x.tc.tokens, order=int(x.options.get("order", 3)), progress=x.sub(0.0, 0.3, "LM: "))
     x.progress(0.3, "scoring DC")
     if x.ray:

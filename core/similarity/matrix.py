@@ -12,8 +12,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from core.data.atomic import atomic_write_json, temp_path_for
 from core.data.stream import CorpusStream
-from core.data.workspace import Workspace, atomic_write_json, content_hash, temp_path_for
+from core.data.workspace import Workspace, content_hash
 from core.errors import UserError
 from core.lm.ngram import build_lm
 from core.progress import Progress

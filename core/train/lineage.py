@@ -20,7 +20,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from core.data.workspace import Workspace, atomic_write_json, resolve_corpus_ref
+from core.data.atomic import atomic_write_json
+from core.data.workspace import Workspace, resolve_corpus_ref
 from core.errors import UserError
 from core.selection.store import selection_meta
 from core.train.modes import phases_of

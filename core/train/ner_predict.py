@@ -127,7 +127,7 @@ def evaluate(model: NerModel, test: Corpus, batch_size: int = 64, device: str = 
 
 def write_predictions(path: str | Path, predictions: Sequence[Prediction], gold: Corpus | None = None) -> Path:
     """JSON lines: one prediction per sentence (+ gold spans when the corpus is labeled), atomically."""
-    from core.data.workspace import atomic_write_text
+    from core.data.atomic import atomic_write_text
 
     lines = list(_prediction_lines(predictions, gold))
     return atomic_write_text(path, "\n".join(lines) + ("\n" if lines else ""))
