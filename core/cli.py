@@ -43,6 +43,10 @@ def _quiet_libraries() -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if "select" in argv and argv[argv.index("select") + 1:argv.index("select") + 2] == ["explain"]:
+        at = argv.index("select")  # `select explain SELECTION INDEX`: a verb of its own beside select's options
+        argv[at:at + 2] = ["select-explain"]
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()

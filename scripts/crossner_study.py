@@ -93,6 +93,7 @@ def merge_results(paths: list[Path], out: Path) -> dict[str, Any]:
     (a (row, seed) present twice is an error), rows and per-type F1 recomputed, each row's domain
     precision averaged over the parts that saved a selection for it."""
     from core.experiments.experiment import summarize
+    from core.experiments.summary import interval_summary
 
     parts = [json.loads(Path(p).read_text("utf-8")) for p in paths]
     keys = {(p["domain"], p["params"].get("preset")) for p in parts}
@@ -121,7 +122,8 @@ def merge_results(paths: list[Path], out: Path) -> dict[str, Any]:
               "params": {**parts[0]["params"], "seeds": sorted({c["seed"] for c in cells})},
               "rows": {r: {"mean": v["mean"], "std": v["std"], "n": v["n"], "seeds": v["seeds"]} for r, v in summary.items()},
               "domain_precision": {row: _mean_precision(dps) for row, dps in precision.items()},
-              "per_type_f1": {r: v["per_type"] for r, v in summary.items()}, "cells": cells}
+              "per_type_f1": {r: v["per_type"] for r, v in summary.items()}, "cells": cells,
+              "summary": interval_summary(cells)}  # 95% CIs and paired tests from the cells' kept TEST predictions
     merged.pop("run_dir", None)
     merged.pop("seconds_this_run", None)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -168,6 +170,7 @@ def main() -> int:
     from core.errors import UserError
     from core.experiments.experiment import BASELINES, format_results, load_cells, per_type_table, summarize
     from core.experiments.study import SPLIT_SEED, crossner_protocol
+    from core.experiments.summary import interval_summary
     from core.runner import jobs
     from core.train.presets import PRESETS
 
@@ -210,6 +213,7 @@ def main() -> int:
             "rows": {r: {"mean": s["mean"], "std": s["std"], "n": s["n"], "seeds": s["seeds"]} for r, s in summary.items()},
             "domain_precision": selection_precision(ws, cells, args.domain),
             "per_type_f1": {r: s["per_type"] for r, s in summary.items()},
+            "summary": interval_summary(cells) if cells else [],  # 95% CIs and paired tests (cells keep TEST predictions)
             "cells": cells,
         }
         out.parent.mkdir(parents=True, exist_ok=True)

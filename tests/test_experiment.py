@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from core.data.workspace import Workspace
@@ -60,11 +62,15 @@ def test_experiment_runs_cells_and_resumes(tmp_path, corpora, tiny_bert_dir, mon
     assert result["rows"] == ["none", "tapt", "random", "ner"] and len(result["cells"]) == 8
     assert all(0 <= c["f1"] <= 1 and c["per_type"] for c in result["cells"])
     assert {c["selected"] for c in result["cells"] if c["row"] in ("random", "ner")} == {8}
-    assert result["summary"]["random"]["n"] == 2 and len(load_cells(run_dir)) == 8
+    summary = {e["row"]: e for e in result["summary"]}
+    assert summary["random"]["seeds"] == 2 and len(load_cells(run_dir)) == 8
+    lo, hi = summary["random"]["f1_ci"]
+    assert 0 <= lo <= hi <= 1 and set(summary["random"]["vs"]) == {"tapt", "none"} and summary["tapt"]["vs"].keys() == {"none"}
+    assert all(Path(c["predictions"]).is_file() for c in result["cells"])  # per-sentence TEST predictions kept
     log = (run_dir / "log.txt").read_text()
     assert "training B1/B2" in log  # NER-Selected reads B2 = the TAPT model fine-tuned on LC
     table = results_table([result])
-    assert list(table.columns) == ["toy"] and "±" in table.loc["ner", "toy"]
+    assert list(table.columns) == ["toy"] and "±" in table.loc["ner", "toy"] and "[" in table.loc["ner", "toy"]
 
     (run_dir / "log.txt").write_text("")
     again = jobs.run_inline(ws, "experiment", params, run_dir=run_dir)  # a resumed job: every cell is already done
@@ -164,7 +170,10 @@ def test_experiment_sweep_cells_resume_and_lineage(tmp_path, corpora, tiny_bert_
     assert sorted(p.parent.name for p in (out / "pretrain").glob("*/seed-1")) == ["random.b4", "random.b8", "tapt"]
     by_lc = {(c["budget"], c["lc_size"]): c["mlm_seconds"] for c in cells if c["row"] == "random"}
     assert by_lc[(4, 12)] == by_lc[(4, 24)]  # one MLM model for both LC sizes
-    assert set(result["summary"]) == {"none", "tapt", "random · SC 4", "random · SC 8"}
+    labels = {e["row"] for e in result["summary"]}
+    assert labels == {f"{r} · LC {n}" for n in (12, 24) for r in ("none", "tapt", "random · SC 4", "random · SC 8")}
+    one_seed = next(e for e in result["summary"] if e["row"] == "random · SC 4 · LC 24")
+    assert one_seed["seeds"] == 1 and one_seed["f1_std"] is None and one_seed["vs"]["tapt"]["seeds_needed"] is None
 
     half = next(c for c in cells if c["row"] == "random" and c["budget"] == 4 and c["lc_size"] == 12)
     assert main(["--workspace", str(ws), "runs", "show", half["run"], "--json"]) == 0

@@ -8,12 +8,18 @@ import plotly.express as px
 import streamlit as st
 
 from core.experiments.experiment import collect_results, per_type_table, results_table
+from core.experiments.summary import comparison_rows, interval_summary
 from core.experiments.sweeps import lc_amount_frame, mlm_time_frame, sc_amount_frame, sweep_axes
 from core.review.highlight import CSS, legend_html, prediction_html, type_colors
 from core.runner import jobs
 from core.train.lineage import describe_run, get_run, list_runs
 from core.train.ner_predict import read_predictions
 from ui import get_workspace, run_guarded
+
+INTERVAL_HELP = ("95% CI: percentile bootstrap over TEST sentences, each sentence's span counts pooled over the seeds "
+                 "(1000 resamples). Differences: paired bootstrap over the same sentences and seeds; p-value by the "
+                 "shifted null (Berg-Kirkpatrick et al. 2012). Seeds needed: paired two-sided test at 80% power from the "
+                 "per-seed differences (normal approximation). With one seed the table says '(1 seed)' instead of a spread.")
 
 ws = get_workspace()
 st.title("Results")
@@ -25,12 +31,26 @@ experiments = collect_results(ws)
 if not experiments:
     st.info("No experiment results yet. An experiment fills this table: rows strategies and baselines, columns domains.")
 else:
-    st.markdown("**Test F1 (%), mean ± std over seeds** (as the seed paper's Table 3)")
+    st.markdown("**Test F1 (%), mean ± std over seeds [95% CI]** (as the seed paper's Table 3)",
+                help=INTERVAL_HELP)
     st.dataframe(results_table(experiments), key="results_table")
     labels = {i: f"{e['domain']} · job {e['job']}" + (" (partial)" if e.get("partial") else "") for i, e in enumerate(experiments)}
     st.caption("A strategy run at several SC budgets has one row per budget; sweeps enter at their largest LC size.")
     pick = st.selectbox("Experiment", list(labels), format_func=labels.get, key="per_type_pick",
                         help="Its per-type F1 (Table 4), sweep figures (Fig. 2, Fig. 4) and Table 5 below.")
+    for name, leak in (experiments[pick].get("leakage") or {}).items():
+        if test := (leak.get("per_against") or {}).get("test"):
+            st.warning(f"{name.upper()} of this experiment holds {test['exact']} exact and {test['near']} near duplicates of "
+                       "TEST sentences: its MLM saw evaluation text. Rerun with 'Exclude leaked' (CLI --exclude-leaked), "
+                       "or check with `python -m core leakage`.")
+    comparisons = comparison_rows(interval_summary(experiments[pick].get("cells", [])))
+    st.markdown("**Against TAPT and no pretraining**: difference in test F1 points, its 95% CI, p-value, and the seeds a "
+                "difference of this size would need for p < 0.05", help=INTERVAL_HELP)
+    if comparisons:
+        st.dataframe(pd.DataFrame(comparisons), hide_index=True, key="comparison_table")
+    else:
+        st.caption("No paired comparison: the experiment has no `tapt` or `none` row, or its runs kept no per-sentence "
+                   "TEST predictions (runs made before they were kept: rerun them for intervals).")
     st.markdown("**Per entity type, test F1 (%) mean over seeds** (as Table 4)")
     st.dataframe(per_type_table(experiments[pick]), key="per_type_table")
 

@@ -92,6 +92,9 @@ with exp_tab, st.form("exp_form"):
                                 "subset is drawn with the cell's seed. Empty: all of LC.")
     e_preset = c[2].selectbox("Preset", PRESET_CHOICES, key="exp_preset", help=preset_help("experiment"))
     e_model = c[3].text_input("Encoder", "default", key="exp_model")
+    e_exclude = st.checkbox("Exclude leaked", key="exp_exclude_leaked",
+                            help="Before MLM, drop selected DC sentences that duplicate DEV/TEST text (exact, or near: verified "
+                                 "Jaccard of word 2-grams >= 0.5). Leakage of TC and DC is checked and warned about either way.")
     st.caption("Uses the workspace roles TC, DC, LC, DEV and TEST. Each strategy x seed x SC budget x LC size: select -> "
                "MLM on TC+SC -> NER on LC -> test F1; baselines once per seed and LC size.")
     if st.form_submit_button("Start experiment", type="primary"):
@@ -101,7 +104,8 @@ with exp_tab, st.form("exp_form"):
             seeds, budgets, lc_sizes = parsed
             params = {"tc": "tc", "dc": "dc", "lc": "lc", "dev": "dev", "test": "test", "strategies": e_strats,
                       "baselines": e_base, "seeds": seeds, "budgets": budgets or None,
-                      "lc_sizes": lc_sizes or None, "preset": e_preset, "model": e_model.strip() or "default"}
+                      "lc_sizes": lc_sizes or None, "preset": e_preset, "model": e_model.strip() or "default",
+                      "exclude_leaked": bool(e_exclude)}
             show_launched(submit_job("experiment", params, "runs_job"))
 
 

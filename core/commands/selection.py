@@ -63,6 +63,26 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_workspace_arg(p)
     p.set_defaults(func=cmd_coverage)
 
+    p = sub.add_parser("select-explain", help="why a sentence was selected (also: `select explain SELECTION INDEX`)")
+    p.add_argument("selection", help="a saved selection: key, key prefix of 6+ hex digits, or folder")
+    p.add_argument("index", type=int, help="the sentence's row index in DC (dc_index)")
+    p.add_argument("--labeled", default="test", help="labeled corpus whose entity words are looked for (default: test; '' skips)")
+    p.add_argument("--neighbours", type=int, default=5, help="nearest TC sentences shown")
+    p.add_argument("--json", action="store_true")
+    add_workspace_arg(p)
+    p.set_defaults(func=cmd_explain)
+
+    p = sub.add_parser("leakage", help="exact and near duplicates of DEV/TEST sentences in a pretraining corpus (TC, SC, DC)")
+    p.add_argument("--corpus", required=True, help="the pretraining corpus: workspace name, role, file, or a saved selection key")
+    p.add_argument("--against", default="dev,test", help="comma-separated labeled corpora (default: dev,test)")
+    p.add_argument("--threshold", type=float, default=None,
+                   help="verified Jaccard of word 2-grams counted as a near duplicate (default 0.5: one replaced word in a "
+                        "6-word sentence still matches)")
+    p.add_argument("--examples", type=int, default=50, help="examples listed at most")
+    p.add_argument("--json", action="store_true")
+    add_workspace_arg(p)
+    p.set_defaults(func=cmd_leakage)
+
     p = sub.add_parser("project", help="UMAP coordinates (cosine) of the sentences of one or more corpora")
     p.add_argument("files", nargs="+", help="corpus files or workspace corpus names; each is one group")
     p.add_argument("--out", required=True, help="output .parquet (x, y, group, row, text, fields)")
@@ -151,6 +171,44 @@ def cmd_coverage(args: argparse.Namespace) -> int:
     for name, words in cov.added_examples.items():
         if words:
             print(f"{name} adds e.g.: {', '.join(words)}")
+    return 0
+
+
+def cmd_explain(args: argparse.Namespace) -> int:
+    from core.selection.explain import explain_sentence
+
+    out = explain_sentence(Workspace(args.workspace), args.selection, args.index, args.labeled or None, args.neighbours)
+    if args.json:
+        print_json(out)
+        return 0
+    print(f"DC #{out['dc_index']}: {out['text']}")
+    for r in out["ranks"]:
+        print(f"  {r['label']}: rank {r['rank']:,} of {r['of']:,} (percentile {r['percentile']:.1f}, "
+              f"{'selected' if r['selected'] else 'filtered'})")
+    print("  nearest TC: " + " | ".join(f"{n['cosine']:.3f} {n['text'][:60]}" for n in out["nearest_tc"][:3]))
+    print(f"  DSIR log-weight {out['dsir']['log_weight']:.3f}; n-grams: "
+          + ", ".join(f"{g['ngram']} {g['weight']:+.2f}" for g in out["dsir"]["ngrams"][:6]))
+    if "entity_words_added" in out:
+        print(f"  entity words of {args.labeled} it adds to TC: {', '.join(out['entity_words_added']['words']) or '(none)'}")
+    return 0
+
+
+def cmd_leakage(args: argparse.Namespace) -> int:
+    from core.cliutil import comma_list
+    from core.selection.leakage import THRESHOLD, check_leakage
+
+    ws = Workspace(args.workspace)
+    threshold = THRESHOLD if args.threshold is None else args.threshold
+    with tqdm_progress("leakage", enabled=not args.json) as progress:
+        report = check_leakage(ws, args.corpus, comma_list(args.against), threshold, progress, args.examples)
+    report.pop("leaked_indices")
+    if args.json:
+        print_json(report)
+        return 0
+    print(f"{report['corpus']}: {report['exact']:,} exact and {report['near']:,} near duplicates (Jaccard >= {threshold}) of "
+          f"{args.against} among {report['sentences']:,} sentences")
+    for ex in report["examples"][:10]:
+        print(f"  #{ex['corpus_index']} ~ {ex['against']} #{ex['index']} ({ex['similarity']:.2f}): {ex['text'][:100]}")
     return 0
 
 

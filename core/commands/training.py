@@ -131,6 +131,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     x.add_argument("--model", default=field_default(ExperimentParams, "model"),
                    help="base encoder: 'default' (packaged MiniLM), a folder or an HF id "
                                                       "(default: default)")
+    x.add_argument("--exclude-leaked", action="store_true", dest="exclude_leaked",
+                   help="drop selected DC sentences that duplicate DEV/TEST text (exact or near; see `leakage`) before MLM; "
+                        "without it leaked TEST text is only warned about")
     x.add_argument("--preset", default=field_default(ExperimentParams, "preset"), choices=PRESETS,
                    help=preset_help("experiment") + f" (default: {DEFAULT_PRESET})")
     x.add_argument("--domain", help="column name in the results table (default: the workspace's target domain, else the test "
@@ -222,7 +225,7 @@ def cmd_experiment(args: argparse.Namespace) -> int:
               "strategies": comma_list(args.strategies), "baselines": comma_list(args.baselines), "seeds": seeds,
               "budgets": _amounts(args.budgets, "--budgets") or _amounts(args.budget, "--budget") or None,
               "lc_sizes": _amounts(args.lc_sizes, "--lc-sizes") or None, "model": _model(args.model),
-              "preset": args.preset, "domain": args.domain}
+              "preset": args.preset, "domain": args.domain, "exclude_leaked": args.exclude_leaked}
     args.run_dir = args.out
     result = _run(args, "experiment", params, "experiment")
     if args.json:

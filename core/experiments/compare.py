@@ -24,7 +24,8 @@ from typing import TYPE_CHECKING, Any
 from core.data.atomic import atomic_write_json
 from core.data.workspace import CorpusRef, resolve_corpus_ref
 from core.errors import UserError
-from core.experiments.experiment import CellTrainer, _part, _slug
+from core.experiments.experiment import CellTrainer, _slug
+from core.progress import sub
 from core.similarity.correlation import correlate_with_f1
 from core.similarity.measures import PAIRWISE, SimilarityParams, compare_corpora, corpus_text
 from core.train.lineage import Lineage, MlmPhase, from_base, record_run, write_lineage
@@ -92,12 +93,12 @@ def compare_sources(ws, sources: list[str], lc: str, dev: str, test: str, target
         t0 = time.time()
         encoder, lin = model, from_base(model)
         if src is not None:
-            encoder = trainer.mlm_model([(src.name, src.load().texts())], folder, seed, _part(progress, 0, 0.5))
+            encoder = trainer.mlm_model([(src.name, src.load().texts())], folder, seed, sub(progress, 0, 0.5))
             lin.mlm_phases.append(MlmPhase(src.name, [src.to_dict()]))
             mlm_lin = Lineage(**{**lin.__dict__, "seed": seed, "preset": preset, "wall_seconds": trainer.mlm_seconds(folder)})
             write_lineage(encoder, mlm_lin)
             lin = from_base(encoder)
-        ner_dir, summary = trainer.ner_model(encoder, folder, seed, _part(progress, 0.5 if src else 0, 0.95))
+        ner_dir, summary = trainer.ner_model(encoder, folder, seed, sub(progress, 0.5 if src else 0, 0.95))
         scores = evaluate(load_ner_model(ner_dir), test_c, batch_size=trainer.ner_config.eval_batch_size)
         lin.lc, lin.dev, lin.test = lc_ref.to_dict(), dev_ref.to_dict(), test_ref.to_dict()
         lin.seed, lin.preset, lin.wall_seconds = seed, preset, time.time() - t0

@@ -45,6 +45,7 @@ from core.data.atomic import atomic_write_json
 from core.data.corpus import Corpus
 from core.data.workspace import resolve_corpus_ref
 from core.errors import UserError
+from core.experiments.summary import PREDICTIONS_FILE, comparison_rows, interval_summary, interval_text
 from core.progress import sub
 from core.selection.strategies import select
 from core.train.lineage import Lineage, MlmPhase, from_base, record_run, write_lineage
@@ -188,8 +189,9 @@ def row_order(rows: Sequence[str]) -> list[str]:
 
 
 def results_table(experiments: Sequence[dict[str, Any]], percent: bool = True):
-    """The seed's Table 3: rows strategies and baselines, columns domains, cells 'mean ± std' of
-    test F1 over seeds. `experiments` are experiment results (each with `domain` and `cells`);
+    """The seed's Table 3: rows strategies and baselines, columns domains, cells 'mean ± std [95% CI]' of
+    test F1 over seeds ('(1 seed)' instead of a spread; no interval for runs without kept predictions).
+    `experiments` are experiment results (each with `domain` and `cells`);
     two experiments on one domain are pooled; sweeps enter as `table_cells` gives them."""
     import pandas as pd
 
@@ -200,10 +202,9 @@ def results_table(experiments: Sequence[dict[str, Any]], percent: bool = True):
     all_rows: list[str] = []
     columns: dict[str, dict[str, str]] = {}
     for domain, cells in by_domain.items():
-        summary = summarize(cells)
-        all_rows.extend(r for r in summary if r not in all_rows)
-        columns[domain] = {r: f"{s['mean'] * scale:.2f} ± {s['std'] * scale:.2f}" + (f" (n={s['n']})" if s["n"] < 2 else "")
-                           for r, s in summary.items()}
+        entries = interval_summary(cells)
+        all_rows.extend(e["row"] for e in entries if e["row"] not in all_rows)
+        columns[domain] = {e["row"]: interval_text(e, scale) for e in entries}
     frame = pd.DataFrame(columns, index=row_order(all_rows))
     frame.index.name = "method"
     return frame.fillna("–")
@@ -223,7 +224,18 @@ def per_type_table(experiment: dict[str, Any], percent: bool = True):
 
 def format_results(result: dict[str, Any]) -> str:
     table = results_table([result])
-    lines = [f"test F1 (%) mean ± std over seeds {result.get('seeds')} on {result.get('domain')}:", table.to_string()]
+    lines = [f"test F1 (%) mean ± std over seeds {result.get('seeds')} [95% CI over test sentences] on {result.get('domain')}:",
+             table.to_string()]
+    for name, leak in (result.get("leakage") or {}).items():
+        test = (leak.get("per_against") or {}).get("test")
+        if test:
+            lines.append(f"warning: {name.upper()} holds {test['exact']} exact and {test['near']} near duplicates of TEST sentences")
+    comparisons = comparison_rows(result.get("summary") or [])
+    if comparisons:
+        import pandas as pd
+
+        lines += ["paired differences (test F1 points; paired bootstrap over test sentences and seeds):",
+                  pd.DataFrame(comparisons).to_string(index=False)]
     if result.get("skipped"):
         lines.append("skipped: " + "; ".join(result["skipped"]))
     return "\n".join(lines)
@@ -306,6 +318,7 @@ class ExperimentCells(CellTrainer):
         self.params, self.refs = params, refs
         self.tc, self.dc, self.test = tc, dc, test
         self._lc_subsets: dict[tuple[int, int], Corpus] = {}
+        self.exclude: set[int] = set()  # DC rows that duplicate DEV/TEST text, dropped from SC (exclude_leaked)
 
     # ------------------------------------------------------------------ folders and LC subsets
 
@@ -340,7 +353,7 @@ class ExperimentCells(CellTrainer):
         (count or ratio of DC, None: |TC|); the cell records the SC sentences actually selected."""
         from core.train.mlm import mlm_phases
         from core.train.ner_model import load_ner_model
-        from core.train.ner_predict import evaluate
+        from core.train.ner_predict import evaluate, predict_corpus, write_predictions
 
         lc_n = len(self.lc) if lc_size is None else int(lc_size)
         strategy = row not in BASELINES
@@ -386,8 +399,12 @@ class ExperimentCells(CellTrainer):
                 if needs_b2:
                     kwargs.update(model2=b2, ner_model=b2)
             selection = select(self.tc, self.dc, name, count, progress=sub(progress, 0.3, 0.4), **kwargs)
-            selected = selection.selected if hasattr(selection, "selected") else selection
-            sel_key = getattr(selection, "key", None)
+            selected = selection.selected
+            sel_key = selection.key
+            if self.exclude and (drop := [k for k, i in enumerate(selection.indices) if int(i) in self.exclude]):
+                selected = selected.subset([k for k in range(len(selected)) if k not in set(drop)])
+                cell["leaked_dropped"] = len(drop)
+                self.ctx.log(f"{row} seed {seed}: {len(drop)} selected sentences duplicate DEV/TEST text; dropped before MLM")
             cell.update(selected=len(selected), selection_key=sel_key, budget=len(selected),
                         budget_requested=budget if budget is not None else len(self.tc))
             sc_ref = {"name": f"selection:{sel_key}" if sel_key else f"selection:{name}", "hash": sel_key}
@@ -403,7 +420,10 @@ class ExperimentCells(CellTrainer):
                                               "wall_seconds": cell["mlm_seconds"]}))
             lin = from_base(encoder)
         ner_dir, summary = self.ner_model(encoder, folder, seed, sub(progress, 0.6, 0.95), lc=lc)
-        scores = evaluate(load_ner_model(ner_dir), self.test, batch_size=self.ner_config.eval_batch_size)
+        model = load_ner_model(ner_dir)
+        predictions = predict_corpus(model, self.test, batch_size=self.ner_config.eval_batch_size)
+        scores = evaluate(model, self.test, predictions=predictions)
+        cell["predictions"] = str(write_predictions(folder / PREDICTIONS_FILE, predictions, self.test))  # intervals, paired tests
         cell.update(f1=scores["f1"], precision=scores["precision"], recall=scores["recall"], per_type=scores["per_type"],
                     best_dev_f1=summary.get("best_dev_f1"), ner_epochs=summary.get("epochs_run"), encoder=encoder)
         lin.lc = {**self.refs["lc"], "sentences": len(lc), "of": len(self.lc), **({"sample_seed": seed} if len(lc) < len(self.lc) else {})}
@@ -460,6 +480,7 @@ def experiment_job(params: ExperimentParams, ctx: JobContext) -> dict[str, Any]:
     if not rows or not seeds:
         raise UserError("nothing to run: give at least one strategy or baseline, and one seed")
     n_tc, n_dc, n_lc = len(corpora["tc"]), len(corpora["dc"]), len(corpora["lc"])
+    leakage = pretraining_leakage(corpora, ctx)
     budgets = sweep_budgets(params.budget, params.budgets)
     if strategies:
         for s in strategies:
@@ -468,7 +489,8 @@ def experiment_job(params: ExperimentParams, ctx: JobContext) -> dict[str, Any]:
         budgets = [b for i, b in enumerate(budgets) if counts[i] not in counts[:i]]  # 0.1 and 600 of 6,000: one cell
     lc_sizes = sorted({resolve_amount(s, n_lc, "LC size") for s in params.lc_sizes or [n_lc]})
     runner = ExperimentCells(params, ctx, {k: r.to_dict() for k, r in refs.items()}, corpora["tc"], corpora["dc"], corpora["lc"],
-                     corpora["dev"], corpora["test"])
+                             corpora["dev"], corpora["test"])
+    runner.exclude = set(leakage["dc"]["leaked_indices"]) if params.exclude_leaked else set()
     domain = params.domain or ws.settings().get("target_domain") or refs["test"].name or "test"
     ctx.log(f"experiment on {domain}: rows {', '.join(rows)} x seeds {seeds} x SC budgets {budgets} x LC sizes {lc_sizes}; "
             f"|TC| {n_tc}, |DC| {n_dc}, |LC| {n_lc}, |DEV| {len(corpora['dev'])}, |TEST| {len(corpora['test'])}")
@@ -480,11 +502,35 @@ def experiment_job(params: ExperimentParams, ctx: JobContext) -> dict[str, Any]:
             + (f" LC {n}" if len(lc_sizes) > 1 else "")
         sub = ctx.sub(k / len(plan), (k + 1) / len(plan), f"{label} seed {seed}: ")
         cells.append(runner.run_cell(row, seed, sub, budget=b, lc_size=n))
-    summary = summarize(table_cells(cells))
+    summary = interval_summary(cells)
+    for entry in summary:
+        if (vs := entry["vs"].get("tapt")) and vs["delta"] < 0 and vs["p"] < 0.05:
+            ctx.log(f"{entry['row']}: significantly below TAPT ({vs['delta'] * 100:+.2f} points, p {vs['p']:.3f})")
     return {"domain": domain, "rows": row_order(rows), "seeds": seeds, "cells": cells,
             "budgets": sorted({c["budget"] for c in cells if c["row"] not in BASELINES}), "lc_sizes": lc_sizes,
             "corpora": {k: {**r.to_dict(), "sentences": len(corpora[k])} for k, r in refs.items()},
-            "summary": {r: {k: v for k, v in s.items() if k != "per_type"} for r, s in summary.items()}}
+            "summary": summary,
+            "leakage": {k: {f: v[f] for f in ("exact", "near", "threshold", "per_against")} for k, v in leakage.items()},
+            "summary_method": "95% CI: percentile bootstrap over TEST sentences pooled over seeds (1000 resamples); "
+                              "vs: paired bootstrap over the same sentences and seeds, p by the shifted null "
+                              "(Berg-Kirkpatrick et al. 2012)"}
+
+
+def pretraining_leakage(corpora: dict[str, Corpus], ctx: JobContext) -> dict[str, dict[str, Any]]:
+    """TC's and DC's exact and near duplicates of DEV/TEST sentences (core.selection.leakage), checked before any
+    training; a pretraining corpus holding TEST text is warned about in the log (the Runs page and the CLI show it)."""
+    from core.selection.leakage import texts_leakage
+
+    against = {"dev": corpora["dev"].texts(), "test": corpora["test"].texts()}
+    out = {}
+    for name in ("tc", "dc"):
+        ctx.progress(0.0, f"leakage check: {name.upper()} against DEV/TEST")
+        out[name] = report = texts_leakage(corpora[name].texts(), against)
+        test = report["per_against"].get("test", {})
+        if test:
+            ctx.log(f"warning: {name.upper()} holds {test.get('exact', 0)} exact and {test.get('near', 0)} near duplicates of "
+                    "TEST sentences: MLM on it sees evaluation text (exclude_leaked / --exclude-leaked drops them from SC)")
+    return out
 
 
 def collect_results(ws, include_running: bool = True) -> list[dict[str, Any]]:

@@ -136,6 +136,7 @@ class ExperimentParams:
     mlm_config: dict[str, Any] | None = None
     ner_config: dict[str, Any] | None = None
     domain: str | None = None
+    exclude_leaked: bool = False  # drop selected DC sentences that duplicate DEV/TEST text (core.selection.leakage) before MLM
 
 
 @dataclass

@@ -1,0 +1,104 @@
+"""An experiment's rows with their uncertainty: F1 mean over seeds, a bootstrap interval over test sentences
+(pooled over seeds) and, against `tapt` and `none`, the paired difference with its interval and p-value
+(core.experiments.statistics). Cells keep their per-sentence TEST predictions (`predictions`), so these are
+recomputed from the runs themselves; a cell without them (older runs) gets no interval, never a fake one.
+
+Entries follow the experiment JSON's `summary` list: one per row, and per SC budget and LC size in sweeps.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from collections.abc import Sequence
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from core.experiments.statistics import N_RESAMPLES, counts_from_predictions, summary_entry
+
+PREDICTIONS_FILE = "test_predictions.jsonl"
+BASELINE_ROWS = ("tapt", "none")
+NO_PREDICTIONS = "no per-sentence TEST predictions kept for these runs (made before they were): no interval; rerun them"
+
+
+@lru_cache(maxsize=256)
+def _counts(path: str, mtime_ns: int) -> np.ndarray:
+    del mtime_ns  # part of the cache key: a rewritten file is read again
+    with open(path, encoding="utf-8") as fh:
+        rows = [json.loads(line) for line in fh if line.strip()]
+    return counts_from_predictions(rows, path)
+
+
+def cell_counts(cell: dict[str, Any]) -> np.ndarray | None:
+    """(n, 3) span counts of a cell's TEST predictions, or None when the cell kept none."""
+    path = cell.get("predictions")
+    if not path or not Path(path).is_file():
+        return None
+    return _counts(str(path), Path(path).stat().st_mtime_ns)
+
+
+def _label(cell: dict[str, Any], split_budgets: set[str], lc_sizes: list[int]) -> str:
+    row = cell["row"]
+    label = f"{row} · SC {cell['budget']}" if row in split_budgets else row
+    return label + (f" · LC {cell['lc_size']}" if len(lc_sizes) > 1 else "")
+
+
+def interval_summary(cells: Sequence[dict[str, Any]], baselines: Sequence[str] = BASELINE_ROWS, n_boot: int = N_RESAMPLES,
+                     seed: int = 0) -> list[dict[str, Any]]:
+    """One entry per row (per SC budget when a strategy ran several, per LC size when there were several)."""
+    lc_sizes = sorted({c["lc_size"] for c in cells if c.get("lc_size") is not None})
+    budgets: dict[str, set] = {}
+    for c in cells:
+        budgets.setdefault(c["row"], set()).add(c.get("budget"))
+    split = {r for r, b in budgets.items() if len(b) > 1}
+    out = []
+    for size in lc_sizes or [None]:
+        group = [c for c in cells if c.get("lc_size") == size]
+        by_label: dict[str, list[dict[str, Any]]] = {}
+        for c in group:
+            by_label.setdefault(_label(c, split, lc_sizes), []).append(c)
+        counts = {label: {c["seed"]: cell_counts(c) for c in cs} for label, cs in by_label.items()}
+        complete = {label: runs for label, runs in counts.items() if all(v is not None for v in runs.values())}
+        suffix = f" · LC {size}" if len(lc_sizes) > 1 else ""
+        names = {b: b + suffix for b in baselines}
+        for label, cs in by_label.items():
+            f1s = [c["f1"] for c in cs]
+            if label in complete:
+                entry = summary_entry(label, {**complete, **{b: complete[n] for b, n in names.items() if n in complete}},
+                                      baselines=[b for b in baselines if names[b] != label], n_boot=n_boot, seed=seed)
+                entry["f1_mean"] = statistics.fmean(f1s)  # as the cells recorded it (seqeval), the interval from counts
+            else:
+                entry = {"row": label, "f1_mean": statistics.fmean(f1s), "f1_std": statistics.stdev(f1s) if len(f1s) > 1 else None,
+                         "f1_ci": None, "seeds": len(f1s), "vs": {}, "note": NO_PREDICTIONS}
+            entry.update(row=label, budget=cs[0].get("budget"), lc_size=size)
+            out.append(entry)
+    return out
+
+
+def interval_text(entry: dict[str, Any], scale: float = 100.0) -> str:
+    """'61.00 ± 1.23 [59.10, 62.80]'; '61.00 [59.10, 62.80] (1 seed)'; without predictions no interval."""
+    text = f"{entry['f1_mean'] * scale:.2f}"
+    if entry.get("f1_std") is not None:
+        text += f" ± {entry['f1_std'] * scale:.2f}"
+    if entry.get("f1_ci"):
+        lo, hi = entry["f1_ci"]
+        text += f" [{lo * scale:.2f}, {hi * scale:.2f}]"
+    if entry.get("seeds", 0) < 2:
+        text += " (1 seed)"
+    return text
+
+
+def comparison_rows(entries: Sequence[dict[str, Any]], scale: float = 100.0) -> list[dict[str, Any]]:
+    """One table row per (row, baseline) pair: the difference, its interval, p and the seeds it needs."""
+    rows = []
+    for e in entries:
+        for base, t in (e.get("vs") or {}).items():
+            needed = t.get("seeds_needed")
+            rows.append({"row": e["row"], "vs": base, "delta": round(t["delta"] * scale, 2),
+                         "95% CI": f"[{t['ci'][0] * scale:.2f}, {t['ci'][1] * scale:.2f}]", "p": round(t["p"], 4),
+                         "significant (p < 0.05)": t["p"] < 0.05, "seeds": t.get("seeds"),
+                         "seeds needed": needed if needed is not None else t.get("seeds_needed_note", "")})
+    return rows

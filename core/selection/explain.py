@@ -1,0 +1,100 @@
+"""Why a DC sentence was chosen: its rank and percentile under every saved selection of the same DC (one scale:
+percentiles, 100 = ranked first), its nearest TC sentences by cosine, the n-grams that weigh most in its DSIR
+log-weight (log p_TC - log p_DC of each hashed 1-2-gram, Xie et al. 2023), and the entity words of a labeled
+corpus it holds that TC lacks (what MLM on it could teach beyond TAPT; core.selection.coverage's words).
+
+`python -m core select explain SELECTION INDEX --json` and the Selection page's "Why this sentence" both call
+`explain_sentence`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from core.data.stream import CorpusStream, open_corpus_stream
+from core.data.workspace import Workspace
+from core.errors import UserError
+from core.lm.dsir import DEFAULT_BUCKETS, feature_distribution, hashed_ngrams
+from core.selection import store
+from core.selection.coverage import entity_mentions, word_set
+
+
+def ranks_under_saved_selections(ws: Workspace, dc_hash: str, dc_index: int) -> list[dict[str, Any]]:
+    """The sentence's rank in every saved selection over the same DC (by content hash), best first."""
+    out = []
+    for meta in store.list_selections(ws):
+        if meta.get("dc_hash") != dc_hash:
+            continue
+        sel = store.load_selection(ws, meta["key"])
+        n = len(sel.order)
+        rank = int(np.flatnonzero(np.asarray(sel.order) == dc_index)[0]) + 1
+        out.append({"selection": meta["key"], "label": meta["label"], "strategy": meta.get("strategy"), "rank": rank, "of": n,
+                    "percentile": round(100.0 * (n - rank) / max(n - 1, 1), 2), "selected": rank <= sel.budget,
+                    "score": float(sel.scores[dc_index])})
+    return sorted(out, key=lambda r: -r["percentile"])
+
+
+def dsir_ngrams(tc_tokens: list[list[str]], dc: CorpusStream, sentence: list[str], top: int = 10,
+                buckets: int = DEFAULT_BUCKETS) -> dict[str, Any]:
+    """The sentence's DSIR log-weight and its n-grams by contribution (log p_TC - log p_DC of their bucket, times count)."""
+    from sklearn.utils import murmurhash3_32
+
+    tc_counts = np.asarray(hashed_ngrams(tc_tokens, buckets).sum(axis=0)).ravel()
+    dc_counts = np.zeros(buckets, dtype=np.float64)
+    for toks in dc.token_batches():
+        dc_counts += np.asarray(hashed_ngrams(toks, buckets).sum(axis=0)).ravel()
+    diff = feature_distribution(tc_counts) - feature_distribution(dc_counts)
+    words = [t.lower() for t in sentence]
+    grams = words + [f"{a} {b}" for a, b in zip(words, words[1:])]
+    # the bucket of an n-gram exactly as sklearn's HashingVectorizer (core.lm.dsir) hashes it
+    weights: dict[str, float] = {}
+    for g in grams:
+        weights[g] = weights.get(g, 0.0) + float(diff[abs(murmurhash3_32(g, seed=0)) % buckets])
+    ranked = sorted(weights.items(), key=lambda kv: -abs(kv[1]))
+    return {"log_weight": float(sum(weights.values())), "ngrams": [{"ngram": g, "weight": round(w, 4)} for g, w in ranked[:top]]}
+
+
+def nearest_tc(tc_texts: list[str], text: str, model: str, k: int = 5) -> list[dict[str, Any]]:
+    from core.lm.encoder import embed_texts
+
+    vecs = embed_texts([*tc_texts, text], model)  # (|TC| + 1, D)
+    tc, q = vecs[:-1], vecs[-1]
+    sims = tc @ q / np.maximum(np.linalg.norm(tc, axis=1) * np.linalg.norm(q), 1e-12)
+    best = np.argsort(-sims, kind="stable")[:k]
+    return [{"tc_index": int(i), "cosine": round(float(sims[i]), 4), "text": tc_texts[i]} for i in best]
+
+
+def entity_words_added(labeled_ref: str, ws: Workspace, tc_tokens: list[list[str]], sentence: list[str]) -> dict[str, Any]:
+    corpus = ws.resolve_corpus(labeled_ref)
+    if not corpus.labeled:
+        raise UserError(f"{labeled_ref}: not a labeled corpus; entity words come from a labeled DEV/TEST")
+    entity_words = {w for m in entity_mentions(corpus) for w in m.words}
+    tc_words, _ = word_set(tc_tokens)
+    here = {t.casefold() for t in sentence}
+    return {"labeled": labeled_ref, "words": sorted(w for w in here & entity_words if w not in tc_words)}
+
+
+def explain_sentence(ws: Workspace, selection: str, dc_index: int, labeled: str | None = "test", neighbours: int = 5,
+                     top_ngrams: int = 10, model: str | None = None) -> dict[str, Any]:
+    """Everything above for DC row `dc_index` of a saved selection's DC; nearest TC sentences by the selection's
+    encoder (or `model`, else the default one)."""
+    meta = store.selection_meta(ws, selection)
+    dc_name, tc_name = meta.get("dc_name"), meta.get("tc_name")
+    if not dc_name or not tc_name:
+        raise UserError(f"selection {meta['key'][:8]} does not name a workspace TC and DC: its sentences cannot be explained here")
+    dc = open_corpus_stream(ws, dc_name)
+    if not 0 <= dc_index < len(dc):
+        raise UserError(f"index {dc_index} is outside DC {dc_name!r} (0 to {len(dc) - 1})")
+    tc = ws.resolve_corpus(tc_name)
+    sentence = dc.take([dc_index]).tokens[0]
+    text = " ".join(sentence)
+    model = model or meta.get("model") or "default"
+    out: dict[str, Any] = {"selection": meta["key"], "dc": dc_name, "dc_index": dc_index, "text": text,
+                           "ranks": ranks_under_saved_selections(ws, meta.get("dc_hash"), dc_index),
+                           "nearest_tc": nearest_tc(tc.texts(), text, model, neighbours), "encoder": model,
+                           "dsir": dsir_ngrams(tc.tokens, dc, sentence, top_ngrams)}
+    if labeled:
+        out["entity_words_added"] = entity_words_added(labeled, ws, tc.tokens, sentence)
+    return out

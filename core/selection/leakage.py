@@ -1,0 +1,156 @@
+"""Has evaluation text leaked into pretraining data? Exact and near duplicates between a pretraining corpus
+(TC, a selection, DC: any size, streamed) and the labeled DEV / TEST.
+
+- Exact: the same sentence after normalisation (case-folded, punctuation dropped, whitespace collapsed).
+- Near: MinHash LSH (datasketch) over word 2-grams with sentence-boundary marks, candidates then verified by
+  their true Jaccard similarity, so MinHash's estimation error never yields a false positive. Why 2-grams at
+  0.5: one replaced word in a 6-word sentence keeps 5 of its 7 bigrams (Jaccard 5/9 = 0.56) and in a 12-word one
+  11/15 = 0.73, so one-token edits are caught, while unrelated sentences share almost no bigrams. Sentences of
+  fewer than 3 words are compared exactly only (any two share too large a share of their few bigrams).
+
+DEV/TEST are small and indexed once; the pretraining corpus is read in record batches, so memory stays at the
+index plus one batch for millions of sentences.
+
+>>> normalize("The  Beatles, in LONDON!")
+'the beatles in london'
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from core.data.corpus import Corpus
+from core.data.stream import CorpusStream, open_corpus_stream
+from core.data.workspace import Workspace, resolve_corpus_ref
+from core.errors import UserError
+from core.progress import Progress, silent
+from core.selection.store import find_selection, selection_texts
+
+THRESHOLD = 0.5  # verified Jaccard of word 2-gram sets at or above which two sentences are near duplicates
+NUM_PERM = 128  # MinHash permutations: LSH recall near the threshold above 0.95 at datasketch's band choice
+MIN_WORDS_NEAR = 3
+MAX_EXAMPLES = 50
+
+
+def normalize(text: str) -> str:
+    """Case-folded words without punctuation, one space apart: what 'the same sentence' means here."""
+    kept = "".join(" " if unicodedata.category(c).startswith("P") else c for c in text.casefold())
+    return " ".join(kept.split())
+
+
+def shingles(normalized: str) -> set[str]:
+    words = ["<s>", *normalized.split(), "</s>"]
+    return {f"{a} {b}" for a, b in zip(words, words[1:])}
+
+
+def _jaccard(a: set[str], b: set[str]) -> float:
+    return len(a & b) / len(a | b) if a or b else 1.0
+
+
+class LeakageIndex:
+    """The labeled side: exact lookup by normalised text, and an LSH index of its shingle sets."""
+
+    def __init__(self, corpora: dict[str, Sequence[str]], threshold: float = THRESHOLD):
+        from datasketch import MinHash, MinHashLSH
+
+        if not 0 < threshold <= 1:
+            raise UserError(f"near-duplicate threshold must lie in (0, 1], got {threshold}")
+        self.threshold = threshold
+        self.exact: dict[str, list[tuple[str, int]]] = {}
+        self.sets: dict[tuple[str, int], set[str]] = {}
+        self.lsh = MinHashLSH(threshold=threshold, num_perm=NUM_PERM)
+        self._minhash = MinHash
+        for name, texts in corpora.items():
+            if not texts:
+                raise UserError(f"{name} is empty: nothing to check against")
+            keys, sets = [], []
+            for j, text in enumerate(texts):
+                norm = normalize(text)
+                self.exact.setdefault(norm, []).append((name, j))
+                if len(norm.split()) >= MIN_WORDS_NEAR:
+                    keys.append((name, j))
+                    sets.append(shingles(norm))
+            for key, s, mh in zip(keys, sets, MinHash.bulk([[x.encode() for x in s] for s in sets], num_perm=NUM_PERM)):
+                self.sets[key] = s
+                self.lsh.insert(f"{key[0]}\t{key[1]}", mh)
+
+    def matches(self, texts: Sequence[str]) -> list[list[tuple[str, int, float, bool]]]:
+        """Per text: [(against, index, similarity, exact)], exact matches first, near ones above the threshold."""
+        norms = [normalize(t) for t in texts]
+        out: list[list[tuple[str, int, float, bool]]] = [[(n, j, 1.0, True) for n, j in self.exact.get(norm, [])] for norm in norms]
+        todo = [i for i, norm in enumerate(norms) if not out[i] and len(norm.split()) >= MIN_WORDS_NEAR]
+        sets = [shingles(norms[i]) for i in todo]
+        hashes = self._minhash.bulk([[x.encode() for x in s] for s in sets], num_perm=NUM_PERM) if todo else []
+        for i, s, mh in zip(todo, sets, hashes):
+            for key in self.lsh.query(mh):
+                name, j = key.split("\t")
+                sim = _jaccard(s, self.sets[(name, int(j))])
+                if sim >= self.threshold:
+                    out[i].append((name, int(j), sim, False))
+        return out
+
+
+def scan(corpus: Corpus | CorpusStream, index: LeakageIndex, progress: Progress | None = None,
+         max_examples: int = MAX_EXAMPLES) -> dict[str, Any]:
+    """Exact and near duplicates of `index`'s corpora in `corpus`, read batch by batch."""
+    stream = CorpusStream.of(corpus)
+    progress = progress or silent
+    n, done = len(stream), 0
+    exact = near = 0
+    leaked: list[int] = []
+    per: dict[str, dict[str, int]] = {}
+    examples: list[dict[str, Any]] = []
+    for texts in stream.text_batches():
+        for k, found in enumerate(index.matches(texts)):
+            if not found:
+                continue
+            i = done + k
+            leaked.append(i)
+            is_exact = found[0][3]
+            exact += is_exact
+            near += not is_exact
+            for name in {f[0] for f in found}:
+                per.setdefault(name, {"exact": 0, "near": 0})["exact" if is_exact else "near"] += 1
+            if len(examples) < max_examples:
+                name, j, sim, _ = max(found, key=lambda f: f[2])
+                examples.append({"corpus_index": i, "against": name, "index": j, "similarity": round(sim, 4),
+                                 "text": texts[k]})
+        done += len(texts)
+        progress(done / max(n, 1), f"{done:,} of {n:,} sentences checked, {exact + near:,} leaked")
+    return {"sentences": n, "exact": exact, "near": near, "threshold": index.threshold, "per_against": per,
+            "examples": examples, "leaked_indices": leaked}
+
+
+def labeled_texts(ws: Workspace | None, refs: Iterable[str]) -> dict[str, list[str]]:
+    """DEV/TEST (or any labeled corpora) by reference, as texts; an unlabeled one is refused."""
+    out = {}
+    for ref in refs:
+        resolved = resolve_corpus_ref(ref, ws)
+        corpus = resolved.load()
+        if not corpus.labeled:
+            raise UserError(f"{resolved.name}: not a labeled corpus; leakage is checked against labeled DEV/TEST")
+        out[str(ref)] = corpus.texts()
+    return out
+
+
+def check_leakage(ws: Workspace, corpus_ref: str, against: Sequence[str], threshold: float = THRESHOLD,
+                  progress: Progress | None = None, max_examples: int = MAX_EXAMPLES) -> dict[str, Any]:
+    """`python -m core leakage` and the Selection page's panel: {"exact", "near", "threshold", "examples": [{corpus_index,
+    against, index, similarity}], "per_against", "sentences", "corpus"}. The leaked indices are in "leaked_indices"."""
+    if not against:
+        raise UserError("name the labeled corpora to check against (e.g. dev,test)")
+    index = LeakageIndex(labeled_texts(ws, against), threshold)
+    if find_selection(ws, corpus_ref) is not None:  # a saved selection (SC): its selected sentences
+        stream = CorpusStream.of(Corpus(tokens=[t.split() for t in selection_texts(ws, corpus_ref)], name=str(corpus_ref)))
+    else:
+        stream = open_corpus_stream(ws, corpus_ref)
+    if len(stream) == 0:
+        raise UserError(f"{corpus_ref}: the corpus is empty")
+    return {"corpus": str(corpus_ref), **scan(stream, index, progress, max_examples)}
+
+
+def texts_leakage(texts: Sequence[str], against: dict[str, Sequence[str]], threshold: float = THRESHOLD) -> dict[str, Any]:
+    """The same check for sentences in memory (an experiment's TC or SC before MLM)."""
+    return scan(Corpus(tokens=[t.split() for t in texts]), LeakageIndex(dict(against), threshold))

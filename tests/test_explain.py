@@ -1,0 +1,51 @@
+"""Why a sentence was chosen (core.selection.explain): ranks on one percentile scale under every saved selection
+of the DC, nearest TC sentences, DSIR n-grams that sum to its log-weight, entity words it adds to TC; the CLI."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from core.cli import main
+from core.data.stream import open_corpus_stream
+from core.errors import UserError
+from core.selection.explain import explain_sentence
+from core.selection.strategies import select
+
+
+@pytest.fixture(scope="module")
+def explained(tmp_path_factory):
+    from core.data.demo import write_demo_workspace
+
+    ws = write_demo_workspace(tmp_path_factory.mktemp("explainws"), dc_size=300)
+    tc = ws.resolve_corpus("tc")
+    dsir = select(tc, open_corpus_stream(ws, "dc"), "dsir", 30, workspace=ws, names={"tc": "tc", "dc": "dc"},
+                  options={"sampling": "topk"})
+    rand = select(tc, open_corpus_stream(ws, "dc"), "random", 30, workspace=ws, names={"tc": "tc", "dc": "dc"}, seed=2)
+    return ws, dsir, rand
+
+
+def test_a_top_dsir_sentence_is_explained(explained, tiny_bert_dir):
+    ws, dsir, rand = explained
+    top = int(dsir.indices[0])
+    out = explain_sentence(ws, dsir.key, top, labeled="test", neighbours=3, model=str(tiny_bert_dir))
+    ranks = {r["strategy"]: r for r in out["ranks"]}
+    assert set(ranks) == {"dsir", "random"} and ranks["dsir"]["rank"] == 1 and ranks["dsir"]["percentile"] == 100.0
+    assert ranks["random"]["rank"] == int(list(rand.order).index(top)) + 1
+    assert out["dsir"]["log_weight"] == pytest.approx(float(dsir.scores[top]), abs=1e-6)  # the n-grams sum to the weight
+    assert len(out["ngrams"] if "ngrams" in out else out["dsir"]["ngrams"]) > 0
+    assert len(out["nearest_tc"]) == 3 and out["nearest_tc"][0]["cosine"] >= out["nearest_tc"][-1]["cosine"]
+    tc_words = {t.casefold() for s in ws.resolve_corpus("tc").tokens for t in s}
+    assert not set(out["entity_words_added"]["words"]) & tc_words
+
+
+def test_bad_indices_and_the_cli(explained, tiny_bert_dir, capsys):
+    ws, dsir, _ = explained
+    with pytest.raises(UserError, match="outside DC"):
+        explain_sentence(ws, dsir.key, 10_000, model=str(tiny_bert_dir))
+    capsys.readouterr()
+    idx = int(dsir.indices[1])
+    assert main(["--workspace", str(ws.root), "select", "explain", dsir.key[:8], str(idx), "--labeled", "", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["dc_index"] == idx and out["ranks"][0]["strategy"] == "dsir" and "entity_words_added" not in out

@@ -1,0 +1,107 @@
+"""Intervals and paired tests over test sentences (core.experiments.statistics): hand-computed cases, a planted
+difference found significant, a null one not, and clear refusals."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from core.errors import UserError
+from core.experiments.statistics import (
+    counts_from_predictions,
+    f1_interval,
+    f1_of,
+    paired_test,
+    pool_seeds,
+    seeds_needed,
+    summary_entry,
+)
+
+
+def span(start, end, kind="PER"):
+    return {"start": start, "end": end, "type": kind}
+
+
+def test_counts_and_f1_by_hand():
+    rows = [{"gold_spans": [span(0, 1), span(2, 3, "LOC")], "spans": [span(0, 1), span(2, 4, "LOC")]},
+            {"gold_spans": [], "spans": [span(1, 2)]}]
+    counts = counts_from_predictions(rows)
+    assert counts.tolist() == [[1, 1, 1], [0, 1, 0]]
+    assert f1_of(counts) == pytest.approx(2 * 1 / (2 * 1 + 2 + 1))
+
+
+def test_bootstrap_interval_of_two_sentences_matches_the_exact_distribution():
+    """Resamples of {s0, s1}: both s0 (p 1/4) -> F1 1, one each (1/2) -> 0.5, both s1 (1/4) -> 0."""
+    counts = np.array([[1, 0, 0], [0, 1, 1]])
+    f1, lo, hi = f1_interval(counts, n_boot=2000, seed=3)
+    assert (f1, lo, hi) == (0.5, 0.0, 1.0)
+
+
+def test_paired_p_values_by_hand():
+    a = np.array([[1, 0, 0]])
+    b = np.array([[0, 1, 1]])
+    boot = paired_test(a, b, "bootstrap", n_boot=99)
+    assert boot["delta"] == 1.0 and boot["ci"] == [1.0, 1.0] and boot["p"] == pytest.approx(1 / 100)
+    rand = paired_test(a, b, "randomization", n_boot=99)
+    assert rand["p"] == 1.0  # a swap flips the sign but keeps |d| = 1: one sentence can never be significant
+    same = paired_test(a, a, "bootstrap", n_boot=50)
+    assert same["delta"] == 0.0 and same["p"] == 1.0
+
+
+def _system(n: int, accuracy: float, seed: int) -> np.ndarray:
+    """Count rows of a system that gets each sentence's one entity right with probability `accuracy`."""
+    right = np.random.default_rng(seed).random(n) < accuracy
+    return np.stack([right, ~right, ~right], axis=1).astype(np.int64)
+
+
+@pytest.mark.parametrize("method", ["bootstrap", "randomization"])
+def test_a_planted_difference_is_significant_and_a_null_one_is_not(method):
+    strong, weak = _system(300, 0.8, 1), _system(300, 0.6, 2)
+    planted = paired_test(strong, weak, method, n_boot=500, seed=0)
+    assert planted["delta"] > 0.1 and planted["p"] < 0.01 and planted["ci"][0] > 0
+    base = _system(300, 0.7, 3)
+    right, wrong = np.flatnonzero(base[:, 0] == 1)[:20], np.flatnonzero(base[:, 0] == 0)[:20]
+    other = base.copy()  # disagrees with `base` on 40 sentences, 20 each way: no difference in truth or in F1
+    other[right], other[wrong] = base[wrong[0]], base[right[0]]
+    null = paired_test(base, other, method, n_boot=500, seed=0)
+    assert null["delta"] == 0 and null["p"] > 0.5 and null["ci"][0] < 0 < null["ci"][1]
+
+
+def test_seeds_needed_by_hand_and_with_one_seed():
+    needed, _ = seeds_needed([0.01, 0.03])  # mean 0.02, sd 0.01414: ((1.960 + 0.842) * 0.01414 / 0.02)^2 = 3.92
+    assert needed == 4
+    assert seeds_needed([0.02])[0] is None and "1 seed" in seeds_needed([0.02])[1]
+
+
+def test_summary_entry_has_the_issue_shape_and_leaves_missing_baselines_out():
+    runs = {"dsir": {1: _system(100, 0.8, 1), 2: _system(100, 0.8, 2)}, "tapt": {1: _system(100, 0.6, 3), 2: _system(100, 0.6, 4)}}
+    entry = summary_entry("dsir", runs, n_boot=200)
+    assert set(entry) >= {"row", "f1_mean", "f1_ci", "seeds", "vs"} and entry["seeds"] == 2
+    assert set(entry["vs"]) == {"tapt"}  # no "none" row: left out, not faked
+    assert {"delta", "ci", "p", "seeds_needed"} <= set(entry["vs"]["tapt"])
+    lo, hi = entry["f1_ci"]
+    assert lo <= f1_of(pool_seeds(list(runs["dsir"].values()))) <= hi
+
+
+def test_bad_input_is_refused():
+    with pytest.raises(UserError, match="no predicted sentences"):
+        counts_from_predictions([])
+    with pytest.raises(UserError, match="without gold spans"):
+        counts_from_predictions([{"spans": []}])
+    with pytest.raises(UserError, match="different test sentences"):
+        paired_test(np.zeros((3, 3)), np.zeros((4, 3)))
+    with pytest.raises(UserError, match="no test sentences"):
+        f1_interval(np.zeros((0, 3)))
+    with pytest.raises(UserError, match="different numbers of test sentences"):
+        pool_seeds([np.zeros((3, 3)), np.zeros((2, 3))])
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 3), st.integers(0, 3)), min_size=1, max_size=30))
+def test_the_interval_is_ordered_and_collapses_on_identical_sentences(rows):
+    f1, lo, hi = f1_interval(np.array(rows, dtype=np.int64), n_boot=200)
+    assert 0.0 <= lo <= hi <= 1.0
+    same = np.array([rows[0]] * len(rows), dtype=np.int64)  # every resample is the same corpus
+    assert f1_interval(same, n_boot=50) == (f1_of(same), f1_of(same), f1_of(same))

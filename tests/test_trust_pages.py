@@ -1,0 +1,63 @@
+"""Issue 22 in the app (AppTest): the Selection page's leakage panel finds TEST sentences in a selection, and the
+Results page warns about an experiment whose MLM corpus held TEST text and shows its paired comparisons."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from core.data.stream import open_corpus_stream
+from core.data.workspace import Workspace
+from core.runner import jobs
+from core.selection.strategies import select
+from tests.apptest import open_app
+
+
+@pytest.fixture(scope="module")
+def trust_ws(tmp_path_factory):
+    from core.data.demo import write_demo_workspace
+
+    root = tmp_path_factory.mktemp("trustws")
+    ws = write_demo_workspace(root, dc_size=300)
+    test = ws.load_corpus(ws.corpus_for_role("test")).texts()
+    leaky = root / "leaky.txt"
+    leaky.write_text("\n".join([*test[:4], "An unrelated sentence about harbours and ships at dawn ."] * 1) + "\n")
+    ws.import_corpus(leaky, name="leaky-dc")
+    select(ws.resolve_corpus("tc"), open_corpus_stream(ws, "leaky-dc"), "random", 1.0, workspace=ws,
+           names={"tc": "tc", "dc": "leaky-dc"})
+    return root
+
+
+def test_selection_page_leakage_panel_finds_test_sentences(trust_ws, monkeypatch):
+    at = open_app(trust_ws, monkeypatch, "views/selection.py")
+    at.button(key="sel_leak_run").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    warnings = " ".join(w.value for w in at.warning)
+    assert "4 exact" in warnings and "5 selected sentences" in warnings
+    examples = next(df.value for df in at.dataframe if "corpus_index" in getattr(df.value, "columns", []))
+    assert len(examples) == 4 and set(examples["against"]) == {"demo-test"}
+
+
+def test_results_page_warns_about_leaked_test_text_and_shows_comparisons(trust_ws, monkeypatch):
+    ws = Workspace(trust_ws)
+    exp = jobs.submit(ws, "experiment", {"domain": "music"}, start=False)
+    cells = [{"row": r, "seed": s, "f1": f} for r, s, f in (("tapt", 1, 0.6), ("dsir", 1, 0.7))]
+    leakage = {"dc": {"exact": 3, "near": 1, "threshold": 0.5, "per_against": {"test": {"exact": 3, "near": 1}}}}
+    jobs._update(ws, exp.id, status="done", progress=1.0,
+                 result=json.dumps({"domain": "music", "cells": cells, "leakage": leakage}))
+    at = open_app(trust_ws, monkeypatch, "views/results.py")
+    warnings = " ".join(w.value for w in at.warning)
+    assert "DC of this experiment holds 3 exact and 1 near duplicates of TEST" in warnings
+    table = next(df.value for df in at.dataframe if "music" in getattr(df.value, "columns", []))
+    assert table.loc["dsir", "music"] == "70.00 (1 seed)"  # no kept predictions: no interval, and no fake spread
+    assert any("kept no per-sentence" in c.value for c in at.caption)
+
+
+def test_selection_page_explains_a_sentence(trust_ws, monkeypatch):
+    at = open_app(trust_ws, monkeypatch, "views/selection.py")
+    at.button(key="sel_why_run").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert any(m.value.startswith("**DC #") for m in at.markdown)
+    ranks = next(df.value for df in at.dataframe if "percentile" in getattr(df.value, "columns", []))
+    assert list(ranks["strategy"]) == ["random"] and 0 <= ranks["percentile"].iloc[0] <= 100
