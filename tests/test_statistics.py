@@ -105,3 +105,12 @@ def test_the_interval_is_ordered_and_collapses_on_identical_sentences(rows):
     assert 0.0 <= lo <= hi <= 1.0
     same = np.array([rows[0]] * len(rows), dtype=np.int64)  # every resample is the same corpus
     assert f1_interval(same, n_boot=50) == (f1_of(same), f1_of(same), f1_of(same))
+
+
+def test_pearson_r_interval_over_sources():
+    from core.similarity.correlation import r_interval
+
+    assert r_interval([(1, 2), (2, 4), (3, 6), (4, 8)]) == pytest.approx([1.0, 1.0])  # every resample lies on the line
+    lo, hi = r_interval([(1, 0.1), (2, -0.3), (3, 0.4), (4, 0.0), (5, 0.2)])
+    assert lo == pytest.approx(-1.0) and hi == pytest.approx(1.0)  # five unrelated sources: r could be anything
+    assert r_interval([(1, 1), (1, 2), (1, 3)]) is None  # x never varies: r is undefined

@@ -25,10 +25,13 @@ from core.data.atomic import atomic_write_json
 from core.data.workspace import CorpusRef, resolve_corpus_ref
 from core.errors import UserError
 from core.experiments.experiment import CellTrainer, _slug
+from core.experiments.summary import PREDICTIONS_FILE, interval_summary
 from core.progress import sub
 from core.similarity.correlation import correlate_with_f1
 from core.similarity.measures import PAIRWISE, SimilarityParams, compare_corpora, corpus_text
 from core.train.lineage import Lineage, MlmPhase, from_base, record_run, write_lineage
+from core.train.ner_model import load_ner_model
+from core.train.ner_predict import evaluate, predict_corpus, write_predictions
 
 if TYPE_CHECKING:
     from core.runner.jobs import JobContext
@@ -53,9 +56,6 @@ def _measures(src: CorpusRef, tgt: CorpusRef, measures: list[str], folder: Path,
 
 def compare_sources(ws, sources: list[str], lc: str, dev: str, test: str, target: str, measures: list[str],
                     seeds: list[int], preset: str, model: str, ctx) -> dict[str, Any]:
-    from core.train.ner_model import load_ner_model
-    from core.train.ner_predict import evaluate
-
     if len(sources) < 2:
         raise UserError("compare-sources needs at least two sources (Pearson r needs three for a p-value)")
     bad = [m for m in measures if m not in PAIRWISE]
@@ -99,14 +99,17 @@ def compare_sources(ws, sources: list[str], lc: str, dev: str, test: str, target
             write_lineage(encoder, mlm_lin)
             lin = from_base(encoder)
         ner_dir, summary = trainer.ner_model(encoder, folder, seed, sub(progress, 0.5 if src else 0, 0.95))
-        scores = evaluate(load_ner_model(ner_dir), test_c, batch_size=trainer.ner_config.eval_batch_size)
+        ner = load_ner_model(ner_dir)
+        predictions = predict_corpus(ner, test_c, batch_size=trainer.ner_config.eval_batch_size)
+        scores = evaluate(ner, test_c, predictions=predictions)
+        kept = write_predictions(folder / PREDICTIONS_FILE, predictions, test_c)  # intervals and paired tests
         lin.lc, lin.dev, lin.test = lc_ref.to_dict(), dev_ref.to_dict(), test_ref.to_dict()
         lin.seed, lin.preset, lin.wall_seconds = seed, preset, time.time() - t0
         run_id = f"{run_dir.name}.{_slug(row)}.s{seed}"
         record_run(ctx.workspace, run_id, "ner", lin, folder, ner_dir, f1=scores["f1"],
                    extra={"compare_sources": str(run_dir), "source": src.name if src else None})
         result = {"row": row, "seed": seed, "source": src.to_dict() if src else None, "f1": scores["f1"], "run": run_id,
-                  "best_dev_f1": summary.get("best_dev_f1"), "mlm_seconds": trainer.mlm_seconds(folder)}
+                  "best_dev_f1": summary.get("best_dev_f1"), "mlm_seconds": trainer.mlm_seconds(folder), "predictions": str(kept)}
         atomic_write_json(done, result)
         ctx.metric(cell=row, seed=seed, test_f1=scores["f1"])
         ctx.log(f"{row} seed {seed}: test F1 {scores['f1']:.4f}")
@@ -124,17 +127,23 @@ def compare_sources(ws, sources: list[str], lc: str, dev: str, test: str, target
     matrix = {"sources": names, "targets": [tgt_ref.name], "measures": list(measures),
               "values": {m: [[values[n].get(m)] for n in names] for m in measures}}
     corr = correlate_with_f1(runs, matrix, tgt_ref.name)
+    intervals = {e["row"]: e for e in interval_summary(
+        [{**c, "row": "none" if row == BASELINE else row} for row, cs in cells.items() for c in cs], baselines=("none",))}
     out_sources = []
     for ref in refs:
         f1s = [c["f1"] for c in cells[ref.name]]
-        out_sources.append({"name": ref.name, "hash": ref.hash, "f1_mean": statistics.fmean(f1s),
+        entry = intervals[ref.name]
+        out_sources.append({"name": ref.name, "hash": ref.hash, "f1_mean": statistics.fmean(f1s), "f1_ci": entry["f1_ci"],
+                            "seeds": len(f1s), "vs": entry["vs"],
                             "f1_std": statistics.stdev(f1s) if len(f1s) > 1 else 0.0, "runs": [c["run"] for c in cells[ref.name]],
                             "mlm_seconds": statistics.fmean(c.get("mlm_seconds") or 0.0 for c in cells[ref.name]),
                             **{m: values[ref.name].get(m) for m in measures}})
     result = {"target": tgt_ref.name, "target_hash": tgt_ref.hash, "lc": lc_ref.to_dict(), "dev": dev_ref.to_dict(),
               "test": test_ref.to_dict(), "seeds": seeds, "preset": preset, "model": model, "measures": list(measures),
               "sources": out_sources, "baseline_f1": statistics.fmean(baseline), "baseline_runs": [c["run"] for c in cells[BASELINE]],
-              "correlation": {m: {"r": s["r"], "p": s["p"], "n": s["n"], **({"reason": s["reason"]} if s["reason"] else {})}
+              "baseline_f1_ci": intervals["none"]["f1_ci"],
+              "correlation": {m: {"r": s["r"], "p": s["p"], "n": s["n"], "r_ci": s.get("r_ci"),
+                                  **({"reason": s["reason"]} if s["reason"] else {})}
                               for m, s in corr["measures"].items()},
               "matrix": matrix, "run_dir": str(run_dir)}
     atomic_write_json(run_dir / "compare.json", result)

@@ -77,5 +77,21 @@ def correlate_with_f1(runs: Sequence[dict[str, Any]], matrix: dict[str, Any], ta
         else:
             res = pearsonr([x for x, _ in xy], [y for _, y in xy])
             stats["r"], stats["p"] = float(res.statistic), float(res.pvalue)
+            stats["r_ci"] = r_interval(xy)
         out["measures"][m] = stats
     return out
+
+
+def r_interval(xy: Sequence[tuple[float, float]], n_boot: int = 1000, seed: int = 0, alpha: float = 0.05) -> list[float] | None:
+    """95 % percentile bootstrap interval of Pearson r over the sources (resampled with replacement; resamples
+    where r is undefined, all x or all y equal, are skipped). With few sources it is wide, as it should be."""
+    x, y = np.array([p[0] for p in xy], dtype=np.float64), np.array([p[1] for p in xy], dtype=np.float64)
+    rng = np.random.default_rng(seed)
+    rs = []
+    for _ in range(n_boot):
+        i = rng.integers(0, len(x), len(x))
+        if np.ptp(x[i]) > 0 and np.ptp(y[i]) > 0:
+            rs.append(float(np.corrcoef(x[i], y[i])[0, 1]))
+    if len(rs) < n_boot // 2:
+        return None
+    return [float(np.quantile(rs, alpha / 2)), float(np.quantile(rs, 1 - alpha / 2))]
