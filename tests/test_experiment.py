@@ -30,7 +30,8 @@ def test_summary_and_tables():
     assert s["none"]["std"] == 0.0 and s["tapt"]["n"] == 1 and s["dsir"]["per_type"] == {"LOC": 0.7, "PER": 0.6}
     table = results_table([{"domain": "music", "cells": CELLS}, {"domain": "ai", "cells": CELLS[:2]}])
     assert list(table.index) == ["none", "tapt", "dsir"] and list(table.columns) == ["music", "ai"]
-    assert table.loc["dsir", "music"] == "62.00 ± 2.83" and table.loc["tapt", "music"] == "55.00 ± 0.00 (n=1)"
+    # cells without kept predictions: no interval, and one seed says so instead of a "± 0.00"
+    assert table.loc["dsir", "music"] == "62.00 ± 2.83" and table.loc["tapt", "music"] == "55.00 (1 seed)"
     assert table.loc["none", "ai"] == "–"
     types = per_type_table({"cells": CELLS})
     assert list(types.columns) == ["none", "tapt", "dsir"] and types.loc["PER", "dsir"] == 60.0 and types.loc["PER", "none"] == 50.0

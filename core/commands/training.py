@@ -133,7 +133,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                                                       "(default: default)")
     x.add_argument("--exclude-leaked", action="store_true", dest="exclude_leaked",
                    help="drop selected DC sentences that duplicate DEV/TEST text (exact or near; see `leakage`) before MLM; "
-                        "without it leaked TEST text is only warned about")
+                        "default: off, leaked TEST text is only warned about")
     x.add_argument("--preset", default=field_default(ExperimentParams, "preset"), choices=PRESETS,
                    help=preset_help("experiment") + f" (default: {DEFAULT_PRESET})")
     x.add_argument("--domain", help="column name in the results table (default: the workspace's target domain, else the test "
