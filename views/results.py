@@ -26,7 +26,7 @@ st.title("Results")
 st.caption("What finished runs measured, and where each model came from. Every figure here can be regenerated from the "
            "CLI: `python -m core experiment ... --json`, `python -m core runs show RUN --json`.")
 
-st.subheader("Results")
+st.subheader("Experiments")
 experiments = collect_results(ws)
 if not experiments:
     st.info("No experiment results yet. An experiment fills this table: rows strategies and baselines, columns domains.")

@@ -200,12 +200,13 @@ def mlm_phases_of(ws: Workspace, params: MlmParams) -> list[MlmPhase]:
 
 
 def record_mlm(ws: Workspace, run_id: str, params: MlmParams, result: dict[str, Any], run_dir: Path,
-               seconds: float) -> dict[str, Any]:
-    """The lineage of a finished MLM job: beside its model, in its run folder and in the run index."""
+               seconds: float, seed: int) -> dict[str, Any]:
+    """The lineage of a finished MLM job: beside its model, in its run folder and in the run index; `seed` is the
+    one its resolved MlmConfig trained with."""
     lin = from_base(params.model)
     lin.mlm_phases += mlm_phases_of(ws, params)
     lin.selection = selection_info(ws, params.selection) or lin.selection
-    lin.seed, lin.preset, lin.wall_seconds = params.config.get("seed", 1), params.preset, seconds
+    lin.seed, lin.preset, lin.wall_seconds = seed, params.preset, seconds
     return record_run(ws, run_id, "mlm", lin, run_dir, result.get("out_dir"))
 
 

@@ -332,5 +332,5 @@ def mlm_job(params: MlmParams, ctx: JobContext) -> dict[str, Any]:
         phases = mlm_phases(params.mode, tc, sc, dc, seed=config.seed)
     result = run_phases(phases, params.model, params.out or ctx.run_dir / "model", config, ctx.run_dir, ctx.progress, ctx.log,
                         ctx.metric)
-    lineage.record_mlm(ws, ctx.run_id, params, result, ctx.run_dir, time.time() - started)
+    lineage.record_mlm(ws, ctx.run_id, params, result, ctx.run_dir, time.time() - started, seed=config.seed)
     return result

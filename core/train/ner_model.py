@@ -169,7 +169,7 @@ class NerModel(nn.Module):
             self.tokenizer.save_pretrained(tmp)
             save_file({k: v.detach().cpu().contiguous() for k, v in head.items()}, str(tmp / HEAD_FILE))
             cfg = {"labels": self.labels, "scheme": TagScheme.BIOES.value, "base_model": self.base_model,
-                   "dropout": self.dropout.p, "max_length": self.max_length, "created_by": "core.train.ner", **(extra or {})}
+                   "dropout": self.dropout.p, "max_length": self.max_length, "created_by": "core.train.ner_model", **(extra or {})}
             (tmp / CONFIG_FILE).write_text(json.dumps(cfg, indent=2), "utf-8")
         return Path(out_dir)
 
