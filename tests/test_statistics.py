@@ -14,7 +14,7 @@ from core.experiments.statistics import (
     f1_interval,
     f1_of,
     paired_test,
-    pool_seeds,
+    seed_runs,
     seeds_needed,
     summary_entry,
 )
@@ -82,7 +82,7 @@ def test_summary_entry_has_the_issue_shape_and_leaves_missing_baselines_out():
     assert set(entry["vs"]) == {"tapt"}  # no "none" row: left out, not faked
     assert {"delta", "ci", "p", "seeds_needed"} <= set(entry["vs"]["tapt"])
     lo, hi = entry["f1_ci"]
-    assert lo <= f1_of(pool_seeds(list(runs["dsir"].values()))) <= hi
+    assert entry["f1_mean"] == pytest.approx(np.mean([f1_of(c) for c in runs["dsir"].values()])) and lo <= entry["f1_mean"] <= hi
 
 
 def test_bad_input_is_refused():
@@ -95,7 +95,19 @@ def test_bad_input_is_refused():
     with pytest.raises(UserError, match="no test sentences"):
         f1_interval(np.zeros((0, 3)))
     with pytest.raises(UserError, match="different numbers of test sentences"):
-        pool_seeds([np.zeros((3, 3)), np.zeros((2, 3))])
+        seed_runs([np.zeros((3, 3)), np.zeros((2, 3))])
+
+
+def test_seeds_are_averaged_and_their_spread_widens_the_interval():
+    """Two seeds, one perfect and one empty on the same 50 sentences: the row is their mean, 0.5. Sentences alone
+    cannot move it (each seed is uniform over sentences); drawing the seeds again can: {good, good} 1.0 with p 1/4,
+    {bad, bad} 0.0 with p 1/4."""
+    good = np.tile([1, 0, 0], (50, 1))
+    bad = np.tile([0, 1, 1], (50, 1))
+    assert f1_interval([good, bad], n_boot=400, resample_seeds=False) == (0.5, 0.5, 0.5)
+    assert f1_interval([good, bad], n_boot=400) == (0.5, 0.0, 1.0)
+    varied = paired_test([good, bad], [bad, bad], n_boot=400)  # +0.5 on average, but all of it from one seed
+    assert varied["delta"] == 0.5 and varied["ci"] == [0.0, 1.0] and varied["p"] > 0.05
 
 
 @settings(max_examples=30, deadline=None)

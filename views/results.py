@@ -16,8 +16,9 @@ from core.train.lineage import describe_run, get_run, list_runs
 from core.train.ner_predict import read_predictions
 from ui import get_workspace, run_guarded
 
-INTERVAL_HELP = ("95% CI: percentile bootstrap over TEST sentences, each sentence's span counts pooled over the seeds "
-                 "(1000 resamples). Differences: paired bootstrap over the same sentences and seeds; p-value by the "
+INTERVAL_HELP = ("95% CI: percentile bootstrap of the seed-mean F1, two-level: the seeds are drawn again, then the TEST "
+                 "sentences (1000 resamples), so it holds both test-set and seed variation. Differences: the same draws "
+                 "for both rows (paired over sentences and seeds); p-value by the "
                  "shifted null (Berg-Kirkpatrick et al. 2012). Seeds needed: paired two-sided test at 80% power from the "
                  "per-seed differences (normal approximation). With one seed the table says '(1 seed)' instead of a spread.")
 

@@ -224,7 +224,8 @@ def per_type_table(experiment: dict[str, Any], percent: bool = True):
 
 def format_results(result: dict[str, Any]) -> str:
     table = results_table([result])
-    lines = [f"test F1 (%) mean ± std over seeds {result.get('seeds')} [95% CI over test sentences] on {result.get('domain')}:",
+    lines = [f"test F1 (%) mean ± std over seeds {result.get('seeds')} [95% CI: seeds and test sentences resampled] on "
+             f"{result.get('domain')}:",
              table.to_string()]
     for name, leak in (result.get("leakage") or {}).items():
         test = (leak.get("per_against") or {}).get("test")
@@ -234,7 +235,7 @@ def format_results(result: dict[str, Any]) -> str:
     if comparisons:
         import pandas as pd
 
-        lines += ["paired differences (test F1 points; paired bootstrap over test sentences and seeds):",
+        lines += ["paired differences (test F1 points; paired two-level bootstrap over seeds and test sentences):",
                   pd.DataFrame(comparisons).to_string(index=False)]
     if result.get("skipped"):
         lines.append("skipped: " + "; ".join(result["skipped"]))
@@ -511,9 +512,9 @@ def experiment_job(params: ExperimentParams, ctx: JobContext) -> dict[str, Any]:
             "corpora": {k: {**r.to_dict(), "sentences": len(corpora[k])} for k, r in refs.items()},
             "summary": summary,
             "leakage": {k: {f: v[f] for f in ("exact", "near", "threshold", "per_against")} for k, v in leakage.items()},
-            "summary_method": "95% CI: percentile bootstrap over TEST sentences pooled over seeds (1000 resamples); "
-                              "vs: paired bootstrap over the same sentences and seeds, p by the shifted null "
-                              "(Berg-Kirkpatrick et al. 2012)"}
+            "summary_method": "95% CI: percentile bootstrap of the seed-mean F1, seeds then TEST sentences resampled "
+                              "(1000 resamples); vs: the same draws for both rows (paired over sentences and seeds), p by the "
+                              "shifted null (Berg-Kirkpatrick et al. 2012)"}
 
 
 def pretraining_leakage(corpora: dict[str, Corpus], ctx: JobContext) -> dict[str, dict[str, Any]]:
@@ -529,7 +530,8 @@ def pretraining_leakage(corpora: dict[str, Corpus], ctx: JobContext) -> dict[str
         test = report["per_against"].get("test", {})
         if test:
             ctx.log(f"warning: {name.upper()} holds {test.get('exact', 0)} exact and {test.get('near', 0)} near duplicates of "
-                    "TEST sentences: MLM on it sees evaluation text (exclude_leaked / --exclude-leaked drops them from SC)")
+                    f"TEST sentences (near: verified word-2-gram Jaccard >= {report['threshold']}): MLM on it may see evaluation "
+                    "text (exclude_leaked / --exclude-leaked drops them from SC)")
     return out
 
 

@@ -3,20 +3,24 @@
 Every NER run keeps its per-sentence test predictions, so span F1 can be resampled over test sentences:
 each sentence becomes one row of counts (tp, fp, fn) of strict span matches (start, end, type: seqeval's
 strict mode on well-formed tags), and a corpus-level micro F1 is 2tp / (2tp + fp + fn) of the summed rows.
-With several seeds, a sentence's row holds its counts summed over the seeds ("pooled over seeds"), so a
-resample keeps every seed of a sentence together and the interval covers test-set and seed variation alike.
+A row of a table is the mean over its seeds of each seed's F1. A resample is two-level (a hierarchical
+bootstrap, Davison & Hinkley 1997, sec. 3.8): the seeds are drawn with replacement, then the test sentences,
+and every drawn seed is scored on the same sentences. So the interval holds both what another test set and what
+other seeds could give; with one seed it holds the test set's share only, and tables say "(1 seed)". In a paired
+test both rows get the same seed draw and the same sentence draw (seed s of one row meets seed s of the other).
 
-- `f1_interval`: percentile bootstrap over test sentences (Efron & Tibshirani 1993), 95 % by default.
-- `paired_test`: the difference of two rows on the same sentences and seeds; its 95 % interval from the
-  paired bootstrap, its two-sided p-value by the paired bootstrap test with the shifted null of
+- `f1_interval`: percentile bootstrap (Efron & Tibshirani 1993), 95 % by default.
+- `paired_test`: the difference of two rows' seed-mean F1 on the same sentences and seeds; its 95 % interval
+  from the paired bootstrap, its two-sided p-value by the paired bootstrap test with the shifted null of
   Berg-Kirkpatrick et al. (2012): p = (1 + #{|d*_b - d| >= |d|}) / (B + 1), or (method="randomization")
-  by approximate randomization (Noreen 1989; Riezler & Maxwell 2005): each sentence's two rows swapped
-  with probability 1/2, p = (1 + #{|d_r| >= |d|}) / (R + 1).
+  by approximate randomization (Noreen 1989; Riezler & Maxwell 2005): each sentence's two rows (all their
+  seeds) swapped with probability 1/2, p = (1 + #{|d_r| >= |d|}) / (R + 1).
 - `seeds_needed`: how many seeds a per-seed difference of this size and spread needs for p < 0.05 at 80 %
   power in a paired two-sided test (normal approximation, n = ((z_0.975 + z_0.8) sd / mean)^2).
 
-Resampling is hand-written on numpy count rows (one integer matrix product per batch of resamples) because
-no well-kept library resamples span-count rows; scipy.stats.bootstrap would re-run a Python F1 per resample.
+Runs are (n, 3) count arrays, or (S, n, 3) for S seeds scored on the same n sentences. Resampling is
+hand-written on numpy count rows (one integer matrix product per batch of resamples) because no well-kept
+library resamples span-count rows; scipy.stats.bootstrap would re-run a Python F1 per resample.
 
 >>> counts = sentence_counts([[{"start": 0, "end": 1, "type": "PER"}]], [[{"start": 0, "end": 1, "type": "PER"}]])
 >>> counts.tolist(), f1_of(counts)
@@ -78,56 +82,65 @@ def _f1_rows(totals: np.ndarray) -> np.ndarray:
     return np.divide(2 * tp, den, out=np.zeros_like(tp), where=den > 0)
 
 
-def pool_seeds(per_seed: Sequence[np.ndarray]) -> np.ndarray:
-    """One row per test sentence holding its counts summed over seeds (every seed scored the same sentences)."""
-    if not per_seed:
-        raise UserError("no run with per-sentence predictions: nothing to resample")
-    sizes = {len(c) for c in per_seed}
-    if len(sizes) != 1:
-        raise UserError(f"the seeds were scored on different numbers of test sentences ({sorted(sizes)}): not the same TEST")
-    return np.sum(np.stack(per_seed), axis=0)
+def seed_runs(runs: Any, what: str = "F1") -> np.ndarray:
+    """(S, n, 3) from one run's (n, 3) counts or a list of seeds' runs on the same test sentences."""
+    if isinstance(runs, (list, tuple)):
+        if not runs:
+            raise UserError(f"{what}: no run with per-sentence predictions: nothing to resample")
+        sizes = {len(r) for r in runs}
+        if len(sizes) != 1:
+            raise UserError(f"{what}: the seeds were scored on different numbers of test sentences ({sorted(sizes)}): "
+                            "not the same TEST")
+    arr = np.asarray(runs, dtype=np.int64)
+    arr = arr[None] if arr.ndim == 2 else arr
+    if arr.ndim != 3 or arr.shape[-1] != 3 or arr.shape[1] == 0:
+        raise UserError(f"{what}: no test sentences")
+    return arr
 
 
-def _resample_totals(counts_list: Sequence[np.ndarray], n_boot: int, seed: int, batch: int = 200) -> list[np.ndarray]:
-    """Summed counts of `n_boot` resamples of sentences, the same resamples for every array (paired)."""
-    n = len(counts_list[0])
+def mean_f1(runs: Any) -> float:
+    """Mean over seeds of each seed's micro F1."""
+    return float(np.mean([f1_of(r) for r in seed_runs(runs)]))
+
+
+def _resampled_mean_f1(runs_list: Sequence[np.ndarray], n_boot: int, seed: int, resample_seeds: bool = True,
+                       batch: int = 200) -> list[np.ndarray]:
+    """(B,) seed-mean F1 of `n_boot` two-level resamples (seeds, then sentences), the same draws for every row."""
+    n_seeds, n = runs_list[0].shape[:2]
     rng = np.random.default_rng(seed)
-    out = [np.empty((n_boot, 3), dtype=np.int64) for _ in counts_list]
+    out = [np.empty(n_boot, dtype=np.float64) for _ in runs_list]
     for start in range(0, n_boot, batch):
         b = min(batch, n_boot - start)
         # a resample is a multiset of sentences: its weights (how often each was drawn) times the count rows
         weights = np.stack([np.bincount(rng.integers(0, n, n), minlength=n) for _ in range(b)])  # (b, n)
-        for k, counts in enumerate(counts_list):
-            out[k][start:start + b] = weights @ counts
+        seed_draws = (np.stack([np.bincount(rng.integers(0, n_seeds, n_seeds), minlength=n_seeds) for _ in range(b)])
+                      if resample_seeds else np.ones((b, n_seeds), dtype=np.int64))  # (b, S)
+        for k, runs in enumerate(runs_list):
+            per_seed = np.stack([_f1_rows(weights @ r) for r in runs], axis=1)  # (b, S)
+            out[k][start:start + b] = (per_seed * seed_draws).sum(axis=1) / seed_draws.sum(axis=1)
     return out
 
 
-def _check(counts: np.ndarray, what: str) -> np.ndarray:
-    counts = np.asarray(counts, dtype=np.int64).reshape(-1, 3)
-    if len(counts) == 0:
-        raise UserError(f"{what}: no test sentences")
-    return counts
+def f1_interval(runs: Any, n_boot: int = N_RESAMPLES, seed: int = 0, alpha: float = ALPHA,
+                resample_seeds: bool = True) -> tuple[float, float, float]:
+    """(seed-mean F1, lower, upper): the percentile interval of the two-level bootstrap (seeds, test sentences)."""
+    runs = seed_runs(runs, "F1 interval")
+    (f1s,) = _resampled_mean_f1([runs], n_boot, seed, resample_seeds)
+    return mean_f1(runs), float(np.quantile(f1s, alpha / 2)), float(np.quantile(f1s, 1 - alpha / 2))
 
 
-def f1_interval(counts: np.ndarray, n_boot: int = N_RESAMPLES, seed: int = 0, alpha: float = ALPHA) -> tuple[float, float, float]:
-    """(F1, lower, upper): the percentile bootstrap interval of F1 over test sentences."""
-    counts = _check(counts, "F1 interval")
-    (totals,) = _resample_totals([counts], n_boot, seed)
-    f1s = _f1_rows(totals)
-    return f1_of(counts), float(np.quantile(f1s, alpha / 2)), float(np.quantile(f1s, 1 - alpha / 2))
-
-
-def paired_test(a: np.ndarray, b: np.ndarray, method: str = "bootstrap", n_boot: int = N_RESAMPLES, seed: int = 0,
+def paired_test(a: Any, b: Any, method: str = "bootstrap", n_boot: int = N_RESAMPLES, seed: int = 0,
                 alpha: float = ALPHA) -> dict[str, Any]:
-    """F1(a) - F1(b) on the same sentences: {"delta", "ci": [lo, hi], "p", "method"} (see the module docstring)."""
+    """Seed-mean F1(a) - F1(b) on the same sentences and seeds: {"delta", "ci": [lo, hi], "p", "method"}."""
     if method not in METHODS:
         raise UserError(f"unknown test {method!r}: expected one of {', '.join(METHODS)}")
-    a, b = _check(a, "paired test"), _check(b, "paired test")
+    a, b = seed_runs(a, "paired test"), seed_runs(b, "paired test")
     if a.shape != b.shape:
-        raise UserError(f"the two rows were scored on different test sentences ({len(a)} vs {len(b)}): no paired test")
-    delta = f1_of(a) - f1_of(b)
-    ta, tb = _resample_totals([a, b], n_boot, seed)
-    boot = _f1_rows(ta) - _f1_rows(tb)
+        raise UserError(f"the two rows were scored on different test sentences or seeds ({a.shape[:2]} vs {b.shape[:2]}): "
+                        "no paired test")
+    delta = mean_f1(a) - mean_f1(b)
+    fa, fb = _resampled_mean_f1([a, b], n_boot, seed)
+    boot = fa - fb
     lo, hi = float(np.quantile(boot, alpha / 2)), float(np.quantile(boot, 1 - alpha / 2))
     if method == "bootstrap":
         extreme = int(np.sum(np.abs(boot - delta) >= abs(delta) - 1e-12))
@@ -135,10 +148,8 @@ def paired_test(a: np.ndarray, b: np.ndarray, method: str = "bootstrap", n_boot:
         rng = np.random.default_rng(seed + 1)
         extreme = 0
         for _ in range(n_boot):
-            swap = rng.random(len(a)) < 0.5
-            sa = np.where(swap[:, None], b, a).sum(axis=0)
-            sb = np.where(swap[:, None], a, b).sum(axis=0)
-            extreme += abs(f1_of(sa) - f1_of(sb)) >= abs(delta) - 1e-12
+            swap = (rng.random(a.shape[1]) < 0.5)[None, :, None]  # one coin per sentence, for all its seeds
+            extreme += abs(mean_f1(np.where(swap, b, a)) - mean_f1(np.where(swap, a, b))) >= abs(delta) - 1e-12
     return {"delta": delta, "ci": [lo, hi], "p": (1 + extreme) / (n_boot + 1), "method": method}
 
 
@@ -158,26 +169,22 @@ def seeds_needed(deltas: Sequence[float], alpha: float = ALPHA, power: float = 0
 
 def summary_entry(row: str, runs_by_row: Mapping[str, Mapping[int, np.ndarray]], baselines: Sequence[str] = ("tapt", "none"),
                   n_boot: int = N_RESAMPLES, seed: int = 0, method: str = "bootstrap") -> dict[str, Any]:
-    """One row's entry of an experiment's `summary`: F1 mean over seeds, its bootstrap interval pooled over seeds,
-    and against each baseline present the paired difference, its interval, p and the seeds it would need.
-    `runs_by_row`: row -> {seed: count rows of that seed's test predictions}."""
-    runs = runs_by_row[row]
-    per_seed = {s: f1_of(c) for s, c in sorted(runs.items())}
-    pooled = pool_seeds(list(runs.values()))
-    _, lo, hi = f1_interval(pooled, n_boot, seed)
-    entry: dict[str, Any] = {"row": row, "f1_mean": float(np.mean(list(per_seed.values()))),
-                             "f1_std": float(np.std(list(per_seed.values()), ddof=1)) if len(per_seed) > 1 else None,
-                             "f1_ci": [lo, hi], "seeds": len(per_seed), "ci_method": "percentile bootstrap over test sentences, "
-                             "pooled over seeds", "vs": {}}
+    """One row's entry of an experiment's `summary`: seed-mean F1, its spread over seeds, its interval over test
+    sentences, and against each baseline present the paired difference on the seeds both ran, its interval, p and
+    the seeds it would need. `runs_by_row`: row -> {seed: count rows of that seed's test predictions}."""
+    runs = dict(sorted(runs_by_row[row].items()))
+    per_seed = [f1_of(c) for c in runs.values()]
+    f1, lo, hi = f1_interval(list(runs.values()), n_boot, seed)
+    entry: dict[str, Any] = {"row": row, "f1_mean": f1, "f1_std": float(np.std(per_seed, ddof=1)) if len(per_seed) > 1 else None,
+                             "f1_ci": [lo, hi], "seeds": len(per_seed),
+                             "ci_method": "percentile bootstrap, two-level: seeds, then test sentences", "vs": {}}
     for base in baselines:
         if base == row or base not in runs_by_row:
             continue
         shared = sorted(set(runs) & set(runs_by_row[base]))
         if not shared:
             continue
-        a = pool_seeds([runs[s] for s in shared])
-        b = pool_seeds([runs_by_row[base][s] for s in shared])
-        test = paired_test(a, b, method, n_boot, seed)
+        test = paired_test([runs[s] for s in shared], [runs_by_row[base][s] for s in shared], method, n_boot, seed)
         needed, why = seeds_needed([f1_of(runs[s]) - f1_of(runs_by_row[base][s]) for s in shared])
         entry["vs"][base] = {**test, "seeds": len(shared), "seeds_needed": needed, "seeds_needed_note": why}
     return entry

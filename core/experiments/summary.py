@@ -1,5 +1,5 @@
 """An experiment's rows with their uncertainty: F1 mean over seeds, a bootstrap interval over test sentences
-(pooled over seeds) and, against `tapt` and `none`, the paired difference with its interval and p-value
+(seeds and test sentences both resampled) and, against `tapt` and `none`, the paired difference with its interval and p-value
 (core.experiments.statistics). Cells keep their per-sentence TEST predictions (`predictions`), so these are
 recomputed from the runs themselves; a cell without them (older runs) gets no interval, never a fake one.
 
@@ -69,7 +69,6 @@ def interval_summary(cells: Sequence[dict[str, Any]], baselines: Sequence[str] =
             if label in complete:
                 entry = summary_entry(label, {**complete, **{b: complete[n] for b, n in names.items() if n in complete}},
                                       baselines=[b for b in baselines if names[b] != label], n_boot=n_boot, seed=seed)
-                entry["f1_mean"] = statistics.fmean(f1s)  # as the cells recorded it (seqeval), the interval from counts
             else:
                 entry = {"row": label, "f1_mean": statistics.fmean(f1s), "f1_std": statistics.stdev(f1s) if len(f1s) > 1 else None,
                          "f1_ci": None, "seeds": len(f1s), "vs": {}, "note": NO_PREDICTIONS}
