@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import pkgutil
 import sys
 
@@ -54,10 +55,14 @@ def main(argv: list[str] | None = None) -> int:
     _quiet_libraries()
     try:
         code = args.func(args)
+        sys.stdout.flush()  # a reader that left (`| head`) shows up here, inside the handler below, not at exit
     except UserError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # `python -m core jobs list | head`: the reader left; no traceback, and none at exit
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     return int(code or 0)

@@ -54,3 +54,22 @@ def test_bad_input_exit_2_with_one_line_message(tmp_path):
     assert out.returncode == 2
     assert out.stderr.strip().splitlines() == [f"error: {bad}:2: expected 'TOKEN<TAB>TAG' (at least two columns), got 'lives'"]
     assert "Traceback" not in out.stderr
+
+
+def test_output_into_a_closed_pipe_ends_quietly(tmp_path):
+    """`python -m core jobs list | head`: the reader leaves early; no BrokenPipeError traceback, exit 0 (issue 24)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from core.data.workspace import Workspace
+    from core.runner import jobs
+
+    ws = Workspace(tmp_path / "ws")
+    for _ in range(30):
+        jobs.submit(ws, "sleep", {"steps": 1}, start=False)
+    proc = subprocess.Popen([sys.executable, "-m", "core", "--workspace", str(ws.root), "jobs", "list"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=Path(__file__).resolve().parents[1])
+    proc.stdout.close()  # like `head` exiting before the listing is written
+    err = proc.stderr.read().decode()
+    assert proc.wait() == 0 and "BrokenPipe" not in err and "Traceback" not in err, err

@@ -128,3 +128,19 @@ def test_empty_import_prints_its_error_and_no_progress_bar(tmp_path, capsys):
     assert main(["--workspace", str(tmp_path / "ws"), "import", str(empty), "--name", "e"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: ") and "%|" not in err and err.count("\n") == 1
+
+
+def test_an_absurdly_long_sentence_is_imported_with_a_warning(tmp_path, capsys):
+    """A 'sentence' of 1,500 tokens (a text that is not one sentence per line) is said, not imported silently (issue 24)."""
+    from core.cli import main
+
+    path = tmp_path / "dc.txt"
+    path.write_text("a short sentence .\n" + " ".join(["word"] * 1500) + "\nanother one .\n")
+    info = Workspace(tmp_path / "ws").import_corpus(path, name="dc")
+    assert info.sentences == 3 and len(info.warnings) == 1 and "sentence 2 has 1,500 tokens" in info.warnings[0]
+    ok = tmp_path / "ok.txt"
+    ok.write_text("a short sentence .\n")
+    assert Workspace(tmp_path / "ws").import_corpus(ok, name="ok").warnings == []
+    capsys.readouterr()
+    assert main(["--workspace", str(tmp_path / "ws2"), "import", str(path), "--name", "dc"]) == 0
+    assert "sentence 2 has 1,500 tokens" in capsys.readouterr().err

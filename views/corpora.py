@@ -76,6 +76,8 @@ with load_tab, st.form("upload_form", clear_on_submit=False):
                            f"Could not import {upload.name}")
         if info is not None:
             st.success(f"Imported {info.name!r}: {info.sentences:,} sentences, {info.tokens:,} tokens.")
+            for warning in info.warnings:
+                st.warning(warning)
             st.session_state["corpus_view"] = info.name
 
 with path_tab, st.form("path_form"):

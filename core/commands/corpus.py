@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from core.cliutil import add_workspace_arg, print_json, tqdm_progress
@@ -97,6 +98,8 @@ def cmd_import(args: argparse.Namespace) -> int:
                                 progress=progress)
     print(f"imported {info.name!r}: {info.sentences} sentences, {info.tokens} tokens, role {info.role or '-'}, "
           f"scheme {info.tag_scheme} -> {ws.corpus_path(info.name)}")
+    for warning in info.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
     return 0
 
 

@@ -115,11 +115,25 @@ class CorpusInfo:
     fields: list[str] = field(default_factory=list)
     entity_types: list[str] = field(default_factory=list)
     created: float = 0.0
+    warnings: list[str] = field(default_factory=list)  # what looks wrong in the data, said at import (an absurd length)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> CorpusInfo:
         known = {f for f in cls.__dataclass_fields__}
         return cls(**{k: v for k, v in d.items() if k in known})
+
+
+MAX_SENTENCE_TOKENS = 1_000  # far past any NER model's input (they read 256 sub-tokens): a sentence this long is a format slip
+
+
+def length_warnings(path: str | Path, tokens: int, sentence: int) -> list[str]:
+    """A warning when a 'sentence' is absurdly long: usually a text file that is not one sentence per line, or
+    CoNLL sentences missing the blank line between them. Imported anyway (it may be meant), but never silently."""
+    if tokens <= MAX_SENTENCE_TOKENS:
+        return []
+    return [f"{path}: sentence {sentence:,} has {tokens:,} tokens (more than {MAX_SENTENCE_TOKENS:,}); models read at most "
+            "256 sub-tokens of a sentence and ignore the rest. Is the file one sentence per line (CoNLL: a blank line "
+            "between sentences)?"]
 
 
 def valid_name(name: str) -> str:
@@ -335,6 +349,7 @@ class Workspace:
         tmp = temp_path_for(target)
         writer: pq.ParquetWriter | None = None
         n_sent = n_tok = 0
+        longest = (0, 0)  # (tokens, sentence number) of the longest sentence
         labeled = None
         fields: list[str] = []
         types: set[str] = set()
@@ -349,8 +364,11 @@ class Workspace:
                 elif table.schema != writer.schema:
                     table = table.cast(writer.schema)
                 writer.write_table(table)
+                lengths = [len(t) for t in chunk.tokens]
+                if lengths and max(lengths) > longest[0]:
+                    longest = (max(lengths), n_sent + lengths.index(max(lengths)) + 1)
                 n_sent += len(chunk)
-                n_tok += sum(len(t) for t in chunk.tokens)
+                n_tok += sum(lengths)
                 if chunk.tags is not None:
                     schemes.add(chunk.scheme)
                     types.update(split_tag(t)[1] for tags in chunk.tags for t in tags if t != "O")
@@ -376,7 +394,8 @@ class Workspace:
             scheme = _combined_scheme(schemes) if labeled else TagScheme.NONE
             info = CorpusInfo(name=name, role=None, source=source or str(path), hash=new_hash, sentences=n_sent,
                               tokens=n_tok, labeled=bool(labeled), tag_scheme=scheme.value, fields=fields,
-                              entity_types=sorted(t for t in types if t), created=time.time())
+                              entity_types=sorted(t for t in types if t), created=time.time(),
+                              warnings=length_warnings(source or path, *longest))
             os.replace(tmp, target)
             atomic_write_json(self._info_path(name), asdict(info))
         finally:
@@ -451,6 +470,8 @@ def import_job(params: ImportParams, ctx: JobContext) -> dict[str, Any]:
     info = ctx.workspace.import_corpus(params.path, role=params.role, name=params.name, fmt=params.format,
                                        overwrite=params.overwrite, progress=ctx.progress)
     ctx.log(f"imported {info.name}: {info.sentences} sentences, {info.tokens} tokens")
+    for warning in info.warnings:
+        ctx.log(f"warning: {warning}")
     return asdict(info)
 
 
