@@ -113,3 +113,25 @@ def test_span_validation(tmp_path):
         spans_from_rows([{"start": 1, "end": None, "type": "PER"}], 4)
     with pytest.raises(UserError, match="unknown review status"):
         ReviewStore(Workspace(tmp_path), "s").save(0, "maybe", ["x"], [], expected_version=0)
+
+
+def test_view_types_come_from_the_model_so_colours_do_not_shift(tmp_path):
+    """Issue 24: entity colours changed when a newly shown sentence held a new type (musicalartist yellow -> blue), and
+    the span editor offered only predicted types. Both now key on the model's whole label set."""
+    import json
+
+    from core.review.highlight import type_colors
+    from core.review.predictions import view_types
+
+    model = tmp_path / "ner"
+    model.mkdir()
+    (model / "config.json").write_text("{}")
+    (model / "ner_config.json").write_text(json.dumps({"labels": ["O", "B-musicalartist", "E-musicalartist", "S-album",
+                                                                  "S-award"]}))
+    artist_only = [{"spans": [{"start": 0, "end": 1, "type": "musicalartist"}]}]
+    with_album = [*artist_only, {"spans": [{"start": 0, "end": 1, "type": "album"}],
+                                 "gold_spans": [{"start": 1, "end": 2, "type": "misc"}]}]
+    assert view_types(model, artist_only) == ["album", "award", "musicalartist"]
+    assert view_types(model, with_album) == ["album", "award", "misc", "musicalartist"]  # a gold-only type is added
+    album_only = [{"spans": [{"start": 0, "end": 1, "type": "album"}]}]
+    assert type_colors(view_types(model, artist_only)) == type_colors(view_types(model, album_only))  # same colours

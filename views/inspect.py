@@ -84,8 +84,7 @@ def review_tab() -> None:
     items = store.items()
     df = predictions.inspection_table(rows, items, selected)
     has_gold = any("gold_spans" in r for r in rows[:1])
-    types = sorted({t for ts in df["types"] for t in ts} | {d["type"] for r in rows for d in r.get("gold_spans", [])}
-                   | {s.type for it in items.values() for s in it.spans})
+    types = predictions.view_types(req.model, rows, items)  # the model's label set: colours stay, the editor offers all
     f = st.columns(6)
     query = f[0].text_input("Search text", key="insp_query")
     want_types = f[1].multiselect("Entity types", types, key="insp_types")

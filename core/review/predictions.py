@@ -58,6 +58,17 @@ def list_mlm_models(ws: Workspace) -> list[Path]:
     return sorted(found, key=lambda p: p.stat().st_mtime, reverse=True)
 
 
+def view_types(model: str | Path, rows: Sequence[dict[str, Any]] = (), reviews: dict[int, ReviewItem] | None = None) -> list[str]:
+    """The entity types a view of this model's predictions shows and colours: the model's whole label set (its
+    ner_config.json, i.e. LC's types) plus any other type found in the rows (gold spans) or reviews. Colours keyed
+    on this stay put when a newly shown sentence holds a type not seen before, and the span editor offers every type."""
+    cfg = resolve_model(str(model)).ner_config() or {}
+    types = {label.split("-", 1)[1] for label in cfg.get("labels", []) if "-" in label}
+    types |= {d["type"] for r in rows for key in ("spans", "gold_spans") for d in r.get(key) or []}
+    types |= {s.type for it in (reviews or {}).values() for s in it.spans}
+    return sorted(types)
+
+
 # --------------------------------------------------------------------------- cached predictions
 
 
