@@ -46,3 +46,20 @@ def test_validation_names_the_field():
     with pytest.raises(UserError, match="unknown job kind"):
         validate("nope", {})
     assert validate("sleep", {}).steps == field_default(KINDS["sleep"].params, "steps")
+
+
+def test_a_missing_model_folder_is_refused_at_submit(tmp_path):
+    """Issue 24: a mistyped model folder failed 5 s into the job (and offered Resume); now submit refuses it, and
+    stores nothing. 'default' and Hugging Face ids ('org/name') are not paths and pass."""
+    from core.data.workspace import Workspace
+
+    ws = Workspace(tmp_path / "ws")
+    with pytest.raises(UserError, match="model '/no/such/model' is not a folder"):
+        jobs.submit(ws, "ner", {"train": "lc", "model": "/no/such/model"}, start=False)
+    with pytest.raises(UserError, match="ner_model"):
+        jobs.submit(ws, "select", {"tc": "tc", "dc": "dc", "strategy": "ner", "budget": 5, "ner_model": "./gone"}, start=False)
+    assert jobs.list_jobs(ws) == []
+    folder = tmp_path / "model"
+    folder.mkdir()
+    for model in ("default", "dslim/bert-base-NER", str(folder)):
+        assert jobs.submit(ws, "ner", {"train": "lc", "model": model}, start=False).status == "queued"

@@ -40,7 +40,7 @@ from core.data.workspace import Workspace
 from core.errors import UserError
 from core.progress import Progress, sub
 from core.runner.kinds import KINDS, lane, validate
-from core.runner.params import SCHEMA_VERSION, SleepParams
+from core.runner.params import SCHEMA_VERSION, SleepParams, check_model_folders
 
 ACTIVE = ("queued", "running")
 FINISHED = ("done", "failed", "cancelled")
@@ -280,7 +280,9 @@ def max_concurrent(lane_name: str = "training") -> int:
 def submit(ws: Workspace, kind: str, params: dict[str, Any] | Any, start: bool = True) -> Job:
     """Queue a job; `params` (a dict or the kind's dataclass) is validated now (core.runner.kinds), so a
     wrong field fails here with its name, not later in the child."""
-    params = dataclasses.asdict(validate(kind, params))
+    typed = validate(kind, params)
+    check_model_folders(kind, typed)
+    params = dataclasses.asdict(typed)
     json.dumps(params)  # fail now, not in the child, if params are not JSON
     job_id = time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
     run_dir = ws.runs_dir / job_id

@@ -13,6 +13,7 @@ import dataclasses
 import types
 import typing
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Union
 
 from core.errors import UserError
@@ -279,3 +280,18 @@ def field_default(cls: type, name: str) -> Any:
                 return f.default_factory()
             raise KeyError(f"{cls.__name__}.{name} has no default")
     raise KeyError(f"{cls.__name__} has no field {name!r}")
+
+
+MODEL_FIELDS = ("model", "model2", "ner_model")  # params naming a model: "default", a Hugging Face id, or a folder
+
+
+def check_model_folders(kind: str, params: Any) -> None:
+    """A model given as a folder path (absolute, ./, ../ or ~) that does not exist is refused when the job is
+    submitted, naming the field, instead of failing seconds into the job. Hugging Face ids ("org/name") pass."""
+    for name in MODEL_FIELDS:
+        value = getattr(params, name, None)
+        if isinstance(value, str) and value.startswith(("/", "./", "../", "~")):
+            folder = Path(value).expanduser()
+            if not folder.is_dir():
+                raise UserError(f"{kind} params: {name} {value!r} is not a folder on this machine (a model folder, "
+                                "'default', or a Hugging Face id)")
