@@ -242,3 +242,16 @@ def test_similarity_page_renders_results_and_f1_panel(tmp_path, monkeypatch):
     assert len(groups) == 2 and any("(10 of 150)" in g for g in groups)
     at.selectbox(key="sim_f1_data").select(next(g for g in groups if "(10 of 150)" in g)).run()
     assert not at.exception and any("baseline F1 0.2000" in c.value for c in at.caption)
+
+
+def test_the_measure_settings_are_declared_once():
+    """SimilarityParams (validated, hashable) carries exactly the job's measure settings, with the job's defaults."""
+    import dataclasses
+
+    from core.runner.params import SimilarityJobParams, field_default
+
+    settings = {f.name for f in dataclasses.fields(SimilarityParams)}
+    assert settings == {f.name for f in dataclasses.fields(SimilarityJobParams)} - {"sources", "targets", "histogram"}
+    for name in settings:
+        job = field_default(SimilarityJobParams, name)
+        assert getattr(SimilarityParams(), name) == (tuple(job) if isinstance(job, list) else job), name

@@ -35,21 +35,24 @@ class ImportParams:
 
 @dataclass
 class SimilarityJobParams:
+    """The job's corpora and the measure settings; core.similarity.measures.SimilarityParams is the validated,
+    hashable form of the settings and takes its defaults from here."""
+
     sources: list[str]
     targets: list[str]
     measures: list[str] | str = field(default_factory=lambda: ["tvc", "tvcc", "ppl", "jsd", "wvv", "ttr"])
-    order: int = 3
-    jsd_order: int = 3
-    subsample_tokens: int | None = None
-    subsample_k: int = 1
+    order: int = 3  # n-gram order of the PPL model
+    jsd_order: int = 3  # 1..jsd_order-grams pooled for JSD
+    subsample_tokens: int | None = None  # sub-corpora of this many source tokens (size control) ...
+    subsample_k: int = 1  # ... this many of them, measures averaged
     seed: int = 0
-    tvcc_method: str = "auto"
-    wvv_dim: int = 100
+    tvcc_method: str = "auto"  # content words: auto, spacy, approx
+    wvv_dim: int = 100  # skip-gram dimensions for WVV
     wvv_window: int = 5
     wvv_epochs: int = 5
     wvv_min_count: int = 1
-    wvv_words: str = "shared"
-    histogram: dict[str, Any] | None = None
+    wvv_words: str = "shared"  # WVV over source words shared with the target, or all source words ("source")
+    histogram: dict[str, Any] | None = None  # {"tc", "dc"}: also DC's per-sentence PPL histogram under a TC model
 
 
 @dataclass

@@ -36,6 +36,7 @@ from core.data.stream import CorpusStream
 from core.errors import UserError
 from core.lm.ngram import KneserNeyLM, NgramCounts, build_lm, build_lm_streamed
 from core.progress import Progress
+from core.runner.params import SimilarityJobParams, field_default
 
 Tokens = Sequence[Sequence[str]]
 Text = Tokens | CorpusStream  # a corpus as token lists, or streamed from its workspace Parquet
@@ -71,26 +72,33 @@ CONTENT_POS = ("NOUN", "PROPN", "VERB", "ADJ")
 _SPACY_PIPELINES = ("en_core_web_sm", "en_core_web_md", "en_core_web_lg", "en_core_web_trf")
 
 
+def _job_default(name: str) -> Any:
+    """The default of a similarity setting, declared once in core.runner.params.SimilarityJobParams."""
+    value = field_default(SimilarityJobParams, name)
+    return tuple(value) if isinstance(value, list) else value
+
+
 @dataclass(frozen=True)
 class SimilarityParams:
-    """What to compute and how; everything here goes into the cache key."""
+    """What to compute and how, validated and hashable (everything here goes into the cache key). The settings and
+    their defaults are SimilarityJobParams' (core/runner/params.py); tests/test_similarity.py checks the fields agree."""
 
-    measures: tuple[str, ...] = ("tvc", "tvcc", "ppl", "jsd", "wvv", "ttr")
-    order: int = 3  # n-gram order of the PPL model (Dai et al. use 3)
-    jsd_order: int = 3  # 1..jsd_order-grams pooled into one term distribution
-    subsample_tokens: int | None = None  # size control: sub-corpora of this many source tokens ...
-    subsample_k: int = 1  # ... this many of them, measures averaged
-    seed: int = 0
-    tvcc_method: str = "auto"  # auto: spaCy POS tags if an English pipeline is installed, else approx
-    wvv_dim: int = 100
-    wvv_window: int = 5
-    wvv_epochs: int = 5
-    wvv_min_count: int = 1
+    measures: tuple[str, ...] = _job_default("measures")
+    order: int = _job_default("order")  # n-gram order of the PPL model (Dai et al. use 3)
+    jsd_order: int = _job_default("jsd_order")  # 1..jsd_order-grams pooled into one term distribution
+    subsample_tokens: int | None = _job_default("subsample_tokens")  # size control: sub-corpora of this many source tokens ...
+    subsample_k: int = _job_default("subsample_k")  # ... this many of them, measures averaged
+    seed: int = _job_default("seed")
+    tvcc_method: str = _job_default("tvcc_method")  # auto: spaCy POS tags if an English pipeline is installed, else approx
+    wvv_dim: int = _job_default("wvv_dim")
+    wvv_window: int = _job_default("wvv_window")
+    wvv_epochs: int = _job_default("wvv_epochs")
+    wvv_min_count: int = _job_default("wvv_min_count")
     # "shared": average over source words that occur in the target (default); "source": over all
     # source words, the paper's literal form, where words absent from the target never move and
     # so pull WVV towards 0 for unrelated targets (measured on CrossNER: self 0.0025 vs politics 0.0019
     # over source words, but 0.0025 vs 0.0067 over shared words), turning WVV into a vocabulary-overlap proxy.
-    wvv_words: str = "shared"
+    wvv_words: str = _job_default("wvv_words")
 
     def __post_init__(self) -> None:
         unknown = [m for m in self.measures if m not in MEASURES]
