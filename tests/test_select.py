@@ -312,6 +312,10 @@ def test_selection_is_saved_reused_and_exported(monkeypatch, tmp_path):
 
     loaded = load_selection(ws, sel.key)
     assert loaded.indices.tolist() == sel.indices.tolist() and loaded.selected.fields["domain"] == ["b", "b", "b"]
+    # named as everywhere else in the store: a key prefix of 6+ hex digits or the folder load the same selection
+    assert load_selection(ws, sel.key[:8]).key == load_selection(ws, folder).key == sel.key
+    with pytest.raises(UserError, match="key prefix of 6"):
+        load_selection(ws, "0123456789")
     assert sel.summary()["domain_precision"] == 1.0 and sel.summary()["random_domain_precision"] == 0.5
     assert sel.summary("a")["domain_precision"] == 0.0  # an explicit target domain wins
 

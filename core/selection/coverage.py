@@ -131,12 +131,12 @@ def selection_coverage(ws: Any, labeled: str, tc: str, selections: Sequence[str]
     """`entity_coverage` for workspace references: the labeled corpus and TC by name, role or path; each
     selection by key (or key prefix); each extra source corpus (e.g. DC as a whole) by name, role or path."""
     from core.data.stream import open_corpus_stream
-    from core.selection.store import load_selection, selection_folder, selection_label
+    from core.selection.store import load_selection, selection_label
 
     labeled_corpus = ws.resolve_corpus(labeled)
     sources: dict[str, Tokens] = {}
     for ref in selections:
-        sel = load_selection(ws, selection_folder(ws, ref).name)
+        sel = load_selection(ws, ref)
         sources[selection_label(sel.meta)] = (rec["tokens"] for rec in sel.records())
     for ref in corpora:  # a workspace corpus (a whole DC, say) is streamed in record batches
         sources[str(ref)] = (t for chunk in open_corpus_stream(ws, ref).token_batches() for t in chunk)

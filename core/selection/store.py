@@ -40,12 +40,13 @@ def save_selection(ws: Workspace, sel: Selection) -> Path:
     return folder
 
 
-def load_selection(ws: Workspace, key: str) -> Selection:
-    """A saved selection; scores and order memory-mapped, the selected rows read from
-    selected.jsonl only when asked for (`records()` streams them, `.selected` loads them)."""
-    folder = ws.find_artifact(ARTIFACT, key)
-    if folder is None or not (folder / "meta.json").exists():
-        raise UserError(f"no saved selection {key!r} in workspace {ws.root}")
+def load_selection(ws: Workspace, ref: str | Path) -> Selection:
+    """A saved selection, named as everywhere (`find_selection`: key, key prefix or folder); scores and order
+    memory-mapped, the selected rows read from selected.jsonl only when asked for (`records()` streams them,
+    `.selected` loads them)."""
+    folder = selection_folder(ws, ref)
+    if not (folder / "meta.json").exists():
+        raise UserError(f"selection {str(ref)!r} has no meta.json (unfinished or hand-made): only its texts can be read")
     meta = json.loads((folder / "meta.json").read_text("utf-8"))
     order = np.load(folder / "order.npy", mmap_mode="r")
     return Selection(strategy=meta["strategy"], indices=np.asarray(order[:int(meta["budget"])], dtype=np.int64),
@@ -57,7 +58,7 @@ def cached_selection(ws: Workspace, key: str, dc: CorpusStream) -> Selection | N
     folder = ws.find_artifact(ARTIFACT, key)
     if folder is None or not (folder / "meta.json").exists():
         return None
-    sel = load_selection(ws, key)
+    sel = load_selection(ws, folder)
     if not dc.streamed:
         sel.source = dc  # carried fields with their original types, read from DC on first use
     sel.meta["notes"] = [*sel.notes, "loaded from the workspace (same inputs and parameters)"]
