@@ -26,6 +26,13 @@ def small_ws(tmp_path_factory) -> Path:
     return root
 
 
+@pytest.fixture(autouse=True)
+def _start_no_process(monkeypatch) -> None:
+    """No test here wants a real job process: one started by a page (a queued row it lists) would outlive its test
+    and, when it ends, start the next test's queued rows in the shared workspace."""
+    monkeypatch.setattr(jobs, "_start_queued", lambda ws: None)
+
+
 def _no_start(monkeypatch) -> None:
     real = jobs.submit
     monkeypatch.setattr(jobs, "submit", lambda ws, kind, params, start=True: real(ws, kind, params, start=False))
@@ -96,7 +103,6 @@ def test_every_job_kind_is_listed_with_a_readable_name(small_ws, monkeypatch):
     from core.runner.jobview import describe_job, status_text
 
     ws = Workspace(small_ws)
-    monkeypatch.setattr(jobs, "_start_queued", lambda ws: None)
     monkeypatch.setenv("NERSELECT_MAX_INTERACTIVE_JOBS", "1")  # one exploring job at a time: the map waits
     sel = jobs.submit(ws, "select", {"tc": "demo-tc", "dc": "demo-dc", "strategy": "dsir", "budget": 0.2}, start=False)
     jobs._update(ws, sel.id, status="running", started=time.time())
@@ -155,6 +161,7 @@ def test_selftrain_states_a_preset_difference(small_ws, monkeypatch):
 
     ws = Workspace(small_ws)
     base = jobs.submit(ws, "ner", {"train": "demo-lc", "preset": "demo"}, start=False)
+    jobs._update(ws, base.id, status="done", progress=1.0)
     model = base.run_dir / "model"
     model.mkdir()
     (model / "ner_config.json").write_text(json.dumps({"labels": ["O"], "base_model": "default"}))
@@ -179,7 +186,6 @@ def test_selftrain_states_a_preset_difference(small_ws, monkeypatch):
 
 def test_a_running_step_shows_its_message_and_log_and_a_queued_one_what_it_waits_for(small_ws, monkeypatch):
     ws = Workspace(small_ws)
-    monkeypatch.setattr(jobs, "_start_queued", lambda ws: None)
     monkeypatch.setenv("NERSELECT_MAX_INTERACTIVE_JOBS", "1")
     train = jobs.submit(ws, "project", {"selection": "abcdef0123456789", "model": "default"}, start=False)
     jobs._update(ws, train.id, status="running", started=time.time(), progress=0.3, message="UMAP epoch 100/500")
@@ -202,7 +208,6 @@ def test_a_queued_exploring_job_is_not_said_to_wait_behind_training(small_ws, mo
     from core.runner.jobview import status_text, waiting_for
 
     ws = Workspace(small_ws)
-    monkeypatch.setattr(jobs, "_start_queued", lambda ws: None)
     train = jobs.submit(ws, "ner", {"train": "demo-lc"}, start=False)
     jobs._update(ws, train.id, status="running", started=time.time())
     sel = jobs.submit(ws, "select", {"tc": "demo-tc", "dc": "demo-dc", "strategy": "random", "budget": 5}, start=False)
