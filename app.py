@@ -13,17 +13,19 @@ from pathlib import Path
 
 import streamlit as st
 
+from core.access import LOCAL, Actor, Role
 from core.data.demo import ensure_demo_workspace
-from core.data.workspace import Workspace
+from core.data.workspace import Workspace, folder_state
 from core.errors import UserError
 from core.runner import jobs
 from core.runner.jobview import LIST_POLL_S, running_summary
-from ui import WS_KEY
+from ui import ACTOR_KEY, WS_KEY, actor, run_guarded
+from ui_auth import sidebar_account, sign_in_page, signed_in
 
 st.set_page_config(page_title="NER pretraining data selection", page_icon="🔎", layout="wide")
 
 ROOT = Path(__file__).resolve().parent
-PAGES = [
+RESEARCH_PAGES = [
     st.Page("views/corpora.py", title="Corpora", icon="📚", default=True),
     st.Page("views/similarity.py", title="Similarity", icon="📏"),
     st.Page("views/selection.py", title="Selection", icon="🎯"),
@@ -32,14 +34,20 @@ PAGES = [
     st.Page("views/adapt.py", title="Adapt", icon="🧪"),
     RUNS_PAGE := st.Page("views/runs.py", title="Runs", icon="🏃"),
     st.Page("views/results.py", title="Results", icon="📊"),
+    st.Page("views/tasks.py", title="Review tasks", icon="👥"),
+    st.Page("views/agreement.py", title="Agreement", icon="🤝"),
 ]
+ADMIN_PAGES = [st.Page("views/users.py", title="Users", icon="🔑")]
+ANNOTATOR_PAGES = [st.Page("views/queue.py", title="My review queue", icon="✍️", default=True)]
 
 
 @st.cache_resource(show_spinner="Generating the demo workspace (first start only)...")
-def _prepare(root: str) -> str:
-    """Create the demo corpora once per workspace folder (a no-op when corpora exist). On the demo's
-    first start, also queue its TC/DC embeddings and warm UMAP in the background (a fast first map)."""
+def _prepare(root: str, demo: bool = True) -> str:
+    """Create the demo corpora once per workspace folder (a no-op when corpora exist, or `demo` is False). On the
+    demo's first start, also queue its TC/DC embeddings and warm UMAP in the background (a fast first map)."""
     fresh = not Workspace(root).list_corpora()
+    if not demo:
+        return root
     ensure_demo_workspace(root)
     try:
         from core.selection.projection import prepare_first_map, start_warm_up
@@ -53,18 +61,55 @@ def _prepare(root: str) -> str:
     return root
 
 
-def sidebar_workspace() -> None:
+def _create(pending: str, demo: bool) -> None:
+    try:
+        Workspace(pending)  # creates the folders, or says why it cannot
+    except UserError as exc:
+        st.session_state["ws_create_error"] = str(exc)
+        return
+    st.session_state[WS_KEY] = pending
+    if demo:
+        st.session_state["ws_with_demo"] = (*st.session_state.get("ws_with_demo", ()), pending)
+    st.session_state.pop("ws_pending", None)
+
+
+def _keep_current() -> None:
+    st.session_state.pop("ws_pending", None)
+    st.session_state["ws_input"] = st.session_state[WS_KEY]
+
+
+def ask_to_create(pending: str) -> None:
+    what = "does not exist" if folder_state(pending) == "missing" else "is not a workspace"
+    st.warning(f"`{pending}` {what}. Create a workspace there?")
+    if err := st.session_state.pop("ws_create_error", None):
+        st.error(f"Cannot use this folder: {err}")
+    c = st.columns(2)
+    c[0].button("Create, empty", key="ws_create_empty", on_click=_create, args=(pending, False))
+    c[1].button("Create with the demo", key="ws_create_demo", on_click=_create, args=(pending, True))
+    st.button("Keep the current workspace", key="ws_keep", on_click=_keep_current)
+
+
+def sidebar_workspace(team: bool) -> None:
+    """The workspace picker; with accounts or OIDC the workspace is the server's and no folder can be typed."""
     default_root = os.environ.get("NERSELECT_WORKSPACE") or str(ROOT / "workspace")
-    if WS_KEY not in st.session_state:
+    if WS_KEY not in st.session_state or team:
         st.session_state[WS_KEY] = default_root
     with st.sidebar:
         st.markdown("### Workspace")
-        typed = st.text_input("Folder", value=st.session_state[WS_KEY], key="ws_input",
-                              help="Holds corpora, embeddings, selections and runs. A new empty folder gets the demo data.")
-        if typed and typed != st.session_state[WS_KEY]:
-            st.session_state[WS_KEY] = typed
+        typed = None if team else st.text_input(
+            "Folder", value=st.session_state[WS_KEY], key="ws_input",
+            help="Holds corpora, embeddings, selections and runs. A folder that is not a workspace yet is created "
+                 "only when you say so.")
+        if typed and typed.strip() != st.session_state[WS_KEY]:
+            if folder_state(typed.strip()) == "workspace":
+                st.session_state[WS_KEY] = typed.strip()
+            else:  # a typo must not create a folder tree, a demo and its embedding jobs: ask first
+                st.session_state["ws_pending"] = typed.strip()
+        if pending := st.session_state.get("ws_pending"):
+            ask_to_create(pending)
+        root = st.session_state[WS_KEY]
         try:
-            _prepare(st.session_state[WS_KEY])
+            _prepare(root, demo=root == default_root or root in st.session_state.get("ws_with_demo", ()))
             ws = Workspace(st.session_state[WS_KEY])
         except (UserError, OSError) as exc:
             st.error(f"Cannot use this workspace: {exc}")
@@ -75,13 +120,15 @@ def sidebar_workspace() -> None:
         st.caption(f"{len(ws.list_corpora())} corpora · target domain: {ws.settings().get('target_domain', '-')}")
         for role, name in roles.items():
             st.caption(f"**{role.value.upper()}** → {name}")
+        if actor().role != Role.ADMIN:
+            return
         with st.expander("Compute (Ray)"):
             current = str(ws.settings().get("ray_address") or "")
             addr = st.text_input("Ray address", value=current, key="ray_address", placeholder="empty: this machine, no Ray",
                                  help="Embedding and selection jobs run their passes over DC on this Ray cluster: "
                                       "'local' starts one on this machine's cores, or e.g. ray://head:10001 (see README).")
             if addr.strip() != current:
-                ws.update_settings(ray_address=addr.strip() or None)
+                run_guarded(lambda: ws.update_settings(actor=actor(), ray_address=addr.strip() or None))
 
 
 def sidebar_jobs() -> None:
@@ -104,6 +151,37 @@ def sidebar_jobs() -> None:
         _badge()
 
 
-sidebar_workspace()
-sidebar_jobs()
-st.navigation(PAGES).run()
+def pages_for(who: Actor) -> list:
+    """Pages are built per role: a page not in the list cannot be opened, not even by its URL."""
+    if who.role == Role.ANNOTATOR:
+        return ANNOTATOR_PAGES + _under_every_url(not_for_this_role, "Not for your role")
+    return RESEARCH_PAGES + (ADMIN_PAGES if who.role == Role.ADMIN else [])
+
+
+def _under_every_url(page_fn, title: str, skip: tuple[str, ...] = ()) -> list:
+    """`page_fn` as the page of every research and admin URL: a bookmark opens it (no "page not found" dialog)
+    and, once signed in with a role that has the page, the same URL shows it."""
+    paths = [p.url_path for p in RESEARCH_PAGES + ADMIN_PAGES if p.url_path and p.url_path not in skip]
+    return [st.Page(page_fn, title=title, url_path=path) for path in paths]
+
+
+def not_for_this_role() -> None:
+    st.warning(f"This page needs the researcher role; {actor()} has the review queue only.")
+    st.page_link(ANNOTATOR_PAGES[0], label="Open my review queue", icon="✍️")
+
+
+who = signed_in(Workspace(os.environ.get("NERSELECT_WORKSPACE") or ROOT / "workspace"), ROOT)
+if who is None:  # signed out: the sign-in form is the only page, whatever the URL
+    st.navigation([st.Page(sign_in_page, title="Sign in", icon="🔑", default=True),
+                   *_under_every_url(sign_in_page, "Sign in")], position="hidden").run()
+    st.stop()
+st.session_state[ACTOR_KEY] = who
+team = who != LOCAL
+if who.role != Role.ANNOTATOR:
+    sidebar_workspace(team)
+    sidebar_jobs()
+else:
+    st.session_state[WS_KEY] = os.environ.get("NERSELECT_WORKSPACE") or str(ROOT / "workspace")
+if team:
+    sidebar_account(who)
+st.navigation(pages_for(who), position="hidden" if who.role == Role.ANNOTATOR else "sidebar").run()

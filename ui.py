@@ -14,6 +14,7 @@ from typing import Any
 
 import streamlit as st
 
+from core.access import LOCAL, Actor
 from core.data.workspace import Role, Workspace
 from core.errors import UserError
 from core.review import predictions
@@ -22,6 +23,12 @@ from core.runner.jobview import describe_job, poll_seconds, status_text
 from core.selection import store as selection_store
 
 WS_KEY = "workspace_root"
+ACTOR_KEY = "signed_in_actor"  # set by app.py on every run from the sign-in (never from a typed name)
+
+
+def actor() -> Actor:
+    """Who acts in this browser session: the signed-in user, or LOCAL in the single-user app on loopback."""
+    return st.session_state.get(ACTOR_KEY, LOCAL)
 
 
 def get_workspace() -> Workspace:
@@ -65,7 +72,7 @@ def run_guarded(fn: Callable[[], Any], what: str = "") -> Any:
 def submit_job(kind: str, params: dict[str, Any], state_key: str) -> jobs.Job | None:
     """Submit a background job and remember its id in session state under `state_key`."""
     ws = get_workspace()
-    job = run_guarded(lambda: jobs.submit(ws, kind, params), f"could not start {kind}")
+    job = run_guarded(lambda: jobs.submit(ws, kind, params, actor=actor()), f"could not start {kind}")
     if job is not None:
         st.session_state[state_key] = job.id
     return job
@@ -117,7 +124,7 @@ def job_status(job: jobs.Job, on_done: Callable[[jobs.Job], None] | None = None,
                 st.caption(tail)  # whatever the step logs (epochs, batches) shows here as it happens
         if current.active:
             if st.button("Cancel", key=f"cancel-{cancel_key or current.id}"):
-                jobs.cancel(get_workspace(), current.id)
+                jobs.cancel(get_workspace(), current.id, actor=actor())
                 st.rerun()
         elif current.status == "done":
             st.success(f"{label} — finished")

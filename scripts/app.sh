@@ -2,7 +2,7 @@
 # Install the pinned runtime into .venv and start the app on the demo workspace.
 #
 #   bash scripts/app.sh                       # http://127.0.0.1:8501, this machine only
-#   NERSELECT_ADDRESS=0.0.0.0 bash scripts/app.sh   # listen on every interface (deliberately)
+#   NERSELECT_ADDRESS=0.0.0.0 bash scripts/app.sh   # listen on every interface: needs accounts (users add) or OIDC
 #   NERSELECT_PORT=8600 bash scripts/app.sh   # another port
 #   bash scripts/app.sh --dev                 # development: reload pages when files change
 #
@@ -23,5 +23,14 @@ for a in "$@"; do
   fi
 done
 [ -n "${NERSELECT_ADDRESS:-}" ] && args=(--server.address "$NERSELECT_ADDRESS" "${args[@]}")
+# Listening beyond this machine needs access control: accounts in the workspace or OIDC (see README, "Teams").
+address=127.0.0.1
+for ((i = 0; i < ${#args[@]}; i++)); do
+  case "${args[$i]}" in
+    --server.address) address="${args[$((i + 1))]:-}" ;;
+    --server.address=*) address="${args[$i]#--server.address=}" ;;
+  esac
+done
+python -m core serve-check "$address" >/dev/null || exit 1
 [ -n "${NERSELECT_PORT:-}" ] && args=(--server.port "$NERSELECT_PORT" "${args[@]}")
 exec streamlit run app.py "${args[@]}"

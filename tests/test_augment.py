@@ -314,7 +314,8 @@ def test_a_model_that_puts_the_everywhere_is_judged_degenerate_with_advice():
     assert quality["replacements"] == 18 and quality["distinct_replacements"] == 1 and quality["stop_word_share"] == 1.0
     verdict, message = judge_augmentation(quality, 0.01, "runs/b1/model", {"steps": 30, "fresh_head": True})
     assert verdict == "degenerate" and "the (18)" in message and "30 steps from a fresh MLM head" in message
-    assert "--max-steps 300" in message
+    # issue 24: the advice matches the presets (demo's 200 steps were enough) and names the page's field and the flag
+    assert "--max-steps 200" in message and "Max steps" in message and "`paper`" not in message
 
 
 def test_varied_replacements_pass_and_a_weak_mlm_only_warns():
@@ -324,7 +325,7 @@ def test_varied_replacements_pass_and_a_weak_mlm_only_warns():
               "top_word_share": 0.1, "top_words": ["Paris (2)"]}
     assert judge_augmentation(varied, 0.4, "m")[0] == "ok"
     verdict, message = judge_augmentation(varied, 0.02, "m")
-    assert verdict == "warn" and "2.0%" in message and "paper" in message
+    assert verdict == "warn" and "2.0%" in message and "Max steps" in message and "--max-steps 200" in message
 
 
 def test_near_zero_f1_says_why():

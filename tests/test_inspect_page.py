@@ -200,7 +200,7 @@ def test_page_starts_the_prediction_job(ner_ws, monkeypatch):
     root, _ = ner_ws
     ws = Workspace(root)
     submitted = []
-    monkeypatch.setattr(jobs, "submit", lambda w, kind, params, start=True: submitted.append((kind, params)) or None)
+    monkeypatch.setattr(jobs, "submit", lambda w, kind, params, start=True, **kw: submitted.append((kind, params)) or None)
     at = _open(_app(root, monkeypatch), corpus="demo-test")
     assert at.button(key="insp_predict_job_go").label == "Predict entities"
     at.button(key="insp_predict_job_go").click().run()

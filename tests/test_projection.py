@@ -188,7 +188,7 @@ def test_first_start_queues_tc_and_dc_embeddings_once(tmp_path, monkeypatch):
     ws.save_corpus(Corpus(tokens=[s.split() for s in SENTENCES[:4]]), "tc", role="tc")
     ws.save_corpus(Corpus(tokens=[f"{s} {i}".split() for i, s in enumerate(SENTENCES * 2)]), "dc", role="dc")
     submitted = []
-    monkeypatch.setattr(jobs, "submit", lambda ws, kind, params, start=True: submitted.append((kind, params)))
+    monkeypatch.setattr(jobs, "submit", lambda ws, kind, params, start=True, **kw: submitted.append((kind, params)))
     assert prepare_first_map(ws) == ["tc", "dc"]
     assert submitted == [("embed", {"corpus": "tc", "model": "default"}), ("embed", {"corpus": "dc", "model": "default"})]
     assert prepare_first_map(ws, max_sentences=5) == ["tc"]  # a large DC is left to its user

@@ -56,7 +56,7 @@ def test_results_page_shows_tables_and_predictions_and_runs_lists_the_jobs(runs_
 
 def test_ner_form_submits_a_job(runs_ws, monkeypatch):
     real_submit = jobs.submit
-    monkeypatch.setattr(jobs, "submit", lambda ws, kind, params, start=True: real_submit(ws, kind, params, start=False))
+    monkeypatch.setattr(jobs, "submit", lambda ws, kind, params, start=True, **kw: real_submit(ws, kind, params, start=False, **kw))
     at = _runs_page(runs_ws, monkeypatch)
     at.number_input(key="ner_epochs").set_value(7)
     at.button(key="FormSubmitter:ner_form-Start NER training").click().run()
@@ -163,7 +163,7 @@ def test_results_page_draws_sweep_figures_table5_and_lineage(sweep_ws, monkeypat
 
 def test_experiment_form_submits_budgets_and_lc_sizes(runs_ws, monkeypatch):
     real_submit = jobs.submit
-    monkeypatch.setattr(jobs, "submit", lambda ws, kind, params, start=True: real_submit(ws, kind, params, start=False))
+    monkeypatch.setattr(jobs, "submit", lambda ws, kind, params, start=True, **kw: real_submit(ws, kind, params, start=False, **kw))
     at = _runs_page(runs_ws, monkeypatch)
     at.text_input(key="exp_budget").input("100, 0.2")
     at.text_input(key="exp_lc_sizes").input("abc")

@@ -179,6 +179,7 @@ def test_correlate_with_f1_gain_and_pearson():
     assert out["y_label"] == "F1 gain" and out["baseline_f1"] == pytest.approx(0.51)
     assert [p["runs"] for p in out["points"]] == [2, 2, 2, 2]
     assert out["points"][0]["y"] == pytest.approx(0.52 - 0.51)
+    assert out["points"][0]["y_err"] == pytest.approx(0.001 * 2 ** 0.5)  # std of the two seeds
     assert out["measures"]["tvc"]["r"] == pytest.approx(1.0) and out["measures"]["ppl"]["r"] == pytest.approx(-1.0)
     few = correlate_with_f1([{"source": "s1", "f1": 0.6}, {"source": "s2", "f1": 0.7}], MATRIX, "t")
     assert few["y_label"] == "F1" and few["measures"]["tvc"]["r"] is None and "at least 3" in few["measures"]["tvc"]["reason"]
@@ -228,9 +229,13 @@ def test_similarity_page_renders_results_and_f1_panel(tmp_path, monkeypatch):
     for i, (source, f1) in enumerate(((None, 0.5), (roles["dc"], 0.6), (roles["lc"], 0.55), (roles["dev"], 0.58))):
         phases = [MlmPhase("source", [{"name": source, "hash": "h"}])] if source else []
         record_run(ws, f"ner-{i}", "ner", Lineage(mlm_phases=phases), f1=f1)
+    record_run(ws, "ner-dc-seed2", "ner", Lineage(mlm_phases=[MlmPhase("source", [{"name": roles["dc"], "hash": "h"}])]), f1=0.64)
     at = open_app(ws.root, monkeypatch, "views/similarity.py")
     assert any("Pearson r" in str(getattr(e, "proto", "")) for e in at.get("plotly_chart"))
     assert not any("needs finished NER runs" in i.value for i in at.info)
+    charts = [str(getattr(e, "proto", "")) for e in at.get("plotly_chart") if "Pearson r" in str(getattr(e, "proto", ""))]
+    assert charts and all("error_y" in c for c in charts)  # the DC source has two seeds that differ: error bars
+    assert at.selectbox(key="sim_f1_target").label.startswith("Similarity target")  # not "evaluated on": that is TEST
 
     # runs on an LC subset (an experiment's LC-size sweep) are another group: gains never mix the two
     subset = {"name": roles["lc"], "hash": "h", "sentences": 10, "of": 150}

@@ -35,7 +35,7 @@ def _start_no_process(monkeypatch) -> None:
 
 def _no_start(monkeypatch) -> None:
     real = jobs.submit
-    monkeypatch.setattr(jobs, "submit", lambda ws, kind, params, start=True: real(ws, kind, params, start=False))
+    monkeypatch.setattr(jobs, "submit", lambda ws, kind, params, start=True, **kw: real(ws, kind, params, start=False, **kw))
 
 
 # --------------------------------------------------------------------------- Corpora
@@ -128,13 +128,28 @@ def test_every_job_kind_is_listed_with_a_readable_name(small_ws, monkeypatch):
 
 def test_budget_zero_disables_run_selection_with_a_message(small_ws, monkeypatch):
     submitted = []
-    monkeypatch.setattr(jobs, "submit", lambda ws, kind, params, start=True: submitted.append(params))
+    monkeypatch.setattr(jobs, "submit", lambda ws, kind, params, start=True, **kw: submitted.append(params))
     at = open_app(small_ws, monkeypatch, "views/selection.py")
     at.radio(key="sel_budget_kind").set_value("count").run()
     at.number_input(key="sel_budget_count").set_value(0).run()
     assert not at.exception
     assert at.button(key="sel_run").disabled
     assert any("Budget is 0" in w.value for w in at.warning)
+    assert submitted == []
+
+
+@pytest.mark.parametrize(("kind", "key", "value"), [("count", "sel_budget_count", -5), ("ratio of DC", "sel_budget_ratio", -0.5),
+                                                    ("ratio of DC", "sel_budget_ratio", 1.5)])
+def test_a_negative_or_too_large_budget_disables_run_selection(small_ws, monkeypatch, kind, key, value):
+    """Issue 24: with min_value on the field the browser kept (and ran) the previous value after a typed -5."""
+    submitted = []
+    monkeypatch.setattr(jobs, "submit", lambda ws, kind, params, start=True, **kw: submitted.append(params))
+    at = open_app(small_ws, monkeypatch, "views/selection.py")
+    at.radio(key="sel_budget_kind").set_value(kind).run()
+    at.number_input(key=key).set_value(value).run()
+    assert not at.exception
+    assert at.button(key="sel_run").disabled
+    assert any(f"Budget is {value:g}" in w.value for w in at.warning)
     assert submitted == []
 
 
@@ -265,3 +280,41 @@ def test_polls_slow_down_as_a_job_ages():
     assert poll_seconds(None) == poll_seconds(5) == 2.0
     assert poll_seconds(60) == 5.0 and poll_seconds(3600) == 10.0
     assert LIST_POLL_S >= poll_seconds(3600) and CHART_POLL_S > LIST_POLL_S
+
+
+def test_a_typed_folder_that_is_not_a_workspace_is_created_only_when_asked(small_ws, monkeypatch, tmp_path):
+    """Issue 24: a typo in the folder field silently created the folder tree, a whole demo and two embedding jobs."""
+    typo = tmp_path / "typo" / "wrkspace"
+    at = open_app(small_ws, monkeypatch)
+    at.sidebar.text_input(key="ws_input").set_value(str(typo)).run()
+    assert not at.exception
+    assert not typo.exists() and not (tmp_path / "typo").exists()
+    assert any("does not exist" in w.value for w in at.sidebar.warning)
+    at.sidebar.button(key="ws_keep").click().run()
+    assert at.sidebar.text_input(key="ws_input").value == str(small_ws) and not typo.exists()
+    at.sidebar.text_input(key="ws_input").set_value(str(typo)).run()
+    at.sidebar.button(key="ws_create_empty").click().run()
+    assert not at.exception
+    assert typo.is_dir() and Workspace(typo).list_corpora() == [] and jobs.list_jobs(Workspace(typo)) == []
+    assert any("0 corpora" in c.value for c in at.sidebar.caption)
+    at.sidebar.text_input(key="ws_input").set_value(str(small_ws)).run()  # an existing workspace: no question
+    assert not at.sidebar.warning and any("demo-dc" in c.value for c in at.sidebar.caption)
+
+
+def test_corpora_browser_colours_entities_marks_the_search_and_wraps(small_ws, monkeypatch):
+    """Issue 24: the browser showed tags as "O O B-album ...", no mark on the match, long rows cut off."""
+    from core.review.highlight import browse_rows_html
+
+    rows = [{"index": 7, "text": "John Smith plays in London", "tags": "B-PER I-PER O O B-LOC"}]
+    html = browse_rows_html(rows, "smith plays")
+    assert "<mark>Smith</mark>" in html and "<mark>plays</mark>" in html and "<mark>John</mark>" not in html
+    assert html.count('class="nx-ent"') == 2 and "B-PER" not in html and ">PER<" in html
+    ws = Workspace(small_ws)
+    lc = ws.load_corpus("demo-lc")
+    word = lc.tokens[0][0]
+    at = open_app(small_ws, monkeypatch)
+    at.selectbox(key="corpus_view").select("demo-lc").run()
+    at.text_input(key="browse_query_demo-lc").set_value(word).run()
+    assert not at.exception
+    shown = " ".join(str(h.proto.body) for h in at.get("html"))
+    assert f"<mark>{word}</mark>" in shown and 'class="nx-ent"' in shown and "B-" not in shown.split("nx-sent", 1)[1]

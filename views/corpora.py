@@ -9,7 +9,8 @@ import streamlit as st
 from core.data.browse import browse_corpus, filter_fields
 from core.data.stats import corpus_stats, length_histogram
 from core.data.workspace import ROLE_LABELS, Role
-from ui import get_workspace, job_status, latest_job, run_guarded, submit_job
+from core.review.highlight import browse_rows_html, page_css, type_colors
+from ui import actor, get_workspace, job_status, latest_job, run_guarded, submit_job
 
 ws = get_workspace()
 st.title("Corpora")
@@ -58,7 +59,12 @@ def browse_corpus_panel(name: str, content_hash: str) -> None:
     shown = f"{result.page * per_page + 1:,}-{result.page * per_page + len(result.rows):,}" if result.rows else "0"
     n[2].caption(f"Page {result.page + 1} of {result.pages} · showing {shown} of {result.matches:,} matching sentences "
                  f"({result.total:,} in the corpus)")
-    st.dataframe(pd.DataFrame(result.rows), hide_index=True, width="stretch", key="preview_table")
+    show = st.radio("Show", ["sentences", "table"], horizontal=True, key=f"browse_show_{name}", label_visibility="collapsed",
+                    help="sentences: entities coloured, search matches marked, long sentences wrapped; table: every field")
+    if show == "sentences":
+        st.html(page_css() + browse_rows_html(result.rows, query, type_colors(ws.corpus_info(name).entity_types)))
+    else:
+        st.dataframe(pd.DataFrame(result.rows), hide_index=True, width="stretch", key="preview_table")
 
 
 load_tab, path_tab = st.tabs(["Upload a file", "Path on the server"])
@@ -72,7 +78,8 @@ with load_tab, st.form("upload_form", clear_on_submit=False):
     if st.form_submit_button("Import", type="primary") and upload is not None:
         bar = st.progress(0.0, text="reading...")
         info = run_guarded(lambda: ws.import_upload(upload.name, upload.getvalue(), role=up_role, name=up_name or None,
-                                                    overwrite=up_overwrite, progress=lambda f, m: bar.progress(f, text=m)),
+                                                    overwrite=up_overwrite, progress=lambda f, m: bar.progress(f, text=m),
+                                                    actor=actor()),
                            f"Could not import {upload.name}")
         if info is not None:
             st.success(f"Imported {info.name!r}: {info.sentences:,} sentences, {info.tokens:,} tokens.")
@@ -116,7 +123,7 @@ with st.expander("Role", expanded=False):
     new_role = st.selectbox("Role of this corpus", ROLE_OPTIONS, index=ROLE_OPTIONS.index(role_now), format_func=_role_label,
                             key=f"role_select_{name}")
     if new_role != role_now and st.button("Set role", key=f"set_role_{name}"):
-        if run_guarded(lambda: ws.set_role(name, new_role) or True, "Could not set the role"):
+        if run_guarded(lambda: ws.set_role(name, new_role, actor=actor()) or True, "Could not set the role"):
             st.rerun()
 
 stats, lengths = cached_stats(name, info.hash)
@@ -151,6 +158,6 @@ browse_corpus_panel(name, info.hash)
 
 with st.expander("Delete this corpus"):
     if st.button(f"Delete {name!r}", key=f"delete_{name}", type="secondary"):
-        ws.delete_corpus(name)
-        st.session_state.pop("corpus_view", None)
-        st.rerun()
+        if run_guarded(lambda: ws.delete_corpus(name, actor=actor()) or True, "Could not delete"):
+            st.session_state.pop("corpus_view", None)
+            st.rerun()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from core.access import LOCAL
 from core.data.tags import Span
 from core.data.workspace import Role
 from core.errors import UserError
@@ -12,7 +13,7 @@ from core.review import predictions
 from core.review.highlight import legend_html, page_css, prediction_html, sentence_html, type_colors
 from core.review.store import ReviewConflict, ReviewStore
 from core.selection import store as selection_store
-from ui import get_workspace, load_prediction_rows, model_picker, predictions_ready, run_guarded, source_picker
+from ui import actor, get_workspace, load_prediction_rows, model_picker, predictions_ready, run_guarded, source_picker
 
 ws = get_workspace()
 PER_PAGE = 10
@@ -29,7 +30,7 @@ def decide(set_key: str, index: int, status: str, version: int | None, tokens: l
     """Button callback: runs before the rerun, with the version the reviewer saw on screen."""
     try:
         item = ReviewStore(ws, set_key).save(index, status, tokens, spans, expected_version=version, model=model,
-                                             reviewer=reviewer())
+                                             reviewer=reviewer(), actor=actor())
         st.session_state.pop("insp_conflict", None)
         st.session_state.pop("insp_edit", None)
         undo_stack().append((set_key, index, version or 0, item.version, status))
@@ -47,7 +48,7 @@ def undo_stack() -> list[tuple[str, int, int, int, str]]:
 def undo_last() -> None:
     set_key, index, before, after, _ = undo_stack().pop()
     try:
-        ReviewStore(ws, set_key).undo(index, expected_version=after, to_version=before, reviewer=reviewer())
+        ReviewStore(ws, set_key).undo(index, expected_version=after, to_version=before, reviewer=reviewer(), actor=actor())
         st.session_state.pop("insp_undo_error", None)
     except UserError as exc:
         st.session_state["insp_undo_error"] = f"Could not undo #{index}: {exc}"
@@ -69,8 +70,11 @@ def review_tab() -> None:
         with c[2]:
             status_sel = st.selectbox("Selected-vs-filtered status from", [None, *over], key="insp_status_sel",
                                       format_func=lambda k: "(no selection)" if k is None else labels[k])
-    c[3].text_input("Annotator", key="insp_reviewer", placeholder="your name",
-                    help="Saved with each decision: progress is counted per annotator, exports can keep one annotator's work.")
+    if actor() == LOCAL:  # signed in, the reviewer is the account (core.review.store ignores a typed name then)
+        c[3].text_input("Annotator", key="insp_reviewer", placeholder="your name",
+                        help="Saved with each decision: progress is counted per annotator, exports can keep one annotator's work.")
+    else:
+        c[3].caption(f"Reviewing as **{actor().name}**")
     if not model:
         st.info("Train a NER model on the Runs page (or name a model folder) to inspect its predictions.")
         return
@@ -235,7 +239,7 @@ def export_panel(store: ReviewStore) -> None:
         d = st.columns([2, 1, 3])
         name = d[0].text_input("Save as workspace corpus", value="reviewed", key="insp_save_name")
         if d[1].button("Save corpus", key="insp_save"):
-            info = run_guarded(lambda: predictions.save_reviewed_corpus(ws, store, name, None, reviewers), "Could not save")
+            info = run_guarded(lambda: predictions.save_reviewed_corpus(ws, store, name, None, reviewers, actor=actor()), "Could not save")
             if info:
                 st.success(f"Saved {info.sentences} sentences as {info.name!r}: add it to LC on the Corpora page or train on it.")
 

@@ -14,7 +14,7 @@ from core.selection.strategies import Strategy
 from core.train import presets
 from core.train.modes import MODES
 from core.train.presets import preset_help
-from ui import corpus_picker, fmt_seconds, get_workspace, job_poll, run_guarded, slow_down_polling, submit_job
+from ui import actor, corpus_picker, fmt_seconds, get_workspace, job_poll, run_guarded, slow_down_polling, submit_job
 
 PRESET_CHOICES = presets.preset_choices()  # the default first, then cheapest first (one list for pages and CLI)
 
@@ -159,13 +159,13 @@ def job_detail(job_id: str, interval: float | None) -> None:
         st.error(job.error)
     b = st.columns(6)
     if job.active and b[0].button("Cancel", key=f"cancel_{job.id}"):
-        jobs.cancel(ws, job.id)
+        jobs.cancel(ws, job.id, actor=actor())
         st.rerun()
     if job.status in ("failed", "cancelled") and b[1].button("Resume", key=f"resume_{job.id}", help="continue from the last checkpoint"):
-        jobs.resume(ws, job.id)
+        jobs.resume(ws, job.id, actor=actor())
         st.rerun()
     if b[2].button("Delete", key=f"delete_{job.id}"):
-        jobs.delete(ws, job.id)
+        jobs.delete(ws, job.id, actor=actor())
         st.session_state.pop("runs_job", None)
         st.rerun(scope="app")
     if job.result and job.kind == "mlm":

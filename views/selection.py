@@ -8,6 +8,7 @@ import plotly.express as px
 import streamlit as st
 
 from core.data.workspace import Role
+from core.errors import UserError
 from core.selection.compare import overlap_matrix, ranking_table, score_histogram
 from core.selection.coverage import selection_coverage
 from core.selection.explain import explain_sentence
@@ -15,7 +16,7 @@ from core.selection.leakage import THRESHOLD as LEAK_THRESHOLD
 from core.selection.leakage import check_leakage
 from core.selection.selection import EXPORT_FORMATS
 from core.selection.store import list_selections, load_selection, selection_label
-from core.selection.strategies import Strategy
+from core.selection.strategies import Strategy, resolve_budget
 from ui import corpus_picker, get_workspace, job_status, latest_job, run_guarded, submit_job
 
 ws = get_workspace()
@@ -49,12 +50,12 @@ if strategy == Strategy.MLM_PPL and models.get("model") in ("", "default"):
 
 b1, b2, b3, b4 = st.columns(4)
 budget_kind = b1.radio("Budget as", ["ratio of DC", "count"], key="sel_budget_kind", horizontal=True)
-# min_value 0, checked below: with min_value 1 the browser turns a typed 0 red and silently keeps the previous value
+# No min/max on these fields, checked below in core: with limits the browser turns a typed -5 red and silently
+# keeps (and runs) the previous value
 if budget_kind == "count":
-    budget: float | int = int(b2.number_input("Sentences", min_value=0, value=1000, step=100, key="sel_budget_count"))
+    budget: float | int = int(b2.number_input("Sentences", value=1000, step=100, key="sel_budget_count"))
 else:
-    budget = float(b2.number_input("Ratio of DC", min_value=0.0, max_value=1.0, value=0.2, step=0.05, format="%.3f",
-                                   key="sel_budget_ratio"))
+    budget = float(b2.number_input("Ratio of DC", value=0.2, step=0.05, format="%.3f", key="sel_budget_ratio"))
 seed = int(b3.number_input("Seed", min_value=0, value=0, step=1, key="sel_seed", help="random, dsir (Gumbel sampling)"))
 target = b4.text_input("Target domain", value=str(ws.settings().get("target_domain") or ""), key="sel_target",
                        help="For domain precision when DC carries a `domain` field; empty = TC's majority domain.").strip()
@@ -63,8 +64,11 @@ if strategy == Strategy.DSIR:
     options["sampling"] = st.radio("DSIR ranking", ["gumbel", "topk"], key="sel_dsir_sampling", horizontal=True,
                                    help="gumbel: importance resampling as in the paper; topk: deterministic highest weights")
 
-budget_problem = None if budget > 0 else ("Budget is 0: choose how many DC sentences to keep (a count of at least 1, "
-                                           "or a ratio above 0) before running the selection.")
+budget_problem = None
+try:
+    resolve_budget(budget, ws.corpus_info(dc_name).sentences if dc_name else 1)
+except UserError as exc:
+    budget_problem = f"Budget is {budget:g}: {exc}. Choose how many DC sentences to keep before running the selection."
 if budget_problem:
     st.warning(budget_problem)
 if st.button("Run selection", type="primary", key="sel_run", disabled=not (tc_name and dc_name) or budget_problem is not None):

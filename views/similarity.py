@@ -124,18 +124,22 @@ if len(groups) > 1:  # a gain compares runs on one LC and TEST: pick which runs 
     data = st.selectbox("Runs trained and tested on", groups, key="sim_f1_data",
                         help="F1 gains only compare runs on the same LC and TEST (an experiment's LC-size sweep adds subsets).")
     runs = [r for r in runs if r["data"] == data]
-target = st.selectbox("Target the runs were evaluated on", result["targets"], key="sim_f1_target")
+target = st.selectbox("Similarity target (x: each source measured against it)", result["targets"], key="sim_f1_target",
+                      help="The corpus the measures compared each source with (usually TC). The runs' F1 is on their TEST.")
 corr = run_guarded(lambda: correlate_with_f1(runs, result, target), "could not correlate")
 if corr:
     base = corr["baseline_f1"]
-    st.caption(f"{len(corr['points'])} sources with runs; y = {corr['y_label']}"
-               + (f" over the no-pretraining baseline F1 {base:.4f}." if base is not None else " (no baseline run found)."))
+    st.caption(f"{len(corr['points'])} sources with runs; y = {corr['y_label']} on TEST"
+               + (f" over the no-pretraining baseline F1 {base:.4f}" if base is not None else " (no baseline run found)")
+               + "; error bars: std over a source's runs (seeds), none where a source has one run.")
     points = pd.DataFrame(corr["points"])
+    error_y = "y_err" if points["y_err"].notna().any() else None
     cols = st.columns(2)
     for i, (measure, stats) in enumerate(corr["measures"].items()):
         with cols[i % 2]:
             r = f"Pearson r = {stats['r']:.3f} (p = {stats['p']:.3g}, n = {stats['n']})" if stats["r"] is not None else stats["reason"]
-            fig = px.scatter(points, x=measure, y="y", text="source", labels={"y": corr["y_label"], measure: MEASURES[measure].label})
+            fig = px.scatter(points, x=measure, y="y", text="source", error_y=error_y,
+                             labels={"y": corr["y_label"], measure: MEASURES[measure].label})
             fig.update_traces(textposition="top center", cliponaxis=False)  # the top point's label stays readable
             fig.update_layout(title=f"{MEASURES[measure].label}: {r}", height=320)
             st.plotly_chart(fig, key=f"sim_f1_{measure}")

@@ -36,6 +36,7 @@ from core.progress import Progress
 from core.runner.params import AugmentSettings
 from core.train.ner_model import load_ner_model
 from core.train.ner_predict import predict_corpus
+from core.train.presets import MLM
 
 if TYPE_CHECKING:
     from core.runner.jobs import JobContext
@@ -371,11 +372,14 @@ def judge_augmentation(quality: dict[str, Any], mlm_accuracy: float | None, mode
     steps = (mlm_info or {}).get("steps")
     trained = f"it was trained for {steps} steps" + (" from a fresh MLM head" if (mlm_info or {}).get("fresh_head") else "") \
         if steps is not None else ""
-    advice = (f"Train B1 (MLM on TC) longer: {trained}; give it at least {max(300, 10 * int(steps or 30))} steps "
-              f"(`python -m core mlm ... --max-steps {max(300, 10 * int(steps or 30))}`, or the `paper` preset), "
-              "or use a Hugging Face masked LM with a trained head (e.g. bert-base-cased).") if trained else (
-              "Use a better-trained masked LM: train B1 (MLM on TC) for more steps (the `paper` preset), "
-              "or a Hugging Face masked LM with a trained head (e.g. bert-base-cased).")
+    # One advice for the page and the CLI (the job cannot know which started it): both names of the setting, and the
+    # presets' own figures (core.train.presets), not a number that contradicts README.
+    demo_steps = MLM["demo"]["max_steps"]
+    more = max(demo_steps, 2 * int(steps or 0))
+    how = (f"train B1 (MLM on TC) for at least {more} steps: the `demo` preset's {demo_steps} steps were enough on the "
+           f"demo; set it on the Runs page (MLM training, Max steps) or with `python -m core mlm ... --max-steps {more}`; "
+           "or use a Hugging Face masked LM with a trained head (e.g. bert-base-cased).")
+    advice = f"{trained[0].upper() + trained[1:]}; {how}" if trained else how[0].upper() + how[1:]
     if n >= MIN_REPLACEMENTS_JUDGED and (
             quality["distinct_share"] < MIN_DISTINCT_SHARE or quality["stop_word_share"] > MAX_STOP_SHARE
             or quality["top_word_share"] > MAX_TOP_WORD_SHARE):
@@ -420,7 +424,8 @@ def augment_job(params: AugmentParams, ctx: JobContext) -> dict[str, Any]:
     ctx.log(f"augmentation quality: {verdict}: {message}")
     if verdict == "degenerate" and not params.allow_degenerate:
         raise UserError(f"refusing to write the augmented corpus: {message} "
-                        "(to write it anyway: allow_degenerate / --allow-degenerate)")
+                        "(to write it anyway: tick 'Write the output even if the masked LM looks degenerate' on the "
+                        "Adapt page, or pass --allow-degenerate)")
     out = Path(params.out or ctx.run_dir / "augmented.conll")
     write_corpus(result.corpus, out, fmt="conll")
     write_corpus(result.corpus, out.with_suffix(".jsonl"), fmt="jsonl")

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from core.adapt.augment import CRITERIA, ORDERS, SAMPLINGS
 from core.adapt.selftrain import MEASURES
-from core.cliutil import add_workspace_arg, print_json, tqdm_progress
+from core.cliutil import add_workspace_arg, print_json, progress_wanted, tqdm_progress
 from core.data.workspace import Workspace
 from core.errors import UserError
 from core.runner import jobs
@@ -86,7 +86,7 @@ def cmd_selftrain(args: argparse.Namespace) -> int:
     params = {"model": args.model, "lc": args.lc, "unlabeled": args.unlabeled, "dev": args.dev, "test": args.test,
               "measure": args.measure, "threshold": _threshold(args.threshold), "ratio": args.ratio, "preset": args.preset,
               "seed": args.seed, "out": str(Path(args.out).resolve())}
-    with tqdm_progress("selftrain", enabled=not args.json) as progress:
+    with tqdm_progress("selftrain", enabled=progress_wanted(args)) as progress:
         result = jobs.run_inline(ws, "selftrain", params, progress=progress)
     if args.json:
         print_json(result)
@@ -109,7 +109,7 @@ def cmd_augment(args: argparse.Namespace) -> int:
               "out": str(Path(args.out).resolve()),
               "check_tc": None if str(args.check_tc).lower() == "none" else args.check_tc,
               "allow_degenerate": args.allow_degenerate}
-    with tqdm_progress("augment", enabled=not args.json) as progress:
+    with tqdm_progress("augment", enabled=progress_wanted(args)) as progress:
         result = jobs.run_inline(ws, "augment", params, progress=progress)
     if result.get("warning"):
         print(f"warning: {result['warning']}", file=sys.stderr)

@@ -6,7 +6,7 @@ import argparse
 import time
 from pathlib import Path
 
-from core.cliutil import add_workspace_arg, comma_list, print_json, tqdm_progress
+from core.cliutil import add_workspace_arg, comma_list, print_json, progress_wanted, tqdm_progress
 from core.data.workspace import Workspace
 from core.runner.params import CompareSourcesParams, field_default
 from core.similarity.measures import PAIRWISE
@@ -58,7 +58,7 @@ def cmd_compare_sources(args: argparse.Namespace) -> int:
               "model": str(Path(args.model).resolve()) if Path(args.model).exists() else args.model,
               "out": str(Path(args.out).resolve())}
     ws = Workspace(args.workspace)
-    with tqdm_progress("compare-sources", enabled=not (args.quiet or args.json)) as bar:
+    with tqdm_progress("compare-sources", enabled=progress_wanted(args)) as bar:
         result = jobs.run_inline(ws, "compare-sources", params, run_dir=Path(args.out).resolve(), progress=bar)
     if args.json:
         print_json({k: v for k, v in result.items() if k != "matrix"})

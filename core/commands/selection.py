@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from core.cliutil import add_workspace_arg, print_json, tqdm_progress
+from core.cliutil import add_workspace_arg, print_json, progress_wanted, tqdm_progress
 from core.data.atomic import temp_path_for
 from core.data.workspace import Workspace
 from core.errors import UserError
@@ -136,7 +136,7 @@ def cmd_select(args: argparse.Namespace) -> int:
     ws = Workspace(args.workspace)
     tc, dc = ws.resolve_corpus(args.tc), open_corpus_stream(ws, args.dc)  # a workspace DC is read in record batches
     t0 = time.time()
-    with tqdm_progress(f"select {args.strategy}", enabled=not args.json) as progress:
+    with tqdm_progress(f"select {args.strategy}", enabled=progress_wanted(args)) as progress:
         sel = select(tc, dc, args.strategy, args.budget, model=args.model, model2=args.model2, ner_model=args.ner_model,
                      target_domain=args.target_domain, seed=args.seed, workspace=ws, progress=progress,
                      options=_parse_options(args.option), names={"tc": args.tc, "dc": args.dc},
@@ -199,7 +199,7 @@ def cmd_leakage(args: argparse.Namespace) -> int:
 
     ws = Workspace(args.workspace)
     threshold = THRESHOLD if args.threshold is None else args.threshold
-    with tqdm_progress("leakage", enabled=not args.json) as progress:
+    with tqdm_progress("leakage", enabled=progress_wanted(args)) as progress:
         report = check_leakage(ws, args.corpus, comma_list(args.against), threshold, progress, args.examples)
     report.pop("leaked_indices")
     if args.json:

@@ -7,7 +7,7 @@ import json
 import sys
 from typing import Any
 
-from core.cliutil import add_workspace_arg, print_json, tqdm_progress
+from core.cliutil import add_workspace_arg, print_json, progress_wanted, tqdm_progress
 from core.data.atomic import atomic_write_text
 from core.data.corpus import Corpus
 from core.data.workspace import Workspace, resolve_corpus_ref
@@ -61,7 +61,7 @@ def cmd_similarity(args: argparse.Namespace) -> int:
     # a workspace corpus is read in record batches (a large DC is never held as token lists)
     source = corpus_text(resolve_corpus_ref(args.source, args.workspace))
     target = corpus_text(resolve_corpus_ref(args.target, args.workspace))
-    with tqdm_progress("similarity", enabled=not args.json) as progress:
+    with tqdm_progress("similarity", enabled=progress_wanted(args)) as progress:
         result = compare_corpora(source, target, params, progress=progress)
     if args.json:
         print_json(result)

@@ -12,7 +12,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from core.cliutil import add_workspace_arg, comma_list, print_json, tqdm_progress
+from core.cliutil import add_workspace_arg, comma_list, print_json, progress_wanted, tqdm_progress
 from core.data.workspace import Workspace, resolve_corpus_ref
 from core.errors import UserError
 from core.experiments.experiment import BASELINES
@@ -25,7 +25,7 @@ def _run(args: argparse.Namespace, kind: str, params: dict, desc: str) -> dict:
 
     ws = Workspace(args.workspace)
     run_dir = Path(args.run_dir) if getattr(args, "run_dir", None) else None
-    with tqdm_progress(desc, enabled=not getattr(args, "quiet", False)) as bar:
+    with tqdm_progress(desc, enabled=progress_wanted(args)) as bar:
         result = jobs.run_inline(ws, kind, params, run_dir=run_dir, progress=bar)
     return result
 
@@ -182,7 +182,7 @@ def cmd_ner_predict(args: argparse.Namespace) -> int:
     # a workspace corpus (DC) is read and written chunk by chunk; a file is read into memory
     corpus = CorpusStream(path=ref.path, name=ref.name, file_hash=ref.hash) if ref.kind != "path" else ref.load()
     model = load_ner_model(args.model)
-    with tqdm_progress("predict", enabled=not args.quiet) as bar:
+    with tqdm_progress("predict", enabled=progress_wanted(args)) as bar:
         result = predict_to_file(model, corpus, args.out, batch_size=args.batch_size, progress=bar)
     print(f"{result['sentences']} sentences, {result['entities']} entities -> {args.out}", file=sys.stderr)
     return 0
@@ -194,7 +194,7 @@ def cmd_ner_eval(args: argparse.Namespace) -> int:
 
     test = resolve_corpus_ref(args.test, args.workspace).load()
     model = load_ner_model(args.model)
-    with tqdm_progress("eval", enabled=not args.quiet) as bar:
+    with tqdm_progress("eval", enabled=progress_wanted(args)) as bar:
         scores = evaluate(model, test, progress=bar)
     if args.json:
         print_json(scores)

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from core.access import LOCAL, Actor, require
 from core.data.atomic import (
     atomic_write_json,
     temp_path_for,
@@ -225,6 +226,21 @@ def resolve_corpus_ref(ref: str | Path | CorpusRef, workspace: Workspace | str |
     raise UserError(f"no corpus {text!r}; tried " + "; ".join(tried))
 
 
+def folder_state(path: str | Path) -> str:
+    """'workspace' (has corpora/ or workspace.json), 'missing', or 'other' (a file, or a folder that is not one):
+    the app asks before turning a typed path into a workspace, so a typo creates nothing.
+
+    >>> folder_state("/nonexistent/typo")
+    'missing'
+    """
+    p = Path(path).expanduser()
+    if not p.exists():
+        return "missing"
+    if p.is_dir() and ((p / "corpora").is_dir() or (p / "workspace.json").exists()):
+        return "workspace"
+    return "other"
+
+
 class Workspace:
     """A workspace folder. Cheap to construct; every method reads the disk afresh so
     several processes (the app, the CLI, job subprocesses) can share it."""
@@ -256,7 +272,8 @@ class Workspace:
             return {"roles": {}}
         return json.loads(self.settings_path.read_text("utf-8"))
 
-    def update_settings(self, **changes: Any) -> dict[str, Any]:
+    def update_settings(self, actor: Actor = LOCAL, **changes: Any) -> dict[str, Any]:
+        require(actor, "change workspace settings")
         s = self.settings()
         s.update(changes)
         atomic_write_json(self.settings_path, s)
@@ -268,7 +285,8 @@ class Workspace:
     def corpus_for_role(self, role: Role | str) -> str | None:
         return self.roles().get(Role(role))
 
-    def set_role(self, name: str, role: Role | str | None) -> None:
+    def set_role(self, name: str, role: Role | str | None, actor: Actor = LOCAL) -> None:
+        require(actor, "change corpora or roles")
         info = self.corpus_info(name)
         s = self.settings()
         roles = {k: v for k, v in s.get("roles", {}).items() if v != name}
@@ -334,13 +352,14 @@ class Workspace:
 
     def import_corpus(self, path: str | Path, role: Role | str | None = None, name: str | None = None,
                       fmt: str = "auto", overwrite: bool = False, progress: Progress | None = None,
-                      source: str | None = None) -> CorpusInfo:
+                      source: str | None = None, actor: Actor = LOCAL) -> CorpusInfo:
         """Stream a file into corpora/NAME.parquet, validating every chunk first.
 
         Memory stays at one chunk plus Parquet's row-group buffer, so a 1 GB DC costs
         far less than 2x its size. The parquet is written to a temp file and only moved
         into place once the whole file parsed, so a bad line changes nothing stored.
         """
+        require(actor, "import a corpus")
         path = Path(path)
         name = valid_name(name or path.stem)
         role = Role(role) if role else None
@@ -387,7 +406,7 @@ class Workspace:
                 if old.hash == new_hash:
                     tmp.unlink(missing_ok=True)
                     if role is not None:
-                        self.set_role(name, role)
+                        self.set_role(name, role, actor=actor)
                     return self.corpus_info(name)
                 if not overwrite:
                     raise UserError(f"a different corpus named {name!r} already exists; choose another name or overwrite it explicitly")
@@ -403,38 +422,43 @@ class Workspace:
                 writer.close()
             tmp.unlink(missing_ok=True)
         if role is not None:
-            self.set_role(name, role)
+            self.set_role(name, role, actor=actor)
         if progress is not None:
             progress(1.0, f"imported {n_sent:,} sentences as {name!r}")
         return self.corpus_info(name)
 
     def import_upload(self, filename: str, data: bytes, role: Role | str | None = None, name: str | None = None,
-                      fmt: str = "auto", overwrite: bool = False, progress: Progress | None = None) -> CorpusInfo:
+                      fmt: str = "auto", overwrite: bool = False, progress: Progress | None = None,
+                      actor: Actor = LOCAL) -> CorpusInfo:
         """Import bytes from a browser upload; errors name the uploaded file, not our temp copy."""
+        require(actor, "import a corpus")
         suffix = Path(filename).suffix
         fd, tmp = tempfile.mkstemp(suffix=suffix, prefix="upload-")
         try:
             with os.fdopen(fd, "wb") as fh:
                 fh.write(data)
             return self.import_corpus(tmp, role=role, name=name or Path(filename).stem, fmt=fmt, overwrite=overwrite,
-                                      progress=progress, source=f"upload: {filename}")
+                                      progress=progress, source=f"upload: {filename}", actor=actor)
         except CorpusError as exc:
             raise CorpusError(filename, exc.line, exc.message) from None
         finally:
             Path(tmp).unlink(missing_ok=True)
 
     def save_corpus(self, corpus: Corpus, name: str, role: Role | str | None = None, source: str = "generated",
-                    overwrite: bool = False) -> CorpusInfo:
+                    overwrite: bool = False, actor: Actor = LOCAL) -> CorpusInfo:
         """Store an in-memory corpus (demo data, selections, augmentations) like an import."""
+        require(actor, "import a corpus")
         tmp = temp_path_for(self.corpora_dir / f"{name}.jsonl")
         try:
             write_corpus(corpus, tmp, fmt="parquet")
-            return self.import_corpus(tmp, role=role, name=name, fmt="parquet", overwrite=overwrite, source=source)
+            return self.import_corpus(tmp, role=role, name=name, fmt="parquet", overwrite=overwrite, source=source,
+                                      actor=actor)
         finally:
             tmp.unlink(missing_ok=True)
 
-    def delete_corpus(self, name: str) -> None:
-        self.set_role(name, None)
+    def delete_corpus(self, name: str, actor: Actor = LOCAL) -> None:
+        require(actor, "change corpora or roles")
+        self.set_role(name, None, actor=actor)
         (self.corpora_dir / f"{name}.parquet").unlink(missing_ok=True)
         self._info_path(name).unlink(missing_ok=True)
 

@@ -65,20 +65,21 @@ def span_diff(predicted: Sequence[Span], gold: Sequence[Span]) -> tuple[dict[Spa
 
 
 def _tokens_html(tokens: Sequence[str], spans: Sequence[Span], colors: dict[str, str],
-                 marks: dict[Span, str] | None = None, changed: set[int] | None = None) -> str:
+                 marks: dict[Span, str] | None = None, changed: set[int] | None = None, hits: set[int] | None = None) -> str:
     marks = marks or {}
     changed = changed or set()
+    hits = hits or set()
     starts = {s.start: s for s in sorted(spans, key=lambda s: (s.start, -s.end))}
     parts: list[str] = []
     i = 0
     while i < len(tokens):
         span = starts.get(i)
         if span is None or span.end <= i:
-            parts.append(_token(tokens[i], i in changed))
+            parts.append(_token(tokens[i], i in changed, i in hits))
             i += 1
             continue
         end = min(span.end, len(tokens))
-        inner = " ".join(_token(tokens[j], j in changed) for j in range(i, end))
+        inner = " ".join(_token(tokens[j], j in changed, j in hits) for j in range(i, end))
         mark = marks.get(span, "ok")
         bad = mark in ("wrong", "missed")
         symbol = {"wrong": "✗ ", "missed": "∅ "}.get(mark, "")
@@ -90,9 +91,49 @@ def _tokens_html(tokens: Sequence[str], spans: Sequence[Span], colors: dict[str,
     return " ".join(parts)
 
 
-def _token(token: str, changed: bool) -> str:
+def _token(token: str, changed: bool, hit: bool = False) -> str:
     text = html.escape(token)
+    text = f"<mark>{text}</mark>" if hit else text
     return f'<span class="nx-chg">{text}</span>' if changed else text
+
+
+def query_hits(tokens: Sequence[str], query: str) -> set[int]:
+    """Token positions inside a case-insensitive literal match of `query` in the space-joined sentence (the same
+    match core.data.browse filters with), so a search highlights what it found.
+
+    >>> sorted(query_hits(["New", "York", "is", "big"], "york is"))
+    [1, 2]
+    """
+    q = query.strip().lower()
+    if not q:
+        return set()
+    text = " ".join(tokens).lower()
+    bounds, pos = [], 0
+    for t in tokens:
+        bounds.append((pos, pos + len(t)))
+        pos += len(t) + 1
+    found: set[int] = set()
+    at = text.find(q)
+    while at >= 0:
+        found |= {i for i, (a, b) in enumerate(bounds) if a < at + len(q) and b > at}
+        at = text.find(q, at + 1)
+    return found
+
+
+def browse_rows_html(rows: Sequence[dict], query: str = "", colors: dict[str, str] | None = None) -> str:
+    """Corpus browser rows as sentences: entities coloured from their tags (not "O O B-album"), the search match
+    marked, the whole sentence wrapped (no cut-off cells)."""
+    from core.data.tags import detect_scheme, spans_from_tags
+
+    out = []
+    for row in rows:
+        tokens = str(row.get("text", "")).split(" ")
+        tags = str(row["tags"]).split(" ") if row.get("tags") else None
+        spans = spans_from_tags(tags, detect_scheme([tags])) if tags and len(tags) == len(tokens) else []
+        palette = colors if colors is not None else type_colors(s.type for s in spans)
+        out.append(f'<div class="nx-sent"><span class="nx-idx">{int(row.get("index", 0)):,}</span> '
+                   f"{_tokens_html(tokens, spans, palette, hits=query_hits(tokens, query))}</div>")
+    return "".join(out)
 
 
 def sentence_html(tokens: Sequence[str], spans: Sequence[Span], colors: dict[str, str],

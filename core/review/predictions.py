@@ -17,6 +17,7 @@ from typing import Any
 
 import pandas as pd
 
+from core.access import LOCAL, Actor
 from core.data.atomic import atomic_write_json
 from core.data.corpus import Corpus, corpus_bytes, write_corpus
 from core.data.stream import CorpusStream
@@ -257,7 +258,7 @@ def export_bytes(store: ReviewStore, fmt: str = "conll", scheme: str = "bio", re
 
 
 def save_reviewed_corpus(ws: Workspace, store: ReviewStore, name: str, role: str | None = None,
-                         reviewers: Sequence[str] | None = None) -> Any:
+                         reviewers: Sequence[str] | None = None, actor: Actor = LOCAL) -> Any:
     """Store the reviewed sentences as a workspace corpus (to add to LC or train on)."""
     corpus: Corpus = store.export_corpus(name=name, reviewers=reviewers)
-    return ws.save_corpus(corpus, name, role=role, source=f"review of {store.set_key}")
+    return ws.save_corpus(corpus, name, role=role, source=f"review of {store.set_key}", actor=actor)

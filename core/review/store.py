@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from core.access import LOCAL, Actor, require
 from core.data.atomic import open_sqlite
 from core.data.corpus import Corpus
 from core.data.tags import Span, TagScheme, tags_from_spans
@@ -169,9 +170,12 @@ class ReviewStore:
         return {r["idx"]: self._item(r) for r in rows}
 
     def save(self, index: int, status: str, tokens: Sequence[str], spans: Sequence[Span], expected_version: int,
-             reviewer: str = "", model: str = "") -> ReviewItem:
+             reviewer: str = "", model: str = "", actor: Actor = LOCAL) -> ReviewItem:
         """Record a decision. `expected_version` is the version the reviewer saw (0 for an item
-        never reviewed); pass `None` only to overwrite deliberately after a conflict."""
+        never reviewed); pass `None` only to overwrite deliberately after a conflict. A signed-in
+        actor is the reviewer (a typed name counts only in the single-user app and the CLI)."""
+        require(actor, "review in Inspect")
+        reviewer = reviewer if actor == LOCAL else actor.name
         if status not in STATUSES:
             raise UserError(f"unknown review status {status!r}: expected one of {', '.join(STATUSES)}")
         spans = check_spans(list(spans), len(tokens))
@@ -214,11 +218,12 @@ class ReviewStore:
         return [{"version": r["version"], "status": r["status"], "spans": json.loads(r["spans"]), "reviewer": r["reviewer"],
                  "updated": r["updated"]} for r in rows]
 
-    def undo(self, index: int, expected_version: int, to_version: int, reviewer: str = "") -> ReviewItem:
+    def undo(self, index: int, expected_version: int, to_version: int, reviewer: str = "", actor: Actor = LOCAL) -> ReviewItem:
         """Take back decisions on `index`: a new version restores the state of `to_version` (0 =
         never reviewed: "pending", no spans), so history stays append-only. `expected_version` is
         the version the undoing reviewer last saw, as in `save`: a later save by someone else
         raises ReviewConflict instead of being undone silently."""
+        require(actor, "review in Inspect")
         current = self.get(index)
         if current is None:
             raise UserError(f"sentence {index} has no decision to undo")
@@ -229,7 +234,7 @@ class ReviewStore:
                 raise UserError(f"sentence {index} has no version {to_version} to go back to")
             status, spans = found[0]["status"], [Span(int(d["start"]), int(d["end"]), str(d["type"])) for d in found[0]["spans"]]
         return self.save(index, status, current.tokens, spans, expected_version=expected_version,
-                         reviewer=reviewer or current.reviewer, model=current.model)
+                         reviewer=reviewer or current.reviewer, model=current.model, actor=actor)
 
     def progress_by_reviewer(self) -> list[dict[str, Any]]:
         """Per annotator name: how many sentences they decided, by status (the latest decision

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from core.access import LOCAL, Actor, require
 from core.data.atomic import atomic_write_json, json_default, open_sqlite
 from core.data.workspace import Workspace
 from core.errors import UserError
@@ -277,9 +278,10 @@ def max_concurrent(lane_name: str = "training") -> int:
         return 1
 
 
-def submit(ws: Workspace, kind: str, params: dict[str, Any] | Any, start: bool = True) -> Job:
+def submit(ws: Workspace, kind: str, params: dict[str, Any] | Any, start: bool = True, actor: Actor = LOCAL) -> Job:
     """Queue a job; `params` (a dict or the kind's dataclass) is validated now (core.runner.kinds), so a
     wrong field fails here with its name, not later in the child."""
+    require(actor, "submit a job")
     typed = validate(kind, params)
     check_model_folders(kind, typed)
     params = dataclasses.asdict(typed)
@@ -350,7 +352,8 @@ def _spawn(ws: Workspace, job_id: str, lane_name: str = "training") -> None:
     _update(ws, job_id, pid=proc.pid)
 
 
-def cancel(ws: Workspace, job_id: str) -> Job:
+def cancel(ws: Workspace, job_id: str, actor: Actor = LOCAL) -> Job:
+    require(actor, "cancel, resume or delete a job")
     job = get_job(ws, job_id)
     if job.status == "queued":
         _update(ws, job.id, status="cancelled", finished=time.time(), message="cancelled before start")
@@ -366,9 +369,10 @@ def cancel(ws: Workspace, job_id: str) -> Job:
     return get_job(ws, job.id)
 
 
-def resume(ws: Workspace, job_id: str) -> Job:
+def resume(ws: Workspace, job_id: str, actor: Actor = LOCAL) -> Job:
     """Queue a failed or cancelled job again in the same run folder; training jobs find
     their last checkpoint there and continue from it."""
+    require(actor, "cancel, resume or delete a job")
     job = get_job(ws, job_id)
     if job.status not in ("failed", "cancelled"):
         raise UserError(f"job {job.id} is {job.status}; only failed or cancelled jobs can be resumed")
@@ -378,12 +382,13 @@ def resume(ws: Workspace, job_id: str) -> Job:
     return get_job(ws, job.id)
 
 
-def delete(ws: Workspace, job_id: str) -> None:
+def delete(ws: Workspace, job_id: str, actor: Actor = LOCAL) -> None:
     import shutil
 
+    require(actor, "cancel, resume or delete a job")
     job = get_job(ws, job_id)
     if job.active:
-        cancel(ws, job.id)
+        cancel(ws, job.id, actor=actor)
     con = _connect(ws)
     try:
         con.execute("DELETE FROM jobs WHERE id = ?", (job.id,))

@@ -44,7 +44,8 @@ def correlate_with_f1(runs: Sequence[dict[str, Any]], matrix: dict[str, Any], ta
     that source, as in Dai et al. 2020 Fig. 2. Runs are averaged per source (seeds); the gain is
     over the mean F1 of runs without a pretraining source, or plain F1 when there are none.
 
-    Returns {y_label, baseline_f1, points: [{source, f1, y, <measure>...}], measures: {m: {r, p, n, reason}}}.
+    Returns {y_label, baseline_f1, points: [{source, runs, f1, y, y_err, <measure>...}], measures: {m: {r, p, n, reason}}};
+    y_err is the std of the source's F1 over its runs (seeds), None for a single run.
     """
     from scipy.stats import pearsonr
 
@@ -61,7 +62,9 @@ def correlate_with_f1(runs: Sequence[dict[str, Any]], matrix: dict[str, Any], ta
     for source, f1s in sorted(by_source.items()):
         i = matrix["sources"].index(source)
         f1 = float(np.mean(f1s))
-        point = {"source": source, "runs": len(f1s), "f1": f1, "y": f1 - base if base is not None else f1}
+        # error bar: the sample std of the source's runs over seeds (None with one run: no spread to show)
+        spread = float(np.std(f1s, ddof=1)) if len(f1s) > 1 else None
+        point = {"source": source, "runs": len(f1s), "f1": f1, "y": f1 - base if base is not None else f1, "y_err": spread}
         for m in matrix["measures"]:
             point[m] = matrix["values"][m][i][j]
         points.append(point)

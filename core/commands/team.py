@@ -1,0 +1,271 @@
+"""Team commands: `users` (accounts), `task` (review tasks), `agreement`, `serve-check`.
+
+The CLI acts as the machine's owner (core.access.LOCAL): whoever runs it on the server already owns the
+workspace files. Passwords come from a prompt or a file, never from the command line (shell history).
+"""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import sys
+import time
+from pathlib import Path
+
+from core.access import LOCAL, Role
+from core.cliutil import add_workspace_arg, comma_list, print_json
+from core.data.workspace import Workspace
+from core.errors import UserError
+
+ROLES = [r.value for r in Role]
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    users = sub.add_parser("users", help="accounts for a team: add, list, set-role, disable, enable, unlock, set-password")
+    us = users.add_subparsers(dest="users_command", metavar="ACTION", required=True)
+    p = us.add_parser("add", help="add a user (password from a prompt or --password-file)")
+    p.add_argument("name")
+    p.add_argument("--role", required=True, choices=ROLES)
+    p.add_argument("--password-file", help="file whose first line is the password")
+    p.add_argument("--email", help="e-mail: the user signs in through OIDC (st.login) with it")
+    p.add_argument("--oidc-only", action="store_true", help="no password: sign-in through OIDC only (needs --email)")
+    p.set_defaults(func=cmd_users_add)
+    p = us.add_parser("list", help="users, roles and lock state")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_users_list)
+    p = us.add_parser("set-role", help="change a user's role")
+    p.add_argument("name")
+    p.add_argument("role", choices=ROLES)
+    p.set_defaults(func=cmd_users_change)
+    for action, text in (("disable", "stop a user from signing in (ends their sessions)"), ("enable", "allow a user again"),
+                         ("unlock", "lift a lock after failed sign-ins")):
+        p = us.add_parser(action, help=text)
+        p.add_argument("name")
+        p.set_defaults(func=cmd_users_change)
+    p = us.add_parser("set-password", help="a new password (prompt or --password-file); ends the user's sessions")
+    p.add_argument("name")
+    p.add_argument("--password-file")
+    p.set_defaults(func=cmd_users_change)
+    p = us.add_parser("audit", help="the audit log, newest first (sign-ins, reviews, adjudication, task changes)")
+    p.add_argument("--user", help="only this user's actions")
+    p.add_argument("--limit", type=int, default=50)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_audit)
+    for p in [users, *us.choices.values()]:
+        add_workspace_arg(p)
+
+    task = sub.add_parser("task", help="review tasks for annotators: create, list, progress, export, import")
+    ts = task.add_subparsers(dest="task_command", metavar="ACTION", required=True)
+    p = ts.add_parser("create", help="hand a selection's (or corpus's) sentences to annotators")
+    p.add_argument("--name", required=True)
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--selection", help="saved selection (key, key prefix or folder): its best-ranked sentences")
+    src.add_argument("--corpus", help="workspace corpus (name or role): a seeded sample of its sentences")
+    p.add_argument("--annotators", required=True, help="comma-separated user names")
+    p.add_argument("--items", type=int, help="how many sentences (default: all)")
+    p.add_argument("--overlap", type=float, default=0.2, help="share of items reviewed by two annotators (default 0.2)")
+    p.add_argument("--guidelines-file", help="text file shown to annotators above their queue")
+    p.add_argument("--types", help="entity types, comma-separated (default: the LC's types)")
+    p.add_argument("--seed", type=int, default=0)
+    p.set_defaults(func=cmd_task_create)
+    p = ts.add_parser("list", help="tasks with their size and annotators")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_task_list)
+    p = ts.add_parser("progress", help="per annotator: assigned, done, skipped, left")
+    p.add_argument("task")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_task_progress)
+    p = ts.add_parser("export", help="the settled sentences (adjudicated or agreed) as CoNLL")
+    p.add_argument("task")
+    p.add_argument("--out", required=True)
+    p.set_defaults(func=cmd_task_export)
+    p = ts.add_parser("import", help="the settled sentences as a workspace corpus (e.g. --role lc)")
+    p.add_argument("task")
+    p.add_argument("--name", required=True)
+    p.add_argument("--role", default=None)
+    p.set_defaults(func=cmd_task_import)
+    for p in [task, *ts.choices.values()]:
+        add_workspace_arg(p)
+
+    p = sub.add_parser("agreement", help="agreement between annotators: entity F1 (exact, partial), token kappa, per type")
+    p.add_argument("files", nargs="*", metavar="CONLL", help="two annotators' CoNLL files of the same sentences")
+    p.add_argument("--task", help="a review task's overlapping items instead of files")
+    p.add_argument("--json", action="store_true")
+    add_workspace_arg(p)
+    p.set_defaults(func=cmd_agreement)
+
+    p = sub.add_parser("serve-check", help="exit 0 when the app may listen on ADDRESS (loopback, or accounts/OIDC set up)")
+    p.add_argument("address")
+    add_workspace_arg(p)
+    p.set_defaults(func=cmd_serve_check)
+
+
+def _ws(args: argparse.Namespace) -> Workspace:
+    return Workspace(getattr(args, "workspace", None))
+
+
+def _password(args: argparse.Namespace) -> str:
+    if getattr(args, "password_file", None):
+        path = Path(args.password_file)
+        try:
+            lines = path.read_text().splitlines()
+        except OSError as exc:
+            raise UserError(f"{path}: cannot read the password file ({exc.strerror})") from None
+        if not lines or not lines[0]:
+            raise UserError(f"{path}: line 1 is empty; expected the password on the first line")
+        return lines[0]
+    if not sys.stdin.isatty():
+        raise UserError("no terminal to ask for the password: give --password-file FILE")
+    first = getpass.getpass(f"password for {args.name}: ")
+    if first != getpass.getpass("again: "):
+        raise UserError("the two passwords differ; nothing changed")
+    return first
+
+
+def cmd_users_add(args: argparse.Namespace) -> int:
+    from core.team.users import add_user
+
+    if args.oidc_only and not args.email:
+        raise UserError("--oidc-only needs --email (the identity the provider vouches for)")
+    user = add_user(_ws(args), args.name, args.role, None if args.oidc_only else _password(args), args.email)
+    print(f"added {user.name} ({user.role.value}){' · ' + user.email if user.email else ''}")
+    return 0
+
+
+def cmd_users_list(args: argparse.Namespace) -> int:
+    from core.team.users import list_users
+
+    users = list_users(_ws(args))
+    if args.json:
+        print_json([{"name": u.name, "role": u.role.value, "email": u.email, "disabled": u.disabled, "locked": u.locked}
+                    for u in users])
+        return 0
+    if not users:
+        print("no users: the app is single-user on this machine (add one with `users add NAME --role admin`)")
+    for u in users:
+        state = "disabled" if u.disabled else "locked" if u.locked else "active"
+        print(f"{u.name:<20} {u.role.value:<11} {state:<9} {u.email or ''}")
+    return 0
+
+
+def cmd_users_change(args: argparse.Namespace) -> int:
+    from core.team import users
+
+    ws, action = _ws(args), args.users_command
+    if action == "set-role":
+        user = users.set_role(ws, args.name, args.role)
+    elif action == "set-password":
+        user = users.set_password(ws, args.name, _password(args))
+    elif action == "unlock":
+        user = users.unlock(ws, args.name)
+    else:
+        user = users.set_disabled(ws, args.name, action == "disable")
+    print(f"{user.name}: {user.role.value}, {'disabled' if user.disabled else 'locked' if user.locked else 'active'}")
+    return 0
+
+
+def cmd_audit(args: argparse.Namespace) -> int:
+    from core.team.db import read_audit
+
+    rows = read_audit(_ws(args), args.limit, args.user)
+    if args.json:
+        print_json(rows)
+        return 0
+    for r in rows:
+        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r["at"]))
+        print(f"{when}  {r['actor']:<16} {r['action']:<24} {r['target']}")
+    return 0
+
+
+def cmd_task_create(args: argparse.Namespace) -> int:
+    from core.team.tasks import create_task
+
+    guidelines = ""
+    if args.guidelines_file:
+        try:
+            guidelines = Path(args.guidelines_file).read_text()
+        except OSError as exc:
+            raise UserError(f"{args.guidelines_file}: cannot read the guidelines ({exc.strerror})") from None
+    task = create_task(_ws(args), LOCAL, args.name, comma_list(args.annotators), selection=args.selection, corpus=args.corpus,
+                       n_items=args.items, overlap=args.overlap, guidelines=guidelines,
+                       types=comma_list(args.types) if args.types else None, seed=args.seed)
+    print(f"task {task.id}: {task.items} sentences of {task.source} for {', '.join(task.annotators)} "
+          f"({task.overlap:.0%} reviewed twice)")
+    return 0
+
+
+def cmd_task_list(args: argparse.Namespace) -> int:
+    from dataclasses import asdict
+
+    from core.team.tasks import list_tasks
+
+    tasks = list_tasks(_ws(args), LOCAL)
+    if args.json:
+        print_json([asdict(t) for t in tasks])
+        return 0
+    for t in tasks:
+        print(f"{t.id}  {t.name:<24} {t.items:>6} sentences  {t.source}  annotators {', '.join(t.annotators)}")
+    return 0
+
+
+def cmd_task_progress(args: argparse.Namespace) -> int:
+    from core.team.tasks import progress
+
+    rows = progress(_ws(args), LOCAL, args.task)
+    if args.json:
+        print_json(rows)
+        return 0
+    for r in rows:
+        print(f"{r['annotator']:<20} {r['done'] + r['skipped']:>5} of {r['assigned']:<5} ({r['skipped']} skipped)")
+    return 0
+
+
+def cmd_task_export(args: argparse.Namespace) -> int:
+    from core.team.adjudicate import export_task
+
+    data, report = export_task(_ws(args), LOCAL, args.task)
+    Path(args.out).write_bytes(data)
+    print(f"wrote {report['sentences']} settled sentences to {args.out} ({report['open_disagreements']} disagreements "
+          f"still open, {report['unanswered']} unanswered: left out)")
+    return 0
+
+
+def cmd_task_import(args: argparse.Namespace) -> int:
+    from core.team.adjudicate import import_task
+
+    info, report = import_task(_ws(args), LOCAL, args.task, args.name, args.role)
+    print(f"imported {info.sentences} sentences as {info.name!r}{' (' + args.role.upper() + ')' if args.role else ''}: "
+          f"{info.source}")
+    return 0
+
+
+def cmd_agreement(args: argparse.Namespace) -> int:
+    from core.team.agreement import agreement_files, task_agreement
+
+    if args.task and args.files:
+        raise UserError("give either two CoNLL files or --task, not both")
+    if args.task:
+        result = task_agreement(_ws(args), LOCAL, args.task)
+    elif len(args.files) == 2:
+        result = agreement_files(*args.files)
+    else:
+        raise UserError(f"give two CoNLL files (got {len(args.files)}) or --task TASK")
+    if args.json:
+        print_json(result)
+        return 0
+    if not result["sentences"]:
+        print("no sentences reviewed by two annotators yet")
+        return 0
+    print(f"{result['sentences']} sentences · entity F1 exact {result['f1_exact']:.3f} · partial {result['f1_partial']:.3f} "
+          f"· token kappa {result['kappa_token']:.3f}")
+    for t, r in result["per_type"].items():
+        print(f"  {t:<20} F1 exact {r['f1_exact']:.3f}  partial {r['f1_partial']:.3f}  spans {r['support']}")
+    return 0
+
+
+def cmd_serve_check(args: argparse.Namespace) -> int:
+    from core.team.serving import auth_mode
+
+    mode = auth_mode(_ws(args), args.address, Path(__file__).resolve().parents[2])
+    print(f"serving on {args.address}: {mode.value}")
+    return 0

@@ -1,0 +1,1 @@
+"""Teams: accounts and sign-in, review tasks for annotators, their agreement, and adjudication."""

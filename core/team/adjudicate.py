@@ -1,0 +1,123 @@
+"""Adjudication and the way back: a researcher settles the items annotators disagree on, and the settled set
+becomes a corpus (e.g. more LC) whose source names the task, the annotators and their agreement."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from core.access import Actor, require
+from core.data.corpus import Corpus, corpus_bytes
+from core.data.tags import Span, tags_from_spans
+from core.data.workspace import CorpusInfo, Workspace
+from core.errors import UserError
+from core.review.store import check_spans
+from core.team.agreement import task_agreement
+from core.team.db import audit, connect
+from core.team.tasks import answers, get_task, item_tokens, spans_from_json, spans_json
+
+
+@dataclass
+class Item:
+    index: int
+    tokens: list[str]
+    answers: dict[str, list[Span]]  # annotator -> spans ('done' answers only)
+    adjudicated: list[Span] | None  # a researcher's decision, if any
+    adjudicated_by: str = ""
+
+    @property
+    def agreed(self) -> bool:
+        """One answer, or all answers the same spans."""
+        return len({tuple(sorted(s)) for s in self.answers.values()}) == 1
+
+    @property
+    def final(self) -> list[Span] | None:
+        """The adjudicated spans, else the agreed ones, else None (still open)."""
+        if self.adjudicated is not None:
+            return self.adjudicated
+        return next(iter(self.answers.values())) if self.answers and self.agreed else None
+
+
+def items(ws: Workspace, actor: Actor, task_id: str) -> list[Item]:
+    """Every item of the task with its answers and decision, in task order."""
+    got = answers(ws, actor, task_id)
+    con = connect(ws)
+    try:
+        decided = {r["idx"]: (spans_from_json(r["spans"]), r["by"])
+                   for r in con.execute("SELECT idx, spans, by FROM adjudications WHERE task_id = ?", (task_id,))}
+    finally:
+        con.close()
+    out = []
+    for idx, tokens in item_tokens(ws, task_id).items():
+        spans, by = decided.get(idx, (None, ""))
+        out.append(Item(idx, tokens, got.get(idx, {}), spans, by))
+    return out
+
+
+def disagreements(ws: Workspace, actor: Actor, task_id: str) -> list[Item]:
+    return [i for i in items(ws, actor, task_id) if len(i.answers) >= 2 and not i.agreed]
+
+
+def adjudicate(ws: Workspace, actor: Actor, task_id: str, index: int, spans: Sequence[Span], source: str = "edited") -> Item:
+    """Set the final spans of one item (`source`: the annotator whose answer was picked, or 'edited')."""
+    require(actor, "adjudicate")
+    get_task(ws, task_id)
+    tokens = item_tokens(ws, task_id)
+    if index not in tokens:
+        raise UserError(f"task {task_id} has no sentence {index}")
+    spans = check_spans(list(spans), len(tokens[index]))
+    con = connect(ws)
+    try:
+        con.execute("BEGIN IMMEDIATE")
+        con.execute("INSERT OR REPLACE INTO adjudications (task_id, idx, spans, source, by, updated) VALUES (?, ?, ?, ?, ?, ?)",
+                    (task_id, index, spans_json(spans), source, actor.name, time.time()))
+        audit(con, actor, "adjudicated", f"{task_id}/{index}", source=source, spans=[s.to_dict() for s in spans])
+        con.execute("COMMIT")
+    finally:
+        con.close()
+    return next(i for i in items(ws, actor, task_id) if i.index == index)
+
+
+def settled_corpus(ws: Workspace, actor: Actor, task_id: str) -> tuple[Corpus, dict[str, int]]:
+    """The items with final spans as a labeled corpus, and counts of what was left out and why."""
+    all_items = items(ws, actor, task_id)
+    done = [i for i in all_items if i.final is not None]
+    report = {"sentences": len(done), "open_disagreements": sum(1 for i in all_items if i.answers and i.final is None),
+              "unanswered": sum(1 for i in all_items if not i.answers and i.adjudicated is None)}
+    corpus = Corpus(tokens=[i.tokens for i in done], tags=[tags_from_spans(i.final, len(i.tokens)) for i in done],
+                    fields={"task_index": [i.index for i in done]}, name=f"task-{task_id}")
+    return corpus, report
+
+
+def export_task(ws: Workspace, actor: Actor, task_id: str, fmt: str = "conll") -> tuple[bytes, dict[str, int]]:
+    require(actor, "adjudicate")
+    corpus, report = settled_corpus(ws, actor, task_id)
+    if not len(corpus):
+        raise UserError(f"task {task_id} has no settled sentences yet ({report['open_disagreements']} disagreements open, "
+                        f"{report['unanswered']} unanswered)")
+    return corpus_bytes(corpus, fmt), report
+
+
+def import_task(ws: Workspace, actor: Actor, task_id: str, name: str, role: str | None = None) -> tuple[CorpusInfo, dict[str, Any]]:
+    """Store the settled set as a workspace corpus whose source records the task, annotators and agreement."""
+    require(actor, "import a corpus")
+    task = get_task(ws, task_id)
+    corpus, report = settled_corpus(ws, actor, task_id)
+    if not len(corpus):
+        raise UserError(f"task {task_id} has no settled sentences yet ({report['open_disagreements']} disagreements open, "
+                        f"{report['unanswered']} unanswered)")
+    agree = task_agreement(ws, actor, task_id)
+    kappa = "-" if agree["kappa_token"] is None else f"{agree['kappa_token']:.3f}"
+    f1 = "-" if agree["f1_exact"] is None else f"{agree['f1_exact']:.3f}"
+    source = (f"review task {task.id} ({task.name}) over {task.source}; annotators {', '.join(task.annotators)}; "
+              f"agreement on {agree['sentences']} sentences: F1 exact {f1}, token kappa {kappa}; "
+              f"{report['sentences']} settled sentences ({report['open_disagreements']} disagreements left out)")
+    info = ws.save_corpus(corpus, name, role=role, source=source, actor=actor)
+    con = connect(ws)
+    try:
+        audit(con, actor, "task imported as corpus", task_id, corpus=name, role=role or "", **report)
+    finally:
+        con.close()
+    return info, {**report, "agreement": agree}

@@ -1,0 +1,294 @@
+"""Review tasks: a researcher hands the sentences of a saved selection (or of a corpus) to annotators, with an
+overlap share reviewed twice so agreement can be measured; each annotator works through their own queue.
+
+Items keep their tokens in the task, so a task outlives the selection it came from. Every annotator has their
+own row per item (two annotators never overwrite each other); one annotator saving the same item from two
+tabs is caught by the item's version (optimistic concurrency, as in core.review.store). Every change goes to
+the append-only audit log.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sqlite3
+import time
+import uuid
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from core.access import AccessDenied, Actor, Role, require
+from core.data.tags import Span
+from core.data.workspace import Role as CorpusRole
+from core.data.workspace import Workspace
+from core.errors import UserError
+from core.review.store import check_spans
+from core.team.db import audit, connect
+from core.team.users import get_user
+
+ITEM_STATES = ("done", "skipped")  # "done": the spans are the annotator's answer (none = no entity)
+MAX_ITEMS = 20_000
+
+
+class TaskConflict(UserError):
+    """The same annotator saved this item after the version they are editing (a second tab)."""
+
+
+@dataclass
+class Task:
+    id: str
+    name: str
+    source: str  # "selection KEY" or "corpus NAME"
+    corpus: str
+    corpus_hash: str
+    annotators: list[str]
+    overlap: float
+    guidelines: str
+    types: list[str]
+    created_by: str
+    created: float
+    items: int = 0
+
+
+@dataclass
+class QueueItem:
+    task_id: str
+    index: int  # sentence index in the task's corpus (DC for a selection)
+    position: int
+    tokens: list[str]
+    suggested: list[Span]
+    status: str | None = None  # None: not yet reviewed by this annotator
+    spans: list[Span] = field(default_factory=list)
+    version: int = 0
+    annotators: int = 1  # how many annotators have this item
+
+
+def spans_json(spans: Sequence[Span]) -> str:
+    return json.dumps([s.to_dict() for s in spans])
+
+
+def spans_from_json(text: str) -> list[Span]:
+    return [Span(d["start"], d["end"], d["type"]) for d in json.loads(text)]
+
+
+def _task(row: sqlite3.Row, items: int = 0) -> Task:
+    return Task(row["id"], row["name"], row["source"], row["corpus"], row["corpus_hash"], json.loads(row["annotators"]),
+                row["overlap"], row["guidelines"], json.loads(row["types"]), row["created_by"], row["created"], items)
+
+
+def assign(n_items: int, annotators: Sequence[str], overlap: float, seed: int = 0) -> list[list[str]]:
+    """Per item, who reviews it: round-robin over annotators (balanced), and a seeded `overlap` share of the
+    items also goes to the next annotator in the rotation.
+
+    >>> assign(4, ["a", "b"], 0.5, seed=1)
+    [['a', 'b'], ['b', 'a'], ['a'], ['b']]
+    """
+    if not annotators:
+        raise UserError("a task needs at least one annotator")
+    if not 0.0 <= overlap <= 1.0:
+        raise UserError(f"overlap {overlap}: give a share between 0 and 1 (0.2 = a fifth of the items reviewed twice)")
+    if overlap > 0 and len(annotators) < 2:
+        raise UserError("an overlap needs two annotators or more (agreement compares two people)")
+    doubled = set(np.random.default_rng(seed).permutation(n_items)[: math.ceil(overlap * n_items)].tolist()) if overlap else set()
+    out = []
+    for i in range(n_items):
+        first = annotators[i % len(annotators)]
+        out.append([first, annotators[(i + 1) % len(annotators)]] if i in doubled else [first])
+    return out
+
+
+def _source_items(ws: Workspace, selection: str | None, corpus: str | None, n_items: int | None, seed: int
+                  ) -> tuple[str, str, str, list[int], list[list[str]]]:
+    """(source, corpus name, corpus hash, indices, tokens) of the sentences a task reviews."""
+    if bool(selection) == bool(corpus):
+        raise UserError("give a task either a selection or a corpus")
+    if selection:
+        from core.selection.store import load_selection
+
+        sel = load_selection(ws, selection)
+        indices = [int(i) for i in sel.indices]
+        take = indices[:n_items] if n_items else indices  # best-ranked first
+        rows = sel.selected
+        tokens = [list(t) for t in rows.tokens[: len(take)]]
+        return f"selection {sel.key}", sel.meta.get("dc_name", ""), sel.meta.get("dc_hash", ""), take, tokens
+    ref = ws.ref(corpus)
+    data = ws.load_corpus(ref.name)
+    indices = list(range(len(data)))
+    if n_items and n_items < len(indices):
+        indices = sorted(np.random.default_rng(seed).choice(len(indices), n_items, replace=False).tolist())
+    return f"corpus {ref.name}", ref.name, ref.hash, indices, [list(data.tokens[i]) for i in indices]
+
+
+def default_types(ws: Workspace) -> list[str]:
+    """The entity types of the workspace's LC (what the trained model will predict)."""
+    name = ws.corpus_for_role(CorpusRole.LC)
+    return list(ws.corpus_info(name).entity_types) if name else []
+
+
+def create_task(ws: Workspace, actor: Actor, name: str, annotators: Sequence[str], selection: str | None = None,
+                corpus: str | None = None, n_items: int | None = None, overlap: float = 0.2, guidelines: str = "",
+                types: Sequence[str] | None = None, seed: int = 0) -> Task:
+    """A task over the first `n_items` of a selection (best ranked) or a seeded sample of a corpus."""
+    require(actor, "manage review tasks")
+    if not name.strip():
+        raise UserError("a task needs a name")
+    annotators = list(dict.fromkeys(a.strip() for a in annotators if a.strip()))
+    for a in annotators:
+        if get_user(ws, a).disabled:
+            raise UserError(f"user {a!r} is disabled: enable them or pick someone else")
+    if n_items is not None and not 1 <= n_items <= MAX_ITEMS:
+        raise UserError(f"items {n_items}: give 1 to {MAX_ITEMS:,}")
+    source, corpus_name, corpus_hash, indices, tokens = _source_items(ws, selection, corpus, n_items, seed)
+    if not indices:
+        raise UserError(f"{source} has no sentences to review")
+    who = assign(len(indices), annotators, overlap, seed)
+    types = [t for t in (types if types is not None else default_types(ws)) if t]
+    task_id = time.strftime("%Y%m%d-") + uuid.uuid4().hex[:6]
+    con = connect(ws)
+    try:
+        con.execute("BEGIN IMMEDIATE")
+        con.execute("INSERT INTO tasks (id, name, source, corpus, corpus_hash, annotators, overlap, guidelines, types, created_by, "
+                    "created) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (task_id, name.strip(), source, corpus_name, corpus_hash, json.dumps(annotators), overlap, guidelines,
+                     json.dumps(types), actor.name, time.time()))
+        con.executemany("INSERT INTO task_items (task_id, idx, position, tokens) VALUES (?, ?, ?, ?)",
+                        [(task_id, i, p, json.dumps(t)) for p, (i, t) in enumerate(zip(indices, tokens))])
+        con.executemany("INSERT INTO assignments (task_id, idx, annotator) VALUES (?, ?, ?)",
+                        [(task_id, i, a) for i, names in zip(indices, who) for a in names])
+        audit(con, actor, "task created", task_id, name=name, source=source, items=len(indices), annotators=annotators,
+              overlap=overlap)
+        con.execute("COMMIT")
+    except BaseException:
+        if con.in_transaction:
+            con.execute("ROLLBACK")
+        raise
+    finally:
+        con.close()
+    return get_task(ws, task_id)
+
+
+def get_task(ws: Workspace, task_id: str) -> Task:
+    con = connect(ws)
+    try:
+        row = con.execute("SELECT * FROM tasks WHERE id = ?", (task_id,)).fetchone()
+        n = con.execute("SELECT COUNT(*) FROM task_items WHERE task_id = ?", (task_id,)).fetchone()[0]
+    finally:
+        con.close()
+    if row is None:
+        raise UserError(f"no review task {task_id!r}: `python -m core task list` shows the tasks")
+    return _task(row, n)
+
+
+def list_tasks(ws: Workspace, actor: Actor) -> list[Task]:
+    """Every task for staff; an annotator's own tasks only."""
+    con = connect(ws)
+    try:
+        if actor.role == Role.ANNOTATOR:
+            rows = con.execute("SELECT * FROM tasks WHERE id IN (SELECT task_id FROM assignments WHERE annotator = ?) "
+                               "ORDER BY created DESC", (actor.name,)).fetchall()
+        else:
+            rows = con.execute("SELECT * FROM tasks ORDER BY created DESC").fetchall()
+        counts = dict(con.execute("SELECT task_id, COUNT(*) FROM task_items GROUP BY task_id").fetchall())
+    finally:
+        con.close()
+    return [_task(r, counts.get(r["id"], 0)) for r in rows]
+
+
+def queue(ws: Workspace, actor: Actor, task_id: str, annotator: str | None = None) -> list[QueueItem]:
+    """The items of `task_id` assigned to `annotator` (default: the actor) in task order, with their answers.
+    Reading someone else's queue needs a staff role."""
+    annotator = annotator or actor.name
+    if annotator != actor.name:
+        require(actor, "read other annotators' work")
+    get_task(ws, task_id)
+    con = connect(ws)
+    try:
+        rows = con.execute(
+            "SELECT i.idx, i.position, i.tokens, i.suggested, a.status, a.spans, a.version, "
+            "(SELECT COUNT(*) FROM assignments x WHERE x.task_id = i.task_id AND x.idx = i.idx) AS n "
+            "FROM assignments s JOIN task_items i ON i.task_id = s.task_id AND i.idx = s.idx "
+            "LEFT JOIN annotations a ON a.task_id = s.task_id AND a.idx = s.idx AND a.annotator = s.annotator "
+            "WHERE s.task_id = ? AND s.annotator = ? ORDER BY i.position", (task_id, annotator)).fetchall()
+    finally:
+        con.close()
+    return [QueueItem(task_id, r["idx"], r["position"], json.loads(r["tokens"]), spans_from_json(r["suggested"]), r["status"],
+                      spans_from_json(r["spans"]) if r["spans"] else [], r["version"] or 0, r["n"]) for r in rows]
+
+
+def save_annotation(ws: Workspace, actor: Actor, task_id: str, index: int, spans: Sequence[Span], status: str = "done",
+                    expected_version: int = 0) -> QueueItem:
+    """The actor's answer for one item of their queue. `expected_version` is the version they saw (0: none yet)."""
+    require(actor, "review")
+    if status not in ITEM_STATES:
+        raise UserError(f"status {status!r}: expected one of {', '.join(ITEM_STATES)}")
+    get_task(ws, task_id)  # a clear message for a task deleted meanwhile
+    con = connect(ws)
+    try:
+        con.execute("BEGIN IMMEDIATE")
+        item = con.execute("SELECT tokens FROM task_items WHERE task_id = ? AND idx = ?", (task_id, index)).fetchone()
+        mine = con.execute("SELECT 1 FROM assignments WHERE task_id = ? AND idx = ? AND annotator = ?",
+                           (task_id, index, actor.name)).fetchone()
+        if item is None or mine is None:
+            con.execute("ROLLBACK")
+            raise AccessDenied(f"sentence {index} of task {task_id} is not in {actor.name}'s queue")
+        spans = check_spans(list(spans), len(json.loads(item["tokens"]))) if status == "done" else []
+        row = con.execute("SELECT version FROM annotations WHERE task_id = ? AND idx = ? AND annotator = ?",
+                          (task_id, index, actor.name)).fetchone()
+        current = row["version"] if row else 0
+        if current != expected_version:
+            con.execute("ROLLBACK")
+            raise TaskConflict(f"sentence {index} of task {task_id} was saved meanwhile (another tab of yours?): "
+                                 "reload it to see that answer before changing it")
+        con.execute("INSERT OR REPLACE INTO annotations (task_id, idx, annotator, status, spans, version, updated) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?)", (task_id, index, actor.name, status, spans_json(spans), current + 1, time.time()))
+        audit(con, actor, "annotation saved", f"{task_id}/{index}", status=status, version=current + 1,
+              spans=[s.to_dict() for s in spans])
+        con.execute("COMMIT")
+    except BaseException:
+        if con.in_transaction:
+            con.execute("ROLLBACK")
+        raise
+    finally:
+        con.close()
+    return next(q for q in queue(ws, actor, task_id) if q.index == index)
+
+
+def progress(ws: Workspace, actor: Actor, task_id: str) -> list[dict]:
+    """Per annotator: assigned, done, skipped (staff only: it shows everyone's work)."""
+    require(actor, "read other annotators' work")
+    con = connect(ws)
+    try:
+        assigned = Counter(r[0] for r in con.execute("SELECT annotator FROM assignments WHERE task_id = ?", (task_id,)))
+        states = Counter((r[0], r[1]) for r in con.execute("SELECT annotator, status FROM annotations WHERE task_id = ?",
+                                                           (task_id,)))
+    finally:
+        con.close()
+    return [{"annotator": a, "assigned": n, "done": states[(a, "done")], "skipped": states[(a, "skipped")],
+             "left": n - states[(a, "done")] - states[(a, "skipped")]} for a, n in sorted(assigned.items())]
+
+
+def answers(ws: Workspace, actor: Actor, task_id: str) -> dict[int, dict[str, list[Span]]]:
+    """Per item: annotator -> spans, for the items answered 'done' (staff only)."""
+    require(actor, "read other annotators' work")
+    con = connect(ws)
+    try:
+        rows = con.execute("SELECT idx, annotator, spans FROM annotations WHERE task_id = ? AND status = 'done' "
+                           "ORDER BY idx, annotator", (task_id,)).fetchall()
+    finally:
+        con.close()
+    out: dict[int, dict[str, list[Span]]] = {}
+    for r in rows:
+        out.setdefault(r["idx"], {})[r["annotator"]] = spans_from_json(r["spans"])
+    return out
+
+
+def item_tokens(ws: Workspace, task_id: str) -> dict[int, list[str]]:
+    con = connect(ws)
+    try:
+        rows = con.execute("SELECT idx, tokens FROM task_items WHERE task_id = ? ORDER BY position", (task_id,)).fetchall()
+    finally:
+        con.close()
+    return {r["idx"]: json.loads(r["tokens"]) for r in rows}

@@ -1,0 +1,103 @@
+"""Issue 23 in a real browser: signed out every URL shows only the sign-in form; an annotator sees only their
+queue, even at a researcher page's URL; two annotators review overlapping sentences and the Agreement page shows
+what a hand computation gives; repeated wrong passwords lock the account."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.browser import browser_page, screenshot, streamlit_server, wait_for_app
+
+pytestmark = pytest.mark.browser
+PASSWORD = "correct horse"
+
+
+@pytest.fixture(scope="module")
+def team_ws(tmp_path_factory):
+    from core.access import Actor, Role
+    from core.data.demo import write_demo_workspace
+    from core.team import tasks, users
+
+    root = tmp_path_factory.mktemp("teamws")
+    ws = write_demo_workspace(root, dc_size=200)
+    (root / "two.txt").write_text("John lives in Paris\nMary visited Berlin today\n")
+    ws.import_corpus(root / "two.txt", name="two")
+    for name, role in (("rita", "researcher"), ("ann", "annotator"), ("bob", "annotator"), ("eve", "annotator")):
+        users.add_user(ws, name, role, PASSWORD)
+    tasks.create_task(ws, Actor("rita", Role.RESEARCHER), "two sentences", ["ann", "bob"], corpus="two", overlap=1.0,
+                      types=["PER", "LOC", "ORG"], guidelines="Mark people and places.")
+    return root
+
+
+def sign_in(page, name: str, password: str = PASSWORD) -> None:
+    wait_for_app(page, "Sign in")
+    page.get_by_label("User name", exact=True).fill(name)
+    page.get_by_label("Password", exact=True).fill(password)
+    page.get_by_role("button", name="Sign in").click()
+
+
+def mark(page, token: str, entity: str) -> None:
+    page.locator("[class*='st-key-q_tokens'] button", has_text=token).first.click()
+    page.locator("[class*='st-key-q_type'] button", has_text=entity).first.click()
+    page.locator("[class*='st-key-q_assign'] button").first.click()
+    page.locator("[class*='st-key-q_card'] .nx-ent", has_text=token).first.wait_for(state="visible")  # the span is drawn
+    page.wait_for_function("() => !document.querySelector('[data-testid=\"stStatusWidget\"]')")
+
+
+def annotate(page, url: str, who: str, sentences: list[list[tuple[str, str]]]) -> None:
+    page.goto(url)
+    sign_in(page, who)
+    wait_for_app(page, "My review queue")
+    for n, marks in enumerate(sentences, 1):
+        wait_for_app(page, f"Sentence {n} of {len(sentences)}")
+        for token, entity in marks:
+            mark(page, token, entity)
+        if n == 1:
+            screenshot(page, f"team_queue_{who}")
+        page.locator("[class*='st-key-q_save'] button").first.click()
+        wait_for_app(page, f"{n} of {len(sentences)} sentences answered")
+    wait_for_app(page, f"{len(sentences)} of {len(sentences)} sentences answered")
+
+
+def test_team_flow_in_the_browser(team_ws):
+    with streamlit_server(team_ws) as url, browser_page(height=1400) as page:
+        for path in ("", "/runs", "/corpora", "/agreement"):  # signed out: the form only, no workspace data
+            page.goto(url + path)
+            wait_for_app(page, "this server needs an account")
+            body = page.inner_text("body")
+            assert "demo-dc" not in body and "Workspace" not in body and "Start NER training" not in body, path
+        screenshot(page, "team_sign_in")
+
+        page.goto(f"{url}/runs")  # an annotator at a researcher page's URL gets their queue, nothing else
+        sign_in(page, "eve")
+        wait_for_app(page, "This page needs the researcher role")
+        body = page.inner_text("body")
+        assert "Start NER training" not in body and "Corpora" not in body and "Folder" not in body
+        page.get_by_text("Open my review queue").click()
+        wait_for_app(page, "No review task is assigned to you yet")
+
+        annotate(page, url, "ann", [[("John", "PER"), ("Paris", "LOC")], [("Mary", "PER"), ("Berlin", "LOC")]])
+        annotate(page, url, "bob", [[("John", "PER"), ("Paris", "ORG")], [("Mary", "PER")]])
+
+        # By hand: strict matches John, Mary of 4 + 3 spans: F1 4/7 = 0.571. Partial: John, Paris (same boundaries),
+        # Mary correct, Berlin missed: P 3/3, R 3/4, F1 0.857. Tokens: 6 of 8 agree; A {PER 2, LOC 2, O 4},
+        # B {PER 2, ORG 1, O 5}: pe = (4 + 20) / 64, kappa = (0.75 - 0.375) / 0.625 = 0.600.
+        page.goto(f"{url}/agreement")
+        sign_in(page, "rita")
+        wait_for_app(page, "Sentences reviewed twice")
+        metrics = page.inner_text("[data-testid='stMainBlockContainer']")
+        for label, value in (("Entity F1, exact", "0.571"), ("Entity F1, partial", "0.857"), ("Token kappa", "0.600")):
+            assert label in metrics and value in metrics, (label, value, metrics[:1500])
+        wait_for_app(page, "2 sentences where annotators differ")
+        screenshot(page, "team_agreement")
+        page.locator("[class*='st-key-agr_pick_'] button", has_text="Pick ann").first.click()
+        wait_for_app(page, "1 settled")
+        screenshot(page, "team_adjudicated")
+
+        page.goto(url)
+        for _ in range(5):
+            sign_in(page, "bob", "not the password")
+        wait_for_app(page, "is locked until")
+        sign_in(page, "bob")  # the right password no longer opens it
+        wait_for_app(page, "is locked until")
+        screenshot(page, "team_locked")

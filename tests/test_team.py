@@ -1,0 +1,282 @@
+"""Issue 23 in core: accounts, sign-in locks, sessions, roles checked where state changes, review tasks, agreement
+against a hand computation, adjudication and the way back to a corpus."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+
+from core.access import LOCAL, AccessDenied, Actor, Role
+from core.cli import main
+from core.data.tags import Span
+from core.errors import UserError
+from core.team import adjudicate, tasks, users
+from core.team.agreement import agreement, agreement_files
+from core.team.db import connect, read_audit
+
+PASSWORD = "correct horse"
+
+
+@pytest.fixture
+def team_ws(tmp_path):
+    from core.data.demo import write_demo_workspace
+
+    ws = write_demo_workspace(tmp_path / "ws", dc_size=200)
+    users.add_user(ws, "boss", "admin", PASSWORD)
+    users.add_user(ws, "rita", "researcher", PASSWORD)
+    users.add_user(ws, "ann", "annotator", PASSWORD)
+    users.add_user(ws, "bob", "annotator", PASSWORD)
+    return ws
+
+
+# --------------------------------------------------------------------------- accounts and sign-in
+
+
+def test_passwords_are_argon2_hashes_and_sign_in_checks_them(team_ws):
+    con = connect(team_ws)
+    stored = con.execute("SELECT pw_hash FROM users WHERE name = 'ann'").fetchone()[0]
+    con.close()
+    assert stored.startswith("$argon2") and PASSWORD not in stored
+    assert users.authenticate(team_ws, "ann", PASSWORD) == Actor("ann", Role.ANNOTATOR)
+    for name, pw in (("ann", "wrong password"), ("nobody", PASSWORD)):
+        with pytest.raises(users.SignInError, match="wrong user name or password"):  # the same words for both
+            users.authenticate(team_ws, name, pw)
+
+
+def test_repeated_wrong_passwords_lock_the_user_until_an_admin_unlocks(team_ws):
+    for _ in range(users.MAX_FAILURES - 1):
+        with pytest.raises(users.SignInError, match="wrong user name"):
+            users.authenticate(team_ws, "bob", "guess-guess")
+    with pytest.raises(users.SignInError, match="locked until"):
+        users.authenticate(team_ws, "bob", "guess-guess")
+    with pytest.raises(users.SignInError, match="locked until"):  # even the right password, while locked
+        users.authenticate(team_ws, "bob", PASSWORD)
+    assert users.get_user(team_ws, "bob").locked
+    assert any(r["action"] == "sign-in failed" and r["detail"]["locked"] for r in read_audit(team_ws, user="bob"))
+    users.unlock(team_ws, "bob")
+    assert users.authenticate(team_ws, "bob", PASSWORD).name == "bob"
+
+
+def test_sessions_forged_expired_or_of_a_disabled_user_are_refused(team_ws):
+    token = users.open_session(team_ws, Actor("ann", Role.ANNOTATOR))
+    assert users.session_actor(team_ws, token).name == "ann"
+    for bad in ("forged-" + token[7:], "", None):
+        with pytest.raises(users.SignInError, match="sign in again"):
+            users.session_actor(team_ws, bad)
+    expired = users.open_session(team_ws, Actor("ann", Role.ANNOTATOR), seconds=-1)
+    with pytest.raises(users.SignInError, match="sign in again"):
+        users.session_actor(team_ws, expired)
+    users.set_role(team_ws, "ann", "researcher")  # a role change applies to the open session at once
+    assert users.session_actor(team_ws, token).role == Role.RESEARCHER
+    users.set_disabled(team_ws, "ann")
+    with pytest.raises(users.SignInError, match="sign in again"):
+        users.session_actor(team_ws, token)
+
+
+def test_bad_account_input_changes_nothing(team_ws):
+    before = users.list_users(team_ws)
+    for call in (lambda: users.add_user(team_ws, "ann", "annotator", PASSWORD),
+                 lambda: users.add_user(team_ws, "x y", "annotator", PASSWORD),
+                 lambda: users.add_user(team_ws, "carl", "annotator", "short"),
+                 lambda: users.add_user(team_ws, "carl", "boss", PASSWORD),
+                 lambda: users.add_user(team_ws, "carl", "annotator", PASSWORD, actor=Actor("rita", Role.RESEARCHER))):
+        with pytest.raises(UserError):
+            call()
+    assert users.list_users(team_ws) == before
+
+
+# --------------------------------------------------------------------------- roles, checked in core
+
+
+def test_an_annotator_calling_researcher_functions_is_refused_and_nothing_changes(team_ws, tmp_path):
+    from core.review.store import ReviewStore
+    from core.runner import jobs
+
+    ann = Actor("ann", Role.ANNOTATOR)
+    (tmp_path / "more.txt").write_text("One more sentence .\n")
+    corpora, listed = [i.name for i in team_ws.list_corpora()], jobs.list_jobs(team_ws)
+    refused = [
+        lambda: jobs.submit(team_ws, "select", {"tc": "demo-tc", "dc": "demo-dc", "strategy": "random", "budget": 5}, actor=ann),
+        lambda: team_ws.import_corpus(tmp_path / "more.txt", actor=ann),
+        lambda: team_ws.import_upload("more.txt", b"One more sentence .\n", actor=ann),
+        lambda: team_ws.delete_corpus("demo-dc", actor=ann),
+        lambda: team_ws.set_role("demo-dc", None, actor=ann),
+        lambda: team_ws.update_settings(actor=ann, ray_address="local"),
+        lambda: ReviewStore(team_ws, "demo-dc@x").save(0, "accepted", ["a"], [], expected_version=0, actor=ann),
+        lambda: tasks.create_task(team_ws, ann, "mine", ["ann"], corpus="demo-dc", n_items=3, overlap=0),
+        lambda: users.set_role(team_ws, "ann", "admin", actor=ann),
+        lambda: read_audit(team_ws, actor=ann),
+    ]
+    for call in refused:
+        with pytest.raises(AccessDenied, match="ann \\(annotator\\) may not"):
+            call()
+    assert [i.name for i in team_ws.list_corpora()] == corpora and len(jobs.list_jobs(team_ws)) == len(listed)
+    assert users.get_user(team_ws, "ann").role == Role.ANNOTATOR and team_ws.settings().get("ray_address") is None
+    job = jobs.submit(team_ws, "sleep", {"seconds": 0}, start=False, actor=Actor("rita", Role.RESEARCHER))  # staff may
+    with pytest.raises(AccessDenied):
+        jobs.delete(team_ws, job.id, actor=ann)
+    jobs.delete(team_ws, job.id, actor=Actor("rita", Role.RESEARCHER))
+
+
+# --------------------------------------------------------------------------- tasks
+
+
+def test_a_task_splits_items_with_overlap_and_each_annotator_sees_only_theirs(team_ws):
+    rita, ann, bob = Actor("rita", Role.RESEARCHER), Actor("ann", Role.ANNOTATOR), Actor("bob", Role.ANNOTATOR)
+    task = tasks.create_task(team_ws, rita, "demo sample", ["ann", "bob"], corpus="demo-dc", n_items=10, overlap=0.2,
+                             types=["PER", "LOC"])
+    qa, qb = tasks.queue(team_ws, ann, task.id), tasks.queue(team_ws, bob, task.id)
+    assert task.items == 10 and len(qa) + len(qb) == 12  # 2 of 10 reviewed twice
+    assert len({i.index for i in qa} & {i.index for i in qb}) == 2
+    assert [t.id for t in tasks.list_tasks(team_ws, ann)] == [task.id]
+    assert tasks.list_tasks(team_ws, Actor("nobody", Role.ANNOTATOR)) == []
+    with pytest.raises(AccessDenied):
+        tasks.queue(team_ws, ann, task.id, annotator="bob")  # not another annotator's work
+    only_bob = next(i for i in qb if i.index not in {q.index for q in qa})
+    with pytest.raises(AccessDenied, match="not in ann's queue"):
+        tasks.save_annotation(team_ws, ann, task.id, only_bob.index, [])
+    first = qa[0]
+    saved = tasks.save_annotation(team_ws, ann, task.id, first.index, [Span(0, 1, "PER")])
+    assert saved.version == 1 and saved.status == "done"
+    with pytest.raises(tasks.TaskConflict, match="saved meanwhile"):  # the same annotator's stale second tab
+        tasks.save_annotation(team_ws, ann, task.id, first.index, [], expected_version=0)
+    with pytest.raises(UserError, match="outside the sentence"):
+        tasks.save_annotation(team_ws, ann, task.id, first.index, [Span(0, 999, "PER")], expected_version=1)
+    assert tasks.queue(team_ws, ann, task.id)[0].spans == [Span(0, 1, "PER")]  # the bad saves changed nothing
+    progress = {r["annotator"]: r for r in tasks.progress(team_ws, rita, task.id)}
+    assert progress["ann"]["done"] == 1 and progress["bob"]["done"] == 0
+    log = read_audit(team_ws)
+    assert log[0]["action"] == "annotation saved" and log[0]["actor"] == "ann"
+    con = connect(team_ws)
+    with pytest.raises(sqlite3.DatabaseError, match="append-only"):
+        con.execute("DELETE FROM audit")
+    con.close()
+
+
+def test_a_task_over_a_missing_selection_says_so(team_ws):
+    with pytest.raises(UserError, match="selection"):
+        tasks.create_task(team_ws, LOCAL, "gone", ["ann"], selection="0123456789abcdef", overlap=0)
+    assert tasks.list_tasks(team_ws, LOCAL) == []
+
+
+# --------------------------------------------------------------------------- agreement
+
+
+A_CONLL = "John\tB-PER\nSmith\tI-PER\nmet\tO\nAcme\tB-LOC\n.\tO\n\nIn\tO\nParis\tB-LOC\ntoday\tO\n.\tO\n"
+B_CONLL = "John\tB-PER\nSmith\tI-PER\nmet\tO\nAcme\tB-ORG\n.\tO\n\nIn\tO\nParis\tB-LOC\ntoday\tI-LOC\n.\tO\n"
+
+
+def test_agreement_matches_a_hand_computation(tmp_path, capsys):
+    """Strict: 1 match (John Smith) of 3 + 3 spans: F1 2/6. Partial: John Smith and Acme (same boundaries) correct,
+    Paris vs Paris today partial: (2 + 0.5) / 3. Tokens: 7 of 9 agree; marginals A {PER 2, LOC 2, O 5},
+    B {PER 2, LOC 2, ORG 1, O 4}: pe = (4 + 4 + 20) / 81, kappa = (63 - 28) / (81 - 28) = 35/53."""
+    (tmp_path / "a.conll").write_text(A_CONLL)
+    (tmp_path / "b.conll").write_text(B_CONLL)
+    r = agreement_files(tmp_path / "a.conll", tmp_path / "b.conll")
+    assert r["sentences"] == 2
+    assert r["f1_exact"] == pytest.approx(1 / 3, abs=1e-6)
+    assert r["f1_partial"] == pytest.approx(2.5 / 3, abs=1e-6)
+    assert r["kappa_token"] == pytest.approx(35 / 53, abs=1e-6)
+    assert r["per_type"]["PER"] == {"f1_exact": 1.0, "f1_partial": 1.0, "support": 2}
+    assert r["per_type"]["LOC"]["f1_exact"] == 0.0 and r["per_type"]["LOC"]["support"] == 3
+    assert r["confusion"]["LOC"] == {"ORG": 1, "—": 1} and r["confusion"]["—"] == {"LOC": 1}
+    assert main(["agreement", str(tmp_path / "a.conll"), str(tmp_path / "b.conll"), "--json"]) == 0
+    import json
+
+    printed = json.loads(capsys.readouterr().out)
+    assert set(printed) >= {"sentences", "f1_exact", "f1_partial", "kappa_token", "per_type"}
+    assert printed["kappa_token"] == pytest.approx(35 / 53, abs=1e-6)
+
+
+def test_agreement_of_identical_annotations_is_one_and_differing_sentences_are_an_error(tmp_path, capsys):
+    same = agreement([([Span(0, 1, "PER")], [Span(0, 1, "PER")], 3)])
+    assert same["f1_exact"] == same["f1_partial"] == same["kappa_token"] == 1.0
+    (tmp_path / "a.conll").write_text(A_CONLL)
+    (tmp_path / "c.conll").write_text(A_CONLL.replace("Paris", "Rome"))
+    assert main(["agreement", str(tmp_path / "a.conll"), str(tmp_path / "c.conll"), "--json"]) == 2
+    err = capsys.readouterr().err
+    assert "sentence 2 differs" in err and "'In Paris today .'" in err and "Traceback" not in err
+
+
+def test_task_agreement_adjudication_and_the_corpus_it_becomes(team_ws, capsys):
+    rita, ann, bob = Actor("rita", Role.RESEARCHER), Actor("ann", Role.ANNOTATOR), Actor("bob", Role.ANNOTATOR)
+    task = tasks.create_task(team_ws, rita, "both", ["ann", "bob"], corpus="demo-dc", n_items=3, overlap=1.0, types=["PER", "LOC"])
+    for who, spans in ((ann, [Span(0, 1, "PER")]), (bob, [Span(0, 1, "LOC")])):
+        for item in tasks.queue(team_ws, who, task.id):
+            tasks.save_annotation(team_ws, who, task.id, item.index, spans if item.position == 0 else [])
+    got = tasks.answers(team_ws, rita, task.id)
+    assert len(got) == 3 and all(set(v) == {"ann", "bob"} for v in got.values())
+    assert main(["--workspace", str(team_ws.root), "agreement", "--task", task.id, "--json"]) == 0
+    import json
+
+    r = json.loads(capsys.readouterr().out)
+    assert r["sentences"] == 3 and r["f1_exact"] == 0.0 and r["per_annotator"]["ann"]["overlapping"] == 3
+    open_items = adjudicate.disagreements(team_ws, rita, task.id)
+    assert len(open_items) == 1
+    with pytest.raises(AccessDenied):
+        adjudicate.adjudicate(team_ws, ann, task.id, open_items[0].index, [])
+    corpus, report = adjudicate.settled_corpus(team_ws, rita, task.id)
+    assert report == {"sentences": 2, "open_disagreements": 1, "unanswered": 0}
+    adjudicate.adjudicate(team_ws, rita, task.id, open_items[0].index, [Span(0, 1, "PER")], source="ann")
+    info, report = adjudicate.import_task(team_ws, rita, task.id, "task-lc")
+    assert info.sentences == 3 and info.labeled and report["open_disagreements"] == 0
+    assert f"review task {task.id}" in info.source and "annotators ann, bob" in info.source and "F1 exact 0.000" in info.source
+    assert team_ws.load_corpus("task-lc").tags[0][0] == "B-PER"
+    with pytest.raises(AccessDenied):
+        adjudicate.import_task(team_ws, ann, task.id, "sneaky")
+
+
+# --------------------------------------------------------------------------- serving
+
+
+def test_listening_beyond_loopback_needs_accounts(tmp_path, capsys):
+    empty = tmp_path / "empty"
+    assert main(["--workspace", str(empty), "serve-check", "127.0.0.1"]) == 0
+    assert main(["--workspace", str(empty), "serve-check", "0.0.0.0"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "users add NAME --role admin" in err[0]
+    (tmp_path / "pw").write_text(PASSWORD + "\n")
+    assert main(["--workspace", str(empty), "users", "add", "boss", "--role", "admin", "--password-file", str(tmp_path / "pw")]) == 0
+    assert main(["--workspace", str(empty), "serve-check", "0.0.0.0"]) == 0
+
+
+def test_app_sh_refuses_to_listen_on_all_interfaces_without_accounts(tmp_path):
+    import os
+    import socket
+    import subprocess
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    if not (root / ".venv" / "bin" / "python").exists():
+        pytest.skip("scripts/app.sh needs the project's .venv (scripts/setup.sh)")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = dict(os.environ, NERSELECT_ADDRESS="0.0.0.0", NERSELECT_PORT=str(port), NERSELECT_WORKSPACE=str(tmp_path / "w"))
+    done = subprocess.run(["bash", "scripts/app.sh"], cwd=root, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode != 0
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert lines[-1].startswith("error: refusing to listen on 0.0.0.0"), done.stderr[-2000:]
+    with socket.socket() as s:  # nothing listens on the port it was given
+        assert s.connect_ex(("127.0.0.1", port)) != 0
+
+
+
+def test_oidc_takes_the_role_from_the_user_with_that_e_mail(team_ws, tmp_path):
+    from core.team.serving import AuthMode, auth_mode
+
+    app_root = tmp_path / "app"
+    (app_root / ".streamlit").mkdir(parents=True)
+    assert auth_mode(team_ws, "0.0.0.0", app_root) == AuthMode.ACCOUNTS
+    (app_root / ".streamlit" / "secrets.toml").write_text('[auth]\nredirect_uri = "https://x/oauth2callback"\n')
+    assert auth_mode(team_ws, "0.0.0.0", app_root) == AuthMode.OIDC
+    users.add_user(team_ws, "olga", "annotator", None, email="Olga@Example.org")
+    assert users.actor_for_email(team_ws, "olga@example.org") == Actor("olga", Role.ANNOTATOR)
+    with pytest.raises(users.SignInError, match="users add NAME --email stranger@example.org"):
+        users.actor_for_email(team_ws, "stranger@example.org")
+    with pytest.raises(users.SignInError, match="wrong user name or password"):  # no password: no password sign-in
+        users.authenticate(team_ws, "olga", "")
+    (app_root / ".streamlit" / "secrets.toml").write_text("[auth\n")
+    with pytest.raises(UserError, match="not valid TOML"):
+        auth_mode(team_ws, "0.0.0.0", app_root)

@@ -1,0 +1,92 @@
+"""Issue 23 pages under AppTest: signed out only the sign-in form; each role gets its own page list; the annotator's
+queue saves through core with the signed-in name; the agreement and task pages render a task."""
+
+from __future__ import annotations
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from core.access import Actor, Role
+from core.data.tags import Span
+from core.data.workspace import Workspace
+from core.team import tasks, users
+from tests.apptest import ROOT
+
+PASSWORD = "correct horse"
+
+
+@pytest.fixture(scope="module")
+def team_root(tmp_path_factory):
+    from core.data.demo import write_demo_workspace
+
+    root = tmp_path_factory.mktemp("teampages")
+    ws = write_demo_workspace(root, dc_size=200)
+    for name, role in (("boss", "admin"), ("rita", "researcher"), ("ann", "annotator"), ("bob", "annotator")):
+        users.add_user(ws, name, role, PASSWORD)
+    task = tasks.create_task(ws, Actor("rita", Role.RESEARCHER), "sample", ["ann", "bob"], corpus="demo-dc", n_items=4,
+                             overlap=1.0, types=["PER", "LOC"], guidelines="Mark people.")
+    for who, span in (("ann", Span(0, 1, "PER")), ("bob", Span(0, 1, "LOC"))):
+        actor = Actor(who, Role.ANNOTATOR)
+        for item in tasks.queue(ws, actor, task.id)[:2]:
+            tasks.save_annotation(ws, actor, task.id, item.index, [span])
+    return root
+
+
+def app_as(root, monkeypatch, name: str | None) -> AppTest:
+    monkeypatch.setenv("NERSELECT_WORKSPACE", str(root))
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    if name:
+        ws = Workspace(root)
+        at.session_state["team_session_token"] = users.open_session(ws, users.get_user(ws, name).actor())
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def test_signed_out_shows_the_sign_in_form_and_no_workspace_data(team_root, monkeypatch):
+    at = app_as(team_root, monkeypatch, None)
+    assert [t.value for t in at.title] == ["Sign in"]
+    assert not at.sidebar.text_input and not at.dataframe and not at.sidebar.markdown
+    at.text_input(key="signin_name").set_value("ann")
+    at.text_input(key="signin_password").set_value("wrong password")
+    at.button[0].click().run()
+    assert any("wrong user name or password" in e.value for e in at.error)
+    at.text_input(key="signin_name").set_value("ann")
+    at.text_input(key="signin_password").set_value(PASSWORD)
+    at.button[0].click().run()
+    assert [t.value for t in at.title] == ["My review queue"]
+
+
+def test_an_annotator_gets_only_the_queue_and_saves_as_themselves(team_root, monkeypatch):
+    at = app_as(team_root, monkeypatch, "ann")
+    assert [t.value for t in at.title] == ["My review queue"]
+    assert not any(t.label == "Folder" for t in at.sidebar.text_input)
+    assert any("Signed in as **ann**" in m.value for m in at.sidebar.markdown)
+    assert any("2 of 4 sentences answered" in str(p.proto.text) for p in at.get("progress"))
+    at.button(key="q_save").click().run()  # the third sentence, no spans: "no entity"
+    assert not at.exception
+    ws = Workspace(team_root)
+    task = tasks.list_tasks(ws, Actor("ann", Role.ANNOTATOR))[0]
+    assert sum(1 for i in tasks.queue(ws, Actor("ann", Role.ANNOTATOR), task.id) if i.status == "done") == 3
+    with pytest.raises(ValueError):  # a researcher page is not registered for an annotator
+        at.switch_page("views/runs.py")
+
+
+@pytest.mark.parametrize(("who", "page", "text"), [("rita", "views/tasks.py", "Review tasks"),
+                                                    ("rita", "views/agreement.py", "Agreement"),
+                                                    ("boss", "views/users.py", "Users")])
+def test_staff_pages_render(team_root, monkeypatch, who, page, text):
+    at = app_as(team_root, monkeypatch, who)
+    at.switch_page(page).run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert [t.value for t in at.title] == [text]
+
+
+def test_a_researcher_has_no_users_page_and_sees_agreement_numbers(team_root, monkeypatch):
+    at = app_as(team_root, monkeypatch, "rita")
+    with pytest.raises(ValueError):
+        at.switch_page("views/users.py")
+    at.switch_page("views/agreement.py").run()
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Sentences reviewed twice"] == "2" and metrics["Entity F1, exact"] == "0.000"
+    assert metrics["Entity F1, partial"] == "1.000"

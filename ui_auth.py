@@ -1,0 +1,99 @@
+"""Sign-in for the app: who is using this browser session, decided before any page or workspace data is drawn.
+
+The rules (which mode, password checks, locks, sessions, roles) live in core.team; this file only draws the
+form and keeps the session token in Streamlit's server-side session state (a reload asks to sign in again).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import streamlit as st
+
+from core.access import LOCAL, Actor
+from core.data.workspace import Workspace
+from core.errors import UserError
+from core.team import users
+from core.team.serving import AuthMode, auth_mode
+
+TOKEN_KEY = "team_session_token"
+_WS_KEY = "team_ws_root"
+_MSG_KEY = "team_sign_in_message"
+
+
+def signed_in(ws: Workspace, app_root: Path) -> Actor | None:
+    """The acting user, LOCAL in the single-user mode, or None when the sign-in form must be shown.
+    Listening beyond loopback with no accounts stops here with one line (core.team.serving)."""
+    st.session_state[_WS_KEY] = str(ws.root)
+    try:
+        mode = auth_mode(ws, st.get_option("server.address"), app_root)
+    except UserError as exc:
+        st.error(str(exc))
+        st.stop()
+    if mode == AuthMode.LOCAL:
+        return LOCAL
+    if mode == AuthMode.OIDC:
+        if not st.user.is_logged_in:
+            return None
+        try:
+            return users.actor_for_email(ws, st.user.get("email") or "")
+        except UserError as exc:
+            st.session_state[_MSG_KEY] = str(exc)
+            return None
+    try:
+        return users.session_actor(ws, st.session_state.get(TOKEN_KEY))
+    except UserError as exc:
+        if st.session_state.pop(TOKEN_KEY, None):  # a session that ended (expired, revoked, user disabled)
+            st.session_state[_MSG_KEY] = str(exc)
+        return None
+
+
+def _submit() -> None:
+    ws = Workspace(st.session_state[_WS_KEY])
+    try:
+        who = users.authenticate(ws, st.session_state.get("signin_name", ""), st.session_state.get("signin_password", ""))
+        st.session_state[TOKEN_KEY] = users.open_session(ws, who)
+        st.session_state.pop(_MSG_KEY, None)
+    except UserError as exc:
+        st.session_state[_MSG_KEY] = str(exc)
+    st.session_state["signin_password"] = ""
+
+
+def sign_in_page() -> None:
+    st.title("Sign in")
+    st.caption("NER pretraining data selection · this server needs an account")
+    if msg := st.session_state.get(_MSG_KEY):
+        st.error(msg)
+    if _oidc():
+        if st.user.is_logged_in:  # the provider vouched for them, but they have no role here
+            st.button("Sign out", on_click=st.logout)
+        else:
+            st.button("Sign in with your organisation's account", type="primary", on_click=st.login)
+        return
+    with st.form("signin_form"):
+        st.text_input("User name", key="signin_name")
+        st.text_input("Password", type="password", key="signin_password")
+        st.form_submit_button("Sign in", type="primary", on_click=_submit)
+
+
+def _oidc() -> bool:
+    try:
+        return auth_mode(Workspace(st.session_state[_WS_KEY]), st.get_option("server.address"),
+                         Path(__file__).resolve().parent) == AuthMode.OIDC
+    except UserError:
+        return False
+
+
+def _sign_out() -> None:
+    users.close_session(Workspace(st.session_state[_WS_KEY]), st.session_state.pop(TOKEN_KEY, None))
+    for key in [k for k in st.session_state if k != _WS_KEY]:
+        del st.session_state[key]
+
+
+def sidebar_account(who: Actor) -> None:
+    with st.sidebar:
+        st.markdown(f"Signed in as **{who.name}** · {who.role.value}")
+        if _oidc():
+            st.button("Sign out", key="signout", on_click=st.logout)
+        else:
+            st.button("Sign out", key="signout", on_click=_sign_out)

@@ -1,0 +1,112 @@
+"""Agreement between annotators on a task, adjudication of their disagreements side by side, and the way back:
+the settled sentences exported as CoNLL or stored as a corpus (e.g. more LC) that names the task and its agreement."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from core.errors import UserError
+from core.review.highlight import legend_html, page_css, sentence_html, type_colors
+from core.review.predictions import apply_span_edit
+from core.team import adjudicate, tasks
+from core.team.agreement import task_agreement
+from ui import actor, get_workspace, run_guarded
+
+st.title("Agreement")
+st.html(page_css())
+ws, me = get_workspace(), actor()
+all_tasks = tasks.list_tasks(ws, me)
+if not all_tasks:
+    st.info("No review tasks yet: create one on the Review tasks page.")
+    st.stop()
+task = st.selectbox("Task", all_tasks, format_func=lambda t: f"{t.name} · {t.id}", key="agr_task")
+result = run_guarded(lambda: task_agreement(ws, me, task.id))
+if result is None:
+    st.stop()
+if not result["sentences"]:
+    st.info("No sentence has been answered by two annotators yet: agreement appears once overlapping items are done.")
+else:
+    c = st.columns(4)
+    c[0].metric("Sentences reviewed twice", result["sentences"])
+    c[1].metric("Entity F1, exact", f"{result['f1_exact']:.3f}", help="Same boundaries and type (nervaluate strict)")
+    c[2].metric("Entity F1, partial", f"{result['f1_partial']:.3f}", help="Overlapping spans count half (nervaluate partial)")
+    c[3].metric("Token kappa", f"{result['kappa_token']:.3f}", help="Cohen's kappa over each token's entity type (O for none)")
+    t = st.columns(2)
+    t[0].markdown("**Per entity type**")
+    t[0].dataframe(pd.DataFrame([{"type": k, **v} for k, v in result["per_type"].items()]), hide_index=True, key="agr_types")
+    t[1].markdown("**Per annotator** (exact F1 against the others on shared sentences)")
+    t[1].dataframe(pd.DataFrame([{"annotator": k, **v} for k, v in result["per_annotator"].items()]), hide_index=True,
+                   key="agr_people")
+    st.markdown("**Type confusion** (rows: first annotator of a pair, columns: second; — = not marked)")
+    st.dataframe(pd.DataFrame(result["confusion"]).T.fillna(0).astype(int), key="agr_confusion")
+
+st.subheader("Disagreements")
+open_items = adjudicate.disagreements(ws, me, task.id)
+colors = type_colors(task.types + [s.type for i in open_items for a in i.answers.values() for s in a])
+st.caption(f"{len(open_items)} sentences where annotators differ. Pick one answer, or edit it, for the final set.")
+if open_items:
+    st.html(legend_html(colors, gold=False))
+
+
+def decide(index: int, spans: list, source: str) -> None:
+    try:
+        adjudicate.adjudicate(ws, me, task.id, index, spans, source)
+        st.session_state.pop("agr_error", None)
+    except UserError as exc:
+        st.session_state["agr_error"] = str(exc)
+
+
+def edit(index: int, n: int, remove: bool) -> None:
+    key = f"agr_draft_{index}"
+    try:
+        st.session_state[key] = apply_span_edit(st.session_state[key], st.session_state.get(f"agr_tok_{index}") or [],
+                                                None if remove else st.session_state.get(f"agr_type_{index}"), n)
+        st.session_state[f"agr_tok_{index}"] = []
+    except UserError as exc:
+        st.session_state["agr_error"] = str(exc)
+
+
+if err := st.session_state.get("agr_error"):
+    st.error(err)
+for item in open_items[:20]:
+    with st.container(border=True, key=f"agr_item_{item.index}"):
+        done = f" · decided ({item.adjudicated_by})" if item.adjudicated is not None else ""
+        st.markdown(f"**Sentence {item.index}**{done}")
+        for who, spans in item.answers.items():
+            c = st.columns([5, 1])
+            c[0].html(f"<b>{who}</b>" + sentence_html(item.tokens, spans, colors))
+            c[1].button(f"Pick {who}", key=f"agr_pick_{item.index}_{who}", on_click=decide, args=(item.index, spans, who))
+        if item.adjudicated is not None:
+            st.html("<b>final</b>" + sentence_html(item.tokens, item.adjudicated, colors))
+        with st.expander("Edit the final spans"):
+            key = f"agr_draft_{item.index}"
+            st.session_state.setdefault(key, list(item.adjudicated or next(iter(item.answers.values()))))
+            st.html(sentence_html(item.tokens, st.session_state[key], colors))
+            st.pills("Tokens", list(range(len(item.tokens))), selection_mode="multi", format_func=lambda j, t=item.tokens: t[j],
+                     key=f"agr_tok_{item.index}", label_visibility="collapsed")
+            st.pills("Entity type", list(colors), selection_mode="single", key=f"agr_type_{item.index}")
+            b = st.columns(3)
+            b[0].button("Assign type", key=f"agr_assign_{item.index}", on_click=edit, args=(item.index, len(item.tokens), False))
+            b[1].button("Remove", key=f"agr_remove_{item.index}", on_click=edit, args=(item.index, len(item.tokens), True))
+            b[2].button("Save as final", key=f"agr_save_{item.index}", type="primary", on_click=decide,
+                        args=(item.index, st.session_state[key], "edited"))
+if len(open_items) > 20:
+    st.caption(f"The first 20 of {len(open_items)} are shown; decide these to see the next ones.")
+
+st.subheader("Use the settled sentences")
+corpus, report = adjudicate.settled_corpus(ws, me, task.id)
+st.caption(f"{report['sentences']} settled (agreed, single-annotator or adjudicated) · {report['open_disagreements']} "
+           f"disagreements open · {report['unanswered']} unanswered: only settled sentences are exported.")
+if len(corpus):
+    data = run_guarded(lambda: adjudicate.export_task(ws, me, task.id)[0])
+    if data:
+        st.download_button("Download CoNLL", data, file_name=f"task-{task.id}.conll", key="agr_download")
+    with st.form("agr_import"):
+        c = st.columns(2)
+        name = c[0].text_input("Corpus name", value=f"task-{task.id}")
+        role = c[1].selectbox("Role", [None, "lc", "dev", "test"], format_func=lambda r: "(none)" if r is None else r.upper())
+        if st.form_submit_button("Store as a corpus"):
+            got = run_guarded(lambda: adjudicate.import_task(ws, me, task.id, name, role), "Could not store")
+            if got:
+                st.success(f"Stored {got[0].sentences} sentences as {got[0].name!r}: {got[0].source}")

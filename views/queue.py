@@ -1,0 +1,95 @@
+"""An annotator's review queue: their tasks only, one sentence at a time, spans marked by selecting tokens.
+Who reviews is the signed-in account (core.team.tasks checks the item is in their queue)."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from core.errors import UserError
+from core.review.highlight import legend_html, page_css, sentence_html, type_colors
+from core.review.predictions import apply_span_edit
+from core.team import tasks
+from ui import actor, get_workspace
+
+st.title("My review queue")
+st.html(page_css())
+ws, me = get_workspace(), actor()
+mine = tasks.list_tasks(ws, me)
+if not mine:
+    st.info("No review task is assigned to you yet. A researcher creates one on the Review tasks page.")
+    st.stop()
+task = st.selectbox("Task", mine, format_func=lambda t: f"{t.name} · {t.id}", key="q_task")
+items = tasks.queue(ws, me, task.id)
+if not items:
+    st.info("This task has no sentences for you.")
+    st.stop()
+if task.guidelines:
+    with st.expander("Guidelines", expanded=False):
+        st.markdown(task.guidelines)
+answered = sum(1 for i in items if i.status)
+st.progress(answered / len(items), text=f"{answered} of {len(items)} sentences answered")
+
+pos_key = f"q_pos_{task.id}"
+if pos_key not in st.session_state:
+    st.session_state[pos_key] = next((p for p, i in enumerate(items) if not i.status), 0)
+pos = min(st.session_state[pos_key], len(items) - 1)
+item = items[pos]
+draft_key = f"q_draft_{task.id}_{item.index}_{item.version}"
+if draft_key not in st.session_state:
+    st.session_state[draft_key] = list(item.spans if item.status else item.suggested)
+draft = st.session_state[draft_key]
+
+
+def go(step: int | None = None) -> None:
+    if step is None:  # the next unanswered one after this
+        nxt = [p for p, i in enumerate(items) if not i.status and p != pos]
+        st.session_state[pos_key] = next((p for p in nxt if p > pos), nxt[0] if nxt else pos)
+    else:
+        st.session_state[pos_key] = max(0, min(len(items) - 1, pos + step))
+
+
+def edit(remove: bool) -> None:
+    picked = st.session_state.get(f"q_tokens_{draft_key}") or []
+    chosen = st.session_state.get("q_type")
+    try:
+        if not remove and not chosen:
+            raise UserError("pick an entity type first")
+        st.session_state[draft_key] = apply_span_edit(draft, picked, None if remove else chosen, len(item.tokens))
+        st.session_state[f"q_tokens_{draft_key}"] = []
+        st.session_state.pop("q_error", None)
+    except UserError as exc:
+        st.session_state["q_error"] = str(exc)
+
+
+def save(status: str) -> None:
+    try:
+        tasks.save_annotation(ws, me, task.id, item.index, draft if status == "done" else [], status, item.version)
+        st.session_state.pop("q_error", None)
+        go(None)
+    except UserError as exc:
+        st.session_state["q_error"] = str(exc)
+
+
+state = {"done": "answered", "skipped": "skipped", None: "not answered yet"}[item.status]
+st.markdown(f"**Sentence {pos + 1} of {len(items)}** · {state}" + (" · also reviewed by another annotator" if item.annotators > 1 else ""))
+types = task.types or sorted({s.type for s in draft})
+colors = type_colors(types + [s.type for s in draft])
+with st.container(border=True, key="q_card"):
+    st.html(sentence_html(item.tokens, draft, colors))
+    st.html(legend_html(colors, gold=False))
+    st.pills("Tokens", list(range(len(item.tokens))), selection_mode="multi", format_func=lambda j: item.tokens[j],
+             key=f"q_tokens_{draft_key}", label_visibility="collapsed")
+    if types:
+        st.pills("Entity type", types, selection_mode="single", key="q_type")
+    else:
+        st.caption("This task names no entity types: ask its researcher.")
+    if err := st.session_state.get("q_error"):
+        st.error(err)
+    b = st.columns([1.2, 1, 1.5, 1, 1, 1])
+    b[0].button("Assign type", key="q_assign", on_click=edit, args=(False,), disabled=not types)
+    b[1].button("Remove", key="q_remove", on_click=edit, args=(True,))
+    b[2].button("Save and next", key="q_save", type="primary", on_click=save, args=("done",),
+                help="Saves the spans shown (none: the sentence has no entity)")
+    b[3].button("Skip", key="q_skip", on_click=save, args=("skipped",), help="Unsure or not a sentence: leave it out")
+    b[4].button("◀ Back", key="q_prev", on_click=go, args=(-1,), disabled=pos == 0)
+    b[5].button("Next ▶", key="q_next", on_click=go, args=(1,), disabled=pos == len(items) - 1)

@@ -1,0 +1,54 @@
+"""Review tasks: hand a selection's sentences to annotators (with an overlap reviewed twice), follow their progress."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from core.access import Role
+from core.selection.store import list_selections
+from core.team import tasks
+from core.team.users import list_users
+from ui import actor, corpus_names, get_workspace, run_guarded
+
+st.title("Review tasks")
+st.caption("Annotators sign in and see only their own queue; a share of the items goes to two of them, so the "
+           "Agreement page can measure how far they agree before their work becomes training data.")
+ws, me = get_workspace(), actor()
+people = [u for u in list_users(ws) if not u.disabled]
+if not people:
+    st.info("No accounts yet. Add annotators on the Users page (admin) or with "
+            "`python -m core users add NAME --role annotator`; the app then asks everyone to sign in.")
+
+with st.expander("New task", expanded=not tasks.list_tasks(ws, me)):
+    with st.form("task_form"):
+        name = st.text_input("Name", placeholder="e.g. music DSIR top 200")
+        kind = st.radio("Sentences from", ["a saved selection", "a corpus"], horizontal=True, key="task_kind")
+        sels = list_selections(ws)
+        c = st.columns(2)
+        selection = c[0].selectbox("Selection (its best-ranked sentences)", [m["key"] for m in sels],
+                                   format_func=lambda k: next(m["label"] for m in sels if m["key"] == k), key="task_sel")
+        corpus = c[1].selectbox("Corpus (a seeded sample)", corpus_names(ws), key="task_corpus")
+        annotators = st.multiselect("Annotators", [u.name for u in people],
+                                    default=[u.name for u in people if u.role == Role.ANNOTATOR], key="task_annotators")
+        c = st.columns(3)
+        n_items = c[0].number_input("Sentences", min_value=1, max_value=tasks.MAX_ITEMS, value=50, key="task_items")
+        overlap = c[1].slider("Reviewed by two annotators", 0.0, 1.0, 0.2, 0.05, key="task_overlap",
+                              help="The share of sentences that goes to a second annotator: agreement is measured on these")
+        types = c[2].text_input("Entity types", value=", ".join(tasks.default_types(ws)), key="task_types",
+                                help="Comma-separated; default: the types of the workspace's LC")
+        guidelines = st.text_area("Guidelines for the annotators", key="task_guidelines")
+        if st.form_submit_button("Create task", type="primary"):
+            made = run_guarded(lambda: tasks.create_task(
+                ws, me, name, annotators, selection=selection if kind == "a saved selection" else None,
+                corpus=corpus if kind == "a corpus" else None, n_items=int(n_items), overlap=overlap, guidelines=guidelines,
+                types=[t.strip() for t in types.split(",") if t.strip()]), "Could not create the task")
+            if made:
+                st.success(f"Task {made.id}: {made.items} sentences for {', '.join(made.annotators)}.")
+
+for t in tasks.list_tasks(ws, me):
+    with st.container(border=True):
+        st.markdown(f"**{t.name}** · `{t.id}` · {t.items} sentences of {t.source} · {t.overlap:.0%} reviewed twice · "
+                    f"by {t.created_by}")
+        rows = tasks.progress(ws, me, t.id)
+        st.dataframe(pd.DataFrame(rows), hide_index=True, key=f"task_progress_{t.id}")
