@@ -10,6 +10,8 @@ import json
 import os
 import sqlite3
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -99,3 +101,19 @@ def open_sqlite(path: str | Path, schema: str) -> sqlite3.Connection:
     con.execute("PRAGMA busy_timeout=30000")
     con.executescript(schema)
     return con
+
+
+@contextmanager
+def write_transaction(con: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """BEGIN IMMEDIATE ... COMMIT on `con` (one write lock around a read-compare-write, so two writers cannot both
+    pass a check), rolled back on any exception, and the connection closed either way."""
+    try:
+        con.execute("BEGIN IMMEDIATE")
+        yield con
+        con.execute("COMMIT")
+    except BaseException:
+        if con.in_transaction:
+            con.execute("ROLLBACK")
+        raise
+    finally:
+        con.close()

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from core.access import LOCAL, Actor, require
-from core.data.atomic import open_sqlite
+from core.data.atomic import open_sqlite, write_transaction
 from core.data.corpus import Corpus
 from core.data.tags import Span, TagScheme, tags_from_spans
 from core.data.workspace import Workspace
@@ -180,13 +180,10 @@ class ReviewStore:
             raise UserError(f"unknown review status {status!r}: expected one of {', '.join(STATUSES)}")
         spans = check_spans(list(spans), len(tokens))
         now = time.time()
-        con = self._connect()
-        try:
-            con.execute("BEGIN IMMEDIATE")  # read-compare-write under one write lock: no lost update
+        with write_transaction(self._connect()) as con:  # read-compare-write under one write lock: no lost update
             row = con.execute("SELECT * FROM review WHERE set_key = ? AND idx = ?", (self.set_key, int(index))).fetchone()
             current = row["version"] if row else 0
             if expected_version is not None and current != expected_version:
-                con.execute("ROLLBACK")
                 raise ReviewConflict(index=int(index), expected_version=int(expected_version),
                                      current=self._item(row) if row else None)
             version = current + 1
@@ -197,15 +194,6 @@ class ReviewStore:
             con.execute("INSERT INTO review_history (set_key, idx, version, status, spans, reviewer, updated) "
                         "VALUES (?, ?, ?, ?, ?, ?, ?)", (self.set_key, int(index), version, status, _spans_json(spans),
                                                          reviewer, now))
-            con.execute("COMMIT")
-        except ReviewConflict:
-            raise
-        except BaseException:
-            if con.in_transaction:
-                con.execute("ROLLBACK")
-            raise
-        finally:
-            con.close()
         return ReviewItem(self.set_key, int(index), status, list(tokens), spans, version, reviewer, model, now)
 
     def history(self, index: int) -> list[dict]:

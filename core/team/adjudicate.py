@@ -15,7 +15,7 @@ from core.data.workspace import CorpusInfo, Workspace
 from core.errors import UserError
 from core.review.store import check_spans
 from core.team.agreement import task_agreement
-from core.team.db import audit, connect
+from core.team.db import audit, connect, transaction
 from core.team.tasks import answers, get_task, item_tokens, spans_from_json, spans_json
 
 
@@ -68,15 +68,10 @@ def adjudicate(ws: Workspace, actor: Actor, task_id: str, index: int, spans: Seq
     if index not in tokens:
         raise UserError(f"task {task_id} has no sentence {index}")
     spans = check_spans(list(spans), len(tokens[index]))
-    con = connect(ws)
-    try:
-        con.execute("BEGIN IMMEDIATE")
+    with transaction(ws) as con:
         con.execute("INSERT OR REPLACE INTO adjudications (task_id, idx, spans, source, by, updated) VALUES (?, ?, ?, ?, ?, ?)",
                     (task_id, index, spans_json(spans), source, actor.name, time.time()))
         audit(con, actor, "adjudicated", f"{task_id}/{index}", source=source, spans=[s.to_dict() for s in spans])
-        con.execute("COMMIT")
-    finally:
-        con.close()
     return next(i for i in items(ws, actor, task_id) if i.index == index)
 
 

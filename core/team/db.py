@@ -8,10 +8,11 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
+from contextlib import AbstractContextManager
 from typing import Any
 
 from core.access import LOCAL, Actor, require
-from core.data.atomic import open_sqlite
+from core.data.atomic import open_sqlite, write_transaction
 from core.data.workspace import Workspace
 
 _SCHEMA = """
@@ -92,6 +93,11 @@ CREATE TABLE IF NOT EXISTS adjudications (
 
 def connect(ws: Workspace) -> sqlite3.Connection:
     return open_sqlite(ws.root / "team.sqlite", _SCHEMA)
+
+
+def transaction(ws: Workspace) -> AbstractContextManager[sqlite3.Connection]:
+    """`with transaction(ws) as con:` one write transaction on the team store (core.data.atomic.write_transaction)."""
+    return write_transaction(connect(ws))
 
 
 def audit(con: sqlite3.Connection, actor: Actor | str, action: str, target: str = "", **detail: Any) -> None:

@@ -26,7 +26,7 @@ from core.data.workspace import Role as CorpusRole
 from core.data.workspace import Workspace
 from core.errors import UserError
 from core.review.store import check_spans
-from core.team.db import audit, connect
+from core.team.db import audit, connect, transaction
 from core.team.users import get_user
 
 ITEM_STATES = ("done", "skipped")  # "done": the spans are the annotator's answer (none = no entity)
@@ -147,9 +147,7 @@ def create_task(ws: Workspace, actor: Actor, name: str, annotators: Sequence[str
     who = assign(len(indices), annotators, overlap, seed)
     types = [t for t in (types if types is not None else default_types(ws)) if t]
     task_id = time.strftime("%Y%m%d-") + uuid.uuid4().hex[:6]
-    con = connect(ws)
-    try:
-        con.execute("BEGIN IMMEDIATE")
+    with transaction(ws) as con:
         con.execute("INSERT INTO tasks (id, name, source, corpus, corpus_hash, annotators, overlap, guidelines, types, created_by, "
                     "created) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (task_id, name.strip(), source, corpus_name, corpus_hash, json.dumps(annotators), overlap, guidelines,
@@ -160,13 +158,6 @@ def create_task(ws: Workspace, actor: Actor, name: str, annotators: Sequence[str
                         [(task_id, i, a) for i, names in zip(indices, who) for a in names])
         audit(con, actor, "task created", task_id, name=name, source=source, items=len(indices), annotators=annotators,
               overlap=overlap)
-        con.execute("COMMIT")
-    except BaseException:
-        if con.in_transaction:
-            con.execute("ROLLBACK")
-        raise
-    finally:
-        con.close()
     return get_task(ws, task_id)
 
 
@@ -225,34 +216,23 @@ def save_annotation(ws: Workspace, actor: Actor, task_id: str, index: int, spans
     if status not in ITEM_STATES:
         raise UserError(f"status {status!r}: expected one of {', '.join(ITEM_STATES)}")
     get_task(ws, task_id)  # a clear message for a task deleted meanwhile
-    con = connect(ws)
-    try:
-        con.execute("BEGIN IMMEDIATE")
+    with transaction(ws) as con:
         item = con.execute("SELECT tokens FROM task_items WHERE task_id = ? AND idx = ?", (task_id, index)).fetchone()
         mine = con.execute("SELECT 1 FROM assignments WHERE task_id = ? AND idx = ? AND annotator = ?",
                            (task_id, index, actor.name)).fetchone()
         if item is None or mine is None:
-            con.execute("ROLLBACK")
             raise AccessDenied(f"sentence {index} of task {task_id} is not in {actor.name}'s queue")
         spans = check_spans(list(spans), len(json.loads(item["tokens"]))) if status == "done" else []
         row = con.execute("SELECT version FROM annotations WHERE task_id = ? AND idx = ? AND annotator = ?",
                           (task_id, index, actor.name)).fetchone()
         current = row["version"] if row else 0
         if current != expected_version:
-            con.execute("ROLLBACK")
             raise TaskConflict(f"sentence {index} of task {task_id} was saved meanwhile (another tab of yours?): "
                                  "reload it to see that answer before changing it")
         con.execute("INSERT OR REPLACE INTO annotations (task_id, idx, annotator, status, spans, version, updated) "
                     "VALUES (?, ?, ?, ?, ?, ?, ?)", (task_id, index, actor.name, status, spans_json(spans), current + 1, time.time()))
         audit(con, actor, "annotation saved", f"{task_id}/{index}", status=status, version=current + 1,
               spans=[s.to_dict() for s in spans])
-        con.execute("COMMIT")
-    except BaseException:
-        if con.in_transaction:
-            con.execute("ROLLBACK")
-        raise
-    finally:
-        con.close()
     return next(q for q in queue(ws, actor, task_id) if q.index == index)
 
 

@@ -21,7 +21,7 @@ from argon2.exceptions import InvalidHashError, VerificationError
 from core.access import LOCAL, Actor, Role, require
 from core.data.workspace import Workspace
 from core.errors import UserError
-from core.team.db import audit, connect
+from core.team.db import audit, connect, transaction
 
 MAX_FAILURES = 5  # wrong passwords in a row before the account locks
 LOCK_SECONDS = 15 * 60
@@ -101,37 +101,25 @@ def add_user(ws: Workspace, name: str, role: Role | str, password: str | None = 
     if password is None and not email:
         raise UserError(f"user {name!r}: give a password, or an e-mail for sign-in through OIDC")
     pw_hash = _HASHER.hash(check_password(password)) if password is not None else None
-    con = connect(ws)
-    try:
-        con.execute("BEGIN IMMEDIATE")
+    with transaction(ws) as con:
         if con.execute("SELECT 1 FROM users WHERE name = ?", (name,)).fetchone():
-            con.execute("ROLLBACK")
             raise UserError(f"user {name!r} exists already: `users set-role` or `users set-password` change it")
-        if email and con.execute("SELECT 1 FROM users WHERE email = ?", (email,)).fetchone():
-            con.execute("ROLLBACK")
+        if email and con.execute("SELECT 1 FROM users WHERE lower(email) = lower(?)", (email,)).fetchone():
             raise UserError(f"e-mail {email!r} belongs to another user")
         con.execute("INSERT INTO users (name, role, pw_hash, email, created) VALUES (?, ?, ?, ?, ?)",
                     (name, role.value, pw_hash, email or None, time.time()))
         audit(con, actor, "user added", name, role=role.value, email=email or "")
-        con.execute("COMMIT")
-    finally:
-        con.close()
     return get_user(ws, name)
 
 
 def _change(ws: Workspace, actor: Actor, name: str, what: str, sql: str, args: tuple, **detail) -> User:
     require(actor, "manage users")
     get_user(ws, name)  # a clear message for an unknown name
-    con = connect(ws)
-    try:
-        con.execute("BEGIN IMMEDIATE")
+    with transaction(ws) as con:
         con.execute(sql, (*args, name))
         if what in ("user disabled", "password changed"):  # their open sessions end now
             con.execute("DELETE FROM sessions WHERE name = ?", (name,))
         audit(con, actor, what, name, **detail)
-        con.execute("COMMIT")
-    finally:
-        con.close()
     return get_user(ws, name)
 
 
@@ -159,55 +147,49 @@ def authenticate(ws: Workspace, name: str, password: str) -> Actor:
     """The actor for a right name and password. Every failure says the same about name and password (no hint
     which one was wrong); the MAX_FAILURES-th wrong password in a row locks the account for LOCK_SECONDS."""
     wrong = SignInError("wrong user name or password")
-    now = time.time()
-    con = connect(ws)
-    try:
-        con.execute("BEGIN IMMEDIATE")
-        row = con.execute("SELECT * FROM users WHERE name = ?", ((name or "").strip(),)).fetchone()
-        if row is None:
-            audit(con, name or "?", "sign-in failed", name or "", reason="unknown user")
-            con.execute("COMMIT")
-            raise wrong
-        user = _user(row)
-        if user.disabled:
+    name = (name or "").strip()
+    refusal: SignInError | None = None  # raised after the transaction commits: failures must be recorded
+    with transaction(ws) as con:
+        row = con.execute("SELECT * FROM users WHERE name = ?", (name,)).fetchone()
+        user = _user(row) if row else None
+        if user is None:
+            audit(con, name or "?", "sign-in failed", name, reason="unknown user")
+            refusal = wrong
+        elif user.disabled:
             audit(con, user.name, "sign-in refused", user.name, reason="disabled")
-            con.execute("COMMIT")
-            raise SignInError(f"account {user.name!r} is disabled: ask an admin")
-        if user.locked:
+            refusal = SignInError(f"account {user.name!r} is disabled: ask an admin")
+        elif user.locked:
             audit(con, user.name, "sign-in refused", user.name, reason="locked")
-            con.execute("COMMIT")
-            raise SignInError(_locked_text(user))
-        try:
-            ok = row["pw_hash"] is not None and _HASHER.verify(row["pw_hash"], password or "")
-        except (VerificationError, InvalidHashError):
-            ok = False
-        if not ok:
+            refusal = SignInError(_locked_text(user.name, user.locked_until))
+        elif not _password_matches(row["pw_hash"], password):
             failed = user.failed + 1
-            locked_until = now + LOCK_SECONDS if failed >= MAX_FAILURES else 0.0
+            locked_until = time.time() + LOCK_SECONDS if failed >= MAX_FAILURES else 0.0
             con.execute("UPDATE users SET failed = ?, locked_until = ? WHERE name = ?", (failed, locked_until, user.name))
             audit(con, user.name, "sign-in failed", user.name, failures=failed, locked=bool(locked_until))
-            con.execute("COMMIT")
-            if locked_until:
-                raise SignInError(_locked_text(get_user(ws, user.name)))
-            raise wrong
-        if _HASHER.check_needs_rehash(row["pw_hash"]):
-            con.execute("UPDATE users SET pw_hash = ? WHERE name = ?", (_HASHER.hash(password), user.name))
-        con.execute("UPDATE users SET failed = 0, locked_until = 0 WHERE name = ?", (user.name,))
-        audit(con, user.name, "signed in", user.name)
-        con.execute("COMMIT")
-        return user.actor()
-    except BaseException:
-        if con.in_transaction:
-            con.execute("ROLLBACK")
-        raise
-    finally:
-        con.close()
+            refusal = SignInError(_locked_text(user.name, locked_until)) if locked_until else wrong
+        else:
+            if _HASHER.check_needs_rehash(row["pw_hash"]):
+                con.execute("UPDATE users SET pw_hash = ? WHERE name = ?", (_HASHER.hash(password), user.name))
+            con.execute("UPDATE users SET failed = 0, locked_until = 0 WHERE name = ?", (user.name,))
+            audit(con, user.name, "signed in", user.name)
+    if refusal is not None:
+        raise refusal
+    return user.actor()
 
 
-def _locked_text(user: User) -> str:
-    until = time.strftime("%H:%M", time.localtime(user.locked_until))
-    return (f"account {user.name!r} is locked until {until} after {MAX_FAILURES} wrong passwords; an admin can unlock it "
-            f"now with `python -m core users unlock {user.name}`")
+def _password_matches(pw_hash: str | None, password: str) -> bool:
+    if pw_hash is None:  # an OIDC-only user has no password to sign in with
+        return False
+    try:
+        return _HASHER.verify(pw_hash, password or "")
+    except (VerificationError, InvalidHashError):
+        return False
+
+
+def _locked_text(name: str, locked_until: float) -> str:
+    until = time.strftime("%H:%M", time.localtime(locked_until))
+    return (f"account {name!r} is locked until {until} after {MAX_FAILURES} wrong passwords; an admin can unlock it "
+            f"now with `python -m core users unlock {name}`")
 
 
 def actor_for_email(ws: Workspace, email: str) -> Actor:
