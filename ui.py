@@ -36,6 +36,25 @@ def get_workspace() -> Workspace:
     return Workspace(st.session_state.get(WS_KEY))
 
 
+CURRENT_SELECTION = "current_selection"  # the saved selection this session works with, shared by Selection and Map
+
+
+def selection_picker(label: str, metas: list[dict[str, Any]], key: str, col: Any = None) -> str:
+    """A selectbox over saved selections (`metas` newest first, as core.selection.store lists them) that opens on
+    the selection this session worked with last (picked on Selection or Map, or just computed here), else the
+    newest; picking one makes it the current one for the other page too."""
+    keys = [m["key"] for m in metas]
+    labels = {m["key"]: m["label"] for m in metas}
+    current = st.session_state.get(CURRENT_SELECTION)
+    st.session_state[key] = current if current in keys else keys[0]
+    st.session_state[CURRENT_SELECTION] = st.session_state[key]
+
+    def _pick() -> None:
+        st.session_state[CURRENT_SELECTION] = st.session_state[key]
+
+    return (col or st).selectbox(label, keys, format_func=labels.get, key=key, on_change=_pick)
+
+
 def corpus_names(ws: Workspace, labeled: bool | None = None) -> list[str]:
     return [i.name for i in ws.list_corpora() if labeled is None or i.labeled == labeled]
 

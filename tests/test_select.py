@@ -408,9 +408,34 @@ def test_selection_page_shows_a_saved_selection(tmp_path, monkeypatch):
     ranking = [d.value for d in at.dataframe if "rank" in d.value.columns]
     assert ranking and ranking[0].shape[0] == 30 and ranking[0]["selected"].iloc[0]
     assert ranking[0]["text"].str.len().gt(0).all()  # bottom rows read from the stored DC
-    assert len(at.multiselect(key="sel_compare").value) == 2
+    assert len(at.multiselect(key="sel_compare_2").value) == 2
     at.selectbox(key="sel_strategy").select(Strategy.MLM_PPL).run()
     assert not at.exception and any("MLM" in w.value for w in at.warning)
+
+
+def test_map_and_selection_open_on_the_selection_the_user_was_on_and_compare_lists_new_ones(tmp_path, monkeypatch):
+    """Issue 24: both pages opened on the newest (in fact the oldest) selection, not the one picked, and a selection
+    made later never joined "Compare saved selections"."""
+    from core.data.demo import write_demo_workspace
+    from core.selection.store import list_selections
+
+    ws = write_demo_workspace(tmp_path / "ws", dc_size=300)
+    tc, dc = ws.load_corpus(ws.corpus_for_role("tc")), ws.load_corpus(ws.corpus_for_role("dc"))
+    names = {"tc": ws.corpus_for_role("tc"), "dc": ws.corpus_for_role("dc")}
+    for strategy in ("random", "dsir"):
+        select(tc, dc, strategy, 0.1, workspace=ws, names=names)
+    newest, oldest = [m["key"] for m in list_selections(ws)]
+    at = open_app(ws.root, monkeypatch, "views/selection.py")
+    assert at.selectbox(key="sel_view").value == newest  # nothing picked yet: the newest
+    at.selectbox(key="sel_view").select(oldest).run()
+    at.switch_page("views/map.py").run()
+    assert at.selectbox(key="map_selection").value == oldest  # the Map follows the user's pick
+    at.switch_page("views/selection.py").run()
+    assert at.selectbox(key="sel_view").value == oldest
+    select(tc, dc, "cosine", 0.1, workspace=ws, names=names)  # a third one appears (e.g. from the CLI)
+    at.run()
+    third = list_selections(ws)[0]["key"]
+    assert third in at.multiselect(key="sel_compare_3").value and at.selectbox(key="sel_view").value == oldest
 
 
 @pytest.mark.slow  # embeds ~5,800 CrossNER sentences with the default encoder: 1-5 min on 2 cores

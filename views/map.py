@@ -19,8 +19,8 @@ from core.selection.mapview import (
     search_mask,
 )
 from core.selection.projection import DEFAULT_MAX_POINTS, list_projections, load_projection, sample_rows
-from core.selection.store import list_selections, selection_label
-from ui import get_workspace, job_status, latest_job, run_guarded, submit_job
+from core.selection.store import list_selections
+from ui import get_workspace, job_status, latest_job, run_guarded, selection_picker, submit_job
 
 ws = get_workspace()
 st.title("Map")
@@ -34,10 +34,9 @@ if not saved:
     st.info("No saved selections yet: run one on the Selection page, then map it here.")
     st.stop()
 
-keys = [m["key"] for m in reversed(saved)]
 metas = {m["key"]: m for m in saved}
 c1, c2, c3 = st.columns([3, 2, 1])
-sel_key = c1.selectbox("Selection", keys, format_func=lambda k: selection_label(metas[k]), key="map_selection")
+sel_key = selection_picker("Selection", saved, key="map_selection", col=c1)
 model_default = metas[sel_key].get("model") or "default"
 model = c2.text_input("Encoder for the map", value=model_default, key=f"map_model_{sel_key}",
                       help="'default', a model folder or a Hugging Face id; embeddings are reused from the selection when cached.")

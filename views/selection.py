@@ -17,7 +17,7 @@ from core.selection.leakage import check_leakage
 from core.selection.selection import EXPORT_FORMATS
 from core.selection.store import list_selections, load_selection, selection_label
 from core.selection.strategies import Strategy, resolve_budget
-from ui import corpus_picker, get_workspace, job_status, latest_job, run_guarded, submit_job
+from ui import CURRENT_SELECTION, corpus_picker, get_workspace, job_status, latest_job, run_guarded, selection_picker, submit_job
 
 ws = get_workspace()
 st.title("Selection")
@@ -87,11 +87,13 @@ if not saved:
     st.stop()
 
 st.subheader("Saved selection")
-keys = [m["key"] for m in reversed(saved)]  # newest first
+keys = [m["key"] for m in saved]  # newest first
 labels = {m["key"]: selection_label(m) for m in saved}
 just_done = job.result.get("key") if job is not None and job.status == "done" and job.result else None
-view_key = st.selectbox("Selection", keys, index=keys.index(just_done) if just_done in keys else 0,
-                        format_func=labels.get, key=f"sel_view_{just_done or ''}")
+if just_done in keys and st.session_state.get("sel_done_seen") != job.id:  # a selection finished here: show it, once
+    st.session_state["sel_done_seen"] = job.id
+    st.session_state[CURRENT_SELECTION] = just_done
+view_key = selection_picker("Selection", saved, key="sel_view")
 
 
 @st.cache_data(show_spinner=False, max_entries=8)
@@ -238,7 +240,9 @@ for col, fmt in zip(cols, EXPORT_FORMATS):
 
 # ---------------------------------------------------------------- comparison
 st.subheader("Compare saved selections")
-compare = st.multiselect("Selections", keys, default=keys[:min(4, len(keys))], format_func=labels.get, key="sel_compare")
+# the current selection and the newest others; keyed on the count so that a new selection joins the default
+compare = st.multiselect("Selections", keys, default=list(dict.fromkeys([view_key, *keys]))[:4], format_func=labels.get,
+                         key=f"sel_compare_{len(keys)}")
 if len(compare) >= 2:
     chosen = [_load(k, str(ws.root)) for k in compare]
     short = [f"{s.strategy} [{s.key[:6]}]" for s in chosen]

@@ -57,7 +57,7 @@ NER: dict[str, dict[str, Any]] = {
 # cores with `python -m core mlm|ner train --preset demo` on the generated demo, seed 1).
 NOTES: dict[str, dict[str, str]] = {
     "mlm": {
-        "tiny": "4 steps, seconds: checks a setup end to end",
+        "tiny": "4 steps: checks a setup end to end; the training is seconds, loading the model ~10-20 s on 2 cores",
         "demo": "200 steps of 16 x 64-token blocks at lr 5e-4, ~3.5 min: on the demo TC a fresh MLM head reaches 0.57 "
                 "held-out masked-word accuracy (30 steps: every entity became \"the\") and `augment` passes its quality gate",
         "study": "400 steps of 16 x 128-token blocks, ~6.5 min alone on 2 free cores with bf16 (~10 min without): "
@@ -65,14 +65,16 @@ NOTES: dict[str, dict[str, str]] = {
         "paper": "5 epochs, batch 64: the seed paper's; hours on CPU for a large corpus",
     },
     "ner": {
-        "tiny": "3 epochs, seconds: checks a setup end to end",
+        "tiny": "3 epochs: checks a setup end to end; under a minute on the demo, 2-4 min per run on CrossNER's "
+                "music size on a busy 2-core machine (evaluating the full DEV/TEST dominates)",
         "demo": "<= 20 epochs (patience 5) on a 100-sentence dev subset, ~1.5 min for the demo's 150 LC sentences: "
                 "demo test F1 0.89",
         "study": "to convergence (<= 60 epochs, patience 8 at min gain 0.002, full DEV), ~2-4 min for 100 sentences",
         "paper": "lr 2e-5, up to 200 epochs (patience 10): the seed paper's, an hour or more on CPU",
     },
     "experiment": {
-        "tiny": "seconds per cell",
+        "tiny": "~4 min per cell on CrossNER music size (7 cells in 1,816 s on 2 cores, other work running; "
+                "docs/results/crossner-music-tiny.json): embedding, selection and evaluation dominate, not the training",
         "demo": "~5 min per cell on the demo (200 MLM steps + NER)",
         "study": "~9 min per MLM+NER cell alone on 2 free CPU cores with bf16 (~12-14 min without; more while other jobs "
                  "run), ~1.5 min on an H100; ~2-4 min for `none` (CrossNER music size; see scripts/crossner_study.py)",
