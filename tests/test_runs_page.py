@@ -30,6 +30,9 @@ def runs_ws(tmp_path_factory):
             "gold_spans": [{"start": 0, "end": 1, "type": "band"}, {"start": 2, "end": 3, "type": "location"}]}
     (ner.run_dir / "test_predictions.jsonl").write_text(json.dumps(pred) + "\n")
     jobs._update(ws, ner.id, status="done", progress=1.0, result=json.dumps({"test": {"f1": 0.667}, "steps": 5}))
+    from core.train.lineage import Lineage, record_run
+
+    record_run(ws, ner.id, "ner", Lineage(), ner.run_dir, None, f1=0.667)  # as the NER job does when it finishes
     exp = jobs.submit(ws, "experiment", {"domain": "music"}, start=False)
     cells = [{"row": r, "seed": s, "f1": f, "per_type": {"band": {"f1": f}}}
              for r, s, f in (("none", 1, 0.5), ("none", 2, 0.6), ("dsir", 1, 0.7), ("dsir", 2, 0.72))]

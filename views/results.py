@@ -11,9 +11,8 @@ from core.experiments.experiment import collect_results, per_type_table, results
 from core.experiments.summary import comparison_rows, interval_summary
 from core.experiments.sweeps import lc_amount_frame, mlm_time_frame, sc_amount_frame, sweep_axes
 from core.review.highlight import CSS, legend_html, prediction_html, type_colors
-from core.runner import jobs
 from core.train.lineage import describe_run, get_run, list_runs
-from core.train.ner_predict import read_predictions
+from core.train.ner_predict import read_predictions, runs_with_test_predictions
 from ui import get_workspace, run_guarded
 
 INTERVAL_HELP = ("95% CI: percentile bootstrap of the seed-mean F1, two-level: the seeds are drawn again, then the TEST "
@@ -97,7 +96,8 @@ if experiments:
 st.subheader("Lineage")
 st.caption("Where a model came from: base model, every MLM phase with its corpora (name + content hash), the selection, "
            "LC/DEV/TEST hashes, seed, preset and wall time — the data `python -m core runs show RUN --json` prints.")
-index = [e for e in (run_guarded(lambda: list_runs(ws), "could not read the run index") or []) if e.get("kind") in ("mlm", "ner")]
+index = [e for e in (run_guarded(lambda: list_runs(ws), "could not read the run index") or [])
+         if e.get("kind") in ("mlm", "ner", "selftrain")]
 if not index:
     st.info("No finished training run yet: MLM and NER jobs, CLI runs and experiment / compare-sources cells list their "
             "lineage here when they finish.")
@@ -127,17 +127,17 @@ else:
             st.json(entry, expanded=False)
 
 st.subheader("Test-set predictions")
-with_preds = [j for j in jobs.list_jobs(ws, "ner") if (j.run_dir / "test_predictions.jsonl").exists()]
+with_preds = {r["id"]: r for r in runs_with_test_predictions(ws)}  # NER jobs, CLI runs, experiment/compare cells
 if not with_preds:
     st.info("Train an NER model with a test corpus to see its predictions next to the gold spans here.")
 else:
     c = st.columns([3, 1, 1])
-    by_id = {j.id: j for j in with_preds}  # listed once above: no job read per option and rerun
-    pj = c[0].selectbox("NER run", list(by_id), key="pred_job",
-                        format_func=lambda i: f"{i} · test F1 {(by_id[i].result or {}).get('test', {}).get('f1', 0):.3f}")
+    pj = c[0].selectbox("NER run", list(with_preds), key="pred_job",
+                        format_func=lambda i: f"{i} · {with_preds[i]['kind']}" + (
+                            f" · test F1 {with_preds[i]['f1']:.3f}" if isinstance(with_preds[i]["f1"], (int, float)) else ""))
     only_errors = c[1].checkbox("Only sentences with errors", key="pred_errors")
     limit = c[2].number_input("Show", 5, 500, 25, step=5, key="pred_limit")
-    rows = read_predictions(by_id[pj].run_dir / "test_predictions.jsonl", limit=int(limit), only_errors=only_errors)
+    rows = read_predictions(with_preds[pj]["path"], limit=int(limit), only_errors=only_errors)
     colors = type_colors({s.type for r in rows for s in [*r["spans"], *(r["gold"] or [])]})
     st.html(legend_html(colors))
     for r in rows:

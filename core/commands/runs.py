@@ -37,7 +37,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("runs", help="runs with their lineage (base model, MLM corpora and hashes, selection, LC/DEV/TEST)")
     rsub = p.add_subparsers(dest="runs_cmd", required=True)
     s = rsub.add_parser("list", help="runs of the workspace, newest first")
-    s.add_argument("--kind", default=None, help="only runs of this kind (mlm, ner)")
+    s.add_argument("--kind", default=None, help="only runs of this kind (mlm, ner, selftrain)")
     s.add_argument("--json", action="store_true")
     add_workspace_arg(s)
     s.set_defaults(func=cmd_runs_list)

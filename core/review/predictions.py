@@ -37,11 +37,19 @@ REVIEW_STATES = ("unreviewed", "accepted", "rejected", "corrected")
 
 
 def list_ner_models(ws: Workspace) -> list[Path]:
-    """Fine-tuned NER model folders in the workspace's runs and artifacts (newest first)."""
+    """Fine-tuned NER model folders (newest first): every model the run index knows (NER jobs, CLI runs, experiment
+    and compare-sources cells, self-training, wherever their --out put them), plus folders found under runs/ and
+    artifacts/ (older runs written before the index)."""
+    from core.train.lineage import list_runs
+
     found: set[Path] = set()
     for base in (ws.runs_dir, ws.root / "artifacts"):
         for pattern in ("*/ner_config.json", "*/*/ner_config.json", "*/*/*/ner_config.json"):
             found.update(p.parent for p in base.glob(pattern))
+    for entry in list_runs(ws):
+        folder = Path(entry["model_dir"]) if entry.get("model_dir") else None
+        if folder is not None and (folder / "ner_config.json").is_file():
+            found.add(folder)
     return sorted(found, key=lambda p: p.stat().st_mtime, reverse=True)
 
 

@@ -182,3 +182,19 @@ def ner_predict_job(params: PredictParams, ctx: JobContext) -> dict[str, Any]:
         result["scores"] = evaluate(model, corpus, predictions=preds)
     ctx.log(f"predicted {len(preds)} sentences into {out}")
     return result
+
+
+TEST_PREDICTIONS = "test_predictions.jsonl"  # kept beside every NER run's results (jobs, experiment and compare cells)
+
+
+def runs_with_test_predictions(ws: Any) -> list[dict[str, Any]]:
+    """NER runs whose TEST predictions were kept, newest first, as {id, kind, f1, path}: read from the run index
+    (core.train.lineage), so NER jobs, CLI runs, experiment and compare-sources cells and self-training all count."""
+    from core.train.lineage import list_runs
+
+    out = []
+    for entry in list_runs(ws):
+        path = Path(entry["run_dir"]) / TEST_PREDICTIONS if entry.get("run_dir") else None
+        if entry.get("kind") in ("ner", "selftrain") and path is not None and path.is_file():
+            out.append({"id": entry["id"], "kind": entry["kind"], "f1": entry.get("f1"), "path": path})
+    return out
