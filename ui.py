@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import streamlit as st
@@ -174,12 +173,27 @@ def fmt_seconds(seconds: float | None) -> str:
 
 
 
-def short_path(path: str | Path) -> str:
-    p = Path(path)
-    try:
-        return str(p.relative_to(Path.cwd()))
-    except ValueError:
-        return str(p)
+# --------------------------------------------------------------------------- choices that survive a reload
+
+
+def restore_from_url(allowed: dict[str, Any]) -> None:
+    """Before the widgets: take each key's value from the page URL when this session has none yet (a reload starts a
+    new session, which used to forget the source and the annotator), if it is still a valid choice (`allowed[key]`:
+    the options, or None for free text)."""
+    for key, options in allowed.items():
+        value = st.query_params.get(key)
+        if key not in st.session_state and value and (options is None or value in options):
+            st.session_state[key] = value
+
+
+def keep_in_url(*keys: str) -> None:
+    """After the widgets: mirror their values into the URL (a reload, a bookmark or a shared link reopens them)."""
+    for key in keys:
+        value = st.session_state.get(key)
+        if isinstance(value, str) and value:
+            st.query_params[key] = value
+        elif key in st.query_params:
+            del st.query_params[key]
 
 
 # --------------------------------------------------------------------------- NER models and predictions (Inspect, Adapt)
@@ -189,7 +203,8 @@ OTHER = "(another folder)"
 
 def model_picker(label: str, key: str, models: list, optional: bool = False) -> str | None:
     options = ([None] if optional else []) + [str(p) for p in models] + [OTHER]
-    choice = st.selectbox(label, options, key=key, format_func=lambda p: "(none)" if p is None else p if p == OTHER else short_path(p))
+    # the full path: a path shown relative to the checkout ("workspace/runs/...") read as one missing its leading slash
+    choice = st.selectbox(label, options, key=key, format_func=lambda p: "(none)" if p is None else p)
     return st.text_input("Model folder or Hugging Face id", key=f"{key}_path") if choice == OTHER else choice
 
 

@@ -294,3 +294,24 @@ def test_assets_css_survives_streamlits_html_sanitiser():
         assert not re.search(r"<[A-Za-z/!?]", css.read_text("utf-8")), css
     assert "insp_card_accepted" in page_css() and ".nx-ent" in page_css() and ".nx-ent" in CSS
     assert page_css().count("<style>") == 1
+
+
+def test_a_reload_keeps_the_model_the_source_and_the_annotator(ner_ws, monkeypatch):
+    """Issue 24: a reload (a new session) forgot the source and the annotator; the next accept was stored as
+    "(no name)". The choices live in the page URL now, and the model is shown by its full path."""
+    root, model_dir = ner_ws
+    at = _open(_app(root, monkeypatch), corpus="demo-test")
+    at.selectbox(key="insp_model").select(str(model_dir)).run()
+    at.text_input(key="insp_reviewer").input("ann").run()
+    url = dict(at.query_params)
+    assert url["insp_reviewer"] in ("ann", ["ann"]) and "insp_corpus" in url
+    reloaded = AppTest.from_file(str(Path(__file__).resolve().parent.parent / "app.py"), default_timeout=120)
+    for key, value in url.items():
+        reloaded.query_params[key] = value[0] if isinstance(value, list) else value
+    reloaded.run()
+    reloaded.switch_page(PAGE).run()
+    assert not reloaded.exception, [e.value for e in reloaded.exception]
+    assert reloaded.text_input(key="insp_reviewer").value == "ann"
+    assert reloaded.selectbox(key="insp_corpus").value == "demo-test"
+    assert reloaded.selectbox(key="insp_model").value == str(model_dir)
+    assert str(model_dir) in reloaded.selectbox(key="insp_model").options  # the full path, leading slash included

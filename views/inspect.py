@@ -13,7 +13,17 @@ from core.review import predictions
 from core.review.highlight import legend_html, page_css, prediction_html, sentence_html, type_colors
 from core.review.store import ReviewConflict, ReviewStore
 from core.selection import store as selection_store
-from ui import actor, get_workspace, load_prediction_rows, model_picker, predictions_ready, run_guarded, source_picker
+from ui import (
+    actor,
+    get_workspace,
+    keep_in_url,
+    load_prediction_rows,
+    model_picker,
+    predictions_ready,
+    restore_from_url,
+    run_guarded,
+    source_picker,
+)
 
 ws = get_workspace()
 PER_PAGE = 10
@@ -58,10 +68,17 @@ def move_cursor(step: int) -> None:
     st.session_state["insp_cursor"] = st.session_state.get("insp_cursor", 0) + step
 
 
+REMEMBERED = ("insp_model", "insp_source", "insp_sel", "insp_corpus", "insp_reviewer")
+
+
 def review_tab() -> None:
+    models = predictions.list_ner_models(ws)
+    restore_from_url({"insp_model": [str(m) for m in models], "insp_source": ["corpus", "saved selection"],
+                      "insp_sel": [m["key"] for m in selection_store.list_selections(ws, in_workspace=True)],
+                      "insp_corpus": [i.name for i in ws.list_corpora()], "insp_reviewer": None})
     c = st.columns([2, 2, 2, 1])
     with c[0]:
-        model = model_picker("NER model (finished run)", "insp_model", predictions.list_ner_models(ws))
+        model = model_picker("NER model (finished run)", "insp_model", models)
     with c[1]:
         corpus, sel_key = source_picker(ws, "insp", Role.DC)
     status_sel = None
@@ -75,6 +92,7 @@ def review_tab() -> None:
                         help="Saved with each decision: progress is counted per annotator, exports can keep one annotator's work.")
     else:
         c[3].caption(f"Reviewing as **{actor().name}**")
+    keep_in_url(*REMEMBERED)
     if not model:
         st.info("Train a NER model on the Runs page (or name a model folder) to inspect its predictions.")
         return
