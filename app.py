@@ -18,7 +18,7 @@ from core.data.demo import ensure_demo_workspace
 from core.data.workspace import Workspace, folder_state
 from core.errors import UserError
 from core.runner import jobs
-from core.runner.jobview import LIST_POLL_S, running_summary
+from core.runner.jobview import LIST_POLL_S, active_ids, ended_since, running_summary
 from ui import ACTOR_KEY, WS_KEY, actor, run_guarded
 from ui_auth import sidebar_account, sign_in_page, signed_in
 
@@ -135,11 +135,14 @@ def sidebar_jobs() -> None:
     """A badge of running and queued jobs on every page, with a link to Runs; redraws itself
     every few seconds while anything is active."""
     ws = Workspace(st.session_state[WS_KEY])
-    active = any(j.active for j in jobs.list_jobs(ws))
+    drawn_active = active_ids(jobs.list_jobs(ws))
 
-    @st.fragment(run_every=LIST_POLL_S if active else None)
+    @st.fragment(run_every=LIST_POLL_S if drawn_active else None)
     def _badge() -> None:
-        running, queued, names = running_summary(jobs.list_jobs(ws))
+        listed = jobs.list_jobs(ws)
+        if ended_since(drawn_active, listed):  # an import or a run ended: the corpus count and pages change too
+            st.rerun(scope="app")
+        running, queued, names = running_summary(listed)
         if not running and not queued:
             return
         st.markdown(f":orange-badge[⏳ {running} running · {queued} queued]")

@@ -78,11 +78,14 @@ def _corpus_label(ws: Workspace, name: str) -> str:
     return f"{name}{role} · {info.sentences:,} sentences"
 
 
-def run_guarded(fn: Callable[[], Any], what: str = "") -> Any:
-    """Call `fn`; show a user mistake as an error box instead of a traceback."""
+def run_guarded(fn: Callable[[], Any], what: str = "", before_error: Callable[[], Any] | None = None) -> Any:
+    """Call `fn`; show a user mistake as an error box instead of a traceback (`before_error`: clear what the
+    attempt drew, e.g. its progress bar)."""
     try:
         return fn()
     except UserError as exc:
+        if before_error is not None:
+            before_error()
         st.error(f"{what + ': ' if what else ''}{exc}")
         return None
 

@@ -318,3 +318,19 @@ def test_corpora_browser_colours_entities_marks_the_search_and_wraps(small_ws, m
     assert not at.exception
     shown = " ".join(str(h.proto.body) for h in at.get("html"))
     assert f"<mark>{word}</mark>" in shown and 'class="nx-ent"' in shown and "B-" not in shown.split("nx-sent", 1)[1]
+
+
+def test_a_job_that_ends_while_the_page_polls_redraws_the_whole_page(small_ws, monkeypatch):
+    """Issue 24: the Runs picker said "running" after the job ended, the sidebar's counts lagged: the polling parts
+    (the job table, the sidebar badge) now redraw the page when a job drawn as active has ended."""
+    from core.runner.jobview import active_ids, ended_since
+
+    ws = Workspace(small_ws)
+    job = jobs.submit(ws, "sleep", {"seconds": 0}, start=False)
+    jobs._update(ws, job.id, status="running", started=time.time())
+    drawn = active_ids(jobs.list_jobs(ws))
+    assert job.id in drawn and not ended_since(drawn, jobs.list_jobs(ws))
+    open_app(small_ws, monkeypatch, "views/runs.py")  # the page with a running job and its polling parts draws
+    jobs._update(ws, job.id, status="done", progress=1.0, finished=time.time())
+    assert ended_since(drawn, jobs.list_jobs(ws))
+    jobs.delete(ws, job.id)

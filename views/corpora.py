@@ -77,10 +77,11 @@ with load_tab, st.form("upload_form", clear_on_submit=False):
     up_overwrite = st.checkbox("Replace a different corpus of the same name", key="upload_overwrite")
     if st.form_submit_button("Import", type="primary") and upload is not None:
         bar = st.progress(0.0, text="reading...")
+        # the error names the file and line itself ("x.conll:3: ..."); the bar goes, so it does not sit above the error
         info = run_guarded(lambda: ws.import_upload(upload.name, upload.getvalue(), role=up_role, name=up_name or None,
                                                     overwrite=up_overwrite, progress=lambda f, m: bar.progress(f, text=m),
                                                     actor=actor()),
-                           f"Could not import {upload.name}")
+                           "Could not import", before_error=bar.empty)
         if info is not None:
             st.success(f"Imported {info.name!r}: {info.sentences:,} sentences, {info.tokens:,} tokens.")
             for warning in info.warnings:

@@ -7,7 +7,16 @@ import streamlit as st
 from core.data.workspace import Role
 from core.experiments.experiment import BASELINES, parse_amounts, parse_seeds
 from core.runner import jobs
-from core.runner.jobview import CHART_POLL_S, LIST_POLL_S, describe_job, job_charts, job_rows, status_text
+from core.runner.jobview import (
+    CHART_POLL_S,
+    LIST_POLL_S,
+    active_ids,
+    describe_job,
+    ended_since,
+    job_charts,
+    job_rows,
+    status_text,
+)
 from core.runner.kinds import KINDS
 from core.selection.store import list_selections, selection_label
 from core.selection.strategies import Strategy
@@ -118,9 +127,14 @@ st.subheader("Jobs")
 st.caption("Every background job of this workspace: training, selections, maps, similarity, predictions, imports.")
 
 
-@st.fragment(run_every=LIST_POLL_S if any(j.active for j in _jobs()) else None)
+drawn_active = active_ids(_jobs())  # what the picker below says is running
+
+
+@st.fragment(run_every=LIST_POLL_S if drawn_active else None)
 def job_list() -> None:
     all_jobs = _jobs()
+    if ended_since(drawn_active, all_jobs):  # the picker and the sidebar still say "running": redraw the page
+        st.rerun(scope="app")
     if not all_jobs:
         st.info("No jobs yet: start one above or on another page.")
         return

@@ -77,6 +77,21 @@ def running_summary(jobs: Sequence[Job]) -> tuple[int, int, list[str]]:
     return len(running), queued, [f"{describe_job(j, 60)} · {j.progress:.0%}" for j in running]
 
 
+def active_ids(jobs: Sequence[Job]) -> frozenset[str]:
+    return frozenset(j.id for j in jobs if j.active)
+
+
+def ended_since(active_before: frozenset[str], jobs: Sequence[Job]) -> bool:
+    """Whether a job that was queued or running when the page was drawn has finished (or vanished) since. A polling
+    fragment that sees this redraws the whole page, so labels outside it (a job picker's "running", the sidebar's
+    corpus count) do not go on saying what is no longer true.
+
+    >>> ended_since(frozenset({"a"}), [])
+    True
+    """
+    return bool(active_before - active_ids(jobs))
+
+
 def job_rows(jobs: Sequence[Job]) -> list[dict[str, Any]]:
     """One row per job for a table: readable name, status with what it waits for, progress."""
     return [{"job": describe_job(j), "status": status_text(j, jobs), "progress": j.progress,
