@@ -64,10 +64,28 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--grad-accum", type=int, dest="grad_accum")
     p.add_argument("--seed", type=int)
     p.add_argument("--no-pack", action="store_false", dest="pack", default=None, help="one sentence per example (slower)")
+    p.add_argument("--snapshot-every", type=int, dest="snapshot_every",
+                   help="keep a model snapshot every N steps (RUN_DIR/phase-train/snapshots) for `pick-checkpoint`")
     p.add_argument("--run-dir", help="run folder for log, metrics and checkpoints (rerun with it to resume)")
     p.add_argument("--quiet", action="store_true")
     add_workspace_arg(p)
     p.set_defaults(func=cmd_mlm)
+
+    p = sub.add_parser("pick-checkpoint", help="score the base encoder and an MLM run's snapshots by DEV F1 after a short "
+                                               "NER fine-tune on LC; say which to use and whether pretraining helped")
+    p.add_argument("--base", default=field_default(MlmParams, "model"), help="the encoder the MLM run started from")
+    p.add_argument("--snapshots", help="folder of step-N snapshots (an MLM run's RUN_DIR/phase-NAME/snapshots)")
+    p.add_argument("--final", help="the MLM run's final model folder")
+    p.add_argument("--lc", required=True, help="labeled corpus for the probe's fine-tune")
+    p.add_argument("--dev", required=True, help="labeled DEV corpus the probe scores")
+    p.add_argument("--preset", default=DEFAULT_PRESET, choices=PRESETS, help="NER recipe of the probe (epochs capped)")
+    p.add_argument("--epochs", type=int, default=None, help="probe epochs (default: core.train.checkpoint_pick.PROBE_EPOCHS)")
+    p.add_argument("--min-gain", type=float, default=0.0, help="DEV F1 a checkpoint must add over the base to be used")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--work-dir", help="folder for the probe runs (default: a temporary one)")
+    p.add_argument("--json", action="store_true")
+    add_workspace_arg(p)
+    p.set_defaults(func=cmd_pick_checkpoint)
 
     ner = sub.add_parser("ner", help="BERT-CRF NER: train, predict, eval")
     nsub = ner.add_subparsers(dest="ner_cmd", required=True)
@@ -146,12 +164,35 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_mlm(args: argparse.Namespace) -> int:
-    config = _config_overrides(args, ("epochs", "max_steps", "batch_size", "lr", "block_size", "grad_accum", "seed", "pack"))
+    config = _config_overrides(args, ("epochs", "max_steps", "batch_size", "lr", "block_size", "grad_accum", "seed", "pack",
+                                      "snapshot_every"))
     params = {"train": [_corpus(args, f) for f in args.train], "model": _model(args.model), "out": str(Path(args.out).resolve()),
               "preset": args.preset, "config": config}
     result = _run(args, "mlm", params, "mlm")
     print(f"model written to {result['out_dir']} ({result['steps']} steps"
           + ("; a fresh MLM head was initialised" if result.get("fresh_head") else "") + ")")
+    return 0
+
+
+def cmd_pick_checkpoint(args: argparse.Namespace) -> int:
+    import tempfile
+
+    from core.train.checkpoint_pick import PROBE_EPOCHS, candidates, dev_f1_probe, pick_checkpoint
+
+    ws = Workspace(args.workspace)
+    lc, dev = ws.resolve_corpus(args.lc), ws.resolve_corpus(args.dev)
+    cands = candidates(_model(args.base), args.snapshots, args.final)
+    if len(cands) < 2:
+        raise UserError(f"nothing to compare with the base encoder: no step-N snapshots in {args.snapshots} and no --final "
+                        "model (train with `mlm --snapshot-every N --run-dir DIR`)")
+    echo = (lambda m: print(m, file=sys.stderr)) if progress_wanted(args) else None
+    with tempfile.TemporaryDirectory(prefix="probe-") as tmp:
+        probe = dev_f1_probe(lc, dev, args.work_dir or tmp, args.preset, args.seed, args.epochs or PROBE_EPOCHS)
+        result = pick_checkpoint(cands, probe, args.min_gain, log=echo)
+    if args.json:
+        print_json(result)
+    else:
+        print(f"use {result['chosen']['label']}: {result['chosen']['path']}\n{result['reason']}")
     return 0
 
 

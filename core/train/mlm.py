@@ -23,7 +23,7 @@ import json
 import math
 import random
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -42,6 +42,7 @@ from core.train.training import (
     Checkpointer,
     Log,
     LoopConfig,
+    LoopState,
     Metric,
     Progress,
     TrainLoop,
@@ -78,6 +79,7 @@ class MlmConfig:
     seed: int = 1
     grad_clip: float = 1.0
     checkpoint_every: int = 50  # optimizer steps between resumable checkpoints
+    snapshot_every: int = 0  # steps between kept model snapshots (snapshot_dir/step-N) for checkpoint selection; 0: none
     log_every: int = 5
     device: str = "auto"
     precision: str = "auto"  # bf16/fp16 autocast on GPU, fp32 on CPU
@@ -154,8 +156,12 @@ def sentence_examples(tokenizer, texts: Sequence[str], max_length: int) -> list[
 
 def train_mlm(texts: Sequence[str], model: str | ModelRef, out_dir: str | Path, config: MlmConfig | None = None,
               progress: Progress | None = None, log: Log | None = None, metric: Metric | None = None,
-              checkpoint_dir: str | Path | None = None, overwrite: bool = False) -> dict[str, Any]:
+              checkpoint_dir: str | Path | None = None, overwrite: bool = False,
+              snapshot_dir: str | Path | None = None) -> dict[str, Any]:
     """Continue pretraining `model` with masked-LM on `texts`; write the model folder to `out_dir`.
+
+    With `snapshot_dir` and `config.snapshot_every`, a loadable model folder is kept every that many steps
+    (`snapshot_dir/step-N`): core.train.checkpoint_pick scores them, so a phase that drifted too far is not used.
 
     With `checkpoint_dir`, a resumable checkpoint (model, optimizer, scheduler, RNG, step)
     is written every `checkpoint_every` steps; calling again continues from it.
@@ -217,7 +223,8 @@ def train_mlm(texts: Sequence[str], model: str | ModelRef, out_dir: str | Path, 
                    grad_clip=config.grad_clip, checkpoint_every=config.checkpoint_every, log_every=config.log_every, unit="tokens",
                    checkpoint_at_end=False),
         plan=plan, forward=forward, device=device, precision=precision, total_steps=total_steps, checkpoint_dir=checkpoint_dir,
-        extra={"config": asdict(config)}, progress=progress, log=log, metric=metric)
+        extra={"config": asdict(config)}, progress=progress, log=log, metric=metric,
+        on_step=snapshotter(mlm, tokenizer, snapshot_dir, config.snapshot_every, log))
     if state is not None:
         loop.restore(state)
         log(f"resumed from checkpoint at step {loop.state.step} (epoch {loop.state.epoch + 1})")
@@ -242,6 +249,23 @@ def train_mlm(texts: Sequence[str], model: str | ModelRef, out_dir: str | Path, 
     log(f"MLM finished in {seconds:.1f}s: {step} steps; model in {out_dir}")
     return {**{k: v for k, v in info.items() if k != "config"}, "out_dir": str(out_dir), "seconds": seconds,
             "tokens_per_s": real_tokens / seconds if seconds > 0 else None, "device": device}
+
+
+def snapshotter(model: Any, tokenizer: Any, snapshot_dir: str | Path | None, every: int, log: Log
+                ) -> Callable[[LoopState], None] | None:
+    """The loop's on_step hook that writes `snapshot_dir/step-N` (model + tokenizer, atomically) every `every` steps."""
+    if snapshot_dir is None or not every:
+        return None
+    folder = Path(snapshot_dir)
+
+    def on_step(st: LoopState) -> None:
+        if st.step % every == 0 and not (folder / f"step-{st.step}").exists():
+            with atomic_dir(folder / f"step-{st.step}") as tmp:
+                model.save_pretrained(tmp)
+                tokenizer.save_pretrained(tmp)
+            log(f"snapshot kept at step {st.step}: {folder / f'step-{st.step}'}")
+
+    return on_step
 
 
 def masked_lm_loss(model: Any, batch: dict[str, Any]) -> Any:
@@ -271,7 +295,7 @@ def finished_model(out_dir: str | Path) -> bool:
 
 
 # Settings that do not change the trained model: a resumed job may differ in them (another machine, other logging).
-_RUN_ONLY_SETTINGS = {"checkpoint_every", "log_every", "device", "precision"}
+_RUN_ONLY_SETTINGS = {"checkpoint_every", "log_every", "device", "precision", "snapshot_every"}
 
 
 def check_same_recipe(target: Path, info: dict[str, Any], config: MlmConfig, sentences: int) -> None:
@@ -309,7 +333,8 @@ def run_phases(phases: Sequence[tuple[str, Sequence[str]]], model: str, out_dir:
         else:
             phase_metric = (lambda name=name, **v: metric(phase=name, **v)) if metric else None
             results.append({"phase": name, **train_mlm(texts, current, target, config, sub, log, phase_metric,
-                                                       checkpoint_dir=work_dir / f"phase-{name}", overwrite=True)})
+                                                       checkpoint_dir=work_dir / f"phase-{name}", overwrite=True,
+                                                       snapshot_dir=work_dir / f"phase-{name}" / "snapshots")})
         current = str(target)
     return {"out_dir": str(out_dir), "phases": results, "steps": sum(r["steps"] for r in results),
             "fresh_head": any(r.get("fresh_head") for r in results)}

@@ -344,7 +344,7 @@ class TrainLoop:
                  on_best: Callable[[float, int], None] | None = None, flush_best: Callable[[], None] | None = None,
                  extra: dict[str, Any] | None = None, progress: Progress | None = None, log: Log | None = None,
                  metric: Metric | None = None, progress_message: Callable[[LoopState, float], str] | None = None,
-                 eval_prefix: str = "dev"):
+                 eval_prefix: str = "dev", on_step: Callable[[LoopState], None] | None = None):
         self.model, self.optimizer, self.scheduler, self.scaler = model, optimizer, scheduler, scaler
         self.config, self.plan, self.forward = config, plan, forward
         self.device, self.precision, self.total_steps = device, precision, max(1, total_steps)
@@ -355,6 +355,7 @@ class TrainLoop:
         self.metric = metric or (lambda **_k: None)
         self.progress_message = progress_message or (lambda st, loss: f"step {st.step}/{self.total_steps}, loss {loss:.3f}")
         self.eval_prefix = eval_prefix
+        self.on_step = on_step  # after every optimizer step (MLM keeps model snapshots for checkpoint selection)
         self.state = LoopState()
         self.last_saved = 0
         self.units = 0
@@ -457,6 +458,8 @@ class TrainLoop:
                 accum = 0
                 self._optimizer_step()
                 st.step += 1
+                if self.on_step is not None:
+                    self.on_step(st)
                 last_in_epoch = m_i == len(micros) - 1
                 if st.step % cfg.log_every == 0 or last_in_epoch or st.step == self.total_steps:
                     dt = max(time.time() - window_t, 1e-9)

@@ -1,0 +1,100 @@
+"""Checkpoint selection: continued MLM can move the encoder away from what NER needs (issue 26 measured TAPT and
+selected data below no pretraining), so the model a pretraining phase hands on is the one a cheap probe scores
+best among the base encoder and the phase's kept snapshots, never silently one that scores below the base.
+
+The probe is DEV F1 after a short NER fine-tune on LC (the base encoder has no trained MLM head, so a masked-word
+loss cannot score it against the snapshots; DEV F1 can, and it is what the user cares about). It costs one short
+NER run per candidate. Ties go to the earlier candidate, the base encoder first: no pretraining unless it helped.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from core.data.corpus import Corpus
+from core.errors import UserError
+
+PROBE = "dev-f1"
+PROBE_EPOCHS = 8  # the short fine-tune: enough to rank encoders on a small LC, far below a full NER run
+
+
+@dataclass(frozen=True)
+class Candidate:
+    label: str  # "base", "step-200", "final"
+    path: str  # model id or folder
+    step: int | None  # None: the base encoder, before any MLM
+
+
+def candidates(base: str, snapshot_dir: str | Path | None = None, final: str | Path | None = None) -> list[Candidate]:
+    """The base encoder, every kept snapshot (step order), and the phase's final model if it is not a snapshot."""
+    out = [Candidate("base", str(base), None)]
+    steps = []
+    if snapshot_dir is not None and Path(snapshot_dir).is_dir():
+        for folder in Path(snapshot_dir).iterdir():
+            if (m := re.fullmatch(r"step-(\d+)", folder.name)) and (folder / "config.json").is_file():
+                steps.append((int(m.group(1)), folder))
+    out += [Candidate(f"step-{n}", str(folder), n) for n, folder in sorted(steps)]
+    if final is not None and (Path(final) / "config.json").is_file():
+        info = Path(final) / "mlm_info.json"
+        step = json.loads(info.read_text("utf-8")).get("steps") if info.is_file() else None
+        if step is None or step not in {n for n, _ in steps}:
+            out.append(Candidate("final", str(final), step))
+    return out
+
+
+def pick_checkpoint(cands: Sequence[Candidate], probe: Callable[[Candidate], float], min_gain: float = 0.0,
+                    log: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """Score every candidate with `probe` (higher is better) and choose. A pretrained candidate is chosen only if it
+    beats the base encoder by more than `min_gain`; the result says which, by how much and why.
+
+    >>> c = [Candidate("base", "b", None), Candidate("step-50", "s50", 50), Candidate("step-100", "s100", 100)]
+    >>> r = pick_checkpoint(c, lambda x: {"b": 0.60, "s50": 0.64, "s100": 0.58}[x.path])
+    >>> r["chosen"]["label"], r["helped"], round(r["gain_over_base"], 2)
+    ('step-50', True, 0.04)
+    """
+    if not cands or cands[0].step is not None:
+        raise UserError("checkpoint selection needs the base encoder as its first candidate")
+    log = log or (lambda _m: None)
+    scored = []
+    for c in cands:
+        score = float(probe(c))
+        scored.append({**asdict(c), "score": score})
+        log(f"checkpoint {c.label}: {PROBE} {score:.4f}")
+    base = scored[0]
+    best = max(scored, key=lambda s: s["score"])  # max keeps the first of equals: the base, then earlier steps
+    helped = best is not base and best["score"] > base["score"] + min_gain
+    chosen = best if helped else base
+    best_mlm = max(scored[1:], key=lambda s: s["score"]) if len(scored) > 1 else None
+    if helped:
+        reason = (f"{chosen['label']} scored {PROBE} {chosen['score']:.4f}, {100 * (chosen['score'] - base['score']):+.2f} points "
+                  f"over the base encoder ({base['score']:.4f}): pretraining helped, this checkpoint is used")
+    elif best_mlm is None:
+        reason = "no snapshot was kept: the base encoder is used"
+    else:
+        reason = (f"no checkpoint beat the base encoder on {PROBE} (base {base['score']:.4f}, best pretrained "
+                  f"{best_mlm['label']} {best_mlm['score']:.4f}, {100 * (best_mlm['score'] - base['score']):+.2f} points): "
+                  "pretraining did not help here, so the base encoder is used")
+    log(reason)
+    return {"probe": PROBE, "chosen": chosen, "helped": helped, "gain_over_base": chosen["score"] - base["score"],
+            "base_score": base["score"], "scores": scored, "reason": reason}
+
+
+def dev_f1_probe(lc: Corpus, dev: Corpus, work_dir: str | Path, preset: str = "demo", seed: int = 1,
+                 epochs: int = PROBE_EPOCHS, log: Callable[[str], None] | None = None) -> Callable[[Candidate], float]:
+    """A probe: best DEV F1 of a short NER fine-tune (the `preset` recipe, at most `epochs` epochs) from the candidate."""
+    from core.train.ner_train import preset_config, train_ner
+
+    work = Path(work_dir)
+
+    def probe(c: Candidate) -> float:
+        base = preset_config(preset, seed=seed)
+        config = replace(base, epochs=min(base.epochs, epochs))
+        result = train_ner(lc, dev, c.path, work / c.label, config=config, log=log, overwrite=True)
+        return float(result["best_dev_f1"] or 0.0)
+
+    return probe

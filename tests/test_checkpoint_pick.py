@@ -1,0 +1,71 @@
+"""Issue 26: checkpoint selection. The base encoder and an MLM phase's kept snapshots are scored by DEV F1 after a
+short NER fine-tune; a pretrained checkpoint is used only when it beats the base."""
+
+from __future__ import annotations
+
+import json
+
+import torch
+
+from core.data.corpus import Corpus
+from core.train.checkpoint_pick import Candidate, candidates, dev_f1_probe, pick_checkpoint
+from tests.conftest import TOY_SENTENCES
+
+PEOPLE, PLACES = ["John", "Mary", "Anna", "Peter", "Laura", "Tom"], ["Paris", "London", "Berlin", "Rome", "Madrid", "Oslo"]
+
+
+def toy_ner(n: int, offset: int = 0) -> Corpus:
+    """'<person> lives in <place> .' with PER and LOC tags: learnable in a few epochs by a working encoder."""
+    tokens, tags = [], []
+    for i in range(n):
+        who, where = PEOPLE[(i + offset) % len(PEOPLE)], PLACES[(i * 5 + offset) % len(PLACES)]
+        tokens.append([who, "lives", "in", where, "."])
+        tags.append(["B-PER", "O", "O", "B-LOC", "O"])
+    return Corpus(tokens=tokens, tags=tags)
+
+
+def test_the_better_of_two_snapshots_is_picked_and_the_base_when_none_helps():
+    cands = [Candidate("base", "b", None), Candidate("step-2", "s2", 2), Candidate("step-4", "s4", 4)]
+    better = pick_checkpoint(cands, lambda c: {"b": 0.50, "s2": 0.61, "s4": 0.55}[c.path])
+    assert better["chosen"]["label"] == "step-2" and better["helped"] and "+11.00 points" in better["reason"]
+    harm = pick_checkpoint(cands, lambda c: {"b": 0.50, "s2": 0.47, "s4": 0.49}[c.path])
+    assert harm["chosen"]["label"] == "base" and not harm["helped"]
+    assert "did not help" in harm["reason"] and "step-4 0.4900" in harm["reason"] and "-1.00 points" in harm["reason"]
+    tie = pick_checkpoint(cands, lambda c: 0.5)
+    assert tie["chosen"]["label"] == "base"  # equal scores: no pretraining
+    small = pick_checkpoint(cands, lambda c: {"b": 0.50, "s2": 0.505, "s4": 0.49}[c.path], min_gain=0.01)
+    assert small["chosen"]["label"] == "base"
+
+
+def test_mlm_keeps_snapshots_and_the_real_probe_prefers_a_working_checkpoint_to_a_broken_one(tmp_path, tiny_mlm_dir):
+    from core.train.mlm import preset_config, train_mlm
+
+    config = preset_config("tiny", max_steps=4, snapshot_every=2, epochs=20, batch_size=2)
+    train_mlm(TOY_SENTENCES, str(tiny_mlm_dir), tmp_path / "final", config, snapshot_dir=tmp_path / "snaps")
+    assert sorted(p.name for p in (tmp_path / "snaps").iterdir()) == ["step-2", "step-4"]
+    found = candidates(str(tiny_mlm_dir), tmp_path / "snaps", tmp_path / "final")
+    assert [c.label for c in found] == ["base", "step-2", "step-4"]  # the final model is step 4: not listed twice
+    # a broken checkpoint: step-2 with every encoder weight zeroed (it can only predict O)
+    from transformers import AutoModelForMaskedLM
+
+    broken = AutoModelForMaskedLM.from_pretrained(tmp_path / "snaps" / "step-2")
+    with torch.no_grad():
+        for p in broken.parameters():
+            p.zero_()
+    broken.save_pretrained(tmp_path / "snaps" / "step-2")
+    probe = dev_f1_probe(toy_ner(48), toy_ner(12, offset=3), tmp_path / "probe", preset="tiny", epochs=8)
+    result = pick_checkpoint(found, probe)
+    scores = {s["label"]: s["score"] for s in result["scores"]}
+    assert scores["step-2"] == 0.0 and scores["step-4"] > 0.5  # the broken one learns nothing, the working one does
+    assert result["chosen"]["label"] != "step-2"
+    json.dumps(result)  # the CLI prints it as JSON
+
+
+def test_pick_checkpoint_cli_refuses_when_there_is_nothing_to_compare(tmp_path, capsys):
+    from core.cli import main
+    from core.data.corpus import write_corpus
+
+    write_corpus(toy_ner(4), tmp_path / "lc.conll")
+    code = main(["--workspace", str(tmp_path / "ws"), "pick-checkpoint", "--snapshots", str(tmp_path / "no-snapshots"),
+                 "--lc", str(tmp_path / "lc.conll"), "--dev", str(tmp_path / "lc.conll")])
+    assert code == 2 and "nothing to compare with the base encoder" in capsys.readouterr().err
