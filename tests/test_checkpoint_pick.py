@@ -60,6 +60,16 @@ def test_mlm_keeps_snapshots_and_the_real_probe_prefers_a_working_checkpoint_to_
     assert result["chosen"]["label"] != "step-2"
     json.dumps(result)  # the CLI prints it as JSON
 
+    from core.cli import main  # the same through the CLI, which runs the "pick-checkpoint" job in-process
+    from core.data.corpus import write_corpus
+
+    write_corpus(toy_ner(48), tmp_path / "lc.conll")
+    write_corpus(toy_ner(12, offset=3), tmp_path / "dev.conll")
+    code = main(["--workspace", str(tmp_path / "ws"), "pick-checkpoint", "--base", str(tiny_mlm_dir), "--snapshots",
+                 str(tmp_path / "snaps"), "--lc", str(tmp_path / "lc.conll"), "--dev", str(tmp_path / "dev.conll"),
+                 "--preset", "tiny", "--json"])
+    assert code == 0
+
 
 def test_pick_checkpoint_cli_refuses_when_there_is_nothing_to_compare(tmp_path, capsys):
     from core.cli import main
@@ -69,3 +79,38 @@ def test_pick_checkpoint_cli_refuses_when_there_is_nothing_to_compare(tmp_path, 
     code = main(["--workspace", str(tmp_path / "ws"), "pick-checkpoint", "--snapshots", str(tmp_path / "no-snapshots"),
                  "--lc", str(tmp_path / "lc.conll"), "--dev", str(tmp_path / "lc.conll")])
     assert code == 2 and "nothing to compare with the base encoder" in capsys.readouterr().err
+
+
+def test_the_runs_page_offers_the_pick_after_an_mlm_run_with_snapshots_and_shows_its_verdict(tmp_path, monkeypatch):
+    """The same job from the browser: an MLM run's panel submits "pick-checkpoint" with its snapshots; a finished pick
+    shows its reason and every candidate's DEV F1."""
+    from core.data.demo import write_demo_workspace
+    from core.runner import jobs
+    from tests.apptest import open_app
+
+    ws = write_demo_workspace(tmp_path / "ws", dc_size=200)
+    mlm = jobs.submit(ws, "mlm", {"mode": "tapt", "tc": "demo-tc"}, start=False)
+    (mlm.run_dir / "phase-tapt" / "snapshots" / "step-50").mkdir(parents=True)
+    jobs._update(ws, mlm.id, status="done", progress=1.0, result=json.dumps(
+        {"out_dir": str(mlm.run_dir / "model"), "phases": [{"phase": "tapt", "steps": 100}], "steps": 100}))
+    submitted = []
+    monkeypatch.setattr(jobs, "submit", lambda ws, kind, params, start=True, **kw: submitted.append((kind, params)))
+    monkeypatch.setattr(jobs, "_start_queued", lambda ws: None)
+    at = open_app(ws.root, monkeypatch, "views/runs.py")
+    at.selectbox(key="runs_selected").set_value(mlm.id).run()
+    at.button(key=f"pick_go_{mlm.id}").click().run()
+    assert not at.exception
+    kind, params = submitted[-1]
+    assert kind == "pick-checkpoint" and params["snapshots"].endswith("phase-tapt/snapshots") and params["dev"] == "demo-dev"
+    monkeypatch.undo()
+    monkeypatch.setenv("NERSELECT_WORKSPACE", str(ws.root))
+    monkeypatch.setattr(jobs, "_start_queued", lambda ws: None)
+    pick = jobs.submit(ws, "pick-checkpoint", {"snapshots": params["snapshots"]}, start=False)
+    verdict = pick_checkpoint([Candidate("base", "b", None), Candidate("step-50", "s", 50)],
+                              lambda c: {"b": 0.6, "s": 0.55}[c.path])
+    jobs._update(ws, pick.id, status="done", progress=1.0, result=json.dumps(verdict))
+    at = open_app(ws.root, monkeypatch, "views/runs.py")
+    at.selectbox(key="runs_selected").set_value(pick.id).run()
+    assert any("pretraining did not help here" in w.value for w in at.warning)
+    table = next(df.value for df in at.dataframe if "DEV F1" in getattr(df.value, "columns", []))
+    assert list(table["label"]) == ["base", "step-50"]

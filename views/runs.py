@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pandas as pd
 import streamlit as st
 
 from core.data.workspace import Role
@@ -21,6 +22,7 @@ from core.runner.kinds import KINDS
 from core.selection.store import list_selections, selection_label
 from core.selection.strategies import Strategy
 from core.train import presets
+from core.train.checkpoint_pick import mlm_snapshots
 from core.train.modes import MODES
 from core.train.presets import preset_help
 from ui import actor, corpus_picker, fmt_seconds, get_workspace, job_poll, run_guarded, slow_down_polling, submit_job
@@ -78,10 +80,14 @@ with mlm_tab, st.form("mlm_form"):
     m_preset = c[1].selectbox("Preset", PRESET_CHOICES, key="mlm_preset", help=preset_help("mlm"))
     m_steps = c[2].number_input("Max steps", 0, 1_000_000, None, key="mlm_steps", placeholder="preset's",
                                 help="Empty: the preset decides; 0: the epochs decide.")
+    m_snap = st.number_input("Keep a snapshot every N steps (0: none)", 0, 1_000_000, 0, key="mlm_snapshot_every",
+                             help="Snapshots let 'Pick the checkpoint' (in the job's panel below) score each against the "
+                                  "base encoder by DEV F1 and use the best, or none if pretraining did not help.")
     if m_model.strip() in ("", "default"):
         st.info("The default encoder has no MLM head: a fresh head is initialised and trained (the run log says so too).")
     if st.form_submit_button("Start MLM pretraining", type="primary"):
         config = {} if m_steps is None else {"max_steps": int(m_steps)}  # 0 reaches the trainer: epochs decide
+        config.update({"snapshot_every": int(m_snap)} if m_snap else {})
         show_launched(submit_job("mlm", {"mode": m_mode, "tc": m_tc, "dc": m_dc, "selection": m_sel,
                                          "model": m_model.strip() or "default", "preset": m_preset, "config": config}, "runs_job"))
 
@@ -185,8 +191,32 @@ def job_detail(job_id: str, interval: float | None) -> None:
     if job.result and job.kind == "mlm":
         st.caption(("A fresh MLM head was initialised. " if job.result.get("fresh_head") else "")
                    + f"Model folder (usable as B1): `{job.result.get('out_dir')}`")
+        pick_panel(job)
+    if job.result and job.kind == "pick-checkpoint":
+        (st.success if job.result["helped"] else st.warning)(job.result["reason"])
+        st.dataframe(pd.DataFrame(job.result["scores"]).rename(columns={"score": "DEV F1"}), hide_index=True,
+                     key=f"pick_scores_{job.id}")
     with st.expander("Log", expanded=job.status == "failed"):
         st.code(job.log_tail(60) or "(empty)")
+
+
+def pick_panel(job: jobs.Job) -> None:
+    """After an MLM run that kept snapshots: score them and the base encoder by DEV F1 (core.train.checkpoint_pick)."""
+    snapshots = mlm_snapshots(job.run_dir, job.result)
+    if snapshots is None:
+        st.caption("No snapshots kept: start MLM with 'Keep a snapshot every N steps' to pick the best checkpoint.")
+        return
+    c = st.columns([2, 2, 1])
+    with c[0]:
+        lc = corpus_picker(ws, "LC for the probe", Role.LC, f"pick_lc_{job.id}", labeled=True)
+    with c[1]:
+        dev = corpus_picker(ws, "DEV the probe scores", Role.DEV, f"pick_dev_{job.id}", labeled=True)
+    if c[2].button("Pick the checkpoint", key=f"pick_go_{job.id}", help="one short NER fine-tune per snapshot and for "
+                   "the base encoder; a snapshot is used only if it beats the base on DEV F1"):
+        show_launched(submit_job("pick-checkpoint", {"snapshots": str(snapshots), "final": job.result.get("out_dir"),
+                                                     "base": job.params.get("model") or "default", "lc": lc, "dev": dev,
+                                                     "preset": job.params.get("preset") or presets.DEFAULT_PRESET},
+                                 "runs_job"))
 
 
 def job_curves(job_id: str) -> None:

@@ -16,7 +16,7 @@ from core.cliutil import add_workspace_arg, comma_list, print_json, progress_wan
 from core.data.workspace import Workspace, resolve_corpus_ref
 from core.errors import UserError
 from core.experiments.experiment import BASELINES
-from core.runner.params import ExperimentParams, MlmParams, NerParams, PredictParams, field_default
+from core.runner.params import ExperimentParams, MlmParams, NerParams, PickParams, PredictParams, field_default
 from core.train.presets import DEFAULT_PRESET, PRESETS, preset_help
 
 
@@ -73,16 +73,18 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser("pick-checkpoint", help="score the base encoder and an MLM run's snapshots by DEV F1 after a short "
                                                "NER fine-tune on LC; say which to use and whether pretraining helped")
-    p.add_argument("--base", default=field_default(MlmParams, "model"), help="the encoder the MLM run started from")
+    p.add_argument("--base", default=field_default(PickParams, "base"), help="the encoder the MLM run started from")
     p.add_argument("--snapshots", help="folder of step-N snapshots (an MLM run's RUN_DIR/phase-NAME/snapshots)")
     p.add_argument("--final", help="the MLM run's final model folder")
     p.add_argument("--lc", required=True, help="labeled corpus for the probe's fine-tune")
     p.add_argument("--dev", required=True, help="labeled DEV corpus the probe scores")
-    p.add_argument("--preset", default=DEFAULT_PRESET, choices=PRESETS, help="NER recipe of the probe (epochs capped)")
-    p.add_argument("--epochs", type=int, default=None, help="probe epochs (default: core.train.checkpoint_pick.PROBE_EPOCHS)")
-    p.add_argument("--min-gain", type=float, default=0.0, help="DEV F1 a checkpoint must add over the base to be used")
-    p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--work-dir", help="folder for the probe runs (default: a temporary one)")
+    p.add_argument("--preset", default=field_default(PickParams, "preset"), choices=PRESETS,
+                   help="NER recipe of the probe (epochs capped)")
+    p.add_argument("--epochs", type=int, default=field_default(PickParams, "epochs"), help="probe epochs per candidate")
+    p.add_argument("--min-gain", type=float, default=field_default(PickParams, "min_gain"),
+                   help="DEV F1 a checkpoint must add over the base to be used")
+    p.add_argument("--seed", type=int, default=field_default(PickParams, "seed"))
+    p.add_argument("--run-dir", help="run folder for the probe runs and the log (default: a temporary one)")
     p.add_argument("--json", action="store_true")
     add_workspace_arg(p)
     p.set_defaults(func=cmd_pick_checkpoint)
@@ -175,20 +177,11 @@ def cmd_mlm(args: argparse.Namespace) -> int:
 
 
 def cmd_pick_checkpoint(args: argparse.Namespace) -> int:
-    import tempfile
-
-    from core.train.checkpoint_pick import PROBE_EPOCHS, candidates, dev_f1_probe, pick_checkpoint
-
-    ws = Workspace(args.workspace)
-    lc, dev = ws.resolve_corpus(args.lc), ws.resolve_corpus(args.dev)
-    cands = candidates(_model(args.base), args.snapshots, args.final)
-    if len(cands) < 2:
-        raise UserError(f"nothing to compare with the base encoder: no step-N snapshots in {args.snapshots} and no --final "
-                        "model (train with `mlm --snapshot-every N --run-dir DIR`)")
-    echo = (lambda m: print(m, file=sys.stderr)) if progress_wanted(args) else None
-    with tempfile.TemporaryDirectory(prefix="probe-") as tmp:
-        probe = dev_f1_probe(lc, dev, args.work_dir or tmp, args.preset, args.seed, args.epochs or PROBE_EPOCHS)
-        result = pick_checkpoint(cands, probe, args.min_gain, log=echo)
+    """The "pick-checkpoint" job run in-process: the same function as the Runs page's button."""
+    params = {"snapshots": args.snapshots, "final": args.final, "base": _model(args.base), "lc": _corpus(args, args.lc),
+              "dev": _corpus(args, args.dev), "preset": args.preset, "epochs": args.epochs,
+              "min_gain": args.min_gain, "seed": args.seed}
+    result = _run(args, "pick-checkpoint", params, "pick-checkpoint")
     if args.json:
         print_json(result)
     else:

@@ -44,6 +44,8 @@ KINDS: dict[str, JobKind] = {k.name: k for k in (
             ("model", "corpus"), "predictions (spans, c1, c2) as JSON lines"),
     JobKind("mlm", "core.train.mlm:mlm_job", p.MlmParams, "training", "MLM pretraining",
             ("mode", "tc", "dc", "selection", "model", "preset"), "a model folder with its lineage"),
+    JobKind("pick-checkpoint", "core.train.checkpoint_pick:pick_job", p.PickParams, "training", "Checkpoint pick",
+            ("snapshots", "base", "dev"), "the chosen checkpoint and every candidate's DEV F1 (result.json)"),
     JobKind("ner", "core.train.ner_train:ner_train_job", p.NerParams, "training", "NER training",
             ("train", "model", "preset"), "a model folder with its lineage, test predictions"),
     JobKind("experiment", "core.experiments.experiment:experiment_job", p.ExperimentParams, "training", "Experiment",

@@ -104,6 +104,21 @@ class MlmParams:
 
 
 @dataclass
+class PickParams:
+    """Checkpoint selection (core.train.checkpoint_pick): the base encoder and an MLM run's snapshots by DEV F1."""
+
+    snapshots: str | None = None  # an MLM run's RUN_DIR/phase-NAME/snapshots
+    final: str | None = None  # the MLM run's final model folder
+    base: str = "default"  # the encoder the MLM run started from
+    lc: str = "lc"
+    dev: str = "dev"
+    preset: str = DEFAULT_PRESET  # the probe's NER recipe (epochs capped)
+    epochs: int = 8  # at most this many NER epochs per candidate (the probe is a short fine-tune)
+    min_gain: float = 0.0
+    seed: int = 1
+
+
+@dataclass
 class NerParams:
     train: str = "lc"
     dev: str | None = None

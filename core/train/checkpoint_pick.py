@@ -14,13 +14,18 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from core.data.corpus import Corpus
 from core.errors import UserError
+from core.runner.params import PickParams, field_default
+
+if TYPE_CHECKING:
+    from core.runner.jobs import JobContext
 
 PROBE = "dev-f1"
-PROBE_EPOCHS = 8  # the short fine-tune: enough to rank encoders on a small LC, far below a full NER run
+# the short fine-tune: enough to rank encoders on a small LC, far below a full NER run (declared in PickParams)
+PROBE_EPOCHS = field_default(PickParams, "epochs")
 
 
 @dataclass(frozen=True)
@@ -45,6 +50,15 @@ def candidates(base: str, snapshot_dir: str | Path | None = None, final: str | P
         if step is None or step not in {n for n, _ in steps}:
             out.append(Candidate("final", str(final), step))
     return out
+
+
+def mlm_snapshots(run_dir: str | Path, result: dict[str, Any] | None) -> Path | None:
+    """The snapshot folder of an MLM job's last phase (the one its final model comes from), None when it kept none."""
+    phases = (result or {}).get("phases") or []
+    if not phases:
+        return None
+    folder = Path(run_dir) / f"phase-{phases[-1]['phase']}" / "snapshots"
+    return folder if folder.is_dir() and any(p.name.startswith("step-") for p in folder.iterdir()) else None
 
 
 def pick_checkpoint(cands: Sequence[Candidate], probe: Callable[[Candidate], float], min_gain: float = 0.0,
@@ -98,3 +112,25 @@ def dev_f1_probe(lc: Corpus, dev: Corpus, work_dir: str | Path, preset: str = "d
         return float(result["best_dev_f1"] or 0.0)
 
     return probe
+
+
+def pick_job(params: PickParams, ctx: JobContext) -> dict[str, Any]:
+    """Job kind "pick-checkpoint" (the Runs page and `python -m core pick-checkpoint`): score the candidates, one
+    short NER run each (progress per candidate), and return the choice with every score and the reason."""
+    ws = ctx.workspace
+    lc, dev = ws.resolve_corpus(params.lc), ws.resolve_corpus(params.dev)
+    cands = candidates(params.base, params.snapshots, params.final)
+    if len(cands) < 2:
+        raise UserError(f"nothing to compare with the base encoder: no step-N snapshots in {params.snapshots} and no "
+                        "final model (train MLM with snapshots: `mlm --snapshot-every N`, or the Runs page's option)")
+    inner = dev_f1_probe(lc, dev, ctx.run_dir / "probe", params.preset, params.seed, params.epochs, log=ctx.log)
+    done = [0]
+
+    def probe(c: Candidate) -> float:
+        ctx.progress(done[0] / len(cands), f"probing {c.label} ({done[0] + 1} of {len(cands)})")
+        score = inner(c)
+        done[0] += 1
+        ctx.progress(done[0] / len(cands), f"{c.label}: DEV F1 {score:.4f}")
+        return score
+
+    return pick_checkpoint(cands, probe, params.min_gain, log=ctx.log)
