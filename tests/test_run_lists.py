@@ -25,3 +25,18 @@ def test_experiment_cells_and_self_training_are_listed_wherever_they_were_writte
     listed = {r["id"]: r for r in runs_with_test_predictions(ws)}
     assert set(listed) == {"exp.dsir.s1", "st-1"} and listed["st-1"]["kind"] == "selftrain"
     assert set(made.values()) <= set(list_ner_models(ws))
+
+
+def test_lineage_tables_show_counts_as_counts_and_missing_values_as_a_dash(tmp_path, monkeypatch):
+    """Issue 24: tables showed raw None and 150.0 (an integer column with a missing value turns into floats)."""
+    from core.data.demo import write_demo_workspace
+    from tests.apptest import open_app
+
+    ws = write_demo_workspace(tmp_path / "ws", dc_size=200)
+    lin = Lineage(lc={"name": "demo-lc", "hash": "h1", "sentences": 150}, test={"name": "demo-test", "hash": "h2"})
+    record_run(ws, "ner-x", "ner", lin, tmp_path / "run", None, f1=0.5)
+    at = open_app(ws.root, monkeypatch, "views/results.py")
+    data = next(df.value for df in at.dataframe if getattr(df, "key", "") == "lineage_data" or
+                ("role" in getattr(df.value, "columns", []) and "sentences" in df.value.columns))
+    shown = dict(zip(data["role"], data["sentences"].astype(str)))
+    assert shown == {"LC": "150", "TEST": "—"}, shown

@@ -11,6 +11,7 @@ from core.experiments.experiment import collect_results, per_type_table, results
 from core.experiments.summary import comparison_rows, interval_summary
 from core.experiments.sweeps import lc_amount_frame, mlm_time_frame, sc_amount_frame, sweep_axes
 from core.review.highlight import CSS, legend_html, prediction_html, type_colors
+from core.tables import readable
 from core.train.lineage import describe_run, get_run, list_runs
 from core.train.ner_predict import read_predictions, runs_with_test_predictions
 from ui import get_workspace, run_guarded
@@ -47,7 +48,7 @@ else:
     st.markdown("**Against TAPT and no pretraining**: difference in test F1 points, its 95% CI, p-value, and the seeds a "
                 "difference of this size would need for p < 0.05", help=INTERVAL_HELP)
     if comparisons:
-        st.dataframe(pd.DataFrame(comparisons), hide_index=True, key="comparison_table")
+        st.dataframe(readable(comparisons), hide_index=True, key="comparison_table")
     else:
         st.caption("No paired comparison: the experiment has no `tapt` or `none` row, or its runs kept no per-sentence "
                    "TEST predictions (runs made before they were kept: rerun them for intervals).")
@@ -113,16 +114,16 @@ else:
     if entry is not None:
         shown = describe_run(entry)
         c = st.columns([2, 3])
-        c[0].dataframe(pd.DataFrame(shown["facts"], columns=["field", "value"]), hide_index=True, key="lineage_facts")
+        c[0].dataframe(readable(pd.DataFrame(shown["facts"], columns=["field", "value"])), hide_index=True, key="lineage_facts")
         with c[1]:
             if shown["phases"]:
                 st.markdown("**MLM phases** (in order)")
-                st.dataframe(pd.DataFrame(shown["phases"]), hide_index=True, key="lineage_phases")
+                st.dataframe(readable(shown["phases"]), hide_index=True, key="lineage_phases")
             else:
                 st.caption("No MLM phase: trained straight from the base model.")
             if shown["data"]:
                 st.markdown("**Labeled data**")
-                st.dataframe(pd.DataFrame(shown["data"]).astype({"sentences": str}), hide_index=True, key="lineage_data")
+                st.dataframe(readable(shown["data"]), hide_index=True, key="lineage_data")
         with st.expander("JSON (as `runs show --json`)"):
             st.json(entry, expanded=False)
 

@@ -17,6 +17,7 @@ from core.selection.leakage import check_leakage
 from core.selection.selection import EXPORT_FORMATS
 from core.selection.store import list_selections, load_selection, selection_label
 from core.selection.strategies import Strategy, resolve_budget
+from core.tables import readable
 from ui import CURRENT_SELECTION, corpus_picker, get_workspace, job_status, latest_job, run_guarded, selection_picker, submit_job
 
 ws = get_workspace()
@@ -261,6 +262,6 @@ if len(compare) >= 2:
     rows = [{"selection": name, **{k: s.summary(target or None).get(k) for k in ("selected", "domain_precision",
                                                                                   "random_domain_precision")}}
             for s, name in zip(chosen, short)]
-    st.dataframe(pd.DataFrame(rows), hide_index=True, key="sel_compare_table")
+    st.dataframe(readable(rows), hide_index=True, key="sel_compare_table")
 else:
     st.caption("Pick two or more selections to see their overlap and score distributions.")
