@@ -43,15 +43,14 @@ def prepare(root: Path, dc_size: int) -> None:
     from core.data.demo import write_demo_workspace
     from core.review.predictions import list_ner_models, prediction_request
     from core.review.store import ReviewStore
-    from core.selection.projection import list_projections
+    from core.selection.atlas import find_atlas
     from core.selection.store import list_selections
 
     ws = write_demo_workspace(root, dc_size=dc_size)
     if not list_selections(ws):
         _run(ws, "select", {"tc": "demo-tc", "dc": "demo-dc", "strategy": "dsir", "budget": 0.2, "seed": 0}, "selection")
-    key = list_selections(ws)[-1]["key"]
-    if not [p for p in list_projections(ws) if p.get("selection") == key]:
-        _run(ws, "project", {"selection": key, "model": "default", "max_points": 50_000, "seed": 0}, "map")
+    if find_atlas(ws, ["demo-tc", "demo-dc"]) is None:
+        _run(ws, "project", {"corpora": ["demo-tc", "demo-dc"], "model": "default"}, "map")
     if not list_ner_models(ws):
         _run(ws, "ner", {"train": "demo-lc", "dev": "demo-dev", "test": "demo-test", "model": "default", "preset": "tiny"},
              "NER training (tiny preset)")

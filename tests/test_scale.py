@@ -258,26 +258,21 @@ def _refuse_dc_loads(monkeypatch, dc_name: str):
     monkeypatch.setattr(CorpusStream, "to_corpus", guard(CorpusStream.to_corpus, lambda self: self.name))
 
 
-def test_map_samples_streamed_dc_equal_to_in_memory(ws2k, tmp_path, tiny_bert_dir, monkeypatch):
+def test_map_of_a_streamed_dc_reads_it_in_batches(ws2k, tiny_bert_dir, monkeypatch):
+    """The map of a workspace DC embeds, lays out and stores its texts batch by batch: the DC is never loaded whole."""
     from types import SimpleNamespace
 
-    import pandas as pd
+    from core.selection import atlas
 
-    from core.selection import projection
-
-    monkeypatch.setattr(projection, "umap_2d", lambda x, **k: (np.asarray(x, dtype=np.float32)[:, :2], "fake"))
-    tc, dc = ws2k.load_corpus("demo-tc"), ws2k.load_corpus("demo-dc")
-    sel = select(tc, open_corpus_stream(ws2k, "dc"), "random", 300, seed=2, workspace=ws2k, names={"tc": "demo-tc", "dc": "demo-dc"})
-    mem_ws = Workspace(tmp_path / "mem")
-    mem = projection.project(projection.selection_groups(tc, dc, sel), str(tiny_bert_dir), workspace=mem_ws,
-                             max_points=60, seed=1)
+    real_layout = atlas.layout
+    monkeypatch.setattr(atlas, "layout", lambda vectors, **kw: real_layout(vectors, **{**kw, "fit_points": 60}))
     _refuse_dc_loads(monkeypatch, "demo-dc")
     ctx = SimpleNamespace(workspace=ws2k, progress=lambda f, m="": None, log=lambda m: None)
-    out = projection.projection_job(ProjectParams(selection=sel.key, model=str(tiny_bert_dir), max_points=60, seed=1), ctx)
-    streamed = projection.load_projection(ws2k, out["key"])
-    assert out["sampled"] and out["points"] == 60 and streamed.key == mem.key
-    pd.testing.assert_frame_equal(streamed.points, mem.points)
-    assert set(mem.points["domain"]) and mem.points["text"].tolist()[-1] == " ".join(dc.tokens[mem.points["row"].iloc[-1]])
+    out = atlas.atlas_job(ProjectParams(corpora=["tc", "dc"], model=str(tiny_bert_dir), seed=1), ctx)
+    assert out["points"] == len(ws2k.load_corpus("demo-tc")) + ws2k.corpus_info("demo-dc").sentences and not out["reused"]
+    made = atlas.load_atlas(ws2k, out["key"])
+    assert made.meta["fitted"] == 60 and made.texts()[-1] == " ".join(next(reversed(list(
+        open_corpus_stream(ws2k, "dc").token_batches())))[-1])
 
 
 @pytest.mark.usefixtures("single_thread_torch")

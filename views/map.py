@@ -1,191 +1,218 @@
-"""Map: UMAP of TC, selected and filtered DC sentences; hover to read, box/lasso to list a region."""
+"""Map: the sentences of a corpus set laid out once (UMAP, cosine), coloured by a selection, a score or a field;
+pan, zoom, hover, search, box and lasso run in the browser; a region or a search can be saved as a selection or a corpus."""
 
 from __future__ import annotations
 
-import textwrap
-
 import numpy as np
-import plotly.express as px
-import plotly.graph_objects as go
+import pandas as pd
 import streamlit as st
 
-from core.selection.mapview import (
-    draw_order,
-    load_point_vectors,
-    nearest_neighbours,
-    nearest_on_map,
-    numeric_columns,
-    robust_range,
-    search_mask,
+from core.errors import UserError
+from core.selection.atlas import DEFAULT_FIT_POINTS, Atlas, find_atlas, list_atlases, load_atlas, selection_corpora
+from core.selection.layers import (
+    corpus_layer,
+    field_layer,
+    map_fields,
+    points_in_polygon,
+    search_points,
+    selection_dc,
+    selection_layer,
+    selection_matches,
+    selection_score_layer,
+    view_data,
 )
-from core.selection.projection import DEFAULT_MAX_POINTS, list_projections, load_projection, sample_rows
+from core.selection.map_region import region_rows, save_region_corpus, save_region_selection
+from core.selection.mapview import atlas_neighbours
+from core.selection.projection import sample_rows
 from core.selection.store import list_selections
-from ui import get_workspace, job_status, latest_job, run_guarded, selection_picker, submit_job
+from ui import CURRENT_SELECTION, actor, corpus_names, get_workspace, job_status, latest_job, run_guarded, selection_picker, submit_job
+from ui_atlas import atlas_view
 
 ws = get_workspace()
 st.title("Map")
-st.caption("Sentence embeddings of TC, the selected DC sentences and the filtered rest, laid out in 2-D with UMAP (cosine). "
-           "Hover a point to read it; draw a box or a lasso to list the sentences inside; click a point for its nearest "
-           "neighbours; search to highlight sentences.")
-GROUP_COLORS = {"TC": "#d62728", "selected": "#1f77b4", "filtered": "#c7c7c7"}
+st.caption("The sentences of the chosen corpora laid out once per encoder (UMAP, cosine); a selection, its scores or a "
+           "field colour the same map, so switching them redraws at once. Drag to pan, scroll to zoom, hover to read, "
+           "click a point for its nearest neighbours; Box or Lasso choose a region, the search box highlights sentences; "
+           "a region or a search can be saved as a selection or a corpus.")
 
-saved = list_selections(ws)
-if not saved:
-    st.info("No saved selections yet: run one on the Selection page, then map it here.")
+names = corpus_names(ws)
+if not names:
+    st.info("No corpora yet: load a TC and a DC on the Corpora page.")
     st.stop()
+saved = list_selections(ws)  # matched to the map by DC content hash, however they named their DC
+current = next((m for m in saved if m["key"] == st.session_state.get(CURRENT_SELECTION)), saved[0] if saved else None)
 
-metas = {m["key"]: m for m in saved}
-c1, c2, c3 = st.columns([3, 2, 1])
-sel_key = selection_picker("Selection", saved, key="map_selection", col=c1)
-model_default = metas[sel_key].get("model") or "default"
-model = c2.text_input("Encoder for the map", value=model_default, key=f"map_model_{sel_key}",
-                      help="'default', a model folder or a Hugging Face id; embeddings are reused from the selection when cached.")
-cap = int(c3.number_input("Point cap", min_value=100, value=DEFAULT_MAX_POINTS, step=5000, key="map_cap",
-                          help="Above this many sentences the map shows a stratified sample."))
 
-if st.button("Compute map", type="primary", key="map_run"):
-    submit_job("project", {"selection": sel_key, "model": model or "default", "max_points": cap, "seed": 0}, "map_job")
-job = latest_job("project", "map_job")
-if job is not None and (job.active or st.session_state.get("map_job") == job.id):
-    job_status(job, cancel_key="map")
+def _default_corpora() -> list[str]:
+    """TC and DC of the current selection, else the corpora holding the TC and DC roles."""
+    if current is not None:
+        try:
+            return selection_corpora(ws, current["key"])
+        except UserError:
+            pass
+    return [n for n in (ws.corpus_for_role("tc"), ws.corpus_for_role("dc")) if n]
 
-found = [p for p in list_projections(ws) if p.get("selection") == sel_key and p.get("model") == (model or "default")
-         and int(p.get("max_points", 0)) == cap]
-if not found:
-    if job is not None and job.active:  # redraw the page as soon as the job saves its PCA preview
-        @st.fragment(run_every=1.0)
-        def _await_preview() -> None:
-            if any(p.get("selection") == sel_key for p in list_projections(ws)):
-                st.rerun()
-        _await_preview()
-    st.info("No map for this selection, encoder and cap yet: press **Compute map** (it runs in the background).")
+
+default = [n for n in _default_corpora() if n in names]
+c1, c2 = st.columns([3, 2])
+corpora = c1.multiselect("Corpora on the map", names, default=default, key="map_corpora",
+                         help="Every sentence of these corpora is on the map. By default: TC and DC of the current selection.")
+model = c2.text_input("Encoder", value="default", key="map_model",
+                      help="'default', a model folder or a Hugging Face id; cached embeddings are reused.").strip() or "default"
+if not corpora:
+    st.info("Choose the corpora to map.")
     st.stop()
 
 
-@st.cache_data(show_spinner="Loading the map...", max_entries=4)
-def _points(key: str, root: str, version: float | None = None):
-    del root, version  # part of the cache key (version: the PCA preview and the finished UMAP share a key)
-    proj = load_projection(ws, key)
-    df = proj.points.reset_index(drop=True)
-    df["_pid"] = np.arange(len(df))
-    df["_hover"] = ["<br>".join(textwrap.wrap(t, 80)[:6]) + f"<br><i>{g}</i>" for t, g in zip(df["text"], df["group"])]
-    return df, proj.meta
-
-
-loaded = run_guarded(lambda: _points(found[-1]["key"], str(ws.root), found[-1].get("created")), "Could not load the map")
-if loaded is None:
-    st.stop()
-df, meta = loaded
-if meta.get("preview"):
-    st.info("A quick PCA preview: UMAP is still running and the map redraws when it finishes.")
-if meta.get("sampled"):
-    st.warning(f"Sampled: {meta['note']}. Raise the point cap to see more (slower).")
-st.caption(f"{len(df):,} points · {meta.get('backend')} · {meta.get('seconds', 0):.0f}s · "
-           + " · ".join(f"{g}: {v['shown']:,}/{v['total']:,}" for g, v in meta.get("groups", {}).items()))
-
-# ---------------------------------------------------------------- view controls (H13: projector-style exploring)
-v = st.columns([2, 3, 2, 1.4, 1.6])
-numeric = numeric_columns(df)
-fields = [c for c in df.columns if c not in {"x", "y", "row", "text", "group", "_pid", "_hover", *numeric}
-          and df[c].nunique() <= 40]
-color = v[0].selectbox("Colour by", ["group", *numeric, *fields], key="map_color",
-                       help="group, a category field, or any score on a continuous scale with a colour bar")
-query = v[1].text_input("Search sentences", key="map_search", placeholder="words to highlight on the map")
-drag = v[2].segmented_control("Mouse drag", ["pan", "lasso", "box"], default="pan", key="map_drag",
-                              help="pan: drag moves, wheel zooms, a click pins a point and lists its nearest neighbours; "
-                                   "lasso / box: drag to choose the sentences inside") or "pan"
-tc_on_top = v[3].toggle("TC on top", value=True, key="map_tc_top", help="Draw TC over the DC points (else under them)")
-robust = v[4].toggle("Robust axes", value=True, key="map_robust",
-                     help="Axis ranges from the 0.5-99.5% quantiles, so a few outliers do not shrink the clusters")
-
-order = draw_order(df["group"].tolist(), tc_on_top)
-rank = {g: i for i, g in enumerate(order)}
-plot_df = df.iloc[np.argsort(df["group"].map(rank).to_numpy(), kind="stable")]  # later rows are drawn on top
-matches = search_mask(df["text"].tolist(), query) if query.strip() else None
-if color == "group":
-    fig = px.scatter(plot_df, x="x", y="y", color="group", custom_data=["_pid", "_hover"], render_mode="webgl",
-                     color_discrete_map=GROUP_COLORS, category_orders={"group": order})
-elif color in numeric:
-    fig = px.scatter(plot_df, x="x", y="y", color=plot_df[color].astype(float), custom_data=["_pid", "_hover"],
-                     render_mode="webgl", color_continuous_scale="Viridis", labels={"color": color})
-    fig.update_layout(coloraxis_colorbar=dict(title=color, thickness=14))
-else:
-    fig = px.scatter(plot_df, x="x", y="y", color=plot_df[color].astype(str), custom_data=["_pid", "_hover"],
-                     render_mode="webgl", labels={"color": color})
-fig.update_traces(marker=dict(size=4, opacity=0.25 if matches is not None else 0.75),
-                  hovertemplate="%{customdata[1]}<extra></extra>")
-if matches is not None and matches.any():
-    hit = df[matches]
-    fig.add_trace(go.Scattergl(x=hit["x"], y=hit["y"], mode="markers", name=f"search: {int(matches.sum())} matches",
-                               customdata=hit[["_pid", "_hover"]].to_numpy(), hovertemplate="%{customdata[1]}<extra></extra>",
-                               marker=dict(size=9, color="rgba(255,215,0,0.9)", line=dict(width=1.5, color="black"))))
-PIN = f"map_pinned_{found[-1]['key']}"
-_state = st.session_state.get("map_chart") or {}  # the chart's selection, known before it is drawn again
-_clicked = {int(p["customdata"][0]) for p in (_state.get("selection") or {}).get("points", []) if p.get("customdata")}
-if len(_clicked) == 1 and st.session_state.get("map_last_pick") != (PIN, *_clicked):  # a new click pins that point
-    st.session_state[PIN] = next(iter(_clicked))
-st.session_state["map_last_pick"] = (PIN, *_clicked) if len(_clicked) == 1 else None
-pinned = st.session_state.get(PIN)
-if pinned is not None and pinned < len(df):
-    p = df.iloc[pinned]
-    fig.add_trace(go.Scattergl(x=[p["x"]], y=[p["y"]], mode="markers", name="pinned", hoverinfo="skip",
-                               marker=dict(size=16, symbol="x", color="black")))
-# plotly selects on click only outside lasso/box mode (Streamlit sets clickmode from the drag mode)
-fig.update_layout(height=620, margin=dict(t=10, b=10), dragmode={"pan": "pan", "lasso": "lasso", "box": "select"}[drag],
-                  xaxis_title=None, yaxis_title=None, legend=dict(itemsizing="constant"),
-                  uirevision=f"{found[-1]['key']}-{robust}-{drag}")
-if robust:
-    fig.update_xaxes(range=robust_range(df["x"].to_numpy()))
-    fig.update_yaxes(range=robust_range(df["y"].to_numpy()))
-if matches is not None:
-    st.caption(f"**{int(matches.sum()):,} of {len(df):,} sentences match** “{query.strip()}” (highlighted in gold; the rest is dimmed).")
-event = st.plotly_chart(fig, on_select="rerun", selection_mode=("points", "box", "lasso"), key="map_chart",
-                        config={"scrollZoom": True, "displaylogo": False})
-
-points = event.selection.points if event and event.selection else []
-picked = sorted({int(p["customdata"][0]) for p in points if p.get("customdata")})
-
-
-@st.cache_data(show_spinner=False, max_entries=4)
-def _vectors(key: str, root: str):
+@st.cache_resource(max_entries=2, show_spinner="Loading the map...")
+def _atlas(root: str, key: str) -> Atlas:
     del root
-    vecs = load_point_vectors(ws, key)
-    return None if vecs is None else np.asarray(vecs, dtype=np.float32)
+    return load_atlas(ws, key)
 
 
-if pinned is not None and pinned < len(df):
-    st.subheader("Nearest neighbours")
-    me = df.iloc[pinned]
-    k = int(st.columns([1, 5])[0].number_input("Neighbours (k)", min_value=1, max_value=100, value=10, key="map_k"))
-    vecs = _vectors(found[-1]["key"], str(ws.root))
-    if vecs is not None and len(vecs) == len(df):
-        idx, sims = nearest_neighbours(vecs, pinned, k)
-        how, measure = "cosine similarity of the sentence embeddings", "cosine"
-    else:
-        idx, sims = nearest_on_map(df["x"].to_numpy(), df["y"].to_numpy(), pinned, k)
-        how, measure = "distance on the map (this map was computed before embeddings were kept: recompute it for cosine)", \
-            "map distance"
-    st.markdown(f"📌 **{me['group']}** · {me['text']}")
-    st.caption(f"The {len(idx)} closest points by {how}. Click another point to pin it.")
-    near = df.iloc[idx][["group", "score", "text"]].assign(**{measure: np.round(sims, 4)})
-    st.dataframe(near[[measure, "group", "score", "text"]], hide_index=True, width="stretch", key="map_neighbours")
-    st.button("Unpin", key="map_unpin", on_click=lambda: st.session_state.pop(PIN, None))
+def _find() -> Atlas | None:
+    found = find_atlas(ws, corpora, model)
+    return None if found is None else _atlas(str(ws.root), found.key)
 
-chosen = df.iloc[picked] if len(picked) > 1 else df.iloc[[]]
-if chosen.empty and matches is not None and matches.any():
-    chosen = df[matches]
-st.subheader("Chosen sentences")
-if chosen.empty:
-    st.caption("Draw a box or a lasso on the map to list the sentences inside; click one point for its nearest neighbours.")
+
+atlas = run_guarded(_find, "Could not open the map")
+job = latest_job("project", "map_job")
+if atlas is None:
+    if st.button("Compute the map", type="primary", key="map_run",
+                 help=f"Embeds what is not embedded yet, fits UMAP on up to {DEFAULT_FIT_POINTS:,} sentences and places "
+                      "the rest on the fitted map; once per corpus set and encoder."):
+        submit_job("project", {"corpora": corpora, "model": model}, "map_job")
+        job = latest_job("project", "map_job")
+    if job is not None and (job.active or st.session_state.get("map_job") == job.id):
+        job_status(job, cancel_key="map", on_done=lambda j: st.rerun())
+    others = [m for m in list_atlases(ws) if m.get("model") == model]
+    st.info("No map of these corpora with this encoder yet: **Compute the map** (a background job; it survives a "
+            "closed tab). It is computed once: every selection, score and search is then drawn over it."
+            + (f" Maps that exist: {'; '.join(' + '.join(c['name'] for c in m['corpora']) for m in others[:4])}." if others else ""))
     st.stop()
-s1, s2, s3 = st.columns([2, 2, 1])
-s1.metric("Points chosen" if len(picked) > 1 else "Search matches", f"{len(chosen):,}")
-s2.write(chosen["group"].value_counts().rename("points").to_frame().T)
-show = int(s3.number_input("Show at most", min_value=10, value=200, step=50, key="map_show_n"))
+
+# ---------------------------------------------------------------- layer: what colours the points
+matching = [m for m in saved if selection_matches(atlas, m)]
+fields = run_guarded(lambda: map_fields(ws, atlas), "Could not read the corpora's fields") or []
+options = (["selection", "selection score"] if matching else []) + ["corpus"] + [f"field: {f}" for f in fields]
+l1, l2 = st.columns([2, 3])
+colour = l1.selectbox("Colour by", options, key="map_colour",
+                      help="selection: TC, selected and filtered DC; selection score: the selection's rank as a percentile "
+                           "(100 = ranked first); corpus; or a field the corpora carry (e.g. domain).")
+sel_key = selection_picker("Selection", matching, key="map_selection", col=l2) if colour.startswith("selection") else None
+if not matching and saved:
+    l2.caption("No saved selection is over a corpus on this map (or its DC changed since): map a selection's TC and DC to colour by it.")
+
+
+@st.cache_data(max_entries=8, show_spinner=False)
+def _layer(root: str, key: str, colour: str, sel_key: str | None):
+    del root, key
+    if colour == "selection":
+        return selection_layer(ws, atlas, sel_key)
+    if colour == "selection score":
+        return selection_score_layer(ws, atlas, sel_key)
+    if colour.startswith("field: "):
+        return field_layer(ws, atlas, colour.removeprefix("field: "))
+    return corpus_layer(atlas)
+
+
+layer = run_guarded(lambda: _layer(str(ws.root), atlas.key, colour, sel_key), "Could not colour the map")
+if layer is None:
+    st.stop()
+
+# ---------------------------------------------------------------- region and search (from the browser)
+STATE = f"map_state_{atlas.key}"
+state = st.session_state.setdefault(STATE, {"pinned": None, "region": None, "query": ""})
+
+
+def _from_browser(name: str) -> None:
+    value = (st.session_state.get("map_view") or {}).get(name)
+    if name == "region" and (not value or value.get("map") != atlas.key):
+        return
+    state[name] = value
+    if name in ("region", "query"):  # one choice at a time: a new region replaces a search and back
+        state["query" if name == "region" else "region"] = "" if name == "region" else None
+
+
+mask = None
+how: dict = {}
+if state.get("region"):
+    region = state["region"]
+    mask = points_in_polygon(atlas.xy, region["polygon"])
+    how = {"mode": region.get("mode"), "polygon": region["polygon"]}
+elif (state.get("query") or "").strip():
+    mask = search_points(atlas, state["query"])
+    how = {"query": state["query"].strip()}
+
+st.caption(f"{len(atlas):,} sentences · {atlas.meta.get('method')} · computed in {atlas.meta.get('seconds', 0):.0f}s · "
+           + " · ".join(f"{c['name']}: {int(c['sentences']):,}" for c in atlas.corpora))
+atlas_view(view_data(atlas, layer, mask), key="map_view", on_change=_from_browser)
+
+# ---------------------------------------------------------------- nearest neighbours of a clicked point
+pinned = state.get("pinned")
+if pinned is not None and 0 <= int(pinned) < len(atlas):
+    pinned = int(pinned)
+    st.subheader("Nearest neighbours")
+    k = int(st.columns([1, 5])[0].number_input("Neighbours (k)", min_value=1, max_value=100, value=10, key="map_k"))
+    found = run_guarded(lambda: atlas_neighbours(ws, atlas, pinned, k), "Could not read the embeddings")
+    texts = atlas.texts()
+    (corpus, rows, _), = atlas.locate(np.array([pinned]))
+    st.markdown(f"📌 **{corpus}** row {int(rows[0]):,} · {texts[pinned]}")
+    if found is not None:
+        idx, sims = found
+        table = pd.DataFrame({"cosine": np.round(sims, 4), "colour": [layer.legend[c]["label"] if not layer.continuous else
+                                                                      "" for c in layer.codes[idx]],
+                              "corpus": [atlas.locate(np.array([i]))[0][0] for i in idx], "text": [texts[i] for i in idx]})
+        st.caption(f"The {len(idx)} closest sentences on this map by cosine of their embeddings ({atlas.meta.get('model')}).")
+        st.dataframe(table, hide_index=True, width="stretch", key="map_neighbours")
+    if st.button("Unpin", key="map_unpin"):
+        state["pinned"] = None
+        st.rerun()
+
+# ---------------------------------------------------------------- the chosen sentences, and saving them
+st.subheader("Chosen sentences")
+if mask is None or not mask.any():
+    st.caption("Choose Box or Lasso above the map and draw over it, or search: the sentences inside are listed here "
+               "and can be saved as a selection or a corpus." + (" Nothing matched." if mask is not None else ""))
+    st.stop()
+chosen = np.flatnonzero(mask)
+per_corpus = {name: len(rows) for name, rows in region_rows(atlas, mask).items()}
+what = f"search “{how['query']}”" if "query" in how else f"{how.get('mode') or 'region'}"
+s1, s2 = st.columns([2, 3])
+s1.metric(f"Sentences ({what})", f"{len(chosen):,}")
+s2.write(pd.DataFrame([per_corpus], index=["sentences"]))
+show = 200
+picked = chosen[sample_rows(len(chosen), show, st.session_state.get("map_sample_seed", 0))]
+texts = atlas.texts()
+located = {int(p): (name, int(r)) for name, rows, at in atlas.locate(picked) for p, r in zip(picked[at], rows)}
+st.dataframe(pd.DataFrame({"corpus": [located[int(p)][0] for p in picked], "row": [located[int(p)][1] for p in picked],
+                           "colour": [layer.legend[c]["label"] if not layer.continuous else "" for c in layer.codes[picked]],
+                           "text": [texts[p] for p in picked]}), hide_index=True, width="stretch", key="map_chosen_table")
 if len(chosen) > show:
-    if st.button("Resample", key="map_resample"):
+    b1, b2 = st.columns([1, 5])
+    if b1.button("Resample", key="map_resample"):
         st.session_state["map_sample_seed"] = st.session_state.get("map_sample_seed", 0) + 1
-    chosen = chosen.iloc[sample_rows(len(chosen), show, st.session_state.get("map_sample_seed", 0))]
-    st.caption(f"A random sample of {show} of the chosen points; press Resample for another.")
-cols = ["group", "score", "text", *[c for c in df.columns if c not in {"x", "y", "group", "score", "text", "_pid", "_hover"}]]
-st.dataframe(chosen[cols], hide_index=True, width="stretch", key="map_chosen_table")
+        st.rerun()
+    b2.caption(f"A random sample of {show} of the {len(chosen):,} chosen sentences.")
+if st.button("Clear the choice", key="map_clear"):
+    state.update(region=None, query="")
+    st.rerun()
+
+with st.expander("Save the chosen sentences", expanded=True):
+    dc_default = sel_key and next((selection_dc(atlas, m) for m in matching if m["key"] == sel_key), None)
+    targets = [n for n in per_corpus]
+    t1, t2 = st.columns(2)
+    dc = t1.selectbox("As a selection of", targets, index=targets.index(dc_default) if dc_default in targets else len(targets) - 1,
+                      key="map_save_dc", help="A selection chooses sentences of one corpus (its DC); the others are left out.")
+    if t1.button("Save as selection", key="map_save_selection"):
+        sel = run_guarded(lambda: save_region_selection(ws, atlas, mask, dc, how, actor=actor()), "Could not save the selection")
+        if sel is not None:
+            st.session_state[CURRENT_SELECTION] = sel.key
+            st.success(f"Saved selection {sel.key[:8]}: {sel.budget:,} sentences of {dc} (strategy map-region); it is listed "
+                       "on the Selection page and can be pretrained on from Runs.")
+    name = t2.text_input("As a corpus named", value="", key="map_save_name", placeholder="e.g. music-region")
+    if t2.button("Save as corpus", key="map_save_corpus", disabled=not name.strip()):
+        info = run_guarded(lambda: save_region_corpus(ws, atlas, mask, name.strip(), how, actor=actor()),
+                           "Could not save the corpus")
+        if info is not None:
+            st.success(f"Saved corpus {info.name}: {info.sentences:,} sentences (on the Corpora page).")

@@ -14,6 +14,7 @@ from core.cliutil import add_workspace_arg, print_json, progress_wanted, tqdm_pr
 from core.data.atomic import temp_path_for
 from core.data.workspace import Workspace
 from core.errors import UserError
+from core.runner.params import ProjectParams, field_default
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -83,12 +84,20 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_workspace_arg(p)
     p.set_defaults(func=cmd_leakage)
 
-    p = sub.add_parser("project", help="UMAP coordinates (cosine) of the sentences of one or more corpora")
-    p.add_argument("files", nargs="+", help="corpus files or workspace corpus names; each is one group")
-    p.add_argument("--out", required=True, help="output .parquet (x, y, group, row, text, fields)")
-    p.add_argument("--model", default="default")
-    p.add_argument("--max-points", type=int, default=50_000, help="stratified sample above this many sentences")
-    p.add_argument("--seed", type=int, default=0)
+    p = sub.add_parser("project", help="the map of a corpus set (UMAP, cosine), computed once and reused; "
+                                       "colour a saved selection over it, or save a region or a search")
+    p.add_argument("corpora", nargs="*", help="corpus names, roles (tc, dc) or files; default: the --selection's TC and DC")
+    p.add_argument("--selection", help="a saved selection: adds its group (TC / selected / filtered) and score per point")
+    p.add_argument("--out", help="output .parquet (x, y, corpus, row, text; with --selection also group, score)")
+    p.add_argument("--model", default=field_default(ProjectParams, "model"))
+    p.add_argument("--fit-points", type=int, default=field_default(ProjectParams, "fit_points"),
+                   help="UMAP is fitted on at most this many sentences; the rest are placed on the fitted map")
+    p.add_argument("--seed", type=int, default=field_default(ProjectParams, "seed"))
+    p.add_argument("--region", help="a region of the map, 'x,y x,y x,y ...' (3+ corners, map coordinates)")
+    p.add_argument("--search", help="the sentences holding every word of this query")
+    p.add_argument("--save-selection", metavar="DC", help="save the region's / search's sentences of corpus DC as a selection")
+    p.add_argument("--save-corpus", metavar="NAME", help="save the region's / search's sentences as a corpus")
+    p.add_argument("--json", action="store_true")
     add_workspace_arg(p)
     p.set_defaults(func=cmd_project)
 
@@ -213,19 +222,60 @@ def cmd_leakage(args: argparse.Namespace) -> int:
 
 
 def cmd_project(args: argparse.Namespace) -> int:
-    from core.data.stream import open_corpus_stream
-    from core.selection.projection import file_groups, project
+    from core.selection.atlas import build_atlas, points_frame, selection_corpora
+    from core.selection.layers import points_in_polygon, search_points, selection_layer, selection_percentiles
+    from core.selection.map_region import region_rows, save_region_corpus, save_region_selection
 
     ws = Workspace(args.workspace)
-    # a workspace corpus is streamed: only the sampled rows are read
-    groups = file_groups({Path(f).stem if Path(f).exists() else f: open_corpus_stream(ws, f) for f in args.files})
-    with tqdm_progress("project") as progress:
-        proj = project(groups, args.model, workspace=ws, max_points=args.max_points, seed=args.seed, progress=progress)
-    out = Path(args.out)
-    tmp = temp_path_for(out)
-    proj.points.to_parquet(tmp, index=False)
-    os.replace(tmp, out)
-    if proj.meta.get("note"):
-        print(f"note: {proj.meta['note']}")
-    print(f"wrote {len(proj.points):,} points ({proj.meta['backend']}) to {out}")
+    corpora = list(args.corpora) or (selection_corpora(ws, args.selection) if args.selection else [])
+    if not corpora:
+        raise UserError("name the corpora to map (for example: project tc dc) or give --selection")
+    if (args.save_selection or args.save_corpus) and not (args.region or args.search):
+        raise UserError("--save-selection / --save-corpus save a --region or a --search")
+    with tqdm_progress("project", enabled=progress_wanted(args)) as progress:
+        atlas, reused = build_atlas(ws, corpora, args.model, fit_points=args.fit_points, seed=args.seed, progress=progress)
+    report = {"key": atlas.key, "reused": reused, "points": len(atlas), "method": atlas.meta["method"],
+              "seconds": atlas.meta.get("seconds"), "corpora": [{k: c[k] for k in ("name", "sentences")} for c in atlas.corpora],
+              "clusters": [c["label"] for c in atlas.meta.get("clusters", [])]}
+    frame = points_frame(atlas) if args.out else None
+    if args.selection:
+        groups = selection_layer(ws, atlas, args.selection)
+        report["selection"] = {"key": args.selection, "groups": groups.counts()}
+        if frame is not None:
+            labels = np.array([e["label"] for e in groups.legend])
+            frame["group"] = labels[groups.codes]
+            frame["score_percentile"] = selection_percentiles(ws, atlas, args.selection)[0]
+    mask, how = None, {}
+    if args.region:
+        try:
+            polygon = [[float(v) for v in corner.split(",")] for corner in args.region.split()]
+        except ValueError:
+            raise UserError(f"--region: expected corners as 'x,y x,y x,y', got {args.region!r}") from None
+        mask, how = points_in_polygon(atlas.xy, polygon), {"mode": "polygon", "polygon": polygon}
+    elif args.search:
+        mask, how = search_points(atlas, args.search), {"query": args.search}
+    if mask is not None:
+        report["chosen"] = {name: int(len(rows)) for name, rows in region_rows(atlas, mask).items()}
+        if frame is not None:
+            frame["chosen"] = mask
+        if args.save_selection:
+            sel = save_region_selection(ws, atlas, mask, args.save_selection, how)
+            report["saved_selection"] = {"key": sel.key, "sentences": sel.budget, "dc": args.save_selection}
+        if args.save_corpus:
+            info = save_region_corpus(ws, atlas, mask, args.save_corpus, how)
+            report["saved_corpus"] = {"name": info.name, "sentences": info.sentences}
+    if frame is not None:
+        out = Path(args.out)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = temp_path_for(out)
+        frame.to_parquet(tmp, index=False)
+        os.replace(tmp, out)
+        report["out"] = str(out)
+    if args.json:
+        print_json(report)
+        return 0
+    print(f"map {atlas.key} of {len(atlas):,} sentences ({'reused' if reused else atlas.meta['method']})")
+    for key in ("selection", "chosen", "saved_selection", "saved_corpus", "out"):
+        if key in report:
+            print(f"  {key}: {report[key]}")
     return 0

@@ -83,10 +83,12 @@ class SelectParams:
 
 @dataclass
 class ProjectParams:
+    """The map of a corpus set (or of a selection's TC and DC): UMAP fitted on at most `fit_points`
+    sentences, the rest placed on the fitted map (core.selection.atlas)."""
     selection: str | None = None
     corpora: list[str] | None = None
     model: str = "default"
-    max_points: int | None = None
+    fit_points: int = 20_000
     seed: int = 0
 
 

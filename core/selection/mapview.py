@@ -1,71 +1,68 @@
-"""What the Map page computes around a projection: axis ranges that outliers cannot stretch,
-a text search over the points, the k nearest neighbours of a clicked point (cosine, on the
-points' own embeddings, saved next to the projection), and the draw order of the groups.
-
-The embeddings are stored as float16 `vectors.npy` beside `points.parquet` (row-aligned), so a
-click reads one small file instead of re-embedding or re-opening the corpora.
+"""What the Map page computes around a map (core.selection.atlas): axis ranges that outliers cannot stretch,
+a text search over the points, and the k nearest neighbours of a clicked point by cosine of its sentence
+embedding, read from the corpora's cached embeddings (the map was built from them; nothing is re-embedded).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from core.data.atomic import temp_path_for
 from core.data.workspace import Workspace
 from core.errors import UserError
 
-VECTORS = "vectors.npy"
-DRAW_ORDER = ("filtered", "selected", "TC")  # later groups are drawn on top: TC stays visible over selected DC
+if TYPE_CHECKING:
+    from core.selection.atlas import Atlas
 
 
-def save_point_vectors(folder: Path, vectors: np.ndarray) -> Path:
-    """Write the points' embeddings (float16, L2-normalised) atomically into a projection folder."""
-    x = np.asarray(vectors, dtype=np.float32)
-    norms = np.linalg.norm(x, axis=1, keepdims=True)
-    x = (x / np.where(norms > 0, norms, 1.0)).astype(np.float16)
-    path = Path(folder) / VECTORS
-    tmp = temp_path_for(path)
-    with open(tmp, "wb") as fh:
-        np.save(fh, x)
-    tmp.replace(path)
-    return path
+def normalised(x: np.ndarray) -> np.ndarray:
+    x = np.asarray(x, dtype=np.float32)
+    norms = np.linalg.norm(x, axis=-1, keepdims=True)
+    return x / np.where(norms > 0, norms, 1.0)
 
 
-def load_point_vectors(ws: Workspace, key: str) -> np.ndarray | None:
-    """The projection's point embeddings, or None for a projection saved before they were kept."""
-    folder = ws.find_artifact("projection", key)
-    if folder is None or not (folder / VECTORS).exists():
-        return None
-    return np.load(folder / VECTORS, mmap_mode="r")
+def atlas_neighbours(ws: Workspace, atlas: Atlas, point: int, k: int = 10, block: int = 100_000
+                     ) -> tuple[np.ndarray, np.ndarray]:
+    """(point ids, cosine similarities) of the k sentences on the map closest to `point`, itself excluded,
+    best first; the cached embeddings are read a block at a time (a 1M-sentence DC is not loaded)."""
+    from core.data.stream import open_corpus_stream
+    from core.lm.embed import embed_corpus
+
+    if not 0 <= point < len(atlas):
+        raise UserError(f"point {point} is not on this map ({len(atlas):,} points)")
+    caches = [(int(c["offset"]), embed_corpus(open_corpus_stream(ws, c["name"]), atlas.meta.get("model", "default"),
+                                              pooling=atlas.meta.get("pooling", "mean"), workspace=ws))
+              for c in atlas.corpora]
+    (name, rows, _), = atlas.locate(np.array([point]))
+    own = next(v for (_, v), c in zip(caches, atlas.corpora) if c["name"] == name)
+    q = normalised(own[int(rows[0])])
+    sims = np.empty(len(atlas), dtype=np.float32)
+    for offset, vecs in caches:
+        for s in range(0, len(vecs), block):
+            sims[offset + s:offset + s + min(block, len(vecs) - s)] = normalised(vecs[s:s + block]) @ q
+    return top_k(sims, point, k)
 
 
 def nearest_neighbours(vectors: np.ndarray, point: int, k: int = 10) -> tuple[np.ndarray, np.ndarray]:
-    """(positions, cosine similarities) of the k points closest to `point`, itself excluded,
-    best first. `vectors` are L2-normalised rows (as saved by save_point_vectors)."""
-    n = len(vectors)
-    if not 0 <= point < n:
-        raise UserError(f"point {point} is not on this map ({n} points)")
-    sims = np.asarray(vectors, dtype=np.float32) @ np.asarray(vectors[point], dtype=np.float32)
+    """(positions, cosine similarities) of the k rows closest to `point`, itself excluded, best first;
+    `vectors` are L2-normalised rows."""
+    if not 0 <= point < len(vectors):
+        raise UserError(f"point {point} is not on this map ({len(vectors)} points)")
+    return top_k(np.asarray(vectors, dtype=np.float32) @ np.asarray(vectors[point], dtype=np.float32), point, k)
+
+
+def top_k(sims: np.ndarray, point: int, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """The k best of `sims` other than `point`, best first (ties by position)."""
+    sims = np.array(sims, dtype=np.float32)
     sims[point] = -np.inf
-    k = min(k, n - 1)
+    k = min(k, len(sims) - 1)
     if k <= 0:
         return np.array([], dtype=np.int64), np.array([], dtype=np.float32)
     top = np.argpartition(-sims, k - 1)[:k]
     top = top[np.lexsort((top, -sims[top]))]
     return top.astype(np.int64), sims[top]
-
-
-def nearest_on_map(x: np.ndarray, y: np.ndarray, point: int, k: int = 10) -> tuple[np.ndarray, np.ndarray]:
-    """Fallback for projections without saved embeddings: the k closest points in the 2-D layout
-    (positions, distances), closest first. The page says which one it used."""
-    d = np.hypot(np.asarray(x) - x[point], np.asarray(y) - y[point])
-    d[point] = np.inf
-    k = min(k, len(d) - 1)
-    top = np.argsort(d, kind="stable")[:k]
-    return top.astype(np.int64), d[top]
 
 
 def search_mask(texts: Sequence[str], query: str) -> np.ndarray:
@@ -87,21 +84,3 @@ def robust_range(values: np.ndarray, lo_q: float = 0.005, hi_q: float = 0.995, p
     lo, hi = np.quantile(v, [lo_q, hi_q])
     span = hi - lo if hi > lo else max(abs(hi), 1.0)
     return float(lo - pad * span), float(hi + pad * span)
-
-
-def draw_order(groups: Sequence[str], tc_on_top: bool = True) -> list[str]:
-    """Group names in the order they are drawn (last on top)."""
-    present = list(dict.fromkeys(groups))
-    order = [g for g in DRAW_ORDER if g in present] + [g for g in present if g not in DRAW_ORDER]
-    if not tc_on_top and "TC" in order:
-        order.remove("TC")
-        order.insert(0, "TC")
-    return order
-
-
-def numeric_columns(df, exclude: Sequence[str] = ("x", "y", "row", "_pid")) -> list[str]:
-    """Columns a map can be coloured by on a continuous scale (score and numeric fields)."""
-    import pandas as pd
-
-    return [c for c in df.columns if c not in exclude and pd.api.types.is_numeric_dtype(df[c])
-            and not pd.api.types.is_bool_dtype(df[c]) and df[c].notna().any()]

@@ -1,0 +1,356 @@
+"""The map of a corpus set: one 2-D layout per (corpora, encoder), computed once and reused.
+
+Selections, strategies' scores, corpus fields and search results are layers coloured over the same
+points (core.selection.layers), so switching what the Map shows runs no job. Up to `fit_points`
+sentences (stratified over the corpora, so a small TC is never sampled away) are laid out with UMAP
+(cosine); every other sentence is placed by the fitted model's `transform` (umap-learn's documented
+way to add points to an existing embedding: it finds each new point's neighbours among the fitted
+ones and optimises its position against them), in chunks with progress. A DC of a million
+sentences is therefore laid out in minutes on 2 cores and every sentence is on the map.
+
+Saved under artifacts/atlas/KEY (KEY = model fingerprint + each corpus's content hash + layout
+parameters): points.parquet (x, y as float32, corpus order then row order), texts.parquet (each
+sentence, shortened for hover and search) and meta.json, written last, which marks it complete.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from core.data.atomic import atomic_write_json, temp_path_for
+from core.data.stream import CorpusStream, open_corpus_stream
+from core.data.workspace import Workspace, content_hash
+from core.errors import UserError
+from core.progress import Progress, sub
+from core.selection.projection import stratified_sample, umap_2d
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from core.runner.jobs import JobContext
+    from core.runner.params import ProjectParams
+
+ARTIFACT = "atlas"
+DEFAULT_FIT_POINTS = 20_000  # UMAP on 20k points takes about a minute on 2 cores; the rest is placed by transform
+PLACE_CHUNK = 50_000
+TEXT_CHARS = 240  # hover and search read this much of a sentence; the Map's tables read the corpus itself
+
+
+@dataclass
+class Atlas:
+    key: str
+    folder: Path
+    meta: dict[str, Any]
+    xy: np.ndarray  # (N, 2) float32, corpus by corpus in meta["corpora"] order, rows in corpus order
+    _texts: list[str] | None = field(default=None, repr=False)
+
+    @property
+    def corpora(self) -> list[dict[str, Any]]:
+        return list(self.meta["corpora"])
+
+    def __len__(self) -> int:
+        return len(self.xy)
+
+    def span(self, name: str) -> tuple[int, int]:
+        """[start, end) of a corpus's points."""
+        for c in self.corpora:
+            if c["name"] == name:
+                return int(c["offset"]), int(c["offset"]) + int(c["sentences"])
+        raise UserError(f"corpus {name!r} is not on this map (it shows {', '.join(c['name'] for c in self.corpora)})")
+
+    def corpus_codes(self) -> np.ndarray:
+        """Per point, the position of its corpus in meta["corpora"] (uint8)."""
+        codes = np.zeros(len(self), dtype=np.uint8)
+        for i, c in enumerate(self.corpora):
+            codes[int(c["offset"]):int(c["offset"]) + int(c["sentences"])] = i
+        return codes
+
+    def locate(self, points: np.ndarray) -> list[tuple[str, np.ndarray, np.ndarray]]:
+        """(corpus name, rows in that corpus, positions in `points`) for point ids, corpus by corpus."""
+        points = np.asarray(points, dtype=np.int64)
+        out = []
+        for c in self.corpora:
+            lo, hi = int(c["offset"]), int(c["offset"]) + int(c["sentences"])
+            at = np.flatnonzero((points >= lo) & (points < hi))
+            if len(at):
+                out.append((str(c["name"]), points[at] - lo, at))
+        return out
+
+    def texts(self) -> list[str]:
+        """Every point's sentence (shortened to TEXT_CHARS), read on first use."""
+        if self._texts is None:
+            import pyarrow.parquet as pq
+
+            self._texts = pq.read_table(self.folder / "texts.parquet", columns=["text"]).column("text").to_pylist()
+        return self._texts
+
+
+# --------------------------------------------------------------------------- finding and building
+
+
+def atlas_key(digests: Sequence[str], fingerprint: str, pooling: str, fit_points: int, seed: int, n_neighbors: int,
+              min_dist: float) -> str:
+    return content_hash("atlas", fingerprint, pooling, list(digests), fit_points, seed, n_neighbors, min_dist)
+
+
+def _streams(ws: Workspace, corpora: Sequence[str]) -> dict[str, CorpusStream]:
+    """Each named corpus (name, role or path, resolved as everywhere), streamed; duplicates refused."""
+    if not corpora:
+        raise UserError("a map needs at least one corpus (for example: tc dc)")
+    out: dict[str, CorpusStream] = {}
+    for ref in corpora:
+        stream = open_corpus_stream(ws, ref)
+        name = stream.name or ws.ref(ref).name
+        if name in out:
+            raise UserError(f"corpus {name!r} is named twice for the map")
+        if len(stream) == 0:
+            raise UserError(f"corpus {name!r} is empty: nothing to map")
+        out[name] = stream
+    return out
+
+
+def _key_for(ws: Workspace, streams: dict[str, CorpusStream], model: str, pooling: str, fit_points: int, seed: int,
+             n_neighbors: int, min_dist: float) -> str:
+    from core.lm.models import resolve_model
+
+    return atlas_key([s.digest() for s in streams.values()], resolve_model(model).fingerprint(), pooling, fit_points,
+                     seed, n_neighbors, min_dist)
+
+
+def find_atlas(ws: Workspace, corpora: Sequence[str], model: str = "default", *, pooling: str = "mean",
+               fit_points: int = DEFAULT_FIT_POINTS, seed: int = 0, n_neighbors: int = 15,
+               min_dist: float = 0.1) -> Atlas | None:
+    """The saved map of exactly these corpora (their current contents) and encoder, or None."""
+    streams = _streams(ws, corpora)
+    return load_atlas(ws, _key_for(ws, streams, model, pooling, fit_points, seed, n_neighbors, min_dist), missing_ok=True)
+
+
+def build_atlas(ws: Workspace, corpora: Sequence[str], model: str = "default", *, pooling: str = "mean",
+                fit_points: int = DEFAULT_FIT_POINTS, seed: int = 0, n_neighbors: int = 15, min_dist: float = 0.1,
+                progress: Progress | None = None) -> tuple[Atlas, bool]:
+    """(the map, reused?): loads the saved one when these corpora and this encoder were mapped before,
+    else embeds every sentence (cached embeddings are reused) and lays the set out once."""
+    from core.lm.embed import embed_corpus
+
+    report = progress or (lambda f, m="": None)
+    if fit_points < 4:
+        raise UserError(f"the UMAP fit sample must be at least 4 points, got {fit_points}")
+    streams = _streams(ws, corpora)
+    key = _key_for(ws, streams, model, pooling, fit_points, seed, n_neighbors, min_dist)
+    found = load_atlas(ws, key, missing_ok=True)
+    if found is not None:
+        report(1.0, f"map of {len(found):,} sentences reused")
+        return found, True
+    t0 = time.time()
+    vectors = []
+    for i, (name, stream) in enumerate(streams.items()):
+        part = sub(report, 0.4 * i / len(streams), 0.4 * (i + 1) / len(streams))
+        vectors.append(embed_corpus(stream, model, pooling=pooling, workspace=ws,
+                                    progress=lambda f, m, name=name, part=part: part(f, f"{name}: {m}")))
+    coords, info = layout(vectors, fit_points=fit_points, seed=seed, n_neighbors=n_neighbors, min_dist=min_dist,
+                          progress=sub(report, 0.4, 0.95))
+    report(0.95, "writing the map and labelling its clusters")
+    offsets = np.cumsum([0, *[len(s) for s in streams.values()]])
+    meta = {"model": model, "pooling": pooling, "seed": seed, "n_neighbors": n_neighbors, "min_dist": min_dist,
+            "fit_points": fit_points, **info, "points": int(len(coords)), "seconds": round(time.time() - t0, 1),
+            "corpora": [{"name": n, "digest": s.digest(), "sentences": len(s), "offset": int(o)}
+                        for (n, s), o in zip(streams.items(), offsets)]}
+    atlas = save_atlas(ws, key, coords, meta, _texts_of(streams.values()))
+    report(1.0, f"map of {len(atlas):,} sentences ({info['method']})")
+    return atlas, False
+
+
+def layout(vectors: Sequence[np.ndarray], *, fit_points: int = DEFAULT_FIT_POINTS, seed: int = 0, n_neighbors: int = 15,
+           min_dist: float = 0.1, chunk: int = PLACE_CHUNK, progress: Progress | None = None) -> tuple[np.ndarray, dict]:
+    """2-D coordinates of every row of every array (concatenated in order) and how they were made.
+
+    At most `fit_points` rows (stratified over the arrays) are laid out by UMAP; the others are
+    placed by the fitted model's transform, `chunk` rows at a time (float16 caches are read a chunk
+    at a time, so memory stays at one chunk plus the fit sample)."""
+    report = progress or (lambda f, m="": None)
+    sizes = [len(v) for v in vectors]
+    total = int(sum(sizes))
+    if total == 0:
+        raise UserError("nothing to map: every corpus is empty")
+    keep = stratified_sample(sizes, fit_points, seed)
+    fit = np.concatenate([np.asarray(v[k], dtype=np.float32) for v, k in zip(vectors, keep)])
+    offsets = np.cumsum([0, *sizes])
+    fit_ids = np.concatenate([k + o for k, o in zip(keep, offsets[:-1])])
+    coords = np.zeros((total, 2), dtype=np.float32)
+    t0 = time.time()
+    rest = total - len(fit_ids)
+    if rest == 0:
+        xy, backend = umap_2d(fit, n_neighbors=n_neighbors, min_dist=min_dist, seed=seed, progress=sub(report, 0, 1))
+        coords[fit_ids] = xy
+        return coords, {"method": f"{backend} on all {total:,} sentences", "backend": backend, "fitted": total,
+                        "placed": 0, "fit_seconds": round(time.time() - t0, 1), "place_seconds": 0.0}
+    share = len(fit_ids) / total
+    fit_part = max(0.3, min(0.8, share * 4))  # the bar's share for the fit: UMAP fit costs far more per point
+    reducer, xy, backend = _fit(fit, n_neighbors, min_dist, seed, sub(report, 0, fit_part))
+    coords[fit_ids] = xy
+    fit_seconds = time.time() - t0
+    fitted = np.zeros(total, dtype=bool)
+    fitted[fit_ids] = True
+    done = 0
+    t1 = time.time()
+    for v, o in zip(vectors, offsets[:-1]):
+        todo = np.flatnonzero(~fitted[o:o + len(v)])
+        for s in range(0, len(todo), chunk):
+            rows = todo[s:s + chunk]
+            coords[o + rows] = _place(reducer, np.asarray(v[rows], dtype=np.float32), fit, xy)
+            done += len(rows)
+            report(fit_part + (1 - fit_part) * done / rest, f"placed {done:,} of {rest:,} sentences on the fitted map")
+    how = "transform" if reducer is not None else "nearest fitted neighbours (cosine)"
+    return coords, {"method": f"{backend} fitted on {len(fit_ids):,} of {total:,} sentences, the rest placed by {how}",
+                    "backend": backend, "fitted": int(len(fit_ids)), "placed": int(rest),
+                    "fit_seconds": round(fit_seconds, 1), "place_seconds": round(time.time() - t1, 1)}
+
+
+def _fit(x: np.ndarray, n_neighbors: int, min_dist: float, seed: int, progress: Progress) -> tuple[Any, np.ndarray, str]:
+    """(fitted reducer or None, coordinates of x, backend). Tiny samples fall back to PCA (no model to transform with)."""
+    if len(x) < 4:
+        xy, backend = umap_2d(x, progress=progress)
+        return None, xy, backend
+    import warnings
+
+    from core.selection.projection import _import_umap
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        umap = _import_umap()
+        from core.selection.projection import _EpochSink
+
+        n_epochs = 500 if len(x) <= 2_000 else 200
+        reducer = umap.UMAP(n_components=2, metric="cosine", n_neighbors=max(2, min(n_neighbors, len(x) - 1)),
+                            min_dist=min_dist, random_state=seed, init="pca", n_epochs=n_epochs,
+                            tqdm_kwds={"disable": False, "file": _EpochSink(progress, n_epochs), "mininterval": 0.5,
+                                       "bar_format": "{n}/{total}", "ascii": True})
+        xy = reducer.fit_transform(x)
+    return reducer, np.asarray(xy, dtype=np.float32), "umap-learn"
+
+
+def _place(reducer: Any, x: np.ndarray, fit: np.ndarray, fit_xy: np.ndarray) -> np.ndarray:
+    """Coordinates of new rows on the fitted map."""
+    if reducer is None:  # PCA fallback (fewer than 4 fitted points): the nearest fitted point's position
+        fn = fit / np.maximum(np.linalg.norm(fit, axis=1, keepdims=True), 1e-12)
+        xn = x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
+        return fit_xy[np.argmax(xn @ fn.T, axis=1)]
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return np.asarray(reducer.transform(x), dtype=np.float32)
+
+
+def _texts_of(streams: Sequence[CorpusStream]) -> Any:
+    """Every sentence shortened to TEXT_CHARS, corpus by corpus, as record batches (never all in memory at once)."""
+    for stream in streams:
+        for part in stream.text_batches():
+            yield [t if len(t) <= TEXT_CHARS else t[:TEXT_CHARS - 1] + "…" for t in part]
+
+
+# --------------------------------------------------------------------------- persistence
+
+
+def save_atlas(ws: Workspace, key: str, coords: np.ndarray, meta: dict[str, Any], texts: Any) -> Atlas:
+    """points.parquet, texts.parquet, clusters (in meta), then meta.json: its presence marks a finished map."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    folder = ws.artifact_dir(ARTIFACT, key)
+    coords = np.asarray(coords, dtype=np.float32)
+    tmp = temp_path_for(folder / "points.parquet")
+    pq.write_table(pa.table({"x": coords[:, 0], "y": coords[:, 1]}), tmp)
+    os.replace(tmp, folder / "points.parquet")
+    tmp = temp_path_for(folder / "texts.parquet")
+    schema = pa.schema([("text", pa.string())])
+    written = 0
+    with pq.ParquetWriter(tmp, schema) as writer:
+        for part in texts:
+            writer.write_table(pa.table({"text": pa.array(part, pa.string())}, schema=schema))
+            written += len(part)
+    if written != len(coords):
+        raise RuntimeError(f"{written} texts for {len(coords)} points")  # a bug, not a user mistake
+    os.replace(tmp, folder / "texts.parquet")
+    atlas = Atlas(key, folder, {**meta, "key": key}, coords)
+    from core.selection.layers import cluster_labels
+
+    atlas.meta["clusters"] = cluster_labels(coords, atlas.texts(), seed=int(meta.get("seed", 0)))
+    atlas.meta["created"] = time.time()
+    atomic_write_json(folder / "meta.json", atlas.meta)
+    return atlas
+
+
+def load_atlas(ws: Workspace, key: str, missing_ok: bool = False) -> Atlas | None:
+    import pyarrow.parquet as pq
+
+    folder = ws.find_artifact(ARTIFACT, key)
+    if folder is None or not (folder / "meta.json").exists():
+        if missing_ok:
+            return None
+        raise UserError(f"no saved map {key!r} in workspace {ws.root}")
+    meta = json.loads((folder / "meta.json").read_text("utf-8"))
+    table = pq.read_table(folder / "points.parquet")
+    xy = np.column_stack([table.column("x").to_numpy(), table.column("y").to_numpy()]).astype(np.float32, copy=False)
+    return Atlas(folder.name, folder, meta, xy)
+
+
+def list_atlases(ws: Workspace) -> list[dict[str, Any]]:
+    """Every finished map's meta (with "key"), newest first."""
+    out = []
+    for folder in ws.list_artifacts(ARTIFACT):
+        try:
+            out.append({**json.loads((folder / "meta.json").read_text("utf-8")), "key": folder.name})
+        except (OSError, json.JSONDecodeError):
+            continue
+    return sorted(out, key=lambda m: -float(m.get("created", 0)))
+
+
+def points_frame(atlas: Atlas) -> pd.DataFrame:
+    """x, y, corpus, row and text of every point (the CLI's --out)."""
+    import pandas as pd
+
+    names = [c["name"] for c in atlas.corpora]
+    codes = atlas.corpus_codes()
+    offsets = np.array([int(c["offset"]) for c in atlas.corpora])
+    return pd.DataFrame({"x": atlas.xy[:, 0], "y": atlas.xy[:, 1],
+                         "corpus": pd.Categorical.from_codes(codes.astype(np.int16), categories=names),
+                         "row": np.arange(len(atlas)) - offsets[codes], "text": atlas.texts()})
+
+
+# --------------------------------------------------------------------------- job
+
+
+def selection_corpora(ws: Workspace, selection: str) -> list[str]:
+    """TC and DC of a saved selection: the corpus set its map shows."""
+    from core.selection.store import load_selection
+
+    sel = load_selection(ws, selection)
+    tc_name, dc_name = sel.meta.get("tc_name"), sel.meta.get("dc_name")
+    if not tc_name or not dc_name:
+        raise UserError("this selection does not record its TC/DC names; run the selection from the Selection page or a job")
+    return [ws.ref(str(tc_name)).param, ws.ref(str(dc_name)).param]  # a role or name as the workspace names it now
+
+
+def atlas_job(params: ProjectParams, ctx: JobContext) -> dict[str, Any]:
+    """Job kind "project": the map of `corpora` (or of a selection's TC and DC), built once."""
+    from core.selection.projection import await_background_embeddings
+
+    ws: Workspace = ctx.workspace
+    corpora = list(params.corpora or []) or (selection_corpora(ws, params.selection) if params.selection else [])
+    if not corpora:
+        raise UserError("a map needs corpora ('corpora') or a saved selection ('selection')")
+    await_background_embeddings(ws, list(_streams(ws, corpora)), params.model, ctx.progress)
+    atlas, reused = build_atlas(ws, corpora, params.model, fit_points=params.fit_points, seed=params.seed,
+                                progress=ctx.progress)
+    ctx.log(f"map {atlas.key}: {len(atlas):,} sentences, {atlas.meta['method']}" + (" (reused)" if reused else ""))
+    return {"key": atlas.key, "reused": reused, "points": len(atlas), "method": atlas.meta["method"],
+            "corpora": [c["name"] for c in atlas.corpora]}

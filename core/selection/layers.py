@@ -1,0 +1,272 @@
+"""What the Map colours over a saved layout (core.selection.atlas): one code per point and a palette.
+
+A layer is a uint8 code per point, a palette (one colour per code), a draw priority per code (higher
+is drawn on top: TC over the selected DC over the filtered rest) and a legend. Categorical layers
+(corpus, a saved selection, a corpus field) give each category a code; score layers (a selection's
+scores, one scale: percentiles) bin the rank into 255 colours of Viridis, code 0 meaning "no score"
+(a TC point under a DC score). Computing one is array work over the points, never a job: switching
+the selection on the Map is a redraw. Regions (lasso, box) and search results are point masks here too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from core.data.stream import open_corpus_stream
+from core.data.workspace import Workspace
+from core.errors import UserError
+from core.selection.atlas import Atlas
+
+GROUP_COLORS = {"TC": "#d62728", "selected": "#1f77b4", "filtered": "#c7c7c7"}
+CATEGORY_COLORS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
+                   "#17becf", "#393b79", "#637939", "#8c6d31", "#843c39", "#7b4173", "#3182bd"]
+NO_VALUE = "#dddddd"
+MAX_CATEGORIES = len(CATEGORY_COLORS)  # the rest of a field's values share "other"
+
+
+@dataclass
+class Layer:
+    name: str
+    codes: np.ndarray  # (N,) uint8
+    palette: list[str]  # hex colour per code
+    priority: list[int]  # draw order per code (0-255): higher on top
+    legend: list[dict[str, Any]]  # {"label", "color", "count"} per category, or one {"min", "max", ...} for a scale
+    continuous: bool = False
+
+    def counts(self) -> dict[str, int]:
+        return {str(e["label"]): int(e["count"]) for e in self.legend if "count" in e}
+
+
+def _categorical(name: str, codes: np.ndarray, labels: Sequence[str], colors: Sequence[str],
+                 priority: Sequence[int] | None = None) -> Layer:
+    counts = np.bincount(codes, minlength=len(labels))
+    return Layer(name, codes.astype(np.uint8), list(colors), list(priority or range(len(labels))),
+                 [{"label": str(lab), "color": c, "count": int(n)} for lab, c, n in zip(labels, colors, counts)])
+
+
+def corpus_layer(atlas: Atlas) -> Layer:
+    names = [c["name"] for c in atlas.corpora]
+    n = len(names)
+    # the smallest corpus (a TC) on top of a big DC; the colours follow the corpus order
+    priority = list(np.argsort(np.argsort([-int(c["sentences"]) for c in atlas.corpora], kind="stable")))
+    return _categorical("corpus", atlas.corpus_codes(), names, [CATEGORY_COLORS[i % MAX_CATEGORIES] for i in range(n)],
+                        [int(p) for p in priority])
+
+
+def selection_layer(ws: Workspace, atlas: Atlas, selection: str) -> Layer:
+    """TC (every other corpus on the map), selected and filtered DC of a saved selection."""
+    from core.selection.store import load_selection
+
+    sel = load_selection(ws, selection)
+    lo, hi = atlas.span(selection_dc(atlas, sel.meta))
+    codes = np.full(len(atlas), 2, dtype=np.uint8)  # TC / other corpora
+    codes[lo:hi] = 0
+    codes[lo + np.asarray(sel.indices, dtype=np.int64)] = 1
+    return _categorical(f"selection {sel.meta.get('strategy')} [{sel.key[:8]}]", codes, ["filtered", "selected", "TC"],
+                        [GROUP_COLORS["filtered"], GROUP_COLORS["selected"], GROUP_COLORS["TC"]], [0, 1, 2])
+
+
+def selection_percentiles(ws: Workspace, atlas: Atlas, selection: str) -> tuple[np.ndarray, dict[str, Any]]:
+    """(per point: the selection's rank of the sentence as a percentile, 100 = ranked first, NaN off its DC; its meta)."""
+    from core.selection.store import load_selection
+
+    sel = load_selection(ws, selection)
+    lo, hi = atlas.span(selection_dc(atlas, sel.meta))
+    order = np.asarray(sel.order, dtype=np.int64)
+    pct = np.empty(len(order), dtype=np.float64)
+    pct[order] = 100.0 * (len(order) - 1 - np.arange(len(order))) / max(len(order) - 1, 1)
+    values = np.full(len(atlas), np.nan)
+    values[lo:hi] = pct
+    return values, {**sel.meta, "key": sel.key}
+
+
+def selection_score_layer(ws: Workspace, atlas: Atlas, selection: str) -> Layer:
+    """The selection's score of every DC sentence as a percentile; other corpora have none."""
+    values, meta = selection_percentiles(ws, atlas, selection)
+    return score_layer(f"{meta.get('score_name') or meta.get('strategy')} percentile [{meta['key'][:8]}]", values)
+
+
+def score_layer(name: str, values: np.ndarray) -> Layer:
+    """A continuous layer: values binned by their range into 255 Viridis colours; NaN is "no value"."""
+    from plotly.colors import sample_colorscale
+
+    values = np.asarray(values, dtype=np.float64)
+    ok = np.isfinite(values)
+    codes = np.zeros(len(values), dtype=np.uint8)
+    lo, hi = (float(values[ok].min()), float(values[ok].max())) if ok.any() else (0.0, 1.0)
+    if ok.any():
+        scaled = (values[ok] - lo) / (hi - lo) if hi > lo else np.full(int(ok.sum()), 0.5)
+        codes[ok] = 1 + np.minimum((scaled * 255).astype(np.int64), 254)
+    colors = [NO_VALUE, *[_hex(c) for c in sample_colorscale("Viridis", list(np.linspace(0, 1, 255)))]]
+    legend = [{"label": name, "min": lo, "max": hi, "colors": colors[1::32] + [colors[-1]]},
+              {"label": "no value", "color": NO_VALUE, "count": int((~ok).sum())}]
+    return Layer(name, codes, colors, list(range(256)), legend, continuous=True)
+
+
+def field_layer(ws: Workspace, atlas: Atlas, field: str) -> Layer:
+    """A corpus field (e.g. DC's `domain`) as categories: the most frequent values, the rest "other",
+    points of corpora without the field "(none)"."""
+    import pandas as pd
+
+    values = np.full(len(atlas), None, dtype=object)
+    for c in atlas.corpora:
+        stream = open_corpus_stream(ws, c["name"])
+        if field not in stream.fields:
+            continue
+        col = [v for b in stream.arrow_batches(columns=[field]) for v in b.column(0).to_pylist()]
+        values[int(c["offset"]):int(c["offset"]) + len(col)] = [None if v is None else str(v) for v in col]
+    series = pd.Series(values)
+    top = series.dropna().value_counts().index[:MAX_CATEGORIES - 1].tolist()
+    if not top:
+        raise UserError(f"no corpus on this map has the field {field!r}")
+    labels = ["(none)", *top] + (["other"] if series.dropna().nunique() > len(top) else [])
+    index = {v: i + 1 for i, v in enumerate(top)}
+    codes = np.array([0 if v is None else index.get(v, len(top) + 1) for v in values], dtype=np.uint8)
+    colors = [NO_VALUE, *CATEGORY_COLORS[:len(top)]] + (["#999999"] if "other" in labels else [])
+    return _categorical(field, codes, labels, colors, list(range(len(labels))))
+
+
+def map_fields(ws: Workspace, atlas: Atlas) -> list[str]:
+    """Fields some corpus on the map carries (candidate categorical layers)."""
+    out: list[str] = []
+    for c in atlas.corpora:
+        for f in open_corpus_stream(ws, c["name"]).fields:
+            if f not in out and f not in ("text", "id"):
+                out.append(f)
+    return out
+
+
+def selection_dc(atlas: Atlas, meta: dict[str, Any]) -> str:
+    """The corpus on the map a selection was made on, matched by content hash (a selection may name its DC by a
+    role or a file, and a corpus may have changed since under the same name)."""
+    for c in atlas.corpora:
+        if meta.get("dc_hash") and c.get("digest") == meta.get("dc_hash") and int(c["sentences"]) == int(meta["dc_size"]):
+            return str(c["name"])
+    raise UserError(f"selection {str(meta.get('key', ''))[:8]} was made on a DC ({meta.get('dc_name')!r}, "
+                    f"{int(meta.get('dc_size') or 0):,} sentences) that is not on this map "
+                    f"({', '.join(c['name'] for c in atlas.corpora)}), or that corpus changed since: map its TC and DC")
+
+
+def selection_matches(atlas: Atlas, meta: dict[str, Any]) -> bool:
+    try:
+        selection_dc(atlas, meta)
+        return True
+    except (UserError, KeyError, TypeError, ValueError):
+        return False
+
+
+def _hex(color: str) -> str:
+    """'rgb(r, g, b)' (plotly's sample_colorscale) -> '#rrggbb'."""
+    if color.startswith("#"):
+        return color
+    r, g, b = (int(float(v)) for v in color[color.index("(") + 1:color.index(")")].split(",")[:3])
+    return f"#{r:02x}{g:02x}{b:02x}"
+
+
+# --------------------------------------------------------------------------- regions and search
+
+
+def points_in_polygon(xy: np.ndarray, polygon: Sequence[Sequence[float]]) -> np.ndarray:
+    """Boolean mask of the points inside a polygon (even-odd rule; a box is its four corners).
+    Written with numpy (one pass per edge over the points in the polygon's bounding box) because the
+    same test runs in the browser on the same vertices: a lasso there and here choose the same points."""
+    poly = np.asarray(polygon, dtype=np.float64)
+    if poly.ndim != 2 or poly.shape[1] != 2 or len(poly) < 3:
+        raise UserError(f"a region needs at least 3 corners as (x, y) pairs, got {len(poly)}")
+    xy = np.asarray(xy, dtype=np.float64)
+    (x0, y0), (x1, y1) = poly.min(axis=0), poly.max(axis=0)
+    cand = np.flatnonzero((xy[:, 0] >= x0) & (xy[:, 0] <= x1) & (xy[:, 1] >= y0) & (xy[:, 1] <= y1))
+    px, py = xy[cand, 0], xy[cand, 1]
+    inside = np.zeros(len(cand), dtype=bool)
+    for (ax, ay), (bx, by) in zip(poly, np.roll(poly, -1, axis=0)):
+        crosses = (ay > py) != (by > py)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            at = (bx - ax) * (py - ay) / (by - ay) + ax
+        inside ^= crosses & (px < at)
+    mask = np.zeros(len(xy), dtype=bool)
+    mask[cand[inside]] = True
+    return mask
+
+
+def search_points(atlas: Atlas, query: str) -> np.ndarray:
+    """Mask of the points whose sentence holds every word of `query` (case-insensitive, literal)."""
+    from core.selection.mapview import search_mask
+
+    return search_mask(atlas.texts(), query)
+
+
+# --------------------------------------------------------------------------- cluster labels
+
+
+def cluster_labels(xy: np.ndarray, texts: Sequence[str], seed: int = 0, k: int | None = None,
+                   per_cluster: int = 800, terms: int = 3) -> list[dict[str, Any]]:
+    """Labels for the map's regions: k-means on the 2-D layout, then each cluster's most distinctive
+    words by class-based TF-IDF (a word's share in the cluster over its share in the whole map, as
+    BERTopic labels topics), read from at most `per_cluster` sentences per cluster."""
+    n = len(xy)
+    if n < 50:
+        return []
+    from sklearn.cluster import MiniBatchKMeans
+    from sklearn.feature_extraction.text import CountVectorizer
+
+    k = k or int(np.clip(round(np.sqrt(n / 200)), 3, 16))
+    km = MiniBatchKMeans(n_clusters=k, random_state=seed, n_init=3, batch_size=4096).fit(np.asarray(xy, dtype=np.float32))
+    labels = km.labels_
+    rng = np.random.default_rng(seed)
+    docs, sizes = [], []
+    for c in range(k):
+        members = np.flatnonzero(labels == c)
+        sizes.append(len(members))
+        pick = members if len(members) <= per_cluster else rng.choice(members, per_cluster, replace=False)
+        docs.append(" ".join(texts[i] for i in pick))
+    try:
+        vec = CountVectorizer(stop_words="english", token_pattern=r"(?u)\b[^\W\d_]{3,}\b", max_features=30_000)
+        counts = vec.fit_transform(docs).toarray().astype(np.float64)
+    except ValueError:  # no words at all (numbers only, say): positions without labels would only mislead
+        return []
+    words = vec.get_feature_names_out()
+    tf = counts / np.maximum(counts.sum(axis=1, keepdims=True), 1)
+    idf = np.log(1 + counts.sum(axis=1).mean() / np.maximum(counts.sum(axis=0), 1))
+    weight = tf * idf
+    out = []
+    for c in range(k):
+        members = labels == c
+        if not members.any():
+            continue
+        top = [str(words[i]) for i in np.argsort(-weight[c])[:terms] if weight[c, i] > 0]
+        cx, cy = np.median(xy[members], axis=0)
+        out.append({"x": float(cx), "y": float(cy), "size": int(sizes[c]), "terms": top, "label": " · ".join(top)})
+    return out
+
+
+# --------------------------------------------------------------------------- what the browser gets
+
+TEXT_CAP = 150_000  # above this many points hover shows corpus and row (a click reads the sentence): texts stay on the server
+
+
+def view_data(atlas: Atlas, layer: Layer, highlight: np.ndarray | None = None, text_cap: int = TEXT_CAP) -> dict[str, Any]:
+    """The Map component's data: the layout (x, y float32: 8 bytes a point, sent as Arrow), the layer's
+    codes (1 byte a point), the highlight mask, the texts when the map is small enough, and the meta the
+    drawing needs (robust bounds, palette, priorities, legend, cluster labels, corpus offsets)."""
+    import pandas as pd
+
+    from core.selection.mapview import robust_range
+
+    x0, x1 = robust_range(atlas.xy[:, 0])
+    y0, y1 = robust_range(atlas.xy[:, 1])
+    data: dict[str, Any] = {
+        "xy": pd.DataFrame({"x": atlas.xy[:, 0], "y": atlas.xy[:, 1]}),
+        "layer": pd.DataFrame({"c": layer.codes}),
+        "hl": pd.DataFrame({"h": np.asarray(highlight, dtype=np.uint8)}) if highlight is not None and highlight.any() else None,
+        "text": pd.DataFrame({"text": atlas.texts()}) if len(atlas) <= text_cap else None,
+        "meta": {"key": atlas.key, "bounds": [x0, x1, y0, y1], "palette": layer.palette, "priority": layer.priority,
+                 "legend": layer.legend, "layer_name": layer.name, "clusters": atlas.meta.get("clusters", []),
+                 "corpora": [{"name": c["name"], "offset": int(c["offset"]), "sentences": int(c["sentences"])}
+                             for c in atlas.corpora],
+                 "note": "" if len(atlas) <= text_cap else "hover shows corpus and row; click a point to read it"},
+    }
+    return data

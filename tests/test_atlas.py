@@ -1,0 +1,212 @@
+"""The map of a corpus set: laid out once (fit on a sample, the rest placed), reused by key, coloured by layers
+without a job, regions and searches saved as selections or corpora with lineage, the CLI and the Map page."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from core.access import AccessDenied, Actor, Role
+from core.data.corpus import Corpus
+from core.data.workspace import Workspace
+from core.errors import UserError
+from core.selection import atlas as atlas_mod
+from core.selection.atlas import build_atlas, find_atlas, layout
+from core.selection.layers import (
+    cluster_labels,
+    corpus_layer,
+    field_layer,
+    points_in_polygon,
+    score_layer,
+    search_points,
+    selection_layer,
+    selection_matches,
+    view_data,
+)
+from core.selection.map_region import save_region_corpus, save_region_selection
+from tests.apptest import open_app
+
+
+def _clusters(n_per: int, dim: int = 16, k: int = 3, seed: int = 0) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    centers = rng.normal(size=(k, dim)) * 5
+    return np.concatenate([c + rng.normal(size=(n_per, dim)) for c in centers]).astype(np.float32)
+
+
+def test_layout_fits_a_sample_and_places_the_rest_near_their_cluster():
+    small, big = _clusters(20), _clusters(200, seed=0)
+    coords, info = layout([small, big], fit_points=150, seed=0, chunk=97)
+    assert coords.shape == (660, 2) and np.isfinite(coords).all()
+    assert info["fitted"] == 150 and info["placed"] == 510 and "transform" in info["method"]
+    # a placed point lands with its own cluster: its nearest fitted neighbour in 2-D shares its cluster
+    labels = np.concatenate([np.repeat(np.arange(3), 20), np.repeat(np.arange(3), 200)])
+    centroids = np.array([coords[labels == c].mean(axis=0) for c in range(3)])
+    nearest = np.argmin(((coords[:, None, :] - centroids[None]) ** 2).sum(-1), axis=1)
+    assert (nearest == labels).mean() > 0.95
+    again, _ = layout([small, big], fit_points=150, seed=0, chunk=97)
+    assert np.allclose(again, coords)  # a fixed seed gives the same map
+    with pytest.raises(UserError, match="nothing to map"):
+        layout([np.zeros((0, 4), np.float32)])
+
+
+def test_points_in_polygon_even_odd_on_hand_made_cases():
+    xy = np.array([[0.5, 0.5], [1.5, 0.5], [0.5, 1.5], [2.5, 2.5], [1.0, 0.2], [-1, -1]])
+    square = [[0, 0], [2, 0], [2, 2], [0, 2]]
+    assert points_in_polygon(xy, square).tolist() == [True, True, True, False, True, False]
+    concave = [[0, 0], [2, 0], [2, 2], [1, 1], [0, 2]]  # a notch from the top down to (1, 1)
+    assert points_in_polygon(np.array([[1.0, 1.5], [0.3, 1.5], [1.0, 0.5]]), concave).tolist() == [False, True, True]
+    with pytest.raises(UserError, match="at least 3 corners"):
+        points_in_polygon(xy, [[0, 0], [1, 1]])
+
+
+def test_cluster_labels_name_each_region_by_its_own_words():
+    xy = np.concatenate([np.random.default_rng(0).normal(size=(100, 2)), np.random.default_rng(1).normal(size=(100, 2)) + 40])
+    texts = ["the guitar album song band"] * 100 + ["the election party vote senate"] * 100
+    labels = cluster_labels(xy, texts, k=2)
+    words = {frozenset(lab["terms"]) for lab in labels}
+    assert len(labels) == 2 and all(w <= {"guitar", "album", "song", "band"} or w <= {"election", "party", "vote", "senate"}
+                                    for w in words)
+    assert len(words) == 2 and "the" not in {t for lab in labels for t in lab["terms"]}
+
+
+@pytest.fixture
+def mapped(tmp_path, tiny_bert_dir, monkeypatch):
+    """A workspace with TC, DC (a domain field) and a selection; a map built with a fast stand-in for UMAP."""
+    from core.runner import jobs
+
+    ws = Workspace(tmp_path / "ws")
+    words = ["guitar album", "election vote", "protein cell"]
+    ws.save_corpus(Corpus(tokens=[f"the {words[i % 3]} song {i}".split() for i in range(12)]), "tc", role="tc")
+    ws.save_corpus(Corpus(tokens=[f"a {words[i % 3]} item {i}".split() for i in range(60)],
+                          fields={"domain": [["music", "politics", "science"][i % 3] for i in range(60)]}), "dc", role="dc")
+    sel = jobs.run_inline(ws, "select", {"tc": "tc", "dc": "dc", "strategy": "random", "budget": 15, "model": str(tiny_bert_dir)})
+    calls: list[int] = []
+    real_layout = atlas_mod.layout
+
+    def fast_layout(vectors, **kw):
+        calls.append(sum(len(v) for v in vectors))
+        return real_layout(vectors, **{**kw, "fit_points": 40})
+
+    monkeypatch.setattr(atlas_mod, "layout", fast_layout)
+    atlas, reused = build_atlas(ws, ["tc", "dc"], str(tiny_bert_dir))
+    return ws, atlas, sel["key"], calls, reused
+
+
+def test_a_map_is_built_once_per_corpus_set_and_encoder(mapped, tiny_bert_dir):
+    ws, atlas, _, calls, reused = mapped
+    assert not reused and calls == [72] and len(atlas) == 72
+    assert [c["name"] for c in atlas.corpora] == ["tc", "dc"] and atlas.span("dc") == (12, 72)
+    assert atlas.meta["fitted"] == 40 and atlas.meta["placed"] == 32
+    assert atlas.texts()[12] == "a guitar album item 0"
+    again, reused = build_atlas(ws, ["demo" if False else "tc", "dc"], str(tiny_bert_dir))
+    assert reused and again.key == atlas.key and calls == [72]  # no layout ran
+    assert find_atlas(ws, ["tc", "dc"], str(tiny_bert_dir)).key == atlas.key
+    assert find_atlas(ws, ["dc", "tc"], str(tiny_bert_dir)) is None  # another order is another map
+    ws.save_corpus(Corpus(tokens=[["changed", "tc"]] * 3), "tc", role="tc", overwrite=True)
+    assert find_atlas(ws, ["tc", "dc"], str(tiny_bert_dir)) is None  # its contents changed: not this map
+    with pytest.raises(UserError, match="named twice"):
+        build_atlas(ws, ["dc", "dc"], str(tiny_bert_dir))
+
+
+def test_layers_colour_the_same_points_without_a_layout(mapped, monkeypatch):
+    ws, atlas, key, calls, _ = mapped
+    monkeypatch.setattr(atlas_mod, "layout", lambda *a, **k: pytest.fail("a layer ran a layout"))
+    layer = selection_layer(ws, atlas, key)
+    assert layer.counts() == {"filtered": 45, "selected": 15, "TC": 12}
+    assert layer.priority == [0, 1, 2] and (layer.codes[:12] == 2).all()
+    assert corpus_layer(atlas).counts() == {"tc": 12, "dc": 60}
+    dom = field_layer(ws, atlas, "domain")
+    assert dom.counts() == {"(none)": 12, "music": 20, "politics": 20, "science": 20}
+    scores = score_layer("s", np.r_[np.full(2, np.nan), np.linspace(0, 1, 5)])
+    assert scores.continuous and scores.codes[:2].tolist() == [0, 0] and scores.codes[2] == 1 and scores.codes[-1] == 255
+    data = view_data(atlas, layer, search_points(atlas, "guitar"))
+    assert len(data["xy"]) == 72 and data["layer"]["c"].dtype == np.uint8 and data["hl"]["h"].sum() == 24
+    assert data["text"] is not None and view_data(atlas, layer, text_cap=10)["text"] is None
+    assert json.dumps(data["meta"])  # the browser's meta is plain JSON
+    with pytest.raises(UserError, match="no corpus on this map has the field"):
+        field_layer(ws, atlas, "nope")
+
+
+def test_a_selection_of_another_dc_is_refused_with_its_reason(mapped, tiny_bert_dir):
+    from core.runner import jobs
+    from core.selection.store import list_selections
+
+    ws, atlas, _, _, _ = mapped
+    ws.save_corpus(Corpus(tokens=[["other", "dc", str(i)] for i in range(30)]), "dc2")
+    other = jobs.run_inline(ws, "select", {"tc": "tc", "dc": "dc2", "strategy": "random", "budget": 5})
+    meta = next(m for m in list_selections(ws) if m["key"] == other["key"])
+    assert not selection_matches(atlas, meta)
+    with pytest.raises(UserError, match="not on this map"):
+        selection_layer(ws, atlas, other["key"])
+
+
+def test_a_region_becomes_a_selection_and_a_corpus_with_lineage(mapped):
+    from core.selection.store import list_selections, load_selection
+
+    ws, atlas, _, _, _ = mapped
+    mask = search_points(atlas, "election")
+    assert mask.sum() == 24  # 4 TC + 20 DC sentences
+    how = {"query": "election"}
+    sel = save_region_selection(ws, atlas, mask, "dc", how)
+    saved = load_selection(ws, sel.key)
+    assert saved.strategy == "map-region" and saved.budget == 20 and saved.meta["lineage"]["region"] == how
+    assert sorted(saved.indices.tolist()) == list(range(1, 60, 3)) and saved.meta["dc_name"] == "dc"
+    assert any(m["key"] == sel.key for m in list_selections(ws))
+    info = save_region_corpus(ws, atlas, mask, "election-region", how)
+    assert info.sentences == 24 and "search “election”" in info.source and atlas.key[:8] in info.source
+    with pytest.raises(UserError, match="exists already"):
+        save_region_corpus(ws, atlas, mask, "election-region", how)
+    with pytest.raises(UserError, match="holds no sentence of 'dc'"):
+        save_region_selection(ws, atlas, np.r_[np.ones(12, bool), np.zeros(60, bool)], "dc", how)
+    annotator = Actor("ann", Role.ANNOTATOR)
+    with pytest.raises(AccessDenied):
+        save_region_selection(ws, atlas, mask, "dc", how, actor=annotator)
+    with pytest.raises(AccessDenied):
+        save_region_corpus(ws, atlas, mask, "other-name", how, actor=annotator)
+    assert not ws.has_corpus("other-name")
+
+
+def test_cli_project_reuses_the_map_and_colours_a_selection_without_umap(mapped, tiny_bert_dir, tmp_path, capsys,
+                                                                          monkeypatch):
+    from core.cli import main
+
+    ws, atlas, key, _, _ = mapped
+    monkeypatch.setattr(atlas_mod, "layout", lambda *a, **k: pytest.fail("UMAP ran for a map that exists"))
+    out = tmp_path / "map.parquet"
+    assert main(["--workspace", str(ws.root), "project", "tc", "dc", "--model", str(tiny_bert_dir), "--out", str(out),
+                 "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["reused"] is True and report["key"] == atlas.key and report["points"] == 72
+    assert main(["--workspace", str(ws.root), "project", "--selection", key, "--model", str(tiny_bert_dir), "--out", str(out),
+                 "--search", "protein", "--save-corpus", "protein-bits", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["reused"] is True and report["selection"]["groups"] == {"filtered": 45, "selected": 15, "TC": 12}
+    assert report["chosen"] == {"tc": 4, "dc": 20} and report["saved_corpus"]["sentences"] == 24
+    df = pd.read_parquet(out)
+    assert {"x", "y", "corpus", "row", "text", "group", "score_percentile", "chosen"} <= set(df.columns)
+    assert df["score_percentile"].iloc[:12].isna().all() and df["score_percentile"].iloc[12:].between(0, 100).all()
+    assert main(["--workspace", str(ws.root), "project", "tc", "dc", "--model", str(tiny_bert_dir), "--region", "0,0 1,1",
+                 "--json"]) == 2
+    assert "at least 3 corners" in capsys.readouterr().err
+
+
+def test_map_page_offers_the_job_then_draws_layers(mapped, tiny_bert_dir, monkeypatch):
+    ws, atlas, key, _, _ = mapped
+    at = open_app(ws.root, monkeypatch, "views/map.py")
+    assert not at.exception, [e.value for e in at.exception]
+    assert any("Compute the map" in i.value for i in at.info)  # the default encoder has no map of these corpora yet
+    at.text_input(key="map_model").input(str(tiny_bert_dir)).run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.selectbox(key="map_colour").value == "selection"
+    assert at.selectbox(key="map_selection").value == key
+    at.selectbox(key="map_colour").select("field: domain").run()
+    assert not at.exception, [e.value for e in at.exception]
+    at.session_state[f"map_state_{atlas.key}"] = {"pinned": 12, "region": None, "query": "vote"}
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert any(m.value == "24" for m in at.metric)  # the search's sentences are listed, with the save controls
+    near = next(df.value for df in at.dataframe if "cosine" in getattr(df.value, "columns", []))
+    assert len(near) == 10 and near["corpus"].isin(["tc", "dc"]).all()
