@@ -95,3 +95,13 @@ def screenshot(page, name: str) -> Path:
     path = SCREENSHOTS / f"{name}.png"
     page.screenshot(path=str(path), full_page=True)
     return path
+
+
+def wait_until(condition, timeout: float = 90) -> bool:
+    """Poll `condition` until it holds; False once `timeout` seconds pass (the caller decides what a miss means)."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.2)
+    return True

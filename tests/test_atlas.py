@@ -14,9 +14,8 @@ from core.data.corpus import Corpus
 from core.data.workspace import Workspace
 from core.errors import UserError
 from core.selection import atlas as atlas_mod
-from core.selection.atlas import build_atlas, find_atlas, layout
+from core.selection.atlas import build_atlas, cluster_labels, find_atlas, layout
 from core.selection.layers import (
-    cluster_labels,
     corpus_layer,
     field_layer,
     points_in_polygon,

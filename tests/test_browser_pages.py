@@ -1,4 +1,4 @@
-"""Browser tests of the interactive pages: accept/reject on Inspect (the Map's are in test_browser_map.py).
+"""Browser tests of the interactive pages: accept/reject and span edits on Inspect (the Map's are in test_browser_map.py).
 
 The workspace is prepared with the same core functions the pages call (a small DC keeps
 the embedding and UMAP steps to seconds); the browser then drives the real UI.
@@ -11,6 +11,43 @@ import pytest
 from tests.browser import browser_page, screenshot, streamlit_server, wait_for_app
 
 pytestmark = pytest.mark.browser
+
+
+@pytest.fixture(scope="module")
+def inspect_ws(tmp_path_factory):
+    """Demo workspace with a tiny NER model trained here and its DC predictions cached."""
+    from core.data.demo import write_demo_workspace
+    from core.review import predictions as insp
+    from core.train.ner_train import preset_config, train_ner
+    from tests.tiny_models import build_tiny_bert
+
+    root = tmp_path_factory.mktemp("inspectws")
+    ws = write_demo_workspace(root, dc_size=600)
+    lc = ws.load_corpus("demo-lc")
+    base = build_tiny_bert(root / "tinybase", [" ".join(t) for t in lc.tokens])
+    model_dir = ws.runs_dir / "tiny-ner" / "model"
+    train_ner(lc, ws.load_corpus("demo-dev").subset(range(20)), str(base), model_dir, preset_config("tiny", epochs=1))
+    insp.predict_cached(ws, insp.prediction_request(ws, str(model_dir), "demo-dc"))
+    return root
+
+
+def test_inspect_accept_and_reject_survive_a_reload(inspect_ws):
+    with streamlit_server(inspect_ws) as url, browser_page(height=2400) as page:
+        page.goto(f"{url}/inspect")
+        wait_for_app(page, "sentences reviewed")
+        page.get_by_role("button", name="Accept", exact=True).first.click()
+        wait_for_app(page, "1 of 600 sentences reviewed")  # the rerun has finished, not just begun: buttons are current
+        page.get_by_role("button", name="Reject", exact=True).nth(1).click()
+        wait_for_app(page, "2 of 600 sentences reviewed")
+        page.reload()
+        wait_for_app(page, "sentences reviewed")
+        page.locator("[class*='st-key-insp_card_accepted_']").first.wait_for()
+        page.locator("[class*='st-key-insp_card_rejected_']").first.wait_for()
+        page.get_by_text("2 of 600 sentences reviewed").first.wait_for()
+        screenshot(page, "inspect_review")
+
+
+# --------------------------------------------------------------------------- issue 13: daily use
 
 
 def test_inspect_span_edit_by_tokens_survives_reload_and_exports(inspect_ws):

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from tests.browser import browser_page, screenshot, streamlit_server, wait_for_app
+from core.data.workspace import Workspace
+from core.team import users
+from tests.browser import browser_page, screenshot, streamlit_server, wait_for_app, wait_until
 
 pytestmark = pytest.mark.browser
 PASSWORD = "correct horse"
@@ -95,8 +97,10 @@ def test_team_flow_in_the_browser(team_ws):
         screenshot(page, "team_adjudicated")
 
         page.goto(url)
-        for _ in range(5):
-            sign_in(page, "bob", "not the password")
+        bob = lambda: users.get_user(Workspace(team_ws), "bob").failed
+        while (before := bob()) < users.MAX_FAILURES:  # wait for each refusal to be stored before the next one: a
+            sign_in(page, "bob", "not the password")  # submit made while the last rerun still draws can be lost
+            wait_until(lambda: bob() > before, timeout=30)  # (lost: the loop submits again)
         wait_for_app(page, "is locked until")
         sign_in(page, "bob")  # the right password no longer opens it
         wait_for_app(page, "is locked until")

@@ -413,10 +413,12 @@ def test_selection_page_shows_a_saved_selection(tmp_path, monkeypatch):
     assert not at.exception and any("MLM" in w.value for w in at.warning)
 
 
-def test_map_and_selection_open_on_the_selection_the_user_was_on_and_compare_lists_new_ones(tmp_path, monkeypatch):
+def test_map_and_selection_open_on_the_selection_the_user_was_on_and_compare_lists_new_ones(tmp_path, monkeypatch,
+                                                                                           tiny_bert_dir):
     """Issue 24: both pages opened on the newest (in fact the oldest) selection, not the one picked, and a selection
     made later never joined "Compare saved selections"."""
     from core.data.demo import write_demo_workspace
+    from core.selection.atlas import build_atlas
     from core.selection.store import list_selections
 
     ws = write_demo_workspace(tmp_path / "ws", dc_size=300)
@@ -425,10 +427,12 @@ def test_map_and_selection_open_on_the_selection_the_user_was_on_and_compare_lis
     for strategy in ("random", "dsir"):
         select(tc, dc, strategy, 0.1, workspace=ws, names=names)
     newest, oldest = [m["key"] for m in list_selections(ws)]
+    build_atlas(ws, [names["tc"], names["dc"]], str(tiny_bert_dir))  # the Map colours a map that exists
     at = open_app(ws.root, monkeypatch, "views/selection.py")
     assert at.selectbox(key="sel_view").value == newest  # nothing picked yet: the newest
     at.selectbox(key="sel_view").select(oldest).run()
     at.switch_page("views/map.py").run()
+    at.text_input(key="map_model").input(str(tiny_bert_dir)).run()
     assert at.selectbox(key="map_selection").value == oldest  # the Map follows the user's pick
     at.switch_page("views/selection.py").run()
     assert at.selectbox(key="sel_view").value == oldest

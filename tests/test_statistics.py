@@ -126,3 +126,19 @@ def test_pearson_r_interval_over_sources():
     lo, hi = r_interval([(1, 0.1), (2, -0.3), (3, 0.4), (4, 0.0), (5, 0.2)])
     assert lo == pytest.approx(-1.0) and hi == pytest.approx(1.0)  # five unrelated sources: r could be anything
     assert r_interval([(1, 1), (1, 2), (1, 3)]) is None  # x never varies: r is undefined
+
+
+def test_pretraining_verdicts_say_when_pretraining_did_not_help():
+    from core.experiments.summary import pretraining_verdicts
+
+    def entry(row, delta, lo, hi, p=0.5):
+        return {"row": row, "seeds": 3, "vs": {"none": {"delta": delta, "ci": [lo, hi], "p": p, "seeds": 3}}}
+
+    found = pretraining_verdicts([{"row": "none", "vs": {"tapt": {"delta": 0, "ci": [0, 0], "p": 1}}},
+                                  entry("tapt", -0.02, -0.03, -0.01, 0.004), entry("dsir", 0.015, 0.005, 0.03, 0.01),
+                                  entry("cosine", -0.004, -0.02, 0.01), entry("knn", 0.003, -0.01, 0.02),
+                                  {"row": "random", "vs": {"tapt": {"delta": 0, "ci": [0, 0], "p": 1}}}])
+    assert [(v["row"], v["verdict"], v["bad"]) for v in found] == [
+        ("tapt", "harmed", True), ("dsir", "helped", False), ("cosine", "did not help", True), ("knn", "no clear gain", False)]
+    assert found[0]["text"] == ("tapt: pretraining harmed against no pretraining: -2.00 test F1 points [-3.00, -1.00], "
+                                "p = 0.004, 3 seeds")

@@ -7,6 +7,7 @@ import streamlit as st
 
 from core.data.workspace import Role
 from core.experiments.experiment import BASELINES, parse_amounts, parse_seeds
+from core.experiments.summary import pretraining_verdicts
 from core.runner import jobs
 from core.runner.jobview import (
     CHART_POLL_S,
@@ -192,6 +193,9 @@ def job_detail(job_id: str, interval: float | None) -> None:
         st.caption(("A fresh MLM head was initialised. " if job.result.get("fresh_head") else "")
                    + f"Model folder (usable as B1): `{job.result.get('out_dir')}`")
         pick_panel(job)
+    if job.result and job.kind == "experiment":
+        for v in pretraining_verdicts(job.result.get("summary") or []):
+            (st.warning if v["bad"] else st.success if v["verdict"] == "helped" else st.info)(v["text"])
     if job.result and job.kind == "pick-checkpoint":
         (st.success if job.result["helped"] else st.warning)(job.result["reason"])
         st.dataframe(pd.DataFrame(job.result["scores"]).rename(columns={"score": "DEV F1"}), hide_index=True,

@@ -45,7 +45,7 @@ from core.data.atomic import atomic_write_json
 from core.data.corpus import Corpus
 from core.data.workspace import resolve_corpus_ref
 from core.errors import UserError
-from core.experiments.summary import PREDICTIONS_FILE, comparison_rows, interval_summary, interval_text
+from core.experiments.summary import PREDICTIONS_FILE, comparison_rows, interval_summary, interval_text, pretraining_verdicts
 from core.progress import sub
 from core.selection.strategies import select
 from core.train.lineage import Lineage, MlmPhase, from_base, record_run, write_lineage
@@ -237,6 +237,7 @@ def format_results(result: dict[str, Any]) -> str:
 
         lines += ["paired differences (test F1 points; paired two-level bootstrap over seeds and test sentences):",
                   pd.DataFrame(comparisons).to_string(index=False)]
+    lines += [v["text"] for v in pretraining_verdicts(result.get("summary") or [])]
     if result.get("skipped"):
         lines.append("skipped: " + "; ".join(result["skipped"]))
     return "\n".join(lines)

@@ -101,3 +101,23 @@ def comparison_rows(entries: Sequence[dict[str, Any]], scale: float = 100.0) -> 
                          "significant (p < 0.05)": t["p"] < 0.05, "seeds": t.get("seeds"),
                          "seeds needed": needed if needed is not None else t.get("seeds_needed_note", "")})
     return rows
+
+
+def pretraining_verdicts(entries: Sequence[dict[str, Any]], scale: float = 100.0) -> list[dict[str, Any]]:
+    """For every pretraining row (TAPT, DAPT, a selection): did it beat no pretraining, by how much and how
+    sure. "harmed" / "helped" when the 95% CI of the paired difference lies wholly below / above 0; else
+    "did not help" (point estimate below none) or "no clear gain". A default recipe that can lower F1 must say so."""
+    out = []
+    for e in entries:
+        t = (e.get("vs") or {}).get("none")
+        if e.get("row") == "none" or t is None:
+            continue
+        d, lo, hi = t["delta"] * scale, t["ci"][0] * scale, t["ci"][1] * scale
+        verdict = "harmed" if hi < 0 else "helped" if lo > 0 else "did not help" if d < 0 else "no clear gain"
+        seeds = t.get("seeds") or e.get("seeds") or 0
+        label = e["row"] + (f" ({e['label']})" if e.get("label") and e.get("label") != e["row"] else "")
+        out.append({"row": e["row"], "verdict": verdict, "delta": round(d, 2), "ci": [round(lo, 2), round(hi, 2)],
+                    "p": t["p"], "seeds": seeds, "bad": verdict in ("harmed", "did not help"),
+                    "text": f"{label}: pretraining {verdict} against no pretraining: {d:+.2f} test F1 points "
+                            f"[{lo:+.2f}, {hi:+.2f}], p = {t['p']:.3f}, {seeds} seed{'s' if seeds != 1 else ''}"})
+    return out

@@ -281,12 +281,51 @@ def save_atlas(ws: Workspace, key: str, coords: np.ndarray, meta: dict[str, Any]
         raise RuntimeError(f"{written} texts for {len(coords)} points")  # a bug, not a user mistake
     os.replace(tmp, folder / "texts.parquet")
     atlas = Atlas(key, folder, {**meta, "key": key}, coords)
-    from core.selection.layers import cluster_labels
-
     atlas.meta["clusters"] = cluster_labels(coords, atlas.texts(), seed=int(meta.get("seed", 0)))
     atlas.meta["created"] = time.time()
     atomic_write_json(folder / "meta.json", atlas.meta)
     return atlas
+
+
+def cluster_labels(xy: np.ndarray, texts: Sequence[str], seed: int = 0, k: int | None = None,
+                   per_cluster: int = 800, terms: int = 3) -> list[dict[str, Any]]:
+    """Labels for the map's regions: k-means on the 2-D layout, then each cluster's most distinctive
+    words by class-based TF-IDF (a word's share in the cluster over its share in the whole map, as
+    BERTopic labels topics), read from at most `per_cluster` sentences per cluster."""
+    n = len(xy)
+    if n < 50:
+        return []
+    from sklearn.cluster import MiniBatchKMeans
+    from sklearn.feature_extraction.text import CountVectorizer
+
+    k = k or int(np.clip(round(np.sqrt(n / 200)), 3, 16))
+    km = MiniBatchKMeans(n_clusters=k, random_state=seed, n_init=3, batch_size=4096).fit(np.asarray(xy, dtype=np.float32))
+    labels = km.labels_
+    rng = np.random.default_rng(seed)
+    docs, sizes = [], []
+    for c in range(k):
+        members = np.flatnonzero(labels == c)
+        sizes.append(len(members))
+        pick = members if len(members) <= per_cluster else rng.choice(members, per_cluster, replace=False)
+        docs.append(" ".join(texts[i] for i in pick))
+    try:
+        vec = CountVectorizer(stop_words="english", token_pattern=r"(?u)\b[^\W\d_]{3,}\b", max_features=30_000)
+        counts = vec.fit_transform(docs).toarray().astype(np.float64)
+    except ValueError:  # no words at all (numbers only, say): positions without labels would only mislead
+        return []
+    words = vec.get_feature_names_out()
+    tf = counts / np.maximum(counts.sum(axis=1, keepdims=True), 1)
+    idf = np.log(1 + counts.sum(axis=1).mean() / np.maximum(counts.sum(axis=0), 1))
+    weight = tf * idf
+    out = []
+    for c in range(k):
+        members = labels == c
+        if not members.any():
+            continue
+        top = [str(words[i]) for i in np.argsort(-weight[c])[:terms] if weight[c, i] > 0]
+        cx, cy = np.median(xy[members], axis=0)
+        out.append({"x": float(cx), "y": float(cy), "size": int(sizes[c]), "terms": top, "label": " · ".join(top)})
+    return out
 
 
 def load_atlas(ws: Workspace, key: str, missing_ok: bool = False) -> Atlas | None:
