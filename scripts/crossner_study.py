@@ -149,6 +149,9 @@ def main() -> int:
     parser.add_argument("--budget", help="SC size (count or ratio of DC); default |TC|, TC:SC 1:1 as in the seed paper")
     parser.add_argument("--model", default="default")
     parser.add_argument("--mlm-steps", type=int, help="MLM step cap of every cell instead of the preset's (own run folder and JSON)")
+    parser.add_argument("--pick-checkpoint", type=int, nargs="?", const=4, default=0, dest="pick_checkpoint", metavar="N",
+                        help="keep N MLM snapshots per cell (4 when given) and fine-tune from the best by a short DEV-F1 "
+                             "probe, or from the base encoder when none beats it (own run folder and JSON)")
     parser.add_argument("--out", help="result JSON (default docs/results/crossner-<domain>.json; tiny runs go to <...>-<preset>.json)")
     parser.add_argument("--status", action="store_true", help="write the JSON from the cells finished so far; run nothing")
     parser.add_argument("--merge", nargs="+", metavar="JSON", help="pool these result JSONs (one domain and preset) into --out")
@@ -168,7 +171,8 @@ def main() -> int:
     from core.cliutil import tqdm_progress
     from core.data.workspace import Workspace
     from core.errors import UserError
-    from core.experiments.experiment import BASELINES, format_results, load_cells, per_type_table, summarize
+    from core.experiments.experiment import format_results, load_cells, per_type_table, summarize
+    from core.experiments.plan import BASELINES
     from core.experiments.study import SPLIT_SEED, crossner_protocol
     from core.experiments.summary import interval_summary
     from core.runner import jobs
@@ -194,6 +198,9 @@ def main() -> int:
     if args.mlm_steps:  # the "is MLM too short?" question: same cells with a longer MLM, in their own run folder
         params["mlm_config"] = {"max_steps": args.mlm_steps}
         variant += f"-mlm{args.mlm_steps}"
+    if args.pick_checkpoint:  # the "does checkpoint selection make pretraining harmless?" question (issue 26)
+        params["pick_checkpoint"] = args.pick_checkpoint
+        variant += f"-pick{args.pick_checkpoint}"
     run_dir = ws.runs_dir / f"study-{args.domain}-{variant}"
     out = Path(args.out) if args.out else ROOT / "docs" / "results" / (
         f"crossner-{args.domain}.json" if variant == "study" else f"crossner-{args.domain}-{variant}.json")

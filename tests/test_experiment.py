@@ -8,7 +8,8 @@ import pytest
 
 from core.data.workspace import Workspace
 from core.errors import UserError
-from core.experiments.experiment import BASELINES, load_cells, parse_strategy, per_type_table, results_table, summarize
+from core.experiments.experiment import load_cells, per_type_table, results_table, summarize
+from core.experiments.plan import BASELINES, parse_strategy
 from core.runner import jobs
 from tests.conftest import TOY_SENTENCES
 from tests.ner_data import single_thread_torch, write_toy_conll  # noqa: F401 - fixture
@@ -101,7 +102,7 @@ def test_cli_experiment_baselines_only(tmp_path, corpora, tiny_bert_dir, capsys,
 
 
 def test_parse_seeds_one_rule_for_cli_and_page():
-    from core.experiments.experiment import parse_seeds
+    from core.experiments.plan import parse_seeds
 
     assert parse_seeds("1, 2,3,", "--seeds") == [1, 2, 3]
     for bad in ("a", "1,x", "-1", "1.5"):
@@ -112,7 +113,7 @@ def test_parse_seeds_one_rule_for_cli_and_page():
 
 
 def test_parse_and_resolve_amounts():
-    from core.experiments.experiment import parse_amounts, resolve_amount, resolve_sc_budget, sweep_budgets
+    from core.experiments.plan import parse_amounts, resolve_amount, resolve_sc_budget, sweep_budgets
 
     assert parse_amounts("500, 0.1,1.0", "--budgets") == [500, 0.1, 1.0] and parse_amounts(None, "x") == []
     assert parse_amounts([3, "0.5"], "x") == [3, 0.5]
@@ -248,3 +249,60 @@ def test_a_cell_finished_before_sweeps_is_kept_on_resume(tmp_path, corpora, monk
                              run_dir=run_dir)
     (cell,) = result["cells"]
     assert cell["f1"] == 0.42 and cell["budget"] == 0 and cell["lc_size"] == 24 and cell["mlm_seconds"] == 3.5
+
+
+def test_checkpoint_pick_in_cells_uses_the_probe_winner_and_probes_the_base_once(tmp_path, corpora, tiny_bert_dir,
+                                                                                  monkeypatch, capsys):
+    """Issue 26: with pick_checkpoint an MLM cell fine-tunes NER from the candidate the DEV-F1 probe scores best
+    (a snapshot, or the base encoder when none beats it), records why, and a resumed run neither probes nor picks again."""
+    from core.cli import main
+    from core.experiments.cells import CellTrainer
+    from core.train.lineage import read_lineage
+
+    monkeypatch.setenv("NERSELECT_TORCH_THREADS", "1")
+    winners = {"tapt": "step-2", "random": "base"}  # planted probe scores: tapt's first snapshot wins, random's none
+    probed: list[str] = []
+
+    def fake_score(self, cand, work, seed):  # work: RUN/pretrain/KEY/seed-N/mlm/probe/LABEL/work for a snapshot
+        row = work.parents[4].name.split(".")[0] if cand.step is not None else "base"
+        probed.append(row)
+        return 0.9 if row != "base" and winners[row] == cand.label else 0.5
+
+    monkeypatch.setattr(CellTrainer, "short_fine_tune", fake_score)
+    ws = Workspace(tmp_path / "ws")
+    params = {**corpora, "strategies": ["random"], "baselines": ["none", "tapt"], "seeds": [1], "budget": 8,
+              "model": str(tiny_bert_dir), "preset": "tiny", "domain": "toy", "pick_checkpoint": 2,
+              "mlm_config": {"epochs": 100}}  # the toy TC is one MLM step per epoch: reach tiny's 4 steps
+    run_dir = tmp_path / "run"
+    result = jobs.run_inline(ws, "experiment", params, run_dir=run_dir)
+    cells = {c["row"]: c for c in result["cells"]}
+    assert "pick" not in cells["none"]  # no MLM, nothing to pick
+    tapt, random = cells["tapt"]["pick"], cells["random"]["pick"]
+    assert set(tapt["scores"]) == {"base", "step-2", "step-4"}  # tiny: 4 MLM steps, a snapshot every 2
+    assert tapt["chosen"] == "step-2" and tapt["helped"] and tapt["gain_over_base"] == pytest.approx(0.4)
+    assert cells["tapt"]["encoder"].endswith("step-2") and read_lineage(cells["tapt"]["encoder"]).mlm_phases
+    assert random["chosen"] == "base" and not random["helped"] and cells["random"]["encoder"] == str(tiny_bert_dir)
+    assert "did not help" in random["reason"]
+    assert probed.count("base") == 1  # the base encoder's score is shared by the seed's rows
+
+    probed.clear()
+    assert main(["--workspace", str(ws.root), "experiment", "--tc", corpora["tc"], "--dc", corpora["dc"], "--lc", corpora["lc"],
+                 "--dev", corpora["dev"], "--test", corpora["test"], "--strategies", "random", "--baselines", "none,tapt",
+                 "--seeds", "1", "--budget", "8", "--model", str(tiny_bert_dir), "--preset", "tiny", "--domain", "toy",
+                 "--pick-checkpoint", "2", "--out", str(run_dir), "--quiet"]) == 0  # the same run, resumed from the CLI
+    out = capsys.readouterr().out
+    assert probed == [] and "random: checkpoint pick kept the base encoder in 1 of 1 cells" in out
+    assert "tapt: checkpoint pick kept the base encoder in 0 of 1 cells" in out and "used: step-2" in out
+
+
+def test_checkpoint_pick_runs_the_real_probe_in_a_cell(tmp_path, corpora, tiny_bert_dir, monkeypatch):
+    monkeypatch.setenv("NERSELECT_TORCH_THREADS", "1")
+    params = {**corpora, "baselines": ["tapt"], "seeds": [1], "model": str(tiny_bert_dir), "preset": "tiny",
+              "pick_checkpoint": 1, "mlm_config": {"epochs": 100}}
+    result = jobs.run_inline(Workspace(tmp_path / "ws"), "experiment", params, run_dir=tmp_path / "run")
+    pick = result["cells"][0]["pick"]
+    assert set(pick["scores"]) == {"base", "step-4"} and all(0 <= s <= 1 for s in pick["scores"].values())
+    assert pick["chosen"] in pick["scores"] and pick["probe"] == "dev-f1"
+    assert not [p for p in (tmp_path / "run").rglob("work") if "probe" in p.parts]  # probe models deleted once scored
+    with pytest.raises(UserError, match="snapshots"):
+        jobs.run_inline(Workspace(tmp_path / "ws"), "experiment", {**params, "pick_checkpoint": -1}, run_dir=tmp_path / "r2")

@@ -6,8 +6,8 @@ import pandas as pd
 import streamlit as st
 
 from core.data.workspace import Role
-from core.experiments.experiment import BASELINES, parse_amounts, parse_seeds
-from core.experiments.summary import pretraining_verdicts
+from core.experiments.plan import BASELINES, parse_amounts, parse_seeds
+from core.experiments.summary import pick_lines, pretraining_verdicts
 from core.runner import jobs
 from core.runner.jobview import (
     CHART_POLL_S,
@@ -111,6 +111,10 @@ with exp_tab, st.form("exp_form"):
     e_exclude = st.checkbox("Exclude leaked", key="exp_exclude_leaked",
                             help="Before MLM, drop selected DC sentences that duplicate DEV/TEST text (exact, or near: verified "
                                  "Jaccard of word 2-grams >= 0.5). Leakage of TC and DC is checked and warned about either way.")
+    e_pick = st.checkbox("Pick the checkpoint by DEV F1", key="exp_pick",
+                         help="Keep 4 MLM snapshots per cell and fine-tune NER from the one, or the base encoder, that a "
+                              "short NER fine-tune scores best on DEV (one short run per candidate). The base encoder wins "
+                              "ties, so a pretraining phase that lowers DEV F1 is not used (CLI --pick-checkpoint).")
     st.caption("Uses the workspace roles TC, DC, LC, DEV and TEST. Each strategy x seed x SC budget x LC size: select -> "
                "MLM on TC+SC -> NER on LC -> test F1; baselines once per seed and LC size.")
     if st.form_submit_button("Start experiment", type="primary"):
@@ -121,7 +125,7 @@ with exp_tab, st.form("exp_form"):
             params = {"tc": "tc", "dc": "dc", "lc": "lc", "dev": "dev", "test": "test", "strategies": e_strats,
                       "baselines": e_base, "seeds": seeds, "budgets": budgets or None,
                       "lc_sizes": lc_sizes or None, "preset": e_preset, "model": e_model.strip() or "default",
-                      "exclude_leaked": bool(e_exclude)}
+                      "exclude_leaked": bool(e_exclude), "pick_checkpoint": 4 if e_pick else 0}
             show_launched(submit_job("experiment", params, "runs_job"))
 
 
@@ -196,6 +200,8 @@ def job_detail(job_id: str, interval: float | None) -> None:
     if job.result and job.kind == "experiment":
         for v in pretraining_verdicts(job.result.get("summary") or []):
             (st.warning if v["bad"] else st.success if v["verdict"] == "helped" else st.info)(v["text"])
+        for line in pick_lines(job.result.get("cells") or []):
+            st.caption(line)
     if job.result and job.kind == "pick-checkpoint":
         (st.success if job.result["helped"] else st.warning)(job.result["reason"])
         st.dataframe(pd.DataFrame(job.result["scores"]).rename(columns={"score": "DEV F1"}), hide_index=True,

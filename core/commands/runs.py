@@ -49,7 +49,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_compare_sources(args: argparse.Namespace) -> int:
-    from core.experiments.experiment import parse_seeds
+    from core.experiments.plan import parse_seeds
     from core.runner import jobs
 
     seeds = parse_seeds(args.seeds, "--seeds")

@@ -15,7 +15,7 @@ from pathlib import Path
 from core.cliutil import add_workspace_arg, comma_list, print_json, progress_wanted, tqdm_progress
 from core.data.workspace import Workspace, resolve_corpus_ref
 from core.errors import UserError
-from core.experiments.experiment import BASELINES
+from core.experiments.plan import BASELINES
 from core.runner.params import ExperimentParams, MlmParams, NerParams, PickParams, PredictParams, field_default
 from core.train.presets import DEFAULT_PRESET, PRESETS, preset_help
 
@@ -154,6 +154,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     x.add_argument("--exclude-leaked", action="store_true", dest="exclude_leaked",
                    help="drop selected DC sentences that duplicate DEV/TEST text (exact or near; see `leakage`) before MLM; "
                         "default: off, leaked TEST text is only warned about")
+    x.add_argument("--pick-checkpoint", type=int, nargs="?", const=4, default=0, dest="pick_checkpoint", metavar="N",
+                   help="keep N MLM snapshots per cell (default 4 when given) and fine-tune NER from the one, or the base "
+                        "encoder, that a short NER fine-tune scores best on DEV (one short run per candidate; the base wins "
+                        "ties, so pretraining is used only when it helped on DEV); default: off")
     x.add_argument("--preset", default=field_default(ExperimentParams, "preset"), choices=PRESETS,
                    help=preset_help("experiment") + f" (default: {DEFAULT_PRESET})")
     x.add_argument("--domain", help="column name in the results table (default: the workspace's target domain, else the test "
@@ -242,14 +246,15 @@ def cmd_ner_eval(args: argparse.Namespace) -> int:
 
 
 def _amounts(text: str | None, option: str) -> list[int | float]:
-    """A comma list of counts or ratios (core.experiments.experiment.parse_amounts); None: none given."""
-    from core.experiments.experiment import parse_amounts
+    """A comma list of counts or ratios (core.experiments.plan.parse_amounts); None: none given."""
+    from core.experiments.plan import parse_amounts
 
     return parse_amounts(text, option) if text is not None else []
 
 
 def cmd_experiment(args: argparse.Namespace) -> int:
-    from core.experiments.experiment import format_results, parse_seeds
+    from core.experiments.experiment import format_results
+    from core.experiments.plan import parse_seeds
 
     seeds = parse_seeds(args.seeds, "--seeds")
     if args.budget is not None and args.budgets is not None:
@@ -259,7 +264,8 @@ def cmd_experiment(args: argparse.Namespace) -> int:
               "strategies": comma_list(args.strategies), "baselines": comma_list(args.baselines), "seeds": seeds,
               "budgets": _amounts(args.budgets, "--budgets") or _amounts(args.budget, "--budget") or None,
               "lc_sizes": _amounts(args.lc_sizes, "--lc-sizes") or None, "model": _model(args.model),
-              "preset": args.preset, "domain": args.domain, "exclude_leaked": args.exclude_leaked}
+              "preset": args.preset, "domain": args.domain, "exclude_leaked": args.exclude_leaked,
+              "pick_checkpoint": args.pick_checkpoint}
     args.run_dir = args.out
     result = _run(args, "experiment", params, "experiment")
     if args.json:

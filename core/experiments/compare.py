@@ -24,7 +24,8 @@ from typing import TYPE_CHECKING, Any
 from core.data.atomic import atomic_write_json
 from core.data.workspace import CorpusRef, resolve_corpus_ref
 from core.errors import UserError
-from core.experiments.experiment import CellTrainer, _slug
+from core.experiments.cells import CellTrainer
+from core.experiments.plan import slug
 from core.experiments.summary import PREDICTIONS_FILE, interval_summary
 from core.progress import sub
 from core.similarity.correlation import correlate_with_f1
@@ -42,7 +43,7 @@ BASELINE = "_baseline"
 
 def _measures(src: CorpusRef, tgt: CorpusRef, measures: list[str], folder: Path, progress) -> dict[str, float]:
     """The measures of one source against the target, kept in the run folder by both hashes."""
-    path = folder / "measures" / f"{_slug(src.name)}.json"
+    path = folder / "measures" / f"{slug(src.name)}.json"
     key = {"source": src.hash, "target": tgt.hash, "measures": sorted(measures)}
     if path.exists():
         stored = json.loads(path.read_text("utf-8"))
@@ -85,7 +86,7 @@ def compare_sources(ws, sources: list[str], lc: str, dev: str, test: str, target
         step += 1
 
     def cell(row: str, seed: int, src: CorpusRef | None, progress) -> dict[str, Any]:
-        folder = run_dir / "cells" / _slug(row) / f"seed-{seed}"
+        folder = run_dir / "cells" / slug(row) / f"seed-{seed}"
         done = folder / "cell.json"
         if done.exists():
             return json.loads(done.read_text("utf-8"))
@@ -105,7 +106,7 @@ def compare_sources(ws, sources: list[str], lc: str, dev: str, test: str, target
         kept = write_predictions(folder / PREDICTIONS_FILE, predictions, test_c)  # intervals and paired tests
         lin.lc, lin.dev, lin.test = lc_ref.to_dict(), dev_ref.to_dict(), test_ref.to_dict()
         lin.seed, lin.preset, lin.wall_seconds = seed, preset, time.time() - t0
-        run_id = f"{run_dir.name}.{_slug(row)}.s{seed}"
+        run_id = f"{run_dir.name}.{slug(row)}.s{seed}"
         record_run(ctx.workspace, run_id, "ner", lin, folder, ner_dir, f1=scores["f1"],
                    extra={"compare_sources": str(run_dir), "source": src.name if src else None})
         result = {"row": row, "seed": seed, "source": src.to_dict() if src else None, "f1": scores["f1"], "run": run_id,

@@ -22,136 +22,30 @@ size, so a resumed experiment skips finished cells and continues inside the one 
 NER run goes to the run index with its lineage (core.train.lineage). core.experiments.sweeps turns the cells into
 the figures' series.
 
+Parsing and folder keys live in core.experiments.plan, the cells themselves in core.experiments.cells.
+
 >>> summarize([{"row": "tapt", "seed": 1, "f1": 0.5}, {"row": "tapt", "seed": 2, "f1": 0.7}])["tapt"]["mean"]
 0.6
->>> parse_amounts("500, 0.1", "--budgets")
-[500, 0.1]
->>> resolve_amount(0.5, 300, "LC size"), resolve_amount(100, 300, "LC size")
-(150, 100)
 """
 
 from __future__ import annotations
 
 import json
 import statistics
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
-from core.data.atomic import atomic_write_json
 from core.data.corpus import Corpus
 from core.data.workspace import resolve_corpus_ref
 from core.errors import UserError
-from core.experiments.summary import PREDICTIONS_FILE, comparison_rows, interval_summary, interval_text, pretraining_verdicts
-from core.progress import sub
-from core.selection.strategies import select
-from core.train.lineage import Lineage, MlmPhase, from_base, record_run, write_lineage
-from core.train.modes import MODE_PHASES
+from core.experiments.cells import ExperimentCells
+from core.experiments.plan import BASELINES, CELL_FILE, parse_strategy, resolve_amount, resolve_sc_budget, sweep_budgets
+from core.experiments.summary import comparison_rows, interval_summary, interval_text, pick_lines, pretraining_verdicts
 
 if TYPE_CHECKING:
     from core.runner.jobs import JobContext
     from core.runner.params import ExperimentParams
-
-BASELINES = ("none", "tapt", "dapt", "tapt+dapt")
-CELL_FILE = "cell.json"
-
-
-
-
-def parse_strategy(spec: str) -> tuple[str, str | None]:
-    """'cosine@b1' -> ('cosine', 'b1'); 'dsir' -> ('dsir', None)."""
-    name, _, model = spec.partition("@")
-    model = model.strip().lower() or None
-    if model not in (None, "b1", "base"):
-        raise UserError(f"strategy {spec!r}: the part after @ must be b1 or base")
-    return name.strip(), model
-
-
-def _strategy_models(name: str, model_tag: str | None) -> tuple[bool, bool]:
-    """(needs B1, needs B2) for a strategy, from core.selection.strategies's strategy table when it has one."""
-    from core.selection.strategies import Strategy
-
-    info = Strategy.parse(name).info
-    uses, trained = set(info.models), info.needs_trained_model
-    needs_b1 = ("model" in uses and (trained or model_tag == "b1")) or "model2" in uses
-    needs_b2 = bool(uses & {"model2", "ner_model"})
-    return needs_b1, needs_b2
-
-
-def parse_seeds(text: str, what: str) -> list[int]:
-    """'1,2,3' -> [1, 2, 3]. Shared by `experiment --seeds`, `compare-sources --seeds` and the Runs page;
-    anything but non-negative integers (numpy refuses negative seeds) is a UserError naming `what`."""
-    items = [t.strip() for t in text.split(",") if t.strip()]
-    if not all(t.isdigit() for t in items):
-        raise UserError(f"{what}: expected comma-separated integers, got {text!r}")
-    if not items:
-        raise UserError(f"{what}: give at least one seed")
-    return [int(t) for t in items]
-
-
-def parse_amounts(text: str | Sequence[Any] | None, what: str) -> list[int | float]:
-    """'500,0.1' -> [500, 0.1]: a comma list (or a list) of counts (integers >= 1) or ratios
-    (0 < r <= 1; write 1.0 for "all"). Shared by the CLI and the Runs page; a bad item is a
-    UserError naming `what` and the item."""
-    items = [t.strip() for t in text.split(",")] if isinstance(text, str) else list(text or [])
-    out: list[int | float] = []
-    for item in items:
-        if item in ("", None):
-            continue
-        try:
-            if isinstance(item, (int, float)) and not isinstance(item, bool):
-                value: int | float = item
-            else:
-                value = int(item) if str(item).strip().lstrip("+").isdigit() else float(item)
-        except (TypeError, ValueError):
-            raise UserError(f"{what}: {item!r} is not a number; give counts (e.g. 500) or ratios (e.g. 0.1)") from None
-        _check_amount(value, what)
-        out.append(value)
-    return out
-
-
-def _check_amount(value: Any, what: str) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not np.isfinite(value) or value <= 0:
-        raise UserError(f"{what}: {value!r} must be a count >= 1 or a ratio in (0, 1]")
-    if isinstance(value, float) and value > 1 and value != int(value):
-        raise UserError(f"{what}: {value} is neither a count (integer >= 1) nor a ratio (0 < r <= 1)")
-
-
-def resolve_amount(value: int | float | str, total: int, what: str) -> int:
-    """A count or a ratio of `total` -> a count in [1, total]; more than `total` is a UserError
-    (a sweep point that silently became "all" would repeat another point)."""
-    (value,) = parse_amounts([value], what) if isinstance(value, str) else (value,)
-    _check_amount(value, what)
-    count = max(1, int(round(value * total))) if isinstance(value, float) and value <= 1 else int(value)
-    if count > total:
-        raise UserError(f"{what}: {value} is more than the {total:,} sentences there are")
-    return count
-
-
-def resolve_sc_budget(budget: int | float | str | None, tc_size: int, dc_size: int) -> int:
-    """SC sentences a strategy selects: `budget` as core.selection.strategies reads it (count or ratio of DC,
-    capped at |DC|); None means |TC|, so TC:SC is 1:1."""
-    from core.selection.strategies import resolve_budget
-
-    return resolve_budget(tc_size if budget is None else budget, dc_size)[0]
-
-
-def sweep_budgets(budget: Any, budgets: Sequence[Any] | None) -> list[Any]:
-    """The SC budgets to run: `budgets` (a sweep), else the single `budget` (None: |TC|)."""
-    if budgets:
-        if budget is not None and [budget] != list(budgets):
-            raise UserError("give either budget (one SC size) or budgets (a sweep), not both")
-        return list(budgets)
-    return [budget]
-
-
-def cell_key(row: str, budget: int | None, lc_size: int | None) -> str:
-    """Folder name of a cell (or of an MLM model): row, SC budget in sentences, LC size."""
-    return _slug(row) + (f".b{budget}" if budget is not None else "") + (f".lc{lc_size}" if lc_size is not None else "")
-
 
 def table_cells(cells: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """Cells for Table 3 / Table 4: those at the largest LC size, and a strategy that ran several SC
@@ -238,6 +132,7 @@ def format_results(result: dict[str, Any]) -> str:
         lines += ["paired differences (test F1 points; paired two-level bootstrap over seeds and test sentences):",
                   pd.DataFrame(comparisons).to_string(index=False)]
     lines += [v["text"] for v in pretraining_verdicts(result.get("summary") or [])]
+    lines += pick_lines(result.get("cells") or [])
     if result.get("skipped"):
         lines.append("skipped: " + "; ".join(result["skipped"]))
     return "\n".join(lines)
@@ -252,212 +147,6 @@ def load_cells(run_dir: str | Path) -> list[dict[str, Any]]:
         except (OSError, json.JSONDecodeError):
             continue
     return cells
-
-
-def _slug(row: str) -> str:
-    return "".join(c if c.isalnum() or c in "-_." else "_" for c in row)
-
-
-class CellTrainer:
-    """MLM then NER for one cell folder, resumable (a finished model is reused, an interrupted
-    one resumes from its checkpoint); shared by experiments and compare-sources."""
-
-    def __init__(self, ctx: JobContext, model: str, preset: str, lc: Corpus, dev: Corpus,
-                 mlm_config: dict[str, Any] | None = None, ner_config: dict[str, Any] | None = None):
-        from core.train import mlm, ner_train
-
-        self.ctx, self.model, self.preset, self.lc, self.dev = ctx, model, preset, lc, dev
-        self.mlm_config = mlm.preset_config(preset, **(mlm_config or {}))
-        self.ner_config = ner_train.preset_config(preset, **(ner_config or {}))
-        self.run_dir = Path(ctx.run_dir)
-
-    def mlm_model(self, phases: list[tuple[str, list[str]]], folder: Path, seed: int, progress) -> str:
-        from dataclasses import replace
-
-        from core.train.mlm import finished_model, run_phases
-
-        out = folder / "mlm" / "model"
-        if not finished_model(out):
-            t0 = time.time()
-            run_phases(phases, self.model, out, replace(self.mlm_config, seed=seed), folder / "mlm", progress, self.ctx.log,
-                       lambda **v: self.ctx.metric(cell=folder.parent.name, seed=seed, stage="mlm", **v))
-            atomic_write_json(folder / "mlm" / "seconds.json", {"seconds": time.time() - t0})
-        return str(out)
-
-    def mlm_seconds(self, folder: Path) -> float:
-        path = folder / "mlm" / "seconds.json"
-        return float(json.loads(path.read_text("utf-8"))["seconds"]) if path.exists() else 0.0
-
-    def ner_model(self, encoder: str, folder: Path, seed: int, progress, lc: Corpus | None = None) -> tuple[str, dict[str, Any]]:
-        from dataclasses import replace
-
-        from core.train.ner_model import CONFIG_FILE
-        from core.train.ner_train import train_ner
-
-        out = folder / "ner" / "model"
-        summary_path = folder / "ner" / "summary.json"
-        if not (out / CONFIG_FILE).exists() or not summary_path.exists():
-            summary = train_ner(lc if lc is not None else self.lc, self.dev, encoder, out, replace(self.ner_config, seed=seed),
-                                progress, self.ctx.log,
-                                lambda **v: self.ctx.metric(cell=folder.parent.name, seed=seed, stage="ner", **v),
-                                checkpoint_dir=folder / "ner", overwrite=True)
-            atomic_write_json(summary_path, summary)
-        return str(out), json.loads(summary_path.read_text("utf-8"))
-
-
-class ExperimentCells(CellTrainer):
-    """Runs the cells of one experiment in its run folder.
-
-    Layout: `pretrain/KEY/seed-N/mlm/model` holds each MLM model (KEY: the row, plus the SC budget
-    for a strategy, plus the LC size when the selection read B2), so an LC-size sweep pretrains
-    once and fine-tunes many times; `cells/KEY/seed-N/` holds each cell's NER model and cell.json,
-    KEY = row, SC budget (strategies) and LC size. B1 is the `tapt` MLM model of a seed, B2 the
-    `tapt` cell's NER model at the cell's LC size."""
-
-    def __init__(self, params: ExperimentParams, ctx: JobContext, refs: dict[str, Any], tc: Corpus, dc: Corpus, lc: Corpus,
-                 dev: Corpus, test: Corpus):
-        super().__init__(ctx, params.model, params.preset, lc, dev, params.mlm_config, params.ner_config)
-        self.params, self.refs = params, refs
-        self.tc, self.dc, self.test = tc, dc, test
-        self._lc_subsets: dict[tuple[int, int], Corpus] = {}
-        self.exclude: set[int] = set()  # DC rows that duplicate DEV/TEST text, dropped from SC (exclude_leaked)
-
-    # ------------------------------------------------------------------ folders and LC subsets
-
-    def cell_dir(self, row: str, seed: int, budget: int | None = None, lc_size: int | None = None) -> Path:
-        return self.run_dir / "cells" / cell_key(row, budget, lc_size if lc_size is not None else len(self.lc)) / f"seed-{seed}"
-
-    def pretrain_dir(self, row: str, seed: int, budget: int | None = None, lc_size: int | None = None) -> Path:
-        return self.run_dir / "pretrain" / cell_key(row, budget, lc_size) / f"seed-{seed}"
-
-    def lc_subset(self, size: int, seed: int) -> Corpus:
-        """LC itself at full size; else `size` sentences drawn with the cell's seed (nested: a
-        smaller subset of a seed is a prefix of the same permutation, so sizes differ only in data)."""
-        if size >= len(self.lc):
-            return self.lc
-        if (size, seed) not in self._lc_subsets:
-            order = np.random.default_rng(seed).permutation(len(self.lc))[:size]
-            self._lc_subsets[(size, seed)] = self.lc.subset(sorted(int(i) for i in order))
-        return self._lc_subsets[(size, seed)]
-
-    def tapt_models(self, seed: int, lc_size: int, progress) -> tuple[str, str]:
-        """The TAPT row's models for this seed and LC size (trained here if the row has not run yet)."""
-        b1 = self.mlm_model([("tapt", self.tc.texts())], self.pretrain_dir("tapt", seed), seed, sub(progress, 0, 0.5))
-        b2, _ = self.ner_model(b1, self.cell_dir("tapt", seed, None, lc_size), seed, sub(progress, 0.5, 1),
-                               lc=self.lc_subset(lc_size, seed))
-        return b1, b2
-
-    # ------------------------------------------------------------------ one cell
-
-    def run_cell(self, row: str, seed: int, progress, budget: int | float | str | None = None,
-                 lc_size: int | None = None) -> dict[str, Any]:
-        """One cell: (row, seed, SC budget for a strategy, LC size). `budget` is what was asked for
-        (count or ratio of DC, None: |TC|); the cell records the SC sentences actually selected."""
-        from core.train.mlm import mlm_phases
-        from core.train.ner_model import load_ner_model
-        from core.train.ner_predict import evaluate, predict_corpus, write_predictions
-
-        lc_n = len(self.lc) if lc_size is None else int(lc_size)
-        strategy = row not in BASELINES
-        count = resolve_sc_budget(budget, len(self.tc), len(self.dc)) if strategy else None
-        folder = self.cell_dir(row, seed, count, lc_n)
-        key = folder.parent.name
-        done = folder / CELL_FILE
-        if done.exists():
-            cached = json.loads(done.read_text("utf-8"))
-            if cached.get("key", key) == key:
-                return cached
-        legacy = self._legacy_cell(row, seed, lc_n)
-        if legacy is not None:
-            return legacy
-        folder.mkdir(parents=True, exist_ok=True)
-        t0 = time.time()
-        lc = self.lc_subset(lc_n, seed)
-        cell: dict[str, Any] = {"row": row, "seed": seed, "key": key, "lc_size": len(lc), "budget": 0, "mlm_seconds": 0.0,
-                                "mlm_sentences": 0}
-        tc_texts = self.tc.texts()
-        lin = from_base(self.model)
-        phases: list[tuple[str, list[str]]] = []
-        mlm_folder: Path | None = None
-        sc_ref: dict[str, Any] | None = None
-        if row == "none":
-            encoder = self.model
-        elif not strategy:
-            dc_texts = self.dc.texts() if "dapt" in row else None
-            cell["budget"] = len(self.dc) if "dapt" in row else 0  # DC sentences in the MLM corpus
-            phases = mlm_phases(row, tc_texts, None, dc_texts, seed)
-            mlm_folder = self.pretrain_dir(row, seed)
-            encoder = self.mlm_model(phases, mlm_folder, seed, sub(progress, 0, 0.4))
-        else:
-            name, model_tag = parse_strategy(row)
-            needs_b1, needs_b2 = _strategy_models(name, model_tag)
-            kwargs: dict[str, Any] = {"model": self.model, "seed": seed, "workspace": self.ctx.workspace}
-            if needs_b1 or needs_b2:
-                self.ctx.log(f"{row}: training B1/B2 (TAPT) for seed {seed} first")
-                b1, b2 = self.tapt_models(seed, lc_n, sub(progress, 0, 0.3))
-                if needs_b1:
-                    kwargs["model"] = b1
-                    cell["b1_mlm_seconds"] = self.mlm_seconds(self.pretrain_dir("tapt", seed))
-                if needs_b2:
-                    kwargs.update(model2=b2, ner_model=b2)
-            selection = select(self.tc, self.dc, name, count, progress=sub(progress, 0.3, 0.4), **kwargs)
-            selected = selection.selected
-            sel_key = selection.key
-            if self.exclude and (drop := [k for k, i in enumerate(selection.indices) if int(i) in self.exclude]):
-                selected = selected.subset([k for k in range(len(selected)) if k not in set(drop)])
-                cell["leaked_dropped"] = len(drop)
-                self.ctx.log(f"{row} seed {seed}: {len(drop)} selected sentences duplicate DEV/TEST text; dropped before MLM")
-            cell.update(selected=len(selected), selection_key=sel_key, budget=len(selected),
-                        budget_requested=budget if budget is not None else len(self.tc))
-            sc_ref = {"name": f"selection:{sel_key}" if sel_key else f"selection:{name}", "hash": sel_key}
-            lin.selection = {"id": sel_key, "strategy": name, "budget": len(selected), "model": model_tag or "base"}
-            phases = mlm_phases("tc+sc", tc_texts, selected.texts(), None, seed)
-            mlm_folder = self.pretrain_dir(row, seed, count, lc_n if needs_b2 else None)
-            encoder = self.mlm_model(phases, mlm_folder, seed, sub(progress, 0.4, 0.6))
-        if mlm_folder is not None:
-            cell["mlm_seconds"] = self.mlm_seconds(mlm_folder)
-            cell["mlm_sentences"] = sum(len(texts) for _, texts in phases)
-            lin.mlm_phases += [MlmPhase(p, self._phase_corpora(p, sc_ref), len(texts)) for p, texts in phases]
-            write_lineage(encoder, Lineage(**{**lin.__dict__, "seed": seed, "preset": self.preset,
-                                              "wall_seconds": cell["mlm_seconds"]}))
-            lin = from_base(encoder)
-        ner_dir, summary = self.ner_model(encoder, folder, seed, sub(progress, 0.6, 0.95), lc=lc)
-        model = load_ner_model(ner_dir)
-        predictions = predict_corpus(model, self.test, batch_size=self.ner_config.eval_batch_size)
-        scores = evaluate(model, self.test, predictions=predictions)
-        cell["predictions"] = str(write_predictions(folder / PREDICTIONS_FILE, predictions, self.test))  # intervals, paired tests
-        cell.update(f1=scores["f1"], precision=scores["precision"], recall=scores["recall"], per_type=scores["per_type"],
-                    best_dev_f1=summary.get("best_dev_f1"), ner_epochs=summary.get("epochs_run"), encoder=encoder)
-        lin.lc = {**self.refs["lc"], "sentences": len(lc), "of": len(self.lc), **({"sample_seed": seed} if len(lc) < len(self.lc) else {})}
-        lin.dev, lin.test = self.refs["dev"], self.refs["test"]
-        lin.seed, lin.preset, lin.wall_seconds = seed, self.preset, time.time() - t0
-        run_id = f"{self.run_dir.name}.{key}.s{seed}"
-        record_run(self.ctx.workspace, run_id, "ner", lin, folder, ner_dir, f1=scores["f1"],
-                   extra={"experiment": str(self.run_dir), "row": row, "budget": cell["budget"], "lc_size": len(lc)})
-        cell["run"] = run_id
-        atomic_write_json(done, cell)
-        self.ctx.metric(cell=key, seed=seed, test_f1=scores["f1"])
-        self.ctx.log(f"{key} seed {seed}: test F1 {scores['f1']:.4f}")
-        return cell
-
-    def _legacy_cell(self, row: str, seed: int, lc_n: int) -> dict[str, Any] | None:
-        """A cell finished before sweeps existed (`cells/ROW/seed-N/cell.json`, one budget, all of LC), kept
-        when this run asks for the same: resuming an older experiment does not train its cells again."""
-        folder = self.run_dir / "cells" / _slug(row) / f"seed-{seed}"
-        single = len(sweep_budgets(self.params.budget, self.params.budgets)) == 1
-        if not (single and lc_n == len(self.lc) and (folder / CELL_FILE).exists()):
-            return None
-        cell = json.loads((folder / CELL_FILE).read_text("utf-8"))
-        if "lc_size" in cell:
-            return None
-        budget = cell.get("selected") if row not in BASELINES else (len(self.dc) if "dapt" in row else 0)
-        return {**cell, "budget": budget, "lc_size": lc_n, "mlm_seconds": self.mlm_seconds(folder)}
-
-    def _phase_corpora(self, phase: str, sc: dict[str, Any] | None) -> list[dict[str, Any]]:
-        """{name, hash} of the corpora an MLM phase of this experiment reads."""
-        reads = {name: roles for phases in MODE_PHASES.values() for name, roles in phases}.get(phase, ())
-        refs = {**self.refs, "sc": sc}
-        return [refs[r] for r in reads if refs.get(r)]
 
 
 def experiment_job(params: ExperimentParams, ctx: JobContext) -> dict[str, Any]:

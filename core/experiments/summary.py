@@ -121,3 +121,18 @@ def pretraining_verdicts(entries: Sequence[dict[str, Any]], scale: float = 100.0
                     "text": f"{label}: pretraining {verdict} against no pretraining: {d:+.2f} test F1 points "
                             f"[{lo:+.2f}, {hi:+.2f}], p = {t['p']:.3f}, {seeds} seed{'s' if seeds != 1 else ''}"})
     return out
+
+
+def pick_lines(cells: Sequence[dict[str, Any]]) -> list[str]:
+    """One line per row that picked checkpoints: in how many seeds the base encoder was kept, and which steps won."""
+    rows: dict[str, list[dict[str, Any]]] = {}
+    for c in cells:
+        if c.get("pick"):
+            rows.setdefault(c["row"], []).append(c["pick"])
+    out = []
+    for row, picks in rows.items():
+        kept = sum(not p["helped"] for p in picks)
+        won = ", ".join(p["chosen"] for p in picks if p["helped"])
+        out.append(f"{row}: checkpoint pick kept the base encoder in {kept} of {len(picks)} cells (no snapshot beat it on "
+                   f"DEV F1)" + (f"; pretrained checkpoints used: {won}" if won else ""))
+    return out

@@ -20,7 +20,8 @@ from typing import Any
 
 import pandas as pd
 
-from core.experiments.experiment import BASELINES, row_order
+from core.experiments.experiment import row_order
+from core.experiments.plan import BASELINES
 
 COLUMNS = ["row", "kind", "budget", "lc_size", "f1_mean", "f1_std", "n", "seeds", "mlm_seconds", "mlm_sentences"]
 CORPUS = {"none": "none (no MLM)", "tapt": "TC", "dapt": "DC", "tapt+dapt": "DC, then TC"}

@@ -158,6 +158,9 @@ class ExperimentParams:
     ner_config: dict[str, Any] | None = None
     domain: str | None = None
     exclude_leaked: bool = False  # drop selected DC sentences that duplicate DEV/TEST text (core.selection.leakage) before MLM
+    # keep this many MLM snapshots per cell and fine-tune NER from the one (or the base encoder) a short DEV-F1 probe
+    # scores best (core.train.checkpoint_pick), so a pretraining phase never silently hands on a worse encoder; 0: off
+    pick_checkpoint: int = 0
 
 
 @dataclass

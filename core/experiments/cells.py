@@ -1,0 +1,310 @@
+"""Running experiment cells: MLM then (optionally a checkpoint pick, then) NER then TEST F1, in resumable folders.
+
+CellTrainer is shared by experiments and compare-sources; ExperimentCells adds the rows of an experiment
+(baselines, strategies with B1/B2) and the cell layout described in core.experiments.experiment.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from core.data.atomic import atomic_write_json
+from core.data.corpus import Corpus
+from core.errors import UserError
+from core.experiments.plan import (
+    BASELINES,
+    CELL_FILE,
+    PICK_FILE,
+    cell_key,
+    parse_strategy,
+    resolve_sc_budget,
+    slug,
+    strategy_models,
+    sweep_budgets,
+)
+from core.experiments.summary import PREDICTIONS_FILE
+from core.progress import sub
+from core.selection.strategies import select
+from core.train.lineage import Lineage, MlmPhase, from_base, record_run, write_lineage
+from core.train.modes import MODE_PHASES
+
+if TYPE_CHECKING:
+    from core.runner.jobs import JobContext
+    from core.runner.params import ExperimentParams
+
+
+def pick_record(pick: dict[str, Any]) -> dict[str, Any]:
+    """What a cell keeps of its checkpoint pick: the choice, whether pretraining helped on DEV, every score."""
+    return {"probe": pick["probe"], "chosen": pick["chosen"]["label"], "chosen_step": pick["chosen"]["step"],
+            "helped": pick["helped"], "gain_over_base": pick["gain_over_base"],
+            "scores": {s["label"]: s["score"] for s in pick["scores"]}, "reason": pick["reason"]}
+
+
+class CellTrainer:
+    """MLM then NER for one cell folder, resumable (a finished model is reused, an interrupted
+    one resumes from its checkpoint); shared by experiments and compare-sources."""
+
+    def __init__(self, ctx: JobContext, model: str, preset: str, lc: Corpus, dev: Corpus,
+                 mlm_config: dict[str, Any] | None = None, ner_config: dict[str, Any] | None = None, pick: int = 0):
+        from dataclasses import replace
+
+        from core.train import mlm, ner_train
+
+        self.ctx, self.model, self.preset, self.lc, self.dev = ctx, model, preset, lc, dev
+        self.mlm_config = mlm.preset_config(preset, **(mlm_config or {}))
+        self.ner_config = ner_train.preset_config(preset, **(ner_config or {}))
+        self.run_dir = Path(ctx.run_dir)
+        self.pick = int(pick or 0)
+        if self.pick < 0:
+            raise UserError(f"pick_checkpoint is the number of MLM snapshots to keep per cell, got {self.pick}")
+        if self.pick and not self.mlm_config.snapshot_every:
+            steps = self.mlm_config.max_steps  # evenly spaced over a step-capped run; else every checkpoint
+            every = max(1, steps // self.pick) if steps else self.mlm_config.checkpoint_every
+            self.mlm_config = replace(self.mlm_config, snapshot_every=every)
+
+    def mlm_model(self, phases: list[tuple[str, list[str]]], folder: Path, seed: int, progress) -> str:
+        from dataclasses import replace
+
+        from core.train.mlm import finished_model, run_phases
+
+        out = folder / "mlm" / "model"
+        if not finished_model(out):
+            t0 = time.time()
+            run_phases(phases, self.model, out, replace(self.mlm_config, seed=seed), folder / "mlm", progress, self.ctx.log,
+                       lambda **v: self.ctx.metric(cell=folder.parent.name, seed=seed, stage="mlm", **v))
+            atomic_write_json(folder / "mlm" / "seconds.json", {"seconds": time.time() - t0})
+        return str(out)
+
+    def choose_encoder(self, trained: str, phases: list[tuple[str, list[str]]], folder: Path, seed: int,
+                       progress) -> tuple[str, dict[str, Any] | None]:
+        """With checkpoint selection on: the base encoder, a kept snapshot or the trained model, whichever a short
+        NER fine-tune on LC scores best on DEV (the base wins ties: no pretraining unless it helped). Scores and
+        the choice are stored, so a resumed experiment neither probes nor chooses again."""
+        from core.train.checkpoint_pick import candidates, pick_checkpoint
+
+        if not self.pick:
+            return trained, None
+        saved = folder / "mlm" / PICK_FILE
+        if saved.exists():
+            result = json.loads(saved.read_text("utf-8"))
+            return result["chosen"]["path"], result
+        cands = candidates(self.model, folder / "mlm" / f"phase-{phases[-1][0]}" / "snapshots", trained)
+        done = [0]
+
+        def probe(c) -> float:
+            progress(done[0] / len(cands), f"checkpoint pick: probing {c.label} ({done[0] + 1} of {len(cands)})")
+            # the base encoder's score is the same for every row of a seed: probed once per seed and LC
+            where = (self.run_dir / "probe" / f"base.seed-{seed}.lc{len(self.lc)}" if c.step is None
+                     else folder / "mlm" / "probe" / c.label)
+            score = self._probe_score(c, where, seed)
+            done[0] += 1
+            progress(done[0] / len(cands), f"checkpoint pick: {c.label} DEV F1 {score:.4f}")
+            return score
+
+        result = pick_checkpoint(cands, probe, log=self.ctx.log)
+        atomic_write_json(saved, result)
+        return result["chosen"]["path"], result
+
+    def _probe_score(self, cand, where: Path, seed: int) -> float:
+        """DEV F1 of one candidate's short fine-tune, kept in `where/score.json`; the probe's model is deleted."""
+        import shutil
+
+        score_file = where / "score.json"
+        if score_file.exists():
+            return float(json.loads(score_file.read_text("utf-8"))["dev_f1"])
+        score = self.short_fine_tune(cand, where / "work", seed)
+        atomic_write_json(score_file, {"dev_f1": score, "candidate": cand.label, "path": cand.path})
+        shutil.rmtree(where / "work", ignore_errors=True)  # a probe model is ~100 MB and never used again
+        return score
+
+    def short_fine_tune(self, cand, work: Path, seed: int) -> float:
+        from core.train.checkpoint_pick import dev_f1_probe
+
+        return dev_f1_probe(self.lc, self.dev, work, self.preset, seed, log=self.ctx.log)(cand)
+
+    def mlm_seconds(self, folder: Path) -> float:
+        path = folder / "mlm" / "seconds.json"
+        return float(json.loads(path.read_text("utf-8"))["seconds"]) if path.exists() else 0.0
+
+    def ner_model(self, encoder: str, folder: Path, seed: int, progress, lc: Corpus | None = None) -> tuple[str, dict[str, Any]]:
+        from dataclasses import replace
+
+        from core.train.ner_model import CONFIG_FILE
+        from core.train.ner_train import train_ner
+
+        out = folder / "ner" / "model"
+        summary_path = folder / "ner" / "summary.json"
+        if not (out / CONFIG_FILE).exists() or not summary_path.exists():
+            summary = train_ner(lc if lc is not None else self.lc, self.dev, encoder, out, replace(self.ner_config, seed=seed),
+                                progress, self.ctx.log,
+                                lambda **v: self.ctx.metric(cell=folder.parent.name, seed=seed, stage="ner", **v),
+                                checkpoint_dir=folder / "ner", overwrite=True)
+            atomic_write_json(summary_path, summary)
+        return str(out), json.loads(summary_path.read_text("utf-8"))
+
+
+class ExperimentCells(CellTrainer):
+    """Runs the cells of one experiment in its run folder.
+
+    Layout: `pretrain/KEY/seed-N/mlm/model` holds each MLM model (KEY: the row, plus the SC budget
+    for a strategy, plus the LC size when the selection read B2), so an LC-size sweep pretrains
+    once and fine-tunes many times; `cells/KEY/seed-N/` holds each cell's NER model and cell.json,
+    KEY = row, SC budget (strategies) and LC size. B1 is the `tapt` MLM model of a seed, B2 the
+    `tapt` cell's NER model at the cell's LC size."""
+
+    def __init__(self, params: ExperimentParams, ctx: JobContext, refs: dict[str, Any], tc: Corpus, dc: Corpus, lc: Corpus,
+                 dev: Corpus, test: Corpus):
+        super().__init__(ctx, params.model, params.preset, lc, dev, params.mlm_config, params.ner_config,
+                         pick=params.pick_checkpoint)
+        self.params, self.refs = params, refs
+        self.tc, self.dc, self.test = tc, dc, test
+        self._lc_subsets: dict[tuple[int, int], Corpus] = {}
+        self.exclude: set[int] = set()  # DC rows that duplicate DEV/TEST text, dropped from SC (exclude_leaked)
+
+    # ------------------------------------------------------------------ folders and LC subsets
+
+    def cell_dir(self, row: str, seed: int, budget: int | None = None, lc_size: int | None = None) -> Path:
+        return self.run_dir / "cells" / cell_key(row, budget, lc_size if lc_size is not None else len(self.lc)) / f"seed-{seed}"
+
+    def pretrain_dir(self, row: str, seed: int, budget: int | None = None, lc_size: int | None = None) -> Path:
+        return self.run_dir / "pretrain" / cell_key(row, budget, lc_size) / f"seed-{seed}"
+
+    def lc_subset(self, size: int, seed: int) -> Corpus:
+        """LC itself at full size; else `size` sentences drawn with the cell's seed (nested: a
+        smaller subset of a seed is a prefix of the same permutation, so sizes differ only in data)."""
+        if size >= len(self.lc):
+            return self.lc
+        if (size, seed) not in self._lc_subsets:
+            order = np.random.default_rng(seed).permutation(len(self.lc))[:size]
+            self._lc_subsets[(size, seed)] = self.lc.subset(sorted(int(i) for i in order))
+        return self._lc_subsets[(size, seed)]
+
+    def tapt_models(self, seed: int, lc_size: int, progress) -> tuple[str, str]:
+        """The TAPT row's models for this seed and LC size (trained here if the row has not run yet)."""
+        b1 = self.mlm_model([("tapt", self.tc.texts())], self.pretrain_dir("tapt", seed), seed, sub(progress, 0, 0.5))
+        b2, _ = self.ner_model(b1, self.cell_dir("tapt", seed, None, lc_size), seed, sub(progress, 0.5, 1),
+                               lc=self.lc_subset(lc_size, seed))
+        return b1, b2
+
+    # ------------------------------------------------------------------ one cell
+
+    def run_cell(self, row: str, seed: int, progress, budget: int | float | str | None = None,
+                 lc_size: int | None = None) -> dict[str, Any]:
+        """One cell: (row, seed, SC budget for a strategy, LC size). `budget` is what was asked for
+        (count or ratio of DC, None: |TC|); the cell records the SC sentences actually selected."""
+        from core.train.mlm import mlm_phases
+        from core.train.ner_model import load_ner_model
+        from core.train.ner_predict import evaluate, predict_corpus, write_predictions
+
+        lc_n = len(self.lc) if lc_size is None else int(lc_size)
+        strategy = row not in BASELINES
+        count = resolve_sc_budget(budget, len(self.tc), len(self.dc)) if strategy else None
+        folder = self.cell_dir(row, seed, count, lc_n)
+        key = folder.parent.name
+        done = folder / CELL_FILE
+        if done.exists():
+            cached = json.loads(done.read_text("utf-8"))
+            if cached.get("key", key) == key:
+                return cached
+        legacy = self._legacy_cell(row, seed, lc_n)
+        if legacy is not None:
+            return legacy
+        folder.mkdir(parents=True, exist_ok=True)
+        t0 = time.time()
+        lc = self.lc_subset(lc_n, seed)
+        cell: dict[str, Any] = {"row": row, "seed": seed, "key": key, "lc_size": len(lc), "budget": 0, "mlm_seconds": 0.0,
+                                "mlm_sentences": 0}
+        tc_texts = self.tc.texts()
+        lin = from_base(self.model)
+        phases: list[tuple[str, list[str]]] = []
+        mlm_folder: Path | None = None
+        sc_ref: dict[str, Any] | None = None
+        if row == "none":
+            encoder = self.model
+        elif not strategy:
+            dc_texts = self.dc.texts() if "dapt" in row else None
+            cell["budget"] = len(self.dc) if "dapt" in row else 0  # DC sentences in the MLM corpus
+            phases = mlm_phases(row, tc_texts, None, dc_texts, seed)
+            mlm_folder = self.pretrain_dir(row, seed)
+            encoder = self.mlm_model(phases, mlm_folder, seed, sub(progress, 0, 0.4))
+        else:
+            name, model_tag = parse_strategy(row)
+            needs_b1, needs_b2 = strategy_models(name, model_tag)
+            kwargs: dict[str, Any] = {"model": self.model, "seed": seed, "workspace": self.ctx.workspace}
+            if needs_b1 or needs_b2:
+                self.ctx.log(f"{row}: training B1/B2 (TAPT) for seed {seed} first")
+                b1, b2 = self.tapt_models(seed, lc_n, sub(progress, 0, 0.3))
+                if needs_b1:
+                    kwargs["model"] = b1
+                    cell["b1_mlm_seconds"] = self.mlm_seconds(self.pretrain_dir("tapt", seed))
+                if needs_b2:
+                    kwargs.update(model2=b2, ner_model=b2)
+            selection = select(self.tc, self.dc, name, count, progress=sub(progress, 0.3, 0.4), **kwargs)
+            selected = selection.selected
+            sel_key = selection.key
+            if self.exclude and (drop := [k for k, i in enumerate(selection.indices) if int(i) in self.exclude]):
+                selected = selected.subset([k for k in range(len(selected)) if k not in set(drop)])
+                cell["leaked_dropped"] = len(drop)
+                self.ctx.log(f"{row} seed {seed}: {len(drop)} selected sentences duplicate DEV/TEST text; dropped before MLM")
+            cell.update(selected=len(selected), selection_key=sel_key, budget=len(selected),
+                        budget_requested=budget if budget is not None else len(self.tc))
+            sc_ref = {"name": f"selection:{sel_key}" if sel_key else f"selection:{name}", "hash": sel_key}
+            lin.selection = {"id": sel_key, "strategy": name, "budget": len(selected), "model": model_tag or "base"}
+            phases = mlm_phases("tc+sc", tc_texts, selected.texts(), None, seed)
+            mlm_folder = self.pretrain_dir(row, seed, count, lc_n if needs_b2 else None)
+            encoder = self.mlm_model(phases, mlm_folder, seed, sub(progress, 0.4, 0.6))
+        if mlm_folder is not None:
+            cell["mlm_seconds"] = self.mlm_seconds(mlm_folder)
+            cell["mlm_sentences"] = sum(len(texts) for _, texts in phases)
+            lin.mlm_phases += [MlmPhase(p, self._phase_corpora(p, sc_ref), len(texts)) for p, texts in phases]
+            mlm_lineage = Lineage(**{**lin.__dict__, "seed": seed, "preset": self.preset, "wall_seconds": cell["mlm_seconds"]})
+            write_lineage(encoder, mlm_lineage)
+            chosen, pick = self.choose_encoder(encoder, phases, mlm_folder, seed, sub(progress, 0.6, 0.7))
+            if pick is not None:
+                cell["pick"] = pick_record(pick)
+                if pick["chosen"]["step"] is not None and chosen != encoder:
+                    write_lineage(chosen, mlm_lineage)  # a snapshot: the same corpora and recipe, fewer steps
+                encoder = chosen
+            lin = from_base(encoder)
+        ner_dir, summary = self.ner_model(encoder, folder, seed, sub(progress, 0.7 if self.pick else 0.6, 0.95), lc=lc)
+        model = load_ner_model(ner_dir)
+        predictions = predict_corpus(model, self.test, batch_size=self.ner_config.eval_batch_size)
+        scores = evaluate(model, self.test, predictions=predictions)
+        cell["predictions"] = str(write_predictions(folder / PREDICTIONS_FILE, predictions, self.test))  # intervals, paired tests
+        cell.update(f1=scores["f1"], precision=scores["precision"], recall=scores["recall"], per_type=scores["per_type"],
+                    best_dev_f1=summary.get("best_dev_f1"), ner_epochs=summary.get("epochs_run"), encoder=encoder)
+        lin.lc = {**self.refs["lc"], "sentences": len(lc), "of": len(self.lc), **({"sample_seed": seed} if len(lc) < len(self.lc) else {})}
+        lin.dev, lin.test = self.refs["dev"], self.refs["test"]
+        lin.seed, lin.preset, lin.wall_seconds = seed, self.preset, time.time() - t0
+        run_id = f"{self.run_dir.name}.{key}.s{seed}"
+        record_run(self.ctx.workspace, run_id, "ner", lin, folder, ner_dir, f1=scores["f1"],
+                   extra={"experiment": str(self.run_dir), "row": row, "budget": cell["budget"], "lc_size": len(lc)})
+        cell["run"] = run_id
+        atomic_write_json(done, cell)
+        self.ctx.metric(cell=key, seed=seed, test_f1=scores["f1"])
+        self.ctx.log(f"{key} seed {seed}: test F1 {scores['f1']:.4f}")
+        return cell
+
+    def _legacy_cell(self, row: str, seed: int, lc_n: int) -> dict[str, Any] | None:
+        """A cell finished before sweeps existed (`cells/ROW/seed-N/cell.json`, one budget, all of LC), kept
+        when this run asks for the same: resuming an older experiment does not train its cells again."""
+        folder = self.run_dir / "cells" / slug(row) / f"seed-{seed}"
+        single = len(sweep_budgets(self.params.budget, self.params.budgets)) == 1
+        if not (single and lc_n == len(self.lc) and (folder / CELL_FILE).exists()):
+            return None
+        cell = json.loads((folder / CELL_FILE).read_text("utf-8"))
+        if "lc_size" in cell:
+            return None
+        budget = cell.get("selected") if row not in BASELINES else (len(self.dc) if "dapt" in row else 0)
+        return {**cell, "budget": budget, "lc_size": lc_n, "mlm_seconds": self.mlm_seconds(folder)}
+
+    def _phase_corpora(self, phase: str, sc: dict[str, Any] | None) -> list[dict[str, Any]]:
+        """{name, hash} of the corpora an MLM phase of this experiment reads."""
+        reads = {name: roles for phases in MODE_PHASES.values() for name, roles in phases}.get(phase, ())
+        refs = {**self.refs, "sc": sc}
+        return [refs[r] for r in reads if refs.get(r)]

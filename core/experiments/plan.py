@@ -1,0 +1,119 @@
+"""What an experiment runs, before anything runs: rows, seeds, SC budgets and LC sizes parsed and resolved, and
+the folder key of each cell; shared by the experiment job, compare-sources, the CLI and the Runs page.
+
+>>> parse_amounts("500, 0.1", "--budgets")
+[500, 0.1]
+>>> resolve_amount(0.5, 300, "LC size"), resolve_amount(100, 300, "LC size")
+(150, 100)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from core.errors import UserError
+
+BASELINES = ("none", "tapt", "dapt", "tapt+dapt")
+CELL_FILE = "cell.json"
+PICK_FILE = "pick.json"  # a cell's checkpoint choice (base encoder or an MLM snapshot) with every probe score
+
+
+
+
+def parse_strategy(spec: str) -> tuple[str, str | None]:
+    """'cosine@b1' -> ('cosine', 'b1'); 'dsir' -> ('dsir', None)."""
+    name, _, model = spec.partition("@")
+    model = model.strip().lower() or None
+    if model not in (None, "b1", "base"):
+        raise UserError(f"strategy {spec!r}: the part after @ must be b1 or base")
+    return name.strip(), model
+
+
+def strategy_models(name: str, model_tag: str | None) -> tuple[bool, bool]:
+    """(needs B1, needs B2) for a strategy, from core.selection.strategies's strategy table when it has one."""
+    from core.selection.strategies import Strategy
+
+    info = Strategy.parse(name).info
+    uses, trained = set(info.models), info.needs_trained_model
+    needs_b1 = ("model" in uses and (trained or model_tag == "b1")) or "model2" in uses
+    needs_b2 = bool(uses & {"model2", "ner_model"})
+    return needs_b1, needs_b2
+
+
+def parse_seeds(text: str, what: str) -> list[int]:
+    """'1,2,3' -> [1, 2, 3]. Shared by `experiment --seeds`, `compare-sources --seeds` and the Runs page;
+    anything but non-negative integers (numpy refuses negative seeds) is a UserError naming `what`."""
+    items = [t.strip() for t in text.split(",") if t.strip()]
+    if not all(t.isdigit() for t in items):
+        raise UserError(f"{what}: expected comma-separated integers, got {text!r}")
+    if not items:
+        raise UserError(f"{what}: give at least one seed")
+    return [int(t) for t in items]
+
+
+def parse_amounts(text: str | Sequence[Any] | None, what: str) -> list[int | float]:
+    """'500,0.1' -> [500, 0.1]: a comma list (or a list) of counts (integers >= 1) or ratios
+    (0 < r <= 1; write 1.0 for "all"). Shared by the CLI and the Runs page; a bad item is a
+    UserError naming `what` and the item."""
+    items = [t.strip() for t in text.split(",")] if isinstance(text, str) else list(text or [])
+    out: list[int | float] = []
+    for item in items:
+        if item in ("", None):
+            continue
+        try:
+            if isinstance(item, (int, float)) and not isinstance(item, bool):
+                value: int | float = item
+            else:
+                value = int(item) if str(item).strip().lstrip("+").isdigit() else float(item)
+        except (TypeError, ValueError):
+            raise UserError(f"{what}: {item!r} is not a number; give counts (e.g. 500) or ratios (e.g. 0.1)") from None
+        _check_amount(value, what)
+        out.append(value)
+    return out
+
+
+def _check_amount(value: Any, what: str) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not np.isfinite(value) or value <= 0:
+        raise UserError(f"{what}: {value!r} must be a count >= 1 or a ratio in (0, 1]")
+    if isinstance(value, float) and value > 1 and value != int(value):
+        raise UserError(f"{what}: {value} is neither a count (integer >= 1) nor a ratio (0 < r <= 1)")
+
+
+def resolve_amount(value: int | float | str, total: int, what: str) -> int:
+    """A count or a ratio of `total` -> a count in [1, total]; more than `total` is a UserError
+    (a sweep point that silently became "all" would repeat another point)."""
+    (value,) = parse_amounts([value], what) if isinstance(value, str) else (value,)
+    _check_amount(value, what)
+    count = max(1, int(round(value * total))) if isinstance(value, float) and value <= 1 else int(value)
+    if count > total:
+        raise UserError(f"{what}: {value} is more than the {total:,} sentences there are")
+    return count
+
+
+def resolve_sc_budget(budget: int | float | str | None, tc_size: int, dc_size: int) -> int:
+    """SC sentences a strategy selects: `budget` as core.selection.strategies reads it (count or ratio of DC,
+    capped at |DC|); None means |TC|, so TC:SC is 1:1."""
+    from core.selection.strategies import resolve_budget
+
+    return resolve_budget(tc_size if budget is None else budget, dc_size)[0]
+
+
+def sweep_budgets(budget: Any, budgets: Sequence[Any] | None) -> list[Any]:
+    """The SC budgets to run: `budgets` (a sweep), else the single `budget` (None: |TC|)."""
+    if budgets:
+        if budget is not None and [budget] != list(budgets):
+            raise UserError("give either budget (one SC size) or budgets (a sweep), not both")
+        return list(budgets)
+    return [budget]
+
+
+def cell_key(row: str, budget: int | None, lc_size: int | None) -> str:
+    """Folder name of a cell (or of an MLM model): row, SC budget in sentences, LC size."""
+    return slug(row) + (f".b{budget}" if budget is not None else "") + (f".lc{lc_size}" if lc_size is not None else "")
+
+
+def slug(row: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in row)
