@@ -88,3 +88,21 @@ def test_inspect_span_edit_by_tokens_survives_reload_and_exports(inspect_ws):
         with sqlite3.connect(inspect_ws / "review.sqlite") as con:
             kept = con.execute("SELECT COUNT(*) FROM review WHERE status IN ('accepted', 'corrected')").fetchone()[0]
         assert len([b for b in text.split("\n\n") if b.strip()]) == kept  # only reviewed sentences, no rejected one
+
+
+def test_inspect_span_editor_picks_a_type_with_a_digit_key(inspect_ws):
+    """Issue 24: the span editor had no key to pick a type; keys 1-9 pick the first nine types."""
+    with streamlit_server(inspect_ws) as url, browser_page(height=2400) as page:
+        page.goto(f"{url}/inspect")
+        wait_for_app(page, "sentences reviewed")
+        page.get_by_role("button", name="Correct", exact=True).first.click()
+        grid = page.locator("[class*='st-key-insp_tokens_']").first
+        grid.wait_for()
+        grid.get_by_role("button").nth(0).click()
+        page.wait_for_function("() => !document.querySelector('[data-testid=\"stStatusWidget\"]')")
+        second = page.locator("[class*='st-key-insp_type_'][class*='_b1 '] button")  # the second type: key 2
+        entity = second.first.inner_text().strip().splitlines()[0]
+        page.keyboard.press("2")
+        page.get_by_role("button", name=entity).and_(page.locator("[data-testid='stBaseButton-primary']")).first.wait_for()
+        page.get_by_role("button", name="Assign type").click()
+        page.locator("[class*='st-key-insp_editor_'] .nx-lbl", has_text=entity).first.wait_for()

@@ -24,6 +24,7 @@ from ui import (
     run_guarded,
     source_picker,
 )
+from ui_review import type_picker
 
 ws = get_workspace()
 PER_PAGE = 10
@@ -214,14 +215,14 @@ def span_editor(req: predictions.PredictionRequest, row: dict, types: list, colo
     i, tokens = row["index"], row["tokens"]
     draft = st.session_state.get(f"insp_draft_{i}", [])
     with st.container(border=True, key=f"insp_editor_{i}"):
-        st.markdown("**Correct the spans**: select tokens, pick a type, press **Assign type**; **Remove** clears spans "
-                    "on the selected tokens. Save when the sentence is right.")
+        st.markdown("**Correct the spans**: select tokens, pick a type (keys 1-9), press **Assign type**; **Remove** "
+                    "clears spans on the selected tokens. Save when the sentence is right.")
         st.html(sentence_html(tokens, draft, type_colors(list(colors) + [s.type for s in draft])))
         st.pills("Tokens", list(range(len(tokens))), selection_mode="multi", format_func=lambda j: tokens[j],
                  key=_grid_key(i), label_visibility="collapsed")
         c = st.columns([4, 2])
         if types:
-            c[0].pills("Entity type", types, selection_mode="single", key=f"insp_type_{i}")
+            type_picker(types, f"insp_type_{i}", colors, container=c[0])
         else:
             c[0].caption("No entity types in this corpus yet: type a new one.")
         c[1].text_input("or a new type", key=f"insp_newtype_{i}", placeholder="e.g. band")

@@ -10,6 +10,7 @@ from core.review.highlight import legend_html, page_css, sentence_html, type_col
 from core.review.predictions import apply_span_edit
 from core.team import tasks
 from ui import actor, get_workspace
+from ui_review import type_picker
 
 st.title("My review queue")
 st.html(page_css())
@@ -80,7 +81,7 @@ with st.container(border=True, key="q_card"):
     st.pills("Tokens", list(range(len(item.tokens))), selection_mode="multi", format_func=lambda j: item.tokens[j],
              key=f"q_tokens_{draft_key}", label_visibility="collapsed")
     if types:
-        st.pills("Entity type", types, selection_mode="single", key="q_type")
+        type_picker(types, "q_type", colors)
     else:
         st.caption("This task names no entity types: ask its researcher.")
     if err := st.session_state.get("q_error"):
