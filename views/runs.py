@@ -14,6 +14,7 @@ from core.runner.jobview import (
     LIST_POLL_S,
     active_ids,
     describe_job,
+    device_text,
     ended_since,
     job_charts,
     job_rows,
@@ -177,7 +178,7 @@ def job_detail(job_id: str, interval: float | None) -> None:
     if interval is not None and not job.active:
         st.rerun(scope="app")  # finished while polling: redraw once without the timer, with its results
     slow_down_polling(job, interval)
-    st.markdown(f"**{describe_job(job)}** · `{job.id}`")
+    st.markdown(f"**{describe_job(job)}** · `{job.id}`" + (f" · {where}" if (where := device_text(job)) else ""))
     said = status_text(job, jobs.list_jobs(ws))
     st.progress(job.progress, text=" · ".join([said, fmt_seconds(job.elapsed)] + ([job.message] if job.message not in ("", said) else [])))
     if job.error:

@@ -38,8 +38,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _job_dict(job: jobs.Job) -> dict:
+    from core.runner.jobview import device_text
+
     d = dict(vars(job))
     d["run_dir"] = str(job.run_dir)
+    d["device"] = device_text(job)  # where the runner placed a training job (GPU and reserved memory, or CPU)
     return d
 
 

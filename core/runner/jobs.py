@@ -40,6 +40,7 @@ from core.data.atomic import atomic_write_json, json_default, open_sqlite
 from core.data.workspace import Workspace
 from core.errors import UserError
 from core.progress import Progress, sub
+from core.runner import devices
 from core.runner.kinds import KINDS, lane, validate
 from core.runner.params import SCHEMA_VERSION, SleepParams, check_model_folders
 
@@ -305,39 +306,62 @@ def submit(ws: Workspace, kind: str, params: dict[str, Any] | Any, start: bool =
 
 def _start_queued(ws: Workspace) -> None:
     """Start queued jobs up to the concurrency limit. Claiming is one UPDATE inside
-    an IMMEDIATE transaction, so two callers racing cannot both start one job."""
+    an IMMEDIATE transaction, so two callers racing cannot both start one job.
+
+    With GPUs (core.runner.devices), training jobs are placed by memory instead of by count: each queued one,
+    oldest first, goes to the card with the most room that fits its need, several per card when they fit; the
+    oldest that fits nowhere waits, and the younger ones wait behind it (no job is starved by smaller ones)."""
+    cards = devices.gpus()
     free = {name: max_concurrent(name) for name in ("interactive", "training")}  # per lane
+    if cards and not os.environ.get("NERSELECT_MAX_JOBS"):
+        free["training"] = 10_000  # memory decides
     con = _connect(ws)
     try:
         con.execute("BEGIN IMMEDIATE")
-        running = con.execute("SELECT id, kind, pid, started FROM jobs WHERE status = 'running'").fetchall()
+        running = con.execute("SELECT id, kind, pid, started, run_dir FROM jobs WHERE status = 'running'").fetchall()
+        reservations = []
         for r in running:
             if _pid_alive(r["pid"]) or _spawning(r["pid"], r["started"]):
                 free[lane(r["kind"])] -= 1
+                if lane(r["kind"]) == "training" and (held := devices.read_device(Path(r["run_dir"]))):
+                    reservations.append({**held, "pid": r["pid"]})
+        promised = devices.outstanding(reservations, devices.used_by_pid() if reservations else {})
+        busy = [h["gpu"] for h in reservations if h.get("gpu") is not None]
         to_start = []
+        training_blocked = False
         if any(n > 0 for n in free.values()):
-            for r in con.execute("SELECT id, kind FROM jobs WHERE status = 'queued' ORDER BY created").fetchall():
-                if free[lane(r["kind"])] <= 0:
+            for r in con.execute("SELECT id, kind, params, run_dir FROM jobs WHERE status = 'queued' ORDER BY created").fetchall():
+                name = lane(r["kind"])
+                if free[name] <= 0 or (name == "training" and training_blocked):
                     continue
-                free[lane(r["kind"])] -= 1
+                device = None
+                if name == "training":
+                    params, _ = _decode(r["params"], "params")
+                    device = devices.assign(ws.runs_dir, r["kind"], params or {}, Path(r["run_dir"]), cards, promised, busy)
+                    if device is None:
+                        training_blocked = True
+                        continue
+                free[name] -= 1
                 con.execute("UPDATE jobs SET status = 'running', started = ?, pid = NULL, progress = 0, "
                             "attempts = attempts + 1, error = NULL, finished = NULL WHERE id = ?", (time.time(), r["id"]))
-                to_start.append((r["id"], r["kind"]))
+                to_start.append((r["id"], r["kind"], device))
         con.execute("COMMIT")
     except BaseException:
         con.execute("ROLLBACK")
         raise
     finally:
         con.close()
-    for job_id, kind in to_start:
-        _spawn(ws, job_id, lane(kind))
+    for job_id, kind, device in to_start:
+        _spawn(ws, job_id, lane(kind), gpu=None if device is None else device.get("gpu"))
 
 
-def _spawn(ws: Workspace, job_id: str, lane_name: str = "training") -> None:
+def _spawn(ws: Workspace, job_id: str, lane_name: str = "training", gpu: int | None = None) -> None:
     root = Path(__file__).resolve().parents[2]  # the repo root: core/runner/jobs.py
     env = dict(os.environ)
     env["PYTHONPATH"] = str(root) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     env.setdefault("PYTHONUNBUFFERED", "1")
+    if gpu is not None:
+        env["CUDA_VISIBLE_DEVICES"] = str(gpu)  # the job sees its card as cuda:0
     run_dir = ws.runs_dir / job_id
     command = [sys.executable, "-m", "core.runner.jobs", "run", job_id, "--workspace", str(ws.root)]
     niceness = int(os.environ.get("NERSELECT_TRAINING_NICE") or TRAINING_NICE)
@@ -495,7 +519,9 @@ def _run_job(ws: Workspace, job_id: str) -> int:
         raise JobCancelled()
 
     signal.signal(signal.SIGTERM, on_term)
-    ctx.log(f"job {job.id} ({job.kind}) started, attempt {job.attempts}, pid {os.getpid()}")
+    device = devices.read_device(job.run_dir)
+    ctx.log(f"job {job.id} ({job.kind}) started, attempt {job.attempts}, pid {os.getpid()}"
+            + (f", device {devices.describe(device)}" if device else ""))
     try:
         if job.params_error:
             raise UserError(job.params_error)
@@ -514,11 +540,34 @@ def _run_job(ws: Workspace, job_id: str) -> int:
         _update(ws, job.id, status="failed", finished=time.time(), error=str(exc))
         return 1
     except BaseException as exc:
+        if devices.is_out_of_memory(exc):
+            return _after_out_of_memory(ws, job, ctx, device, exc)
         ctx.log(traceback.format_exc())
         _update(ws, job.id, status="failed", finished=time.time(), error=f"{type(exc).__name__}: {exc}")
         return 1
     finally:
+        devices.record_job_peak(ws.runs_dir, job.kind, job.params, device)
         _start_queued(ws)
+
+
+def _after_out_of_memory(ws: Workspace, job: Job, ctx: JobContext, device: dict[str, Any] | None,
+                         exc: BaseException) -> int:
+    """Queue the job again with half the micro-batch (the same effective batch: the same recipe; it resumes from its
+    checkpoint), or fail with what to do when it cannot shrink further."""
+    where = devices.describe(device)
+    smaller = devices.smaller_micro_batch(job.kind, job.params)
+    if smaller is None:
+        error = (f"out of GPU memory on {where}, and the job cannot split its batch further: free memory on the card "
+                 "(other jobs, other programs), choose a smaller encoder or preset, or run it on CPU")
+        ctx.log(f"error: {error}\n{exc}")
+        _update(ws, job.id, status="failed", finished=time.time(), error=error)
+        return 1
+    params, change = smaller
+    ctx.log(f"out of GPU memory on {where}: queued again with {change} (same effective batch)")
+    atomic_write_json(job.run_dir / "params.json", {"kind": job.kind, "schema_version": SCHEMA_VERSION, "params": params})
+    _update(ws, job.id, status="queued", pid=None, params=_encode(params, "params"),
+            message=f"out of GPU memory: retrying with {change}")
+    return 1
 
 
 def sleep_job(params: SleepParams, ctx: JobContext) -> dict[str, Any]:

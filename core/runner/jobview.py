@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from core.runner import devices
 from core.runner.jobs import Job, max_concurrent
 from core.runner.kinds import KINDS, lane
 
@@ -32,6 +33,12 @@ def _value(key: str, value: Any) -> str:
         p = Path(text)
         return p.name if p.name not in ("model", "predictions.jsonl", "subset.jsonl") else f"{p.parent.name}/{p.name}"
     return text
+
+
+def device_text(job: Job) -> str | None:
+    """'GPU 0 (NVIDIA H100, 8,192 MiB reserved)' or 'CPU' for a training job the runner placed; None otherwise."""
+    device = devices.read_device(job.run_dir)
+    return devices.describe(device) if device else None
 
 
 def describe_job(job: Job, max_len: int = 120) -> str:

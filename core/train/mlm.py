@@ -295,7 +295,8 @@ def finished_model(out_dir: str | Path) -> bool:
 
 
 # Settings that do not change the trained model: a resumed job may differ in them (another machine, other logging).
-_RUN_ONLY_SETTINGS = {"checkpoint_every", "log_every", "device", "precision", "snapshot_every"}
+# grad_accum splits the same optimizer step into more micro-batches (the runner raises it after running out of GPU memory)
+_RUN_ONLY_SETTINGS = {"checkpoint_every", "log_every", "device", "precision", "snapshot_every", "grad_accum"}
 
 
 def check_same_recipe(target: Path, info: dict[str, Any], config: MlmConfig, sentences: int) -> None:

@@ -58,7 +58,8 @@ class NerConfig:
     betas: tuple[float, float] = (0.9, 0.999)  # paper
     epochs: int = 200  # upper bound; early stopping usually ends far sooner
     patience: int = 10  # epochs without a dev-F1 gain before stopping
-    batch_size: int = 16
+    batch_size: int = 16  # sentences per optimizer step, split into grad_accum micro-batches
+    grad_accum: int = 1  # micro-batches per optimizer step (the runner doubles it after running out of GPU memory)
     dropout: float = 0.1
     seed: int = 1
     max_length: int = 256  # sub-tokens per sentence; words past it are predicted O
@@ -246,7 +247,10 @@ def train_ner(train: Corpus, dev: Corpus | None, model: str | ModelRef, out_dir:
               {"params": head, "lr": config.head_lr or config.lr}]
     optimizer = adamw(groups, lr=config.lr, betas=tuple(config.betas), weight_decay=config.weight_decay)
     n = len(train_b)
-    steps_per_epoch = math.ceil(n / config.batch_size)
+    if config.grad_accum < 1:
+        raise UserError(f"grad_accum must be at least 1, got {config.grad_accum}")
+    micro = max(1, math.ceil(config.batch_size / config.grad_accum))
+    steps_per_epoch = math.ceil(math.ceil(n / micro) / config.grad_accum)
     total_steps = config.epochs * steps_per_epoch
     if config.max_steps:
         total_steps = min(total_steps, config.max_steps)
@@ -276,8 +280,9 @@ def train_ner(train: Corpus, dev: Corpus | None, model: str | ModelRef, out_dir:
         ner, optimizer, scheduler, grad_scaler(device, precision),
         LoopConfig(epochs=config.epochs, seed=config.seed, max_steps=config.max_steps, grad_clip=config.grad_clip,
                    checkpoint_every=config.checkpoint_every, log_every=config.log_every, eval_every=config.eval_every,
-                   patience=config.patience if dev_b is not None else None, min_delta=config.min_delta, unit="sentences"),
-        plan=lambda epoch: bucketed_batches(lengths, config.batch_size, config.seed, epoch, config.bucket),
+                   patience=config.patience if dev_b is not None else None, min_delta=config.min_delta, unit="sentences",
+                   grad_accum=config.grad_accum),
+        plan=lambda epoch: bucketed_batches(lengths, micro, config.seed, epoch, config.bucket),
         forward=forward, device=device, precision=precision, total_steps=total_steps, checkpoint_dir=checkpoint_dir,
         evaluate=(lambda: _fast_scores(ner, dev_data, dev_b.tags, config.eval_batch_size, device)) if dev_data is not None else None,
         on_best=remember_best, flush_best=flush_best, extra={"labels": labels, "config": asdict(config)},
@@ -293,7 +298,8 @@ def train_ner(train: Corpus, dev: Corpus | None, model: str | ModelRef, out_dir:
         f"  model: {ner.base_model} | labels: {len(labels)} (BIOES) | device: {device} ({precision})\n"
         f"  train sentences: {n} | dev sentences: {len(dev_b) if dev_b is not None else 0} (every {config.eval_every} epoch(s))\n"
         f"  epochs: up to {config.epochs} (patience {config.patience}, min gain {config.min_delta}) | batch: {config.batch_size} "
-        f"(length buckets of {config.bucket}) | steps/epoch: {steps_per_epoch}\n"
+        + (f"({config.grad_accum} x {micro}) " if config.grad_accum > 1 else "")
+        + f"(length buckets of {config.bucket}) | steps/epoch: {steps_per_epoch}\n"
         f"  lr: encoder {config.lr}, head {config.head_lr or config.lr} | weight decay {config.weight_decay}")
     st = loop.run()
     if dev_b is None or st.best_epoch < 0:
