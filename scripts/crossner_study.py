@@ -139,6 +139,15 @@ def _mean_precision(parts: list[dict[str, Any]]) -> dict[str, Any]:
             "selection_keys": sorted({p.get("selection_key") for p in ok if p.get("selection_key")})}
 
 
+def _number(text: str) -> Any:
+    for cast in (int, float):
+        try:
+            return cast(text)
+        except ValueError:
+            pass
+    return text
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--domain", default="music", help="target CrossNER domain (ai, literature, music, politics, science)")
@@ -149,6 +158,9 @@ def main() -> int:
     parser.add_argument("--budget", help="SC size (count or ratio of DC); default |TC|, TC:SC 1:1 as in the seed paper")
     parser.add_argument("--model", default="default")
     parser.add_argument("--mlm-steps", type=int, help="MLM step cap of every cell instead of the preset's (own run folder and JSON)")
+    parser.add_argument("--mlm", action="append", default=[], metavar="KEY=VALUE",
+                        help="an MLM recipe setting of every cell (core.train.mlm.MlmConfig), e.g. head_warmup_steps=100, "
+                             "layer_lr_decay=0.8, freeze_layers=2, lr=5e-5; repeatable; own run folder and JSON")
     parser.add_argument("--pick-checkpoint", type=int, nargs="?", const=4, default=0, dest="pick_checkpoint", metavar="N",
                         help="keep N MLM snapshots per cell (4 when given) and fine-tune from the best by a short DEV-F1 "
                              "probe, or from the base encoder when none beats it (own run folder and JSON)")
@@ -198,6 +210,21 @@ def main() -> int:
     if args.mlm_steps:  # the "is MLM too short?" question: same cells with a longer MLM, in their own run folder
         params["mlm_config"] = {"max_steps": args.mlm_steps}
         variant += f"-mlm{args.mlm_steps}"
+    for item in args.mlm:  # recipe variants (issue 26's ablation): each setting names the run folder
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            print(f"error: --mlm {item!r}: expected KEY=VALUE", file=sys.stderr)
+            return 2
+        params.setdefault("mlm_config", {})[key.strip()] = _number(value.strip())
+        variant += f"-{key.strip()}{value.strip()}"
+    if params.get("mlm_config"):
+        from core.train.mlm import preset_config
+
+        try:
+            preset_config(args.preset, **params["mlm_config"])  # an unknown or bad setting stops here, before any work
+        except (UserError, TypeError, ValueError) as exc:
+            print(f"error: --mlm: {exc}", file=sys.stderr)
+            return 2
     if args.pick_checkpoint:  # the "does checkpoint selection make pretraining harmless?" question (issue 26)
         params["pick_checkpoint"] = args.pick_checkpoint
         variant += f"-pick{args.pick_checkpoint}"

@@ -66,6 +66,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-pack", action="store_false", dest="pack", default=None, help="one sentence per example (slower)")
     p.add_argument("--snapshot-every", type=int, dest="snapshot_every",
                    help="keep a model snapshot every N steps (RUN_DIR/phase-train/snapshots) for `pick-checkpoint`")
+    p.add_argument("--head-warmup-steps", type=int, dest="head_warmup_steps",
+                   help="train only the MLM head for the first N steps, the encoder frozen (default 0)")
+    p.add_argument("--layer-lr-decay", type=float, dest="layer_lr_decay",
+                   help="lr x DECAY per layer below the head, so lower layers move less (default 1.0: one lr)")
+    p.add_argument("--freeze-layers", type=int, dest="freeze_layers",
+                   help="keep the embeddings and the lowest N transformer layers as they are (default 0)")
     p.add_argument("--run-dir", help="run folder for log, metrics and checkpoints (rerun with it to resume)")
     p.add_argument("--quiet", action="store_true")
     add_workspace_arg(p)
@@ -171,7 +177,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def cmd_mlm(args: argparse.Namespace) -> int:
     config = _config_overrides(args, ("epochs", "max_steps", "batch_size", "lr", "block_size", "grad_accum", "seed", "pack",
-                                      "snapshot_every"))
+                                      "snapshot_every", "head_warmup_steps", "layer_lr_decay", "freeze_layers"))
     params = {"train": [_corpus(args, f) for f in args.train], "model": _model(args.model), "out": str(Path(args.out).resolve()),
               "preset": args.preset, "config": config}
     result = _run(args, "mlm", params, "mlm")

@@ -36,6 +36,7 @@ from core.errors import ModelError, UserError
 from core.lm.models import ModelRef, load_masked_lm, load_tokenizer, resolve_model
 from core.selection.store import selection_texts
 from core.train import lineage
+from core.train.mlm_recipe import chain, head_warmup, param_groups
 from core.train.modes import phases_of
 from core.train.presets import DEFAULT_PRESET, mlm_settings
 from core.train.training import (
@@ -80,6 +81,10 @@ class MlmConfig:
     grad_clip: float = 1.0
     checkpoint_every: int = 50  # optimizer steps between resumable checkpoints
     snapshot_every: int = 0  # steps between kept model snapshots (snapshot_dir/step-N) for checkpoint selection; 0: none
+    # recipe variants (core.train.mlm_recipe; issue 26): how the encoder is allowed to move
+    head_warmup_steps: int = 0  # the first N steps train only the MLM head, the encoder frozen (a fresh head learns first)
+    layer_lr_decay: float = 1.0  # lr x decay^(levels below the head): lower layers move less; 1.0: one lr for all
+    freeze_layers: int = 0  # the embeddings and the lowest N transformer layers stay as they are
     log_every: int = 5
     device: str = "auto"
     precision: str = "auto"  # bf16/fp16 autocast on GPU, fp32 on CPU
@@ -198,10 +203,7 @@ def train_mlm(texts: Sequence[str], model: str | ModelRef, out_dir: str | Path, 
     total_steps = config.epochs * steps_per_epoch
     if config.max_steps:
         total_steps = min(total_steps, config.max_steps)
-    no_decay = ("bias", "LayerNorm.weight", "layer_norm.weight")
-    params = [{"params": [p for n, p in mlm.named_parameters() if not n.endswith(no_decay)], "weight_decay": config.weight_decay},
-              {"params": [p for n, p in mlm.named_parameters() if n.endswith(no_decay)], "weight_decay": 0.0}]
-    optimizer = adamw(params, lr=config.lr)
+    optimizer = adamw(param_groups(mlm, config), lr=config.lr)  # per-layer lr and frozen layers (core.train.mlm_recipe)
     scheduler = get_linear_schedule_with_warmup(optimizer, int(config.warmup_ratio * total_steps), total_steps)
 
     n_tokens = sum(len(e) for e in examples)
@@ -223,17 +225,21 @@ def train_mlm(texts: Sequence[str], model: str | ModelRef, out_dir: str | Path, 
                    grad_clip=config.grad_clip, checkpoint_every=config.checkpoint_every, log_every=config.log_every, unit="tokens",
                    checkpoint_at_end=False),
         plan=plan, forward=forward, device=device, precision=precision, total_steps=total_steps, checkpoint_dir=checkpoint_dir,
-        extra={"config": asdict(config)}, progress=progress, log=log, metric=metric,
-        on_step=snapshotter(mlm, tokenizer, snapshot_dir, config.snapshot_every, log))
+        extra={"config": asdict(config)}, progress=progress, log=log, metric=metric)
     if state is not None:
         loop.restore(state)
         log(f"resumed from checkpoint at step {loop.state.step} (epoch {loop.state.epoch + 1})")
+    loop.on_step = chain(head_warmup(mlm, config, loop.state.step, log),  # needs the resumed step: set after restore
+                         snapshotter(mlm, tokenizer, snapshot_dir, config.snapshot_every, log))
     log("Running MLM continued pretraining\n"
         f"  model: {ref.name} | {head_note}\n"
         f"  sentences: {len(texts):,} -> {len(examples):,} {'packed blocks' if config.pack else 'examples'} of <= {max_len} tokens "
         f"({n_tokens:,} tokens)\n"
         f"  epochs: {config.epochs} | batch: {config.batch_size} ({config.grad_accum} x {micro}) | steps: {total_steps} "
-        f"| lr: {config.lr} | device: {device} ({precision})")
+        f"| lr: {config.lr} | device: {device} ({precision})"
+        + (f"\n  recipe: head warm-up {config.head_warmup_steps} steps, layer lr decay {config.layer_lr_decay}, "
+           f"frozen lowest layers {config.freeze_layers}" if (config.head_warmup_steps or config.layer_lr_decay != 1.0
+                                                               or config.freeze_layers) else ""))
     step = loop.run().step
     real_tokens = loop.units
     seconds = loop.seconds

@@ -1,0 +1,58 @@
+"""Issue 26's MLM recipe variants: a head warm-up that leaves the encoder untouched, per-layer learning rates,
+frozen lower layers, and clear errors for settings out of range."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from core.errors import UserError
+from core.lm.models import load_masked_lm, resolve_model
+from core.train.mlm import preset_config, train_mlm
+from core.train.mlm_recipe import param_groups
+from tests.conftest import TOY_SENTENCES
+
+
+def _weights(folder) -> dict[str, torch.Tensor]:
+    model, _ = load_masked_lm(resolve_model(str(folder)))
+    return {n: p.detach().clone() for n, p in model.named_parameters()}
+
+
+def _train(tiny_mlm_dir, out, **settings):
+    config = preset_config("tiny", epochs=100, lr=1e-2, **settings)
+    return train_mlm(TOY_SENTENCES, str(tiny_mlm_dir), out, config)
+
+
+def _moved(before, after, part: str) -> bool:
+    return any(not torch.equal(before[n], after[n]) for n in before if part in n)
+
+
+def test_head_warmup_keeps_the_encoder_frozen_until_it_ends(tiny_mlm_dir, tmp_path):
+    base = _weights(tiny_mlm_dir)
+    _train(tiny_mlm_dir, tmp_path / "warm", max_steps=3, head_warmup_steps=3)
+    warm = _weights(tmp_path / "warm")
+    assert not _moved(base, warm, "encoder.layer.") and _moved(base, warm, "cls.predictions.transform")
+    _train(tiny_mlm_dir, tmp_path / "after", max_steps=4, head_warmup_steps=2)
+    assert _moved(base, _weights(tmp_path / "after"), "encoder.layer.")  # unfrozen after step 2
+
+
+def test_frozen_layers_do_not_move_and_the_ones_above_do(tiny_mlm_dir, tmp_path):
+    base = _weights(tiny_mlm_dir)
+    _train(tiny_mlm_dir, tmp_path / "frozen", max_steps=2, freeze_layers=1)
+    after = _weights(tmp_path / "frozen")
+    assert not _moved(base, after, "embeddings") and not _moved(base, after, "encoder.layer.0.")
+    assert _moved(base, after, "encoder.layer.1.")
+
+
+def test_layer_lr_decay_gives_lower_layers_smaller_steps(tiny_mlm_dir):
+    model, _ = load_masked_lm(resolve_model(str(tiny_mlm_dir)))
+    layers = model.config.num_hidden_layers
+    groups = param_groups(model, preset_config("tiny", lr=1e-3, layer_lr_decay=0.5))
+    lr = {g["level"]: g["lr"] for g in groups}
+    assert lr[layers + 1] == pytest.approx(1e-3) and lr[0] == pytest.approx(1e-3 * 0.5 ** (layers + 1))
+    assert all(lr[k] < lr[k + 1] for k in range(layers + 1))
+    assert sum(len(g["params"]) for g in groups) == len(list(model.parameters()))  # every tensor in exactly one group
+    with pytest.raises(UserError, match="layer_lr_decay"):
+        param_groups(model, preset_config("tiny", layer_lr_decay=1.5))
+    with pytest.raises(UserError, match="freeze_layers"):
+        param_groups(model, preset_config("tiny", freeze_layers=layers + 1))
