@@ -276,7 +276,8 @@ def test_checkpoint_pick_in_cells_uses_the_probe_winner_and_probes_the_base_once
     run_dir = tmp_path / "run"
     result = jobs.run_inline(ws, "experiment", params, run_dir=run_dir)
     cells = {c["row"]: c for c in result["cells"]}
-    assert "pick" not in cells["none"]  # no MLM, nothing to pick
+    assert "pick" not in cells["none"] and "drift" not in cells["none"]  # no MLM, nothing to pick or measure
+    assert 0 < cells["tapt"]["drift"]["cka"] <= 1 and cells["tapt"]["drift"]["sentences"] == 8  # the toy TC
     tapt, random = cells["tapt"]["pick"], cells["random"]["pick"]
     assert set(tapt["scores"]) == {"base", "step-2", "step-4"}  # tiny: 4 MLM steps, a snapshot every 2
     assert tapt["chosen"] == "step-2" and tapt["helped"] and tapt["gain_over_base"] == pytest.approx(0.4)

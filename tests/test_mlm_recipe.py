@@ -56,3 +56,22 @@ def test_layer_lr_decay_gives_lower_layers_smaller_steps(tiny_mlm_dir):
         param_groups(model, preset_config("tiny", layer_lr_decay=1.5))
     with pytest.raises(UserError, match="freeze_layers"):
         param_groups(model, preset_config("tiny", freeze_layers=layers + 1))
+
+
+def test_drift_is_one_for_the_same_encoder_and_below_one_after_mlm(tiny_mlm_dir, tmp_path, capsys):
+    import json
+
+    from core.cli import main
+    from core.train.drift import encoder_drift
+
+    same = encoder_drift(str(tiny_mlm_dir), str(tiny_mlm_dir), TOY_SENTENCES)
+    assert same["cosine"] == pytest.approx(1.0, abs=1e-5) and same["cka"] == pytest.approx(1.0, abs=1e-5)
+    _train(tiny_mlm_dir, tmp_path / "moved", max_steps=4)
+    corpus = tmp_path / "tc.txt"
+    corpus.write_text("\n".join(TOY_SENTENCES) + "\n")
+    assert main(["--workspace", str(tmp_path / "ws"), "drift", "--base", str(tiny_mlm_dir), "--model", str(tmp_path / "moved"),
+                 "--corpus", str(corpus), "--json"]) == 0
+    moved = json.loads(capsys.readouterr().out)
+    assert moved["cosine"] < 0.999 and 0 < moved["cka"] < 1 and moved["sentences"] == len(TOY_SENTENCES)
+    with pytest.raises(UserError, match="no sentences"):
+        encoder_drift(str(tiny_mlm_dir), str(tiny_mlm_dir), [])

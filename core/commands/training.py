@@ -77,6 +77,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_workspace_arg(p)
     p.set_defaults(func=cmd_mlm)
 
+    p = sub.add_parser("drift", help="how far MLM moved an encoder: sentence cosine and linear CKA of its embeddings "
+                                     "against the base encoder's, on a corpus's sentences")
+    p.add_argument("--model", required=True, help="the pretrained encoder (a folder, e.g. an MLM run's model)")
+    p.add_argument("--base", default="default", help="the encoder it started from (default: default)")
+    p.add_argument("--corpus", default="tc", help="sentences to compare on: a workspace corpus, role or file (default: tc)")
+    p.add_argument("--sample", type=int, default=300, help="at most this many sentences (default: 300)")
+    p.add_argument("--json", action="store_true")
+    add_workspace_arg(p)
+    p.set_defaults(func=cmd_drift)
+
     p = sub.add_parser("pick-checkpoint", help="score the base encoder and an MLM run's snapshots by DEV F1 after a short "
                                                "NER fine-tune on LC; say which to use and whether pretraining helped")
     p.add_argument("--base", default=field_default(PickParams, "base"), help="the encoder the MLM run started from")
@@ -173,6 +183,21 @@ def register(sub: argparse._SubParsersAction) -> None:
     x.add_argument("--quiet", action="store_true", help="no progress bar (default: a bar on stderr)")
     add_workspace_arg(x)
     x.set_defaults(func=cmd_experiment)
+
+
+def cmd_drift(args: argparse.Namespace) -> int:
+    from core.data.workspace import resolve_corpus_ref
+    from core.train.drift import encoder_drift
+
+    texts = resolve_corpus_ref(args.corpus, args.workspace).load().texts()
+    result = {"model": _model(args.model), "base": _model(args.base), "corpus": args.corpus,
+              **encoder_drift(_model(args.base), _model(args.model), texts, args.sample)}
+    if args.json:
+        print_json(result)
+    else:
+        print(f"{args.model} against {args.base} on {result['sentences']} {args.corpus} sentences: sentence cosine "
+              f"{result['cosine']:.3f}, linear CKA {result['cka']:.3f} (1 = unchanged)")
+    return 0
 
 
 def cmd_mlm(args: argparse.Namespace) -> int:

@@ -110,6 +110,15 @@ class CellTrainer:
         atomic_write_json(saved, result)
         return result["chosen"]["path"], result
 
+    def drift(self, trained: str, folder: Path, texts: list[str]) -> dict[str, Any]:
+        """How far MLM moved the encoder on these (TC) sentences (core.train.drift), kept beside the MLM model."""
+        from core.train.drift import encoder_drift
+
+        path = folder / "mlm" / "drift.json"
+        if not path.exists():
+            atomic_write_json(path, encoder_drift(self.model, trained, texts))
+        return json.loads(path.read_text("utf-8"))
+
     def _probe_score(self, cand, where: Path, seed: int) -> float:
         """DEV F1 of one candidate's short fine-tune, kept in `where/score.json`; the probe's model is deleted."""
         import shutil
@@ -264,6 +273,7 @@ class ExperimentCells(CellTrainer):
             lin.mlm_phases += [MlmPhase(p, self._phase_corpora(p, sc_ref), len(texts)) for p, texts in phases]
             mlm_lineage = Lineage(**{**lin.__dict__, "seed": seed, "preset": self.preset, "wall_seconds": cell["mlm_seconds"]})
             write_lineage(encoder, mlm_lineage)
+            cell["drift"] = self.drift(encoder, mlm_folder, tc_texts)
             chosen, pick = self.choose_encoder(encoder, phases, mlm_folder, seed, sub(progress, 0.6, 0.7))
             if pick is not None:
                 cell["pick"] = pick_record(pick)

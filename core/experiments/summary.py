@@ -136,3 +136,14 @@ def pick_lines(cells: Sequence[dict[str, Any]]) -> list[str]:
         out.append(f"{row}: checkpoint pick kept the base encoder in {kept} of {len(picks)} cells (no snapshot beat it on "
                    f"DEV F1)" + (f"; pretrained checkpoints used: {won}" if won else ""))
     return out
+
+
+def drift_lines(cells: Sequence[dict[str, Any]]) -> list[str]:
+    """Per pretraining row: how far MLM moved the encoder on TC (mean over its cells), beside its F1 change."""
+    rows: dict[str, list[dict[str, Any]]] = {}
+    for c in cells:
+        if c.get("drift"):
+            rows.setdefault(c["row"], []).append(c["drift"])
+    return [f"{row}: encoder drift on TC after MLM, mean of {len(ds)} cell{'s' if len(ds) != 1 else ''}: sentence cosine "
+            f"{statistics.fmean(d['cosine'] for d in ds):.3f}, CKA {statistics.fmean(d['cka'] for d in ds):.3f} (1 = unchanged)"
+            for row, ds in rows.items()]
