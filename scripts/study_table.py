@@ -1,0 +1,74 @@
+"""The CrossNER study table with its uncertainty, from the result JSONs that scripts/crossner_study.py writes:
+per row and domain, TEST F1 with its 95% CI, and the paired difference against TAPT and against no pretraining
+with its CI and p-value. It prints Markdown (README, closing notes) and writes nothing.
+
+Usage: python scripts/study_table.py docs/results/crossner-music-ci.json docs/results/crossner-politics-ci.json
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+ORDER = ("none", "tapt", "dapt", "tapt+dapt")
+
+
+def _pp(x: float) -> str:
+    return f"{100 * x:+.2f}"
+
+
+def cell_text(entry: dict[str, Any]) -> str:
+    lo, hi = entry["f1_ci"]
+    seeds = entry.get("seeds", 0)
+    return f"{100 * entry['f1_mean']:.2f} [{100 * lo:.2f}, {100 * hi:.2f}]" + (" (1 seed)" if seeds == 1 else "")
+
+
+def versus_text(entry: dict[str, Any], base: str) -> str:
+    t = (entry.get("vs") or {}).get(base)
+    if t is None:
+        return "–"
+    lo, hi = t["ci"]
+    star = " *" if t["p"] < 0.05 else ""
+    return f"{_pp(t['delta'])} [{_pp(lo)}, {_pp(hi)}], p {t['p']:.2f}{star}"
+
+
+def table(paths: list[Path]) -> str:
+    results = [json.loads(p.read_text("utf-8")) for p in paths]
+    rows: list[str] = []
+    for r in results:
+        for e in r.get("summary") or []:
+            if e["row"] not in rows:
+                rows.append(e["row"])
+    rows.sort(key=lambda r: (ORDER.index(r) if r in ORDER else len(ORDER), r))
+    head = ["row"] + [f"{r['domain']}: test F1 [95% CI]" for r in results] + \
+        [f"{r['domain']}: vs {b}" for r in results for b in ("tapt", "none")]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for row in rows:
+        entries = [next((e for e in r.get("summary") or [] if e["row"] == row), None) for r in results]
+        cells = [cell_text(e) if e else "–" for e in entries]
+        cells += [versus_text(e, b) if e else "–" for e in entries for b in ("tapt", "none")]
+        lines.append(f"| {row} | " + " | ".join(cells) + " |")
+    seeds = ", ".join(f"{r['domain']} {sorted({c['seed'] for c in r.get('cells', [])})}" for r in results)
+    lines.append("")
+    lines.append(f"Seeds: {seeds}. Points of test F1; * p < 0.05. Method: "
+                 + (results[0].get("summary") or [{}])[0].get("ci_method", "bootstrap") + "; paired tests over the same "
+                 "resampled seeds and sentences.")
+    return "\n".join(lines)
+
+
+def main(argv: list[str]) -> int:
+    if not argv:
+        print(__doc__.strip().splitlines()[-1], file=sys.stderr)
+        return 2
+    missing = [a for a in argv if not Path(a).is_file()]
+    if missing:
+        print(f"error: no such result file: {', '.join(missing)}", file=sys.stderr)
+        return 2
+    print(table([Path(a) for a in argv]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
