@@ -176,6 +176,11 @@ def test_experiment_sweep_cells_resume_and_lineage(tmp_path, corpora, tiny_bert_
     assert labels == {f"{r} · LC {n}" for n in (12, 24) for r in ("none", "tapt", "random · SC 4", "random · SC 8")}
     one_seed = next(e for e in result["summary"] if e["row"] == "random · SC 4 · LC 24")
     assert one_seed["seeds"] == 1 and one_seed["f1_std"] is None and one_seed["vs"]["tapt"]["seeds_needed"] is None
+    from core.experiments.sweeps import sc_amount_frame
+
+    f2 = sc_amount_frame(cells)  # the figures' bars: the 95% CI from the kept predictions, and "1 seed" said
+    assert ((f2["f1_lo"] <= f2["f1_mean"] + 1e-9) & (f2["f1_mean"] <= f2["f1_hi"] + 1e-9)).all()
+    assert (f2["ci_plus"] >= -1e-9).all() and set(f2["seeds_label"]) == {"1 seed"}
 
     half = next(c for c in cells if c["row"] == "random" and c["budget"] == 4 and c["lc_size"] == 12)
     assert main(["--workspace", str(ws), "runs", "show", half["run"], "--json"]) == 0
@@ -221,6 +226,7 @@ def test_sweep_frames():
     assert list(dsir["budget"]) == [100, 400] and dsir["f1_mean"].iloc[0] == pytest.approx(0.62)
     assert dsir["f1_std"].iloc[0] == pytest.approx(0.028284, abs=1e-5) and list(dsir["n"]) == [2, 1]
     assert list(sc_amount_frame(cells, lc_size=25)["row"]) == ["none", "dsir"]
+    assert f2["f1_lo"].isna().all() and list(dsir["seeds_label"]) == ["2 seeds", "1 seed"]  # no predictions: no interval
     f4 = lc_amount_frame(cells)
     assert set(f4["series"]) == {"none", "tapt", "dsir · SC 100", "dsir · SC 400"}
     line = f4[f4["series"] == "dsir · SC 100"]

@@ -71,9 +71,10 @@ def sweep_section(cells: list[dict]) -> None:
     f2 = sc_amount_frame(cells, lc_size)
     strat = f2[f2["kind"] == "strategy"]
     if len(axes["budgets"]) > 1 and not strat.empty:
-        fig = px.line(strat, x="budget", y="f1_mean", error_y="f1_std", color="series", markers=True,
-                      labels={"budget": "SC sentences (budget)", "f1_mean": "test F1", "series": "strategy"},
-                      title=f"Fig. 2: test F1 (mean ± std over seeds) against the amount of SC, LC {int(f2['lc_size'].max()):,}")
+        fig = px.line(strat, x="budget", y="f1_mean", error_y="ci_plus", error_y_minus="ci_minus", color="series", markers=True,
+                      hover_data={"seeds_label": True, "ci_plus": False, "ci_minus": False},
+                      labels={"budget": "SC sentences (budget)", "f1_mean": "test F1", "series": "strategy", "seeds_label": "seeds"},
+                      title=f"Fig. 2: test F1 (mean over seeds, bars: 95% CI) against the amount of SC, LC {int(f2['lc_size'].max()):,}")
         for _, b in f2[f2["kind"] == "baseline"].iterrows():
             fig.add_hline(y=b["f1_mean"], line_dash="dot", annotation_text=f"{b['row']} {b['f1_mean']:.3f}",
                           annotation_position="bottom right")
@@ -83,9 +84,10 @@ def sweep_section(cells: list[dict]) -> None:
                    "give several in SC budgets (CLI: --budgets 500,2000).")
     if len(axes["lc_sizes"]) > 1:
         f4 = lc_amount_frame(cells)
-        fig = px.line(f4, x="lc_size", y="f1_mean", error_y="f1_std", color="series", markers=True,
-                      labels={"lc_size": "LC sentences", "f1_mean": "test F1", "series": "method"},
-                      title="Fig. 4: test F1 (mean ± std over seeds) against the amount of LC")
+        fig = px.line(f4, x="lc_size", y="f1_mean", error_y="ci_plus", error_y_minus="ci_minus", color="series", markers=True,
+                      hover_data={"seeds_label": True, "ci_plus": False, "ci_minus": False},
+                      labels={"lc_size": "LC sentences", "f1_mean": "test F1", "series": "method", "seeds_label": "seeds"},
+                      title="Fig. 4: test F1 (mean over seeds, bars: 95% CI) against the amount of LC")
         st.plotly_chart(fig, key="sweep_fig4")
     else:
         st.caption("Fig. 4 (F1 against the amount of LC) needs two or more LC sizes (CLI: --lc-sizes 0.25,0.5,1.0).")

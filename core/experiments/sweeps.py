@@ -23,7 +23,8 @@ import pandas as pd
 from core.experiments.experiment import row_order
 from core.experiments.plan import BASELINES
 
-COLUMNS = ["row", "kind", "budget", "lc_size", "f1_mean", "f1_std", "n", "seeds", "mlm_seconds", "mlm_sentences"]
+COLUMNS = ["row", "kind", "budget", "lc_size", "f1_mean", "f1_std", "f1_lo", "f1_hi", "ci_plus", "ci_minus", "n",
+           "seeds_label", "seeds", "mlm_seconds", "mlm_sentences"]
 CORPUS = {"none": "none (no MLM)", "tapt": "TC", "dapt": "DC", "tapt+dapt": "DC, then TC"}
 
 
@@ -32,9 +33,22 @@ def _std(values: Sequence[float]) -> float:
     return float(pd.Series(values).std(ddof=1)) if len(values) > 1 else 0.0
 
 
+def _interval(cs: Sequence[dict[str, Any]]) -> tuple[float, float]:
+    """95% CI of the seed-mean F1 of one sweep point (core.experiments.statistics: seeds, then TEST sentences
+    resampled); NaN when a cell kept no TEST predictions (runs from before they were kept)."""
+    from core.experiments.statistics import f1_interval
+    from core.experiments.summary import cell_counts
+
+    counts = [cell_counts(c) for c in sorted(cs, key=lambda c: c["seed"])]
+    if any(c is None for c in counts):
+        return math.nan, math.nan
+    _, lo, hi = f1_interval(counts)
+    return lo, hi
+
+
 def sweep_frame(cells: Sequence[dict[str, Any]]) -> pd.DataFrame:
-    """One line per (row, SC budget, LC size): F1 mean and std over seeds, seeds, mean MLM seconds
-    and sentences. Cells from before sweeps (no budget / lc_size) group under a missing value."""
+    """One line per (row, SC budget, LC size): F1 mean and std over seeds, its 95% CI (f1_lo, f1_hi), seeds,
+    mean MLM seconds and sentences. Cells from before sweeps (no budget / lc_size) group under a missing value."""
     groups: dict[tuple[str, Any, Any], list[dict[str, Any]]] = {}
     for c in cells:
         if isinstance(c.get("f1"), (int, float)) and math.isfinite(c["f1"]):
@@ -42,8 +56,13 @@ def sweep_frame(cells: Sequence[dict[str, Any]]) -> pd.DataFrame:
     rows = []
     for (row, budget, lc_size), cs in groups.items():
         f1s = [float(c["f1"]) for c in cs]
+        lo, hi = _interval(cs)
         rows.append({"row": row, "kind": "baseline" if row in BASELINES else "strategy", "budget": budget, "lc_size": lc_size,
-                     "f1_mean": sum(f1s) / len(f1s), "f1_std": _std(f1s), "n": len(f1s), "seeds": sorted(c["seed"] for c in cs),
+                     "f1_mean": sum(f1s) / len(f1s), "f1_std": _std(f1s), "f1_lo": lo, "f1_hi": hi, "n": len(f1s),
+                     # the figures' error bars: the CI around the mean (no bar when no predictions were kept)
+                     "ci_plus": hi - sum(f1s) / len(f1s), "ci_minus": sum(f1s) / len(f1s) - lo,
+                     "seeds_label": "1 seed" if len(f1s) == 1 else f"{len(f1s)} seeds",
+                     "seeds": sorted(c["seed"] for c in cs),
                      "mlm_seconds": sum(float(c.get("mlm_seconds") or 0.0) for c in cs) / len(cs),
                      "mlm_sentences": int(round(sum(int(c.get("mlm_sentences") or 0) for c in cs) / len(cs)))})
     frame = pd.DataFrame(rows, columns=COLUMNS)
