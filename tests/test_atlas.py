@@ -209,3 +209,39 @@ def test_map_page_offers_the_job_then_draws_layers(mapped, tiny_bert_dir, monkey
     assert any(m.value == "24" for m in at.metric)  # the search's sentences are listed, with the save controls
     near = next(df.value for df in at.dataframe if "cosine" in getattr(df.value, "columns", []))
     assert len(near) == 10 and near["corpus"].isin(["tc", "dc"]).all()
+
+
+def test_an_ner_models_predictions_colour_the_map_from_the_inspect_cache(mapped, tiny_bert_dir, tmp_path, capsys,
+                                                                         monkeypatch):
+    """Issue 24: predictions are a layer too (entities found per sentence, or c1), read from what Inspect cached."""
+    from core.cli import main
+    from core.data.corpus import read_corpus
+    from core.review import predictions as insp
+    from core.selection.layers import predicted_models, prediction_layer, prediction_values
+    from core.train.ner_train import preset_config, train_ner
+    from tests.ner_data import write_toy_conll
+
+    ws, atlas, _, _, _ = mapped
+    lc = read_corpus(write_toy_conll(tmp_path / "lc.conll"))
+    model = ws.runs_dir / "ner-toy" / "model"
+    train_ner(lc, lc, str(tiny_bert_dir), model, preset_config("tiny", epochs=1))
+    assert predicted_models(ws, atlas) == []
+    with pytest.raises(UserError, match="on Inspect first"):
+        prediction_values(ws, atlas, str(model))
+    insp.predict_cached(ws, insp.prediction_request(ws, str(model), "dc"))
+    assert predicted_models(ws, atlas) == [str(model)]
+    values = prediction_values(ws, atlas, str(model))
+    rows = insp.load_predictions(insp.prediction_request(ws, str(model), "dc"))
+    assert np.isnan(values[:12]).all() and values[12:].tolist() == [len(r["spans"]) for r in rows]  # TC: not predicted
+    c1 = prediction_values(ws, atlas, str(model), "c1")
+    assert ((c1[12:] >= 0) & (c1[12:] <= 1)).all()
+    assert prediction_layer(ws, atlas, str(model)).legend[1]["count"] == 12  # "no value": the TC points
+    assert main(["--workspace", str(ws.root), "project", "tc", "dc", "--model", str(tiny_bert_dir), "--predictions", str(model),
+                 "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["reused"] and report["predictions"]["points"] == 60
+    at = open_app(ws.root, monkeypatch, "views/map.py")
+    at.text_input(key="map_model").input(str(tiny_bert_dir)).run()
+    at.selectbox(key="map_colour").select("predictions: entities").run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.selectbox(key="map_pred_model").value == str(model)

@@ -3,6 +3,8 @@ pan, zoom, hover, search, box and lasso run in the browser; a region or a search
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import streamlit as st
@@ -10,10 +12,13 @@ import streamlit as st
 from core.errors import UserError
 from core.selection.atlas import DEFAULT_FIT_POINTS, Atlas, find_atlas, list_atlases, load_atlas, selection_corpora
 from core.selection.layers import (
+    PREDICTION_MEASURES,
     corpus_layer,
     field_layer,
     map_fields,
     points_in_polygon,
+    predicted_models,
+    prediction_layer,
     search_points,
     selection_dc,
     selection_layer,
@@ -94,12 +99,20 @@ if atlas is None:
 # ---------------------------------------------------------------- layer: what colours the points
 matching = [m for m in saved if selection_matches(atlas, m)]
 fields = run_guarded(lambda: map_fields(ws, atlas), "Could not read the corpora's fields") or []
-options = (["selection", "selection score"] if matching else []) + ["corpus"] + [f"field: {f}" for f in fields]
+predicted = run_guarded(lambda: predicted_models(ws, atlas), "Could not list the NER models' predictions") or []
+options = ((["selection", "selection score"] if matching else []) + ["corpus"] + [f"field: {f}" for f in fields]
+           + ([f"predictions: {m}" for m in PREDICTION_MEASURES] if predicted else []))
 l1, l2 = st.columns([2, 3])
 colour = l1.selectbox("Colour by", options, key="map_colour",
                       help="selection: TC, selected and filtered DC; selection score: the selection's rank as a percentile "
-                           "(100 = ranked first); corpus; or a field the corpora carry (e.g. domain).")
+                           "(100 = ranked first); corpus; a field the corpora carry (e.g. domain); predictions: entities "
+                           "an NER model finds per sentence, or its confidence c1.")
 sel_key = selection_picker("Selection", matching, key="map_selection", col=l2) if colour.startswith("selection") else None
+if colour.startswith("predictions: "):
+    sel_key = l2.selectbox("NER model", predicted, key="map_pred_model", format_func=lambda m: f"{Path(m).parent.name}/{Path(m).name}",
+                           help="Models whose predictions of a corpus on this map are cached (Inspect makes them).")
+elif not predicted:
+    l2.caption("Predict a corpus on this map with an NER model on Inspect to colour by its predictions.")
 if not matching and saved:
     l2.caption("No saved selection is over a corpus on this map (or its DC changed since): map a selection's TC and DC to colour by it.")
 
@@ -113,6 +126,8 @@ def _layer(root: str, key: str, colour: str, sel_key: str | None):
         return selection_score_layer(ws, atlas, sel_key)
     if colour.startswith("field: "):
         return field_layer(ws, atlas, colour.removeprefix("field: "))
+    if colour.startswith("predictions: "):
+        return prediction_layer(ws, atlas, sel_key, colour.removeprefix("predictions: "))
     return corpus_layer(atlas)
 
 

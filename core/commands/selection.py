@@ -93,6 +93,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--fit-points", type=int, default=field_default(ProjectParams, "fit_points"),
                    help="UMAP is fitted on at most this many sentences; the rest are placed on the fitted map")
     p.add_argument("--seed", type=int, default=field_default(ProjectParams, "seed"))
+    p.add_argument("--predictions", metavar="MODEL", help="a fine-tuned NER model whose cached predictions colour the map: "
+                                                          "predicted entities (or --measure c1) per sentence")
+    p.add_argument("--measure", choices=("entities", "c1"), default="entities", help="with --predictions (default: entities)")
     p.add_argument("--region", help="a region of the map, 'x,y x,y x,y ...' (3+ corners, map coordinates)")
     p.add_argument("--search", help="the sentences holding every word of this query")
     p.add_argument("--save-selection", metavar="DC", help="save the region's / search's sentences of corpus DC as a selection")
@@ -223,7 +226,7 @@ def cmd_leakage(args: argparse.Namespace) -> int:
 
 def cmd_project(args: argparse.Namespace) -> int:
     from core.selection.atlas import build_atlas, points_frame, selection_corpora
-    from core.selection.layers import points_in_polygon, search_points, selection_layer, selection_percentiles
+    from core.selection.layers import points_in_polygon, prediction_values, search_points, selection_layer, selection_percentiles
     from core.selection.map_region import region_rows, save_region_corpus, save_region_selection
 
     ws = Workspace(args.workspace)
@@ -245,6 +248,13 @@ def cmd_project(args: argparse.Namespace) -> int:
             labels = np.array([e["label"] for e in groups.legend])
             frame["group"] = labels[groups.codes]
             frame["score_percentile"] = selection_percentiles(ws, atlas, args.selection)[0]
+    if args.predictions:
+        values = prediction_values(ws, atlas, args.predictions, args.measure)
+        ok = np.isfinite(values)
+        report["predictions"] = {"model": args.predictions, "measure": args.measure, "points": int(ok.sum()),
+                                 "mean": float(values[ok].mean()) if ok.any() else None}
+        if frame is not None:
+            frame[f"predicted_{args.measure}"] = values
     mask, how = None, {}
     if args.region:
         try:
@@ -275,7 +285,7 @@ def cmd_project(args: argparse.Namespace) -> int:
         print_json(report)
         return 0
     print(f"map {atlas.key} of {len(atlas):,} sentences ({'reused' if reused else atlas.meta['method']})")
-    for key in ("selection", "chosen", "saved_selection", "saved_corpus", "out"):
+    for key in ("selection", "predictions", "chosen", "saved_selection", "saved_corpus", "out"):
         if key in report:
             print(f"  {key}: {report[key]}")
     return 0

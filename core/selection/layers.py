@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -128,6 +129,59 @@ def field_layer(ws: Workspace, atlas: Atlas, field: str) -> Layer:
     codes = np.array([0 if v is None else index.get(v, len(top) + 1) for v in values], dtype=np.uint8)
     colors = [NO_VALUE, *CATEGORY_COLORS[:len(top)]] + (["#999999"] if "other" in labels else [])
     return _categorical(field, codes, labels, colors, list(range(len(labels))))
+
+
+PREDICTION_MEASURES = {"entities": "predicted entities", "c1": "c1 (confidence of the decoded sentence)"}
+
+
+def prediction_layer(ws: Workspace, atlas: Atlas, model: str, measure: str = "entities") -> Layer:
+    """A fine-tuned NER model's predictions over the map: entities found per sentence (where the model finds the
+    entity-rich sentences) or its confidence c1, for every corpus whose predictions with this model are cached
+    (Inspect or a "predict" job made them); other points have no value."""
+    return score_layer(f"{PREDICTION_MEASURES[measure]} · {Path(model).name}", prediction_values(ws, atlas, model, measure))
+
+
+def prediction_values(ws: Workspace, atlas: Atlas, model: str, measure: str = "entities") -> np.ndarray:
+    """Per point: the measure from the model's cached predictions of its corpus, NaN where none are cached."""
+    import json
+
+    from core.review.predictions import prediction_request
+
+    if measure not in PREDICTION_MEASURES:
+        raise UserError(f"unknown prediction measure {measure!r}: expected one of {', '.join(PREDICTION_MEASURES)}")
+    key = "n_entities" if measure == "entities" else "c1"
+    values = np.full(len(atlas), np.nan)
+    found = []
+    for c in atlas.corpora:
+        req = prediction_request(ws, model, c["name"])
+        if not req.done:
+            continue
+        offset, n = int(c["offset"]), int(c["sentences"])
+        with open(req.predictions_path, encoding="utf-8") as fh:  # line by line: a DC's predictions are never all held
+            for i, line in enumerate(fh):
+                if i >= n:
+                    raise UserError(f"cached predictions in {req.folder} have more rows than {c['name']!r}: delete "
+                                    "that folder and predict again")
+                values[offset + i] = float(json.loads(line)[key])
+        found.append(c["name"])
+    if not found:
+        raise UserError(f"no predictions of {model} are cached for {', '.join(c['name'] for c in atlas.corpora)}: "
+                        "predict a corpus with this model on Inspect first (it keeps the predictions the Map reads)")
+    return values
+
+
+def predicted_models(ws: Workspace, atlas: Atlas) -> list[str]:
+    """NER model folders with cached predictions for at least one corpus on the map (newest first)."""
+    from core.review.predictions import list_ner_models, prediction_request
+
+    out = []
+    for model in list_ner_models(ws):
+        try:
+            if any(prediction_request(ws, str(model), c["name"]).done for c in atlas.corpora):
+                out.append(str(model))
+        except UserError:
+            continue
+    return out
 
 
 def map_fields(ws: Workspace, atlas: Atlas) -> list[str]:
