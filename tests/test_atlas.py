@@ -228,7 +228,11 @@ def test_an_ner_models_predictions_colour_the_map_from_the_inspect_cache(mapped,
     assert predicted_models(ws, atlas) == []
     with pytest.raises(UserError, match="on Inspect first"):
         prediction_values(ws, atlas, str(model))
-    insp.predict_cached(ws, insp.prediction_request(ws, str(model), "dc"))
+    at = open_app(ws.root, monkeypatch, "views/map.py")
+    at.text_input(key="map_model").input(str(tiny_bert_dir)).run()
+    assert at.selectbox(key="map_pc").value == "dc" and at.button(key="map_pred_job_go")  # the Map offers the prediction
+    assert "predictions: entities" not in at.selectbox(key="map_colour").options
+    insp.predict_cached(ws, insp.prediction_request(ws, str(model), "dc"))  # what that button's job does, in-process
     assert predicted_models(ws, atlas) == [str(model)]
     values = prediction_values(ws, atlas, str(model))
     rows = insp.load_predictions(insp.prediction_request(ws, str(model), "dc"))

@@ -10,6 +10,7 @@ import pandas as pd
 import streamlit as st
 
 from core.errors import UserError
+from core.review.predictions import list_ner_models, prediction_request
 from core.selection.atlas import DEFAULT_FIT_POINTS, Atlas, find_atlas, list_atlases, load_atlas, selection_corpora
 from core.selection.layers import (
     PREDICTION_MEASURES,
@@ -30,7 +31,19 @@ from core.selection.map_region import region_rows, save_region_corpus, save_regi
 from core.selection.mapview import atlas_neighbours
 from core.selection.projection import sample_rows
 from core.selection.store import list_selections
-from ui import CURRENT_SELECTION, actor, corpus_names, get_workspace, job_status, latest_job, run_guarded, selection_picker, submit_job
+from ui import (
+    CURRENT_SELECTION,
+    actor,
+    corpus_names,
+    get_workspace,
+    job_status,
+    latest_job,
+    model_picker,
+    predictions_ready,
+    run_guarded,
+    selection_picker,
+    submit_job,
+)
 from ui_atlas import atlas_view
 
 ws = get_workspace()
@@ -111,8 +124,22 @@ sel_key = selection_picker("Selection", matching, key="map_selection", col=l2) i
 if colour.startswith("predictions: "):
     sel_key = l2.selectbox("NER model", predicted, key="map_pred_model", format_func=lambda m: f"{Path(m).parent.name}/{Path(m).name}",
                            help="Models whose predictions of a corpus on this map are cached (Inspect makes them).")
-elif not predicted:
-    l2.caption("Predict a corpus on this map with an NER model on Inspect to colour by its predictions.")
+with st.expander("Predict a corpus on this map with an NER model" if predicted else
+                 "Colour by an NER model's predictions: predict a corpus on this map first"):
+    ner_models = run_guarded(lambda: list_ner_models(ws), "Could not list the NER models") or []
+    if not ner_models:
+        st.caption("No fine-tuned NER model yet: train one on Runs (NER training).")
+    else:
+        p1, p2 = st.columns(2)
+        with p1:
+            pred_model = model_picker("NER model", "map_pm", ner_models)
+        names_on_map = [c["name"] for c in atlas.corpora]
+        pred_corpus = p2.selectbox("Corpus", names_on_map, index=len(names_on_map) - 1, key="map_pc",
+                                   help="Its predictions are kept and shared with Inspect.")
+        req = run_guarded(lambda: prediction_request(ws, pred_model, pred_corpus), "Cannot predict with this model") \
+            if pred_model else None
+        if req is not None and predictions_ready(req, "map_pred_job", pred_corpus) and str(req.model) not in predicted:
+            st.caption("Predicted: choose predictions in Colour by.")
 if not matching and saved:
     l2.caption("No saved selection is over a corpus on this map (or its DC changed since): map a selection's TC and DC to colour by it.")
 
