@@ -161,6 +161,8 @@ def main() -> int:
     parser.add_argument("--mlm", action="append", default=[], metavar="KEY=VALUE",
                         help="an MLM recipe setting of every cell (core.train.mlm.MlmConfig), e.g. head_warmup_steps=100, "
                              "layer_lr_decay=0.8, freeze_layers=2, lr=5e-5; repeatable; own run folder and JSON")
+    parser.add_argument("--rehearsal-share", type=float, default=0.0, dest="rehearsal_share",
+                        help="share of every MLM corpus made of random DC sentences (general-text replay; own run folder)")
     parser.add_argument("--pick-checkpoint", type=int, nargs="?", const=4, default=0, dest="pick_checkpoint", metavar="N",
                         help="keep N MLM snapshots per cell (4 when given) and fine-tune from the best by a short DEV-F1 "
                              "probe, or from the base encoder when none beats it (own run folder and JSON)")
@@ -225,6 +227,9 @@ def main() -> int:
         except (UserError, TypeError, ValueError) as exc:
             print(f"error: --mlm: {exc}", file=sys.stderr)
             return 2
+    if args.rehearsal_share:
+        params["rehearsal_share"] = args.rehearsal_share
+        variant += f"-rehearsal{args.rehearsal_share:g}"
     if args.pick_checkpoint:  # the "does checkpoint selection make pretraining harmless?" question (issue 26)
         params["pick_checkpoint"] = args.pick_checkpoint
         variant += f"-pick{args.pick_checkpoint}"

@@ -313,3 +313,18 @@ def test_checkpoint_pick_runs_the_real_probe_in_a_cell(tmp_path, corpora, tiny_b
     assert not [p for p in (tmp_path / "run").rglob("work") if "probe" in p.parts]  # probe models deleted once scored
     with pytest.raises(UserError, match="snapshots"):
         jobs.run_inline(Workspace(tmp_path / "ws"), "experiment", {**params, "pick_checkpoint": -1}, run_dir=tmp_path / "r2")
+
+
+def test_rehearsal_mixes_dc_into_every_mlm_corpus_and_names_dc_in_the_lineage(tmp_path, corpora, tiny_bert_dir, monkeypatch):
+    """Issue 26: a share of random DC sentences replayed in each MLM corpus (here 1/3: 8 TC sentences + 4 from DC)."""
+    from core.train.lineage import read_lineage
+
+    monkeypatch.setenv("NERSELECT_TORCH_THREADS", "1")
+    params = {**corpora, "baselines": ["tapt"], "seeds": [1], "model": str(tiny_bert_dir), "preset": "tiny",
+              "rehearsal_share": 1 / 3}
+    cell = jobs.run_inline(Workspace(tmp_path / "ws"), "experiment", params, run_dir=tmp_path / "run")["cells"][0]
+    assert cell["mlm_sentences"] == 12
+    read = [c["name"] for p in read_lineage(cell["encoder"]).mlm_phases for c in p.corpora]
+    assert any("dc" in name for name in read) and any("tc" in name for name in read)
+    with pytest.raises(UserError, match="rehearsal share"):
+        jobs.run_inline(Workspace(tmp_path / "ws"), "experiment", {**params, "rehearsal_share": 1.0}, run_dir=tmp_path / "r2")

@@ -112,7 +112,11 @@ with exp_tab, st.form("exp_form"):
     e_exclude = st.checkbox("Exclude leaked", key="exp_exclude_leaked",
                             help="Before MLM, drop selected DC sentences that duplicate DEV/TEST text (exact, or near: verified "
                                  "Jaccard of word 2-grams >= 0.5). Leakage of TC and DC is checked and warned about either way.")
-    e_pick = st.checkbox("Pick the checkpoint by DEV F1", key="exp_pick",
+    c = st.columns([1, 3])
+    e_rehearsal = c[0].number_input("Rehearsal share", 0.0, 0.9, 0.0, 0.05, key="exp_rehearsal",
+                                    help="Share of every MLM corpus made of random DC sentences, replayed so the encoder "
+                                         "keeps general text (CLI --rehearsal-share). 0: none.")
+    e_pick = c[1].checkbox("Pick the checkpoint by DEV F1", key="exp_pick",
                          help="Keep 4 MLM snapshots per cell and fine-tune NER from the one, or the base encoder, that a "
                               "short NER fine-tune scores best on DEV (one short run per candidate). The base encoder wins "
                               "ties, so a pretraining phase that lowers DEV F1 is not used (CLI --pick-checkpoint).")
@@ -126,7 +130,7 @@ with exp_tab, st.form("exp_form"):
             params = {"tc": "tc", "dc": "dc", "lc": "lc", "dev": "dev", "test": "test", "strategies": e_strats,
                       "baselines": e_base, "seeds": seeds, "budgets": budgets or None,
                       "lc_sizes": lc_sizes or None, "preset": e_preset, "model": e_model.strip() or "default",
-                      "exclude_leaked": bool(e_exclude), "pick_checkpoint": 4 if e_pick else 0}
+                      "exclude_leaked": bool(e_exclude), "pick_checkpoint": 4 if e_pick else 0, "rehearsal_share": float(e_rehearsal)}
             show_launched(submit_job("experiment", params, "runs_job"))
 
 

@@ -174,6 +174,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="keep N MLM snapshots per cell (default 4 when given) and fine-tune NER from the one, or the base "
                         "encoder, that a short NER fine-tune scores best on DEV (one short run per candidate; the base wins "
                         "ties, so pretraining is used only when it helped on DEV); default: off")
+    x.add_argument("--rehearsal-share", type=float, default=0.0, dest="rehearsal_share", metavar="S",
+                   help="mix random DC sentences into every MLM corpus as this share of it (general text replayed so the "
+                        "encoder keeps what it knew; 0 <= S < 1); default: 0, none")
     x.add_argument("--preset", default=field_default(ExperimentParams, "preset"), choices=PRESETS,
                    help=preset_help("experiment") + f" (default: {DEFAULT_PRESET})")
     x.add_argument("--domain", help="column name in the results table (default: the workspace's target domain, else the test "
@@ -296,7 +299,7 @@ def cmd_experiment(args: argparse.Namespace) -> int:
               "budgets": _amounts(args.budgets, "--budgets") or _amounts(args.budget, "--budget") or None,
               "lc_sizes": _amounts(args.lc_sizes, "--lc-sizes") or None, "model": _model(args.model),
               "preset": args.preset, "domain": args.domain, "exclude_leaked": args.exclude_leaked,
-              "pick_checkpoint": args.pick_checkpoint}
+              "pick_checkpoint": args.pick_checkpoint, "rehearsal_share": args.rehearsal_share}
     args.run_dir = args.out
     result = _run(args, "experiment", params, "experiment")
     if args.json:

@@ -195,7 +195,8 @@ class ExperimentCells(CellTrainer):
 
     def tapt_models(self, seed: int, lc_size: int, progress) -> tuple[str, str]:
         """The TAPT row's models for this seed and LC size (trained here if the row has not run yet)."""
-        b1 = self.mlm_model([("tapt", self.tc.texts())], self.pretrain_dir("tapt", seed), seed, sub(progress, 0, 0.5))
+        b1 = self.mlm_model(self.rehearse([("tapt", self.tc.texts())], seed), self.pretrain_dir("tapt", seed), seed,
+                            sub(progress, 0, 0.5))
         b2, _ = self.ner_model(b1, self.cell_dir("tapt", seed, None, lc_size), seed, sub(progress, 0.5, 1),
                                lc=self.lc_subset(lc_size, seed))
         return b1, b2
@@ -238,7 +239,7 @@ class ExperimentCells(CellTrainer):
         elif not strategy:
             dc_texts = self.dc.texts() if "dapt" in row else None
             cell["budget"] = len(self.dc) if "dapt" in row else 0  # DC sentences in the MLM corpus
-            phases = mlm_phases(row, tc_texts, None, dc_texts, seed)
+            phases = self.rehearse(mlm_phases(row, tc_texts, None, dc_texts, seed), seed)
             mlm_folder = self.pretrain_dir(row, seed)
             encoder = self.mlm_model(phases, mlm_folder, seed, sub(progress, 0, 0.4))
         else:
@@ -264,7 +265,7 @@ class ExperimentCells(CellTrainer):
                         budget_requested=budget if budget is not None else len(self.tc))
             sc_ref = {"name": f"selection:{sel_key}" if sel_key else f"selection:{name}", "hash": sel_key}
             lin.selection = {"id": sel_key, "strategy": name, "budget": len(selected), "model": model_tag or "base"}
-            phases = mlm_phases("tc+sc", tc_texts, selected.texts(), None, seed)
+            phases = self.rehearse(mlm_phases("tc+sc", tc_texts, selected.texts(), None, seed), seed)
             mlm_folder = self.pretrain_dir(row, seed, count, lc_n if needs_b2 else None)
             encoder = self.mlm_model(phases, mlm_folder, seed, sub(progress, 0.4, 0.6))
         if mlm_folder is not None:
@@ -313,8 +314,17 @@ class ExperimentCells(CellTrainer):
         budget = cell.get("selected") if row not in BASELINES else (len(self.dc) if "dapt" in row else 0)
         return {**cell, "budget": budget, "lc_size": lc_n, "mlm_seconds": self.mlm_seconds(folder)}
 
+    def rehearse(self, phases: list[tuple[str, list[str]]], seed: int) -> list[tuple[str, list[str]]]:
+        """The phases with `rehearsal_share` of random DC sentences mixed in (core.train.mlm_recipe.with_rehearsal)."""
+        from core.train.mlm_recipe import with_rehearsal
+
+        share = self.params.rehearsal_share
+        return with_rehearsal(phases, self.dc.texts(), share, seed) if share else phases
+
     def _phase_corpora(self, phase: str, sc: dict[str, Any] | None) -> list[dict[str, Any]]:
-        """{name, hash} of the corpora an MLM phase of this experiment reads."""
+        """{name, hash} of the corpora an MLM phase of this experiment reads (DC too when it is replayed)."""
         reads = {name: roles for phases in MODE_PHASES.values() for name, roles in phases}.get(phase, ())
+        if self.params.rehearsal_share and "dc" not in reads:
+            reads = (*reads, "dc")
         refs = {**self.refs, "sc": sc}
         return [refs[r] for r in reads if refs.get(r)]

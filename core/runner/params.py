@@ -161,6 +161,8 @@ class ExperimentParams:
     # keep this many MLM snapshots per cell and fine-tune NER from the one (or the base encoder) a short DEV-F1 probe
     # scores best (core.train.checkpoint_pick), so a pretraining phase never silently hands on a worse encoder; 0: off
     pick_checkpoint: int = 0
+    # a share of every MLM corpus replayed from DC (random sentences: general text for the encoder to keep; issue 26)
+    rehearsal_share: float = 0.0
 
 
 @dataclass

@@ -6,6 +6,8 @@ issue 26 ablates, because continued MLM on the default MiniLM often lowered NER 
 - `layer_lr_decay`: a layer k levels below the top learns at lr x decay^k, and the embeddings sit one level below
   the lowest layer. Lower layers hold general features NER reuses, so they should move least (ULMFiT, ELECTRA).
 - `freeze_layers`: the embeddings and the lowest N layers do not move at all.
+- rehearsal (`with_rehearsal`): a share of each MLM corpus is general text (in experiments, random DC sentences,
+  DC being the broad corpus), replayed so the encoder keeps what it knew outside TC.
 
 Parameter names are sorted into embeddings, numbered layers and the rest by their names: `...layer.N.` or
 `...layers.N.` (BERT, RoBERTa, DistilBERT, MiniLM), `embeddings`, and anything outside the model's base
@@ -19,8 +21,9 @@ prefix (the MLM head).
 
 from __future__ import annotations
 
+import random
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from core.errors import UserError
@@ -101,3 +104,28 @@ def chain(*hooks: Callable[[Any], None] | None) -> Callable[[Any], None] | None:
             h(state)
 
     return on_step
+
+
+def with_rehearsal(phases: list[tuple[str, list[str]]], general: Sequence[str], share: float, seed: int
+                   ) -> list[tuple[str, list[str]]]:
+    """Each phase's texts plus random `general` sentences making up `share` of the result, shuffled in (seeded).
+
+    >>> with_rehearsal([("tapt", ["t1", "t2", "t3"])], ["g1", "g2", "g3", "g4"], 0.25, seed=0)[0][1].count("t1")
+    1
+    >>> len(with_rehearsal([("tapt", ["t1", "t2", "t3"])], ["g1", "g2", "g3", "g4"], 0.25, seed=0)[0][1])
+    4
+    """
+    if not 0 <= share < 1:
+        raise UserError(f"rehearsal share must be in [0, 1), got {share}")
+    if not share:
+        return phases
+    if not general:
+        raise UserError("rehearsal needs general sentences to mix in, and the corpus for them is empty")
+    rng = random.Random(seed)
+    out = []
+    for name, texts in phases:
+        k = round(share / (1 - share) * len(texts))
+        mixed = list(texts) + [general[rng.randrange(len(general))] for _ in range(k)]
+        rng.shuffle(mixed)
+        out.append((name, mixed))
+    return out
