@@ -311,8 +311,8 @@ def test_checkpoint_pick_runs_the_real_probe_in_a_cell(tmp_path, corpora, tiny_b
     assert set(pick["scores"]) == {"base", "step-4"} and all(0 <= s <= 1 for s in pick["scores"].values())
     assert pick["chosen"] in pick["scores"] and pick["probe"] == "dev-f1"
     assert not [p for p in (tmp_path / "run").rglob("work") if "probe" in p.parts]  # probe models deleted once scored
-    with pytest.raises(UserError, match="snapshots"):
-        jobs.run_inline(Workspace(tmp_path / "ws"), "experiment", {**params, "pick_checkpoint": -1}, run_dir=tmp_path / "r2")
+    with pytest.raises(UserError, match="snapshots to keep"):
+        jobs.submit(Workspace(tmp_path / "ws"), "experiment", {**params, "pick_checkpoint": -1}, start=False)
 
 
 def test_rehearsal_mixes_dc_into_every_mlm_corpus_and_names_dc_in_the_lineage(tmp_path, corpora, tiny_bert_dir, monkeypatch):
@@ -326,5 +326,5 @@ def test_rehearsal_mixes_dc_into_every_mlm_corpus_and_names_dc_in_the_lineage(tm
     assert cell["mlm_sentences"] == 12
     read = [c["name"] for p in read_lineage(cell["encoder"]).mlm_phases for c in p.corpora]
     assert any("dc" in name for name in read) and any("tc" in name for name in read)
-    with pytest.raises(UserError, match="rehearsal share"):
-        jobs.run_inline(Workspace(tmp_path / "ws"), "experiment", {**params, "rehearsal_share": 1.0}, run_dir=tmp_path / "r2")
+    with pytest.raises(UserError, match="rehearsal_share must be in"):  # refused at submit, before anything runs
+        jobs.submit(Workspace(tmp_path / "ws"), "experiment", {**params, "rehearsal_share": 1.0}, start=False)

@@ -15,7 +15,6 @@ import numpy as np
 
 from core.data.atomic import atomic_write_json
 from core.data.corpus import Corpus
-from core.errors import UserError
 from core.experiments.plan import (
     BASELINES,
     CELL_FILE,
@@ -59,9 +58,7 @@ class CellTrainer:
         self.mlm_config = mlm.preset_config(preset, **(mlm_config or {}))
         self.ner_config = ner_train.preset_config(preset, **(ner_config or {}))
         self.run_dir = Path(ctx.run_dir)
-        self.pick = int(pick or 0)
-        if self.pick < 0:
-            raise UserError(f"pick_checkpoint is the number of MLM snapshots to keep per cell, got {self.pick}")
+        self.pick = int(pick or 0)  # checked >= 0 with the job's params (ExperimentParams)
         if self.pick and not self.mlm_config.snapshot_every:
             steps = self.mlm_config.max_steps  # evenly spaced over a step-capped run; else every checkpoint
             every = max(1, steps // self.pick) if steps else self.mlm_config.checkpoint_every

@@ -164,6 +164,13 @@ class ExperimentParams:
     # a share of every MLM corpus replayed from DC (random sentences: general text for the encoder to keep; issue 26)
     rehearsal_share: float = 0.0
 
+    def __post_init__(self) -> None:  # out-of-range settings are refused when the job is submitted, not minutes in
+        if self.pick_checkpoint < 0:
+            raise UserError(f"experiment params: pick_checkpoint is the number of MLM snapshots to keep per cell "
+                            f"(0: no pick), got {self.pick_checkpoint}")
+        if not 0 <= self.rehearsal_share < 1:
+            raise UserError(f"experiment params: rehearsal_share must be in [0, 1), got {self.rehearsal_share}")
+
 
 @dataclass
 class SelftrainParams:
