@@ -123,14 +123,19 @@ def pretraining_verdicts(entries: Sequence[dict[str, Any]], scale: float = 100.0
     return out
 
 
-def pick_lines(cells: Sequence[dict[str, Any]]) -> list[str]:
-    """One line per row that picked checkpoints: in how many seeds the base encoder was kept, and which steps won."""
+def _by_row(cells: Sequence[dict[str, Any]], key: str) -> dict[str, list[dict[str, Any]]]:
+    """The cells' `key` records (pick, drift) grouped by row, in the cells' order; cells without one left out."""
     rows: dict[str, list[dict[str, Any]]] = {}
     for c in cells:
-        if c.get("pick"):
-            rows.setdefault(c["row"], []).append(c["pick"])
+        if c.get(key):
+            rows.setdefault(c["row"], []).append(c[key])
+    return rows
+
+
+def pick_lines(cells: Sequence[dict[str, Any]]) -> list[str]:
+    """One line per row that picked checkpoints: in how many seeds the base encoder was kept, and which steps won."""
     out = []
-    for row, picks in rows.items():
+    for row, picks in _by_row(cells, "pick").items():
         kept = sum(not p["helped"] for p in picks)
         won = ", ".join(p["chosen"] for p in picks if p["helped"])
         out.append(f"{row}: checkpoint pick kept the base encoder in {kept} of {len(picks)} cells (no snapshot beat it on "
@@ -140,10 +145,6 @@ def pick_lines(cells: Sequence[dict[str, Any]]) -> list[str]:
 
 def drift_lines(cells: Sequence[dict[str, Any]]) -> list[str]:
     """Per pretraining row: how far MLM moved the encoder on TC (mean over its cells), beside its F1 change."""
-    rows: dict[str, list[dict[str, Any]]] = {}
-    for c in cells:
-        if c.get("drift"):
-            rows.setdefault(c["row"], []).append(c["drift"])
     return [f"{row}: encoder drift on TC after MLM, mean of {len(ds)} cell{'s' if len(ds) != 1 else ''}: sentence cosine "
             f"{statistics.fmean(d['cosine'] for d in ds):.3f}, CKA {statistics.fmean(d['cka'] for d in ds):.3f} (1 = unchanged)"
-            for row, ds in rows.items()]
+            for row, ds in _by_row(cells, "drift").items()]
