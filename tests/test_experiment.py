@@ -300,6 +300,7 @@ def test_checkpoint_pick_in_cells_uses_the_probe_winner_and_probes_the_base_once
     out = capsys.readouterr().out
     assert probed == [] and "random: checkpoint pick kept the base encoder in 1 of 1 cells" in out
     assert "tapt: checkpoint pick kept the base encoder in 0 of 1 cells" in out and "used: step-2" in out
+    assert "tapt: encoder drift on TC after MLM, mean of 1 cell: sentence cosine" in out
 
 
 def test_checkpoint_pick_runs_the_real_probe_in_a_cell(tmp_path, corpora, tiny_bert_dir, monkeypatch):
