@@ -163,9 +163,11 @@ def main() -> int:
                              "layer_lr_decay=0.8, freeze_layers=2, lr=5e-5; repeatable; own run folder and JSON")
     parser.add_argument("--rehearsal-share", type=float, default=0.0, dest="rehearsal_share",
                         help="share of every MLM corpus made of random DC sentences (general-text replay; own run folder)")
-    parser.add_argument("--pick-checkpoint", type=int, nargs="?", const=4, default=0, dest="pick_checkpoint", metavar="N",
-                        help="keep N MLM snapshots per cell (4 when given) and fine-tune from the best by a short DEV-F1 "
-                             "probe, or from the base encoder when none beats it (own run folder and JSON)")
+    parser.add_argument("--pick-checkpoint", type=int, nargs="?", const=4, default=None, dest="pick_checkpoint", metavar="N",
+                        help="keep N MLM snapshots per cell (4 when given without N) and fine-tune from the best by a short "
+                             "DEV-F1 probe, or from the base encoder when none beats it; default: the preset's (4 in study)")
+    parser.add_argument("--no-pick-checkpoint", action="store_const", const=0, dest="pick_checkpoint",
+                        help="fine-tune from the last MLM model (the study as run before checkpoint pick was the default)")
     parser.add_argument("--out", help="result JSON (default docs/results/crossner-<domain>.json; tiny runs go to <...>-<preset>.json)")
     parser.add_argument("--status", action="store_true", help="write the JSON from the cells finished so far; run nothing")
     parser.add_argument("--merge", nargs="+", metavar="JSON", help="pool these result JSONs (one domain and preset) into --out")
@@ -190,7 +192,7 @@ def main() -> int:
     from core.experiments.study import SPLIT_SEED, crossner_protocol
     from core.experiments.summary import interval_summary
     from core.runner import jobs
-    from core.train.presets import PRESETS
+    from core.train.presets import PRESETS, experiment_settings
 
     if args.preset not in PRESETS:
         raise SystemExit(f"error: --preset must be one of {', '.join(PRESETS)}")
@@ -230,9 +232,12 @@ def main() -> int:
     if args.rehearsal_share:
         params["rehearsal_share"] = args.rehearsal_share
         variant += f"-rehearsal{args.rehearsal_share:g}"
-    if args.pick_checkpoint:  # the "does checkpoint selection make pretraining harmless?" question (issue 26)
-        params["pick_checkpoint"] = args.pick_checkpoint
-        variant += f"-pick{args.pick_checkpoint}"
+    # checkpoint pick (issue 26) names the run folder whenever it is on, as it did when it was opt-in, so a folder's
+    # name says how its cells ran: study-music-study holds the runs without pick, study-music-study-pick4 those with
+    pick = args.pick_checkpoint if args.pick_checkpoint is not None else experiment_settings(args.preset)["pick_checkpoint"]
+    params["pick_checkpoint"] = pick
+    if pick:
+        variant += f"-pick{pick}"
     run_dir = ws.runs_dir / f"study-{args.domain}-{variant}"
     out = Path(args.out) if args.out else ROOT / "docs" / "results" / (
         f"crossner-{args.domain}.json" if variant == "study" else f"crossner-{args.domain}-{variant}.json")
@@ -242,7 +247,9 @@ def main() -> int:
         summary = summarize(cells) if cells else {}
         payload = {
             "study": "CrossNER selective pretraining (issue 11)", "domain": args.domain, **git_commit(),
-            "command": " ".join([Path(sys.executable).name, *sys.argv]), "finished": result is not None, "error": error,
+            # --status records the command that continues the study, not itself
+            "command": " ".join([Path(sys.executable).name, *(a for a in sys.argv if a != "--status")]),
+            "finished": result is not None, "error": error,
             "written": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "seconds_this_run": round(time.time() - started, 1),
             "protocol": {"split_seed": SPLIT_SEED, "sizes": study.sizes(),
                          "dc_in_domain": sum(d == args.domain for d in study.dc.fields["domain"]),

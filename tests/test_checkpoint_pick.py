@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 import torch
 
 from core.data.corpus import Corpus
@@ -114,3 +115,43 @@ def test_the_runs_page_offers_the_pick_after_an_mlm_run_with_snapshots_and_shows
     assert any("pretraining did not help here" in w.value for w in at.warning)
     table = next(df.value for df in at.dataframe if "DEV F1" in getattr(df.value, "columns", []))
     assert list(table["label"]) == ["base", "step-50"]
+
+
+def test_checkpoint_pick_is_the_default_of_demo_and_study_and_off_in_paper(tmp_path, monkeypatch):
+    """Issue 26: the chosen recipe is the default; `paper` keeps the seed paper's protocol; an explicit value wins.
+    The job stores the resolved number, so params.json says what ran."""
+    from core.cli import main
+    from core.data.workspace import Workspace
+    from core.runner import jobs
+    from core.runner.kinds import validate
+
+    base = {"tc": "tc", "dc": "dc", "lc": "lc", "dev": "dev", "test": "test"}
+    picks = {p: validate("experiment", {**base, "preset": p}).pick_checkpoint for p in ("demo", "study", "paper", "tiny")}
+    assert picks == {"demo": 4, "study": 4, "paper": 0, "tiny": 0}
+    assert validate("experiment", base).pick_checkpoint == 4  # no preset named: the default preset's
+    assert validate("experiment", {**base, "preset": "study", "pick_checkpoint": 0}).pick_checkpoint == 0
+    assert validate("experiment", {**base, "preset": "paper", "pick_checkpoint": 2}).pick_checkpoint == 2
+    ws = Workspace(tmp_path / "ws")
+    job = jobs.submit(ws, "experiment", {**base, "preset": "study"}, start=False)
+    stored = json.loads((job.run_dir / "params.json").read_text("utf-8"))["params"]
+    assert stored["pick_checkpoint"] == 4
+
+    # the CLI: --no-pick-checkpoint turns it off; nothing given keeps the preset's
+    import core.commands.training as training
+
+    class Submitted(Exception):
+        pass
+
+    seen = []
+
+    def fake_run(args, kind, params, label):
+        seen.append(params)
+        raise Submitted
+
+    monkeypatch.setattr(training, "_run", fake_run)
+    monkeypatch.setattr(training, "_corpus", lambda args, ref: ref)  # no corpora in this workspace: only the flags matter
+    for extra in ([], ["--no-pick-checkpoint"], ["--pick-checkpoint"], ["--pick-checkpoint", "6"]):
+        with pytest.raises(Submitted):
+            main(["--workspace", str(ws.root), "experiment", "--tc", "tc", "--dc", "dc", "--lc", "lc", "--dev", "dev",
+                  "--test", "test", "--preset", "study", "--out", str(tmp_path / "run"), *extra])
+    assert [p["pick_checkpoint"] for p in seen] == [None, 0, 4, 6]  # None: resolved by ExperimentParams as above

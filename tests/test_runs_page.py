@@ -177,4 +177,10 @@ def test_experiment_form_submits_budgets_and_lc_sizes(runs_ws, monkeypatch):
     assert not at.exception, [e.value for e in at.exception]
     job = next(j for j in jobs.list_jobs(Workspace(runs_ws), "experiment") if j.params.get("budgets"))
     assert job.params["budgets"] == [100, 0.2] and job.params["lc_sizes"] == [0.5, 1.0]
+    assert job.params["preset"] == "demo" and job.params["pick_checkpoint"] == 4  # the preset's pick, stored resolved
+    jobs.delete(Workspace(runs_ws), job.id)
+    at.selectbox(key="exp_pick").set_value("off: the last MLM model")
+    at.button(key="FormSubmitter:exp_form-Start experiment").click().run()
+    job = next(j for j in jobs.list_jobs(Workspace(runs_ws), "experiment") if j.params.get("budgets"))
+    assert job.params["pick_checkpoint"] == 0
     jobs.delete(Workspace(runs_ws), job.id)

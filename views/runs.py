@@ -30,6 +30,8 @@ from core.train.presets import preset_help
 from ui import actor, corpus_picker, fmt_seconds, get_workspace, job_poll, run_guarded, slow_down_polling, submit_job
 
 PRESET_CHOICES = presets.preset_choices()  # the default first, then cheapest first (one list for pages and CLI)
+# checkpoint pick (ExperimentParams.pick_checkpoint): None takes the preset's (core.train.presets.EXPERIMENT)
+PICK_CHOICES = {"the preset's (on in demo and study)": None, "on: 4 snapshots": 4, "off: the last MLM model": 0}
 
 ws = get_workspace()
 st.title("Runs")
@@ -116,10 +118,12 @@ with exp_tab, st.form("exp_form"):
     e_rehearsal = c[0].number_input("Rehearsal share", 0.0, 0.9, 0.0, 0.05, key="exp_rehearsal",
                                     help="Share of every MLM corpus made of random DC sentences, replayed so the encoder "
                                          "keeps general text (CLI --rehearsal-share). 0: none.")
-    e_pick = c[1].checkbox("Pick the checkpoint by DEV F1", key="exp_pick",
-                         help="Keep 4 MLM snapshots per cell and fine-tune NER from the one, or the base encoder, that a "
-                              "short NER fine-tune scores best on DEV (one short run per candidate). The base encoder wins "
-                              "ties, so a pretraining phase that lowers DEV F1 is not used (CLI --pick-checkpoint).")
+    e_pick = c[1].selectbox("Checkpoint pick", list(PICK_CHOICES), key="exp_pick",
+                            help="Keep 4 MLM snapshots per cell and fine-tune NER from the one, or the base encoder, that a "
+                                 "short NER fine-tune scores best on DEV (one short run per candidate). The base encoder wins "
+                                 "ties, so a pretraining phase that lowers DEV F1 is not used. On by default in the demo and "
+                                 "study presets; off in paper (the seed paper's protocol) and tiny (CLI --pick-checkpoint, "
+                                 "--no-pick-checkpoint).")
     st.caption("Uses the workspace roles TC, DC, LC, DEV and TEST. Each strategy x seed x SC budget x LC size: select -> "
                "MLM on TC+SC -> NER on LC -> test F1; baselines once per seed and LC size.")
     if st.form_submit_button("Start experiment", type="primary"):
@@ -130,7 +134,7 @@ with exp_tab, st.form("exp_form"):
             params = {"tc": "tc", "dc": "dc", "lc": "lc", "dev": "dev", "test": "test", "strategies": e_strats,
                       "baselines": e_base, "seeds": seeds, "budgets": budgets or None,
                       "lc_sizes": lc_sizes or None, "preset": e_preset, "model": e_model.strip() or "default",
-                      "exclude_leaked": bool(e_exclude), "pick_checkpoint": 4 if e_pick else 0, "rehearsal_share": float(e_rehearsal)}
+                      "exclude_leaked": bool(e_exclude), "pick_checkpoint": PICK_CHOICES[e_pick], "rehearsal_share": float(e_rehearsal)}
             show_launched(submit_job("experiment", params, "runs_job"))
 
 

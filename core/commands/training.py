@@ -170,10 +170,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     x.add_argument("--exclude-leaked", action="store_true", dest="exclude_leaked",
                    help="drop selected DC sentences that duplicate DEV/TEST text (exact or near; see `leakage`) before MLM; "
                         "default: off, leaked TEST text is only warned about")
-    x.add_argument("--pick-checkpoint", type=int, nargs="?", const=4, default=0, dest="pick_checkpoint", metavar="N",
-                   help="keep N MLM snapshots per cell (default 4 when given) and fine-tune NER from the one, or the base "
+    x.add_argument("--pick-checkpoint", type=int, nargs="?", const=4, default=None, dest="pick_checkpoint", metavar="N",
+                   help="keep N MLM snapshots per cell (4 when given without N) and fine-tune NER from the one, or the base "
                         "encoder, that a short NER fine-tune scores best on DEV (one short run per candidate; the base wins "
-                        "ties, so pretraining is used only when it helped on DEV); default: off")
+                        "ties, so pretraining is used only when it helped on DEV); default: the preset's (on, 4, in demo "
+                        "and study; off in paper and tiny)")
+    x.add_argument("--no-pick-checkpoint", action="store_const", const=0, dest="pick_checkpoint",
+                   help="fine-tune from the last MLM model whatever DEV says, the seed paper's protocol "
+                        "(default: the preset's, see --pick-checkpoint)")
     x.add_argument("--rehearsal-share", type=float, default=0.0, dest="rehearsal_share", metavar="S",
                    help="mix random DC sentences into every MLM corpus as this share of it (general text replayed so the "
                         "encoder keeps what it knew; 0 <= S < 1); default: 0, none")

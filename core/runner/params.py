@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Union
 
 from core.errors import UserError
-from core.train.presets import DEFAULT_PRESET, PRESETS
+from core.train.presets import DEFAULT_PRESET, PRESETS, experiment_settings
 
 SCHEMA_VERSION = 2
 
@@ -159,13 +159,16 @@ class ExperimentParams:
     domain: str | None = None
     exclude_leaked: bool = False  # drop selected DC sentences that duplicate DEV/TEST text (core.selection.leakage) before MLM
     # keep this many MLM snapshots per cell and fine-tune NER from the one (or the base encoder) a short DEV-F1 probe
-    # scores best (core.train.checkpoint_pick), so a pretraining phase never silently hands on a worse encoder; 0: off
-    pick_checkpoint: int = 0
+    # scores best (core.train.checkpoint_pick), so a pretraining phase never silently hands on a worse encoder; 0: off;
+    # None: the preset's (core.train.presets.EXPERIMENT: on in demo and study), filled in when the job is submitted
+    pick_checkpoint: int | None = None
     # a share of every MLM corpus replayed from DC (random sentences: general text for the encoder to keep; issue 26)
     rehearsal_share: float = 0.0
 
     def __post_init__(self) -> None:  # out-of-range settings are refused when the job is submitted, not minutes in
-        if self.pick_checkpoint < 0:
+        if self.pick_checkpoint is None and self.preset in PRESETS:  # an unknown preset is refused by its own check
+            self.pick_checkpoint = experiment_settings(self.preset)["pick_checkpoint"]
+        if self.pick_checkpoint is not None and self.pick_checkpoint < 0:
             raise UserError(f"experiment params: pick_checkpoint is the number of MLM snapshots to keep per cell "
                             f"(0: no pick), got {self.pick_checkpoint}")
         if not 0 <= self.rehearsal_share < 1:

@@ -1,0 +1,204 @@
+"""Issue 26's ablation table: MLM recipe variant x CrossNER domain, from the result JSONs of scripts/crossner_study.py.
+
+Per (variant, domain): TEST F1 of no pretraining, TAPT and each selection with its 95% CI over seeds and test
+sentences, each pretraining row's paired difference against none and against TAPT (CI, p), how often checkpoint
+pick kept the base encoder, and how far MLM moved the encoder (linear CKA of TC sentence embeddings, 1 = unchanged).
+Then, per variant, the issue's criterion: on how many domains TAPT >= none and the best selection >= TAPT (point
+estimates; the intervals say how sure).
+
+The `none` row does not depend on the MLM recipe, so a variant run may leave it out (`--rows tapt,dsir,cosine`) and
+borrow it from another result of the same domain, preset and seeds: the paired tests are then recomputed from both
+runs' kept TEST predictions (same-code reruns of `none` are bit-identical on one machine), and the table says where
+`none` came from.
+
+    python scripts/ablation_table.py docs/results/crossner-*-ci.json docs/results/crossner-*-pick4.json \\
+        --out docs/results/ablation.json      # also writes ablation.md beside it
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+BASE_ROWS = ("none", "tapt", "dapt", "tapt+dapt")
+LOWER_IS_WORSE = 1e-9  # "TAPT >= none" on point estimates: equal counts as not worse
+
+
+def variant_of(params: dict[str, Any]) -> str:
+    """The recipe a study ran with, as one label: preset, MLM overrides, rehearsal and checkpoint pick."""
+    parts = [params.get("preset", "?")]
+    parts += [f"{k}={v}" for k, v in sorted((params.get("mlm_config") or {}).items())]
+    if params.get("rehearsal_share"):
+        parts.append(f"rehearsal={params['rehearsal_share']:g}")
+    if params.get("pick_checkpoint"):
+        parts.append(f"pick{params['pick_checkpoint']}")
+    return " + ".join(parts)
+
+
+def _seeds(cells: list[dict[str, Any]], row: str) -> list[int]:
+    return sorted(c["seed"] for c in cells if c["row"] == row)
+
+
+def borrow_none(result: dict[str, Any], others: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], str | None]:
+    """The result's cells, with `none` cells taken from another result of the same domain and preset when it ran none
+    itself for none of its seeds. Returns (cells, the file none came from or None)."""
+    cells = list(result.get("cells") or [])
+    if any(c["row"] == "none" for c in cells):
+        return cells, None
+    seeds = sorted({c["seed"] for c in cells})
+    for other in others:
+        if other is result or other["domain"] != result["domain"] or other["params"].get("preset") != result["params"].get("preset"):
+            continue
+        donor = [c for c in other.get("cells") or [] if c["row"] == "none" and c["seed"] in seeds]
+        if sorted(c["seed"] for c in donor) == seeds:
+            return cells + donor, other["_file"]
+    return cells, None
+
+
+def _mean(values: list[float]) -> float | None:
+    return statistics.fmean(values) if values else None
+
+
+def domain_entry(result: dict[str, Any], others: list[dict[str, Any]]) -> dict[str, Any]:
+    """One (variant, domain) entry: every row's F1 with CI and paired differences, pick and drift."""
+    from core.experiments.summary import interval_summary
+
+    cells, none_from = borrow_none(result, others)
+    summary = interval_summary(cells) if none_from else (result.get("summary") or interval_summary(cells))
+    rows: dict[str, Any] = {}
+    for e in summary:
+        row = e["row"]
+        mine = [c for c in cells if c["row"] == row]
+        picks = [c["pick"] for c in mine if c.get("pick")]
+        drifts = [c["drift"] for c in mine if c.get("drift")]
+        rows[row] = {"f1_mean": e["f1_mean"], "f1_ci": e.get("f1_ci"), "seeds": _seeds(cells, row),
+                     "vs": {b: {k: t[k] for k in ("delta", "ci", "p") if k in t} for b, t in (e.get("vs") or {}).items()},
+                     "pick_kept_base": sum(not p["helped"] for p in picks) if picks else None, "picks": len(picks) or None,
+                     "picked": [p["chosen"] for p in picks] or None,
+                     "drift_cka": _mean([d["cka"] for d in drifts]), "drift_cosine": _mean([d["cosine"] for d in drifts])}
+    selections = [r for r in rows if r not in BASE_ROWS and r != "random"]
+    best = max(selections, key=lambda r: rows[r]["f1_mean"], default=None)
+    tapt, none = rows.get("tapt"), rows.get("none")
+    return {"variant": variant_of(result["params"]), "domain": result["domain"], "file": result["_file"],
+            "none_from": none_from, "finished": bool(result.get("finished")), "command": result.get("command"),
+            "commit": result.get("commit"), "rows": rows, "best_selection": best,
+            "tapt_ge_none": None if not (tapt and none) else tapt["f1_mean"] >= none["f1_mean"] - LOWER_IS_WORSE,
+            "best_ge_tapt": None if not (best and tapt) else rows[best]["f1_mean"] >= tapt["f1_mean"] - LOWER_IS_WORSE}
+
+
+def _one_per_cell(entries: list[dict[str, Any]], results: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[str]]:
+    """One entry per (variant, domain): the run with kept predictions (intervals) first, then the one written last.
+    The others (older reruns of the same recipe) are named, not counted twice."""
+    written = {r["_file"]: r.get("written", "") for r in results}
+    best: dict[tuple[str, str], dict[str, Any]] = {}
+    for e in entries:
+        key = (e["variant"], e["domain"])
+        rank = (all(v.get("f1_ci") for v in e["rows"].values()), e["finished"], written[e["file"]])
+        if key not in best or rank > best[key]["_rank"]:
+            best[key] = {**e, "_rank": rank}
+    kept = [{k: v for k, v in e.items() if k != "_rank"} for e in best.values()]
+    files = {e["file"] for e in kept}
+    return kept, sorted(e["file"] for e in entries if e["file"] not in files)
+
+
+def build(paths: list[Path], command: str = "") -> dict[str, Any]:
+    results = []
+    for path in paths:
+        r = json.loads(path.read_text("utf-8"))
+        if not str(r.get("study", "")).startswith("CrossNER selective pretraining"):
+            print(f"skipped {path.name}: not a result of scripts/crossner_study.py", file=sys.stderr)
+            continue
+        if not r.get("cells") or r["params"].get("preset") == "tiny":
+            continue  # a study that has not finished a cell yet, or a smoke run
+        r["_file"] = str(path.relative_to(ROOT)) if path.resolve().is_relative_to(ROOT) else str(path)
+        results.append(r)
+    entries, superseded = _one_per_cell([domain_entry(r, results) for r in results], results)
+    entries.sort(key=lambda e: (e["variant"], e["domain"]))
+    criterion = {}
+    for e in entries:
+        c = criterion.setdefault(e["variant"], {"domains": [], "tapt_ge_none": 0, "best_ge_tapt": 0, "both": 0})
+        c["domains"].append(e["domain"] + ("" if e["finished"] else " (partial)"))
+        c["tapt_ge_none"] += bool(e["tapt_ge_none"])
+        c["best_ge_tapt"] += bool(e["best_ge_tapt"])
+        c["both"] += bool(e["tapt_ge_none"] and e["best_ge_tapt"])
+    return {"what": "issue 26 ablation: recipe variant x CrossNER domain (TEST F1, 95% CI over seeds and test sentences; "
+                    "paired differences vs none and vs TAPT)",
+            "command": command, "entries": entries, "superseded": superseded,
+            "criterion": criterion}
+
+
+def _f1(row: dict[str, Any] | None) -> str:
+    if not row:
+        return "–"
+    ci = row.get("f1_ci")
+    text = f"{100 * row['f1_mean']:.2f}" + (f" [{100 * ci[0]:.2f}, {100 * ci[1]:.2f}]" if ci else "")
+    return text + (f" ({len(row['seeds'])} seed{'s' if len(row['seeds']) != 1 else ''})" if len(row["seeds"]) < 3 else "")
+
+
+def _vs(row: dict[str, Any] | None, base: str) -> str:
+    t = (row or {}).get("vs", {}).get(base)
+    if not t:
+        return "–"
+    star = " *" if t["p"] < 0.05 else ""
+    return f"{100 * t['delta']:+.2f} [{100 * t['ci'][0]:+.2f}, {100 * t['ci'][1]:+.2f}] p {t['p']:.2f}{star}"
+
+
+def markdown(table: dict[str, Any]) -> str:
+    head = ["variant", "domain", "none", "TAPT", "TAPT vs none", "best selection", "best vs none", "best vs TAPT",
+            "pick kept base", "CKA (TAPT)"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for e in table["entries"]:
+        rows, best = e["rows"], e["best_selection"]
+        picks = [(r, v) for r, v in rows.items() if v.get("picks")]
+        kept = ", ".join(f"{r} {v['pick_kept_base']}/{v['picks']}" for r, v in picks) or "–"
+        cka = (rows.get("tapt") or {}).get("drift_cka")
+        cells = [e["variant"], e["domain"] + ("" if e["finished"] else " (partial)"),
+                 _f1(rows.get("none")) + (" †" if e["none_from"] else ""), _f1(rows.get("tapt")),
+                 _vs(rows.get("tapt"), "none"), f"{best}: {_f1(rows[best])}" if best else "–", _vs(rows.get(best), "none"),
+                 _vs(rows.get(best), "tapt"), kept, f"{cka:.3f}" if cka is not None else "–"]
+        lines.append("| " + " | ".join(cells) + " |")
+    lines += ["", "Points of TEST F1, mean over seeds [95% CI]; differences are paired (same seeds and test sentences), "
+              "* p < 0.05. \"best selection\" is the selection row with the highest mean (chosen after the fact: read its "
+              "interval). † none borrowed from another run of the same domain, preset and seeds.", "",
+              "| variant | domains | TAPT >= none | best selection >= TAPT | both |", "|---|---|---|---|---|"]
+    for variant, c in table["criterion"].items():
+        lines.append(f"| {variant} | {', '.join(c['domains'])} | {c['tapt_ge_none']} | {c['best_ge_tapt']} | {c['both']} |")
+    lines += ["", "Made by:", "", f"    {table['command']}", "", "from the study results made by:", ""]
+    for e in table["entries"]:  # a merged result (--merge) names each part's command
+        lines += [f"    {c}" for c in (e.get("command") if isinstance(e.get("command"), list) else [e.get("command")]) if c]
+    if table.get("superseded"):
+        lines += ["", "Older runs of the same recipe and domain, left out: " + ", ".join(table["superseded"]) + "."]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("results", nargs="+", help="result JSONs of scripts/crossner_study.py")
+    parser.add_argument("--out", help="write the table as JSON here and as Markdown beside it (.md); default: print only")
+    args = parser.parse_args(argv)
+    missing = [p for p in args.results if not Path(p).is_file()]
+    if missing:
+        print(f"error: no such result file: {', '.join(missing)}", file=sys.stderr)
+        return 2
+    argv = sys.argv[1:] if argv is None else argv
+    table = build([Path(p).resolve() for p in args.results], " ".join(["python scripts/ablation_table.py", *argv]))
+    text = markdown(table)
+    print(text)
+    if args.out:
+        out = Path(args.out)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(table, indent=2, default=float) + "\n", "utf-8")
+        out.with_suffix(".md").write_text(text, "utf-8")
+        print(f"wrote {out} and {out.with_suffix('.md')}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

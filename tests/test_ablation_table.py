@@ -1,0 +1,75 @@
+"""scripts/ablation_table.py: issue 26's variant x domain table, with `none` borrowed from another run of the domain."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+
+import ablation_table
+
+N_TEST = 60
+
+
+def _predictions(path: Path, hit_rate: float, seed: int) -> str:
+    """A predictions file: one gold PER span per sentence, found with probability `hit_rate`."""
+    rng = np.random.default_rng(seed)
+    gold = {"start": 0, "end": 1, "type": "PER"}
+    with path.open("w", encoding="utf-8") as fh:
+        for _ in range(N_TEST):
+            fh.write(json.dumps({"gold_spans": [gold], "spans": [gold] if rng.random() < hit_rate else []}) + "\n")
+    return str(path)
+
+
+def _result(tmp_path: Path, name: str, rates: dict[str, float], params: dict, seeds=(1, 2, 3)) -> Path:
+    cells = []
+    for row, rate in rates.items():
+        for seed in seeds:
+            cell = {"row": row, "seed": seed, "lc_size": 100, "budget": 0 if row in ("none", "tapt") else 290,
+                    "predictions": _predictions(tmp_path / f"{name}-{row}-{seed}.jsonl", rate, seed * 7 + len(row)), "f1": 0.0}
+            if row != "none":
+                cell["pick"] = {"helped": row != "dsir", "chosen": "base" if row == "dsir" else "step-400"}
+                cell["drift"] = {"cka": 0.7, "cosine": 0.9}
+            cells.append(cell)
+    from core.experiments.summary import interval_summary
+
+    for c in cells:  # the F1 the cell would have stored
+        c["f1"] = next(e["f1_mean"] for e in interval_summary([c], n_boot=10))
+    path = tmp_path / f"{name}.json"
+    path.write_text(json.dumps({"study": "CrossNER selective pretraining (issue 11)", "domain": "music",
+                                "params": {"preset": "study", **params}, "finished": True,
+                                "command": f"python scripts/crossner_study.py --domain music # {name}", "cells": cells}))
+    return path
+
+
+def test_variants_are_labelled_none_is_borrowed_and_the_criterion_is_counted(tmp_path, capsys):
+    base = _result(tmp_path, "study", {"none": 0.5, "tapt": 0.8, "dsir": 0.9}, {})
+    # a variant that ran only the pretraining rows: its none comes from the study of the same domain and seeds
+    variant = _result(tmp_path, "warm", {"tapt": 0.3, "dsir": 0.9}, {"mlm_config": {"head_warmup_steps": 100},
+                                                                     "pick_checkpoint": 4})
+    table = ablation_table.build([base, variant], "cmd")
+    study, warm = sorted(table["entries"], key=lambda e: e["variant"])
+    assert study["variant"] == "study" and warm["variant"] == "study + head_warmup_steps=100 + pick4"
+    assert study["none_from"] is None and warm["none_from"] == str(base)
+    assert warm["rows"]["none"]["f1_mean"] == study["rows"]["none"]["f1_mean"]  # the same cells, borrowed
+    assert warm["rows"]["tapt"]["vs"]["none"]["delta"] < 0 < study["rows"]["tapt"]["vs"]["none"]["delta"]
+    assert study["best_selection"] == "dsir" and study["tapt_ge_none"] and study["best_ge_tapt"]
+    assert not warm["tapt_ge_none"] and warm["best_ge_tapt"]
+    assert warm["rows"]["dsir"]["pick_kept_base"] == 3 and warm["rows"]["tapt"]["pick_kept_base"] == 0
+    assert abs(warm["rows"]["tapt"]["drift_cka"] - 0.7) < 1e-9
+    assert table["criterion"]["study"]["both"] == 1 and table["criterion"][warm["variant"]]["both"] == 0
+    text = ablation_table.markdown(table)
+    assert " †" in text and "dsir 3/3" in text and "--domain music # warm" in text
+
+    out = tmp_path / "out" / "ablation.json"
+    assert ablation_table.main([str(base), str(variant), "--out", str(out)]) == 0
+    assert json.loads(out.read_text())["entries"] and out.with_suffix(".md").read_text().startswith("| variant |")
+    assert ablation_table.main([str(tmp_path / "missing.json")]) == 2
+    other = tmp_path / "compare.json"  # another script's result among the files a glob passes: skipped, said so
+    other.write_text(json.dumps({"cells": [{"row": "x"}]}))
+    assert ablation_table.build([other, base], "cmd")["criterion"].keys() == {"study"}
+    assert "skipped compare.json" in capsys.readouterr().err
