@@ -142,3 +142,19 @@ def test_pretraining_verdicts_say_when_pretraining_did_not_help():
         ("tapt", "harmed", True), ("dsir", "helped", False), ("cosine", "did not help", True), ("knn", "no clear gain", False)]
     assert found[0]["text"] == ("tapt: pretraining harmed against no pretraining: -2.00 test F1 points [-3.00, -1.00], "
                                 "p = 0.004, 3 seeds")
+
+
+def test_dev_lines_compare_each_pretraining_cell_with_none_of_its_seed_and_lc_size():
+    """Issue 26: whether the DEV guard of checkpoint pick held after the full fine-tune, said without TEST."""
+    from core.experiments.summary import dev_lines, diagnostic_lines
+
+    cells = [{"row": "none", "seed": 1, "lc_size": 100, "best_dev_f1": 0.60},
+             {"row": "none", "seed": 2, "lc_size": 100, "best_dev_f1": 0.62},
+             {"row": "none", "seed": 1, "lc_size": 50, "best_dev_f1": 0.40},
+             {"row": "tapt", "seed": 1, "lc_size": 100, "best_dev_f1": 0.61},
+             {"row": "tapt", "seed": 2, "lc_size": 100, "best_dev_f1": 0.60},
+             {"row": "tapt", "seed": 1, "lc_size": 50, "best_dev_f1": 0.43},
+             {"row": "dsir", "seed": 3, "lc_size": 100, "best_dev_f1": 0.70}]  # no none of seed 3: not compared
+    assert dev_lines(cells) == ["tapt: DEV F1 after the full fine-tune +0.67 points against none (mean of 3 cells, "
+                                "each against none of its seed; below none in 1)"]
+    assert dev_lines(cells) == diagnostic_lines(cells)  # no pick or drift records in these cells

@@ -8,7 +8,7 @@ import plotly.express as px
 import streamlit as st
 
 from core.experiments.experiment import collect_results, per_type_table, results_table
-from core.experiments.summary import comparison_rows, drift_lines, interval_summary, pick_lines, pretraining_verdicts
+from core.experiments.summary import comparison_rows, diagnostic_lines, interval_summary, pretraining_verdicts
 from core.experiments.sweeps import lc_amount_frame, mlm_time_frame, sc_amount_frame, sweep_axes
 from core.review.highlight import CSS, legend_html, prediction_html, type_colors
 from core.tables import readable
@@ -47,7 +47,7 @@ else:
     entries = interval_summary(experiments[pick].get("cells", []))
     for v in pretraining_verdicts(entries):
         (st.warning if v["bad"] else st.success if v["verdict"] == "helped" else st.info)(v["text"])
-    for line in pick_lines(experiments[pick].get("cells", [])) + drift_lines(experiments[pick].get("cells", [])):
+    for line in diagnostic_lines(experiments[pick].get("cells", [])):
         st.caption(line)
     comparisons = comparison_rows(entries)
     st.markdown("**Against TAPT and no pretraining**: difference in test F1 points, its 95% CI, p-value, and the seeds a "

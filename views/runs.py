@@ -7,7 +7,7 @@ import streamlit as st
 
 from core.data.workspace import Role
 from core.experiments.plan import BASELINES, parse_amounts, parse_seeds
-from core.experiments.summary import drift_lines, pick_lines, pretraining_verdicts
+from core.experiments.summary import diagnostic_lines, pretraining_verdicts
 from core.runner import jobs
 from core.runner.jobview import (
     CHART_POLL_S,
@@ -209,7 +209,7 @@ def job_detail(job_id: str, interval: float | None) -> None:
     if job.result and job.kind == "experiment":
         for v in pretraining_verdicts(job.result.get("summary") or []):
             (st.warning if v["bad"] else st.success if v["verdict"] == "helped" else st.info)(v["text"])
-        for line in pick_lines(job.result.get("cells") or []) + drift_lines(job.result.get("cells") or []):
+        for line in diagnostic_lines(job.result.get("cells") or []):
             st.caption(line)
     if job.result and job.kind == "pick-checkpoint":
         (st.success if job.result["helped"] else st.warning)(job.result["reason"])

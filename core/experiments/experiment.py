@@ -41,7 +41,7 @@ from core.data.workspace import resolve_corpus_ref
 from core.errors import UserError
 from core.experiments.cells import ExperimentCells
 from core.experiments.plan import BASELINES, CELL_FILE, parse_strategy, resolve_amount, resolve_sc_budget, sweep_budgets
-from core.experiments.summary import comparison_rows, drift_lines, interval_summary, interval_text, pick_lines, pretraining_verdicts
+from core.experiments.summary import comparison_rows, diagnostic_lines, interval_summary, interval_text, pretraining_verdicts
 
 if TYPE_CHECKING:
     from core.runner.jobs import JobContext
@@ -132,7 +132,7 @@ def format_results(result: dict[str, Any]) -> str:
         lines += ["paired differences (test F1 points; paired two-level bootstrap over seeds and test sentences):",
                   pd.DataFrame(comparisons).to_string(index=False)]
     lines += [v["text"] for v in pretraining_verdicts(result.get("summary") or [])]
-    lines += pick_lines(result.get("cells") or []) + drift_lines(result.get("cells") or [])
+    lines += diagnostic_lines(result.get("cells") or [])
     if result.get("skipped"):
         lines.append("skipped: " + "; ".join(result["skipped"]))
     return "\n".join(lines)

@@ -143,6 +143,30 @@ def pick_lines(cells: Sequence[dict[str, Any]]) -> list[str]:
     return out
 
 
+def dev_lines(cells: Sequence[dict[str, Any]], scale: float = 100.0) -> list[str]:
+    """Per pretraining row: its converged DEV F1 against `none`'s of the same seed and LC size. Checkpoint pick
+    guards DEV F1 after a short probe; this says whether the guard held after the full fine-tune, without TEST."""
+    base = {(c["seed"], c.get("lc_size")): c["best_dev_f1"] for c in cells
+            if c["row"] == "none" and c.get("best_dev_f1") is not None}
+    rows: dict[str, list[float]] = {}
+    for c in cells:
+        key = (c["seed"], c.get("lc_size"))
+        if c["row"] != "none" and c.get("best_dev_f1") is not None and key in base:
+            rows.setdefault(c["row"], []).append(c["best_dev_f1"] - base[key])
+    out = []
+    for row, ds in rows.items():
+        below = sum(d < 0 for d in ds)
+        out.append(f"{row}: DEV F1 after the full fine-tune {scale * statistics.fmean(ds):+.2f} points against none "
+                   f"(mean of {len(ds)} cell{'s' if len(ds) != 1 else ''}, each against none of its seed; below none in {below})")
+    return out
+
+
+def diagnostic_lines(cells: Sequence[dict[str, Any]]) -> list[str]:
+    """What the log, `experiment`, the Runs page and the Results page say under the verdicts: checkpoint pick,
+    DEV F1 against none, encoder drift."""
+    return pick_lines(cells) + dev_lines(cells) + drift_lines(cells)
+
+
 def drift_lines(cells: Sequence[dict[str, Any]]) -> list[str]:
     """Per pretraining row: how far MLM moved the encoder on TC (mean over its cells), beside its F1 change."""
     return [f"{row}: encoder drift on TC after MLM, mean of {len(ds)} cell{'s' if len(ds) != 1 else ''}: sentence cosine "
