@@ -68,9 +68,10 @@ def _mean(values: list[float]) -> float | None:
 
 def domain_entry(result: dict[str, Any], others: list[dict[str, Any]]) -> dict[str, Any]:
     """One (variant, domain) entry: every row's F1 with CI and paired differences, pick and drift."""
-    from core.experiments.summary import interval_summary
+    from core.experiments.summary import dev_deltas, interval_summary
 
     cells, none_from = borrow_none(result, others)
+    dev = dev_deltas(cells)
     summary = interval_summary(cells) if none_from else (result.get("summary") or interval_summary(cells))
     rows: dict[str, Any] = {}
     for e in summary:
@@ -82,7 +83,8 @@ def domain_entry(result: dict[str, Any], others: list[dict[str, Any]]) -> dict[s
                      "vs": {b: {k: t[k] for k in ("delta", "ci", "p") if k in t} for b, t in (e.get("vs") or {}).items()},
                      "pick_kept_base": sum(not p["helped"] for p in picks) if picks else None, "picks": len(picks) or None,
                      "picked": [p["chosen"] for p in picks] or None,
-                     "drift_cka": _mean([d["cka"] for d in drifts]), "drift_cosine": _mean([d["cosine"] for d in drifts])}
+                     "drift_cka": _mean([d["cka"] for d in drifts]), "drift_cosine": _mean([d["cosine"] for d in drifts]),
+                     "dev_vs_none": _mean(dev.get(row, []))}  # converged DEV F1 minus none's, same seed
     selections = [r for r in rows if r not in BASE_ROWS and r != "random"]
     best = max(selections, key=lambda r: rows[r]["f1_mean"], default=None)
     tapt, none = rows.get("tapt"), rows.get("none")
@@ -150,9 +152,14 @@ def _vs(row: dict[str, Any] | None, base: str) -> str:
     return f"{100 * t['delta']:+.2f} [{100 * t['ci'][0]:+.2f}, {100 * t['ci'][1]:+.2f}] p {t['p']:.2f}{star}"
 
 
+def _dev(row: dict[str, Any] | None) -> str:
+    d = (row or {}).get("dev_vs_none")
+    return "–" if d is None else f"{100 * d:+.2f}"
+
+
 def markdown(table: dict[str, Any]) -> str:
     head = ["variant", "domain", "none", "TAPT", "TAPT vs none", "best selection", "best vs none", "best vs TAPT",
-            "pick kept base", "CKA (TAPT)"]
+            "DEV vs none (TAPT, best)", "pick kept base", "CKA (TAPT)"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for e in table["entries"]:
         rows, best = e["rows"], e["best_selection"]
@@ -162,10 +169,12 @@ def markdown(table: dict[str, Any]) -> str:
         cells = [e["variant"], e["domain"] + ("" if e["finished"] else " (partial)"),
                  _f1(rows.get("none")) + (" †" if e["none_from"] else ""), _f1(rows.get("tapt")),
                  _vs(rows.get("tapt"), "none"), f"{best}: {_f1(rows[best])}" if best else "–", _vs(rows.get(best), "none"),
-                 _vs(rows.get(best), "tapt"), kept, f"{cka:.3f}" if cka is not None else "–"]
+                 _vs(rows.get(best), "tapt"), " / ".join(_dev(rows.get(r)) for r in ("tapt", best)), kept,
+                 f"{cka:.3f}" if cka is not None else "–"]
         lines.append("| " + " | ".join(cells) + " |")
     lines += ["", "Points of TEST F1, mean over seeds [95% CI]; differences are paired (same seeds and test sentences), "
-              "* p < 0.05. \"best selection\" is the selection row with the highest mean (chosen after the fact: read its "
+              "* p < 0.05. DEV vs none: converged DEV F1 minus none's of the same seed (mean), the signal a user has without "
+              "TEST. \"best selection\" is the selection row with the highest mean (chosen after the fact: read its "
               "interval). † none borrowed from another run of the same domain, preset and seeds.", "",
               "| variant | domains | TAPT >= none | best selection >= TAPT | both |", "|---|---|---|---|---|"]
     for variant, c in table["criterion"].items():

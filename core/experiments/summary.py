@@ -143,9 +143,8 @@ def pick_lines(cells: Sequence[dict[str, Any]]) -> list[str]:
     return out
 
 
-def dev_lines(cells: Sequence[dict[str, Any]], scale: float = 100.0) -> list[str]:
-    """Per pretraining row: its converged DEV F1 against `none`'s of the same seed and LC size. Checkpoint pick
-    guards DEV F1 after a short probe; this says whether the guard held after the full fine-tune, without TEST."""
+def dev_deltas(cells: Sequence[dict[str, Any]]) -> dict[str, list[float]]:
+    """Per pretraining row: each cell's converged DEV F1 minus `none`'s of the same seed and LC size."""
     base = {(c["seed"], c.get("lc_size")): c["best_dev_f1"] for c in cells
             if c["row"] == "none" and c.get("best_dev_f1") is not None}
     rows: dict[str, list[float]] = {}
@@ -153,8 +152,14 @@ def dev_lines(cells: Sequence[dict[str, Any]], scale: float = 100.0) -> list[str
         key = (c["seed"], c.get("lc_size"))
         if c["row"] != "none" and c.get("best_dev_f1") is not None and key in base:
             rows.setdefault(c["row"], []).append(c["best_dev_f1"] - base[key])
+    return rows
+
+
+def dev_lines(cells: Sequence[dict[str, Any]], scale: float = 100.0) -> list[str]:
+    """Per pretraining row: its converged DEV F1 against `none`'s of the same seed and LC size. Checkpoint pick
+    guards DEV F1 after a short probe; this says whether the guard held after the full fine-tune, without TEST."""
     out = []
-    for row, ds in rows.items():
+    for row, ds in dev_deltas(cells).items():
         below = sum(d < 0 for d in ds)
         out.append(f"{row}: DEV F1 after the full fine-tune {scale * statistics.fmean(ds):+.2f} points against none "
                    f"(mean of {len(ds)} cell{'s' if len(ds) != 1 else ''}, each against none of its seed; below none in {below})")
