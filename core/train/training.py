@@ -99,8 +99,12 @@ def cpu_bf16_pays(size: int = 384, reps: int = 20) -> bool:
 
         _BF16_PAYS = False
         if cpu_has_bf16():
-            a = torch.randn(512, size)
-            b = torch.randn(size, 4 * size)
+            # a private generator: drawing from the global one here would shift every later draw of the first
+            # training run in a process (called after set_seed), so the same cell would train differently
+            # depending on whether it ran first
+            gen = torch.Generator().manual_seed(0)
+            a = torch.randn(512, size, generator=gen)
+            b = torch.randn(size, 4 * size, generator=gen)
 
             def clock(x: torch.Tensor, y: torch.Tensor) -> float:
                 x @ y  # warm-up
