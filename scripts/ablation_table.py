@@ -149,7 +149,7 @@ def _vs(row: dict[str, Any] | None, base: str) -> str:
     if not t:
         return "–"
     star = " *" if t["p"] < 0.05 else ""
-    return f"{100 * t['delta']:+.2f} [{100 * t['ci'][0]:+.2f}, {100 * t['ci'][1]:+.2f}] p {t['p']:.2f}{star}"
+    return f"{100 * t['delta']:+.2f} [{100 * t['ci'][0]:+.2f}, {100 * t['ci'][1]:+.2f}] p {t['p']:.3f}{star}"
 
 
 def _dev(row: dict[str, Any] | None) -> str:
