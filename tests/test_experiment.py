@@ -329,3 +329,28 @@ def test_rehearsal_mixes_dc_into_every_mlm_corpus_and_names_dc_in_the_lineage(tm
     assert any("dc" in name for name in read) and any("tc" in name for name in read)
     with pytest.raises(UserError, match="rehearsal_share must be in"):  # refused at submit, before anything runs
         jobs.submit(Workspace(tmp_path / "ws"), "experiment", {**params, "rehearsal_share": 1.0}, start=False)
+
+
+def test_a_run_folder_keeps_one_recipe(tmp_path, corpora, tiny_bert_dir):
+    """Issue 26 made checkpoint pick a preset default: continuing an old folder with new settings would mix two recipes
+    in one table. New cells under another recipe are refused, naming the setting; finished folders stay readable."""
+    import json
+
+    ws, run_dir = Workspace(tmp_path / "ws"), tmp_path / "run"
+    params = {**corpora, "baselines": ["none"], "seeds": [1], "model": str(tiny_bert_dir), "preset": "tiny"}
+    jobs.run_inline(ws, "experiment", params, run_dir=run_dir)
+    assert json.loads((run_dir / "recipe.json").read_text())["pick_checkpoint"] == 0  # tiny's default, recorded
+    again = jobs.run_inline(ws, "experiment", {**params, "pick_checkpoint": 2}, run_dir=run_dir)  # nothing to train
+    assert [c["seed"] for c in again["cells"]] == [1]
+    with pytest.raises(UserError, match=r"another recipe \(pick_checkpoint: 0 there, 2 now\)"):
+        jobs.run_inline(ws, "experiment", {**params, "seeds": [1, 2], "pick_checkpoint": 2}, run_dir=run_dir)
+    assert not (run_dir / "cells" / "none.lc24" / "seed-2").exists()  # refused before any cell started
+
+    # a folder from before recipe.json: its finished MLM cells say whether they picked
+    (run_dir / "recipe.json").unlink()
+    legacy = run_dir / "cells" / "tapt.lc24" / "seed-1"
+    legacy.mkdir(parents=True)
+    (legacy / "cell.json").write_text(json.dumps({"row": "tapt", "seed": 1, "key": "tapt.lc24", "f1": 0.5,
+                                                  "pick": {"chosen": "step-2", "helped": True}}))
+    with pytest.raises(UserError, match="made with checkpoint pick.*--pick-checkpoint"):
+        jobs.run_inline(ws, "experiment", {**params, "seeds": [1, 2]}, run_dir=run_dir)

@@ -20,6 +20,7 @@ from core.experiments.plan import (
     CELL_FILE,
     PICK_FILE,
     cell_key,
+    check_recipe,
     parse_strategy,
     resolve_sc_budget,
     slug,
@@ -171,6 +172,7 @@ class ExperimentCells(CellTrainer):
         self.tc, self.dc, self.test = tc, dc, test
         self._lc_subsets: dict[tuple[int, int], Corpus] = {}
         self.exclude: set[int] = set()  # DC rows that duplicate DEV/TEST text, dropped from SC (exclude_leaked)
+        self._recipe_checked = False
 
     # ------------------------------------------------------------------ folders and LC subsets
 
@@ -221,6 +223,9 @@ class ExperimentCells(CellTrainer):
         legacy = self._legacy_cell(row, seed, lc_n)
         if legacy is not None:
             return legacy
+        if not self._recipe_checked:  # only a cell still to train can mix recipes: finished folders stay readable
+            check_recipe(self.run_dir, self.params)
+            self._recipe_checked = True
         folder.mkdir(parents=True, exist_ok=True)
         t0 = time.time()
         lc = self.lc_subset(lc_n, seed)

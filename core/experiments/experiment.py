@@ -40,7 +40,14 @@ from core.data.corpus import Corpus
 from core.data.workspace import resolve_corpus_ref
 from core.errors import UserError
 from core.experiments.cells import ExperimentCells
-from core.experiments.plan import BASELINES, CELL_FILE, parse_strategy, resolve_amount, resolve_sc_budget, sweep_budgets
+from core.experiments.plan import (
+    BASELINES,
+    CELL_FILE,
+    parse_strategy,
+    resolve_amount,
+    resolve_sc_budget,
+    sweep_budgets,
+)
 from core.experiments.summary import comparison_rows, diagnostic_lines, interval_summary, interval_text, pretraining_verdicts
 
 if TYPE_CHECKING:

@@ -10,6 +10,7 @@ the folder key of each cell; shared by the experiment job, compare-sources, the 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -117,3 +118,39 @@ def cell_key(row: str, budget: int | None, lc_size: int | None) -> str:
 
 def slug(row: str) -> str:
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in row)
+
+
+RECIPE_FILE = "recipe.json"
+# What every cell of a run folder must share. Rows, seeds, SC budgets and LC sizes may grow between runs of the same
+# folder (new cells); a different encoder, preset, MLM/NER setting, checkpoint pick or rehearsal would mix two recipes
+# in one table.
+RECIPE_FIELDS = ("model", "preset", "mlm_config", "ner_config", "pick_checkpoint", "rehearsal_share", "exclude_leaked")
+
+
+def check_recipe(run_dir: str | Path, params: Any) -> None:
+    """Refuse to continue a run folder with another recipe than the one its finished cells ran with, naming each
+    differing setting; a first run records its recipe. A folder from before recipe.json is checked on checkpoint
+    pick alone, read from its finished cells (a cell that picked has a `pick` record)."""
+    import json
+
+    from core.data.atomic import atomic_write_json
+
+    folder = Path(run_dir)
+    recipe = {f: getattr(params, f) for f in RECIPE_FIELDS}
+    stored_path = folder / RECIPE_FILE
+    if stored_path.is_file():
+        stored = json.loads(stored_path.read_text("utf-8"))
+        diff = [f"{f}: {stored.get(f)!r} there, {recipe[f]!r} now" for f in RECIPE_FIELDS if stored.get(f) != recipe[f]]
+        if diff:
+            raise UserError(f"run folder {folder} holds cells of another recipe ({'; '.join(diff)}): continue it with "
+                            "the same settings, or give a new folder (--out) for this recipe")
+        return
+    mlm_cells = [json.loads(p.read_text("utf-8")) for p in folder.glob(f"cells/*/seed-*/{CELL_FILE}")]
+    mlm_cells = [c for c in mlm_cells if c.get("row") != "none"]
+    picked = {bool(c.get("pick")) for c in mlm_cells}
+    if picked and picked != {bool(recipe["pick_checkpoint"])}:
+        was = "with" if True in picked else "without"
+        raise UserError(f"run folder {folder} holds cells made {was} checkpoint pick, and this run has pick_checkpoint "
+                        f"{recipe['pick_checkpoint']} (the default of preset {recipe['preset']!r} since issue 26): continue "
+                        f"it with {'--pick-checkpoint' if was == 'with' else '--no-pick-checkpoint'}, or give a new folder")
+    atomic_write_json(stored_path, recipe)
