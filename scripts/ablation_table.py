@@ -83,6 +83,9 @@ def domain_entry(result: dict[str, Any], others: list[dict[str, Any]]) -> dict[s
                      "vs": {b: {k: t[k] for k in ("delta", "ci", "p") if k in t} for b, t in (e.get("vs") or {}).items()},
                      "pick_kept_base": sum(not p["helped"] for p in picks) if picks else None, "picks": len(picks) or None,
                      "picked": [p["chosen"] for p in picks] or None,
+                     # what the short DEV probe promised (chosen checkpoint over the base encoder): set against
+                     # dev_vs_none and TEST, it shows how far the probe's ranking carries to the full fine-tune
+                     "probe_gain": _mean([p["gain_over_base"] for p in picks if "gain_over_base" in p]),
                      "drift_cka": _mean([d["cka"] for d in drifts]), "drift_cosine": _mean([d["cosine"] for d in drifts]),
                      "dev_vs_none": _mean(dev.get(row, []))}  # converged DEV F1 minus none's, same seed
     selections = [r for r in rows if r not in BASE_ROWS and r != "random"]
@@ -152,14 +155,14 @@ def _vs(row: dict[str, Any] | None, base: str) -> str:
     return f"{100 * t['delta']:+.2f} [{100 * t['ci'][0]:+.2f}, {100 * t['ci'][1]:+.2f}] p {t['p']:.3f}{star}"
 
 
-def _dev(row: dict[str, Any] | None) -> str:
-    d = (row or {}).get("dev_vs_none")
+def _dev(row: dict[str, Any] | None, key: str = "dev_vs_none") -> str:
+    d = (row or {}).get(key)
     return "–" if d is None else f"{100 * d:+.2f}"
 
 
 def markdown(table: dict[str, Any]) -> str:
     head = ["variant", "domain", "none", "TAPT", "TAPT vs none", "best selection", "best vs none", "best vs TAPT",
-            "DEV vs none (TAPT, best)", "pick kept base", "CKA (TAPT)"]
+            "DEV vs none (TAPT, best)", "probe gain (TAPT, best)", "pick kept base", "CKA (TAPT)"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for e in table["entries"]:
         rows, best = e["rows"], e["best_selection"]
@@ -169,13 +172,15 @@ def markdown(table: dict[str, Any]) -> str:
         cells = [e["variant"], e["domain"] + ("" if e["finished"] else " (partial)"),
                  _f1(rows.get("none")) + (" †" if e["none_from"] else ""), _f1(rows.get("tapt")),
                  _vs(rows.get("tapt"), "none"), f"{best}: {_f1(rows[best])}" if best else "–", _vs(rows.get(best), "none"),
-                 _vs(rows.get(best), "tapt"), " / ".join(_dev(rows.get(r)) for r in ("tapt", best)), kept,
+                 _vs(rows.get(best), "tapt"), " / ".join(_dev(rows.get(r)) for r in ("tapt", best)),
+                 " / ".join(_dev(rows.get(r), "probe_gain") for r in ("tapt", best)), kept,
                  f"{cka:.3f}" if cka is not None else "–"]
         lines.append("| " + " | ".join(cells) + " |")
     lines += ["", "Points of TEST F1, mean over seeds [95% CI]; differences are paired (same seeds and test sentences), "
               "* p < 0.05. DEV vs none: converged DEV F1 minus none's of the same seed (mean), the signal a user has without "
-              "TEST. \"best selection\" is the selection row with the highest mean (chosen after the fact: read its "
-              "interval). † none borrowed from another run of the same domain, preset and seeds.", "",
+              "TEST. Probe gain: the short (8-epoch) DEV probe's score of the chosen checkpoint minus the base encoder's "
+              "(mean), what checkpoint pick saw when it chose. \"best selection\" is the selection row with the highest "
+              "mean (chosen after the fact: read its interval). † none borrowed from another run of the same domain, preset and seeds.", "",
               "| variant | domains | TAPT >= none | best selection >= TAPT | both |", "|---|---|---|---|---|"]
     for variant, c in table["criterion"].items():
         lines.append(f"| {variant} | {', '.join(c['domains'])} | {c['tapt_ge_none']} | {c['best_ge_tapt']} | {c['both']} |")

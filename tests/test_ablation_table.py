@@ -32,7 +32,8 @@ def _result(tmp_path: Path, name: str, rates: dict[str, float], params: dict, se
             cell = {"row": row, "seed": seed, "lc_size": 100, "budget": 0 if row in ("none", "tapt") else 290,
                     "predictions": _predictions(tmp_path / f"{name}-{row}-{seed}.jsonl", rate, seed * 7 + len(row)), "f1": 0.0}
             if row != "none":
-                cell["pick"] = {"helped": row != "dsir", "chosen": "base" if row == "dsir" else "step-400"}
+                cell["pick"] = {"helped": row != "dsir", "chosen": "base" if row == "dsir" else "step-400",
+                                "gain_over_base": 0.0 if row == "dsir" else 0.04}
                 cell["drift"] = {"cka": 0.7, "cosine": 0.9}
             cells.append(cell)
     from core.experiments.summary import interval_summary
@@ -61,9 +62,10 @@ def test_variants_are_labelled_none_is_borrowed_and_the_criterion_is_counted(tmp
     assert not warm["tapt_ge_none"] and warm["best_ge_tapt"]
     assert warm["rows"]["dsir"]["pick_kept_base"] == 3 and warm["rows"]["tapt"]["pick_kept_base"] == 0
     assert abs(warm["rows"]["tapt"]["drift_cka"] - 0.7) < 1e-9
+    assert abs(warm["rows"]["tapt"]["probe_gain"] - 0.04) < 1e-9 and warm["rows"]["dsir"]["probe_gain"] == 0.0
     assert table["criterion"]["study"]["both"] == 1 and table["criterion"][warm["variant"]]["both"] == 0
     text = ablation_table.markdown(table)
-    assert " †" in text and "dsir 3/3" in text and "--domain music # warm" in text
+    assert " †" in text and "dsir 3/3" in text and "+4.00 / +0.00" in text and "--domain music # warm" in text
 
     out = tmp_path / "out" / "ablation.json"
     assert ablation_table.main([str(base), str(variant), "--out", str(out)]) == 0
