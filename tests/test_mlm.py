@@ -106,6 +106,7 @@ def test_resume_continues_exactly(tiny_mlm_dir, tmp_path):
     logs = []
     second = train_mlm(TOY_SENTENCES, str(tiny_mlm_dir), tmp_path / "b", cfg, checkpoint_dir=tmp_path / "run", log=logs.append)
     assert second["steps"] == 5 and any("resumed from checkpoint at step 2" in m for m in logs)
+    assert not (tmp_path / "run" / "checkpoint").exists()  # the finished model is kept, its resume state is not
     from safetensors.torch import load_file
 
     a, b = load_file(str(tmp_path / "a" / "model.safetensors")), load_file(str(tmp_path / "b" / "model.safetensors"))

@@ -190,15 +190,23 @@ def test_resume_continues_exactly(tiny_bert_dir, tmp_path):
     cfg = dict(epochs=3, patience=5, checkpoint_every=2, dropout=0.1)
     train_ner(corpus, None, str(tiny_bert_dir), tmp_path / "a", preset_config("tiny", max_steps=7, **cfg))
     logs: list[str] = []
-    first = train_ner(corpus, None, str(tiny_bert_dir), tmp_path / "b", preset_config("tiny", max_steps=4, **cfg),
-                      checkpoint_dir=tmp_path / "run")
-    assert first["steps"] == 4
+
+    class Killed(Exception):
+        pass
+
+    def die_after_step_5(fraction: float, message: str = "") -> None:
+        if ", step 5," in message:
+            raise Killed()
+
+    with pytest.raises(Killed):
+        train_ner(corpus, None, str(tiny_bert_dir), tmp_path / "b", preset_config("tiny", max_steps=7, **cfg),
+                  progress=die_after_step_5, checkpoint_dir=tmp_path / "run")
+    assert (tmp_path / "run" / "checkpoint" / "COMPLETE").is_file()  # saved at step 4
     second = train_ner(corpus, None, str(tiny_bert_dir), tmp_path / "b", preset_config("tiny", max_steps=7, **cfg),
-                       checkpoint_dir=tmp_path / "run", log=logs.append)
+                       checkpoint_dir=tmp_path / "run", log=logs.append, overwrite=True)
     assert second["steps"] == 7 and any("resumed from checkpoint at step 4" in m for m in logs)
-    third = train_ner(corpus, None, str(tiny_bert_dir), tmp_path / "c", preset_config("tiny", max_steps=7, **cfg),
-                      checkpoint_dir=tmp_path / "run")
-    assert third["steps"] == 7  # a finished run resumed again trains no further
+    # a finished run keeps its model, not its resume state (optimizer moments, ~2.5x the model, twice)
+    assert not (tmp_path / "run" / "checkpoint").exists() and not (tmp_path / "run" / "checkpoint.prev").exists()
     a, b = load_ner_model(tmp_path / "a"), load_ner_model(tmp_path / "b")
     for (name, pa), (_, pb) in zip(a.state_dict().items(), b.state_dict().items()):
         assert torch.allclose(pa, pb, atol=1e-6), name

@@ -250,6 +250,8 @@ def train_mlm(texts: Sequence[str], model: str | ModelRef, out_dir: str | Path, 
         mlm.save_pretrained(tmp)
         tokenizer.save_pretrained(tmp)
         (tmp / INFO_FILE).write_text(json.dumps(info, indent=2), "utf-8")
+    if ckpt is not None:
+        ckpt.discard()  # the finished model (INFO_FILE) is what a rerun checks; the resume state is dead weight now
     if progress is not None:
         progress(1.0, f"done: {step} steps")
     log(f"MLM finished in {seconds:.1f}s: {step} steps; model in {out_dir}")

@@ -304,6 +304,8 @@ def train_ner(train: Corpus, dev: Corpus | None, model: str | ModelRef, out_dir:
     st = loop.run()
     if dev_b is None or st.best_epoch < 0:
         ner.save(out_dir, {"epoch": st.epoch})
+    if ckpt is not None:
+        ckpt.discard()  # the best model is on disk (flushed by the loop): the resume state is dead weight now
     seconds = loop.seconds
     if progress is not None:
         progress(1.0, f"done: best dev F1 {st.best:.4f}" if dev_b is not None else "done")
