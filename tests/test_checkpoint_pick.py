@@ -112,7 +112,7 @@ def test_the_runs_page_offers_the_pick_after_an_mlm_run_with_snapshots_and_shows
     jobs._update(ws, pick.id, status="done", progress=1.0, result=json.dumps(verdict))
     at = open_app(ws.root, monkeypatch, "views/runs.py")
     at.selectbox(key="runs_selected").set_value(pick.id).run()
-    assert any("pretraining did not help here" in w.value for w in at.warning)
+    assert any("pretraining did not help in the short probe" in w.value for w in at.warning)
     table = next(df.value for df in at.dataframe if "DEV F1" in getattr(df.value, "columns", []))
     assert list(table["label"]) == ["base", "step-50"]
 

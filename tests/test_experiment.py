@@ -345,6 +345,11 @@ def test_a_run_folder_keeps_one_recipe(tmp_path, corpora, tiny_bert_dir):
     with pytest.raises(UserError, match=r"another recipe \(pick_checkpoint: 0 there, 2 now\)"):
         jobs.run_inline(ws, "experiment", {**params, "seeds": [1, 2], "pick_checkpoint": 2}, run_dir=run_dir)
     assert not (run_dir / "cells" / "none.lc24" / "seed-2").exists()  # refused before any cell started
+    # how a cell runs is not its recipe: an out-of-memory retry doubles grad_accum and continues the same folder
+    retried = jobs.run_inline(ws, "experiment", {**params, "seeds": [1, 2], "ner_config": {"grad_accum": 2}}, run_dir=run_dir)
+    assert [c["seed"] for c in retried["cells"]] == [1, 2]
+    cell = run_dir / "cells" / "none.lc24" / "seed-2" / "ner"
+    assert (cell / "model").is_dir() and not (cell / "checkpoint").exists()  # a finished cell drops its resume state
 
     # a folder from before recipe.json: its finished MLM cells say whether they picked
     (run_dir / "recipe.json").unlink()
@@ -353,4 +358,4 @@ def test_a_run_folder_keeps_one_recipe(tmp_path, corpora, tiny_bert_dir):
     (legacy / "cell.json").write_text(json.dumps({"row": "tapt", "seed": 1, "key": "tapt.lc24", "f1": 0.5,
                                                   "pick": {"chosen": "step-2", "helped": True}}))
     with pytest.raises(UserError, match="made with checkpoint pick.*--pick-checkpoint"):
-        jobs.run_inline(ws, "experiment", {**params, "seeds": [1, 2]}, run_dir=run_dir)
+        jobs.run_inline(ws, "experiment", {**params, "seeds": [1, 2, 3]}, run_dir=run_dir)

@@ -173,7 +173,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     x.add_argument("--pick-checkpoint", type=int, nargs="?", const=4, default=None, dest="pick_checkpoint", metavar="N",
                    help="keep N MLM snapshots per cell (4 when given without N) and fine-tune NER from the one, or the base "
                         "encoder, that a short NER fine-tune scores best on DEV (one short run per candidate; the base wins "
-                        "ties, so pretraining is used only when it helped on DEV); default: the preset's (on, 4, in demo "
+                        "ties, so pretraining is used only when it won the short probe, which also rewards faster convergence; the "
+                        "experiment reports the converged DEV F1 against none); default: the preset's (on, 4, in demo "
                         "and study; off in paper and tiny)")
     x.add_argument("--no-pick-checkpoint", action="store_const", const=0, dest="pick_checkpoint",
                    help="fine-tune from the last MLM model whatever DEV says, the seed paper's protocol "

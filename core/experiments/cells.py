@@ -143,6 +143,7 @@ class CellTrainer:
 
         from core.train.ner_model import CONFIG_FILE
         from core.train.ner_train import train_ner
+        from core.train.training import Checkpointer
 
         out = folder / "ner" / "model"
         summary_path = folder / "ner" / "summary.json"
@@ -152,6 +153,8 @@ class CellTrainer:
                                 lambda **v: self.ctx.metric(cell=folder.parent.name, seed=seed, stage="ner", **v),
                                 checkpoint_dir=folder / "ner", overwrite=True)
             atomic_write_json(summary_path, summary)
+        # a finished cell keeps its model, not the resume state (optimizer moments twice: ~50 GB over a study)
+        Checkpointer(folder / "ner").discard()
         return str(out), json.loads(summary_path.read_text("utf-8"))
 
 

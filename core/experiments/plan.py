@@ -134,13 +134,17 @@ def check_recipe(run_dir: str | Path, params: Any) -> None:
     import json
 
     from core.data.atomic import atomic_write_json
+    from core.train.mlm import RUN_ONLY_SETTINGS
 
     folder = Path(run_dir)
     recipe = {f: getattr(params, f) for f in RECIPE_FIELDS}
+    for f in ("mlm_config", "ner_config"):  # how a cell ran (device, grad_accum after an out-of-memory retry, ...)
+        recipe[f] = {k: v for k, v in (recipe[f] or {}).items() if k not in RUN_ONLY_SETTINGS} or None  # is not what it is
     stored_path = folder / RECIPE_FILE
     if stored_path.is_file():
         stored = json.loads(stored_path.read_text("utf-8"))
-        diff = [f"{f}: {stored.get(f)!r} there, {recipe[f]!r} now" for f in RECIPE_FIELDS if stored.get(f) != recipe[f]]
+        diff = [f"{f}: {stored.get(f)!r} there, {recipe[f]!r} now" for f in RECIPE_FIELDS
+                if f in stored and stored[f] != recipe[f]]  # a field added later does not refuse older folders
         if diff:
             raise UserError(f"run folder {folder} holds cells of another recipe ({'; '.join(diff)}): continue it with "
                             "the same settings, or give a new folder (--out) for this recipe")

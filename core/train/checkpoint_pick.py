@@ -98,7 +98,7 @@ def pick_checkpoint(cands: Sequence[Candidate], probe: Callable[[Candidate], flo
     else:
         reason = (f"no checkpoint beat the base encoder on {PROBE} (base {base['score']:.4f}, best pretrained "
                   f"{best_mlm['label']} {best_mlm['score']:.4f}, {100 * (best_mlm['score'] - base['score']):+.2f} points): "
-                  "pretraining did not help here, so the base encoder is used")
+                  "pretraining did not help in the short probe, so the base encoder is used")
     log(reason)
     return {"probe": PROBE, "chosen": chosen, "helped": helped, "gain_over_base": chosen["score"] - base["score"],
             "base_score": base["score"], "scores": scored, "reason": reason}

@@ -304,7 +304,7 @@ def finished_model(out_dir: str | Path) -> bool:
 
 # Settings that do not change the trained model: a resumed job may differ in them (another machine, other logging).
 # grad_accum splits the same optimizer step into more micro-batches (the runner raises it after running out of GPU memory)
-_RUN_ONLY_SETTINGS = {"checkpoint_every", "log_every", "device", "precision", "snapshot_every", "grad_accum"}
+RUN_ONLY_SETTINGS = {"checkpoint_every", "log_every", "device", "precision", "snapshot_every", "grad_accum"}
 
 
 def check_same_recipe(target: Path, info: dict[str, Any], config: MlmConfig, sentences: int) -> None:
@@ -314,7 +314,7 @@ def check_same_recipe(target: Path, info: dict[str, Any], config: MlmConfig, sen
     stored = info.get("config") or {}
     wanted = json.loads(json.dumps(asdict(config)))
     diffs = [f"{k} {stored.get(k)!r} -> {v!r}" for k, v in wanted.items()
-             if k not in _RUN_ONLY_SETTINGS and k in stored and stored[k] != v]
+             if k not in RUN_ONLY_SETTINGS and k in stored and stored[k] != v]
     if info.get("sentences") not in (None, sentences):
         diffs.append(f"sentences {info['sentences']} -> {sentences}")
     if diffs:

@@ -304,8 +304,6 @@ def train_ner(train: Corpus, dev: Corpus | None, model: str | ModelRef, out_dir:
     st = loop.run()
     if dev_b is None or st.best_epoch < 0:
         ner.save(out_dir, {"epoch": st.epoch})
-    if ckpt is not None:
-        ckpt.discard()  # the best model is on disk (flushed by the loop): the resume state is dead weight now
     seconds = loop.seconds
     if progress is not None:
         progress(1.0, f"done: best dev F1 {st.best:.4f}" if dev_b is not None else "done")
@@ -343,6 +341,7 @@ def ner_train_job(params: NerParams, ctx: JobContext) -> dict[str, Any]:
         result["warning"] = warning
     lineage.record_ner(ws, ctx.run_id, model=params.model, train=params.train, dev=params.dev, test=params.test,
                        seed=config.seed, preset=params.preset, result=result, run_dir=ctx.run_dir, seconds=time.time() - started)
+    Checkpointer(ctx.run_dir).discard()  # only now: a retry after a failure above resumes a finished run, not retrains
     return result
 
 
