@@ -278,6 +278,9 @@ def main() -> int:
     try:
         with tqdm_progress(f"study {args.domain}") as bar:
             result = jobs.run_inline(ws, "experiment", params, run_dir=run_dir, progress=bar)
+    except UserError as exc:  # a refused setting (another recipe in this run folder, a bad value): nothing ran,
+        print(f"error: {exc}", file=sys.stderr)  # so the result JSON, perhaps another recipe's, stays as it is
+        return 2
     except BaseException as exc:
         write(None, started, error=f"{type(exc).__name__}: {exc}")
         print(f"stopped ({type(exc).__name__}); finished cells kept in {run_dir}: rerun the same command to continue", file=sys.stderr)
