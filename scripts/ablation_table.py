@@ -11,7 +11,7 @@ borrow it from another result of the same domain, preset and seeds: the paired t
 runs' kept TEST predictions (same-code reruns of `none` are bit-identical on one machine), and the table says where
 `none` came from.
 
-    python scripts/ablation_table.py docs/results/crossner-*-ci.json docs/results/crossner-*-pick4.json \\
+    python scripts/ablation_table.py docs/results/crossner-*-ci.json docs/results/crossner-*-pick.json \\
         --out docs/results/ablation.json      # also writes ablation.md beside it
 """
 

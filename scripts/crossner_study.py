@@ -4,11 +4,13 @@ For one target domain, builds the study corpora (core.experiments.study: TC = tr
 DEV = dev half A, DC = dev half B + the four other domains, TEST = test), imports them into a study
 workspace with the product's own import (Workspace.import_corpus, as `python -m core import`), runs
 the product's own `experiment` (jobs.run_inline, as `python -m core experiment`) over the rows and
-seeds, and writes docs/results/crossner-<domain>.json: the git commit, the protocol's sizes, mean ± std
+seeds, and writes docs/results/crossner-<domain>-<variant>.json (crossner-<domain>.json for the `study` preset
+without checkpoint pick; `--out` names it yourself): the git commit, the protocol's sizes, mean ± std
 of TEST F1 per row, each selection's domain precision (share of selected DC sentences from the
 target, next to random's expectation), per-type F1 per row and every cell.
 
-Resumable: the experiment keeps its run folder (WORKSPACE/runs/study-<domain>-<preset>); a finished
+Resumable: the experiment keeps its run folder (WORKSPACE/runs/study-<domain>-<variant>: the preset, then
+any MLM override, rehearsal and checkpoint pick, e.g. study-music-study-pick4 under the default); a finished
 cell is skipped and an interrupted one resumes from its checkpoints, so rerunning the same command
 after a session ends continues where it stopped. The JSON is rewritten after every run, partial
 results marked as such.
@@ -168,7 +170,8 @@ def main() -> int:
                              "DEV-F1 probe, or from the base encoder when none beats it; default: the preset's (4 in study)")
     parser.add_argument("--no-pick-checkpoint", action="store_const", const=0, dest="pick_checkpoint",
                         help="fine-tune from the last MLM model (the study as run before checkpoint pick was the default)")
-    parser.add_argument("--out", help="result JSON (default docs/results/crossner-<domain>.json; tiny runs go to <...>-<preset>.json)")
+    parser.add_argument("--out", help="result JSON (default docs/results/crossner-<domain>-<variant>.json, the run "
+                        "folder's variant, e.g. crossner-music-study-pick4.json)")
     parser.add_argument("--status", action="store_true", help="write the JSON from the cells finished so far; run nothing")
     parser.add_argument("--merge", nargs="+", metavar="JSON", help="pool these result JSONs (one domain and preset) into --out")
     args = parser.parse_args()
