@@ -138,8 +138,9 @@ def check_recipe(run_dir: str | Path, params: Any) -> None:
 
     folder = Path(run_dir)
     recipe = {f: getattr(params, f) for f in RECIPE_FIELDS}
-    for f in ("mlm_config", "ner_config"):  # how a cell ran (device, grad_accum after an out-of-memory retry, ...)
-        recipe[f] = {k: v for k, v in (recipe[f] or {}).items() if k not in RUN_ONLY_SETTINGS} or None  # is not what it is
+    # how a cell runs (device, grad_accum raised after an out-of-memory retry, ...) is not part of its recipe
+    for f in ("mlm_config", "ner_config"):
+        recipe[f] = {k: v for k, v in (recipe[f] or {}).items() if k not in RUN_ONLY_SETTINGS} or None
     stored_path = folder / RECIPE_FILE
     if stored_path.is_file():
         stored = json.loads(stored_path.read_text("utf-8"))
