@@ -7,9 +7,9 @@ Then, per variant, the issue's criterion: on how many domains TAPT >= none and t
 estimates; the intervals say how sure).
 
 The `none` row does not depend on the MLM recipe, so a variant run may leave it out (`--rows tapt,dsir,cosine`) and
-borrow it from another result of the same domain, preset and seeds: the paired tests are then recomputed from both
-runs' kept TEST predictions (same-code reruns of `none` are bit-identical on one machine), and the table says where
-`none` came from.
+borrow it from another result of the same domain, encoder, preset, NER settings and seeds: the paired tests are then
+recomputed from both runs' kept TEST predictions (same-code reruns of `none` are bit-identical on one machine), and
+the table says where `none` came from.
 
     python scripts/ablation_table.py docs/results/crossner-*-ci.json docs/results/crossner-*-pick.json \\
         --out docs/results/ablation.json      # also writes ablation.md beside it
@@ -32,8 +32,11 @@ LOWER_IS_WORSE = 1e-9  # "TAPT >= none" on point estimates: equal counts as not 
 
 
 def variant_of(params: dict[str, Any]) -> str:
-    """The recipe a study ran with, as one label: preset, MLM overrides, rehearsal and checkpoint pick."""
+    """The recipe a study ran with, as one label: encoder (when not the default), preset, MLM overrides, rehearsal and
+    checkpoint pick."""
     parts = [params.get("preset", "?")]
+    if (params.get("model") or "default") != "default":
+        parts.insert(0, str(params["model"]))
     parts += [f"{k}={v}" for k, v in sorted((params.get("mlm_config") or {}).items())]
     if params.get("rehearsal_share"):
         parts.append(f"rehearsal={params['rehearsal_share']:g}")
@@ -47,14 +50,19 @@ def _seeds(cells: list[dict[str, Any]], row: str) -> list[int]:
 
 
 def borrow_none(result: dict[str, Any], others: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], str | None]:
-    """The result's cells, with `none` cells taken from another result of the same domain and preset when it ran none
-    itself for none of its seeds. Returns (cells, the file none came from or None)."""
+    """The result's cells, with `none` cells taken from another result of the same domain and of a recipe that trains
+    `none` the same way (encoder, preset, NER settings: plan.NONE_RECIPE_FIELDS) when it ran none itself for none of
+    its seeds. Returns (cells, the file none came from or None)."""
+    from core.experiments.plan import NONE_RECIPE_FIELDS, recipe_differences, recipe_of
+
     cells = list(result.get("cells") or [])
     if any(c["row"] == "none" for c in cells):
         return cells, None
     seeds = sorted({c["seed"] for c in cells})
+    mine = recipe_of(result["params"], NONE_RECIPE_FIELDS)
     for other in others:
-        if other is result or other["domain"] != result["domain"] or other["params"].get("preset") != result["params"].get("preset"):
+        if other is result or other["domain"] != result["domain"] or recipe_differences(
+                mine, recipe_of(other["params"], NONE_RECIPE_FIELDS)):
             continue
         donor = [c for c in other.get("cells") or [] if c["row"] == "none" and c["seed"] in seeds]
         if sorted(c["seed"] for c in donor) == seeds:

@@ -91,16 +91,21 @@ def selection_precision(ws, cells: list[dict[str, Any]], domain: str) -> dict[st
 
 
 def merge_results(paths: list[Path], out: Path) -> dict[str, Any]:
-    """Pool result JSONs of one domain and preset (e.g. one per seed) into one: cells concatenated
+    """Pool result JSONs of one domain and recipe (e.g. one per seed) into one: cells concatenated
     (a (row, seed) present twice is an error), rows and per-type F1 recomputed, each row's domain
     precision averaged over the parts that saved a selection for it."""
     from core.experiments.experiment import summarize
+    from core.experiments.plan import recipe_differences, recipe_of
     from core.experiments.summary import interval_summary
 
     parts = [json.loads(Path(p).read_text("utf-8")) for p in paths]
-    keys = {(p["domain"], p["params"].get("preset")) for p in parts}
-    if len(keys) != 1:
-        raise SystemExit(f"error: can only merge one domain and preset, got {sorted(keys)}")
+    for path, part in zip(paths[1:], parts[1:]):  # one domain and one recipe (encoder, preset, MLM settings, pick, ...)
+        diff = recipe_differences(recipe_of(parts[0]["params"]), recipe_of(part["params"]))
+        if part["domain"] != parts[0]["domain"]:
+            diff.insert(0, f"domain: {parts[0]['domain']!r} there, {part['domain']!r} now")
+        if diff:
+            raise SystemExit(f"error: {path} is another study than {paths[0]} ({'; '.join(diff)}): "
+                             "merge only parts of one domain and recipe")
     cells: list[dict[str, Any]] = []
     seen: set[tuple[Any, ...]] = set()
     for path, part in zip(paths, parts):
@@ -150,6 +155,45 @@ def _number(text: str) -> Any:
     return text
 
 
+def recipe_variant(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
+    """The recipe settings of the study's params beyond the preset (encoder, MLM overrides, rehearsal, checkpoint pick)
+    and the variant that names its run folder and JSON: every setting that changes how cells train is in the name,
+    so two recipes never share a folder. A bad setting raises UserError here, before any work."""
+    from core.errors import UserError
+    from core.experiments.plan import slug
+    from core.train.mlm import preset_config
+    from core.train.presets import experiment_settings
+
+    recipe: dict[str, Any] = {}
+    variant = args.preset
+    if args.model != "default":  # another encoder: its own run folder and JSON, named after it
+        variant = f"{slug(Path(args.model).name or args.model)}-{variant}"
+    if args.mlm_steps:  # the "is MLM too short?" question: same cells with a longer MLM, in their own run folder
+        recipe["mlm_config"] = {"max_steps": args.mlm_steps}
+        variant += f"-mlm{args.mlm_steps}"
+    for item in args.mlm:  # recipe variants (issue 26's ablation): each setting names the run folder
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise UserError(f"--mlm {item!r}: expected KEY=VALUE")
+        recipe.setdefault("mlm_config", {})[key.strip()] = _number(value.strip())
+        variant += f"-{key.strip()}{value.strip()}"
+    if recipe.get("mlm_config"):
+        try:
+            preset_config(args.preset, **recipe["mlm_config"])  # an unknown or bad setting stops here
+        except (UserError, TypeError, ValueError) as exc:
+            raise UserError(f"--mlm: {exc}") from exc
+    if args.rehearsal_share:
+        recipe["rehearsal_share"] = args.rehearsal_share
+        variant += f"-rehearsal{args.rehearsal_share:g}"
+    # checkpoint pick (issue 26) names the run folder whenever it is on, as it did when it was opt-in, so a folder's
+    # name says how its cells ran: study-music-study holds the runs without pick, study-music-study-pick4 those with
+    pick = args.pick_checkpoint if args.pick_checkpoint is not None else experiment_settings(args.preset)["pick_checkpoint"]
+    recipe["pick_checkpoint"] = pick
+    if pick:
+        variant += f"-pick{pick}"
+    return recipe, variant
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--domain", default="music", help="target CrossNER domain (ai, literature, music, politics, science)")
@@ -158,7 +202,8 @@ def main() -> int:
     parser.add_argument("--preset", default="study", help="training preset of every cell (core.train.presets.PRESETS)")
     parser.add_argument("--rows", default=",".join(ROWS), help="baselines (none, tapt, dapt, tapt+dapt) and selection strategies")
     parser.add_argument("--budget", help="SC size (count or ratio of DC); default |TC|, TC:SC 1:1 as in the seed paper")
-    parser.add_argument("--model", default="default")
+    parser.add_argument("--model", default="default", help="encoder: default (the embedded MiniLM), a Hugging Face id or a "
+                        "local folder; another than the default names the run folder and JSON (study-music-<name>-study-pick4)")
     parser.add_argument("--mlm-steps", type=int, help="MLM step cap of every cell instead of the preset's (own run folder and JSON)")
     parser.add_argument("--mlm", action="append", default=[], metavar="KEY=VALUE",
                         help="an MLM recipe setting of every cell (core.train.mlm.MlmConfig), e.g. head_warmup_steps=100, "
@@ -167,13 +212,14 @@ def main() -> int:
                         help="share of every MLM corpus made of random DC sentences (general-text replay; own run folder)")
     parser.add_argument("--pick-checkpoint", type=int, nargs="?", const=4, default=None, dest="pick_checkpoint", metavar="N",
                         help="keep N MLM snapshots per cell (4 when given without N) and fine-tune from the best by a short "
-                             "DEV-F1 probe, or from the base encoder when none beats it; default: the preset's (4 in study)")
+                             "DEV-F1 probe, or from the base encoder when none beats it; default: the preset's (core.train.presets."
+                             "pick_defaults: 4 in study)")
     parser.add_argument("--no-pick-checkpoint", action="store_const", const=0, dest="pick_checkpoint",
                         help="fine-tune from the last MLM model (the study as run before checkpoint pick was the default)")
     parser.add_argument("--out", help="result JSON (default docs/results/crossner-<domain>-<variant>.json, the run "
                         "folder's variant, e.g. crossner-music-study-pick4.json)")
     parser.add_argument("--status", action="store_true", help="write the JSON from the cells finished so far; run nothing")
-    parser.add_argument("--merge", nargs="+", metavar="JSON", help="pool these result JSONs (one domain and preset) into --out")
+    parser.add_argument("--merge", nargs="+", metavar="JSON", help="pool these result JSONs (one domain and recipe) into --out")
     args = parser.parse_args()
     if args.merge:
         if not args.out:
@@ -195,7 +241,7 @@ def main() -> int:
     from core.experiments.study import SPLIT_SEED, crossner_protocol
     from core.experiments.summary import interval_summary
     from core.runner import jobs
-    from core.train.presets import PRESETS, experiment_settings
+    from core.train.presets import PRESETS
 
     if args.preset not in PRESETS:
         raise SystemExit(f"error: --preset must be one of {', '.join(PRESETS)}")
@@ -213,34 +259,12 @@ def main() -> int:
     params = {**{r: names[r] for r in ("tc", "dc", "lc", "dev", "test")},
               "baselines": [r for r in rows if r in BASELINES], "strategies": [r for r in rows if r not in BASELINES],
               "seeds": seeds, "budget": args.budget, "model": args.model, "preset": args.preset, "domain": args.domain}
-    variant = args.preset
-    if args.mlm_steps:  # the "is MLM too short?" question: same cells with a longer MLM, in their own run folder
-        params["mlm_config"] = {"max_steps": args.mlm_steps}
-        variant += f"-mlm{args.mlm_steps}"
-    for item in args.mlm:  # recipe variants (issue 26's ablation): each setting names the run folder
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            print(f"error: --mlm {item!r}: expected KEY=VALUE", file=sys.stderr)
-            return 2
-        params.setdefault("mlm_config", {})[key.strip()] = _number(value.strip())
-        variant += f"-{key.strip()}{value.strip()}"
-    if params.get("mlm_config"):
-        from core.train.mlm import preset_config
-
-        try:
-            preset_config(args.preset, **params["mlm_config"])  # an unknown or bad setting stops here, before any work
-        except (UserError, TypeError, ValueError) as exc:
-            print(f"error: --mlm: {exc}", file=sys.stderr)
-            return 2
-    if args.rehearsal_share:
-        params["rehearsal_share"] = args.rehearsal_share
-        variant += f"-rehearsal{args.rehearsal_share:g}"
-    # checkpoint pick (issue 26) names the run folder whenever it is on, as it did when it was opt-in, so a folder's
-    # name says how its cells ran: study-music-study holds the runs without pick, study-music-study-pick4 those with
-    pick = args.pick_checkpoint if args.pick_checkpoint is not None else experiment_settings(args.preset)["pick_checkpoint"]
-    params["pick_checkpoint"] = pick
-    if pick:
-        variant += f"-pick{pick}"
+    try:
+        recipe, variant = recipe_variant(args)
+    except UserError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    params.update(recipe)
     run_dir = ws.runs_dir / f"study-{args.domain}-{variant}"
     out = Path(args.out) if args.out else ROOT / "docs" / "results" / (
         f"crossner-{args.domain}.json" if variant == "study" else f"crossner-{args.domain}-{variant}.json")

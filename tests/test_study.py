@@ -108,10 +108,10 @@ def _study_script():
     return module
 
 
-def _part(tmp_path, seed: int, f1s: dict[str, float], name: str | None = None):
+def _part(tmp_path, seed: int, f1s: dict[str, float], name: str | None = None, **params):
     cells = [{"row": row, "seed": seed, "f1": f1, "per_type": {"band": {"f1": f1}}} for row, f1 in f1s.items()]
     part = {"domain": "music", "commit": f"c{seed}", "dirty_files": [], "command": f"python x --seeds {seed}",
-            "finished": True, "error": None, "params": {"preset": "study", "seeds": [seed]}, "seconds_this_run": 1.0,
+            "finished": True, "error": None, "params": {"preset": "study", "seeds": [seed], **params}, "seconds_this_run": 1.0,
             "run_dir": f"/ws{seed}", "protocol": {"split_seed": 7},
             "domain_precision": {"cosine": {"domain_precision": 0.5 + 0.1 * seed, "selection_key": f"k{seed}"}},
             "rows": {}, "per_type_f1": {}, "cells": cells}
@@ -133,3 +133,36 @@ def test_study_parts_merge_into_one_summary(tmp_path):
     again = _part(tmp_path, 1, {"none": 0.9}, name="again.json")
     with pytest.raises(SystemExit, match="row none seed 1"):
         study.merge_results([*parts, again], tmp_path / "bad.json")
+    # parts of two recipes are two studies, whatever their seeds: pick off here (a file from before the field) and
+    # pick 0 there are one recipe; another pick, MLM setting or encoder is refused, naming it
+    same = _part(tmp_path, 3, {"none": 0.6}, name="same.json", pick_checkpoint=0, model="default")
+    assert study.merge_results([*parts, same], tmp_path / "ok.json")["params"]["seeds"] == [1, 2, 3]
+    for other, named in (({"pick_checkpoint": 4}, "pick_checkpoint: None there, 4 now"),
+                         ({"mlm_config": {"max_steps": 1200}}, "mlm_config"), ({"model": "bert-base-cased"}, "model")):
+        with pytest.raises(SystemExit, match=named):
+            study.merge_results([*parts, _part(tmp_path, 3, {"none": 0.6}, name="other.json", **other)], tmp_path / "bad.json")
+
+
+def test_every_recipe_setting_names_the_study_run_folder():
+    """Two recipes never share a run folder or JSON: the encoder, MLM overrides, rehearsal and checkpoint pick each
+    name the variant; the default recipe keeps the names older results were written under."""
+    import argparse
+
+    from core.errors import UserError
+
+    study = _study_script()
+
+    def variant(**kw):
+        args = {"preset": "study", "model": "default", "mlm_steps": None, "mlm": [], "rehearsal_share": 0.0,
+                "pick_checkpoint": None, **kw}
+        return study.recipe_variant(argparse.Namespace(**args))
+
+    assert variant() == ({"pick_checkpoint": 4}, "study-pick4")  # study's default since issue 26
+    assert variant(pick_checkpoint=0)[1] == "study" and variant(preset="paper")[1] == "paper"
+    recipe, name = variant(model="/models/bert-base-cased", mlm=["lr=5e-5"], mlm_steps=100, rehearsal_share=0.2)
+    assert name == "bert-base-cased-study-mlm100-lr5e-5-rehearsal0.2-pick4"
+    assert recipe["mlm_config"] == {"max_steps": 100, "lr": 5e-5} and recipe["rehearsal_share"] == 0.2
+    with pytest.raises(UserError, match="--mlm 'lr': expected KEY=VALUE"):
+        variant(mlm=["lr"])
+    with pytest.raises(UserError, match="--mlm"):
+        variant(mlm=["no_such_setting=1"])

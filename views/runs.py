@@ -31,7 +31,7 @@ from ui import actor, corpus_picker, fmt_seconds, get_workspace, job_poll, run_g
 
 PRESET_CHOICES = presets.preset_choices()  # the default first, then cheapest first (one list for pages and CLI)
 # checkpoint pick (ExperimentParams.pick_checkpoint): None takes the preset's (core.train.presets.EXPERIMENT)
-PICK_CHOICES = {"the preset's (on in demo and study)": None, "on: 4 snapshots": 4, "off: the last MLM model": 0}
+PICK_CHOICES = {f"the preset's ({presets.pick_defaults()})": None, "on: 4 snapshots": 4, "off: the last MLM model": 0}
 
 ws = get_workspace()
 st.title("Runs")

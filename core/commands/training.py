@@ -17,7 +17,7 @@ from core.data.workspace import Workspace, resolve_corpus_ref
 from core.errors import UserError
 from core.experiments.plan import BASELINES
 from core.runner.params import ExperimentParams, MlmParams, NerParams, PickParams, PredictParams, field_default
-from core.train.presets import DEFAULT_PRESET, PRESETS, preset_help
+from core.train.presets import DEFAULT_PRESET, PRESETS, pick_defaults, preset_help
 
 
 def _run(args: argparse.Namespace, kind: str, params: dict, desc: str) -> dict:
@@ -174,8 +174,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="keep N MLM snapshots per cell (4 when given without N) and fine-tune NER from the one, or the base "
                         "encoder, that a short NER fine-tune scores best on DEV (one short run per candidate; the base wins "
                         "ties, so pretraining is used only when it won the short probe, which also rewards faster convergence; the "
-                        "experiment reports the converged DEV F1 against none); default: the preset's (on, 4, in demo "
-                        "and study; off in paper and tiny)")
+                        f"experiment reports the converged DEV F1 against none); default: the preset's ({pick_defaults()})")
     x.add_argument("--no-pick-checkpoint", action="store_const", const=0, dest="pick_checkpoint",
                    help="fine-tune from the last MLM model whatever DEV says, the seed paper's protocol "
                         "(default: the preset's, see --pick-checkpoint)")

@@ -125,6 +125,33 @@ RECIPE_FILE = "recipe.json"
 # folder (new cells); a different encoder, preset, MLM/NER setting, checkpoint pick or rehearsal would mix two recipes
 # in one table.
 RECIPE_FIELDS = ("model", "preset", "mlm_config", "ner_config", "pick_checkpoint", "rehearsal_share", "exclude_leaked")
+# What a cell without pretraining (`none`) depends on: two recipes that agree here share their `none` cells.
+NONE_RECIPE_FIELDS = ("model", "preset", "ner_config")
+
+
+def recipe_of(params: Any, fields: tuple[str, ...] = RECIPE_FIELDS) -> dict[str, Any]:
+    """The recipe of an experiment's params (ExperimentParams, or the params dict a result JSON or recipe.json keeps):
+    how a cell runs (device, grad_accum raised after an out-of-memory retry, ...) is not part of it."""
+    from core.train.mlm import RUN_ONLY_SETTINGS
+
+    def get(f: str) -> Any:
+        return params.get(f) if isinstance(params, dict) else getattr(params, f, None)
+
+    recipe = {f: get(f) for f in fields}
+    for f in ("mlm_config", "ner_config"):
+        if f in recipe:
+            recipe[f] = {k: v for k, v in (recipe[f] or {}).items() if k not in RUN_ONLY_SETTINGS} or None
+    if "model" in recipe:
+        recipe["model"] = recipe["model"] or "default"
+    return recipe
+
+
+def recipe_differences(there: dict[str, Any], now: dict[str, Any]) -> list[str]:
+    """Each setting two recipes (recipe_of) both name and set differently, as "field: X there, Y now". An off setting
+    (no pick, no rehearsal, no overrides) equals its absence, so a file from before a field compares equal. The one
+    place two recipes are compared: the run folder's check, merging study results, borrowing `none` cells."""
+    return [f"{f}: {there[f]!r} there, {now[f]!r} now" for f in there
+            if f in now and (there[f] or None) != (now[f] or None)]
 
 
 def check_recipe(run_dir: str | Path, params: Any) -> None:
@@ -134,18 +161,14 @@ def check_recipe(run_dir: str | Path, params: Any) -> None:
     import json
 
     from core.data.atomic import atomic_write_json
-    from core.train.mlm import RUN_ONLY_SETTINGS
 
     folder = Path(run_dir)
-    recipe = {f: getattr(params, f) for f in RECIPE_FIELDS}
-    # how a cell runs (device, grad_accum raised after an out-of-memory retry, ...) is not part of its recipe
-    for f in ("mlm_config", "ner_config"):
-        recipe[f] = {k: v for k, v in (recipe[f] or {}).items() if k not in RUN_ONLY_SETTINGS} or None
+    recipe = recipe_of(params)
     stored_path = folder / RECIPE_FILE
     if stored_path.is_file():
-        stored = json.loads(stored_path.read_text("utf-8"))
-        diff = [f"{f}: {stored.get(f)!r} there, {recipe[f]!r} now" for f in RECIPE_FIELDS
-                if f in stored and stored[f] != recipe[f]]  # a field added later does not refuse older folders
+        raw = json.loads(stored_path.read_text("utf-8"))
+        # only the fields the file names: a field added to the recipe later does not refuse older folders
+        diff = recipe_differences(recipe_of(raw, tuple(f for f in RECIPE_FIELDS if f in raw)), recipe)
         if diff:
             raise UserError(f"run folder {folder} holds cells of another recipe ({'; '.join(diff)}): continue it with "
                             "the same settings, or give a new folder (--out) for this recipe")
@@ -157,5 +180,6 @@ def check_recipe(run_dir: str | Path, params: Any) -> None:
         was = "with" if True in picked else "without"
         raise UserError(f"run folder {folder} holds cells made {was} checkpoint pick, and this run has pick_checkpoint "
                         f"{recipe['pick_checkpoint']} (the default of preset {recipe['preset']!r} since issue 26): continue "
-                        f"it with {'--pick-checkpoint' if was == 'with' else '--no-pick-checkpoint'}, or give a new folder")
+                        f"it with {'--pick-checkpoint' if was == 'with' else '--no-pick-checkpoint'} (Runs page: Checkpoint "
+                        f"pick {'on' if was == 'with' else 'off'}), or give a new folder")
     atomic_write_json(stored_path, recipe)

@@ -160,7 +160,7 @@ class ExperimentParams:
     exclude_leaked: bool = False  # drop selected DC sentences that duplicate DEV/TEST text (core.selection.leakage) before MLM
     # keep this many MLM snapshots per cell and fine-tune NER from the one (or the base encoder) a short DEV-F1 probe
     # scores best (core.train.checkpoint_pick), so a pretraining phase never silently hands on a worse encoder; 0: off;
-    # None: the preset's (core.train.presets.EXPERIMENT: on in demo and study), filled in when the job is submitted
+    # None: the preset's (core.train.presets.EXPERIMENT, pick_defaults), filled in when the job is submitted
     pick_checkpoint: int | None = None
     # a share of every MLM corpus replayed from DC (random sentences: general text for the encoder to keep; issue 26)
     rehearsal_share: float = 0.0

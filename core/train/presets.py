@@ -87,10 +87,11 @@ NOTES: dict[str, dict[str, str]] = {
     "experiment": {
         "tiny": "~4 min per cell on CrossNER music size (7 cells in 1,816 s on 2 cores, other work running; "
                 "docs/results/crossner-music-tiny.json): embedding, selection and evaluation dominate, not the training",
-        "demo": "~5 min per cell on the demo (200 MLM steps + NER; checkpoint pick on: 5 short DEV probes per MLM cell)",
+        "demo": "~5 min per cell on the demo (200 MLM steps + NER; checkpoint pick on: 4 short DEV probes per MLM "
+                "cell, the base encoder's once per seed)",
         "study": "~9 min per MLM+NER cell alone on 2 free CPU cores with bf16 (~12-14 min without; more while other jobs "
                  "run), ~1.5 min on an H100; ~2-4 min for `none` (CrossNER music size; see scripts/crossner_study.py); "
-                 "checkpoint pick on (5 short DEV probes per MLM cell)",
+                 "checkpoint pick on (4 short DEV probes per MLM cell, the base encoder's once per seed)",
         "paper": "hours per cell; the seed paper's protocol as it was (no checkpoint pick)",
     },
 }
@@ -120,6 +121,16 @@ def ner_settings(name: str = DEFAULT_PRESET, **overrides: Any) -> dict[str, Any]
 def experiment_settings(name: str = DEFAULT_PRESET, **overrides: Any) -> dict[str, Any]:
     """The experiment preset's settings (checkpoint pick) with the overrides that are set (None keeps the preset's)."""
     return _settings(EXPERIMENT, name, "experiment", overrides)
+
+
+def pick_defaults() -> str:
+    """Which presets pick a checkpoint by default, read from EXPERIMENT, for help texts and labels
+    ("on (4 snapshots) in demo and study; off in paper and tiny")."""
+    on = [name for name in PRESETS if EXPERIMENT[name]["pick_checkpoint"]]
+    off = [name for name in PRESETS if not EXPERIMENT[name]["pick_checkpoint"]]
+    counts = sorted({EXPERIMENT[name]["pick_checkpoint"] for name in on})
+    parts = [f"on ({'/'.join(map(str, counts))} snapshots) in {' and '.join(on)}"] if on else []
+    return "; ".join(parts + ([f"off in {' and '.join(off)}"] if off else []))
 
 
 def preset_help(command: str) -> str:
