@@ -268,10 +268,12 @@ def test_checkpoint_pick_in_cells_uses_the_probe_winner_and_probes_the_base_once
     monkeypatch.setenv("NERSELECT_TORCH_THREADS", "1")
     winners = {"tapt": "step-2", "random": "base"}  # planted probe scores: tapt's first snapshot wins, random's none
     probed: list[str] = []
+    sizes: list[int] = []
 
-    def fake_score(self, cand, work, seed):  # work: RUN/pretrain/KEY/seed-N/mlm/probe/LABEL/work for a snapshot
+    def fake_score(self, cand, work, seed, lc):  # work: RUN/pretrain/KEY/seed-N/mlm/probe/LABEL/work for a snapshot
         row = work.parents[4].name.split(".")[0] if cand.step is not None else "base"
         probed.append(row)
+        sizes.append(len(lc))
         return 0.9 if row != "base" and winners[row] == cand.label else 0.5
 
     monkeypatch.setattr(CellTrainer, "short_fine_tune", fake_score)
@@ -301,6 +303,14 @@ def test_checkpoint_pick_in_cells_uses_the_probe_winner_and_probes_the_base_once
     assert probed == [] and "random: checkpoint pick kept the base encoder in 1 of 1 cells" in out
     assert "tapt: checkpoint pick kept the base encoder in 0 of 1 cells" in out and "used: step-2" in out
     assert "tapt: encoder drift on TC after MLM, mean of 1 cell: sentence cosine" in out
+
+    # an LC-size sweep: each size's cell chooses with the labels it has, not all of LC; the MLM model is shared
+    sizes.clear()
+    sweep = jobs.run_inline(ws, "experiment", {**params, "strategies": [], "baselines": ["tapt"], "lc_sizes": [12, 24]},
+                            run_dir=tmp_path / "sweep")
+    assert sorted(set(sizes)) == [12, 24] and sizes.count(12) == 3  # base, step-2 and step-4 probed on 12 sentences
+    assert [c["lc_size"] for c in sweep["cells"]] == [12, 24] and all(c["pick"]["chosen"] == "step-2" for c in sweep["cells"])
+    assert (tmp_path / "sweep" / "pretrain" / "tapt" / "seed-1" / "mlm" / "pick.lc12.json").is_file()
 
 
 def test_checkpoint_pick_runs_the_real_probe_in_a_cell(tmp_path, corpora, tiny_bert_dir, monkeypatch):

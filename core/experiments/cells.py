@@ -79,15 +79,17 @@ class CellTrainer:
         return str(out)
 
     def choose_encoder(self, trained: str, phases: list[tuple[str, list[str]]], folder: Path, seed: int,
-                       progress) -> tuple[str, dict[str, Any] | None]:
+                       progress, lc: Corpus) -> tuple[str, dict[str, Any] | None]:
         """With checkpoint selection on: the base encoder, a kept snapshot or the trained model, whichever a short
-        NER fine-tune on LC scores best on DEV (the base wins ties: no pretraining unless it helped). Scores and
-        the choice are stored, so a resumed experiment neither probes nor chooses again."""
+        NER fine-tune on the cell's LC (a sweep's sub-sample, not all of LC: the cell must not choose with labels it
+        is meant not to have) scores best on DEV (the base wins ties: no pretraining unless it helped). Scores and
+        the choice are stored per LC size, so a resumed experiment neither probes nor chooses again."""
         from core.train.checkpoint_pick import candidates, pick_checkpoint
 
         if not self.pick:
             return trained, None
-        saved = folder / "mlm" / PICK_FILE
+        size = "" if len(lc) >= len(self.lc) else f".lc{len(lc)}"  # all of LC keeps the name older runs wrote
+        saved = folder / "mlm" / (Path(PICK_FILE).stem + size + Path(PICK_FILE).suffix)
         if saved.exists():
             result = json.loads(saved.read_text("utf-8"))
             return result["chosen"]["path"], result
@@ -97,9 +99,9 @@ class CellTrainer:
         def probe(c) -> float:
             progress(done[0] / len(cands), f"checkpoint pick: probing {c.label} ({done[0] + 1} of {len(cands)})")
             # the base encoder's score is the same for every row of a seed: probed once per seed and LC
-            where = (self.run_dir / "probe" / f"base.seed-{seed}.lc{len(self.lc)}" if c.step is None
-                     else folder / "mlm" / "probe" / c.label)
-            score = self._probe_score(c, where, seed)
+            where = (self.run_dir / "probe" / f"base.seed-{seed}.lc{len(lc)}" if c.step is None
+                     else folder / "mlm" / "probe" / (c.label + size))
+            score = self._probe_score(c, where, seed, lc)
             done[0] += 1
             progress(done[0] / len(cands), f"checkpoint pick: {c.label} DEV F1 {score:.4f}")
             return score
@@ -117,22 +119,22 @@ class CellTrainer:
             atomic_write_json(path, encoder_drift(self.model, trained, texts))
         return json.loads(path.read_text("utf-8"))
 
-    def _probe_score(self, cand, where: Path, seed: int) -> float:
+    def _probe_score(self, cand, where: Path, seed: int, lc: Corpus) -> float:
         """DEV F1 of one candidate's short fine-tune, kept in `where/score.json`; the probe's model is deleted."""
         import shutil
 
         score_file = where / "score.json"
         if score_file.exists():
             return float(json.loads(score_file.read_text("utf-8"))["dev_f1"])
-        score = self.short_fine_tune(cand, where / "work", seed)
+        score = self.short_fine_tune(cand, where / "work", seed, lc)
         atomic_write_json(score_file, {"dev_f1": score, "candidate": cand.label, "path": cand.path})
         shutil.rmtree(where / "work", ignore_errors=True)  # a probe model is ~100 MB and never used again
         return score
 
-    def short_fine_tune(self, cand, work: Path, seed: int) -> float:
+    def short_fine_tune(self, cand, work: Path, seed: int, lc: Corpus) -> float:
         from core.train.checkpoint_pick import dev_f1_probe
 
-        return dev_f1_probe(self.lc, self.dev, work, self.preset, seed, log=self.ctx.log)(cand)
+        return dev_f1_probe(lc, self.dev, work, self.preset, seed, log=self.ctx.log)(cand)
 
     def mlm_seconds(self, folder: Path) -> float:
         path = folder / "mlm" / "seconds.json"
@@ -280,7 +282,7 @@ class ExperimentCells(CellTrainer):
             mlm_lineage = Lineage(**{**lin.__dict__, "seed": seed, "preset": self.preset, "wall_seconds": cell["mlm_seconds"]})
             write_lineage(encoder, mlm_lineage)
             cell["drift"] = self.drift(encoder, mlm_folder, tc_texts)
-            chosen, pick = self.choose_encoder(encoder, phases, mlm_folder, seed, sub(progress, 0.6, 0.7))
+            chosen, pick = self.choose_encoder(encoder, phases, mlm_folder, seed, sub(progress, 0.6, 0.7), lc)
             if pick is not None:
                 cell["pick"] = pick_record(pick)
                 if pick["chosen"]["step"] is not None and chosen != encoder:
