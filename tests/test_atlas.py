@@ -110,6 +110,29 @@ def test_a_map_is_built_once_per_corpus_set_and_encoder(mapped, tiny_bert_dir):
         build_atlas(ws, ["dc", "dc"], str(tiny_bert_dir))
 
 
+def test_which_corpora_a_map_shows_is_decided_in_one_place(mapped, monkeypatch):
+    """The Map page, `project` and its job share map_corpora: named corpora, else the selection's TC and DC, else the
+    TC and DC roles; a selection that does not record its corpora is an error when asked for, a default otherwise."""
+    from core.selection.atlas import map_corpora
+    from core.selection.store import load_selection
+
+    ws, _, key, _, _ = mapped
+    assert map_corpora(ws, ["dc"], key) == ["dc"]
+    assert map_corpora(ws, selection=key) == ["tc", "dc"] and map_corpora(ws) == ["tc", "dc"]
+    from core.selection import store
+
+    def unnamed(ws, key):  # a selection saved without its TC/DC names (made outside a job)
+        sel = load_selection(ws, key)
+        sel.meta = {**sel.meta, "tc_name": None}
+        return sel
+
+    monkeypatch.setattr(store, "load_selection", unnamed)
+    with pytest.raises(UserError, match="does not record its TC/DC names"):
+        map_corpora(ws, selection=key)
+    assert map_corpora(ws, selection=key, strict=False) == ["tc", "dc"]  # the page's default falls back to the roles
+    assert map_corpora(Workspace(ws.root.parent / "empty")) == []
+
+
 def test_layers_colour_the_same_points_without_a_layout(mapped, monkeypatch):
     ws, atlas, key, calls, _ = mapped
     monkeypatch.setattr(atlas_mod, "layout", lambda *a, **k: pytest.fail("a layer ran a layout"))

@@ -9,9 +9,8 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from core.errors import UserError
 from core.review.predictions import list_ner_models, prediction_request
-from core.selection.atlas import DEFAULT_FIT_POINTS, Atlas, find_atlas, list_atlases, load_atlas, selection_corpora
+from core.selection.atlas import DEFAULT_FIT_POINTS, Atlas, find_atlas, list_atlases, load_atlas, map_corpora
 from core.selection.layers import (
     PREDICTION_MEASURES,
     corpus_layer,
@@ -61,17 +60,7 @@ saved = list_selections(ws)  # matched to the map by DC content hash, however th
 current = next((m for m in saved if m["key"] == st.session_state.get(CURRENT_SELECTION)), saved[0] if saved else None)
 
 
-def _default_corpora() -> list[str]:
-    """TC and DC of the current selection, else the corpora holding the TC and DC roles."""
-    if current is not None:
-        try:
-            return selection_corpora(ws, current["key"])
-        except UserError:
-            pass
-    return [n for n in (ws.corpus_for_role("tc"), ws.corpus_for_role("dc")) if n]
-
-
-default = [n for n in _default_corpora() if n in names]
+default = [n for n in map_corpora(ws, selection=current["key"] if current else None, strict=False) if n in names]
 c1, c2 = st.columns([3, 2])
 corpora = c1.multiselect("Corpora on the map", names, default=default, key="map_corpora",
                          help="Every sentence of these corpora is on the map. By default: TC and DC of the current selection.")

@@ -86,7 +86,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser("project", help="the map of a corpus set (UMAP, cosine), computed once and reused; "
                                        "colour a saved selection over it, or save a region or a search")
-    p.add_argument("corpora", nargs="*", help="corpus names, roles (tc, dc) or files; default: the --selection's TC and DC")
+    p.add_argument("corpora", nargs="*", help="corpus names, roles (tc, dc) or files; default: the --selection's TC and DC, "
+                   "else the TC and DC roles")
     p.add_argument("--selection", help="a saved selection: adds its group (TC / selected / filtered) and score per point")
     p.add_argument("--out", help="output .parquet (x, y, corpus, row, text; with --selection also group, score)")
     p.add_argument("--model", default=field_default(ProjectParams, "model"))
@@ -225,14 +226,15 @@ def cmd_leakage(args: argparse.Namespace) -> int:
 
 
 def cmd_project(args: argparse.Namespace) -> int:
-    from core.selection.atlas import build_atlas, points_frame, selection_corpora
+    from core.selection.atlas import build_atlas, map_corpora, points_frame
     from core.selection.layers import points_in_polygon, prediction_values, search_points, selection_layer, selection_percentiles
     from core.selection.map_region import region_rows, save_region_corpus, save_region_selection
 
     ws = Workspace(args.workspace)
-    corpora = list(args.corpora) or (selection_corpora(ws, args.selection) if args.selection else [])
+    corpora = map_corpora(ws, args.corpora, args.selection)
     if not corpora:
-        raise UserError("name the corpora to map (for example: project tc dc) or give --selection")
+        raise UserError("name the corpora to map (for example: project tc dc), give --selection, or give corpora the TC and "
+                        "DC roles (import --role)")
     if (args.save_selection or args.save_corpus) and not (args.region or args.search):
         raise UserError("--save-selection / --save-corpus save a --region or a --search")
     with tqdm_progress("project", enabled=progress_wanted(args)) as progress:

@@ -379,14 +379,30 @@ def selection_corpora(ws: Workspace, selection: str) -> list[str]:
     return [ws.ref(str(tc_name)).param, ws.ref(str(dc_name)).param]  # a role or name as the workspace names it now
 
 
+def map_corpora(ws: Workspace, corpora: list[str] | tuple[str, ...] = (), selection: str | None = None,
+                strict: bool = True) -> list[str]:
+    """The corpora a map shows, decided in one place for the Map page, `project` and its job: those named; else the
+    selection's TC and DC; else the corpora holding the TC and DC roles. A selection that does not record its corpora
+    is an error when asked for (strict), and falls back to the roles where it is only a default (the page)."""
+    if corpora:
+        return list(corpora)
+    if selection:
+        try:
+            return selection_corpora(ws, selection)
+        except UserError:
+            if strict:
+                raise
+    return [n for n in (ws.corpus_for_role("tc"), ws.corpus_for_role("dc")) if n]
+
+
 def atlas_job(params: ProjectParams, ctx: JobContext) -> dict[str, Any]:
     """Job kind "project": the map of `corpora` (or of a selection's TC and DC), built once."""
     from core.selection.projection import await_background_embeddings
 
     ws: Workspace = ctx.workspace
-    corpora = list(params.corpora or []) or (selection_corpora(ws, params.selection) if params.selection else [])
+    corpora = map_corpora(ws, params.corpora or [], params.selection)
     if not corpora:
-        raise UserError("a map needs corpora ('corpora') or a saved selection ('selection')")
+        raise UserError("a map needs corpora ('corpora'), a saved selection ('selection') or corpora with the TC and DC roles")
     await_background_embeddings(ws, list(_streams(ws, corpora)), params.model, ctx.progress)
     atlas, reused = build_atlas(ws, corpora, params.model, fit_points=params.fit_points, seed=params.seed,
                                 progress=ctx.progress)
