@@ -35,8 +35,8 @@ def variant_of(params: dict[str, Any]) -> str:
     """The recipe a study ran with, as one label: encoder (when not the default), preset, MLM overrides, rehearsal and
     checkpoint pick."""
     parts = [params.get("preset", "?")]
-    if (params.get("model") or "default") != "default":
-        parts.insert(0, str(params["model"]))
+    if (params.get("model") or "default") != "default":  # a folder by its name, as crossner_study names its run folder
+        parts.insert(0, Path(str(params["model"])).name or str(params["model"]))
     parts += [f"{k}={v}" for k, v in sorted((params.get("mlm_config") or {}).items())]
     if params.get("rehearsal_share"):
         parts.append(f"rehearsal={params['rehearsal_share']:g}")
@@ -136,8 +136,11 @@ def build(paths: list[Path], command: str = "") -> dict[str, Any]:
     entries.sort(key=lambda e: (e["variant"], e["domain"]))
     criterion = {}
     for e in entries:
-        c = criterion.setdefault(e["variant"], {"domains": [], "tapt_ge_none": 0, "best_ge_tapt": 0, "both": 0})
+        c = criterion.setdefault(e["variant"], {"domains": [], "tapt_ge_none": 0, "best_ge_tapt": 0, "both": 0,
+                                                "cannot_say": []})
         c["domains"].append(e["domain"] + ("" if e["finished"] else " (partial)"))
+        if e["tapt_ge_none"] is None or e["best_ge_tapt"] is None:  # a run without none (and none to borrow) or TAPT
+            c["cannot_say"].append(e["domain"])
         c["tapt_ge_none"] += bool(e["tapt_ge_none"])
         c["best_ge_tapt"] += bool(e["best_ge_tapt"])
         c["both"] += bool(e["tapt_ge_none"] and e["best_ge_tapt"])
@@ -188,10 +191,13 @@ def markdown(table: dict[str, Any]) -> str:
               "* p < 0.05. DEV vs none: converged DEV F1 minus none's of the same seed (mean), the signal a user has without "
               "TEST. Probe gain: the short (8-epoch) DEV probe's score of the chosen checkpoint minus the base encoder's "
               "(mean), what checkpoint pick saw when it chose. \"best selection\" is the selection row with the highest "
-              "mean (chosen after the fact: read its interval). † none borrowed from another run of the same domain, preset and seeds.", "",
-              "| variant | domains | TAPT >= none | best selection >= TAPT | both |", "|---|---|---|---|---|"]
+              "mean (chosen after the fact: read its interval). † none borrowed from another run of the same domain, encoder, "
+              "preset, NER settings and seeds.", "",
+              "| variant | domains | TAPT >= none | best selection >= TAPT | both | cannot say (no none or TAPT) |",
+              "|---|---|---|---|---|---|"]
     for variant, c in table["criterion"].items():
-        lines.append(f"| {variant} | {', '.join(c['domains'])} | {c['tapt_ge_none']} | {c['best_ge_tapt']} | {c['both']} |")
+        lines.append(f"| {variant} | {', '.join(c['domains'])} | {c['tapt_ge_none']} | {c['best_ge_tapt']} | {c['both']} | "
+                     f"{', '.join(c.get('cannot_say') or []) or '–'} |")
     lines += ["", "Made by:", "", f"    {table['command']}", "", "from the study results made by:", ""]
     for e in table["entries"]:  # a merged result (--merge) names each part's command
         lines += [f"    {c}" for c in (e.get("command") if isinstance(e.get("command"), list) else [e.get("command")]) if c]

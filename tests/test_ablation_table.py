@@ -59,8 +59,11 @@ def test_variants_are_labelled_none_is_borrowed_and_the_criterion_is_counted(tmp
     assert warm["rows"]["none"]["f1_mean"] == study["rows"]["none"]["f1_mean"]  # the same cells, borrowed
     # another encoder trains `none` differently: its variant is labelled by it and borrows nothing from the study
     bert = _result(tmp_path, "bert", {"tapt": 0.8}, {"model": "bert-base-cased"})
-    alone = next(e for e in ablation_table.build([base, bert], "cmd")["entries"] if e["file"] == str(bert))
+    with_bert = ablation_table.build([base, bert], "cmd")
+    alone = next(e for e in with_bert["entries"] if e["file"] == str(bert))
     assert alone["variant"] == "bert-base-cased + study" and alone["none_from"] is None and "none" not in alone["rows"]
+    assert with_bert["criterion"]["bert-base-cased + study"]["cannot_say"] == ["music"]  # not counted as a failure
+    assert with_bert["criterion"]["study"]["cannot_say"] == []
     assert warm["rows"]["tapt"]["vs"]["none"]["delta"] < 0 < study["rows"]["tapt"]["vs"]["none"]["delta"]
     assert study["best_selection"] == "dsir" and study["tapt_ge_none"] and study["best_ge_tapt"]
     assert not warm["tapt_ge_none"] and warm["best_ge_tapt"]
