@@ -32,17 +32,11 @@ LOWER_IS_WORSE = 1e-9  # "TAPT >= none" on point estimates: equal counts as not 
 
 
 def variant_of(params: dict[str, Any]) -> str:
-    """The recipe a study ran with, as one label: encoder (when not the default), preset, MLM overrides, rehearsal and
-    checkpoint pick."""
-    parts = [params.get("preset", "?")]
-    if (params.get("model") or "default") != "default":  # a folder by its name, as crossner_study names its run folder
-        parts.insert(0, Path(str(params["model"])).name or str(params["model"]))
-    parts += [f"{k}={v}" for k, v in sorted((params.get("mlm_config") or {}).items())]
-    if params.get("rehearsal_share"):
-        parts.append(f"rehearsal={params['rehearsal_share']:g}")
-    if params.get("pick_checkpoint"):
-        parts.append(f"pick{params['pick_checkpoint']}")
-    return " + ".join(parts)
+    """The recipe a study ran with, as one label (core.experiments.plan.recipe_label: encoder when not the default,
+    preset, MLM and NER overrides, rehearsal, exclude-leaked, checkpoint pick)."""
+    from core.experiments.plan import recipe_label
+
+    return recipe_label(params)
 
 
 def _seeds(cells: list[dict[str, Any]], row: str) -> list[int]:

@@ -9,10 +9,10 @@ against the F1 gain, all by the product's own `compare-sources` (core.experiment
 jobs.run_inline as `python -m core compare-sources` does). The target's own source shares T's text:
 Dai et al. include the in-domain source the same way.
 
-Resumable: the comparison keeps its run folder (WORKSPACE/runs/compare-<target>-<preset>); finished
-cells are kept, an interrupted training resumes from its checkpoint, so rerunning the same command
-after a session ends continues. Writes docs/results/crossner-compare-<target>-<preset>.json (with the git
-commit) when the comparison finishes.
+Resumable: the comparison keeps its run folder (WORKSPACE/runs/compare-<target>-<preset>, the encoder's name first
+when it is not the default); finished cells are kept, an interrupted training resumes from its checkpoint, so
+rerunning the same command after a session ends continues. Writes docs/results/crossner-compare-<target>-<preset>.json
+(named like the run folder, with the git commit) when the comparison finishes.
 
     python scripts/crossner_compare_sources.py --target music                       # seeds 1,2, preset study
     python scripts/crossner_compare_sources.py --target music --preset tiny --seeds 1 # smoke run
@@ -73,15 +73,20 @@ def main() -> int:
 
     ws = Workspace(args.workspace)
     refs = import_sources(ws, args.target)
-    run_dir = ws.runs_dir / f"compare-{args.target}-{args.preset}"
+    from core.experiments.plan import model_tag
+
+    # another encoder has its own run folder and JSON: two encoders must never share finished cells
+    variant = "-".join(x for x in (model_tag(args.model), args.preset) if x)
+    run_dir = ws.runs_dir / f"compare-{args.target}-{variant}"
     params = {"sources": [f"{d}-traindev" for d in DOMAINS], **refs, "measures": args.measures.split(","),
               "seeds": [int(s) for s in args.seeds.split(",")], "preset": args.preset, "model": args.model,
               "out": str(run_dir)}
     with tqdm_progress("compare-sources", enabled=True) as bar:
         result = jobs.run_inline(ws, "compare-sources", params, run_dir=run_dir, progress=bar)
-    out = ROOT / "docs" / "results" / f"crossner-compare-{args.target}-{args.preset}.json"
+    out = ROOT / "docs" / "results" / f"crossner-compare-{args.target}-{variant}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
-    command = f"python scripts/crossner_compare_sources.py --target {args.target} --seeds {args.seeds} --preset {args.preset}"
+    command = (f"python scripts/crossner_compare_sources.py --target {args.target} --seeds {args.seeds} --preset {args.preset}"
+               + (f" --model {args.model}" if args.model != "default" else ""))
     out.write_text(json.dumps({"command": command, **git_commit(), **{k: v for k, v in result.items() if k != "matrix"}},
                               indent=1) + "\n", "utf-8")
     print(f"wrote {out}")

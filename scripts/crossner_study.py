@@ -160,14 +160,14 @@ def recipe_variant(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
     and the variant that names its run folder and JSON: every setting that changes how cells train is in the name,
     so two recipes never share a folder. A bad setting raises UserError here, before any work."""
     from core.errors import UserError
-    from core.experiments.plan import slug
+    from core.experiments.plan import model_tag
     from core.train.mlm import preset_config
     from core.train.presets import experiment_settings
 
     recipe: dict[str, Any] = {}
     variant = args.preset
-    if args.model != "default":  # another encoder: its own run folder and JSON, named after it
-        variant = f"{slug(Path(args.model).name or args.model)}-{variant}"
+    if tag := model_tag(args.model):  # another encoder: its own run folder and JSON, named after it
+        variant = f"{tag}-{variant}"
     if args.mlm_steps:  # the "is MLM too short?" question: same cells with a longer MLM, in their own run folder
         recipe["mlm_config"] = {"max_steps": args.mlm_steps}
         variant += f"-mlm{args.mlm_steps}"
@@ -195,6 +195,8 @@ def recipe_variant(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
 
 
 def main() -> int:
+    from core.train.presets import pick_defaults  # light: no torch before the arguments are read
+
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--domain", default="music", help="target CrossNER domain (ai, literature, music, politics, science)")
     parser.add_argument("--workspace", help="study workspace (default: workspace/study-<domain> in the checkout, git-ignored)")
@@ -212,8 +214,8 @@ def main() -> int:
                         help="share of every MLM corpus made of random DC sentences (general-text replay; own run folder)")
     parser.add_argument("--pick-checkpoint", type=int, nargs="?", const=4, default=None, dest="pick_checkpoint", metavar="N",
                         help="keep N MLM snapshots per cell (4 when given without N) and fine-tune from the best by a short "
-                             "DEV-F1 probe, or from the base encoder when none beats it; default: the preset's (core.train.presets."
-                             "pick_defaults: 4 in study)")
+                             "DEV-F1 probe, or from the base encoder when none beats it; default: the preset's ("
+                             f"{pick_defaults()})")
     parser.add_argument("--no-pick-checkpoint", action="store_const", const=0, dest="pick_checkpoint",
                         help="fine-tune from the last MLM model (the study as run before checkpoint pick was the default)")
     parser.add_argument("--out", help="result JSON (default docs/results/crossner-<domain>-<variant>.json, the run "

@@ -64,6 +64,12 @@ def test_variants_are_labelled_none_is_borrowed_and_the_criterion_is_counted(tmp
     assert alone["variant"] == "bert-base-cased + study" and alone["none_from"] is None and "none" not in alone["rows"]
     assert with_bert["criterion"]["bert-base-cased + study"]["cannot_say"] == ["music"]  # not counted as a failure
     assert with_bert["criterion"]["study"]["cannot_say"] == []
+    # every setting that is on names the variant, so two recipes are never pooled as one row; off equals absent
+    from core.experiments.plan import recipe_label
+
+    assert recipe_label({"preset": "study", "ner_config": {"epochs": 5, "device": "cpu"}, "exclude_leaked": True,
+                         "pick_checkpoint": 0, "rehearsal_share": 0.0}) == "study + ner.epochs=5 + exclude-leaked"
+    assert recipe_label({"preset": "study", "model": "default", "mlm_config": {}}) == "study"
     assert warm["rows"]["tapt"]["vs"]["none"]["delta"] < 0 < study["rows"]["tapt"]["vs"]["none"]["delta"]
     assert study["best_selection"] == "dsir" and study["tapt_ge_none"] and study["best_ge_tapt"]
     assert not warm["tapt_ge_none"] and warm["best_ge_tapt"]

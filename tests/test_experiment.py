@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -147,8 +148,6 @@ def test_experiment_sweep_cells_resume_and_lineage(tmp_path, corpora, tiny_bert_
     """Budgets x LC sizes from the CLI: every cell carries budget, lc_size and mlm_seconds; an MLM model is
     trained once per (row, budget, seed) and reused across LC sizes; a rerun skips every finished cell;
     a new budget in the same folder is a new cell; the cell's NER run has its lineage in the run index."""
-    import json
-
     from core.cli import main
 
     monkeypatch.setenv("NERSELECT_TORCH_THREADS", "1")
@@ -243,8 +242,6 @@ def test_sweep_frames():
 
 def test_a_cell_finished_before_sweeps_is_kept_on_resume(tmp_path, corpora, monkeypatch):
     """An experiment folder from before sweeps (cells/ROW/seed-N/cell.json) resumes without training that cell again."""
-    import json
-
     monkeypatch.setenv("NERSELECT_TORCH_THREADS", "1")
     run_dir = tmp_path / "old"
     old = run_dir / "cells" / "tapt" / "seed-1"
@@ -311,6 +308,15 @@ def test_checkpoint_pick_in_cells_uses_the_probe_winner_and_probes_the_base_once
     assert sorted(set(sizes)) == [12, 24] and sizes.count(12) == 3  # base, step-2 and step-4 probed on 12 sentences
     assert [c["lc_size"] for c in sweep["cells"]] == [12, 24] and all(c["pick"]["chosen"] == "step-2" for c in sweep["cells"])
     assert (tmp_path / "sweep" / "pretrain" / "tapt" / "seed-1" / "mlm" / "pick.lc12.json").is_file()
+    assert sweep["cells"][0]["pick"]["probe_lc"] == 12
+    # a sweep folder from before: its LC-12 cell chose on all of LC; a new cell there would choose the other way
+    small = tmp_path / "sweep" / "cells" / "tapt.lc12" / "seed-1" / "cell.json"
+    old = json.loads(small.read_text())
+    old["pick"].pop("probe_lc")
+    small.write_text(json.dumps(old))
+    with pytest.raises(UserError, match="1 LC-sweep cells whose checkpoint pick probed on all of LC"):
+        jobs.run_inline(ws, "experiment", {**params, "strategies": [], "baselines": ["tapt"], "lc_sizes": [12, 24],
+                                           "seeds": [1, 2]}, run_dir=tmp_path / "sweep")
 
 
 def test_checkpoint_pick_runs_the_real_probe_in_a_cell(tmp_path, corpora, tiny_bert_dir, monkeypatch):
@@ -344,8 +350,6 @@ def test_rehearsal_mixes_dc_into_every_mlm_corpus_and_names_dc_in_the_lineage(tm
 def test_a_run_folder_keeps_one_recipe(tmp_path, corpora, tiny_bert_dir):
     """Issue 26 made checkpoint pick a preset default: continuing an old folder with new settings would mix two recipes
     in one table. New cells under another recipe are refused, naming the setting; finished folders stay readable."""
-    import json
-
     ws, run_dir = Workspace(tmp_path / "ws"), tmp_path / "run"
     params = {**corpora, "baselines": ["none"], "seeds": [1], "model": str(tiny_bert_dir), "preset": "tiny"}
     jobs.run_inline(ws, "experiment", params, run_dir=run_dir)

@@ -159,8 +159,11 @@ def test_every_recipe_setting_names_the_study_run_folder():
 
     assert variant() == ({"pick_checkpoint": 4}, "study-pick4")  # study's default since issue 26
     assert variant(pick_checkpoint=0)[1] == "study" and variant(preset="paper")[1] == "paper"
-    recipe, name = variant(model="/models/bert-base-cased", mlm=["lr=5e-5"], mlm_steps=100, rehearsal_share=0.2)
+    recipe, name = variant(model="bert-base-cased", mlm=["lr=5e-5"], mlm_steps=100, rehearsal_share=0.2)
     assert name == "bert-base-cased-study-mlm100-lr5e-5-rehearsal0.2-pick4"
+    # a folder by its name and a hash of its path: every trained model is a folder named .../mlm/model
+    a, b = variant(model="/ws/runs/x/mlm/model")[1], variant(model="/ws/runs/y/mlm/model")[1]
+    assert a.startswith("model-") and a.endswith("-study-pick4") and a != b
     assert recipe["mlm_config"] == {"max_steps": 100, "lr": 5e-5} and recipe["rehearsal_share"] == 0.2
     with pytest.raises(UserError, match="--mlm 'lr': expected KEY=VALUE"):
         variant(mlm=["lr"])

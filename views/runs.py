@@ -122,9 +122,9 @@ with exp_tab, st.form("exp_form"):
                             help="Keep 4 MLM snapshots per cell and fine-tune NER from the one, or the base encoder, that a "
                                  "short NER fine-tune scores best on DEV (one short run per candidate). The base encoder wins "
                                  "ties, so a phase that scores below it in the short probe is not used; the probe also rewards faster "
-                                 "convergence, so the results say the converged DEV F1 against no pretraining. On by default in "
-                                 "the demo and study presets; off in paper (the seed paper's protocol) and tiny (CLI --pick-checkpoint, "
-                                 "--no-pick-checkpoint).")
+                                 "convergence, so the results say the converged DEV F1 against no pretraining. By preset: "
+                                 f"{presets.pick_defaults()} (paper keeps the seed paper's protocol). CLI --pick-checkpoint, "
+                                 "--no-pick-checkpoint.")
     st.caption("Uses the workspace roles TC, DC, LC, DEV and TEST. Each strategy x seed x SC budget x LC size: select -> "
                "MLM on TC+SC -> NER on LC -> test F1; baselines once per seed and LC size.")
     if st.form_submit_button("Start experiment", type="primary"):

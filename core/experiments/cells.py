@@ -42,7 +42,8 @@ def pick_record(pick: dict[str, Any]) -> dict[str, Any]:
     """What a cell keeps of its checkpoint pick: the choice, whether pretraining helped on DEV, every score."""
     return {"probe": pick["probe"], "chosen": pick["chosen"]["label"], "chosen_step": pick["chosen"]["step"],
             "helped": pick["helped"], "gain_over_base": pick["gain_over_base"],
-            "scores": {s["label"]: s["score"] for s in pick["scores"]}, "reason": pick["reason"]}
+            "scores": {s["label"]: s["score"] for s in pick["scores"]}, "reason": pick["reason"],
+            **({"probe_lc": pick["probe_lc"]} if "probe_lc" in pick else {})}  # LC sentences the probe fine-tuned on
 
 
 class CellTrainer:
@@ -106,7 +107,7 @@ class CellTrainer:
             progress(done[0] / len(cands), f"checkpoint pick: {c.label} DEV F1 {score:.4f}")
             return score
 
-        result = pick_checkpoint(cands, probe, log=self.ctx.log)
+        result = {**pick_checkpoint(cands, probe, log=self.ctx.log), "probe_lc": len(lc)}
         atomic_write_json(saved, result)
         return result["chosen"]["path"], result
 
@@ -229,7 +230,7 @@ class ExperimentCells(CellTrainer):
         if legacy is not None:
             return legacy
         if not self._recipe_checked:  # only a cell still to train can mix recipes: finished folders stay readable
-            check_recipe(self.run_dir, self.params)
+            check_recipe(self.run_dir, self.params, len(self.lc))
             self._recipe_checked = True
         folder.mkdir(parents=True, exist_ok=True)
         t0 = time.time()

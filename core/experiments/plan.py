@@ -132,7 +132,7 @@ NONE_RECIPE_FIELDS = ("model", "preset", "ner_config")
 def recipe_of(params: Any, fields: tuple[str, ...] = RECIPE_FIELDS) -> dict[str, Any]:
     """The recipe of an experiment's params (ExperimentParams, or the params dict a result JSON or recipe.json keeps):
     how a cell runs (device, grad_accum raised after an out-of-memory retry, ...) is not part of it."""
-    from core.train.mlm import RUN_ONLY_SETTINGS
+    from core.train.presets import RUN_ONLY_SETTINGS
 
     def get(f: str) -> Any:
         return params.get(f) if isinstance(params, dict) else getattr(params, f, None)
@@ -146,6 +146,35 @@ def recipe_of(params: Any, fields: tuple[str, ...] = RECIPE_FIELDS) -> dict[str,
     return recipe
 
 
+def model_tag(model: str | None) -> str:
+    """An encoder's short name for run folders and table labels: "" for the default; a Hub id or folder by its last
+    part, plus a hash of the whole when it is a path, since every model this product trains is a folder named
+    `.../mlm/model` and two of them must not share a name."""
+    import hashlib
+
+    if not model or model == "default":
+        return ""
+    name = slug(Path(model).name or model)
+    return name + (f"-{hashlib.sha1(model.encode()).hexdigest()[:6]}" if "/" in model or "\\" in model else "")
+
+
+def recipe_label(params: Any) -> str:
+    """A recipe (recipe_of) as one readable label that names every setting that is on, e.g. "study + max_steps=1200 +
+    pick4": two recipes get two labels, so a table keyed by label never pools them."""
+    r = recipe_of(params)
+    parts = [tag] if (tag := model_tag(r["model"])) else []
+    parts.append(str(r["preset"] or "?"))
+    parts += [f"{k}={v}" for k, v in sorted((r["mlm_config"] or {}).items())]
+    parts += [f"ner.{k}={v}" for k, v in sorted((r["ner_config"] or {}).items())]
+    if r["rehearsal_share"]:
+        parts.append(f"rehearsal={r['rehearsal_share']:g}")
+    if r["exclude_leaked"]:
+        parts.append("exclude-leaked")
+    if r["pick_checkpoint"]:
+        parts.append(f"pick{r['pick_checkpoint']}")
+    return " + ".join(parts)
+
+
 def recipe_differences(there: dict[str, Any], now: dict[str, Any]) -> list[str]:
     """Each setting two recipes (recipe_of) both name and set differently, as "field: X there, Y now". An off setting
     (no pick, no rehearsal, no overrides) equals its absence, so a file from before a field compares equal. The one
@@ -154,16 +183,23 @@ def recipe_differences(there: dict[str, Any], now: dict[str, Any]) -> list[str]:
             if f in now and (there[f] or None) != (now[f] or None)]
 
 
-def check_recipe(run_dir: str | Path, params: Any) -> None:
+def check_recipe(run_dir: str | Path, params: Any, lc_sentences: int | None = None) -> None:
     """Refuse to continue a run folder with another recipe than the one its finished cells ran with, naming each
     differing setting; a first run records its recipe. A folder from before recipe.json is checked on checkpoint
-    pick alone, read from its finished cells (a cell that picked has a `pick` record)."""
+    pick alone, read from its finished cells (a cell that picked has a `pick` record). An LC-size sweep whose finished
+    smaller cells chose their checkpoint on all of LC (before the probe used each cell's own sample, which their pick
+    record says in `probe_lc`) is refused too: its new cells would choose the other way."""
     import json
 
     from core.data.atomic import atomic_write_json
 
     folder = Path(run_dir)
     recipe = recipe_of(params)
+    finished = [json.loads(p.read_text("utf-8")) for p in folder.glob(f"cells/*/seed-*/{CELL_FILE}")]
+    if lc_sentences and (old := [c for c in finished if c.get("pick") and "probe_lc" not in c["pick"]
+                                 and (c.get("lc_size") or lc_sentences) < lc_sentences]):
+        raise UserError(f"run folder {folder} holds {len(old)} LC-sweep cells whose checkpoint pick probed on all of LC, "
+                        "not on the cell's own LC sample as pick does now: continue this sweep in a new folder")
     stored_path = folder / RECIPE_FILE
     if stored_path.is_file():
         raw = json.loads(stored_path.read_text("utf-8"))
@@ -173,8 +209,7 @@ def check_recipe(run_dir: str | Path, params: Any) -> None:
             raise UserError(f"run folder {folder} holds cells of another recipe ({'; '.join(diff)}): continue it with "
                             "the same settings, or give a new folder (--out) for this recipe")
         return
-    mlm_cells = [json.loads(p.read_text("utf-8")) for p in folder.glob(f"cells/*/seed-*/{CELL_FILE}")]
-    mlm_cells = [c for c in mlm_cells if c.get("row") != "none"]
+    mlm_cells = [c for c in finished if c.get("row") != "none"]
     picked = {bool(c.get("pick")) for c in mlm_cells}
     if picked and picked != {bool(recipe["pick_checkpoint"])}:
         was = "with" if True in picked else "without"

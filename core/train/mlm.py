@@ -38,7 +38,7 @@ from core.selection.store import selection_texts
 from core.train import lineage
 from core.train.mlm_recipe import chain, head_warmup, param_groups
 from core.train.modes import phases_of
-from core.train.presets import DEFAULT_PRESET, mlm_settings
+from core.train.presets import DEFAULT_PRESET, RUN_ONLY_SETTINGS, mlm_settings
 from core.train.training import (
     Checkpointer,
     Log,
@@ -302,9 +302,6 @@ def finished_model(out_dir: str | Path) -> bool:
     return (Path(out_dir) / INFO_FILE).exists() and (Path(out_dir) / "config.json").exists()
 
 
-# Settings that do not change the trained model: a resumed job may differ in them (another machine, other logging).
-# grad_accum splits the same optimizer step into more micro-batches (the runner raises it after running out of GPU memory)
-RUN_ONLY_SETTINGS = {"checkpoint_every", "log_every", "device", "precision", "snapshot_every", "grad_accum"}
 
 
 def check_same_recipe(target: Path, info: dict[str, Any], config: MlmConfig, sentences: int) -> None:

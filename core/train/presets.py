@@ -55,8 +55,9 @@ NER: dict[str, dict[str, Any]] = {
 
 # Experiment settings per preset. Checkpoint pick (core.train.checkpoint_pick; issue 26): keep this many MLM snapshots
 # per cell and fine-tune NER from the one, or the base encoder, that a short NER fine-tune scores best on DEV, so a
-# pretraining phase never silently hands on an encoder that lowers DEV F1. On by default (demo, study): it costs five
-# short fine-tunes per MLM cell (~20 s each on CrossNER music on 2 CPU cores, against ~6-10 min of MLM). Off in
+# pretraining phase never silently hands on an encoder that lowers DEV F1. On by default (demo, study): it costs four
+# short fine-tunes per MLM cell and one of the base encoder per seed (~20 s each on CrossNER music on 2 CPU cores,
+# against ~6-10 min of MLM). Off in
 # `paper`, which keeps the seed paper's protocol as it was, and in `tiny`, whose 4 MLM steps are a smoke test.
 EXPERIMENT: dict[str, dict[str, Any]] = {
     "paper": {"pick_checkpoint": 0},
@@ -97,6 +98,12 @@ NOTES: dict[str, dict[str, str]] = {
 }
 
 
+# Settings that do not change the trained model: a resumed job may differ in them (another machine, other logging).
+# grad_accum splits the same optimizer step into more micro-batches (the runner raises it after running out of GPU
+# memory). Here, with no torch import, so comparing two recipes' JSON stays light (core.experiments.plan.recipe_of).
+RUN_ONLY_SETTINGS = {"checkpoint_every", "log_every", "device", "precision", "snapshot_every", "grad_accum"}
+
+
 def check_preset(name: str, what: str = "preset") -> str:
     if name not in PRESETS:
         raise UserError(f"unknown {what} {name!r}: expected one of {', '.join(PRESETS)}")
@@ -125,7 +132,7 @@ def experiment_settings(name: str = DEFAULT_PRESET, **overrides: Any) -> dict[st
 
 def pick_defaults() -> str:
     """Which presets pick a checkpoint by default, read from EXPERIMENT, for help texts and labels
-    ("on (4 snapshots) in demo and study; off in paper and tiny")."""
+    ("on (4 snapshots) in demo and study; off in tiny and paper")."""
     on = [name for name in PRESETS if EXPERIMENT[name]["pick_checkpoint"]]
     off = [name for name in PRESETS if not EXPERIMENT[name]["pick_checkpoint"]]
     counts = sorted({EXPERIMENT[name]["pick_checkpoint"] for name in on})
