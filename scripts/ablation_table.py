@@ -31,14 +31,6 @@ BASE_ROWS = ("none", "tapt", "dapt", "tapt+dapt")
 LOWER_IS_WORSE = 1e-9  # "TAPT >= none" on point estimates: equal counts as not worse
 
 
-def variant_of(params: dict[str, Any]) -> str:
-    """The recipe a study ran with, as one label (core.experiments.plan.recipe_label: encoder when not the default,
-    preset, MLM and NER overrides, rehearsal, exclude-leaked, checkpoint pick)."""
-    from core.experiments.plan import recipe_label
-
-    return recipe_label(params)
-
-
 def _seeds(cells: list[dict[str, Any]], row: str) -> list[int]:
     return sorted(c["seed"] for c in cells if c["row"] == row)
 
@@ -70,6 +62,7 @@ def _mean(values: list[float]) -> float | None:
 
 def domain_entry(result: dict[str, Any], others: list[dict[str, Any]]) -> dict[str, Any]:
     """One (variant, domain) entry: every row's F1 with CI and paired differences, pick and drift."""
+    from core.experiments.plan import recipe_label  # encoder, preset, MLM/NER overrides, rehearsal, pick: one label
     from core.experiments.summary import dev_deltas, interval_summary
 
     cells, none_from = borrow_none(result, others)
@@ -93,7 +86,7 @@ def domain_entry(result: dict[str, Any], others: list[dict[str, Any]]) -> dict[s
     selections = [r for r in rows if r not in BASE_ROWS and r != "random"]
     best = max(selections, key=lambda r: rows[r]["f1_mean"], default=None)
     tapt, none = rows.get("tapt"), rows.get("none")
-    return {"variant": variant_of(result["params"]), "domain": result["domain"], "file": result["_file"],
+    return {"variant": recipe_label(result["params"]), "domain": result["domain"], "file": result["_file"],
             "none_from": none_from, "finished": bool(result.get("finished")), "command": result.get("command"),
             "commit": result.get("commit"), "rows": rows, "best_selection": best,
             "tapt_ge_none": None if not (tapt and none) else tapt["f1_mean"] >= none["f1_mean"] - LOWER_IS_WORSE,

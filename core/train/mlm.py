@@ -302,8 +302,6 @@ def finished_model(out_dir: str | Path) -> bool:
     return (Path(out_dir) / INFO_FILE).exists() and (Path(out_dir) / "config.json").exists()
 
 
-
-
 def check_same_recipe(target: Path, info: dict[str, Any], config: MlmConfig, sentences: int) -> None:
     """A finished phase is reused only for the recipe that made it: rerunning `mlm --out X` with other
     settings or text must not silently return the old model (it said "already done" and kept 10 steps
