@@ -1,4 +1,5 @@
-"""The shape of core/: import cycles, the largest modules, and job functions that read params by hand.
+"""The shape of core/: import cycles, the largest modules, job functions that read params by hand, and references to
+core from bench/ and scripts/ that a move left behind.
 
     python scripts/structure.py          # a table on stdout
     python scripts/structure.py --json   # the same as JSON
@@ -13,12 +14,14 @@ from __future__ import annotations
 import argparse
 import ast
 import json
+import re
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 MAX_LINES = 600
 LONG_ALLOWED = {"core/lm/ngram.py"}  # the Kneser-Ney estimator: one algorithm, kept whole on purpose
+DOTTED_CORE = re.compile(r"core(\.[A-Za-z_]\w*)+")  # a string naming a core module: "core.train.ner_train"
 
 
 def modules(root: Path = ROOT) -> dict[str, Path]:
@@ -135,11 +138,54 @@ def hand_read_params(root: Path = ROOT) -> list[str]:
     return sorted(out)
 
 
+def _top_level_names(path: Path) -> set[str]:
+    """Names a module defines or imports at its top level (what `from module import name` can reach)."""
+    names: set[str] = set()
+    for node in ast.parse(path.read_text("utf-8")).body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names |= {(a.asname or a.name).split(".")[0] for a in node.names}
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names |= {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+    return names
+
+
+def stale_references(root: Path = ROOT) -> list[str]:
+    """'path:line name' for each reference to core in bench/ and scripts/ that no longer resolves: an import of a
+    module or name core lacks, or a string naming a core module ("core.train.ner_train"). Those scripts run only by
+    hand, so a move in core left bench_training importing a module gone since the house redesign. An import on a
+    line that mentions OLD_COMMIT reaches the old package a bench compares against, and is not checked."""
+    mods = modules(root)
+    tops = {name: _top_level_names(path) for name, path in mods.items()}
+    out = []
+    for path in sorted([*(root / "bench").glob("*.py"), *(root / "scripts").glob("*.py")]):
+        text = path.read_text("utf-8")
+        lines = text.splitlines()
+        where = f"{path.relative_to(root)}"
+        for node in ast.walk(ast.parse(text)):
+            refs: list[tuple[str, str | None]] = []
+            if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "core" and not node.level:
+                refs = [(node.module, a.name) for a in node.names]
+            elif isinstance(node, ast.Import):
+                refs = [(a.name, None) for a in node.names if a.name.split(".")[0] == "core"]
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str) and DOTTED_CORE.fullmatch(node.value):
+                refs = [(node.value, None)]
+            if not refs or "OLD_COMMIT" in lines[node.lineno - 1]:
+                continue
+            for module, name in refs:
+                ok = module in mods and (name is None or f"{module}.{name}" in mods or name in tops[module])
+                if not ok:
+                    out.append(f"{where}:{node.lineno} {module}{'.' + name if name else ''}")
+    return out
+
+
 def report(root: Path = ROOT) -> dict:
     counts = line_counts(root)
     return {"modules": len(counts), "import_cycles": cycles(import_graph(root)),
             "largest": counts[:8], "over_limit": [(p, n) for p, n in counts if n > MAX_LINES and p not in LONG_ALLOWED],
-            "hand_read_params": hand_read_params(root)}
+            "hand_read_params": hand_read_params(root), "stale_references": stale_references(root)}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -161,6 +207,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  {n:5d}  {p}")
     print(f"job functions reading params by hand: {len(rep['hand_read_params'])}")
     for f in rep["hand_read_params"]:
+        print("  " + f)
+    print(f"references to core in bench/ and scripts/ that no longer resolve: {len(rep['stale_references'])}")
+    for f in rep["stale_references"]:
         print("  " + f)
     return 0
 

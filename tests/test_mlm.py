@@ -150,7 +150,7 @@ def test_masked_positions_loss_equals_the_full_head_loss(tiny_mlm_dir):
     from transformers import DataCollatorForLanguageModeling
 
     from core.lm.models import load_masked_lm, load_tokenizer
-    from core.train.mlm import masked_lm_loss
+    from core.train.mlm import masked_lm_loss, masked_positions
     from tests.conftest import TOY_SENTENCES
 
     tok = load_tokenizer(str(tiny_mlm_dir))
@@ -161,6 +161,10 @@ def test_masked_positions_loss_equals_the_full_head_loss(tiny_mlm_dir):
     batch = DataCollatorForLanguageModeling(tok, mlm_probability=0.3)([{"input_ids": tok(s)["input_ids"]} for s in TOY_SENTENCES[:6]])
     with torch.no_grad():
         assert torch.allclose(masked_lm_loss(model, batch), model(**batch).loss, atol=1e-5)
+        # the positions found before the batch goes to the device (no boolean gather there) give the same loss
+        picked = masked_positions(batch["labels"])
+        assert 0 < len(picked) < batch["labels"].numel()
+        assert torch.allclose(masked_lm_loss(model, batch, picked), model(**batch).loss, atol=1e-5)
 
 
 def test_finished_phase_is_reused_only_for_the_same_recipe(tiny_mlm_dir, tmp_path):

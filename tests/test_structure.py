@@ -41,3 +41,27 @@ def test_the_cycle_finder_finds_a_lazy_loop(tmp_path):
     """))
     (pkg / "d.py").write_text("import core.x.c\n")
     assert structure.cycles(structure.import_graph(tmp_path)) == [["core.x.a", "core.x.b"]]
+
+
+def test_bench_and_scripts_reference_core_as_it_is():
+    """bench/ and scripts/ run by hand only: a module core moved must not leave them importing it."""
+    assert structure.stale_references() == []
+
+
+def test_the_stale_reference_finder_finds_a_moved_module_and_a_missing_name(tmp_path):
+    (tmp_path / "core" / "train").mkdir(parents=True)
+    (tmp_path / "core" / "__init__.py").write_text("")
+    (tmp_path / "core" / "train" / "__init__.py").write_text("")
+    (tmp_path / "core" / "train" / "ner_train.py").write_text("X = 1\ndef train_ner():\n    pass\n")
+    (tmp_path / "bench").mkdir()
+    (tmp_path / "scripts").mkdir()
+    (tmp_path / "bench" / "b.py").write_text(textwrap.dedent("""
+        from core.train import ner_train
+        from core.train.ner_train import X, train_ner
+        from core.train import ner
+        from core.train.ner_train import evaluate
+        MODULES = ("core.train.ner_train", "core.train.ner_predict")
+        from core.select import select  # the old package (OLD_COMMIT): not checked
+    """))
+    assert structure.stale_references(tmp_path) == [
+        "bench/b.py:4 core.train.ner", "bench/b.py:5 core.train.ner_train.evaluate", "bench/b.py:6 core.train.ner_predict"]

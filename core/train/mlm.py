@@ -212,8 +212,10 @@ def train_mlm(texts: Sequence[str], model: str | ModelRef, out_dir: str | Path, 
 
     def forward(idx: list[int]) -> tuple[torch.Tensor, int]:
         batch = collator([{"input_ids": examples[i]} for i in idx])
-        batch = {k: v.to(device) for k, v in batch.items()}
-        return masked_lm_loss(mlm, batch), int(batch["attention_mask"].sum())
+        units = int(batch["attention_mask"].sum())  # counted on the CPU: on a GPU, int() of a device tensor is a sync
+        picked = masked_positions(batch["labels"])
+        batch = {k: v.to(device, non_blocking=True) for k, v in batch.items()}
+        return masked_lm_loss(mlm, batch, picked.to(device, non_blocking=True)), units
 
     def plan(epoch: int) -> list[list[int]]:
         order = epoch_order(len(examples), config.seed, epoch)
@@ -276,13 +278,21 @@ def snapshotter(model: Any, tokenizer: Any, snapshot_dir: str | Path | None, eve
     return on_step
 
 
-def masked_lm_loss(model: Any, batch: dict[str, Any]) -> Any:
+def masked_positions(labels: torch.Tensor) -> torch.Tensor:
+    """Flat indices (into B*T) of the positions that carry an MLM label."""
+    return (labels.reshape(-1) != -100).nonzero().squeeze(1)
+
+
+def masked_lm_loss(model: Any, batch: dict[str, Any], picked: torch.Tensor | None = None) -> Any:
     """MLM cross-entropy with the prediction head run on the masked positions only.
 
     The head maps every position to vocabulary logits; for the default MiniLM (hidden 384,
     vocabulary 30,522) that is as many multiply-adds as the whole 6-layer encoder, yet only
     ~15% of positions carry a label. Same loss as `model(**batch).loss`; models whose head
     is not a single `cls` / `lm_head` module fall back to the full forward.
+
+    `picked` (masked_positions of the labels, computed before the batch went to the GPU) spares the device a
+    boolean-mask gather, whose output size the host must wait for; without it they are found here.
     """
     import torch.nn.functional as F
 
@@ -291,11 +301,12 @@ def masked_lm_loss(model: Any, batch: dict[str, Any]) -> Any:
     if head is None or base is None:
         return model(**batch).loss
     labels = batch["labels"]
+    if picked is None:
+        picked = masked_positions(labels)
     inputs = {k: v for k, v in batch.items() if k != "labels"}
     hidden = base(**inputs).last_hidden_state  # (B, T, H)
-    picked = labels != -100  # (B, T)
-    logits = head(hidden[picked])  # (M, V), M = masked positions in the batch
-    return F.cross_entropy(logits.float(), labels[picked])
+    logits = head(hidden.reshape(-1, hidden.size(-1)).index_select(0, picked))  # (M, V), M = masked positions
+    return F.cross_entropy(logits.float(), labels.reshape(-1).index_select(0, picked))
 
 
 def finished_model(out_dir: str | Path) -> bool:

@@ -447,7 +447,10 @@ class TrainLoop:
                                                              and st.bad_epochs >= cfg.patience):
             st.finished = True
         started = time.time()
-        window_t, window_units, window_loss, window_micro = time.time(), 0, 0.0, 0
+        # The loss is summed on the device and read back once per metric row: a float() per micro-batch waits for the
+        # GPU to finish the step (a host-device sync) and keeps the CPU from queueing the next one (issue 25).
+        window_t, window_units, window_loss, window_micro = time.time(), 0, torch.zeros((), device=self.device), 0
+        shown = float("nan")  # the loss the progress message shows: the last metric row's mean (the first step's at first)
         self.model.train()
         while st.epoch < cfg.epochs and not st.finished:
             micros = self.plan(st.epoch)
@@ -458,10 +461,9 @@ class TrainLoop:
                     loss, units = self.forward(micros[m_i])
                     scaled = loss / cfg.grad_accum if cfg.grad_accum > 1 else loss
                 self.scaler.scale(scaled).backward()
-                loss_value = float(loss.detach())
                 self.units += units
                 window_units += units
-                window_loss += loss_value
+                window_loss += loss.detach().float()
                 window_micro += 1
                 accum += 1
                 st.position = m_i + 1
@@ -474,12 +476,15 @@ class TrainLoop:
                     self.on_step(st)
                 last_in_epoch = m_i == len(micros) - 1
                 if st.step % cfg.log_every == 0 or last_in_epoch or st.step == self.total_steps:
+                    shown = float(window_loss) / window_micro  # the one sync of a metric window
                     dt = max(time.time() - window_t, 1e-9)
-                    self.metric(step=st.step, epoch=st.epoch + 1, loss=window_loss / window_micro,
+                    self.metric(step=st.step, epoch=st.epoch + 1, loss=shown,
                                 lr=self.scheduler.get_last_lr()[0], **{f"{cfg.unit}_per_s": window_units / dt})
-                    window_t, window_units, window_loss, window_micro = time.time(), 0, 0.0, 0
+                    window_t, window_units, window_loss, window_micro = time.time(), 0, torch.zeros((), device=self.device), 0
+                elif shown != shown:  # nan: no row yet, show the first micro-batch's loss (one sync per run)
+                    shown = float(loss.detach())
                 if self.progress is not None:
-                    self.progress(min(0.999, st.step / self.total_steps), self.progress_message(st, loss_value))
+                    self.progress(min(0.999, st.step / self.total_steps), self.progress_message(st, shown))
                 if cfg.max_steps and st.step >= cfg.max_steps:
                     st.finished = True
                     stopped_mid_epoch = not last_in_epoch
