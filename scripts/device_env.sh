@@ -1,0 +1,21 @@
+# Sourced at the start of a command on a GPU device machine (issue 25), after scripts/device_bundle.sh packed
+# .device/ here and the call carried it: installs the carried wheels beside the image's own packages, puts the
+# fp16 default encoder on the path, points the study scripts at the carried CrossNER copy, and keeps everything offline.
+if [ ! -d .device/wheels ]; then
+    echo "no .device/ here: run scripts/device_bundle.sh on the developer machine and carry .device" >&2
+    return 1 2>/dev/null || exit 1
+fi
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .device/wheels/*.whl \
+    || { echo "installing the carried wheels failed" >&2; return 1 2>/dev/null || exit 1; }
+export PYTHONPATH="/tmp/site:$PWD/.device/site${PYTHONPATH:+:$PYTHONPATH}"
+export NERSELECT_CROSSNER="$PWD/.device/crossner" HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
+export PYTHONUNBUFFERED=1 NUMBA_CACHE_DIR=/tmp/numba-cache
+python() { python3 "$@"; }  # the image has python3 only
+python3 - <<'EOF'
+import torch
+
+import core.lm.models as m
+
+print(f"device: {torch.cuda.get_device_name(0) if torch.cuda.is_available() else 'no CUDA'}; torch {torch.__version__}; "
+      f"default encoder {m.default_model_dir()}")
+EOF
