@@ -13,7 +13,7 @@ import torch
 from core.data.corpus import Corpus, read_corpus
 from core.data.tags import Span, validate_tags
 from core.errors import ModelError, UserError
-from core.train.crf import CRF, bioes_allowed, constrain_bioes, log_partition, marginals, sequence_confidences
+from core.train.crf import CRF, bioes_allowed, constrain_bioes, log_partition, marginals, sequence_confidences, viterbi_decode
 from core.train.ner_model import Prediction, encode_words, label_set, load_ner_model
 from core.train.ner_predict import evaluate, predict_corpus
 from core.train.ner_train import preset_config, train_ner
@@ -88,6 +88,25 @@ def test_c1_is_viterbi_posterior_and_marginals_match_enumeration(padded_batch):
         assert c2[b] == pytest.approx(min(marg[b, t, paths[b][t]].item() for t in range(n)), rel=1e-5)
         assert 0 < c1[b] <= c2[b] + 1e-6 <= 1 + 1e-6  # the sequence is no likelier than its weakest position
     assert torch.allclose(marg[mask].sum(-1), torch.ones(int(mask.sum())), atol=1e-5)
+
+
+def test_viterbi_decode_finds_pytorch_crfs_paths_with_one_read_back(padded_batch):
+    """The product decodes with its own back-trace (one host copy instead of an .item() per position): the best
+    path by enumeration, and pytorch-crf's own paths on random shapes, padding and length-1 sequences included."""
+    crf = _random_crf(3, seed=7)
+    em, mask = padded_batch
+    paths = viterbi_decode(crf, em, mask)
+    for b in range(3):
+        scores, _ = _brute(crf, em[b, : int(mask[b].sum())])
+        assert tuple(paths[b]) == max(scores, key=scores.get)
+    gen = torch.Generator().manual_seed(8)
+    for k in range(60):
+        tags, batch, length = 2 + k % 6, 1 + k % 5, 1 + k % 9
+        crf = _random_crf(tags, seed=100 + k)
+        em = torch.randn(batch, length, tags, generator=gen) * 2
+        lengths = torch.randint(1, length + 1, (batch,), generator=gen)
+        mask = torch.arange(length)[None, :] < lengths[:, None]
+        assert viterbi_decode(crf, em, mask) == crf.decode(em, mask)
 
 
 def test_marginals_ignore_padding_content(padded_batch):

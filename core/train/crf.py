@@ -25,7 +25,8 @@ from core.data.tags import split_tag
 
 IMPOSSIBLE = -10_000.0  # exp() of this is 0 in fp32; finite so gradients and logsumexp stay NaN-free
 
-__all__ = ["CRF", "IMPOSSIBLE", "bioes_allowed", "constrain_bioes", "log_partition", "marginals", "sequence_confidences"]
+__all__ = ["CRF", "IMPOSSIBLE", "bioes_allowed", "constrain_bioes", "log_partition", "marginals", "sequence_confidences",
+           "viterbi_decode"]
 
 
 def bioes_allowed(labels: Sequence[str]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -81,6 +82,34 @@ def _backward_betas(crf: CRF, emissions: torch.Tensor, mask: torch.Tensor) -> to
         beta = torch.where(mask[:, t + 1].unsqueeze(1), nxt, end)  # t is the last valid position when t+1 is padding
         betas[:, t] = beta
     return betas
+
+
+def viterbi_decode(crf: CRF, emissions: torch.Tensor, mask: torch.Tensor) -> list[list[int]]:
+    """The best tag path per sequence: pytorch-crf's Viterbi recursion, with the backtrace done on the host from one
+    copy of the back-pointers. pytorch-crf's `decode` reads every position back with `.item()`, a GPU sync each: about
+    ten thousand per DEV pass of a CrossNER domain, every epoch. Same paths as `crf.decode` (tested)."""
+    import numpy as np
+
+    emissions, mask = emissions.float(), mask.bool()
+    B, L, T = emissions.shape
+    score = crf.start_transitions + emissions[:, 0]  # (B, T)
+    pointers = []
+    for t in range(1, L):
+        # [b, i, j]: best path ending in tag i at t-1, then the move i -> j and tag j's emission at t
+        nxt, best_prev = (score.unsqueeze(2) + crf.transitions + emissions[:, t].unsqueeze(1)).max(dim=1)
+        score = torch.where(mask[:, t].unsqueeze(1), nxt, score)
+        pointers.append(best_prev)
+    last = (score + crf.end_transitions).max(dim=1).indices  # (B,)
+    back = torch.stack(pointers, 1).cpu().numpy() if pointers else np.zeros((B, 0, T), dtype=np.int64)
+    lengths, tag = mask.sum(1).cpu().numpy(), last.cpu().numpy()
+    paths = np.zeros((B, L), dtype=np.int64)
+    rows = np.arange(B)
+    paths[rows, np.maximum(lengths - 1, 0)] = tag
+    for t in range(L - 2, -1, -1):  # the pointer at t leads from position t + 1 back to t
+        inside = t < lengths - 1
+        tag = np.where(inside, back[rows, t, tag], tag)
+        paths[inside, t] = tag[inside]
+    return [paths[b, : lengths[b]].tolist() for b in range(B)]
 
 
 def log_partition(crf: CRF, emissions: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:

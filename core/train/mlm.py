@@ -214,6 +214,8 @@ def train_mlm(texts: Sequence[str], model: str | ModelRef, out_dir: str | Path, 
         batch = collator([{"input_ids": examples[i]} for i in idx])
         units = int(batch["attention_mask"].sum())  # counted on the CPU: on a GPU, int() of a device tensor is a sync
         picked = masked_positions(batch["labels"])
+        if units == batch["attention_mask"].numel():  # packed blocks are rarely padded: without a mask, transformers
+            del batch["attention_mask"]               # skips its own all-ones check on the device (one more sync)
         batch = {k: v.to(device, non_blocking=True) for k, v in batch.items()}
         return masked_lm_loss(mlm, batch, picked.to(device, non_blocking=True)), units
 

@@ -23,7 +23,7 @@ from core.data.corpus import Corpus
 from core.data.tags import Span, TagScheme, entity_types
 from core.errors import ModelError
 from core.lm.models import ModelRef, load_encoder, load_tokenizer, resolve_model
-from core.train.crf import CRF, sequence_confidences
+from core.train.crf import CRF, sequence_confidences, viterbi_decode
 from core.train.training import (
     atomic_dir,
 )
@@ -145,7 +145,7 @@ class NerModel(nn.Module):
     @torch.no_grad()
     def decode(self, batch: Batch) -> tuple[list[list[int]], list[float], list[float]]:
         emissions = self.word_emissions(batch)
-        paths = self.crf.decode(emissions, batch.word_mask)
+        paths = viterbi_decode(self.crf, emissions, batch.word_mask)
         c1, c2 = sequence_confidences(self.crf, emissions, batch.word_mask, paths)
         return paths, c1, c2
 

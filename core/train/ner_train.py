@@ -23,7 +23,7 @@ from core.data.tags import TagScheme, spans_from_tags, tags_from_spans
 from core.errors import UserError
 from core.lm.models import ModelRef
 from core.train import lineage
-from core.train.crf import constrain_bioes
+from core.train.crf import constrain_bioes, viterbi_decode
 from core.train.ner_model import Batch, NerModel, build_ner_model, label_set, load_ner_model
 from core.train.ner_predict import evaluate, predict_corpus, scores_from_tags, write_predictions
 from core.train.presets import DEFAULT_PRESET, ner_settings
@@ -199,7 +199,7 @@ def _fast_scores(model: NerModel, data: EncodedCorpus, gold: Sequence[Sequence[s
     for start in range(0, len(order), batch_size):
         idx = order[start:start + batch_size]
         batch, _ = data.collate(idx)
-        paths = model.crf.decode(model.word_emissions(batch.to(device)), batch.word_mask.to(device))
+        paths = viterbi_decode(model.crf, model.word_emissions(batch.to(device)), batch.word_mask.to(device))
         for k, i in enumerate(idx):
             n = len(gold[i])
             bioes = [model.labels[t] for t in paths[k]] + ["O"] * (n - len(paths[k]))
