@@ -25,7 +25,7 @@ mkdir -p "$out/wheels" "$out/site"
 pin() { grep -i "^$1==" requirements.txt; }
 platform=(--only-binary=:all: --python-version 3.12 --implementation cp --platform manylinux_2_28_x86_64
           --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 --platform any)
-for name in pytorch-crf umap-learn pynndescent datasketch kenlm-ex argon2-cffi argon2-cffi-bindings nervaluate; do
+for name in pytorch-crf umap-learn pynndescent datasketch kenlm-ex argon2-cffi argon2-cffi-bindings cffi pycparser nervaluate; do
     "$PY" -m pip download -q --no-deps "${platform[@]}" -d "$out/wheels" "$(pin "$name")"
 done
 "$PY" -m pip wheel -q --no-deps -w "$out/wheels" "$(pin seqeval)"
