@@ -138,6 +138,16 @@ def _product_cell(spec: dict[str, Any], tmp: Path) -> dict[str, Any]:
             "test_f1": scores["f1"], "ignored": sorted(set(mlm_dropped) | set(ner_dropped))}
 
 
+def _plain_device(spec: dict[str, Any]) -> str:
+    """The device the product would pick for --device (auto: CUDA when present; cuda:N as named)."""
+    import torch
+
+    wanted = spec["device"]
+    if wanted == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    return wanted if wanted.startswith("cuda") and torch.cuda.is_available() else "cpu"
+
+
 def _plain_precision(spec: dict[str, Any], device: str) -> tuple[Any, str]:
     """The plain loop's autocast context: bf16 for `baseline-bf16` (what a researcher adds first for speed), else none."""
     import torch
@@ -148,7 +158,8 @@ def _plain_precision(spec: dict[str, Any], device: str) -> tuple[Any, str]:
 
 
 def _first_subtokens(e: Any, n: int) -> list[list[int]]:
-    """Position of each word's first sub-token, per sentence of a tokenizer batch."""
+    """Position of each word's first sub-token, per sentence of a tokenizer batch. The plain loop's own (it must not
+    lean on core.train.ner_model.encode_words); a word with no sub-token shifts the tags after it, as a first loop does."""
     out = []
     for b in range(n):
         seen: dict[int, int] = {}
@@ -176,7 +187,7 @@ def _baseline_ner(spec: dict[str, Any], _tmp: Path) -> dict[str, Any]:
     labels = sorted({t for seq in lc.tags for t in seq})
     index = {t: i for i, t in enumerate(labels)}
     emit, crf = torch.nn.Linear(enc.config.hidden_size, len(labels)), CRF(len(labels), batch_first=True)
-    device = "cuda" if spec["device"] in ("auto", "cuda") and torch.cuda.is_available() else "cpu"
+    device = _plain_device(spec)
     for m in (enc, emit, crf):
         m.to(device).train()
     amp, precision = _plain_precision(spec, device)
@@ -263,7 +274,7 @@ def _baseline_mlm(spec: dict[str, Any], _tmp: Path) -> dict[str, Any]:
     texts = json.loads(Path(spec["texts"]).read_text("utf-8"))
     path = resolve_model(spec["model"]).load_path
     tok, model = AutoTokenizer.from_pretrained(path), AutoModelForMaskedLM.from_pretrained(path, dtype=torch.float32)
-    device = "cuda" if spec["device"] in ("auto", "cuda") and torch.cuda.is_available() else "cpu"
+    device = _plain_device(spec)
     model.to(device).train()
     amp, precision = _plain_precision(spec, device)
     cfg = spec["mlm"]
@@ -277,8 +288,9 @@ def _baseline_mlm(spec: dict[str, Any], _tmp: Path) -> dict[str, Any]:
         if not order:
             order = torch.randperm(len(examples)).tolist()
         idx, order = order[:bs], order[bs:]
-        batch = {k: v.to(device) for k, v in collator([examples[i] for i in idx]).items()}
-        tokens += int(batch["attention_mask"].sum())
+        batch = collator([examples[i] for i in idx])
+        tokens += int(batch["attention_mask"].sum())  # on the CPU, before the copy: no wait for the device
+        batch = {k: v.to(device) for k, v in batch.items()}
         with amp:
             loss = model(**batch).loss
         loss.backward()
@@ -328,7 +340,7 @@ def _profiled(fn: Any, spec: dict[str, Any], tmp: Path) -> dict[str, Any]:
     import torch
     from torch.profiler import ProfilerActivity, profile
 
-    cuda = torch.cuda.is_available() and spec["device"] in ("auto", "cuda")
+    cuda = _plain_device(spec).startswith("cuda")
     activities = [ProfilerActivity.CPU, *([ProfilerActivity.CUDA] if cuda else [])]
     with warnings.catch_warnings(record=True) as caught, profile(activities=activities) as prof:
         warnings.simplefilter("always")
@@ -342,8 +354,7 @@ def _profiled(fn: Any, spec: dict[str, Any], tmp: Path) -> dict[str, Any]:
     syncs = [str(w.message) for w in caught if "synchroniz" in str(w.message)]
     sort = "self_cuda_time_total" if cuda else "self_cpu_time_total"
     result["profile_table"] = prof.key_averages().table(sort_by=sort, row_limit=25)
-    result["syncs"] = len(syncs) if cuda else None  # whole run: training, the final save and the quality check
-    result["syncs_per_step"] = len(syncs) / max(1, result["steps"]) if cuda else None
+    result["syncs"] = len(syncs) if cuda else None  # the whole run: loading, training and the final save
     return result
 
 
@@ -437,13 +448,16 @@ def _profile_rows(impls: list[str], common: dict[str, Any], tmp: Path, steps: in
     table = []
     for impl in impls:
         for task, settings in (("ner", tput_ner), ("mlm", tput_mlm)):
-            spec = {**common, "impl": impl, "task": task, "steps": steps, "core_root": None, task: settings, "profile": True}
-            r = _run(spec, tmp, f"profile-{impl}-{task}")
+            # STEPS and 2 x STEPS: loading and saving cost the same syncs in both, so their difference is the steps'
+            runs = [_run({**common, "impl": impl, "task": task, "steps": n, "core_root": None, task: settings,
+                          "profile": True}, tmp, f"profile-{impl}-{task}-{n}") for n in (steps, 2 * steps)]
             out = RESULTS / f"training-profile-{impl}-{task}.txt"
-            out.write_text(r.pop("profile_table"), "utf-8")
-            table.append({"task": task.upper(), "impl": impl, "steps": r["steps"], "syncs": r["syncs"],
-                          "syncs/step": r["syncs_per_step"], "precision": r["precision"], "operator table": out.name})
-    print_table(table, f"Profile, {steps} steps each (device {bf16['device']}; host-device syncs counted on CUDA only)")
+            out.write_text(runs[1].pop("profile_table"), "utf-8")
+            per_step = (runs[1]["syncs"] - runs[0]["syncs"]) / steps if runs[0]["syncs"] is not None else None
+            table.append({"task": task.upper(), "impl": impl, "steps": 2 * steps, "syncs (whole run)": runs[1]["syncs"],
+                          "syncs/step": per_step, "precision": runs[1]["precision"], "operator table": out.name})
+    print_table(table, f"Profile, {2 * steps} steps each (device {bf16['device']}; host-device syncs counted on CUDA only, "
+                       f"per step from the difference of a {steps}- and a {2 * steps}-step run)")
     write_json("training-profile", {"device": bf16, "steps": steps, "rows": table})
 
 
@@ -461,8 +475,8 @@ def main() -> None:
     parser.add_argument("--skip", default="", help="comma-separated impls to leave out (baseline, baseline-bf16, old, "
                         "new-foreach, new)")
     parser.add_argument("--profile", type=int, metavar="STEPS", help="instead of the timed rows: profile baseline-bf16 (or "
-                        "baseline without bf16) and new for STEPS steps each under torch.profiler, count CUDA host-device "
-                        "syncs, and write the operator tables to bench/results/training-profile-*.txt")
+                        "baseline without bf16) and new for STEPS and 2 x STEPS steps each under torch.profiler, count CUDA "
+                        "host-device syncs per step, and write the operator tables to bench/results/training-profile-*.txt")
     parser.add_argument("--workdir", help="keep every measurement here; rerunning the same command reuses the finished "
                         "ones (a figure that spans sessions); default: a temporary folder")
     parser.add_argument("--worker", nargs=2, metavar=("SPEC", "OUT"), help=argparse.SUPPRESS)

@@ -22,13 +22,15 @@ out=.device
 PY=${PYTHON:-.venv/bin/python}
 rm -rf "$out"
 mkdir -p "$out/wheels" "$out/site"
-pin() { grep -i "^$1==" requirements.txt; }
+pin() { grep -i "^$1==" requirements.txt || { echo "requirements.txt pins no $1" >&2; exit 1; }; }
 platform=(--only-binary=:all: --python-version 3.12 --implementation cp --platform manylinux_2_28_x86_64
           --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 --platform any)
 for name in pytorch-crf umap-learn pynndescent datasketch kenlm-ex argon2-cffi argon2-cffi-bindings cffi pycparser nervaluate; do
-    "$PY" -m pip download -q --no-deps "${platform[@]}" -d "$out/wheels" "$(pin "$name")"
+    spec=$(pin "$name")  # an assignment: set -e stops here when the pin is missing
+    "$PY" -m pip download -q --no-deps "${platform[@]}" -d "$out/wheels" "$spec"
 done
-"$PY" -m pip wheel -q --no-deps -w "$out/wheels" "$(pin seqeval)"
+spec=$(pin seqeval)
+"$PY" -m pip wheel -q --no-deps -w "$out/wheels" "$spec"
 "$PY" - "$out/site" <<'EOF'
 import shutil, sys
 from pathlib import Path

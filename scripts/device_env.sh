@@ -10,7 +10,7 @@ python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upg
 export PYTHONPATH="/tmp/site:$PWD/.device/site${PYTHONPATH:+:$PYTHONPATH}"
 export NERSELECT_CROSSNER="$PWD/.device/crossner" HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
 export PYTHONUNBUFFERED=1 NUMBA_CACHE_DIR=/tmp/numba-cache
-python() { python3 "$@"; }  # the image has python3 only
+mkdir -p /tmp/bin && ln -sf "$(command -v python3)" /tmp/bin/python && export PATH="/tmp/bin:$PATH"  # the image has python3 only
 python3 - <<'EOF'
 import torch
 

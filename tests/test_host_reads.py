@@ -1,7 +1,8 @@
 """Issue 25: the training step does not wait for the device. On a GPU every read of a tensor's value on the host
-(`float()`, `.item()`, `.tolist()`, `bool()`, `.cpu()`) waits for the queued work; these tests count such reads with a
-TorchFunctionMode on the CPU, where the same calls are made, so a read that creeps back into the step fails here
-without a GPU."""
+(`float()`, `.item()`, `.tolist()`, `bool()`, `.cpu()`) waits for the queued work, and so does an op whose output size
+depends on the data (`nonzero`, a boolean-mask gather). These tests count such calls with a TorchFunctionMode on the
+CPU, where the same calls are made, so one that creeps back into the step fails here without a GPU. The mode sees the
+calls made from Python only: a read inside a torch function's C++ is invisible to it."""
 
 from __future__ import annotations
 
@@ -14,7 +15,14 @@ from core.train.crf import CRF, viterbi_decode
 from core.train.training import LoopConfig, TrainLoop, grad_scaler
 
 READS = {torch.Tensor.item, torch.Tensor.__float__, torch.Tensor.__int__, torch.Tensor.__bool__, torch.Tensor.tolist,
-         torch.Tensor.cpu, torch.Tensor.numpy}
+         torch.Tensor.cpu, torch.Tensor.numpy, torch.Tensor.nonzero, torch.nonzero, torch.Tensor.masked_select,
+         torch.masked_select, torch.Tensor.__contains__}
+
+
+def _bool_index(args: tuple) -> bool:
+    index = args[1] if len(args) > 1 else None
+    parts = index if isinstance(index, tuple) else (index,)
+    return any(isinstance(p, torch.Tensor) and p.dtype == torch.bool for p in parts)
 
 
 class CountReads(TorchFunctionMode):
@@ -23,9 +31,17 @@ class CountReads(TorchFunctionMode):
         self.count: collections.Counter[str] = collections.Counter()
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
-        if func in READS:
-            self.count[func.__name__] += 1
+        if func in READS or (func is torch.Tensor.__getitem__ and _bool_index(args)):
+            self.count[getattr(func, "__name__", str(func))] += 1
         return func(*args, **(kwargs or {}))
+
+
+def test_the_counter_sees_a_boolean_gather_and_nonzero():
+    x = torch.randn(3, 4)
+    with CountReads() as reads:
+        x[x > 0]
+        (x > 0).nonzero()
+    assert sum(reads.count.values()) == 2
 
 
 def _loop(steps: int, log_every: int) -> tuple[TrainLoop, list[tuple[float, str]]]:
@@ -70,26 +86,39 @@ def test_viterbi_decode_reads_back_a_fixed_number_of_times_whatever_the_length()
         with CountReads() as reads:
             viterbi_decode(crf, em, mask)
         counts.append(sum(reads.count.values()))
-    assert counts[0] == counts[1] <= 6  # pytorch-crf's own decode reads once per position: 8 x 40 here
+    assert counts[0] == counts[1] <= 2  # one .cpu() and its .numpy()
+    # pytorch-crf's own decode reads once per position: 8 x 40 here
     with CountReads() as reads:
         crf.decode(torch.randn(8, 40, 5), torch.ones(8, 40, dtype=torch.bool))
     assert reads.count["item"] >= 8 * 40
 
 
-def test_the_mlm_loss_reads_nothing_back_given_the_masked_positions(tiny_mlm_dir):
+def test_the_mlm_step_reads_nothing_back_once_its_batch_is_on_the_device(tiny_mlm_dir):
+    """device_batch works out the token count, the masked positions and whether a mask is needed on the CPU; the loss
+    on the device then reads nothing back (the old boolean gather `hidden[labels != -100]` counted here)."""
     from transformers import DataCollatorForLanguageModeling
 
     from core.lm.models import load_masked_lm, load_tokenizer
-    from core.train.mlm import masked_lm_loss, masked_positions
+    from core.train.mlm import device_batch, masked_lm_loss
     from tests.conftest import TOY_SENTENCES
 
     tok = load_tokenizer(str(tiny_mlm_dir))
     model, _ = load_masked_lm(str(tiny_mlm_dir))
+    model.eval()  # no dropout: the loss is compared with transformers' own
+    collate = DataCollatorForLanguageModeling(tok, mlm_probability=0.3)
     torch.manual_seed(0)
-    # one sentence four times: an unpadded batch, as packed blocks are, whose all-ones mask the MLM step drops
-    batch = DataCollatorForLanguageModeling(tok, mlm_probability=0.3)([{"input_ids": tok(TOY_SENTENCES[0])["input_ids"]}] * 4)
-    assert bool(batch.pop("attention_mask").all())
-    picked = masked_positions(batch["labels"])  # on the CPU, before the batch would go to the device
+    padded = collate([{"input_ids": tok(s)["input_ids"]} for s in TOY_SENTENCES[:4]])
+    unpadded = collate([{"input_ids": tok(TOY_SENTENCES[0])["input_ids"]}] * 4)  # as packed blocks are
+    for raw, needs_mask in ((padded, True), (unpadded, False)):
+        batch, picked, units = device_batch(raw, "cpu")
+        assert units == int(raw["attention_mask"].sum()) and ("attention_mask" in batch) == needs_mask
+        with torch.no_grad():
+            expected = model(**raw).loss
+        with CountReads() as reads:
+            loss = masked_lm_loss(model, batch, picked)
+        assert torch.allclose(loss.detach(), expected, atol=1e-5)
+        if not needs_mask:  # with a padded batch transformers itself checks the mask (its read, not ours)
+            assert sum(reads.count.values()) == 0, reads.count
     with CountReads() as reads:
-        masked_lm_loss(model, dict(batch), picked)
-    assert sum(reads.count.values()) == 0, reads.count
+        masked_lm_loss(model, {k: v for k, v in unpadded.items() if k != "attention_mask"})  # positions not given
+    assert reads.count["nonzero"] == 1

@@ -100,8 +100,10 @@ def viterbi_decode(crf: CRF, emissions: torch.Tensor, mask: torch.Tensor) -> lis
         score = torch.where(mask[:, t].unsqueeze(1), nxt, score)
         pointers.append(best_prev)
     last = (score + crf.end_transitions).max(dim=1).indices  # (B,)
-    back = torch.stack(pointers, 1).cpu().numpy() if pointers else np.zeros((B, 0, T), dtype=np.int64)
-    lengths, tag = mask.sum(1).cpu().numpy(), last.cpu().numpy()
+    back = torch.stack(pointers, 1) if pointers else last.new_zeros(B, 0, T)
+    # one copy to the host: the back-pointers, the best last tag and the length of every sequence
+    host = torch.cat([back.reshape(B, -1), last[:, None], mask.sum(1)[:, None]], 1).cpu().numpy()
+    back, tag, lengths = host[:, :-2].reshape(B, L - 1, T), host[:, -2], host[:, -1]
     paths = np.zeros((B, L), dtype=np.int64)
     rows = np.arange(B)
     paths[rows, np.maximum(lengths - 1, 0)] = tag

@@ -211,13 +211,8 @@ def train_mlm(texts: Sequence[str], model: str | ModelRef, out_dir: str | Path, 
                  f"{', ...' if len(fresh) > 4 else ''})" if fresh else "the encoder's own MLM head is trained further")
 
     def forward(idx: list[int]) -> tuple[torch.Tensor, int]:
-        batch = collator([{"input_ids": examples[i]} for i in idx])
-        units = int(batch["attention_mask"].sum())  # counted on the CPU: on a GPU, int() of a device tensor is a sync
-        picked = masked_positions(batch["labels"])
-        if units == batch["attention_mask"].numel():  # packed blocks are rarely padded: without a mask, transformers
-            del batch["attention_mask"]               # skips its own all-ones check on the device (one more sync)
-        batch = {k: v.to(device, non_blocking=True) for k, v in batch.items()}
-        return masked_lm_loss(mlm, batch, picked.to(device, non_blocking=True)), units
+        batch, picked, units = device_batch(collator([{"input_ids": examples[i]} for i in idx]), device)
+        return masked_lm_loss(mlm, batch, picked), units
 
     def plan(epoch: int) -> list[list[int]]:
         order = epoch_order(len(examples), config.seed, epoch)
@@ -278,6 +273,18 @@ def snapshotter(model: Any, tokenizer: Any, snapshot_dir: str | Path | None, eve
             log(f"snapshot kept at step {st.step}: {folder / f'step-{st.step}'}")
 
     return on_step
+
+
+def device_batch(batch: dict[str, torch.Tensor], device: str) -> tuple[dict[str, torch.Tensor], torch.Tensor, int]:
+    """A collated MLM batch on `device`, its masked positions (masked_positions) and its real token count, all worked
+    out on the CPU first: on a GPU each of them, read from the device, would wait for the queued work (issue 25)."""
+    units = int(batch["attention_mask"].sum())
+    picked = masked_positions(batch["labels"])
+    batch = dict(batch)
+    if units == batch["attention_mask"].numel():  # packed blocks are rarely padded: without a mask, transformers
+        del batch["attention_mask"]               # skips its own all-ones check on the device (one more sync)
+    moved = {k: v.to(device, non_blocking=True) for k, v in batch.items()}
+    return moved, picked.to(device, non_blocking=True), units
 
 
 def masked_positions(labels: torch.Tensor) -> torch.Tensor:

@@ -450,7 +450,7 @@ class TrainLoop:
         # The loss is summed on the device and read back once per metric row: a float() per micro-batch waits for the
         # GPU to finish the step (a host-device sync) and keeps the CPU from queueing the next one (issue 25).
         window_t, window_units, window_loss, window_micro = time.time(), 0, torch.zeros((), device=self.device), 0
-        shown = float("nan")  # the loss the progress message shows: the last metric row's mean (the first step's at first)
+        shown: float | None = None  # the loss the progress message shows: the last metric row's mean
         self.model.train()
         while st.epoch < cfg.epochs and not st.finished:
             micros = self.plan(st.epoch)
@@ -463,7 +463,7 @@ class TrainLoop:
                 self.scaler.scale(scaled).backward()
                 self.units += units
                 window_units += units
-                window_loss += loss.detach().float()
+                window_loss += loss.detach().float().reshape(())
                 window_micro += 1
                 accum += 1
                 st.position = m_i + 1
@@ -481,8 +481,8 @@ class TrainLoop:
                     self.metric(step=st.step, epoch=st.epoch + 1, loss=shown,
                                 lr=self.scheduler.get_last_lr()[0], **{f"{cfg.unit}_per_s": window_units / dt})
                     window_t, window_units, window_loss, window_micro = time.time(), 0, torch.zeros((), device=self.device), 0
-                elif shown != shown:  # nan: no row yet, show the first micro-batch's loss (one sync per run)
-                    shown = float(loss.detach())
+                elif shown is None and self.progress is not None:  # no row yet: the first step's last micro-batch's
+                    shown = float(loss.detach())                        # loss (one sync per run)
                 if self.progress is not None:
                     self.progress(min(0.999, st.step / self.total_steps), self.progress_message(st, shown))
                 if cfg.max_steps and st.step >= cfg.max_steps:
