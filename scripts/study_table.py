@@ -1,6 +1,6 @@
 """The CrossNER study table with its uncertainty, from the result JSONs that scripts/crossner_study.py writes:
-per row and domain, TEST F1 with its 95% CI, and the paired difference against TAPT and against no pretraining
-with its CI and p-value. It prints Markdown (README, closing notes) and writes nothing.
+per row and domain, TEST F1 with its 95% CI, and the paired difference against TAPT, against no pretraining and, for
+a selection strategy when the study ran the random control, against random, with its CI and p-value. It prints Markdown (README, closing notes) and writes nothing.
 
 Usage: python scripts/study_table.py docs/results/crossner-music-ci.json docs/results/crossner-politics-ci.json
 """
@@ -42,13 +42,16 @@ def table(paths: list[Path]) -> str:
             if e["row"] not in rows:
                 rows.append(e["row"])
     rows.sort(key=lambda r: (ORDER.index(r) if r in ORDER else len(ORDER), r))
+    # the random control's column only where a selection was held against it (core.experiments.summary.CONTROL_ROW)
+    bases = ("tapt", "none") + (("random",) if any("random" in (e.get("vs") or {}) for r in results
+                                                   for e in r.get("summary") or []) else ())
     head = ["row"] + [f"{r['domain']}: test F1 [95% CI]" for r in results] + \
-        [f"{r['domain']}: vs {b}" for r in results for b in ("tapt", "none")]
+        [f"{r['domain']}: vs {b}" for r in results for b in bases]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for row in rows:
         entries = [next((e for e in r.get("summary") or [] if e["row"] == row), None) for r in results]
         cells = [cell_text(e) if e else "–" for e in entries]
-        cells += [versus_text(e, b) if e else "–" for e in entries for b in ("tapt", "none")]
+        cells += [versus_text(e, b) if e else "–" for e in entries for b in bases]
         lines.append(f"| {row} | " + " | ".join(cells) + " |")
     seeds = ", ".join(f"{r['domain']} {sorted({c['seed'] for c in r.get('cells', [])})}" for r in results)
     lines.append("")

@@ -69,6 +69,7 @@ def test_experiment_runs_cells_and_resumes(tmp_path, corpora, tiny_bert_dir, mon
     assert summary["random"]["seeds"] == 2 and len(load_cells(run_dir)) == 8
     lo, hi = summary["random"]["f1_ci"]
     assert 0 <= lo <= hi <= 1 and set(summary["random"]["vs"]) == {"tapt", "none"} and summary["tapt"]["vs"].keys() == {"none"}
+    assert set(summary["ner"]["vs"]) == {"tapt", "none", "random"}  # a selection is held against the random control too
     assert all(Path(c["predictions"]).is_file() for c in result["cells"])  # per-sentence TEST predictions kept
     log = (run_dir / "log.txt").read_text()
     assert "training B1/B2" in log  # NER-Selected reads B2 = the TAPT model fine-tuned on LC

@@ -21,3 +21,8 @@ def test_table_shows_intervals_paired_tests_and_marks_significance(tmp_path):
     assert lines[2].startswith("| none | 59.00 [57.00, 61.00] (1 seed) | – | – |")  # baseline rows first
     assert lines[3] == "| dsir | 61.00 [58.00, 63.00] | +1.20 [+0.20, +2.00], p 0.03 * | +2.00 [-1.00, +5.00], p 0.20 |"
     assert study_table.main([str(tmp_path / "missing.json")]) == 2
+    entry["vs"]["random"] = {"delta": -0.004, "ci": [-0.02, 0.01], "p": 0.6}  # a study with the random control
+    path.write_text(json.dumps({"domain": "music", "summary": [entry, one], "cells": [{"seed": 1}]}))
+    lines = study_table.table([path]).splitlines()
+    assert lines[0].endswith("| music: vs random |") and lines[3].endswith("| -0.40 [-2.00, +1.00], p 0.60 |")
+    assert lines[2].endswith("| – | – | – |")  # none is no selection: nothing against random

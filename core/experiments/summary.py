@@ -17,10 +17,14 @@ from typing import Any
 
 import numpy as np
 
+from core.experiments.plan import BASELINES
 from core.experiments.statistics import N_RESAMPLES, counts_from_predictions, summary_entry
 
 PREDICTIONS_FILE = "test_predictions.jsonl"
 BASELINE_ROWS = ("tapt", "none")
+# The same budget of DC sentences drawn at random: a selection strategy is compared with it too, since beating TAPT
+# or no pretraining may come from "more DC text of any kind" rather than from choosing well.
+CONTROL_ROW = "random"
 NO_PREDICTIONS = "no per-sentence TEST predictions kept for these runs (made before they were): no interval; rerun them"
 
 
@@ -48,7 +52,8 @@ def _label(cell: dict[str, Any], split_budgets: set[str], lc_sizes: list[int]) -
 
 def interval_summary(cells: Sequence[dict[str, Any]], baselines: Sequence[str] = BASELINE_ROWS, n_boot: int = N_RESAMPLES,
                      seed: int = 0) -> list[dict[str, Any]]:
-    """One entry per row (per SC budget when a strategy ran several, per LC size when there were several)."""
+    """One entry per row (per SC budget when a strategy ran several, per LC size when there were several), each
+    compared with the `baselines` present and, for a selection strategy, with the random control (CONTROL_ROW)."""
     lc_sizes = sorted({c["lc_size"] for c in cells if c.get("lc_size") is not None})
     budgets: dict[str, set] = {}
     for c in cells:
@@ -63,12 +68,14 @@ def interval_summary(cells: Sequence[dict[str, Any]], baselines: Sequence[str] =
         counts = {label: {c["seed"]: cell_counts(c) for c in cs} for label, cs in by_label.items()}
         complete = {label: runs for label, runs in counts.items() if all(v is not None for v in runs.values())}
         suffix = f" · LC {size}" if len(lc_sizes) > 1 else ""
-        names = {b: b + suffix for b in baselines}
+        names = {b: b + suffix for b in (*baselines, CONTROL_ROW)}
         for label, cs in by_label.items():
             f1s = [c["f1"] for c in cs]
+            selection = cs[0]["row"] not in (*BASELINES, CONTROL_ROW)
+            bases = [b for b in baselines if names[b] != label] + ([CONTROL_ROW] if selection else [])
             if label in complete:
                 entry = summary_entry(label, {**complete, **{b: complete[n] for b, n in names.items() if n in complete}},
-                                      baselines=[b for b in baselines if names[b] != label], n_boot=n_boot, seed=seed)
+                                      baselines=bases, n_boot=n_boot, seed=seed)
             else:
                 entry = {"row": label, "f1_mean": statistics.fmean(f1s), "f1_std": statistics.stdev(f1s) if len(f1s) > 1 else None,
                          "f1_ci": None, "seeds": len(f1s), "vs": {}, "note": NO_PREDICTIONS}
