@@ -1,6 +1,7 @@
 """The CrossNER study table with its uncertainty, from the result JSONs that scripts/crossner_study.py writes:
 per row and domain, TEST F1 with its 95% CI, and the paired difference against TAPT, against no pretraining and, for
-a selection strategy when the study ran the random control, against random, with its CI and p-value. It prints Markdown (README, closing notes) and writes nothing.
+a selection strategy when the study ran the random control, against random, with its CI and p-value. It prints
+Markdown (README, closing notes) and writes nothing.
 
 Usage: python scripts/study_table.py docs/results/crossner-music-ci.json docs/results/crossner-politics-ci.json
 """
