@@ -55,6 +55,12 @@ def git_commit() -> dict[str, Any]:
     return {"commit": commit, "dirty_files": dirty}
 
 
+def missing_cells(rows: list[str], seeds: list[int], cells: list[dict[str, Any]]) -> list[tuple[str, int]]:
+    """(row, seed) pairs asked for that have no finished cell yet: none left means the study is complete, so a JSON
+    that --status writes then is as final as the run's own."""
+    return sorted({(r, s) for r in rows for s in seeds} - {(c["row"], c["seed"]) for c in cells})
+
+
 def import_study(ws, study) -> dict[str, str]:
     """Write each role's corpus to WORKSPACE/study-files/ and import it with its role (idempotent:
     the same content under the same name is not imported twice). Returns role -> corpus name."""
@@ -271,14 +277,14 @@ def main() -> int:
     out = Path(args.out) if args.out else ROOT / "docs" / "results" / (
         f"crossner-{args.domain}.json" if variant == "study" else f"crossner-{args.domain}-{variant}.json")
 
-    def write(result: dict[str, Any] | None, started: float, error: str | None = None) -> None:
+    def write(result: dict[str, Any] | None, started: float, error: str | None = None, complete: bool = False) -> None:
         cells = result["cells"] if result else load_cells(run_dir)
         summary = summarize(cells) if cells else {}
         payload = {
             "study": "CrossNER selective pretraining (issue 11)", "domain": args.domain, **git_commit(),
             # --status records the command that continues the study, not itself
             "command": " ".join([Path(sys.executable).name, *(a for a in sys.argv if a != "--status")]),
-            "finished": result is not None, "error": error,
+            "finished": result is not None or complete, "error": error,
             "written": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "seconds_this_run": round(time.time() - started, 1),
             "protocol": {"split_seed": SPLIT_SEED, "sizes": study.sizes(),
                          "dc_in_domain": sum(d == args.domain for d in study.dc.fields["domain"]),
@@ -298,8 +304,10 @@ def main() -> int:
 
     started = time.time()
     if args.status:
-        write(None, started, error="partial: written by --status while the study was unfinished")
         cells = load_cells(run_dir)
+        missing = missing_cells(rows, seeds, cells)
+        write(None, started, complete=not missing, error=None if not missing else
+              f"partial: written by --status while the study was unfinished ({len(missing)} row/seed cells to go)")
         for row, v in summarize(cells).items():
             print(f"{row:8s} {100 * v['mean']:.2f} ± {100 * v['std']:.2f}  seeds {v['seeds']}")
         print(f"{len(cells)} finished cells; wrote {out}")

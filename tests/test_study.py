@@ -143,6 +143,14 @@ def test_study_parts_merge_into_one_summary(tmp_path):
             study.merge_results([*parts, _part(tmp_path, 3, {"none": 0.6}, name="other.json", **other)], tmp_path / "bad.json")
 
 
+def test_status_calls_a_study_complete_when_every_row_and_seed_has_its_cell():
+    study = _study_script()
+    cells = [{"row": r, "seed": s} for r in ("none", "tapt") for s in (1, 2)]
+    assert study.missing_cells(["none", "tapt"], [1, 2], cells) == []
+    assert study.missing_cells(["none", "tapt", "random"], [1, 2], cells) == [("random", 1), ("random", 2)]
+    assert study.missing_cells(["none"], [1, 2, 3], cells) == [("none", 3)]
+
+
 def test_every_recipe_setting_names_the_study_run_folder():
     """Two recipes never share a run folder or JSON: the encoder, MLM overrides, rehearsal and checkpoint pick each
     name the variant; the default recipe keeps the names older results were written under."""
