@@ -142,6 +142,19 @@ def test_pretraining_verdicts_say_when_pretraining_did_not_help():
         ("tapt", "harmed", True), ("dsir", "helped", False), ("cosine", "did not help", True), ("knn", "no clear gain", False)]
     assert found[0]["text"] == ("tapt: pretraining harmed against no pretraining: -2.00 test F1 points [-3.00, -1.00], "
                                 "p = 0.004, 3 seeds")
+    # a selection held against the random control gets a second verdict: did choosing beat drawing at random?
+    against = {"none": {"delta": 0.03, "ci": [0.01, 0.05], "p": 0.01, "seeds": 3}}
+    found = pretraining_verdicts([
+        {"row": "cosine", "seeds": 3, "vs": {**against, "random": {"delta": 0.002, "ci": [-0.01, 0.016], "p": 0.73, "seeds": 3}}},
+        {"row": "dsir", "seeds": 3, "vs": {**against, "random": {"delta": -0.02, "ci": [-0.03, -0.005], "p": 0.02, "seeds": 3}}},
+        {"row": "knn", "seeds": 3, "vs": {**against, "random": {"delta": 0.02, "ci": [0.005, 0.03], "p": 0.03, "seeds": 3}}}])
+    assert [(v["row"], v["against"], v["verdict"], v["bad"]) for v in found] == [
+        ("cosine", "none", "helped", False), ("dsir", "none", "helped", False), ("knn", "none", "helped", False),
+        ("cosine", "random", "no clear difference", False), ("dsir", "random", "fell below", True),
+        ("knn", "random", "beat", False)]
+    assert [v["tone"] for v in found] == ["success", "success", "success", "info", "warning", "success"]
+    assert found[3]["text"].startswith("cosine: the selection was not clearly better than the random control (the same")
+    assert found[4]["text"].startswith("dsir: the selection fell below the random control")
 
 
 def test_dev_lines_compare_each_pretraining_cell_with_none_of_its_seed_and_lc_size():

@@ -46,12 +46,13 @@ else:
                        "or check with `python -m core leakage`.")
     entries = interval_summary(experiments[pick].get("cells", []))
     for v in pretraining_verdicts(entries):
-        (st.warning if v["bad"] else st.success if v["verdict"] == "helped" else st.info)(v["text"])
+        getattr(st, v["tone"])(v["text"])
     for line in diagnostic_lines(experiments[pick].get("cells", [])):
         st.caption(line)
     comparisons = comparison_rows(entries)
-    st.markdown("**Against TAPT and no pretraining**: difference in test F1 points, its 95% CI, p-value, and the seeds a "
-                "difference of this size would need for p < 0.05", help=INTERVAL_HELP)
+    st.markdown("**Against TAPT, no pretraining and, for a selection, the random control**: difference in test F1 "
+                "points, its 95% CI, p-value, and the seeds a difference of this size would need for p < 0.05",
+                help=INTERVAL_HELP)
     if comparisons:
         st.dataframe(readable(comparisons), hide_index=True, key="comparison_table")
     else:

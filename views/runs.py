@@ -209,7 +209,7 @@ def job_detail(job_id: str, interval: float | None) -> None:
         pick_panel(job)
     if job.result and job.kind == "experiment":
         for v in pretraining_verdicts(job.result.get("summary") or []):
-            (st.warning if v["bad"] else st.success if v["verdict"] == "helped" else st.info)(v["text"])
+            getattr(st, v["tone"])(v["text"])
         for line in diagnostic_lines(job.result.get("cells") or []):
             st.caption(line)
     if job.result and job.kind == "pick-checkpoint":

@@ -113,7 +113,35 @@ def comparison_rows(entries: Sequence[dict[str, Any]], scale: float = 100.0) -> 
 def pretraining_verdicts(entries: Sequence[dict[str, Any]], scale: float = 100.0) -> list[dict[str, Any]]:
     """For every pretraining row (TAPT, DAPT, a selection): did it beat no pretraining, by how much and how
     sure. "harmed" / "helped" when the 95% CI of the paired difference lies wholly below / above 0; else
-    "did not help" (point estimate below none) or "no clear gain". A default recipe that can lower F1 must say so."""
+    "did not help" (point estimate below none) or "no clear gain". A default recipe that can lower F1 must say so.
+    Then, for every selection held against the random control, whether choosing beat drawing at random."""
+    verdicts = _against_none(entries, scale) + _against_control(entries, scale)
+    for v in verdicts:  # how a page shows it: st.warning / st.success / st.info
+        v["tone"] = "warning" if v["bad"] else "success" if v["verdict"] in ("helped", "beat") else "info"
+    return verdicts
+
+
+def _against_control(entries: Sequence[dict[str, Any]], scale: float) -> list[dict[str, Any]]:
+    """"beat" / "fell below" the random control when the 95% CI lies wholly above / below 0, else "no clear
+    difference": then the selection's gain, if any, came from more DC text, not from what it chose."""
+    out = []
+    for e in entries:
+        t = (e.get("vs") or {}).get(CONTROL_ROW)
+        if t is None:
+            continue
+        d, lo, hi = t["delta"] * scale, t["ci"][0] * scale, t["ci"][1] * scale
+        verdict = "beat" if lo > 0 else "fell below" if hi < 0 else "no clear difference"
+        seeds = t.get("seeds") or e.get("seeds") or 0
+        out.append({"row": e["row"], "against": CONTROL_ROW, "verdict": verdict, "delta": round(d, 2),
+                    "ci": [round(lo, 2), round(hi, 2)], "p": t["p"], "seeds": seeds, "bad": verdict == "fell below",
+                    "text": f"{e['row']}: the selection {'was not clearly better than' if lo <= 0 <= hi else verdict} "
+                            "the random control (the same number of DC sentences drawn "
+                            f"at random): {d:+.2f} test F1 points [{lo:+.2f}, {hi:+.2f}], p = {t['p']:.3f}, {seeds} "
+                            f"seed{'s' if seeds != 1 else ''}"})
+    return out
+
+
+def _against_none(entries: Sequence[dict[str, Any]], scale: float) -> list[dict[str, Any]]:
     out = []
     for e in entries:
         t = (e.get("vs") or {}).get("none")
@@ -123,8 +151,8 @@ def pretraining_verdicts(entries: Sequence[dict[str, Any]], scale: float = 100.0
         verdict = "harmed" if hi < 0 else "helped" if lo > 0 else "did not help" if d < 0 else "no clear gain"
         seeds = t.get("seeds") or e.get("seeds") or 0
         label = e["row"] + (f" ({e['label']})" if e.get("label") and e.get("label") != e["row"] else "")
-        out.append({"row": e["row"], "verdict": verdict, "delta": round(d, 2), "ci": [round(lo, 2), round(hi, 2)],
-                    "p": t["p"], "seeds": seeds, "bad": verdict in ("harmed", "did not help"),
+        out.append({"row": e["row"], "against": "none", "verdict": verdict, "delta": round(d, 2),
+                    "ci": [round(lo, 2), round(hi, 2)], "p": t["p"], "seeds": seeds, "bad": verdict in ("harmed", "did not help"),
                     "text": f"{label}: pretraining {verdict} against no pretraining: {d:+.2f} test F1 points "
                             f"[{lo:+.2f}, {hi:+.2f}], p = {t['p']:.3f}, {seeds} seed{'s' if seeds != 1 else ''}"})
     return out
