@@ -141,8 +141,12 @@ def hand_read_params(root: Path = ROOT) -> list[str]:
 def _top_level_names(path: Path) -> set[str]:
     """Names a module defines or imports at its top level (what `from module import name` can reach)."""
     names: set[str] = set()
-    for node in ast.parse(path.read_text("utf-8")).body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+    body = list(ast.parse(path.read_text("utf-8")).body)
+    for node in body:
+        if isinstance(node, (ast.If, ast.Try)):  # `try: import x` / `if ...: NAME = ...` bind at the top level too
+            body += [*node.body, *node.orelse, *getattr(node, "finalbody", []),
+                     *(b for h in getattr(node, "handlers", []) for b in h.body)]
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             names.add(node.name)
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
             names |= {(a.asname or a.name).split(".")[0] for a in node.names}

@@ -52,12 +52,13 @@ def test_the_stale_reference_finder_finds_a_moved_module_and_a_missing_name(tmp_
     (tmp_path / "core" / "train").mkdir(parents=True)
     (tmp_path / "core" / "__init__.py").write_text("")
     (tmp_path / "core" / "train" / "__init__.py").write_text("")
-    (tmp_path / "core" / "train" / "ner_train.py").write_text("X = 1\ndef train_ner():\n    pass\n")
+    (tmp_path / "core" / "train" / "ner_train.py").write_text("X = 1\ndef train_ner():\n    pass\n"
+                                                               "try:\n    import fast as speed\nexcept ImportError:\n    speed = None\n")
     (tmp_path / "bench").mkdir()
     (tmp_path / "scripts").mkdir()
     (tmp_path / "bench" / "b.py").write_text(textwrap.dedent("""
         from core.train import ner_train
-        from core.train.ner_train import X, train_ner
+        from core.train.ner_train import X, train_ner, speed
         from core.train import ner
         from core.train.ner_train import evaluate
         MODULES = ("core.train.ner_train", "core.train.ner_predict")
