@@ -138,16 +138,6 @@ def _product_cell(spec: dict[str, Any], tmp: Path) -> dict[str, Any]:
             "test_f1": scores["f1"], "ignored": sorted(set(mlm_dropped) | set(ner_dropped))}
 
 
-def _plain_device(spec: dict[str, Any]) -> str:
-    """The device the product would pick for --device (auto: CUDA when present; cuda:N as named)."""
-    import torch
-
-    wanted = spec["device"]
-    if wanted == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    return wanted if wanted.startswith("cuda") and torch.cuda.is_available() else "cpu"
-
-
 def _plain_precision(spec: dict[str, Any], device: str) -> tuple[Any, str]:
     """The plain loop's autocast context: bf16 for `baseline-bf16` (what a researcher adds first for speed), else none."""
     import torch
@@ -178,7 +168,7 @@ def _baseline_ner(spec: dict[str, Any], _tmp: Path) -> dict[str, Any]:
     from transformers import AutoModel, AutoTokenizer
 
     from core.data.corpus import read_corpus
-    from core.lm.models import resolve_model
+    from core.lm.models import pick_device, resolve_model
 
     torch.manual_seed(1)
     lc = read_corpus(spec["lc"])
@@ -187,7 +177,7 @@ def _baseline_ner(spec: dict[str, Any], _tmp: Path) -> dict[str, Any]:
     labels = sorted({t for seq in lc.tags for t in seq})
     index = {t: i for i, t in enumerate(labels)}
     emit, crf = torch.nn.Linear(enc.config.hidden_size, len(labels)), CRF(len(labels), batch_first=True)
-    device = _plain_device(spec)
+    device = pick_device(spec["device"])  # the product's own choice, cuda:N included
     for m in (enc, emit, crf):
         m.to(device).train()
     amp, precision = _plain_precision(spec, device)
@@ -268,13 +258,13 @@ def _baseline_mlm(spec: dict[str, Any], _tmp: Path) -> dict[str, Any]:
     import torch
     from transformers import AutoModelForMaskedLM, AutoTokenizer, DataCollatorForLanguageModeling
 
-    from core.lm.models import resolve_model
+    from core.lm.models import pick_device, resolve_model
 
     torch.manual_seed(1)
     texts = json.loads(Path(spec["texts"]).read_text("utf-8"))
     path = resolve_model(spec["model"]).load_path
     tok, model = AutoTokenizer.from_pretrained(path), AutoModelForMaskedLM.from_pretrained(path, dtype=torch.float32)
-    device = _plain_device(spec)
+    device = pick_device(spec["device"])  # the product's own choice, cuda:N included
     model.to(device).train()
     amp, precision = _plain_precision(spec, device)
     cfg = spec["mlm"]
@@ -340,7 +330,9 @@ def _profiled(fn: Any, spec: dict[str, Any], tmp: Path) -> dict[str, Any]:
     import torch
     from torch.profiler import ProfilerActivity, profile
 
-    cuda = _plain_device(spec).startswith("cuda")
+    from core.lm.models import pick_device
+
+    cuda = pick_device(spec["device"]).startswith("cuda")
     activities = [ProfilerActivity.CPU, *([ProfilerActivity.CUDA] if cuda else [])]
     with warnings.catch_warnings(record=True) as caught, profile(activities=activities) as prof:
         warnings.simplefilter("always")

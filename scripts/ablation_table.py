@@ -27,7 +27,6 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-BASE_ROWS = ("none", "tapt", "dapt", "tapt+dapt")
 LOWER_IS_WORSE = 1e-9  # "TAPT >= none" on point estimates: equal counts as not worse
 
 
@@ -63,7 +62,7 @@ def _mean(values: list[float]) -> float | None:
 def domain_entry(result: dict[str, Any], others: list[dict[str, Any]]) -> dict[str, Any]:
     """One (variant, domain) entry: every row's F1 with CI and paired differences, pick and drift."""
     from core.experiments.plan import recipe_label  # encoder, preset, MLM/NER overrides, rehearsal, pick: one label
-    from core.experiments.summary import dev_deltas, interval_summary
+    from core.experiments.summary import dev_deltas, interval_summary, is_selection
 
     cells, none_from = borrow_none(result, others)
     dev = dev_deltas(cells)
@@ -83,7 +82,7 @@ def domain_entry(result: dict[str, Any], others: list[dict[str, Any]]) -> dict[s
                      "probe_gain": _mean([p["gain_over_base"] for p in picks if "gain_over_base" in p]),
                      "drift_cka": _mean([d["cka"] for d in drifts]), "drift_cosine": _mean([d["cosine"] for d in drifts]),
                      "dev_vs_none": _mean(dev.get(row, []))}  # converged DEV F1 minus none's, same seed
-    selections = [r for r in rows if r not in BASE_ROWS and r != "random"]
+    selections = [r for r in rows if is_selection(r)]
     best = max(selections, key=lambda r: rows[r]["f1_mean"], default=None)
     tapt, none = rows.get("tapt"), rows.get("none")
     return {"variant": recipe_label(result["params"]), "domain": result["domain"], "file": result["_file"],

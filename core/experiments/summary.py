@@ -25,6 +25,11 @@ BASELINE_ROWS = ("tapt", "none")
 # The same budget of DC sentences drawn at random: a selection strategy is compared with it too, since beating TAPT
 # or no pretraining may come from "more DC text of any kind" rather than from choosing well.
 CONTROL_ROW = "random"
+
+
+def is_selection(row: str) -> bool:
+    """A selection strategy's row: neither a baseline (none, TAPT, DAPT) nor the random control."""
+    return row not in (*BASELINES, CONTROL_ROW)
 NO_PREDICTIONS = "no per-sentence TEST predictions kept for these runs (made before they were): no interval; rerun them"
 
 
@@ -71,8 +76,7 @@ def interval_summary(cells: Sequence[dict[str, Any]], baselines: Sequence[str] =
         names = {b: b + suffix for b in (*baselines, CONTROL_ROW)}
         for label, cs in by_label.items():
             f1s = [c["f1"] for c in cs]
-            selection = cs[0]["row"] not in (*BASELINES, CONTROL_ROW)
-            bases = [b for b in baselines if names[b] != label] + ([CONTROL_ROW] if selection else [])
+            bases = [b for b in baselines if names[b] != label] + ([CONTROL_ROW] if is_selection(cs[0]["row"]) else [])
             if label in complete:
                 entry = summary_entry(label, {**complete, **{b: complete[n] for b, n in names.items() if n in complete}},
                                       baselines=bases, n_boot=n_boot, seed=seed)
@@ -121,40 +125,46 @@ def pretraining_verdicts(entries: Sequence[dict[str, Any]], scale: float = 100.0
     return verdicts
 
 
+def _paired(entries: Sequence[dict[str, Any]], base: str,
+            scale: float) -> list[tuple[dict[str, Any], dict[str, Any], tuple[float, float, float]]]:
+    """(entry, verdict record without its words, unrounded (difference, CI low, CI high)) for every row tested against
+    `base`; the verdicts judge and print the unrounded figures."""
+    out = []
+    for e in entries:
+        t = (e.get("vs") or {}).get(base)
+        if e.get("row") == base or t is None:
+            continue
+        d, lo, hi = t["delta"] * scale, t["ci"][0] * scale, t["ci"][1] * scale
+        out.append((e, {"row": e["row"], "against": base, "delta": round(d, 2), "ci": [round(lo, 2), round(hi, 2)],
+                        "p": t["p"], "seeds": t.get("seeds") or e.get("seeds") or 0}, (d, lo, hi)))
+    return out
+
+
+def _figures(v: dict[str, Any], d: float, lo: float, hi: float) -> str:
+    return (f"{d:+.2f} test F1 points [{lo:+.2f}, {hi:+.2f}], p = {v['p']:.3f}, "
+            f"{v['seeds']} seed{'s' if v['seeds'] != 1 else ''}")
+
+
 def _against_control(entries: Sequence[dict[str, Any]], scale: float) -> list[dict[str, Any]]:
     """"beat" / "fell below" the random control when the 95% CI lies wholly above / below 0, else "no clear
     difference": then the selection's gain, if any, came from more DC text, not from what it chose."""
     out = []
-    for e in entries:
-        t = (e.get("vs") or {}).get(CONTROL_ROW)
-        if t is None:
-            continue
-        d, lo, hi = t["delta"] * scale, t["ci"][0] * scale, t["ci"][1] * scale
+    for e, v, (d, lo, hi) in _paired(entries, CONTROL_ROW, scale):
         verdict = "beat" if lo > 0 else "fell below" if hi < 0 else "no clear difference"
-        seeds = t.get("seeds") or e.get("seeds") or 0
-        out.append({"row": e["row"], "against": CONTROL_ROW, "verdict": verdict, "delta": round(d, 2),
-                    "ci": [round(lo, 2), round(hi, 2)], "p": t["p"], "seeds": seeds, "bad": verdict == "fell below",
-                    "text": f"{e['row']}: the selection {'was not clearly better than' if lo <= 0 <= hi else verdict} "
-                            "the random control (the same number of DC sentences drawn "
-                            f"at random): {d:+.2f} test F1 points [{lo:+.2f}, {hi:+.2f}], p = {t['p']:.3f}, {seeds} "
-                            f"seed{'s' if seeds != 1 else ''}"})
+        words = "was not clearly better than" if verdict == "no clear difference" else verdict
+        out.append({**v, "verdict": verdict, "bad": verdict == "fell below",
+                    "text": f"{e['row']}: the selection {words} the random control (the same number of DC sentences "
+                            f"drawn at random): {_figures(v, d, lo, hi)}"})
     return out
 
 
 def _against_none(entries: Sequence[dict[str, Any]], scale: float) -> list[dict[str, Any]]:
     out = []
-    for e in entries:
-        t = (e.get("vs") or {}).get("none")
-        if e.get("row") == "none" or t is None:
-            continue
-        d, lo, hi = t["delta"] * scale, t["ci"][0] * scale, t["ci"][1] * scale
+    for e, v, (d, lo, hi) in _paired(entries, "none", scale):
         verdict = "harmed" if hi < 0 else "helped" if lo > 0 else "did not help" if d < 0 else "no clear gain"
-        seeds = t.get("seeds") or e.get("seeds") or 0
         label = e["row"] + (f" ({e['label']})" if e.get("label") and e.get("label") != e["row"] else "")
-        out.append({"row": e["row"], "against": "none", "verdict": verdict, "delta": round(d, 2),
-                    "ci": [round(lo, 2), round(hi, 2)], "p": t["p"], "seeds": seeds, "bad": verdict in ("harmed", "did not help"),
-                    "text": f"{label}: pretraining {verdict} against no pretraining: {d:+.2f} test F1 points "
-                            f"[{lo:+.2f}, {hi:+.2f}], p = {t['p']:.3f}, {seeds} seed{'s' if seeds != 1 else ''}"})
+        out.append({**v, "verdict": verdict, "bad": verdict in ("harmed", "did not help"),
+                    "text": f"{label}: pretraining {verdict} against no pretraining: {_figures(v, d, lo, hi)}"})
     return out
 
 
