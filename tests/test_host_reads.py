@@ -11,7 +11,7 @@ import collections
 import torch
 from torch.overrides import TorchFunctionMode
 
-from core.train.crf import CRF, viterbi_decode
+from core.train.crf import CRF, log_likelihood, viterbi_decode
 from core.train.training import LoopConfig, TrainLoop, grad_scaler
 
 READS = {torch.Tensor.item, torch.Tensor.__float__, torch.Tensor.__int__, torch.Tensor.__bool__, torch.Tensor.tolist,
@@ -91,6 +91,20 @@ def test_viterbi_decode_reads_back_a_fixed_number_of_times_whatever_the_length()
     with CountReads() as reads:
         crf.decode(torch.randn(8, 40, 5), torch.ones(8, 40, dtype=torch.bool))
     assert reads.count["item"] >= 8 * 40
+
+
+def test_the_crf_loss_reads_nothing_back():
+    """pytorch-crf's forward checks `mask[0].all()` three times per call, each a sync on a GPU; the product's loss
+    computes the same log-likelihood without them."""
+    torch.manual_seed(0)
+    crf = CRF(5, batch_first=True)
+    em, tags, mask = torch.randn(8, 30, 5), torch.randint(0, 5, (8, 30)), torch.ones(8, 30, dtype=torch.bool)
+    with CountReads() as reads:
+        log_likelihood(crf, em, tags, mask).mean().backward()
+    assert sum(reads.count.values()) == 0, reads.count
+    with CountReads() as reads:
+        crf(em, tags, mask, reduction="mean")
+    assert reads.count["__bool__"] >= 3
 
 
 def test_the_mlm_step_reads_nothing_back_once_its_batch_is_on_the_device(tiny_mlm_dir):

@@ -13,7 +13,16 @@ import torch
 from core.data.corpus import Corpus, read_corpus
 from core.data.tags import Span, validate_tags
 from core.errors import ModelError, UserError
-from core.train.crf import CRF, bioes_allowed, constrain_bioes, log_partition, marginals, sequence_confidences, viterbi_decode
+from core.train.crf import (
+    CRF,
+    bioes_allowed,
+    constrain_bioes,
+    log_likelihood,
+    log_partition,
+    marginals,
+    sequence_confidences,
+    viterbi_decode,
+)
 from core.train.ner_model import Prediction, encode_words, label_set, load_ner_model
 from core.train.ner_predict import evaluate, predict_corpus
 from core.train.ner_train import preset_config, train_ner
@@ -107,6 +116,26 @@ def test_viterbi_decode_finds_pytorch_crfs_paths_with_one_read_back(padded_batch
         lengths = torch.randint(1, length + 1, (batch,), generator=gen)
         mask = torch.arange(length)[None, :] < lengths[:, None]
         assert viterbi_decode(crf, em, mask) == crf.decode(em, mask)
+
+
+def test_log_likelihood_is_pytorch_crfs_forward_bit_for_bit_values_and_gradients():
+    """The training loss skips pytorch-crf's per-call mask checks (GPU syncs) but must train exactly as before: the
+    same values and the same gradients, bitwise, on random shapes with padding and length-1 sequences."""
+    gen = torch.Generator().manual_seed(9)
+    for k in range(40):
+        tags, batch, length = 2 + k % 7, 1 + k % 6, 1 + k % 11
+        lengths = torch.randint(1, length + 1, (batch,), generator=gen)
+        mask = torch.arange(length)[None, :] < lengths[:, None]
+        gold = torch.randint(0, tags, (batch, length), generator=gen)
+        em = torch.randn(batch, length, tags, generator=gen) * 2
+        grads = []
+        for ours in (False, True):
+            crf, e = _random_crf(tags, seed=200 + k), em.clone().requires_grad_()
+            llh = log_likelihood(crf, e, gold, mask) if ours else crf(e, gold, mask, reduction="none")
+            llh.mean().backward()
+            grads.append([llh.detach(), e.grad] + [p.grad for p in crf.parameters()])
+        for ours, theirs in zip(grads[1], grads[0], strict=True):  # length 1: no transition, no gradient in both
+            assert (ours is None and theirs is None) or torch.equal(ours, theirs)
 
 
 def test_marginals_ignore_padding_content(padded_batch):

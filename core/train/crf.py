@@ -25,8 +25,8 @@ from core.data.tags import split_tag
 
 IMPOSSIBLE = -10_000.0  # exp() of this is 0 in fp32; finite so gradients and logsumexp stay NaN-free
 
-__all__ = ["CRF", "IMPOSSIBLE", "bioes_allowed", "constrain_bioes", "log_partition", "marginals", "sequence_confidences",
-           "viterbi_decode"]
+__all__ = ["CRF", "IMPOSSIBLE", "bioes_allowed", "constrain_bioes", "log_likelihood", "log_partition", "marginals",
+           "sequence_confidences", "viterbi_decode"]
 
 
 def bioes_allowed(labels: Sequence[str]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -114,6 +114,34 @@ def viterbi_decode(crf: CRF, emissions: torch.Tensor, mask: torch.Tensor) -> lis
     return [paths[b, : lengths[b]].tolist() for b in range(B)]
 
 
+def log_likelihood(crf: CRF, emissions: torch.Tensor, tags: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """log p(tags | emissions) per sequence, pytorch-crf's `forward(..., reduction="none")` without its checks.
+
+    pytorch-crf asserts `mask[0].all()` three times per call (`_validate`, `_compute_score`, `_compute_normalizer`);
+    on a GPU each is a host-device sync in every training step, and its `torch.arange` indices are built on the host
+    and copied over at every position. This is the same computation, term by term and in the same order (batch-first
+    indexing of the same elements), so values and gradients are bitwise equal (tested); the first-word check is
+    left to the caller, whose masks come from `encode_words` and always start with a word.  # (B,)"""
+    B, L = tags.shape
+    rows = torch.arange(B, device=tags.device)
+    weight = mask.float()
+    # numerator: the score of the gold path (pytorch-crf's _compute_score)
+    score = crf.start_transitions[tags[:, 0]]
+    score += emissions[rows, 0, tags[:, 0]]
+    for t in range(1, L):
+        score += crf.transitions[tags[:, t - 1], tags[:, t]] * weight[:, t]
+        score += emissions[rows, t, tags[:, t]] * weight[:, t]
+    ends = weight.long().sum(dim=1) - 1
+    score += crf.end_transitions[tags[rows, ends]]
+    # denominator: log Z by the forward algorithm (pytorch-crf's _compute_normalizer)
+    alpha = crf.start_transitions + emissions[:, 0]
+    for t in range(1, L):
+        nxt = torch.logsumexp(alpha.unsqueeze(2) + crf.transitions + emissions[:, t].unsqueeze(1), dim=1)
+        alpha = torch.where(mask[:, t].bool().unsqueeze(1), nxt, alpha)
+    alpha += crf.end_transitions
+    return score - torch.logsumexp(alpha, dim=1)
+
+
 def log_partition(crf: CRF, emissions: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """log Z per sequence.  # (B,)"""
     alphas = _forward_alphas(crf, emissions.float(), mask.bool())
@@ -139,7 +167,7 @@ def sequence_confidences(crf: CRF, emissions: torch.Tensor, mask: torch.Tensor,
     tags = torch.zeros(B, L, dtype=torch.long, device=emissions.device)
     for b, path in enumerate(paths):
         tags[b, : len(path)] = torch.as_tensor(list(path), dtype=torch.long)
-    llh = crf(emissions, tags, mask, reduction="none")  # score(path) - log Z, pytorch-crf's forward
+    llh = log_likelihood(crf, emissions, tags, mask)  # score(path) - log Z
     c1 = torch.exp(llh).clamp(max=1.0)
     marg = marginals(crf, emissions, mask)
     picked = marg.gather(2, tags.unsqueeze(2)).squeeze(2).masked_fill(~mask, 1.0)  # (B, L)

@@ -23,7 +23,7 @@ from core.data.corpus import Corpus
 from core.data.tags import Span, TagScheme, entity_types
 from core.errors import ModelError
 from core.lm.models import ModelRef, load_encoder, load_tokenizer, resolve_model
-from core.train.crf import CRF, sequence_confidences, viterbi_decode
+from core.train.crf import CRF, log_likelihood, sequence_confidences, viterbi_decode
 from core.train.training import (
     atomic_dir,
 )
@@ -140,7 +140,7 @@ class NerModel(nn.Module):
 
     def loss(self, batch: Batch, tag_ids: torch.Tensor) -> torch.Tensor:
         """Mean negative log-likelihood of the gold tag sequences."""
-        return -self.crf(self.word_emissions(batch), tag_ids, batch.word_mask, reduction="mean")
+        return -log_likelihood(self.crf, self.word_emissions(batch), tag_ids, batch.word_mask).mean()
 
     @torch.no_grad()
     def decode(self, batch: Batch) -> tuple[list[list[int]], list[float], list[float]]:
