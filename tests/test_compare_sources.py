@@ -4,6 +4,7 @@ resumption, and lineage that names each NER run's pretraining source and its has
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -49,3 +50,51 @@ def test_compare_sources_json_and_lineage(tmp_path, tiny_bert_dir, capsys, monke
     assert main(argv) == 0  # a rerun resumes: every cell is kept, the result is the same
     again = json.loads(capsys.readouterr().out)
     assert [s["f1_mean"] for s in again["sources"]] == [s["f1_mean"] for s in result["sources"]]
+
+
+def test_a_second_target_reuses_each_sources_mlm_model(tmp_path, tiny_bert_dir, capsys, monkeypatch):
+    """Pretraining on a source does not depend on the target: comparing for a second target in the same workspace
+    fine-tunes on the first comparison's MLM models instead of training them again."""
+    monkeypatch.setenv("NERSELECT_TORCH_THREADS", "1")
+    ws = tmp_path / "ws"
+    for i, text in enumerate([TOY_SENTENCES[:8], TOY_SENTENCES[4:]]):
+        path = tmp_path / f"src{i}.txt"
+        path.write_text("\n".join(text) + "\n")
+        assert main(["--workspace", str(ws), "import", str(path), "--name", f"src{i}"]) == 0
+    labeled = write_toy_conll(tmp_path / "lc.conll")
+
+    def compare(target: str) -> list[dict]:
+        out = tmp_path / f"cs-{target}"
+        assert main(["--workspace", str(ws), "compare-sources", "--sources", "src0,src1", "--lc", labeled, "--dev",
+                     labeled, "--test", labeled, "--target", target, "--measures", "tvc", "--seeds", "1", "--preset",
+                     "tiny", "--model", str(tiny_bert_dir), "--out", str(out), "--json"]) == 0
+        capsys.readouterr()
+        return [json.loads((out / "cells" / src / "seed-1" / "cell.json").read_text()) for src in ("src0", "src1")]
+
+    first = compare("src0")
+    def stamps(models) -> dict[str, int]:  # the weights and the training time, written only by a training
+        return {str(f): f.stat().st_mtime_ns for m in models for f in [*Path(m).glob("*.safetensors"),
+                                                                        Path(m).parent / "seconds.json"]}
+
+    trained = stamps(c["mlm_model"] for c in first)
+    assert len(trained) == 4 and all("/artifacts/mlm/" in c["mlm_model"] for c in first)
+    second = compare("src1")
+    assert [c["mlm_model"] for c in second] == [c["mlm_model"] for c in first]
+    assert stamps(c["mlm_model"] for c in second) == trained  # not trained again
+    assert all(not (tmp_path / f"cs-src1/cells/{s}/seed-1/mlm").exists() for s in ("src0", "src1"))
+
+
+def test_the_shared_mlm_key_names_what_decides_the_model_and_nothing_else():
+    from dataclasses import replace
+
+    from core.experiments.cells import mlm_key
+    from core.train.mlm import preset_config
+
+    study = preset_config("study")
+    key = mlm_key("default", "abc", study, 1)
+    assert key.startswith("seed-1.")
+    # run-only settings (logging, checkpoints, device, an OOM retry's grad_accum) leave the model as it is
+    assert mlm_key("default", "abc", replace(study, log_every=1, grad_accum=4, device="cuda", seed=9), 1) == key
+    changed = [mlm_key("other", "abc", study, 1), mlm_key("default", "abd", study, 1), mlm_key("default", "abc", study, 2),
+               mlm_key("default", "abc", replace(study, lr=2e-4), 1), mlm_key("default", "abc", preset_config("demo"), 1)]
+    assert len({key, *changed}) == 6

@@ -144,3 +144,45 @@ def test_an_absurdly_long_sentence_is_imported_with_a_warning(tmp_path, capsys):
     capsys.readouterr()
     assert main(["--workspace", str(tmp_path / "ws2"), "import", str(path), "--name", "dc"]) == 0
     assert "sentence 2 has 1,500 tokens" in capsys.readouterr().err
+
+
+def test_exclusive_waits_for_the_holder_and_its_wait_can_be_cancelled(tmp_path):
+    """Two jobs needing one shared model folder: the second waits (its progress callback runs meanwhile) and gets
+    the lock once the first lets go; a cancelled job's progress raises, which ends the wait."""
+    import threading
+
+    from filelock import FileLock
+
+    from core.data.atomic import exclusive
+    from core.runner.jobs import JobCancelled
+
+    path = tmp_path / "model.lock"
+    holder = FileLock(str(path))
+    holder.acquire()
+    waits: list[int] = []
+
+    def waiting() -> None:
+        waits.append(1)
+        if len(waits) == 3:
+            holder.release()
+
+    with exclusive(path, waiting, poll_seconds=0.01):
+        assert len(waits) == 3
+        got_in = threading.Event()
+
+        def cancelled() -> None:  # what JobContext.progress does once the job's CANCEL flag is set
+            raise JobCancelled()
+
+        def other() -> None:
+            try:
+                with exclusive(path, cancelled, poll_seconds=0.01):
+                    got_in.set()
+            except JobCancelled:
+                pass
+
+        thread = threading.Thread(target=other)
+        thread.start()
+        thread.join()
+        assert not got_in.is_set()  # held here: the other side gave up, its cancel raised out of the wait
+    with exclusive(path, poll_seconds=0.01):
+        pass  # released on exit

@@ -10,7 +10,7 @@ import json
 import os
 import sqlite3
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -117,3 +117,25 @@ def write_transaction(con: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
         raise
     finally:
         con.close()
+
+
+@contextmanager
+def exclusive(path: str | Path, waiting: Callable[[], None] | None = None, poll_seconds: float = 2.0) -> Iterator[None]:
+    """Hold an inter-process lock on `path` (filelock: flock where there is one) while two jobs could write one
+    folder; `waiting` runs between tries, e.g. a job's progress, which raises once the job is cancelled, so a wait
+    for another job's work can be cancelled. The lock goes with the process, so a killed holder never leaves it."""
+    from filelock import FileLock, Timeout
+
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    lock = FileLock(str(path))
+    while True:
+        try:
+            lock.acquire(timeout=poll_seconds)
+            break
+        except Timeout:
+            if waiting is not None:
+                waiting()
+    try:
+        yield
+    finally:
+        lock.release()

@@ -6,6 +6,7 @@ CellTrainer is shared by experiments and compare-sources; ExperimentCells adds t
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 from pathlib import Path
@@ -46,6 +47,18 @@ def pick_record(pick: dict[str, Any]) -> dict[str, Any]:
             **({"probe_lc": pick["probe_lc"]} if "probe_lc" in pick else {})}  # LC sentences the probe fine-tuned on
 
 
+def mlm_key(model: str, corpus_hash: str, config: Any, seed: int) -> str:
+    """The name of a shared MLM model's folder: the seed, then a hash of the encoder, the corpus content and the
+    recipe less the settings that do not change the model (core.train.presets.RUN_ONLY_SETTINGS)."""
+    from dataclasses import asdict
+
+    from core.train.presets import RUN_ONLY_SETTINGS
+
+    recipe = {k: v for k, v in asdict(config).items() if k not in RUN_ONLY_SETTINGS} | {"seed": seed}
+    digest = hashlib.sha256(json.dumps({"model": model, "corpus": corpus_hash, "recipe": recipe}, sort_keys=True).encode())
+    return f"seed-{seed}.{digest.hexdigest()[:16]}"
+
+
 class CellTrainer:
     """MLM then NER for one cell folder, resumable (a finished model is reused, an interrupted
     one resumes from its checkpoint); shared by experiments and compare-sources."""
@@ -78,6 +91,19 @@ class CellTrainer:
                        lambda **v: self.ctx.metric(cell=folder.parent.name, seed=seed, stage="mlm", **v))
             atomic_write_json(folder / "mlm" / "seconds.json", {"seconds": time.time() - t0})
         return str(out)
+
+    def shared_mlm_model(self, name: str, corpus_hash: str, texts: list[str], seed: int, progress) -> tuple[str, Path]:
+        """MLM on one corpus from the base encoder, kept in the workspace (artifact kind "mlm") by what decides the
+        model: the encoder, the corpus content, the recipe (less its run-only settings) and the seed. Nothing after
+        pretraining enters the key, so compare-sources for five targets pretrains on each source once per seed instead
+        of five times. Locked while it trains: a second job that needs the same model waits for it instead of
+        writing the same checkpoints. Returns the model and its folder (for `mlm_seconds`)."""
+        from core.data.atomic import exclusive
+
+        folder = self.ctx.workspace.artifact_dir("mlm", slug(name)) / mlm_key(self.model, corpus_hash, self.mlm_config, seed)
+        with exclusive(folder.parent / f"{folder.name}.lock",
+                       lambda: progress(0.0, f"waiting: another job is pretraining on {name} (seed {seed})")):
+            return self.mlm_model([(name, texts)], folder, seed, progress), folder
 
     def choose_encoder(self, trained: str, phases: list[tuple[str, list[str]]], folder: Path, seed: int,
                        progress, lc: Corpus) -> tuple[str, dict[str, Any] | None]:

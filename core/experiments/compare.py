@@ -7,9 +7,11 @@ run per seed without MLM; the measures of each source against T; and Pearson r (
 measure against the F1 gain over the baseline (`core.similarity.measures.correlate_with_f1`, the same
 function the Similarity page uses).
 
-The run folder holds `measures/SOURCE.json` and `cells/SOURCE/seed-N/` (MLM model, NER model,
-cell.json), so an interrupted comparison resumes where it stopped: finished cells are kept,
-an interrupted training resumes from its checkpoint. Every NER run is written to the run index
+The run folder holds `measures/SOURCE.json` and `cells/SOURCE/seed-N/` (NER model, cell.json), so an
+interrupted comparison resumes where it stopped: finished cells are kept, an interrupted training
+resumes from its checkpoint. The MLM model of a source does not depend on the target, so it lives in
+the workspace (`CellTrainer.shared_mlm_model`) and every comparison on that source, seed and recipe
+reuses it: five targets cost five sources' pretraining per seed, not twenty-five. Every NER run is written to the run index
 with its lineage (core.train.lineage), so `runs show ID` names its source and the source's hash.
 """
 
@@ -31,6 +33,7 @@ from core.progress import sub
 from core.similarity.correlation import correlate_with_f1
 from core.similarity.measures import PAIRWISE, SimilarityParams, compare_corpora, corpus_text
 from core.train.lineage import Lineage, MlmPhase, from_base, record_run, write_lineage
+from core.train.mlm import finished_model
 from core.train.ner_model import load_ner_model
 from core.train.ner_predict import evaluate, predict_corpus, write_predictions
 
@@ -92,11 +95,15 @@ def compare_sources(ws, sources: list[str], lc: str, dev: str, test: str, target
             return json.loads(done.read_text("utf-8"))
         folder.mkdir(parents=True, exist_ok=True)
         t0 = time.time()
-        encoder, lin = model, from_base(model)
+        encoder, lin, mlm_home = model, from_base(model), folder
         if src is not None:
-            encoder = trainer.mlm_model([(src.name, src.load().texts())], folder, seed, sub(progress, 0, 0.5))
+            if not finished_model(folder / "mlm" / "model"):  # cells written before MLM models were shared keep theirs
+                encoder, mlm_home = trainer.shared_mlm_model(src.name, src.hash, src.load().texts(), seed,
+                                                             sub(progress, 0, 0.5))
+            else:
+                encoder = str(folder / "mlm" / "model")
             lin.mlm_phases.append(MlmPhase(src.name, [src.to_dict()]))
-            mlm_lin = Lineage(**{**lin.__dict__, "seed": seed, "preset": preset, "wall_seconds": trainer.mlm_seconds(folder)})
+            mlm_lin = Lineage(**{**lin.__dict__, "seed": seed, "preset": preset, "wall_seconds": trainer.mlm_seconds(mlm_home)})
             write_lineage(encoder, mlm_lin)
             lin = from_base(encoder)
         ner_dir, summary = trainer.ner_model(encoder, folder, seed, sub(progress, 0.5 if src else 0, 0.95))
@@ -110,7 +117,8 @@ def compare_sources(ws, sources: list[str], lc: str, dev: str, test: str, target
         record_run(ctx.workspace, run_id, "ner", lin, folder, ner_dir, f1=scores["f1"],
                    extra={"compare_sources": str(run_dir), "source": src.name if src else None})
         result = {"row": row, "seed": seed, "source": src.to_dict() if src else None, "f1": scores["f1"], "run": run_id,
-                  "best_dev_f1": summary.get("best_dev_f1"), "mlm_seconds": trainer.mlm_seconds(folder), "predictions": str(kept)}
+                  "best_dev_f1": summary.get("best_dev_f1"), "mlm_seconds": trainer.mlm_seconds(mlm_home), "predictions": str(kept),
+                  **({"mlm_model": encoder} if src is not None else {})}
         atomic_write_json(done, result)
         ctx.metric(cell=row, seed=seed, test_f1=scores["f1"])
         ctx.log(f"{row} seed {seed}: test F1 {scores['f1']:.4f}")
