@@ -16,6 +16,11 @@ rerunning the same command after a session ends continues. Writes docs/results/c
 
     python scripts/crossner_compare_sources.py --target music                       # seeds 1,2, preset study
     python scripts/crossner_compare_sources.py --target music --preset tiny --seeds 1 # smoke run
+    python scripts/crossner_compare_sources.py --target all                         # the 25 pairs, pooled
+
+With two or more targets' JSONs of one recipe in docs/results, it also writes their pooled (source, target) pairs and
+each measure's Pearson r against the gain over them (docs/results/crossner-compare-pooled-<preset>.json; the same as
+`python -m core compare-pool FILES --out ...`).
 """
 
 from __future__ import annotations
@@ -56,7 +61,8 @@ def import_sources(ws, target: str) -> dict[str, str]:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    ap.add_argument("--target", default="music", choices=DOMAINS)
+    ap.add_argument("--target", default="music", help=f"target domain(s): one of {', '.join(DOMAINS)}, a comma-separated "
+                    "list, or all (the 25 (source, target) pairs; each source's MLM model is trained once and shared)")
     ap.add_argument("--seeds", default="1,2", help="comma-separated seeds")
     ap.add_argument("--preset", default="study", help="MLM and NER preset (core.train.presets.PRESETS)")
     ap.add_argument("--measures", default="tvc,tvcc,ppl,jsd,wvv")
@@ -64,28 +70,40 @@ def main() -> int:
     ap.add_argument("--workspace", default=str(ROOT.parent / "runs" / "crossner-compare"),
                     help="study workspace (outside the checkout: models are large)")
     args = ap.parse_args()
+    targets = list(DOMAINS) if args.target == "all" else [t.strip() for t in args.target.split(",") if t.strip()]
+    if not targets or (bad := [t for t in targets if t not in DOMAINS]):
+        raise SystemExit(f"error: --target: {', '.join(bad) if targets else '(none)'} is not a CrossNER domain "
+                         f"({', '.join(DOMAINS)}, or all)")
 
+    from core.data.workspace import Workspace
+    from core.experiments.plan import model_tag
+
+    ws = Workspace(args.workspace)
+    # another encoder has its own run folder and JSON: two encoders must never share finished cells
+    variant = "-".join(x for x in (model_tag(args.model), args.preset) if x)
+    for target in targets:
+        run_target(ws, target, variant, args)
+    pool_results(variant)
+    return 0
+
+
+def run_target(ws, target: str, variant: str, args: argparse.Namespace) -> None:
+    """One target's comparison (five sources, the seeds, the baseline) and its JSON docs/results/crossner-compare-T-V.json."""
     from crossner_study import git_commit
 
     from core.cliutil import tqdm_progress
-    from core.data.workspace import Workspace
     from core.runner import jobs
 
-    ws = Workspace(args.workspace)
-    refs = import_sources(ws, args.target)
-    from core.experiments.plan import model_tag
-
-    # another encoder has its own run folder and JSON: two encoders must never share finished cells
-    variant = "-".join(x for x in (model_tag(args.model), args.preset) if x)
-    run_dir = ws.runs_dir / f"compare-{args.target}-{variant}"
+    refs = import_sources(ws, target)
+    run_dir = ws.runs_dir / f"compare-{target}-{variant}"
     params = {"sources": [f"{d}-traindev" for d in DOMAINS], **refs, "measures": args.measures.split(","),
               "seeds": [int(s) for s in args.seeds.split(",")], "preset": args.preset, "model": args.model,
               "out": str(run_dir)}
-    with tqdm_progress("compare-sources", enabled=True) as bar:
+    with tqdm_progress(f"compare-sources {target}", enabled=True) as bar:
         result = jobs.run_inline(ws, "compare-sources", params, run_dir=run_dir, progress=bar)
-    out = ROOT / "docs" / "results" / f"crossner-compare-{args.target}-{variant}.json"
+    out = ROOT / "docs" / "results" / f"crossner-compare-{target}-{variant}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
-    command = (f"python scripts/crossner_compare_sources.py --target {args.target} --seeds {args.seeds} --preset {args.preset}"
+    command = (f"python scripts/crossner_compare_sources.py --target {target} --seeds {args.seeds} --preset {args.preset}"
                + (f" --model {args.model}" if args.model != "default" else ""))
     out.write_text(json.dumps({"command": command, **git_commit(), **{k: v for k, v in result.items() if k != "matrix"}},
                               indent=1) + "\n", "utf-8")
@@ -96,7 +114,26 @@ def main() -> int:
     print(f"baseline F1 {result['baseline_f1']:.4f}")
     for m, c in result["correlation"].items():
         print(f"r({m}, F1 gain) = {c['r']}, p = {c['p']}, n = {c['n']}")
-    return 0
+
+
+def pool_results(variant: str) -> None:
+    """Pool every target's JSON of this recipe found in docs/results (also those of earlier sessions) into
+    docs/results/crossner-compare-pooled-V.json, as `python -m core compare-pool FILES --out ...` does."""
+    from core.data.atomic import atomic_write_json
+    from core.experiments.compare import read_comparison
+    from core.similarity.correlation import pair_rows, pool_comparisons, pooled_rows
+    from core.tables import readable
+
+    files = [f for d in DOMAINS if (f := ROOT / "docs" / "results" / f"crossner-compare-{d}-{variant}.json").exists()]
+    if len(files) < 2:
+        return
+    pooled = pool_comparisons([read_comparison(f) for f in files])
+    out = ROOT / "docs" / "results" / f"crossner-compare-pooled-{variant}.json"
+    atomic_write_json(out, {"command": "python -m core compare-pool " + " ".join(str(f.relative_to(ROOT)) for f in files)
+                            + f" --out {out.relative_to(ROOT)}", "files": [f.name for f in files], **pooled})
+    print(readable(pair_rows(pooled)).to_string(index=False))
+    print(readable(pooled_rows(pooled)).to_string(index=False))
+    print(f"wrote {out}")
 
 
 if __name__ == "__main__":

@@ -102,7 +102,7 @@ def merge_results(paths: list[Path], out: Path) -> dict[str, Any]:
     precision averaged over the parts that saved a selection for it."""
     from core.experiments.experiment import summarize
     from core.experiments.plan import recipe_differences, recipe_of
-    from core.experiments.summary import interval_summary
+    from core.experiments.summary import interval_summary, portable_cells
 
     parts = [json.loads(Path(p).read_text("utf-8")) for p in paths]
     for path, part in zip(paths[1:], parts[1:]):  # one domain and one recipe (encoder, preset, MLM settings, pick, ...)
@@ -121,17 +121,20 @@ def merge_results(paths: list[Path], out: Path) -> dict[str, Any]:
                 raise SystemExit(f"error: {path}: row {cell['row']} seed {cell['seed']} is already in an earlier part")
             seen.add(key)
             cells.append(cell)
+    cells = portable_cells(cells)
+    sources: list[dict[str, Any]] = []  # the runs behind the merge: a part that is itself a merge lists its own
+    for path, part in zip(paths, parts):
+        sources += part.get("merged_from") or [
+            {"file": str(path), "commit": part["commit"], "dirty_files": part["dirty_files"], "command": part["command"],
+             "seeds": part["params"]["seeds"], "seconds_this_run": part.get("seconds_this_run"), "run_dir": part.get("run_dir")}]
     precision: dict[str, Any] = {}
     for part in parts:
         for row, dp in part.get("domain_precision", {}).items():
             precision.setdefault(row, []).append(dp)
     summary = summarize(cells)
     merged = {**parts[0], "finished": all(p["finished"] for p in parts), "error": [p["error"] for p in parts if p["error"]] or None,
-              "written": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "merged_from": [
-                  {"file": str(path), "commit": p["commit"], "dirty_files": p["dirty_files"], "command": p["command"],
-                   "seeds": p["params"]["seeds"], "seconds_this_run": p["seconds_this_run"], "run_dir": p["run_dir"]}
-                  for path, p in zip(paths, parts)],
-              "commit": sorted({p["commit"] for p in parts}), "command": [p["command"] for p in parts],
+              "written": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "merged_from": sources,
+              "commit": sorted({s["commit"] for s in sources}), "command": [s["command"] for s in sources],
               "params": {**parts[0]["params"], "seeds": sorted({c["seed"] for c in cells})},
               "rows": {r: {"mean": v["mean"], "std": v["std"], "n": v["n"], "seeds": v["seeds"]} for r, v in summary.items()},
               "domain_precision": {row: _mean_precision(dps) for row, dps in precision.items()},
@@ -247,7 +250,7 @@ def main() -> int:
     from core.experiments.experiment import format_results, load_cells, per_type_table, summarize
     from core.experiments.plan import BASELINES
     from core.experiments.study import SPLIT_SEED, crossner_protocol
-    from core.experiments.summary import interval_summary
+    from core.experiments.summary import interval_summary, portable_cells
     from core.runner import jobs
     from core.train.presets import PRESETS
 
@@ -278,7 +281,7 @@ def main() -> int:
         f"crossner-{args.domain}.json" if variant == "study" else f"crossner-{args.domain}-{variant}.json")
 
     def write(result: dict[str, Any] | None, started: float, error: str | None = None, complete: bool = False) -> None:
-        cells = result["cells"] if result else load_cells(run_dir)
+        cells = portable_cells(result["cells"] if result else load_cells(run_dir))  # counts inline: merges later
         summary = summarize(cells) if cells else {}
         payload = {
             "study": "CrossNER selective pretraining (issue 11)", "domain": args.domain, **git_commit(),

@@ -98,3 +98,62 @@ def test_the_shared_mlm_key_names_what_decides_the_model_and_nothing_else():
     changed = [mlm_key("other", "abc", study, 1), mlm_key("default", "abd", study, 1), mlm_key("default", "abc", study, 2),
                mlm_key("default", "abc", replace(study, lr=2e-4), 1), mlm_key("default", "abc", preset_config("demo"), 1)]
     assert len({key, *changed}) == 6
+
+
+def _comparison(target: str, gains: dict[str, float], tvc: dict[str, float], base: float = 0.5, preset: str = "study",
+                model: str = "default") -> dict:
+    return {"target": target, "target_hash": f"h-{target}", "baseline_f1": base, "preset": preset, "model": model,
+            "measures": ["tvc", "jsd"], "seeds": [1, 2],
+            "sources": [{"name": s, "hash": f"h-{s}", "f1_mean": base + g, "runs": ["a", "b"], "tvc": tvc[s], "jsd": 1 - tvc[s],
+                         "vs": {"none": {"delta": g, "ci": [g - 0.01, g + 0.01], "p": 0.04}}} for s, g in gains.items()]}
+
+
+def test_pooled_pairs_separate_source_fit_from_target_gain_and_the_in_domain_pair():
+    """Within each target the gain rises with TVC (0.1 per 0.1), but the targets' gains are offset against their TVC
+    level, so r over all pairs is negative while r within targets is exactly +1; JSD = 1 - TVC mirrors it."""
+    from core.similarity.correlation import pair_rows, pool_comparisons, pooled_rows
+
+    a = _comparison("a", {"a": 0.03, "x": 0.02, "y": 0.01}, {"a": 0.9, "x": 0.8, "y": 0.7})
+    b = _comparison("b", {"b": 0.13, "x": 0.12, "y": 0.11}, {"b": 0.3, "x": 0.2, "y": 0.1})
+    pooled = pool_comparisons([a, b])
+    assert pooled["pairs"] == 6 and pooled["targets"] == ["a", "b"]
+    assert [p["in_domain"] for p in pooled["points"]] == [True, False, False, True, False, False]
+    tvc, jsd = pooled["measures"]["tvc"], pooled["measures"]["jsd"]
+    assert tvc["r"] < -0.8 and tvc["r_within"] == pytest.approx(1.0) and jsd["r_within"] == pytest.approx(-1.0)
+    assert tvc["as_expected"] is False and jsd["as_expected"] is False  # over all pairs the signs run the wrong way
+    assert tvc["r_off_diagonal"] == pytest.approx(tvc["r"], abs=0.2) and tvc["rho"] < 0 and tvc["n"] == 6
+    assert pair_rows(pooled)[0]["gain"] == "+3.00" and pair_rows(pooled)[0]["95% CI"] == "[+2.00, +4.00]"
+    assert [r["sign"] for r in pooled_rows(pooled)] == ["opposite of expected"] * 2
+
+
+def test_pooling_refuses_two_recipes_a_target_twice_and_bad_files(tmp_path, capsys):
+    from core.errors import UserError
+    from core.experiments.compare import read_comparison
+    from core.similarity.correlation import default_pool, pool_comparisons
+
+    a = _comparison("a", {"a": 0.03, "x": 0.02, "y": 0.01}, {"a": 0.9, "x": 0.8, "y": 0.7})
+    with pytest.raises(UserError, match="different recipes"):
+        pool_comparisons([a, _comparison("b", {"x": 0.1, "y": 0.2, "b": 0.3}, {"x": 0.1, "y": 0.2, "b": 0.3}, preset="demo")])
+    with pytest.raises(UserError, match="target a appears in more than one"):
+        pool_comparisons([a, a])
+    with pytest.raises(UserError, match="no compare-sources results"):
+        pool_comparisons([])
+    newer = _comparison("a", {"a": 0.05, "x": 0.02, "y": 0.01}, {"a": 0.9, "x": 0.8, "y": 0.7})
+    demo = _comparison("b", {"b": 0.1}, {"b": 0.3}, preset="demo")
+    assert default_pool([newer, demo, a]) == [newer]  # the recipe with most targets, the newest run per target
+    bad = tmp_path / "bad.json"
+    for text, says in (("{", "not a JSON file"), (json.dumps({"target": "a"}), "no baseline_f1, sources, measures"),
+                       (json.dumps({**a, "sources": [{"name": "x"}]}), "source 1 has no name or F1")):
+        bad.write_text(text)
+        with pytest.raises(UserError, match=says):
+            read_comparison(bad)
+    files = []
+    for c in (a, _comparison("b", {"b": 0.13, "x": 0.12, "y": 0.11}, {"b": 0.3, "x": 0.2, "y": 0.1})):
+        files.append(tmp_path / f"{c['target']}.json")
+        files[-1].write_text(json.dumps(c))
+    assert main(["compare-pool", *map(str, files), "--out", str(tmp_path / "pooled.json")]) == 0
+    out = capsys.readouterr().out
+    assert "6 (source, target) pairs over 2 targets" in out and "opposite of expected" in out
+    assert json.loads((tmp_path / "pooled.json").read_text())["pairs"] == 6
+    assert main(["compare-pool", str(bad)]) == 2 and "source 1 has no name or F1" in capsys.readouterr().err
+    assert main(["compare-pool", "--workspace", str(tmp_path / "empty")]) == 2

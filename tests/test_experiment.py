@@ -11,6 +11,7 @@ from core.data.workspace import Workspace
 from core.errors import UserError
 from core.experiments.experiment import load_cells, per_type_table, results_table, summarize
 from core.experiments.plan import BASELINES, parse_strategy
+from core.experiments.summary import interval_summary
 from core.runner import jobs
 from tests.conftest import TOY_SENTENCES
 from tests.ner_data import single_thread_torch, write_toy_conll  # noqa: F401 - fixture
@@ -71,6 +72,11 @@ def test_experiment_runs_cells_and_resumes(tmp_path, corpora, tiny_bert_dir, mon
     assert 0 <= lo <= hi <= 1 and set(summary["random"]["vs"]) == {"tapt", "none"} and summary["tapt"]["vs"].keys() == {"none"}
     assert set(summary["ner"]["vs"]) == {"tapt", "none", "random"}  # a selection is held against the random control too
     assert all(Path(c["predictions"]).is_file() for c in result["cells"])  # per-sentence TEST predictions kept
+    # ... and their counts inside each cell: with the run folder's prediction files gone, the same intervals and tests
+    assert all(c["test_counts"]["tp"] for c in result["cells"])
+    for c in result["cells"]:
+        Path(c["predictions"]).unlink()
+    assert interval_summary(result["cells"]) == result["summary"]
     log = (run_dir / "log.txt").read_text()
     assert "training B1/B2" in log  # NER-Selected reads B2 = the TAPT model fine-tuned on LC
     table = results_table([result])

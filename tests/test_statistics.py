@@ -11,6 +11,8 @@ from hypothesis import strategies as st
 from core.errors import UserError
 from core.experiments.statistics import (
     counts_from_predictions,
+    decode_counts,
+    encode_counts,
     f1_interval,
     f1_of,
     paired_test,
@@ -171,3 +173,14 @@ def test_dev_lines_compare_each_pretraining_cell_with_none_of_its_seed_and_lc_si
     assert dev_lines(cells) == ["tapt: DEV F1 after the full fine-tune +0.67 points against none (mean of 3 cells, "
                                 "each against none of its seed; below none in 1)"]
     assert dev_lines(cells) == diagnostic_lines(cells)  # no pick or drift records in these cells
+
+
+def test_counts_kept_inline_read_back_the_same_and_bad_ones_are_refused():
+    counts = np.array([[1, 0, 2], [0, 3, 0], [12, 1, 1]])
+    encoded = encode_counts(counts)
+    assert encoded == {"tp": "1 0 12", "fp": "0 3 1", "fn": "2 0 1"}
+    assert decode_counts(encoded).tolist() == counts.tolist()
+    for bad in ({"tp": "1 0", "fp": "0 3 1", "fn": "2 0 1"}, {"tp": "1 x 2", "fp": "0 3 1", "fn": "2 0 1"},
+                {"tp": "1 0 2", "fp": "0 3 1"}, {"tp": "1 -1 2", "fp": "0 3 1", "fn": "2 0 1"}):
+        with pytest.raises(UserError, match="cell none seed 1"):
+            decode_counts(bad, "cell none seed 1")

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 
@@ -141,6 +143,42 @@ def test_study_parts_merge_into_one_summary(tmp_path):
                          ({"mlm_config": {"max_steps": 1200}}, "mlm_config"), ({"model": "bert-base-cased"}, "model")):
         with pytest.raises(SystemExit, match=named):
             study.merge_results([*parts, _part(tmp_path, 3, {"none": 0.6}, name="other.json", **other)], tmp_path / "bad.json")
+
+
+def test_merged_parts_keep_their_intervals_once_the_run_folders_are_gone(tmp_path):
+    """A part written on another machine (a GPU's, whose workspace is gone) still gives intervals and paired tests:
+    its cells carry their per-sentence counts, and the merge's are those the prediction files gave."""
+    from core.experiments.summary import interval_summary
+
+    study = _study_script()
+    rng = np.random.default_rng(0)
+    gold = [[{"start": i % 3, "end": i % 3 + 1, "type": "PER"}] for i in range(40)]
+
+    def cell(row: str, seed: int, hits: float) -> dict:
+        path = tmp_path / "runs" / row / f"seed-{seed}.jsonl"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        rows = [{"gold_spans": g, "spans": g if rng.random() < hits else []} for g in gold]
+        path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+        return {"row": row, "seed": seed, "f1": 0.0, "per_type": {}, "predictions": str(path)}
+
+    parts = []
+    for seed in (1, 2):
+        cells = [cell("none", seed, 0.5), cell("tapt", seed, 0.9)]
+        path = _part(tmp_path, seed, {}, name=f"p{seed}.json")
+        data = json.loads(path.read_text())
+        data["cells"] = cells
+        path.write_text(json.dumps(data))
+        parts.append(path)
+    with_files = study.merge_results(parts, tmp_path / "with.json")["summary"]
+    assert with_files[0]["f1_ci"] and with_files[1]["vs"]
+    shutil.rmtree(tmp_path / "runs")
+    assert interval_summary(json.loads(Path(parts[0]).read_text())["cells"])[0]["f1_ci"] is None  # files gone, no counts
+    kept = json.loads((tmp_path / "with.json").read_text())
+    assert all(c["test_counts"] for c in kept["cells"])
+    assert interval_summary(kept["cells"]) == with_files
+    (tmp_path / "a.json").write_text(json.dumps({**kept, "cells": [c for c in kept["cells"] if c["seed"] == 1]}))
+    (tmp_path / "b.json").write_text(json.dumps({**kept, "cells": [c for c in kept["cells"] if c["seed"] == 2]}))
+    assert study.merge_results([tmp_path / "a.json", tmp_path / "b.json"], tmp_path / "again.json")["summary"] == with_files
 
 
 def test_status_calls_a_study_complete_when_every_row_and_seed_has_its_cell():

@@ -7,10 +7,12 @@ import pandas as pd
 import plotly.express as px
 import streamlit as st
 
+from core.experiments.compare import collect_comparisons, comparison_label
 from core.experiments.experiment import collect_results, per_type_table, results_table
 from core.experiments.summary import comparison_rows, diagnostic_lines, interval_summary, pretraining_verdicts
 from core.experiments.sweeps import lc_amount_frame, mlm_time_frame, sc_amount_frame, sweep_axes
 from core.review.highlight import CSS, legend_html, prediction_html, type_colors
+from core.similarity.correlation import default_pool, pair_rows, pool_comparisons, pooled_rows
 from core.tables import readable
 from core.train.lineage import describe_run, get_run, list_runs
 from core.train.ner_predict import read_predictions, runs_with_test_predictions
@@ -100,6 +102,36 @@ def sweep_section(cells: list[dict]) -> None:
 
 if experiments:
     sweep_section(experiments[pick].get("cells", []))
+
+
+st.subheader("Source comparisons")
+st.caption("compare-sources (Dai et al. 2019/2020): each source's F1 gain over no pretraining on a target, and whether a "
+           "similarity measure predicts it. Several targets are pooled into (source, target) pairs, as `python -m core "
+           "compare-pool` does.")
+comparisons = run_guarded(lambda: collect_comparisons(ws), "could not read compare-sources results") or []
+if not comparisons:
+    st.info("No finished compare-sources run yet: `python -m core compare-sources` (or scripts/crossner_compare_sources.py "
+            "on CrossNER) pretrains on each source, fine-tunes on the target's LC and lists the gains here.")
+else:
+    default = default_pool(comparisons)
+    picked = st.multiselect("Comparisons to pool (one per target, one recipe)", list(range(len(comparisons))),
+                            default=[i for i, c in enumerate(comparisons) if any(c is d for d in default)],
+                            format_func=lambda i: comparison_label(comparisons[i]), key="pool_pick")
+    pooled = run_guarded(lambda: pool_comparisons([comparisons[i] for i in picked]), "cannot pool these") if picked else None
+    if pooled:
+        st.markdown(f"**Does a measure predict the gain?** Pearson r over {pooled['pairs']} (source, target) pairs of "
+                    f"{len(pooled['targets'])} target(s), preset {pooled['preset']}",
+                    help="95% CI: percentile bootstrap over the pairs. 'r within targets' centres each target's measure "
+                         "and gain first, so a target that gains more from any pretraining does not count as similarity; "
+                         "'r without in-domain' leaves out each target's own text as a source.")
+        st.dataframe(readable(pooled_rows(pooled)), hide_index=True, key="pool_measures")
+        measure = st.selectbox("Measure on the x axis", list(pooled["measures"]), key="pool_measure")
+        points = pd.DataFrame(pooled["points"]).assign(gain_points=lambda d: 100 * d["gain"])
+        fig = px.scatter(points, x=measure, y="gain_points", color="target", symbol="in_domain", hover_name="source",
+                         labels={"gain_points": "F1 gain over no pretraining (points)", "in_domain": "in-domain"})
+        st.plotly_chart(fig, key="pool_scatter")
+        st.markdown("**Each pair**: test F1 (%), gain over the target's no-pretraining baseline with its paired 95% CI and p")
+        st.dataframe(readable(pair_rows(pooled)), hide_index=True, key="pool_pairs")
 
 
 st.subheader("Lineage")

@@ -34,6 +34,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_workspace_arg(p)
     p.set_defaults(func=cmd_compare_sources)
 
+    p = sub.add_parser("compare-pool", formatter_class=fmt,
+                       help="pool compare-sources results of several targets: each (source, target) pair's F1 gain and each "
+                            "measure's Pearson r against it over all pairs")
+    p.add_argument("results", nargs="*", help="compare-sources result JSONs (compare.json of a run folder, or the "
+                   "--json output); none: every finished comparison of the workspace")
+    p.add_argument("--out", help="also write the pooled result to this JSON file")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    add_workspace_arg(p)
+    p.set_defaults(func=cmd_compare_pool)
+
     p = sub.add_parser("runs", help="runs with their lineage (base model, MLM corpora and hashes, selection, LC/DEV/TEST)")
     rsub = p.add_subparsers(dest="runs_cmd", required=True)
     s = rsub.add_parser("list", help="runs of the workspace, newest first")
@@ -72,6 +82,27 @@ def cmd_compare_sources(args: argparse.Namespace) -> int:
     for m, c in result["correlation"].items():
         print(f"r({m}, F1 gain) = {c['r']:.3f} (p = {c['p']:.3g}, n = {c['n']})" if c["r"] is not None
               else f"r({m}, F1 gain): {c.get('reason', 'undefined')}")
+    return 0
+
+
+def cmd_compare_pool(args: argparse.Namespace) -> int:
+    from core.data.atomic import atomic_write_json
+    from core.experiments.compare import collect_comparisons, read_comparison
+    from core.similarity.correlation import pair_rows, pool_comparisons, pooled_rows
+    from core.tables import readable
+
+    results = [read_comparison(f) for f in args.results] if args.results else collect_comparisons(Workspace(args.workspace))
+    pooled = pool_comparisons(results)
+    if args.out:
+        atomic_write_json(Path(args.out), pooled)
+    if args.json:
+        print_json(pooled)
+        return 0
+    print(f"{pooled['pairs']} (source, target) pairs over {len(pooled['targets'])} targets; preset {pooled['preset']}, "
+          f"encoder {pooled['model']}")
+    print(readable(pair_rows(pooled)).to_string(index=False))
+    print()
+    print(readable(pooled_rows(pooled)).to_string(index=False))
     return 0
 
 

@@ -28,7 +28,7 @@ from core.experiments.plan import (
     strategy_models,
     sweep_budgets,
 )
-from core.experiments.summary import PREDICTIONS_FILE
+from core.experiments.summary import keep_predictions
 from core.progress import sub
 from core.selection.strategies import select
 from core.train.lineage import Lineage, MlmPhase, from_base, record_run, write_lineage
@@ -240,7 +240,7 @@ class ExperimentCells(CellTrainer):
         (count or ratio of DC, None: |TC|); the cell records the SC sentences actually selected."""
         from core.train.mlm import mlm_phases
         from core.train.ner_model import load_ner_model
-        from core.train.ner_predict import evaluate, predict_corpus, write_predictions
+        from core.train.ner_predict import evaluate, predict_corpus
 
         lc_n = len(self.lc) if lc_size is None else int(lc_size)
         strategy = row not in BASELINES
@@ -320,7 +320,7 @@ class ExperimentCells(CellTrainer):
         model = load_ner_model(ner_dir)
         predictions = predict_corpus(model, self.test, batch_size=self.ner_config.eval_batch_size)
         scores = evaluate(model, self.test, predictions=predictions)
-        cell["predictions"] = str(write_predictions(folder / PREDICTIONS_FILE, predictions, self.test))  # intervals, paired tests
+        cell.update(keep_predictions(folder, predictions, self.test))  # intervals, paired tests
         cell.update(f1=scores["f1"], precision=scores["precision"], recall=scores["recall"], per_type=scores["per_type"],
                     best_dev_f1=summary.get("best_dev_f1"), ner_epochs=summary.get("epochs_run"), encoder=encoder)
         lin.lc = {**self.refs["lc"], "sentences": len(lc), "of": len(self.lc), **({"sample_seed": seed} if len(lc) < len(self.lc) else {})}

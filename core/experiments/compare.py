@@ -28,14 +28,14 @@ from core.data.workspace import CorpusRef, resolve_corpus_ref
 from core.errors import UserError
 from core.experiments.cells import CellTrainer
 from core.experiments.plan import slug
-from core.experiments.summary import PREDICTIONS_FILE, interval_summary
+from core.experiments.summary import interval_summary, keep_predictions
 from core.progress import sub
 from core.similarity.correlation import correlate_with_f1
 from core.similarity.measures import PAIRWISE, SimilarityParams, compare_corpora, corpus_text
 from core.train.lineage import Lineage, MlmPhase, from_base, record_run, write_lineage
 from core.train.mlm import finished_model
 from core.train.ner_model import load_ner_model
-from core.train.ner_predict import evaluate, predict_corpus, write_predictions
+from core.train.ner_predict import evaluate, predict_corpus
 
 if TYPE_CHECKING:
     from core.runner.jobs import JobContext
@@ -110,14 +110,14 @@ def compare_sources(ws, sources: list[str], lc: str, dev: str, test: str, target
         ner = load_ner_model(ner_dir)
         predictions = predict_corpus(ner, test_c, batch_size=trainer.ner_config.eval_batch_size)
         scores = evaluate(ner, test_c, predictions=predictions)
-        kept = write_predictions(folder / PREDICTIONS_FILE, predictions, test_c)  # intervals and paired tests
+        kept = keep_predictions(folder, predictions, test_c)  # intervals and paired tests
         lin.lc, lin.dev, lin.test = lc_ref.to_dict(), dev_ref.to_dict(), test_ref.to_dict()
         lin.seed, lin.preset, lin.wall_seconds = seed, preset, time.time() - t0
         run_id = f"{run_dir.name}.{slug(row)}.s{seed}"
         record_run(ctx.workspace, run_id, "ner", lin, folder, ner_dir, f1=scores["f1"],
                    extra={"compare_sources": str(run_dir), "source": src.name if src else None})
         result = {"row": row, "seed": seed, "source": src.to_dict() if src else None, "f1": scores["f1"], "run": run_id,
-                  "best_dev_f1": summary.get("best_dev_f1"), "mlm_seconds": trainer.mlm_seconds(mlm_home), "predictions": str(kept),
+                  "best_dev_f1": summary.get("best_dev_f1"), "mlm_seconds": trainer.mlm_seconds(mlm_home), **kept,
                   **({"mlm_model": encoder} if src is not None else {})}
         atomic_write_json(done, result)
         ctx.metric(cell=row, seed=seed, test_f1=scores["f1"])
@@ -166,22 +166,53 @@ def compare_sources_job(params: CompareSourcesParams, ctx: JobContext) -> dict[s
                            list(params.measures or PAIRWISE), list(params.seeds), params.preset, params.model, ctx)
 
 
+def read_comparison(path: str | Path) -> dict[str, Any]:
+    """A compare-sources result from a file (a run folder's compare.json, `--json` output, a docs/results JSON), checked
+    for what pooling reads; a bad file is a UserError naming it."""
+    path = Path(path)
+    try:
+        result = json.loads(path.read_text("utf-8"))
+    except FileNotFoundError as exc:
+        raise UserError(f"{path}: no such file") from exc
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise UserError(f"{path}: not a JSON file ({exc})") from exc
+    missing = [k for k in ("target", "baseline_f1", "sources", "measures") if not isinstance(result, dict) or k not in result]
+    if missing:
+        raise UserError(f"{path}: not a compare-sources result (no {', '.join(missing)})")
+    for i, s in enumerate(result["sources"]):
+        if not isinstance(s, dict) or "name" not in s or not isinstance(s.get("f1_mean"), (int, float)):
+            raise UserError(f"{path}: source {i + 1} has no name or F1 (expected name and f1_mean)")
+    return result
+
+
+def comparison_label(result: dict[str, Any]) -> str:
+    """How a page names one compare-sources result: target, sources, seeds, preset and its run folder."""
+    folder = Path(result["run_dir"]).name if result.get("run_dir") else "?"
+    return (f"{result['target']} · {len(result['sources'])} sources · {len(result.get('seeds') or [])} seeds · "
+            f"preset {result.get('preset')} · {folder}")
+
+
 def collect_comparisons(ws) -> list[dict[str, Any]]:
-    """Results of finished compare-sources runs of a workspace (jobs, and CLI runs through the run index)."""
+    """Results of finished compare-sources runs of a workspace (jobs, and CLI runs through the run index), newest first."""
     from core.runner import jobs
     from core.train.lineage import list_runs
 
-    out, seen = [], set()
+    found: list[tuple[float, dict[str, Any]]] = []
+    seen: set[str] = set()
     for job in jobs.list_jobs(ws, "compare-sources"):
         if job.status == "done" and job.result:
-            out.append(job.result)
+            found.append((job.finished or job.created, job.result))
             seen.add(str(job.run_dir))
     for entry in list_runs(ws, "ner"):
         folder = entry.get("compare_sources")
-        if folder and folder not in seen and (Path(folder) / "compare.json").exists():
+        path = Path(folder) / "compare.json" if folder else None
+        if path is not None and folder not in seen and path.exists():
             seen.add(folder)
-            out.append(json.loads((Path(folder) / "compare.json").read_text("utf-8")))
-    return out
+            try:
+                found.append((path.stat().st_mtime, read_comparison(path)))
+            except UserError:  # a file being rewritten or not a result: not a finished comparison
+                continue
+    return [result for _, result in sorted(found, key=lambda pair: -pair[0])]
 
 
-__all__ = ["collect_comparisons", "compare_sources", "compare_sources_job"]
+__all__ = ["collect_comparisons", "comparison_label", "compare_sources", "compare_sources_job", "read_comparison"]

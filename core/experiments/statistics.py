@@ -40,6 +40,7 @@ from core.errors import UserError
 
 METHODS = ("bootstrap", "randomization")
 N_RESAMPLES = 1000
+COUNT_COLUMNS = ("tp", "fp", "fn")  # per test sentence, the rows every interval and test resamples
 ALPHA = 0.05
 
 
@@ -67,6 +68,25 @@ def counts_from_predictions(rows: Sequence[Mapping[str, Any]], source: str = "pr
     if any("gold_spans" not in r for r in rows):
         raise UserError(f"{source}: predictions without gold spans (an unlabeled corpus): no F1 interval can be computed")
     return sentence_counts([r["gold_spans"] for r in rows], [r["spans"] for r in rows])
+
+
+def encode_counts(counts: np.ndarray) -> dict[str, str]:
+    """(n, 3) counts as three strings of space-separated integers, one per column: small enough to keep inside every
+    result cell (a 600-sentence TEST is about 4 KB), so a result JSON carried off the machine that ran it (a GPU
+    machine, a workspace since deleted) can still be merged and tested; a list of lists would be a line per number."""
+    arr = np.asarray(counts, dtype=np.int64).reshape(-1, 3)
+    return {name: " ".join(map(str, arr[:, k].tolist())) for k, name in enumerate(COUNT_COLUMNS)}
+
+
+def decode_counts(encoded: Mapping[str, str], source: str = "test_counts") -> np.ndarray:
+    """The inverse of `encode_counts`; a malformed value is a UserError naming `source`."""
+    try:
+        cols = [np.array(encoded[name].split(), dtype=np.int64) for name in COUNT_COLUMNS]
+    except (KeyError, TypeError, ValueError) as exc:
+        raise UserError(f"{source}: expected {', '.join(COUNT_COLUMNS)} as space-separated integers ({exc})") from exc
+    if len({len(c) for c in cols}) != 1 or (cols[0] < 0).any() or (cols[1] < 0).any() or (cols[2] < 0).any():
+        raise UserError(f"{source}: the {', '.join(COUNT_COLUMNS)} columns must be non-negative and of one length")
+    return np.stack(cols, axis=1)
 
 
 def f1_of(counts: np.ndarray) -> float:

@@ -1,7 +1,8 @@
 """An experiment's rows with their uncertainty: F1 mean over seeds, a bootstrap interval over test sentences
 (seeds and test sentences both resampled) and, against `tapt` and `none`, the paired difference with its interval and p-value
-(core.experiments.statistics). Cells keep their per-sentence TEST predictions (`predictions`), so these are
-recomputed from the runs themselves; a cell without them (older runs) gets no interval, never a fake one.
+(core.experiments.statistics). Cells keep their per-sentence TEST predictions (`predictions`, and their span counts
+inline as `test_counts`), so these are recomputed from the runs themselves, also from a result file whose run folder is
+gone; a cell without either (older runs) gets no interval, never a fake one.
 
 Entries follow the experiment JSON's `summary` list: one per row, and per SC budget and LC size in sweeps.
 """
@@ -18,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from core.experiments.plan import BASELINES
-from core.experiments.statistics import N_RESAMPLES, counts_from_predictions, summary_entry
+from core.experiments.statistics import N_RESAMPLES, counts_from_predictions, decode_counts, encode_counts, summary_entry
 
 PREDICTIONS_FILE = "test_predictions.jsonl"
 BASELINE_ROWS = ("tapt", "none")
@@ -42,11 +43,34 @@ def _counts(path: str, mtime_ns: int) -> np.ndarray:
 
 
 def cell_counts(cell: dict[str, Any]) -> np.ndarray | None:
-    """(n, 3) span counts of a cell's TEST predictions, or None when the cell kept none."""
+    """(n, 3) span counts of a cell's TEST predictions (kept in the cell itself, else read from its predictions file),
+    or None when the cell kept neither."""
+    if cell.get("test_counts"):
+        return decode_counts(cell["test_counts"], f"cell {cell.get('row')} seed {cell.get('seed')}: test_counts")
     path = cell.get("predictions")
     if not path or not Path(path).is_file():
         return None
     return _counts(str(path), Path(path).stat().st_mtime_ns)
+
+
+def keep_predictions(folder: Path, predictions: Sequence[Any], test: Any) -> dict[str, Any]:
+    """Write a finished cell's TEST predictions to its folder and return the cell's fields for them: the file's path
+    and its per-sentence counts inline (`test_counts`), so intervals and paired tests survive the run folder."""
+    from core.train.ner_predict import write_predictions
+
+    path = write_predictions(folder / PREDICTIONS_FILE, predictions, test)
+    return {"predictions": str(path), "test_counts": encode_counts(_counts(str(path), path.stat().st_mtime_ns))}
+
+
+def portable_cells(cells: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Cells as a result file keeps them: each with its `test_counts` inline (read from its predictions file when a
+    cell was finished before cells kept them), so the file still gives intervals once the run folder is gone."""
+    out = []
+    for cell in cells:
+        if not cell.get("test_counts") and (counts := cell_counts(cell)) is not None:
+            cell = {**cell, "test_counts": encode_counts(counts)}
+        out.append(cell)
+    return out
 
 
 def _label(cell: dict[str, Any], split_budgets: set[str], lc_sizes: list[int]) -> str:

@@ -98,3 +98,121 @@ def r_interval(xy: Sequence[tuple[float, float]], n_boot: int = 1000, seed: int 
     if len(rs) < n_boot // 2:
         return None
     return [float(np.quantile(rs, alpha / 2)), float(np.quantile(rs, 1 - alpha / 2))]
+
+
+def pool_comparisons(results: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Every (source, target) pair of several compare-sources results with its F1 gain over the target's own no-pretraining
+    baseline, and each measure's Pearson r against that gain over all pairs (Dai et al. 2020 pool five targets' pairs).
+
+    One target's five sources give r on five points, whose interval spans most of [-1, 1]; the pairs of five targets give
+    25. Since the targets differ in how much any pretraining helps, r over pairs mixes "this source suits this target"
+    with "this target gains more"; `r_within` (x and gain centred per target) keeps the first alone, and
+    `r_off_diagonal` leaves out the in-domain pairs (the target's own text as a source), which alone can make r large.
+    Results must share one recipe (preset and encoder) and name each target once."""
+    from scipy.stats import pearsonr, spearmanr
+
+    from core.similarity.measures import MEASURES
+
+    if not results:
+        raise UserError("no compare-sources results to pool: run `python -m core compare-sources` on at least one target")
+    recipes = {(r.get("preset"), r.get("model")) for r in results}
+    if len(recipes) > 1:
+        shown = "; ".join(f"preset {p}, encoder {m}" for p, m in sorted(recipes, key=str))
+        raise UserError(f"the results were trained with different recipes ({shown}): pool one recipe at a time")
+    targets = [r["target"] for r in results]
+    if dup := sorted({t for t in targets if targets.count(t) > 1}):
+        raise UserError(f"target {', '.join(dup)} appears in more than one result: pool one comparison per target")
+    measures = [m for m in results[0]["measures"] if all(m in r["measures"] for r in results)]
+    results = sorted(results, key=lambda r: r["target"])  # pairs listed target by target, whatever order they came in
+    targets = [r["target"] for r in results]
+    points = []
+    for r in results:
+        for s in r["sources"]:
+            vs = (s.get("vs") or {}).get("none") or {}
+            points.append({"target": r["target"], "source": s["name"], "in_domain": bool(
+                s["name"] == r["target"] or (s.get("hash") and s.get("hash") == r.get("target_hash"))),
+                "f1": s["f1_mean"], "baseline_f1": r["baseline_f1"], "gain": vs.get("delta", s["f1_mean"] - r["baseline_f1"]),
+                "gain_ci": vs.get("ci"), "gain_p": vs.get("p"), "seeds": s.get("seeds") or len(s.get("runs") or []),
+                **{m: s.get(m) for m in measures}})
+    out: dict[str, Any] = {"targets": targets, "preset": results[0].get("preset"), "model": results[0].get("model"),
+                           "pairs": len(points), "points": points, "measures": {}}
+    for m in measures:
+        usable = [p for p in points if p[m] is not None and math.isfinite(p[m])]
+        stats: dict[str, Any] = {"n": len(usable), "direction": MEASURES[m].direction, "r": None, "p": None}
+        xy = [(p[m], p["gain"]) for p in usable]
+        if len(xy) < 3 or len({x for x, _ in xy}) < 2 or len({y for _, y in xy}) < 2:
+            stats["reason"] = f"needs at least 3 pairs with differing values (have {len(xy)})"
+            out["measures"][m] = stats
+            continue
+        res = pearsonr(*zip(*xy))
+        rho = spearmanr(*zip(*xy))
+        stats.update(r=float(res.statistic), p=float(res.pvalue), r_ci=r_interval(xy), rho=float(rho.statistic),
+                     rho_p=float(rho.pvalue), r_within=_within_target_r(usable, m),
+                     r_off_diagonal=_pearson([(p[m], p["gain"]) for p in usable if not p["in_domain"]]))
+        # a similarity should go with a larger gain: r > 0 for "higher = more similar", r < 0 for "lower = ..."
+        stats["as_expected"] = (stats["r"] > 0) == bool(MEASURES[m].higher_is_better)
+        out["measures"][m] = stats
+    return out
+
+
+def _pearson(xy: Sequence[tuple[float, float]]) -> float | None:
+    x, y = np.array([p[0] for p in xy], dtype=np.float64), np.array([p[1] for p in xy], dtype=np.float64)
+    if len(x) < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
+        return None
+    return float(np.corrcoef(x, y)[0, 1])
+
+
+def _within_target_r(points: Sequence[dict[str, Any]], measure: str) -> float | None:
+    """Pearson r after centring the measure and the gain on each target's mean: only differences between the sources of
+    one target count (None with fewer than two targets of two or more sources)."""
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for p in points:
+        groups.setdefault(p["target"], []).append(p)
+    groups = {t: ps for t, ps in groups.items() if len(ps) >= 2}
+    if len(groups) < 2:
+        return None
+    xy = []
+    for ps in groups.values():
+        mx, my = np.mean([p[measure] for p in ps]), np.mean([p["gain"] for p in ps])
+        xy += [(p[measure] - mx, p["gain"] - my) for p in ps]
+    return _pearson(xy)
+
+
+def pooled_rows(pooled: dict[str, Any]) -> list[dict[str, Any]]:
+    """One row per measure of `pool_comparisons` as the Results page and `compare-pool` show it."""
+    def num(v: float | None) -> str | None:
+        return None if v is None else f"{v:+.2f}"
+
+    rows = []
+    for m, c in pooled["measures"].items():
+        if c["r"] is None:
+            rows.append({"measure": m, "pairs": c["n"], "Pearson r": None, "95% CI": None, "p": None, "Spearman rho": None,
+                         "r within targets": None, "r without in-domain": None, "direction": c["direction"],
+                         "sign": c.get("reason", "")})
+            continue
+        rows.append({"measure": m, "pairs": c["n"], "Pearson r": f"{c['r']:+.3f}",
+                     "95% CI": f"[{c['r_ci'][0]:+.2f}, {c['r_ci'][1]:+.2f}]" if c.get("r_ci") else None, "p": f"{c['p']:.3g}",
+                     "Spearman rho": num(c["rho"]), "r within targets": num(c["r_within"]),
+                     "r without in-domain": num(c["r_off_diagonal"]), "direction": c["direction"],
+                     "sign": "as expected" if c["as_expected"] else "opposite of expected"})
+    return rows
+
+
+def pair_rows(pooled: dict[str, Any]) -> list[dict[str, Any]]:
+    """One row per (source, target) pair of `pool_comparisons`: F1 and gain in points, the gain's paired 95% CI and p."""
+    return [{"target": p["target"], "source": p["source"], "in-domain": "yes" if p["in_domain"] else "",
+             "F1": round(100 * p["f1"], 2), "no pretraining": round(100 * p["baseline_f1"], 2),
+             "gain": f"{100 * p['gain']:+.2f}",
+             "95% CI": f"[{100 * p['gain_ci'][0]:+.2f}, {100 * p['gain_ci'][1]:+.2f}]" if p.get("gain_ci") else None,
+             "p": None if p.get("gain_p") is None else f"{p['gain_p']:.2f}", "seeds": p["seeds"]} for p in pooled["points"]]
+
+
+def default_pool(results: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The comparisons to pool when nobody chose: those of the recipe (preset, encoder) with the most targets, the first
+    listed per target (`collect_comparisons` lists the newest first, so a rerun replaces an earlier run)."""
+    by_recipe: dict[tuple[Any, Any], dict[str, dict[str, Any]]] = {}
+    for r in results:
+        by_recipe.setdefault((r.get("preset"), r.get("model")), {}).setdefault(r["target"], r)
+    if not by_recipe:
+        return []
+    return list(max(by_recipe.values(), key=len).values())
