@@ -12,8 +12,10 @@ target, next to random's expectation), per-type F1 per row and every cell.
 Resumable: the experiment keeps its run folder (WORKSPACE/runs/study-<domain>-<variant>: the preset, then
 any MLM override, rehearsal and checkpoint pick, e.g. study-music-study-pick4 under the default); a finished
 cell is skipped and an interrupted one resumes from its checkpoints, so rerunning the same command
-after a session ends continues where it stopped. The JSON is rewritten after every run, partial
-results marked as such.
+after a session ends continues where it stopped. On a fresh machine (the run folder gone) the finished cells
+of the --out JSON come back into the run folder first (they carry their TEST counts), so the same command
+continues there too. The JSON is rewritten after every run, partial results marked as such; `--status`
+writes it from the finished cells of a running study.
 
     python scripts/crossner_study.py --domain music                         # 3 seeds, preset study
     python scripts/crossner_study.py --domain music --preset tiny --seeds 1  # smoke run
@@ -59,6 +61,42 @@ def missing_cells(rows: list[str], seeds: list[int], cells: list[dict[str, Any]]
     """(row, seed) pairs asked for that have no finished cell yet: none left means the study is complete, so a JSON
     that --status writes then is as final as the run's own."""
     return sorted({(r, s) for r in rows for s in seeds} - {(c["row"], c["seed"]) for c in cells})
+
+
+def restore_cells(previous: Path, run_dir: Path, params: dict[str, Any], rows: list[str], seeds: list[int]) -> dict[str, Any] | None:
+    """Put the finished cells of an earlier run of this study (its result JSON, --out) back into a run folder that lacks
+    them, so the same command continues on a fresh machine, or after a GPU machine's workspace is gone, instead of
+    starting over. Only a cell of this domain and recipe that carries its TEST counts (`test_counts`) comes back: one
+    without would lose its interval. A seed's TAPT cell stays out while a row of that seed still to run reads B1/B2
+    (NER-selected): that row fine-tunes B2 from the TAPT cell's own model, which must be trained here, as in one run.
+    Returns where the cells came from, or None when none came back."""
+    from core.data.atomic import atomic_write_json
+    from core.errors import UserError
+    from core.experiments.plan import BASELINES, CELL_FILE, parse_strategy, recipe_differences, recipe_of, strategy_models
+
+    if not previous.is_file():
+        return None
+    data = json.loads(previous.read_text("utf-8"))
+    if data.get("domain") != params["domain"] or recipe_differences(recipe_of(data.get("params") or {}), recipe_of(params)):
+        print(f"{previous} is another study (domain or recipe): no cells restored from it", file=sys.stderr)
+        return None
+    def reads_tapt(row: str) -> bool:
+        try:
+            return row not in BASELINES and any(strategy_models(*parse_strategy(row)))
+        except UserError:  # an unknown row: the experiment refuses it, naming it, before anything runs
+            return False
+
+    done = {(c["row"], c["seed"]) for c in data.get("cells", [])}
+    tapt_needed = {seed for seed in seeds for row in rows if (row, seed) not in done and reads_tapt(row)}
+    restored = 0
+    for cell in data.get("cells", []):
+        if not cell.get("test_counts") or not cell.get("key") or (cell["row"] == "tapt" and cell["seed"] in tapt_needed):
+            continue
+        path = run_dir / "cells" / cell["key"] / f"seed-{cell['seed']}" / CELL_FILE
+        if not path.exists():
+            atomic_write_json(path, cell)
+            restored += 1
+    return {"file": str(previous), "commit": data.get("commit"), "cells": restored} if restored else None
 
 
 def import_study(ws, study) -> dict[str, str]:
@@ -293,7 +331,7 @@ def main() -> int:
                          "dc_in_domain": sum(d == args.domain for d in study.dc.fields["domain"]),
                          "description": "TC = train + dev half A (untagged); LC = train; DEV = dev half A; "
                                         "DC = dev half B (untagged) + all sentences of the other four domains; TEST = test"},
-            "params": params, "run_dir": str(run_dir),
+            "params": params, "run_dir": str(run_dir), **({"restored_from": restored} if restored else {}),
             "rows": {r: {"mean": s["mean"], "std": s["std"], "n": s["n"], "seeds": s["seeds"]} for r, s in summary.items()},
             "domain_precision": selection_precision(ws, cells, args.domain),
             "per_type_f1": {r: s["per_type"] for r, s in summary.items()},
@@ -306,6 +344,9 @@ def main() -> int:
         os.replace(tmp, out)
 
     started = time.time()
+    restored = None if args.status else restore_cells(out, run_dir, params, rows, seeds)
+    if restored:
+        print(f"restored {restored['cells']} finished cells from {out} (commit {restored['commit']}): they are not run again")
     if args.status:
         cells = load_cells(run_dir)
         missing = missing_cells(rows, seeds, cells)

@@ -181,6 +181,31 @@ def test_merged_parts_keep_their_intervals_once_the_run_folders_are_gone(tmp_pat
     assert study.merge_results([tmp_path / "a.json", tmp_path / "b.json"], tmp_path / "again.json")["summary"] == with_files
 
 
+def test_a_fresh_run_folder_gets_back_the_finished_cells_of_the_result_json(tmp_path):
+    """The same command on a fresh machine continues: cells with their counts come back as finished; one without
+    counts, another study's, and a TAPT cell whose seed still has NER-selected to run (it reads TAPT's own model) do not."""
+    study = _study_script()
+    counts = {"tp": "1 0", "fp": "0 1", "fn": "0 0"}
+    params = {"domain": "music", "preset": "study", "model": "default", "pick_checkpoint": 4}
+    cells = [{"row": r, "seed": s, "key": f"{r}.lc100", "f1": 0.5, "test_counts": counts}
+             for r, s in (("none", 1), ("tapt", 1), ("ner", 1), ("none", 2), ("tapt", 2))]
+    cells.append({"row": "cosine", "seed": 1, "key": "cosine.b300.lc100", "f1": 0.5})  # made before cells kept counts
+    previous = tmp_path / "result.json"
+    previous.write_text(json.dumps({"domain": "music", "commit": "abc", "params": params, "cells": cells}))
+    run_dir = tmp_path / "run"
+    got = study.restore_cells(previous, run_dir, params, ["none", "tapt", "cosine", "ner"], [1, 2])
+    assert got == {"file": str(previous), "commit": "abc", "cells": 4}
+    back = sorted(p.parent.parent.name + "/" + p.parent.name for p in run_dir.glob("cells/*/seed-*/cell.json"))
+    assert back == ["ner.lc100/seed-1", "none.lc100/seed-1", "none.lc100/seed-2", "tapt.lc100/seed-1"]
+    assert json.loads((run_dir / "cells/none.lc100/seed-1/cell.json").read_text())["test_counts"] == counts
+    assert study.restore_cells(previous, run_dir, params, ["none", "tapt", "cosine", "ner"], [1, 2]) is None  # all there
+    assert study.restore_cells(previous, run_dir, params, ["none", "tapt"], [1, 2])["cells"] == 1  # no NER-selected: TAPT 2
+    for other in ({**params, "domain": "ai"}, {**params, "pick_checkpoint": 0}):
+        assert study.restore_cells(previous, tmp_path / "other", other, ["none"], [1]) is None
+    assert not (tmp_path / "other").exists()
+    assert study.restore_cells(tmp_path / "missing.json", run_dir, params, ["none"], [1]) is None
+
+
 def test_status_calls_a_study_complete_when_every_row_and_seed_has_its_cell():
     study = _study_script()
     cells = [{"row": r, "seed": s} for r in ("none", "tapt") for s in (1, 2)]
