@@ -355,6 +355,9 @@ def main() -> int:
         for row, v in summarize(cells).items():
             print(f"{row:8s} {100 * v['mean']:.2f} ± {100 * v['std']:.2f}  seeds {v['seeds']}")
         print(f"{len(cells)} finished cells; wrote {out}")
+        if missing:  # the JSON keeps the finished cells' counts: the same command continues, here or on a fresh machine
+            print(f"{len(missing)} to go ({', '.join(f'{r} seed {s}' for r, s in missing)}); continue with: python "
+                  + " ".join(a for a in sys.argv if a != "--status"))
         return 0
     try:
         with tqdm_progress(f"study {args.domain}") as bar:
