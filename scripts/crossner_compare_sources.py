@@ -120,19 +120,22 @@ def pool_results(variant: str) -> None:
     """Pool every target's JSON of this recipe found in docs/results (also those of earlier sessions) into
     docs/results/crossner-compare-pooled-V.json, as `python -m core compare-pool FILES --out ...` does."""
     from core.data.atomic import atomic_write_json
+    from core.errors import UserError
     from core.experiments.compare import read_comparison
-    from core.similarity.correlation import pair_rows, pool_comparisons, pooled_rows
-    from core.tables import readable
+    from core.similarity.correlation import format_pooled, pool_comparisons
 
     files = [f for d in DOMAINS if (f := ROOT / "docs" / "results" / f"crossner-compare-{d}-{variant}.json").exists()]
     if len(files) < 2:
         return
-    pooled = pool_comparisons([read_comparison(f) for f in files])
+    try:
+        pooled = pool_comparisons([read_comparison(f) for f in files])
+    except UserError as exc:  # e.g. an older target's JSON of other seeds: say so, the per-target JSONs stand
+        print(f"not pooled: {exc}", file=sys.stderr)
+        return
     out = ROOT / "docs" / "results" / f"crossner-compare-pooled-{variant}.json"
     atomic_write_json(out, {"command": "python -m core compare-pool " + " ".join(str(f.relative_to(ROOT)) for f in files)
                             + f" --out {out.relative_to(ROOT)}", "files": [f.name for f in files], **pooled})
-    print(readable(pair_rows(pooled)).to_string(index=False))
-    print(readable(pooled_rows(pooled)).to_string(index=False))
+    print(format_pooled(pooled))
     print(f"wrote {out}")
 
 

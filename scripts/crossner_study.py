@@ -63,40 +63,59 @@ def missing_cells(rows: list[str], seeds: list[int], cells: list[dict[str, Any]]
     return sorted({(r, s) for r in rows for s in seeds} - {(c["row"], c["seed"]) for c in cells})
 
 
-def restore_cells(previous: Path, run_dir: Path, params: dict[str, Any], rows: list[str], seeds: list[int]) -> dict[str, Any] | None:
+def restore_cells(previous: Path, run_dir: Path, params: dict[str, Any], protocol: dict[str, Any], rows: list[str],
+                  seeds: list[int]) -> dict[str, Any] | None:
     """Put the finished cells of an earlier run of this study (its result JSON, --out) back into a run folder that lacks
     them, so the same command continues on a fresh machine, or after a GPU machine's workspace is gone, instead of
-    starting over. Only a cell of this domain and recipe that carries its TEST counts (`test_counts`) comes back: one
-    without would lose its interval. A seed's TAPT cell stays out while a row of that seed still to run reads B1/B2
-    (NER-selected): that row fine-tunes B2 from the TAPT cell's own model, which must be trained here, as in one run.
-    Returns where the cells came from, or None when none came back."""
+    starting over. Only a cell of this domain, protocol and recipe that carries its TEST counts (`test_counts`) comes
+    back: one without would lose its interval. A seed's TAPT cell stays out while a row of that seed still to run reads
+    B1/B2 (NER-selected): that row fine-tunes B2 from the TAPT cell's own model, which must be trained here, as in one
+    run. The base encoder's checkpoint-pick score of a seed comes back with its cells, so cells run here are picked
+    against the same score. Each restored cell says where it came from (`restored_from`). Returns what came back, or
+    None when nothing did; a file that is not a result JSON is a UserError."""
     from core.data.atomic import atomic_write_json
     from core.errors import UserError
     from core.experiments.plan import BASELINES, CELL_FILE, parse_strategy, recipe_differences, recipe_of, strategy_models
 
     if not previous.is_file():
         return None
-    data = json.loads(previous.read_text("utf-8"))
-    if data.get("domain") != params["domain"] or recipe_differences(recipe_of(data.get("params") or {}), recipe_of(params)):
-        print(f"{previous} is another study (domain or recipe): no cells restored from it", file=sys.stderr)
+    try:
+        data = json.loads(previous.read_text("utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise UserError(f"{previous}: not a study result JSON ({exc}); give another --out or move it away") from exc
+    if not isinstance(data, dict) or not isinstance(data.get("cells"), list) or not isinstance(data.get("params"), dict):
+        raise UserError(f"{previous}: not a study result JSON (expected params and a list of cells)")
+    old_protocol = {k: (data.get("protocol") or {}).get(k) for k in ("split_seed", "sizes")}
+    if data.get("domain") != params["domain"] or old_protocol != {k: protocol.get(k) for k in old_protocol} \
+            or recipe_differences(recipe_of(data["params"]), recipe_of(params)):
+        print(f"{previous} is another study (domain, protocol or recipe): no cells restored from it", file=sys.stderr)
         return None
+
     def reads_tapt(row: str) -> bool:
         try:
             return row not in BASELINES and any(strategy_models(*parse_strategy(row)))
         except UserError:  # an unknown row: the experiment refuses it, naming it, before anything runs
             return False
 
-    done = {(c["row"], c["seed"]) for c in data.get("cells", [])}
+    usable = [c for c in data["cells"] if isinstance(c, dict) and c.get("test_counts") and c.get("key")]
+    done = {(c["row"], c["seed"]) for c in usable}
     tapt_needed = {seed for seed in seeds for row in rows if (row, seed) not in done and reads_tapt(row)}
+    origin = {"file": str(previous), "commit": data.get("commit")}
     restored = 0
-    for cell in data.get("cells", []):
-        if not cell.get("test_counts") or not cell.get("key") or (cell["row"] == "tapt" and cell["seed"] in tapt_needed):
+    for cell in usable:
+        if cell["row"] == "tapt" and cell["seed"] in tapt_needed:
             continue
         path = run_dir / "cells" / cell["key"] / f"seed-{cell['seed']}" / CELL_FILE
-        if not path.exists():
-            atomic_write_json(path, cell)
-            restored += 1
-    return {"file": str(previous), "commit": data.get("commit"), "cells": restored} if restored else None
+        if path.exists():
+            continue
+        atomic_write_json(path, {**cell, "restored_from": cell.get("restored_from") or origin})
+        restored += 1
+        pick = cell.get("pick") or {}
+        base = (pick.get("scores") or {}).get("base")
+        score = run_dir / "probe" / f"base.seed-{cell['seed']}.lc{pick.get('probe_lc')}" / "score.json"
+        if base is not None and pick.get("probe_lc") and not score.exists():
+            atomic_write_json(score, {"dev_f1": base, "candidate": "base", "path": params.get("model"), "restored_from": origin})
+    return {**origin, "cells": restored, "domain_precision": data.get("domain_precision") or {}} if restored else None
 
 
 def import_study(ws, study) -> dict[str, str]:
@@ -116,11 +135,14 @@ def import_study(ws, study) -> dict[str, str]:
     return names
 
 
-def selection_precision(ws, cells: list[dict[str, Any]], domain: str) -> dict[str, Any]:
-    """Per selection row: domain precision of its saved selection(s), and random's expectation."""
+def selection_precision(ws, cells: list[dict[str, Any]], domain: str, earlier: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Per selection row: domain precision of its saved selection (the first cell's that this workspace holds), and
+    random's expectation; a row whose selections are all elsewhere (cells restored from an earlier run) keeps the
+    figure of that run (`earlier`)."""
     from core.selection.store import load_selection
 
     out: dict[str, Any] = {}
+    errors: dict[str, str] = {}
     for cell in cells:
         key = cell.get("selection_key")
         if not key or cell["row"] in out:
@@ -128,9 +150,12 @@ def selection_precision(ws, cells: list[dict[str, Any]], domain: str) -> dict[st
         try:
             dp = load_selection(ws, key).domain_precision(domain)
         except Exception as exc:
-            out[cell["row"]] = {"error": str(exc)}
+            errors[cell["row"]] = str(exc)
             continue
         out[cell["row"]] = {**(dp or {}), "selected": cell.get("selected"), "selection_key": key}
+    for row, error in errors.items():
+        if row not in out:
+            out[row] = (earlier or {}).get(row) or {"error": error}
     return out
 
 
@@ -183,6 +208,16 @@ def merge_results(paths: list[Path], out: Path) -> dict[str, Any]:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(merged, indent=2, default=float) + "\n", "utf-8")
     return merged
+
+
+def _origins(cells: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Where restored cells came from: each earlier result file and commit, with how many of the cells."""
+    counts: dict[tuple[str, str], int] = {}
+    for c in cells:
+        if o := c.get("restored_from"):
+            key = (o.get("file"), json.dumps(o.get("commit")))
+            counts[key] = counts.get(key, 0) + 1
+    return [{"file": f, "commit": json.loads(commit), "cells": n} for (f, commit), n in counts.items()]
 
 
 def _mean_precision(parts: list[dict[str, Any]]) -> dict[str, Any]:
@@ -331,9 +366,10 @@ def main() -> int:
                          "dc_in_domain": sum(d == args.domain for d in study.dc.fields["domain"]),
                          "description": "TC = train + dev half A (untagged); LC = train; DEV = dev half A; "
                                         "DC = dev half B (untagged) + all sentences of the other four domains; TEST = test"},
-            "params": params, "run_dir": str(run_dir), **({"restored_from": restored} if restored else {}),
+            "params": params, "run_dir": str(run_dir),
+            **({"restored_from": origins} if (origins := _origins(cells)) else {}),
             "rows": {r: {"mean": s["mean"], "std": s["std"], "n": s["n"], "seeds": s["seeds"]} for r, s in summary.items()},
-            "domain_precision": selection_precision(ws, cells, args.domain),
+            "domain_precision": selection_precision(ws, cells, args.domain, earlier_precision),
             "per_type_f1": {r: s["per_type"] for r, s in summary.items()},
             "summary": interval_summary(cells) if cells else [],  # 95% CIs and paired tests (cells keep TEST predictions)
             "cells": cells,
@@ -344,7 +380,13 @@ def main() -> int:
         os.replace(tmp, out)
 
     started = time.time()
-    restored = None if args.status else restore_cells(out, run_dir, params, rows, seeds)
+    try:
+        protocol = {"split_seed": SPLIT_SEED, "sizes": study.sizes()}
+        restored = None if args.status else restore_cells(out, run_dir, params, protocol, rows, seeds)
+    except UserError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    earlier_precision = restored["domain_precision"] if restored else {}
     if restored:
         print(f"restored {restored['cells']} finished cells from {out} (commit {restored['commit']}): they are not run again")
     if args.status:

@@ -121,7 +121,8 @@ def test_pooled_pairs_separate_source_fit_from_target_gain_and_the_in_domain_pai
     tvc, jsd = pooled["measures"]["tvc"], pooled["measures"]["jsd"]
     assert tvc["r"] < -0.8 and tvc["r_within"] == pytest.approx(1.0) and jsd["r_within"] == pytest.approx(-1.0)
     assert tvc["as_expected"] is False and jsd["as_expected"] is False  # over all pairs the signs run the wrong way
-    assert tvc["r_off_diagonal"] == pytest.approx(tvc["r"], abs=0.2) and tvc["rho"] < 0 and tvc["n"] == 6
+    assert tvc["r"] == pytest.approx(-0.90996, abs=1e-4) and tvc["r_off_diagonal"] == pytest.approx(-0.96514, abs=1e-4)
+    assert tvc["rho"] < 0 and tvc["n"] == 6 and tvc["r_ci_method"] == "bootstrap over pairs"  # 2 targets: pairs resampled
     assert pair_rows(pooled)[0]["gain"] == "+3.00" and pair_rows(pooled)[0]["95% CI"] == "[+2.00, +4.00]"
     assert [r["sign"] for r in pooled_rows(pooled)] == ["opposite of expected"] * 2
 
@@ -157,3 +158,21 @@ def test_pooling_refuses_two_recipes_a_target_twice_and_bad_files(tmp_path, caps
     assert json.loads((tmp_path / "pooled.json").read_text())["pairs"] == 6
     assert main(["compare-pool", str(bad)]) == 2 and "source 1 has no name or F1" in capsys.readouterr().err
     assert main(["compare-pool", "--workspace", str(tmp_path / "empty")]) == 2
+
+
+def test_the_interval_of_r_over_pairs_resamples_targets_and_sources_together():
+    """Three targets whose gain level rises with their TVC level and nothing else: 9 pairs make r look sure when
+    resampled as independent points, while drawing targets (and sources) again shows how little 3 targets say."""
+    from core.similarity.correlation import crossed_r_interval, pool_comparisons, r_interval
+
+    level = {"a": 0.0, "b": 0.05, "c": 0.10}
+    results = [_comparison(t, {s: level[t] + 0.002 * k for k, s in enumerate("xyz")},
+                           {s: 0.3 + 4 * level[t] + 0.01 * (k % 2) for k, s in enumerate("xyz")}) for t in "abc"]
+    pooled = pool_comparisons(results)
+    tvc = pooled["measures"]["tvc"]
+    assert tvc["r_ci_method"].startswith("bootstrap over targets and sources") and tvc["r"] > 0.9
+    pairs_ci = r_interval([(p["tvc"], p["gain"]) for p in pooled["points"]])
+    lo, hi = tvc["r_ci"]
+    assert lo <= tvc["r"] <= hi and hi - lo > 2 * (pairs_ci[1] - pairs_ci[0])
+    assert crossed_r_interval([p for p in pooled["points"] if p["target"] != "c"], "tvc") is None  # 2 targets
+    assert tvc["r_within"] is not None and abs(tvc["r_within"]) < 0.9  # within a target, TVC barely moves with gain

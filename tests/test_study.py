@@ -182,28 +182,50 @@ def test_merged_parts_keep_their_intervals_once_the_run_folders_are_gone(tmp_pat
 
 
 def test_a_fresh_run_folder_gets_back_the_finished_cells_of_the_result_json(tmp_path):
-    """The same command on a fresh machine continues: cells with their counts come back as finished; one without
-    counts, another study's, and a TAPT cell whose seed still has NER-selected to run (it reads TAPT's own model) do not."""
+    """The same command on a fresh machine continues: cells with their counts come back as finished, with the base
+    encoder's pick score of their seed; one without counts, another study's, and a TAPT cell whose seed still has
+    NER-selected to run (it reads TAPT's own model) do not."""
+    from core.errors import UserError
+
     study = _study_script()
     counts = {"tp": "1 0", "fp": "0 1", "fn": "0 0"}
     params = {"domain": "music", "preset": "study", "model": "default", "pick_checkpoint": 4}
-    cells = [{"row": r, "seed": s, "key": f"{r}.lc100", "f1": 0.5, "test_counts": counts}
-             for r, s in (("none", 1), ("tapt", 1), ("ner", 1), ("none", 2), ("tapt", 2))]
+    protocol = {"split_seed": 0, "sizes": {"tc": 300, "test": 2}}
+    pick = {"chosen": {"step": 300}, "scores": {"base": 0.61, "step-300": 0.64}, "probe_lc": 100}
+    cells = [{"row": r, "seed": s, "key": f"{r}.lc100", "f1": 0.5, "test_counts": counts, **({"pick": pick} if r != "none" else {})}
+             for r, s in (("none", 1), ("tapt", 1), ("ner", 1), ("none", 2), ("tapt", 2), ("tapt", 3))]
     cells.append({"row": "cosine", "seed": 1, "key": "cosine.b300.lc100", "f1": 0.5})  # made before cells kept counts
+    cells.append({"row": "ner", "seed": 3, "key": "ner.lc100", "f1": 0.5})  # no counts: reruns, so TAPT 3 must too
     previous = tmp_path / "result.json"
-    previous.write_text(json.dumps({"domain": "music", "commit": "abc", "params": params, "cells": cells}))
+    previous.write_text(json.dumps({"domain": "music", "commit": "abc", "params": params, "protocol": protocol, "cells": cells}))
     run_dir = tmp_path / "run"
-    got = study.restore_cells(previous, run_dir, params, ["none", "tapt", "cosine", "ner"], [1, 2])
-    assert got == {"file": str(previous), "commit": "abc", "cells": 4}
+    got = study.restore_cells(previous, run_dir, params, protocol, ["none", "tapt", "cosine", "ner"], [1, 2, 3])
+    assert got["cells"] == 4 and got["commit"] == "abc"
     back = sorted(p.parent.parent.name + "/" + p.parent.name for p in run_dir.glob("cells/*/seed-*/cell.json"))
     assert back == ["ner.lc100/seed-1", "none.lc100/seed-1", "none.lc100/seed-2", "tapt.lc100/seed-1"]
-    assert json.loads((run_dir / "cells/none.lc100/seed-1/cell.json").read_text())["test_counts"] == counts
-    assert study.restore_cells(previous, run_dir, params, ["none", "tapt", "cosine", "ner"], [1, 2]) is None  # all there
-    assert study.restore_cells(previous, run_dir, params, ["none", "tapt"], [1, 2])["cells"] == 1  # no NER-selected: TAPT 2
-    for other in ({**params, "domain": "ai"}, {**params, "pick_checkpoint": 0}):
-        assert study.restore_cells(previous, tmp_path / "other", other, ["none"], [1]) is None
+    cell = json.loads((run_dir / "cells/none.lc100/seed-1/cell.json").read_text())
+    assert cell["test_counts"] == counts and cell["restored_from"] == {"file": str(previous), "commit": "abc"}
+    assert json.loads((run_dir / "probe/base.seed-1.lc100/score.json").read_text())["dev_f1"] == 0.61
+    assert not (run_dir / "probe/base.seed-3.lc100").exists()
+    assert study._origins([cell, {"row": "x"}]) == [{"file": str(previous), "commit": "abc", "cells": 1}]
+    assert study.restore_cells(previous, run_dir, params, protocol, ["none", "tapt", "cosine", "ner"], [1, 2, 3]) is None
+    assert study.restore_cells(previous, run_dir, params, protocol, ["none", "tapt"], [1, 2])["cells"] == 2  # TAPT 2, 3
+    for other, proto in (({**params, "domain": "ai"}, protocol), ({**params, "pick_checkpoint": 0}, protocol),
+                         (params, {**protocol, "sizes": {"tc": 301, "test": 2}})):
+        assert study.restore_cells(previous, tmp_path / "other", other, proto, ["none"], [1]) is None
     assert not (tmp_path / "other").exists()
-    assert study.restore_cells(tmp_path / "missing.json", run_dir, params, ["none"], [1]) is None
+    assert study.restore_cells(tmp_path / "missing.json", run_dir, params, protocol, ["none"], [1]) is None
+    # a restored row's selection lives in the earlier workspace: its domain precision is the earlier run's
+    from core.data.workspace import Workspace
+
+    earlier = {"ner": {"domain_precision": 0.4, "selection_key": "abc123"}}
+    restored_cells = [{"row": "ner", "seed": 1, "selection_key": "abc123"}, {"row": "cosine", "seed": 1, "selection_key": "def456"}]
+    precision = study.selection_precision(Workspace(tmp_path / "ws"), restored_cells, "music", earlier)
+    assert precision["ner"] == earlier["ner"] and "error" in precision["cosine"]
+    for text in ("{", "[]", json.dumps({"cells": "x", "params": {}})):
+        previous.write_text(text)
+        with pytest.raises(UserError, match="not a study result JSON"):
+            study.restore_cells(previous, run_dir, params, protocol, ["none"], [1])
 
 
 def test_status_calls_a_study_complete_when_every_row_and_seed_has_its_cell():

@@ -63,25 +63,33 @@ def test_selection_page_explains_a_sentence(trust_ws, monkeypatch):
     assert list(ranks["strategy"]) == ["random"] and 0 <= ranks["percentile"].iloc[0] <= 100
 
 
-def test_results_page_pools_compare_sources_results_of_several_targets(trust_ws, monkeypatch):
+def test_results_page_pools_compare_sources_results_of_several_targets(trust_ws, monkeypatch, capsys):
     from tests.test_compare_sources import _comparison
 
     ws = Workspace(trust_ws)
-    results = [_comparison("a", {"a": 0.03, "x": 0.02, "y": 0.01}, {"a": 0.9, "x": 0.8, "y": 0.7}),
+    results = [_comparison("a", {"a": 0.5, "x": 0.5, "y": 0.5}, {"a": 0.9, "x": 0.8, "y": 0.7}),  # rerun below: not pooled
+               _comparison("a", {"a": 0.03, "x": 0.02, "y": 0.01}, {"a": 0.9, "x": 0.8, "y": 0.7}),
                _comparison("b", {"b": 0.13, "x": 0.12, "y": 0.11}, {"b": 0.3, "x": 0.2, "y": 0.1}),
                _comparison("b", {"b": 0.5}, {"b": 0.3}, preset="demo")]  # another recipe: not pooled by default
-    for result in results:
+    for when, result in enumerate(results):  # finished one after another: the newest per target is pooled
         job = jobs.submit(ws, "compare-sources", {"sources": ["x", "y"], "lc": "lc", "dev": "dev", "test": "test",
                                                   "target": result["target"], "seeds": [1]}, start=False)
-        jobs._update(ws, job.id, status="done", progress=1.0, finished=1.0, result=json.dumps(result))
+        jobs._update(ws, job.id, status="done", progress=1.0, finished=1000.0 + when, result=json.dumps(result))
     at = open_app(trust_ws, monkeypatch, "views/results.py")
     assert not at.exception, [e.value for e in at.exception]
     picked = at.multiselect(key="pool_pick").value
-    assert len(picked) == 2
     measures = next(df.value for df in at.dataframe if "Pearson r" in getattr(df.value, "columns", []))
     assert list(measures["measure"]) == ["tvc", "jsd"] and set(measures["r within targets"]) == {"+1.00", "-1.00"}
     pairs = next(df.value for df in at.dataframe if "in-domain" in getattr(df.value, "columns", []))
     assert len(pairs) == 6 and pairs["gain"].iloc[0] == "+3.00"
-    other = ({0, 1, 2} - set(picked)).pop()
+    assert sorted(picked) == [1, 2]  # newest first: the demo run (0), then b (1), the newer a (2), the older a (3)
+    other = 0
     at.multiselect(key="pool_pick").select(other).run()  # a third result of another recipe: refused, said in words
     assert not at.exception and any("different recipes" in e.value for e in at.error)
+    # the CLI pools the same comparisons from the workspace, saying which
+    from core.cli import main
+
+    assert main(["compare-pool", "--workspace", str(trust_ws)]) == 0
+    out = capsys.readouterr().out
+    assert "pooled from the workspace: b · 3 sources" in out and "; a · 3 sources" in out
+    assert "6 (source, target) pairs over 2 targets" in out

@@ -12,7 +12,7 @@ from core.experiments.experiment import collect_results, per_type_table, results
 from core.experiments.summary import comparison_rows, diagnostic_lines, interval_summary, pretraining_verdicts
 from core.experiments.sweeps import lc_amount_frame, mlm_time_frame, sc_amount_frame, sweep_axes
 from core.review.highlight import CSS, legend_html, prediction_html, type_colors
-from core.similarity.correlation import default_pool, pair_rows, pool_comparisons, pooled_rows
+from core.similarity.correlation import POOLED_HELP, default_pool, pair_rows, pool_comparisons, pooled_rows
 from core.tables import readable
 from core.train.lineage import describe_run, get_run, list_runs
 from core.train.ner_predict import read_predictions, runs_with_test_predictions
@@ -121,9 +121,7 @@ else:
     if pooled:
         st.markdown(f"**Does a measure predict the gain?** Pearson r over {pooled['pairs']} (source, target) pairs of "
                     f"{len(pooled['targets'])} target(s), preset {pooled['preset']}",
-                    help="95% CI: percentile bootstrap over the pairs. 'r within targets' centres each target's measure "
-                         "and gain first, so a target that gains more from any pretraining does not count as similarity; "
-                         "'r without in-domain' leaves out each target's own text as a source.")
+                    help=POOLED_HELP)
         st.dataframe(readable(pooled_rows(pooled)), hide_index=True, key="pool_measures")
         measure = st.selectbox("Measure on the x axis", list(pooled["measures"]), key="pool_measure")
         points = pd.DataFrame(pooled["points"]).assign(gain_points=lambda d: 100 * d["gain"])

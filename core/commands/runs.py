@@ -38,7 +38,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                        help="pool compare-sources results of several targets: each (source, target) pair's F1 gain and each "
                             "measure's Pearson r against it over all pairs")
     p.add_argument("results", nargs="*", help="compare-sources result JSONs (compare.json of a run folder, or the "
-                   "--json output); none: every finished comparison of the workspace")
+                   "--json output); none: the workspace's finished comparisons of the recipe with most targets, the newest "
+                   "per target (as the Results page)")
     p.add_argument("--out", help="also write the pooled result to this JSON file")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     add_workspace_arg(p)
@@ -87,22 +88,22 @@ def cmd_compare_sources(args: argparse.Namespace) -> int:
 
 def cmd_compare_pool(args: argparse.Namespace) -> int:
     from core.data.atomic import atomic_write_json
-    from core.experiments.compare import collect_comparisons, read_comparison
-    from core.similarity.correlation import pair_rows, pool_comparisons, pooled_rows
-    from core.tables import readable
+    from core.experiments.compare import collect_comparisons, comparison_label, read_comparison
+    from core.similarity.correlation import default_pool, format_pooled, pool_comparisons
 
-    results = [read_comparison(f) for f in args.results] if args.results else collect_comparisons(Workspace(args.workspace))
+    if args.results:
+        results = [read_comparison(f) for f in args.results]
+    else:  # the workspace's: one recipe, the newest run per target, as the Results page pools by default
+        results = default_pool(collect_comparisons(Workspace(args.workspace)))
+        if results and not args.json:
+            print("pooled from the workspace: " + "; ".join(comparison_label(r) for r in results))
     pooled = pool_comparisons(results)
     if args.out:
         atomic_write_json(Path(args.out), pooled)
     if args.json:
         print_json(pooled)
         return 0
-    print(f"{pooled['pairs']} (source, target) pairs over {len(pooled['targets'])} targets; preset {pooled['preset']}, "
-          f"encoder {pooled['model']}")
-    print(readable(pair_rows(pooled)).to_string(index=False))
-    print()
-    print(readable(pooled_rows(pooled)).to_string(index=False))
+    print(format_pooled(pooled))
     return 0
 
 

@@ -176,12 +176,21 @@ def read_comparison(path: str | Path) -> dict[str, Any]:
         raise UserError(f"{path}: no such file") from exc
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise UserError(f"{path}: not a JSON file ({exc})") from exc
+    return check_comparison(result, str(path))
+
+
+def check_comparison(result: Any, where: str) -> dict[str, Any]:
+    """`result` if it has what pooling reads (target, a numeric baseline F1, a list of measures, sources with a name and
+    F1), else a UserError naming `where`."""
     missing = [k for k in ("target", "baseline_f1", "sources", "measures") if not isinstance(result, dict) or k not in result]
     if missing:
-        raise UserError(f"{path}: not a compare-sources result (no {', '.join(missing)})")
+        raise UserError(f"{where}: not a compare-sources result (no {', '.join(missing)})")
+    if not isinstance(result["baseline_f1"], (int, float)) or not isinstance(result["measures"], list) \
+            or not isinstance(result["sources"], list):
+        raise UserError(f"{where}: expected a number as baseline_f1 and lists as measures and sources")
     for i, s in enumerate(result["sources"]):
         if not isinstance(s, dict) or "name" not in s or not isinstance(s.get("f1_mean"), (int, float)):
-            raise UserError(f"{path}: source {i + 1} has no name or F1 (expected name and f1_mean)")
+            raise UserError(f"{where}: source {i + 1} has no name or F1 (expected name and f1_mean)")
     return result
 
 
@@ -201,8 +210,11 @@ def collect_comparisons(ws) -> list[dict[str, Any]]:
     seen: set[str] = set()
     for job in jobs.list_jobs(ws, "compare-sources"):
         if job.status == "done" and job.result:
-            found.append((job.finished or job.created, job.result))
             seen.add(str(job.run_dir))
+            try:
+                found.append((job.finished or job.created, check_comparison(job.result, f"job {job.id}")))
+            except UserError:  # a result from an older version without what pooling reads: not listed
+                continue
     for entry in list_runs(ws, "ner"):
         folder = entry.get("compare_sources")
         path = Path(folder) / "compare.json" if folder else None
@@ -215,4 +227,4 @@ def collect_comparisons(ws) -> list[dict[str, Any]]:
     return [result for _, result in sorted(found, key=lambda pair: -pair[0])]
 
 
-__all__ = ["collect_comparisons", "comparison_label", "compare_sources", "compare_sources_job", "read_comparison"]
+__all__ = ["check_comparison", "collect_comparisons", "comparison_label", "compare_sources", "compare_sources_job", "read_comparison"]

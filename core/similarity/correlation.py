@@ -47,8 +47,6 @@ def correlate_with_f1(runs: Sequence[dict[str, Any]], matrix: dict[str, Any], ta
     Returns {y_label, baseline_f1, points: [{source, runs, f1, y, y_err, <measure>...}], measures: {m: {r, p, n, reason}}};
     y_err is the std of the source's F1 over its runs (seeds), None for a single run.
     """
-    from scipy.stats import pearsonr
-
     if target not in matrix.get("targets", []):
         raise UserError(f"{target!r} is not a target of this similarity result")
     j = matrix["targets"].index(target)
@@ -72,17 +70,25 @@ def correlate_with_f1(runs: Sequence[dict[str, Any]], matrix: dict[str, Any], ta
                            "measures": {}}
     for m in matrix["measures"]:
         xy = [(p[m], p["y"]) for p in points if p[m] is not None and math.isfinite(p[m])]
-        stats: dict[str, Any] = {"n": len(xy), "r": None, "p": None, "reason": ""}
-        if len(xy) < 3:
-            stats["reason"] = f"needs finished NER runs pretrained on at least 3 different sources (have {len(xy)})"
-        elif len({x for x, _ in xy}) < 2 or len({y for _, y in xy}) < 2:
-            stats["reason"] = "all values are equal, so r is undefined"
-        else:
-            res = pearsonr([x for x, _ in xy], [y for _, y in xy])
-            stats["r"], stats["p"] = float(res.statistic), float(res.pvalue)
-            stats["r_ci"] = r_interval(xy)
-        out["measures"][m] = stats
+        out["measures"][m] = pearson_stats(xy, "finished NER runs pretrained on at least 3 different sources")
     return out
+
+
+def pearson_stats(xy: Sequence[tuple[float, float]], needs: str) -> dict[str, Any]:
+    """{n, r, p, r_ci, reason}: Pearson r of the points with its p-value and a bootstrap interval over them, or, with
+    fewer than three points or no spread, r None and the reason (`needs`: what three of are missing)."""
+    from scipy.stats import pearsonr
+
+    stats: dict[str, Any] = {"n": len(xy), "r": None, "p": None, "reason": ""}
+    if len(xy) < 3:
+        stats["reason"] = f"needs {needs} (have {len(xy)})"
+    elif len({x for x, _ in xy}) < 2 or len({y for _, y in xy}) < 2:
+        stats["reason"] = "all values are equal, so r is undefined"
+    else:
+        res = pearsonr([x for x, _ in xy], [y for _, y in xy])
+        stats["r"], stats["p"] = float(res.statistic), float(res.pvalue)
+        stats["r_ci"] = r_interval(xy)
+    return stats
 
 
 def r_interval(xy: Sequence[tuple[float, float]], n_boot: int = 1000, seed: int = 0, alpha: float = 0.05) -> list[float] | None:
@@ -105,20 +111,22 @@ def pool_comparisons(results: Sequence[dict[str, Any]]) -> dict[str, Any]:
     baseline, and each measure's Pearson r against that gain over all pairs (Dai et al. 2020 pool five targets' pairs).
 
     One target's five sources give r on five points, whose interval spans most of [-1, 1]; the pairs of five targets give
-    25. Since the targets differ in how much any pretraining helps, r over pairs mixes "this source suits this target"
-    with "this target gains more"; `r_within` (x and gain centred per target) keeps the first alone, and
-    `r_off_diagonal` leaves out the in-domain pairs (the target's own text as a source), which alone can make r large.
-    Results must share one recipe (preset and encoder) and name each target once."""
-    from scipy.stats import pearsonr, spearmanr
+    25. They are not 25 independent points: a target's pairs share its baseline runs and a source's pairs share its MLM
+    models. So the interval of r resamples targets and sources (`crossed_r_interval`), and the p-value, which takes the
+    pairs as independent, is optimistic. Since the targets differ in how much any pretraining helps, r over pairs also
+    mixes "this source suits this target" with "this target gains more"; `r_within` (measure and gain centred per target)
+    keeps the first alone, and `r_off_diagonal` leaves out the in-domain pairs (the target's own text as a source),
+    which alone can make r large. Results must share one recipe (preset, encoder) and seeds and name each target once."""
+    from scipy.stats import spearmanr
 
     from core.similarity.measures import MEASURES
 
     if not results:
         raise UserError("no compare-sources results to pool: run `python -m core compare-sources` on at least one target")
-    recipes = {(r.get("preset"), r.get("model")) for r in results}
+    recipes = {(r.get("preset"), r.get("model"), tuple(r.get("seeds") or ())) for r in results}
     if len(recipes) > 1:
-        shown = "; ".join(f"preset {p}, encoder {m}" for p, m in sorted(recipes, key=str))
-        raise UserError(f"the results were trained with different recipes ({shown}): pool one recipe at a time")
+        shown = "; ".join(f"preset {p}, encoder {m}, seeds {list(s)}" for p, m, s in sorted(recipes, key=str))
+        raise UserError(f"the results were trained with different recipes or seeds ({shown}): pool one recipe at a time")
     targets = [r["target"] for r in results]
     if dup := sorted({t for t in targets if targets.count(t) > 1}):
         raise UserError(f"target {', '.join(dup)} appears in more than one result: pool one comparison per target")
@@ -132,27 +140,61 @@ def pool_comparisons(results: Sequence[dict[str, Any]]) -> dict[str, Any]:
             points.append({"target": r["target"], "source": s["name"], "in_domain": bool(
                 s["name"] == r["target"] or (s.get("hash") and s.get("hash") == r.get("target_hash"))),
                 "f1": s["f1_mean"], "baseline_f1": r["baseline_f1"], "gain": vs.get("delta", s["f1_mean"] - r["baseline_f1"]),
-                "gain_ci": vs.get("ci"), "gain_p": vs.get("p"), "seeds": s.get("seeds") or len(s.get("runs") or []),
-                **{m: s.get(m) for m in measures}})
+                "gain_ci": vs.get("ci"), "gain_p": vs.get("p"), "seeds": len(r.get("seeds") or []) or len(s.get("runs") or []),
+                **{m: _finite(s.get(m)) for m in measures}})  # a NaN measure is missing, not a number in the JSON
     out: dict[str, Any] = {"targets": targets, "preset": results[0].get("preset"), "model": results[0].get("model"),
-                           "pairs": len(points), "points": points, "measures": {}}
+                           "seeds": results[0].get("seeds"), "pairs": len(points), "points": points, "measures": {}}
     for m in measures:
-        usable = [p for p in points if p[m] is not None and math.isfinite(p[m])]
-        stats: dict[str, Any] = {"n": len(usable), "direction": MEASURES[m].direction, "r": None, "p": None}
+        info = MEASURES.get(m)
+        usable = [p for p in points if p[m] is not None]
         xy = [(p[m], p["gain"]) for p in usable]
-        if len(xy) < 3 or len({x for x, _ in xy}) < 2 or len({y for _, y in xy}) < 2:
-            stats["reason"] = f"needs at least 3 pairs with differing values (have {len(xy)})"
-            out["measures"][m] = stats
-            continue
-        res = pearsonr(*zip(*xy))
-        rho = spearmanr(*zip(*xy))
-        stats.update(r=float(res.statistic), p=float(res.pvalue), r_ci=r_interval(xy), rho=float(rho.statistic),
-                     rho_p=float(rho.pvalue), r_within=_within_target_r(usable, m),
-                     r_off_diagonal=_pearson([(p[m], p["gain"]) for p in usable if not p["in_domain"]]))
-        # a similarity should go with a larger gain: r > 0 for "higher = more similar", r < 0 for "lower = ..."
-        stats["as_expected"] = (stats["r"] > 0) == bool(MEASURES[m].higher_is_better)
+        stats = pearson_stats(xy, "3 pairs with a value")
+        stats["direction"] = info.direction if info else "not a known measure"
+        if stats["r"] is not None:
+            rho = spearmanr(*zip(*xy))
+            crossed = crossed_r_interval(usable, m)
+            stats.update(rho=float(rho.statistic), rho_p=float(rho.pvalue), r_within=_within_target_r(usable, m),
+                         r_off_diagonal=_pearson([(p[m], p["gain"]) for p in usable if not p["in_domain"]]),
+                         r_ci=crossed or stats["r_ci"],
+                         r_ci_method="bootstrap over targets and sources (Owen 2007)" if crossed else "bootstrap over pairs")
+            # a similarity should go with a larger gain: r > 0 for "higher = more similar", r < 0 for "lower = ..."
+            stats["as_expected"] = None if not info or info.higher_is_better is None else (stats["r"] > 0) == info.higher_is_better
         out["measures"][m] = stats
     return out
+
+
+def crossed_r_interval(points: Sequence[dict[str, Any]], measure: str, n_boot: int = 1000, seed: int = 0,
+                       alpha: float = 0.05) -> list[float] | None:
+    """95 % interval of Pearson r over (source, target) pairs by Owen's (2007) pigeonhole bootstrap: targets and sources
+    are drawn with replacement, each independently, and every pair of a drawn target and a drawn source enters as often
+    as both were drawn, so a target's or a source's shared noise moves all its pairs together. None with fewer than
+    three targets or sources (resample the pairs instead)."""
+    targets = sorted({p["target"] for p in points})
+    sources = sorted({p["source"] for p in points})
+    if len(targets) < 3 or len(sources) < 3:
+        return None
+    ti = np.array([targets.index(p["target"]) for p in points])
+    si = np.array([sources.index(p["source"]) for p in points])
+    x = np.array([p[measure] for p in points], dtype=np.float64)
+    y = np.array([p["gain"] for p in points], dtype=np.float64)
+    rng = np.random.default_rng(seed)
+    rs = []
+    for _ in range(n_boot):
+        w = (np.bincount(rng.integers(0, len(targets), len(targets)), minlength=len(targets))[ti]
+             * np.bincount(rng.integers(0, len(sources), len(sources)), minlength=len(sources))[si]).astype(np.float64)
+        if np.count_nonzero(w) < 3:
+            continue
+        mx, my = np.average(x, weights=w), np.average(y, weights=w)
+        vx, vy = np.average((x - mx) ** 2, weights=w), np.average((y - my) ** 2, weights=w)
+        if vx > 0 and vy > 0:  # Pearson r of the resampled multiset of pairs
+            rs.append(float(np.average((x - mx) * (y - my), weights=w) / math.sqrt(vx * vy)))
+    if len(rs) < n_boot // 2:
+        return None
+    return [float(np.quantile(rs, alpha / 2)), float(np.quantile(rs, 1 - alpha / 2))]
+
+
+def _finite(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and math.isfinite(value) else None
 
 
 def _pearson(xy: Sequence[tuple[float, float]]) -> float | None:
@@ -194,8 +236,26 @@ def pooled_rows(pooled: dict[str, Any]) -> list[dict[str, Any]]:
                      "95% CI": f"[{c['r_ci'][0]:+.2f}, {c['r_ci'][1]:+.2f}]" if c.get("r_ci") else None, "p": f"{c['p']:.3g}",
                      "Spearman rho": num(c["rho"]), "r within targets": num(c["r_within"]),
                      "r without in-domain": num(c["r_off_diagonal"]), "direction": c["direction"],
-                     "sign": "as expected" if c["as_expected"] else "opposite of expected"})
+                     "sign": {True: "as expected", False: "opposite of expected", None: None}[c["as_expected"]]})
     return rows
+
+
+POOLED_HELP = ("95% CI of r: bootstrap over targets and sources drawn independently (Owen's pigeonhole bootstrap; over "
+               "the pairs when there are fewer than 3 targets), since a target's pairs share its baseline runs and a "
+               "source's pairs its MLM models; the p-value takes the pairs as independent and is optimistic. 'r within "
+               "targets' centres each target's measure and gain first, so a target that gains more from any pretraining "
+               "does not count as similarity; 'r without in-domain' leaves out each target's own text as a source.")
+
+
+def format_pooled(pooled: dict[str, Any]) -> str:
+    """The pooled comparison as text: the pairs, then one line per measure (the `compare-pool` CLI and the CrossNER
+    script print this)."""
+    from core.tables import readable
+
+    head = (f"{pooled['pairs']} (source, target) pairs over {len(pooled['targets'])} targets; preset {pooled['preset']}, "
+            f"encoder {pooled['model']}, seeds {pooled['seeds']}")
+    return "\n\n".join([head, readable(pair_rows(pooled)).to_string(index=False),
+                         readable(pooled_rows(pooled)).to_string(index=False), POOLED_HELP])
 
 
 def pair_rows(pooled: dict[str, Any]) -> list[dict[str, Any]]:
@@ -208,11 +268,11 @@ def pair_rows(pooled: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def default_pool(results: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The comparisons to pool when nobody chose: those of the recipe (preset, encoder) with the most targets, the first
-    listed per target (`collect_comparisons` lists the newest first, so a rerun replaces an earlier run)."""
-    by_recipe: dict[tuple[Any, Any], dict[str, dict[str, Any]]] = {}
+    """The comparisons to pool when nobody chose: those of the recipe (preset, encoder, seeds) with the most targets, the
+    first listed per target (`collect_comparisons` lists the newest first, so a rerun replaces an earlier run)."""
+    by_recipe: dict[tuple[Any, ...], dict[str, dict[str, Any]]] = {}
     for r in results:
-        by_recipe.setdefault((r.get("preset"), r.get("model")), {}).setdefault(r["target"], r)
+        by_recipe.setdefault((r.get("preset"), r.get("model"), tuple(r.get("seeds") or ())), {}).setdefault(r["target"], r)
     if not by_recipe:
         return []
     return list(max(by_recipe.values(), key=len).values())
