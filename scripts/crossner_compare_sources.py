@@ -11,7 +11,9 @@ Dai et al. include the in-domain source the same way.
 
 Resumable: the comparison keeps its run folder (WORKSPACE/runs/compare-<target>-<preset>, the encoder's name first
 when it is not the default); finished cells are kept, an interrupted training resumes from its checkpoint, so
-rerunning the same command after a session ends continues. Writes docs/results/crossner-compare-<target>-<preset>.json
+rerunning the same command after a session ends continues. A target whose result JSON (same seeds and measures) is
+already in docs/results is not run again (--again does), so `--target all` continues on a fresh machine too.
+Writes docs/results/crossner-compare-<target>-<preset>.json
 (named like the run folder, with the git commit) when the comparison finishes.
 
     python scripts/crossner_compare_sources.py --target music                       # seeds 1,2, preset study
@@ -69,6 +71,8 @@ def main() -> int:
     ap.add_argument("--model", default="default", help="base encoder")
     ap.add_argument("--workspace", default=str(ROOT.parent / "runs" / "crossner-compare"),
                     help="study workspace (outside the checkout: models are large)")
+    ap.add_argument("--again", action="store_true", help="run a target whose result JSON of these seeds is already in "
+                    "docs/results (by default it is kept, so the same command continues in a later session)")
     args = ap.parse_args()
     targets = list(DOMAINS) if args.target == "all" else [t.strip() for t in args.target.split(",") if t.strip()]
     if not targets or (bad := [t for t in targets if t not in DOMAINS]):
@@ -94,14 +98,17 @@ def run_target(ws, target: str, variant: str, args: argparse.Namespace) -> None:
     from core.cliutil import tqdm_progress
     from core.runner import jobs
 
+    out = ROOT / "docs" / "results" / f"crossner-compare-{target}-{variant}.json"
+    seeds = [int(s) for s in args.seeds.split(",")]
+    if out.exists() and not args.again and (done := finished_earlier(out, seeds, args.measures.split(","))):
+        print(f"{target}: kept {out.relative_to(ROOT)}, finished at commit {done} (--again runs it anew)")
+        return
     refs = import_sources(ws, target)
     run_dir = ws.runs_dir / f"compare-{target}-{variant}"
     params = {"sources": [f"{d}-traindev" for d in DOMAINS], **refs, "measures": args.measures.split(","),
-              "seeds": [int(s) for s in args.seeds.split(",")], "preset": args.preset, "model": args.model,
-              "out": str(run_dir)}
+              "seeds": seeds, "preset": args.preset, "model": args.model, "out": str(run_dir)}
     with tqdm_progress(f"compare-sources {target}", enabled=True) as bar:
         result = jobs.run_inline(ws, "compare-sources", params, run_dir=run_dir, progress=bar)
-    out = ROOT / "docs" / "results" / f"crossner-compare-{target}-{variant}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     command = (f"python scripts/crossner_compare_sources.py --target {target} --seeds {args.seeds} --preset {args.preset}"
                + (f" --model {args.model}" if args.model != "default" else ""))
@@ -114,6 +121,21 @@ def run_target(ws, target: str, variant: str, args: argparse.Namespace) -> None:
     print(f"baseline F1 {result['baseline_f1']:.4f}")
     for m, c in result["correlation"].items():
         print(f"r({m}, F1 gain) = {c['r']}, p = {c['p']}, n = {c['n']}")
+
+
+def finished_earlier(path: Path, seeds: list[int], measures: list[str]) -> str | None:
+    """The commit of a target's result JSON (this recipe: its name carries the encoder and preset) when it ran the same
+    seeds and measures, so a session that lost its workspace does not run a finished target again; else None."""
+    from core.errors import UserError
+    from core.experiments.compare import read_comparison
+
+    try:
+        done = read_comparison(path)
+    except UserError:
+        return None
+    if done.get("seeds") != seeds or sorted(done["measures"]) != sorted(measures):
+        return None
+    return str(done.get("commit") or "?")
 
 
 def pool_results(variant: str) -> None:
