@@ -124,9 +124,10 @@ else:
                     help=POOLED_HELP)
         st.dataframe(readable(pooled_rows(pooled)), hide_index=True, key="pool_measures")
         measure = st.selectbox("Measure on the x axis", list(pooled["measures"]), key="pool_measure")
-        points = pd.DataFrame(pooled["points"]).assign(gain_points=lambda d: 100 * d["gain"])
-        fig = px.scatter(points, x=measure, y="gain_points", color="target", symbol="in_domain", hover_name="source",
-                         labels={"gain_points": "F1 gain over no pretraining (points)", "in_domain": "in-domain"})
+        points = pd.DataFrame(pooled["points"]).assign(gain_points=lambda d: 100 * d["gain"],
+                                                       pair=lambda d: d["in_domain"].map({True: "in-domain", False: "cross-domain"}))
+        fig = px.scatter(points, x=measure, y="gain_points", color="target", symbol="pair", hover_name="source",
+                         labels={"gain_points": "F1 gain over no pretraining (points)", "pair": "source"})
         st.plotly_chart(fig, key="pool_scatter")
         st.markdown("**Each pair**: test F1 (%), gain over the target's no-pretraining baseline with its paired 95% CI and p")
         st.dataframe(readable(pair_rows(pooled)), hide_index=True, key="pool_pairs")
