@@ -75,8 +75,12 @@ def test_results_page_pools_compare_sources_results_of_several_targets(trust_ws,
         job = jobs.submit(ws, "compare-sources", {"sources": ["x", "y"], "lc": "lc", "dev": "dev", "test": "test",
                                                   "target": result["target"], "seeds": [1]}, start=False)
         jobs._update(ws, job.id, status="done", progress=1.0, finished=1000.0 + when, result=json.dumps(result))
+    old = jobs.submit(ws, "compare-sources", {"sources": ["x", "y"], "lc": "lc", "dev": "dev", "test": "test", "target": "c",
+                                              "seeds": [1]}, start=False)  # a result without what pooling reads: not listed
+    jobs._update(ws, old.id, status="done", progress=1.0, finished=999.0, result=json.dumps({"target": "c", "sources": "?"}))
     at = open_app(trust_ws, monkeypatch, "views/results.py")
     assert not at.exception, [e.value for e in at.exception]
+    assert len(at.multiselect(key="pool_pick").options) == 4
     picked = at.multiselect(key="pool_pick").value
     measures = next(df.value for df in at.dataframe if "Pearson r" in getattr(df.value, "columns", []))
     assert list(measures["measure"]) == ["tvc", "jsd"] and set(measures["r within targets"]) == {"+1.00", "-1.00"}
