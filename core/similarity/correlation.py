@@ -74,9 +74,10 @@ def correlate_with_f1(runs: Sequence[dict[str, Any]], matrix: dict[str, Any], ta
     return out
 
 
-def pearson_stats(xy: Sequence[tuple[float, float]], needs: str) -> dict[str, Any]:
-    """{n, r, p, r_ci, reason}: Pearson r of the points with its p-value and a bootstrap interval over them, or, with
-    fewer than three points or no spread, r None and the reason (`needs`: what three of are missing)."""
+def pearson_stats(xy: Sequence[tuple[float, float]], needs: str, interval: list[float] | None = None) -> dict[str, Any]:
+    """{n, r, p, r_ci, reason}: Pearson r of the points with its p-value and `interval` (else a bootstrap interval over
+    the points), or, with fewer than three points or no spread, r None and the reason (`needs`: what three of are
+    missing)."""
     from scipy.stats import pearsonr
 
     stats: dict[str, Any] = {"n": len(xy), "r": None, "p": None, "reason": ""}
@@ -87,7 +88,7 @@ def pearson_stats(xy: Sequence[tuple[float, float]], needs: str) -> dict[str, An
     else:
         res = pearsonr([x for x, _ in xy], [y for _, y in xy])
         stats["r"], stats["p"] = float(res.statistic), float(res.pvalue)
-        stats["r_ci"] = r_interval(xy)
+        stats["r_ci"] = interval or r_interval(xy)
     return stats
 
 
@@ -127,12 +128,11 @@ def pool_comparisons(results: Sequence[dict[str, Any]]) -> dict[str, Any]:
     if len(recipes) > 1:
         shown = "; ".join(f"preset {p}, encoder {m}, seeds {list(s)}" for p, m, s in sorted(recipes, key=str))
         raise UserError(f"the results were trained with different recipes or seeds ({shown}): pool one recipe at a time")
+    results = sorted(results, key=lambda r: r["target"])  # pairs listed target by target, whatever order they came in
     targets = [r["target"] for r in results]
     if dup := sorted({t for t in targets if targets.count(t) > 1}):
         raise UserError(f"target {', '.join(dup)} appears in more than one result: pool one comparison per target")
     measures = [m for m in results[0]["measures"] if all(m in r["measures"] for r in results)]
-    results = sorted(results, key=lambda r: r["target"])  # pairs listed target by target, whatever order they came in
-    targets = [r["target"] for r in results]
     points = []
     for r in results:
         for s in r["sources"]:
@@ -148,14 +148,13 @@ def pool_comparisons(results: Sequence[dict[str, Any]]) -> dict[str, Any]:
         info = MEASURES.get(m)
         usable = [p for p in points if p[m] is not None]
         xy = [(p[m], p["gain"]) for p in usable]
-        stats = pearson_stats(xy, "3 pairs with a value")
+        crossed = crossed_r_interval(usable, m)  # None with < 3 targets or sources: then the pairs are resampled
+        stats = pearson_stats(xy, "3 pairs with a value", interval=crossed)
         stats["direction"] = info.direction if info else "not a known measure"
         if stats["r"] is not None:
             rho = spearmanr(*zip(*xy))
-            crossed = crossed_r_interval(usable, m)
             stats.update(rho=float(rho.statistic), rho_p=float(rho.pvalue), r_within=_within_target_r(usable, m),
                          r_off_diagonal=_pearson([(p[m], p["gain"]) for p in usable if not p["in_domain"]]),
-                         r_ci=crossed or stats["r_ci"],
                          r_ci_method="bootstrap over targets and sources (Owen 2007)" if crossed else "bootstrap over pairs")
             # a similarity should go with a larger gain: r > 0 for "higher = more similar", r < 0 for "lower = ..."
             stats["as_expected"] = None if not info or info.higher_is_better is None else (stats["r"] > 0) == info.higher_is_better
