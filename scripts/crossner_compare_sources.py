@@ -9,12 +9,15 @@ against the F1 gain, all by the product's own `compare-sources` (core.experiment
 jobs.run_inline as `python -m core compare-sources` does). The target's own source shares T's text:
 Dai et al. include the in-domain source the same way.
 
-Resumable: the comparison keeps its run folder (WORKSPACE/runs/compare-<target>-<preset>, the encoder's name first
-when it is not the default); finished cells are kept, an interrupted training resumes from its checkpoint, so
-rerunning the same command after a session ends continues. A target whose result JSON (same seeds and measures) is
-already in docs/results is not run again (--again does), so `--target all` continues on a fresh machine too.
-Writes docs/results/crossner-compare-<target>-<preset>.json
-(named like the run folder, with the git commit) when the comparison finishes.
+Resumable, also on a fresh machine: each target's comparison keeps its run folder (WORKSPACE/runs/compare-<target>-<preset>,
+the encoder's name first when it is not the default), and every finished cell (one NER run: target, source or none,
+seed) is also written at once, with its TEST counts, to docs/results/parts/crossner-compare-<preset>.json, which the same
+command reads back into an empty workspace (`Comparison.restore`: only cells of the same recipe, LC/DEV/TEST and source
+contents). Several targets run interleaved: per seed, the baselines, then for each source its MLM model (trained once,
+shared) and every target's fine-tune on it, so a session that ends loses at most the model being trained. `--status`
+lists the cells still to go. A target whose result JSON (same seeds and measures) is already in docs/results is not run
+again (--again does). Writes docs/results/crossner-compare-<target>-<preset>.json (named like the run folder, with the
+git commit) when a target's cells are all done.
 
     python scripts/crossner_compare_sources.py --target music                       # seeds 1,2, preset study
     python scripts/crossner_compare_sources.py --target music --preset tiny --seeds 1 # smoke run
@@ -31,7 +34,9 @@ import argparse
 import json
 import os
 import sys
+import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -71,6 +76,8 @@ def main() -> int:
     ap.add_argument("--model", default="default", help="base encoder")
     ap.add_argument("--workspace", default=str(ROOT.parent / "runs" / "crossner-compare"),
                     help="study workspace (outside the checkout: models are large)")
+    ap.add_argument("--status", action="store_true", help="list each unfinished target's cells still to go (restoring "
+                    "the kept ones first) and the command that continues; trains nothing")
     ap.add_argument("--again", action="store_true", help="run a target whose result JSON of these seeds is already in "
                     "docs/results (by default it is kept, so the same command continues in a later session)")
     args = ap.parse_args()
@@ -85,35 +92,142 @@ def main() -> int:
     ws = Workspace(args.workspace)
     # another encoder has its own run folder and JSON: two encoders must never share finished cells
     variant = "-".join(x for x in (model_tag(args.model), args.preset) if x)
-    for target in targets:
+    seeds = [int(s) for s in args.seeds.split(",")]
+    todo = [t for t in targets if args.again or not kept_target(t, variant, seeds, args.measures.split(","))]
+    if args.status:
+        return show_status(ws, todo, variant, args)
+    if todo:
+        run_cells(ws, todo, variant, args)
+    for target in todo:
         run_target(ws, target, variant, args)
     pool_results(variant)
     return 0
 
 
+def result_file(target: str, variant: str) -> Path:
+    return ROOT / "docs" / "results" / f"crossner-compare-{target}-{variant}.json"
+
+
+def parts_file(variant: str) -> Path:
+    """Every finished cell of this recipe, of all targets, as it finished: what a fresh machine continues from."""
+    return ROOT / "docs" / "results" / "parts" / f"crossner-compare-{variant}.json"
+
+
+def kept_target(target: str, variant: str, seeds: list[int], measures: list[str]) -> bool:
+    out = result_file(target, variant)
+    if out.exists() and (done := finished_earlier(out, seeds, measures)):
+        print(f"{target}: kept {out.relative_to(ROOT)}, finished at commit {done} (--again runs it anew)")
+        return True
+    return False
+
+
+def target_params(ws, target: str, variant: str, args: argparse.Namespace) -> tuple[dict[str, Any], Path]:
+    """A target's compare-sources params (its sources imported into the workspace) and its run folder."""
+    refs = import_sources(ws, target)
+    run_dir = ws.runs_dir / f"compare-{target}-{variant}"
+    return {"sources": [f"{d}-traindev" for d in DOMAINS], **refs, "measures": args.measures.split(","),
+            "seeds": [int(s) for s in args.seeds.split(",")], "preset": args.preset, "model": args.model,
+            "out": str(run_dir)}, run_dir
+
+
+def read_parts(path: Path) -> list[dict[str, Any]]:
+    """The cells kept in the parts file (none when it does not exist); a file that is not one is a UserError."""
+    from core.errors import UserError
+
+    if not path.is_file():
+        return []
+    try:
+        data = json.loads(path.read_text("utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise UserError(f"{path}: not a compare-sources cells file ({exc}); move it away to start over") from exc
+    if not isinstance(data, dict) or not isinstance(data.get("cells"), list):
+        raise UserError(f"{path}: not a compare-sources cells file (expected a list of cells)")
+    return [c for c in data["cells"] if isinstance(c, dict) and c.get("target") in DOMAINS]
+
+
+def comparisons(ws, targets: list[str], variant: str, args: argparse.Namespace, progress) -> dict[str, Any]:
+    """Each target's `Comparison`, with the cells kept in the parts file put back into its run folder."""
+    from core.experiments.compare import Comparison
+    from core.runner import jobs
+
+    kept = read_parts(parts_file(variant))
+    out = {}
+    for target in targets:
+        params, run_dir = target_params(ws, target, variant, args)
+        typed, ctx = jobs.inline_context(ws, "compare-sources", params, run_dir=run_dir, progress=progress)
+        out[target] = comparison = Comparison(typed, ctx)
+        origin = {"file": str(parts_file(variant).relative_to(ROOT))}
+        if restored := comparison.restore([c for c in kept if c["target"] == target], origin):
+            print(f"{target}: {restored} finished cells restored from {origin['file']}")
+    return out
+
+
+def run_cells(ws, targets: list[str], variant: str, args: argparse.Namespace) -> None:
+    """The targets' cells interleaved (position by position of the common plan: the baselines of a seed, then each
+    source's MLM model once and every target's fine-tune on it), each kept in the parts file as soon as it finishes."""
+    from crossner_study import git_commit
+
+    from core.cliutil import tqdm_progress
+    from core.data.atomic import atomic_write_json
+    from core.progress import sub
+
+    path = parts_file(variant)
+    with tqdm_progress(f"compare-sources {','.join(targets)}", enabled=True) as bar:
+        comps = comparisons(ws, targets, variant, args, bar)
+        kept = {(c["target"], c["row"], c["seed"]): c for c in read_parts(path)}
+        plan = next(iter(comps.values())).plan()
+        todo = [(i, t) for i in range(len(plan)) for t, comp in comps.items()
+                if not comp.cell_file(plan[i][0], plan[i][1]).exists()]
+        for k, (i, target) in enumerate(todo):
+            row, seed, src = comps[target].plan()[i]
+            label = "no pretraining" if src is None else row
+            cell = comps[target].cell(row, seed, src, sub(bar, k / len(todo), (k + 1) / len(todo),
+                                                          f"{target} <- {label} seed {seed}: "))
+            kept[(target, row, seed)] = {"target": target, **cell}
+            atomic_write_json(path, {"command": command(targets, args), **git_commit(),
+                                     "written": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "cells": list(kept.values())})
+
+
+def show_status(ws, targets: list[str], variant: str, args: argparse.Namespace) -> int:
+    """How many cells each unfinished target has in the parts file and in the workspace, and the command that goes on."""
+    if not targets:
+        print("every target's result is in docs/results (--again lists their cells)")
+        return 0
+    kept = read_parts(parts_file(variant))
+    missing = 0
+    for target, comp in comparisons(ws, targets, variant, args, None).items():
+        plan = comp.plan()
+        done = sum(comp.cell_file(row, seed).exists() for row, seed, _ in plan)
+        in_file = sum(c["target"] == target for c in kept)
+        missing += len(plan) - done
+        print(f"{target}: {done} of {len(plan)} cells finished ({in_file} kept in {parts_file(variant).relative_to(ROOT)})")
+    if missing:
+        print(f"{missing} cells to go; continue with: {command(targets, args)}")
+    else:
+        print(f"all cells finished; {command(targets, args)} writes the results")
+    return 0
+
+
+def command(targets: list[str], args: argparse.Namespace) -> str:
+    return (f"python scripts/crossner_compare_sources.py --target {','.join(targets) if args.target != 'all' else 'all'}"
+            f" --seeds {args.seeds} --preset {args.preset}" + (f" --model {args.model}" if args.model != "default" else ""))
+
+
 def run_target(ws, target: str, variant: str, args: argparse.Namespace) -> None:
-    """One target's comparison (five sources, the seeds, the baseline) and its JSON docs/results/crossner-compare-T-V.json."""
+    """One target's comparison (its cells finished or restored by `run_cells`: this measures the sources and reads
+    the cells) and its JSON docs/results/crossner-compare-T-V.json."""
     from crossner_study import git_commit
 
     from core.cliutil import tqdm_progress
     from core.runner import jobs
 
-    out = ROOT / "docs" / "results" / f"crossner-compare-{target}-{variant}.json"
-    seeds = [int(s) for s in args.seeds.split(",")]
-    if out.exists() and not args.again and (done := finished_earlier(out, seeds, args.measures.split(","))):
-        print(f"{target}: kept {out.relative_to(ROOT)}, finished at commit {done} (--again runs it anew)")
-        return
-    refs = import_sources(ws, target)
-    run_dir = ws.runs_dir / f"compare-{target}-{variant}"
-    params = {"sources": [f"{d}-traindev" for d in DOMAINS], **refs, "measures": args.measures.split(","),
-              "seeds": seeds, "preset": args.preset, "model": args.model, "out": str(run_dir)}
+    out = result_file(target, variant)
+    params, run_dir = target_params(ws, target, variant, args)
     with tqdm_progress(f"compare-sources {target}", enabled=True) as bar:
         result = jobs.run_inline(ws, "compare-sources", params, run_dir=run_dir, progress=bar)
     out.parent.mkdir(parents=True, exist_ok=True)
-    command = (f"python scripts/crossner_compare_sources.py --target {target} --seeds {args.seeds} --preset {args.preset}"
-               + (f" --model {args.model}" if args.model != "default" else ""))
-    out.write_text(json.dumps({"command": command, **git_commit(), **{k: v for k, v in result.items() if k != "matrix"}},
-                              indent=1) + "\n", "utf-8")
+    out.write_text(json.dumps({"command": command([target], args), **git_commit(),
+                               **{k: v for k, v in result.items() if k != "matrix"}}, indent=1) + "\n", "utf-8")
     print(f"wrote {out}")
     for s in result["sources"]:
         print(f"{s['name']:<22} F1 {s['f1_mean']:.4f} ± {s['f1_std']:.4f}  " + "  ".join(f"{m} {s[m]:.4g}" for m in result["measures"]

@@ -176,3 +176,119 @@ def test_the_interval_of_r_over_pairs_resamples_targets_and_sources_together():
     assert lo <= tvc["r"] <= hi and hi - lo > 2 * (pairs_ci[1] - pairs_ci[0])
     assert crossed_r_interval([p for p in pooled["points"] if p["target"] != "c"], "tvc") is None  # 2 targets
     assert tvc["r_within"] is not None and abs(tvc["r_within"]) < 0.9  # within a target, TVC barely moves with gain
+
+
+def test_finished_cells_come_back_into_a_fresh_workspace_under_their_key_only(tmp_path, tiny_bert_dir, monkeypatch):
+    """A cell kept elsewhere (a result file on another machine) is not trained again in a fresh workspace when the
+    recipe, LC/DEV/TEST, source and seed are the same; a changed source's cells run again."""
+    from core.experiments.cells import CellTrainer
+    from core.experiments.compare import Comparison
+    from core.runner import jobs
+
+    labeled = write_toy_conll(tmp_path / "lc.conll")
+
+    def workspace(name: str, src1: list[str]) -> Workspace:
+        ws = Workspace(tmp_path / name)
+        for i, text in enumerate([TOY_SENTENCES[:8], src1]):
+            path = tmp_path / f"{name}-src{i}.txt"
+            path.write_text("\n".join(text) + "\n")
+            ws.import_corpus(path, name=f"src{i}")
+        return ws
+
+    params = {"sources": ["src0", "src1"], "lc": labeled, "dev": labeled, "test": labeled, "target": "src0",
+              "measures": ["tvc"], "seeds": [1], "preset": "tiny", "model": str(tiny_bert_dir)}
+    first = jobs.run_inline(workspace("ws1", TOY_SENTENCES[4:]), "compare-sources", params, run_dir=tmp_path / "cs1")
+    kept = [json.loads(p.read_text()) for p in sorted((tmp_path / "cs1").glob("cells/*/seed-*/cell.json"))]
+    assert len(kept) == 3 and all(c["key"] and c["test_counts"] for c in kept)
+
+    fresh = workspace("ws2", TOY_SENTENCES[4:])
+    typed, ctx = jobs.inline_context(fresh, "compare-sources", params, run_dir=tmp_path / "cs2")
+    comparison = Comparison(typed, ctx)
+    no_counts = [{**c, "test_counts": None} for c in kept]
+    assert comparison.restore(no_counts, {"file": "kept.json"}) == 0  # without counts it would lose its interval
+    assert comparison.restore(kept, {"file": "kept.json"}) == 3
+    assert comparison.restore(kept, {"file": "kept.json"}) == 0  # already there
+
+    def no_training(*args, **kwargs):
+        raise AssertionError("a restored cell was trained again")
+
+    with monkeypatch.context() as m:
+        m.setattr(CellTrainer, "ner_model", no_training)
+        m.setattr(CellTrainer, "shared_mlm_model", no_training)
+        again = jobs.run_inline(fresh, "compare-sources", params, run_dir=tmp_path / "cs2")
+    assert again["baseline_f1_ci"] == first["baseline_f1_ci"]
+    assert [(s["f1_mean"], s["f1_ci"], s["vs"]) for s in again["sources"]] == \
+        [(s["f1_mean"], s["f1_ci"], s["vs"]) for s in first["sources"]]
+    cell = json.loads((tmp_path / "cs2/cells/src1/seed-1/cell.json").read_text())
+    assert cell["restored_from"] == {"file": "kept.json"}
+
+    changed = workspace("ws3", [s.upper() for s in TOY_SENTENCES[4:]])  # src1 has other text: its MLM model differs
+    typed, ctx = jobs.inline_context(changed, "compare-sources", params, run_dir=tmp_path / "cs3")
+    assert Comparison(typed, ctx).restore(kept, {"file": "kept.json"}) == 2
+    assert not (tmp_path / "cs3/cells/src1").exists()
+    typed, ctx = jobs.inline_context(fresh, "compare-sources", {**params, "preset": "demo"}, run_dir=tmp_path / "cs4")
+    assert Comparison(typed, ctx).restore(kept, {"file": "kept.json"}) == 0  # another recipe
+
+
+def _compare_script():
+    import importlib.util
+
+    root = Path(__file__).resolve().parent.parent
+    spec = importlib.util.spec_from_file_location("crossner_compare_sources", root / "scripts" / "crossner_compare_sources.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_crossner_comparison_interleaves_targets_and_continues_on_a_fresh_machine(tmp_path, tiny_bert_dir,
+                                                                                          monkeypatch, capsys):
+    """Several targets run position by position (each source's MLM model once, every target's fine-tune on it at
+    once), each cell kept in the parts file as it finishes; with the workspace gone, the same command trains
+    nothing and writes the same results."""
+    from core.experiments.cells import CellTrainer
+    from tests.test_study import _fake_crossner
+
+    script = _compare_script()
+    _fake_crossner(tmp_path / "crossner")
+    monkeypatch.setattr(script, "ROOT", tmp_path / "repo")
+    monkeypatch.setattr(script, "CROSSNER", tmp_path / "crossner")
+
+    def run(*extra: str, workspace: str = "ws1") -> str:
+        monkeypatch.setattr("sys.argv", ["x", "--target", "ai,music", "--seeds", "1", "--preset", "tiny", "--measures", "tvc",
+                                         "--model", str(tiny_bert_dir), "--workspace", str(tmp_path / workspace), *extra])
+        capsys.readouterr()
+        assert script.main() == 0
+        return capsys.readouterr().out
+
+    run()
+    results = tmp_path / "repo" / "docs" / "results"
+    [parts] = (results / "parts").glob("crossner-compare-*.json")
+    cells = json.loads(parts.read_text())["cells"]
+    order = [(c["target"], c["row"]) for c in cells]
+    sources = [f"{d}-traindev" for d in ("ai", "literature", "music", "politics", "science")]
+    assert order == [(t, row) for row in ["_baseline", *sources] for t in ("ai", "music")]
+    first = {f.name: json.loads(f.read_text()) for t in ("ai", "music") for f in results.glob(f"crossner-compare-{t}-*.json")}
+    assert len(first) == 2 and all(r["seeds"] == [1] and len(r["sources"]) == 5 for r in first.values())
+    pooled = json.loads(next(results.glob("crossner-compare-pooled-*.json")).read_text())
+    assert pooled["pairs"] == 10
+
+    for f in first:
+        (results / f).unlink()
+    whole = parts.read_text()
+    parts.write_text(json.dumps({**json.loads(whole), "cells": cells[:-2]}))  # as if the session ended two cells early
+    status = run("--status", workspace="ws2")  # the kept cells come back first
+    assert "ai: 5 of 6 cells finished (5 kept" in status and "music: 5 of 6" in status
+    assert f"2 cells to go; continue with: python scripts/crossner_compare_sources.py --target ai,music --seeds 1 " \
+           f"--preset tiny --model {tiny_bert_dir}" in status
+    parts.write_text(whole)
+    monkeypatch.setattr(CellTrainer, "ner_model", lambda *a, **k: pytest.fail("a kept cell was trained again"))
+    monkeypatch.setattr(CellTrainer, "shared_mlm_model", lambda *a, **k: pytest.fail("a kept model was trained again"))
+    out = run(workspace="ws3")
+    assert "6 finished cells restored" in out
+    for name, result in first.items():
+        again = json.loads((results / name).read_text())
+        assert [(s["name"], s["f1_mean"], s["f1_ci"]) for s in again["sources"]] == \
+            [(s["name"], s["f1_mean"], s["f1_ci"]) for s in result["sources"]]
+    status = run("--status", "--again", workspace="ws4")
+    assert "ai: 6 of 6 cells finished" in status and "all cells finished" in status
+    assert "kept docs" not in status and "kept docs" in run("--status", workspace="ws4")  # finished targets are kept

@@ -9,7 +9,9 @@ function the Similarity page uses).
 
 The run folder holds `measures/SOURCE.json` and `cells/SOURCE/seed-N/` (NER model, cell.json), so an
 interrupted comparison resumes where it stopped: finished cells are kept, an interrupted training
-resumes from its checkpoint. The MLM model of a source does not depend on the target, so it lives in
+resumes from its checkpoint. A cell.json carries its TEST counts and the key of what decided it
+(`Comparison.cell_key`), so a cell kept in a result file comes back into another machine's run folder
+(`Comparison.restore`) instead of being trained again. The MLM model of a source does not depend on the target, so it lives in
 the workspace (`CellTrainer.shared_mlm_model`) and every comparison on that source, seed and recipe
 reuses it: five targets cost five sources' pretraining per seed, not twenty-five. Every NER run is written to the run index
 with its lineage (core.train.lineage), so `runs show ID` names its source and the source's hash.
@@ -17,6 +19,7 @@ with its lineage (core.train.lineage), so `runs show ID` names its source and th
 
 from __future__ import annotations
 
+import hashlib
 import json
 import statistics
 import time
@@ -58,44 +61,89 @@ def _measures(src: CorpusRef, tgt: CorpusRef, measures: list[str], folder: Path,
     return values
 
 
-def compare_sources(ws, sources: list[str], lc: str, dev: str, test: str, target: str, measures: list[str],
-                    seeds: list[int], preset: str, model: str, ctx) -> dict[str, Any]:
-    if len(sources) < 2:
-        raise UserError("compare-sources needs at least two sources (Pearson r needs three for a p-value)")
-    bad = [m for m in measures if m not in PAIRWISE]
-    if bad or not measures:
-        raise UserError(f"--measures: unknown {', '.join(bad) or '(none)'}; choose from {', '.join(PAIRWISE)}")
-    if not seeds:
-        raise UserError("--seeds: give at least one seed")
-    refs = [resolve_corpus_ref(s, ws) for s in sources]
-    names = [r.name for r in refs]
-    if len(set(names)) != len(names):
-        raise UserError(f"--sources: two references name the same corpus ({', '.join(sources)})")
-    lc_ref, dev_ref, test_ref, tgt_ref = (resolve_corpus_ref(x, ws) for x in (lc, dev, test, target))
-    lc_c, dev_c, test_c = lc_ref.load(), dev_ref.load(), test_ref.load()
-    for what, c in (("LC", lc_c), ("DEV", dev_c), ("TEST", test_c)):
-        if not c.labeled:
-            raise UserError(f"{what} {c.name!r} must be a labeled corpus")
-    run_dir = Path(ctx.run_dir)
-    trainer = CellTrainer(ctx, model, preset, lc_c, dev_c)
-    ctx.log(f"compare-sources: {', '.join(names)} -> target {tgt_ref.name}; LC {lc_ref.name} ({len(lc_c)}), "
-            f"seeds {seeds}, preset {preset}")
-    n_steps = len(refs) * (1 + len(seeds)) + len(seeds)
-    step = 0
-    values: dict[str, dict[str, float]] = {}
-    for ref in refs:
-        values[ref.name] = _measures(ref, tgt_ref, measures, run_dir, ctx.sub(step / n_steps, (step + 1) / n_steps,
-                                                                            f"measures {ref.name}: "))
-        step += 1
+class Comparison:
+    """One target's comparison, cell by cell, resumable per cell. The job runs its cells in order; a caller
+    comparing several targets runs theirs interleaved instead (`plan` is the same for every target of one recipe), so
+    each source's MLM model of a seed is trained once and every target fine-tunes from it while it is at hand: a
+    session that ends, or a machine that is gone, loses at most the model being trained."""
 
-    def cell(row: str, seed: int, src: CorpusRef | None, progress) -> dict[str, Any]:
-        folder = run_dir / "cells" / slug(row) / f"seed-{seed}"
-        done = folder / "cell.json"
+    def __init__(self, params: CompareSourcesParams, ctx: JobContext):
+        ws, sources, measures, seeds = ctx.workspace, list(params.sources), list(params.measures or PAIRWISE), list(params.seeds)
+        preset, model = params.preset, params.model
+        if len(sources) < 2:
+            raise UserError("compare-sources needs at least two sources (Pearson r needs three for a p-value)")
+        bad = [m for m in measures if m not in PAIRWISE]
+        if bad or not measures:
+            raise UserError(f"--measures: unknown {', '.join(bad) or '(none)'}; choose from {', '.join(PAIRWISE)}")
+        if not seeds:
+            raise UserError("--seeds: give at least one seed")
+        self.refs = [resolve_corpus_ref(s, ws) for s in sources]
+        self.names = [r.name for r in self.refs]
+        if len(set(self.names)) != len(self.names):
+            raise UserError(f"--sources: two references name the same corpus ({', '.join(sources)})")
+        self.lc_ref, self.dev_ref, self.test_ref, self.tgt_ref = (
+            resolve_corpus_ref(x, ws) for x in (params.lc, params.dev, params.test, params.target))
+        lc_c, dev_c, self.test_c = self.lc_ref.load(), self.dev_ref.load(), self.test_ref.load()
+        for what, c in (("LC", lc_c), ("DEV", dev_c), ("TEST", self.test_c)):
+            if not c.labeled:
+                raise UserError(f"{what} {c.name!r} must be a labeled corpus")
+        self.ctx, self.measures, self.seeds, self.preset, self.model = ctx, list(measures), list(seeds), preset, model
+        self.run_dir = Path(ctx.run_dir)
+        self.trainer = CellTrainer(ctx, model, preset, lc_c, dev_c)
+        self.lc_size = len(lc_c)
+
+    def plan(self) -> list[tuple[str, int, CorpusRef | None]]:
+        """The cells in the order they run: per seed, the baseline (no pretraining), then each source."""
+        return [(row, seed, src) for seed in self.seeds for row, src in [(BASELINE, None), *((r.name, r) for r in self.refs)]]
+
+    def cell_file(self, row: str, seed: int) -> Path:
+        """Where a finished cell is kept; a cell whose file exists is not run again."""
+        return self.run_dir / "cells" / slug(row) / f"seed-{seed}" / "cell.json"
+
+    def cell_key(self, seed: int, src: CorpusRef | None) -> str:
+        """What decides a cell's F1, as a digest: the encoder, the MLM and NER recipes less their run-only settings,
+        the LC/DEV/TEST and source contents and the seed. A kept cell comes back into a run folder only under its key."""
+        from dataclasses import asdict
+
+        from core.train.presets import RUN_ONLY_SETTINGS
+
+        def recipe(config: Any) -> dict[str, Any]:
+            return {k: v for k, v in asdict(config).items() if k not in RUN_ONLY_SETTINGS}
+
+        what = {"model": self.model, "mlm": recipe(self.trainer.mlm_config) if src is not None else None,
+                "ner": recipe(self.trainer.ner_config), "lc": self.lc_ref.hash, "dev": self.dev_ref.hash,
+                "test": self.test_ref.hash, "source": src.hash if src is not None else None, "seed": seed}
+        return hashlib.sha256(json.dumps(what, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+    def restore(self, kept: list[dict[str, Any]], origin: dict[str, Any]) -> int:
+        """Put finished cells kept elsewhere (a result file's, from another machine) back into the run folder, so they
+        are not trained again: only a cell of this comparison's plan, under the same key (`cell_key`) and with its TEST
+        counts inline (without them it would lose its interval). Each says where it came from. Returns how many came back."""
+        wanted = {(row, seed): self.cell_key(seed, src) for row, seed, src in self.plan()}
+        restored = 0
+        for cell in kept:
+            row, seed = cell.get("row"), cell.get("seed")
+            path = self.cell_file(str(row), int(seed or 0))
+            if wanted.get((row, seed)) != cell.get("key") or not cell.get("test_counts") or path.exists():
+                continue
+            atomic_write_json(path, {**cell, "restored_from": cell.get("restored_from") or origin})
+            restored += 1
+        return restored
+
+    def measure(self, progress_for) -> dict[str, dict[str, float]]:
+        """Each source's measures against the target; `progress_for(i, name)` gives source i's Progress."""
+        return {ref.name: _measures(ref, self.tgt_ref, self.measures, self.run_dir, progress_for(i, ref.name))
+                for i, ref in enumerate(self.refs)}
+
+    def cell(self, row: str, seed: int, src: CorpusRef | None, progress) -> dict[str, Any]:
+        """One NER run on LC (after MLM on `src`, or none for the baseline) and its TEST F1, kept in `cell_file`."""
+        done = self.cell_file(row, seed)
         if done.exists():
             return json.loads(done.read_text("utf-8"))
+        folder, trainer, ctx = done.parent, self.trainer, self.ctx
         folder.mkdir(parents=True, exist_ok=True)
         t0 = time.time()
-        encoder, lin, mlm_home = model, from_base(model), folder
+        encoder, lin, mlm_home = self.model, from_base(self.model), folder
         if src is not None:
             if not finished_model(folder / "mlm" / "model"):  # cells written before MLM models were shared keep theirs
                 encoder, mlm_home = trainer.shared_mlm_model(src.name, src.hash, src.load().texts(), seed,
@@ -103,20 +151,22 @@ def compare_sources(ws, sources: list[str], lc: str, dev: str, test: str, target
             else:
                 encoder = str(folder / "mlm" / "model")
             lin.mlm_phases.append(MlmPhase(src.name, [src.to_dict()]))
-            mlm_lin = Lineage(**{**lin.__dict__, "seed": seed, "preset": preset, "wall_seconds": trainer.mlm_seconds(mlm_home)})
+            mlm_lin = Lineage(**{**lin.__dict__, "seed": seed, "preset": self.preset,
+                                 "wall_seconds": trainer.mlm_seconds(mlm_home)})
             write_lineage(encoder, mlm_lin)
             lin = from_base(encoder)
         ner_dir, summary = trainer.ner_model(encoder, folder, seed, sub(progress, 0.5 if src else 0, 0.95))
         ner = load_ner_model(ner_dir)
-        predictions = predict_corpus(ner, test_c, batch_size=trainer.ner_config.eval_batch_size)
-        scores = evaluate(ner, test_c, predictions=predictions)
-        kept = keep_predictions(folder, predictions, test_c)  # intervals and paired tests
-        lin.lc, lin.dev, lin.test = lc_ref.to_dict(), dev_ref.to_dict(), test_ref.to_dict()
-        lin.seed, lin.preset, lin.wall_seconds = seed, preset, time.time() - t0
-        run_id = f"{run_dir.name}.{slug(row)}.s{seed}"
+        predictions = predict_corpus(ner, self.test_c, batch_size=trainer.ner_config.eval_batch_size)
+        scores = evaluate(ner, self.test_c, predictions=predictions)
+        kept = keep_predictions(folder, predictions, self.test_c)  # intervals and paired tests
+        lin.lc, lin.dev, lin.test = self.lc_ref.to_dict(), self.dev_ref.to_dict(), self.test_ref.to_dict()
+        lin.seed, lin.preset, lin.wall_seconds = seed, self.preset, time.time() - t0
+        run_id = f"{self.run_dir.name}.{slug(row)}.s{seed}"
         record_run(ctx.workspace, run_id, "ner", lin, folder, ner_dir, f1=scores["f1"],
-                   extra={"compare_sources": str(run_dir), "source": src.name if src else None})
-        result = {"row": row, "seed": seed, "source": src.to_dict() if src else None, "f1": scores["f1"], "run": run_id,
+                   extra={"compare_sources": str(self.run_dir), "source": src.name if src else None})
+        result = {"row": row, "seed": seed, "key": self.cell_key(seed, src), "source": src.to_dict() if src else None,
+                  "f1": scores["f1"], "run": run_id,
                   "best_dev_f1": summary.get("best_dev_f1"), "mlm_seconds": trainer.mlm_seconds(mlm_home), **kept,
                   **({"mlm_model": encoder} if src is not None else {})}
         atomic_write_json(done, result)
@@ -124,46 +174,57 @@ def compare_sources(ws, sources: list[str], lc: str, dev: str, test: str, target
         ctx.log(f"{row} seed {seed}: test F1 {scores['f1']:.4f}")
         return result
 
-    cells: dict[str, list[dict[str, Any]]] = {}
-    for seed in seeds:
-        for row, src in [(BASELINE, None), *((r.name, r) for r in refs)]:
-            cells.setdefault(row, []).append(cell(row, seed, src, ctx.sub(step / n_steps, (step + 1) / n_steps,
-                                                                          f"{'no pretraining' if src is None else row} seed {seed}: ")))
-            step += 1
-    baseline = [c["f1"] for c in cells[BASELINE]]
-    runs = [{"source": None, "f1": f} for f in baseline]
-    runs += [{"source": name, "f1": c["f1"]} for name in names for c in cells[name]]
-    matrix = {"sources": names, "targets": [tgt_ref.name], "measures": list(measures),
-              "values": {m: [[values[n].get(m)] for n in names] for m in measures}}
-    corr = correlate_with_f1(runs, matrix, tgt_ref.name)
-    intervals = {e["row"]: e for e in interval_summary(
-        [{**c, "row": "none" if row == BASELINE else row} for row, cs in cells.items() for c in cs], baselines=("none",))}
-    out_sources = []
-    for ref in refs:
-        f1s = [c["f1"] for c in cells[ref.name]]
-        entry = intervals[ref.name]
-        out_sources.append({"name": ref.name, "hash": ref.hash, "f1_mean": statistics.fmean(f1s), "f1_ci": entry["f1_ci"],
-                            "seeds": len(f1s), "vs": entry["vs"],
-                            "f1_std": statistics.stdev(f1s) if len(f1s) > 1 else 0.0, "runs": [c["run"] for c in cells[ref.name]],
-                            "mlm_seconds": statistics.fmean(c.get("mlm_seconds") or 0.0 for c in cells[ref.name]),
-                            **{m: values[ref.name].get(m) for m in measures}})
-    result = {"target": tgt_ref.name, "target_hash": tgt_ref.hash, "lc": lc_ref.to_dict(), "dev": dev_ref.to_dict(),
-              "test": test_ref.to_dict(), "seeds": seeds, "preset": preset, "model": model, "measures": list(measures),
-              "sources": out_sources, "baseline_f1": statistics.fmean(baseline), "baseline_runs": [c["run"] for c in cells[BASELINE]],
-              "baseline_f1_ci": intervals["none"]["f1_ci"],
-              "correlation": {m: {"r": s["r"], "p": s["p"], "n": s["n"], "r_ci": s.get("r_ci"),
-                                  **({"reason": s["reason"]} if s["reason"] else {})}
-                              for m, s in corr["measures"].items()},
-              "matrix": matrix, "run_dir": str(run_dir)}
-    atomic_write_json(run_dir / "compare.json", result)
-    ctx.progress(1.0, "done")
-    return result
+    def result(self, values: dict[str, dict[str, float]], cells: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+        """The comparison's result from its measures and finished cells (row -> cells of each seed), kept as
+        compare.json in the run folder."""
+        names, measures = self.names, self.measures
+        baseline = [c["f1"] for c in cells[BASELINE]]
+        runs = [{"source": None, "f1": f} for f in baseline]
+        runs += [{"source": name, "f1": c["f1"]} for name in names for c in cells[name]]
+        matrix = {"sources": names, "targets": [self.tgt_ref.name], "measures": measures,
+                  "values": {m: [[values[n].get(m)] for n in names] for m in measures}}
+        corr = correlate_with_f1(runs, matrix, self.tgt_ref.name)
+        intervals = {e["row"]: e for e in interval_summary(
+            [{**c, "row": "none" if row == BASELINE else row} for row, cs in cells.items() for c in cs], baselines=("none",))}
+        out_sources = []
+        for ref in self.refs:
+            f1s = [c["f1"] for c in cells[ref.name]]
+            entry = intervals[ref.name]
+            out_sources.append({"name": ref.name, "hash": ref.hash, "f1_mean": statistics.fmean(f1s), "f1_ci": entry["f1_ci"],
+                                "seeds": len(f1s), "vs": entry["vs"],
+                                "f1_std": statistics.stdev(f1s) if len(f1s) > 1 else 0.0,
+                                "runs": [c["run"] for c in cells[ref.name]],
+                                "mlm_seconds": statistics.fmean(c.get("mlm_seconds") or 0.0 for c in cells[ref.name]),
+                                **{m: values[ref.name].get(m) for m in measures}})
+        result = {"target": self.tgt_ref.name, "target_hash": self.tgt_ref.hash, "lc": self.lc_ref.to_dict(),
+                  "dev": self.dev_ref.to_dict(), "test": self.test_ref.to_dict(), "seeds": self.seeds, "preset": self.preset,
+                  "model": self.model, "measures": measures, "sources": out_sources,
+                  "baseline_f1": statistics.fmean(baseline), "baseline_runs": [c["run"] for c in cells[BASELINE]],
+                  "baseline_f1_ci": intervals["none"]["f1_ci"],
+                  "correlation": {m: {"r": s["r"], "p": s["p"], "n": s["n"], "r_ci": s.get("r_ci"),
+                                      **({"reason": s["reason"]} if s["reason"] else {})}
+                                  for m, s in corr["measures"].items()},
+                  "matrix": matrix, "run_dir": str(self.run_dir)}
+        atomic_write_json(self.run_dir / "compare.json", result)
+        return result
 
 
 def compare_sources_job(params: CompareSourcesParams, ctx: JobContext) -> dict[str, Any]:
     """Job kind "compare-sources": MLM on each source, NER on LC, and each measure's correlation with the F1 gain."""
-    return compare_sources(ctx.workspace, list(params.sources), params.lc, params.dev, params.test, params.target,
-                           list(params.measures or PAIRWISE), list(params.seeds), params.preset, params.model, ctx)
+    comparison = Comparison(params, ctx)
+    ctx.log(f"compare-sources: {', '.join(comparison.names)} -> target {comparison.tgt_ref.name}; "
+            f"LC {comparison.lc_ref.name} ({comparison.lc_size}), seeds {comparison.seeds}, preset {comparison.preset}")
+    plan = comparison.plan()
+    n_steps = len(comparison.refs) + len(plan)
+    values = comparison.measure(lambda i, name: ctx.sub(i / n_steps, (i + 1) / n_steps, f"measures {name}: "))
+    cells: dict[str, list[dict[str, Any]]] = {}
+    for step, (row, seed, src) in enumerate(plan, start=len(comparison.refs)):
+        label = "no pretraining" if src is None else row
+        cells.setdefault(row, []).append(comparison.cell(row, seed, src, ctx.sub(step / n_steps, (step + 1) / n_steps,
+                                                                                 f"{label} seed {seed}: ")))
+    result = comparison.result(values, cells)
+    ctx.progress(1.0, "done")
+    return result
 
 
 def read_comparison(path: str | Path) -> dict[str, Any]:
@@ -227,4 +288,4 @@ def collect_comparisons(ws) -> list[dict[str, Any]]:
     return [result for _, result in sorted(found, key=lambda pair: -pair[0])]
 
 
-__all__ = ["check_comparison", "collect_comparisons", "comparison_label", "compare_sources", "compare_sources_job", "read_comparison"]
+__all__ = ["Comparison", "check_comparison", "collect_comparisons", "comparison_label", "compare_sources_job", "read_comparison"]

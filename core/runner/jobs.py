@@ -496,15 +496,20 @@ def load_job_function(kind: str) -> Callable[[Any, JobContext], dict[str, Any]]:
     return getattr(importlib.import_module(module_name), func_name)
 
 
+def inline_context(ws: Workspace, kind: str, params: dict[str, Any] | Any, run_dir: Path | None = None,
+                   progress: Progress | None = None) -> tuple[Any, JobContext]:
+    """A job's validated params and a context to run it in this process, its params kept in the run folder: for a
+    script that drives parts of several jobs itself (`run_inline` runs one whole)."""
+    typed, run_dir = validate(kind, params), run_dir or ws.runs_dir / f"inline-{time.strftime('%Y%m%d-%H%M%S-')}{uuid.uuid4().hex[:4]}"
+    ctx = JobContext(ws, run_dir, None, on_progress=progress)
+    atomic_write_json(ctx.run_dir / "params.json", {"kind": kind, "schema_version": SCHEMA_VERSION, "params": dataclasses.asdict(typed)})
+    return typed, ctx
+
+
 def run_inline(ws: Workspace, kind: str, params: dict[str, Any] | Any, run_dir: Path | None = None,
                progress: Progress | None = None) -> dict[str, Any]:
-    """Run a job function in this process (the CLI's path): same code and same validated params as
-    the background job."""
-    typed = validate(kind, params)
-    run_dir = run_dir or ws.runs_dir / ("inline-" + time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:4])
-    ctx = JobContext(ws, run_dir, None, on_progress=progress)
-    atomic_write_json(ctx.run_dir / "params.json",
-                      {"kind": kind, "schema_version": SCHEMA_VERSION, "params": dataclasses.asdict(typed)})
+    """Run a job function in this process (the CLI's path): the same code and validated params as a background job."""
+    typed, ctx = inline_context(ws, kind, params, run_dir, progress)
     result = load_job_function(kind)(typed, ctx) or {}
     atomic_write_json(ctx.run_dir / "result.json", result)
     return result
@@ -572,12 +577,11 @@ def _after_out_of_memory(ws: Workspace, job: Job, ctx: JobContext, device: dict[
 
 def sleep_job(params: SleepParams, ctx: JobContext) -> dict[str, Any]:
     """A job that only waits and reports; proves the runner works on a machine."""
-    steps = params.steps
-    for i in range(steps):
+    for i in range(params.steps):
         time.sleep(params.seconds)
         ctx.metric(step=i + 1)
-        ctx.progress((i + 1) / steps, f"step {i + 1}/{steps}")
-    return {"steps": steps}
+        ctx.progress((i + 1) / params.steps, f"step {i + 1}/{params.steps}")
+    return {"steps": params.steps}
 
 
 def main(argv: list[str] | None = None) -> int:
