@@ -34,6 +34,16 @@ def crossner():
     return crossner_file
 
 
+def load_script(name: str):
+    """scripts/NAME.py as a module (scripts/ is not a package), so a test calls its functions."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 TOY_SENTENCES = [
     "John Smith plays the guitar in London .",
     "Mary Jones sang with The Beatles in Liverpool .",

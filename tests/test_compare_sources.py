@@ -10,7 +10,7 @@ import pytest
 
 from core.cli import main
 from core.data.workspace import Workspace
-from tests.conftest import TOY_SENTENCES
+from tests.conftest import TOY_SENTENCES, load_script
 from tests.ner_data import single_thread_torch, write_toy_conll  # noqa: F401 - fixture
 
 pytestmark = pytest.mark.usefixtures("single_thread_torch")
@@ -230,16 +230,6 @@ def test_finished_cells_come_back_into_a_fresh_workspace_under_their_key_only(tm
     assert Comparison(typed, ctx).restore(kept, {"file": "kept.json"}) == 0  # another recipe
 
 
-def _compare_script():
-    import importlib.util
-
-    root = Path(__file__).resolve().parent.parent
-    spec = importlib.util.spec_from_file_location("crossner_compare_sources", root / "scripts" / "crossner_compare_sources.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_the_crossner_comparison_interleaves_targets_and_continues_on_a_fresh_machine(tmp_path, tiny_bert_dir,
                                                                                           monkeypatch, capsys):
     """Several targets run position by position (each source's MLM model once, every target's fine-tune on it at
@@ -248,7 +238,7 @@ def test_the_crossner_comparison_interleaves_targets_and_continues_on_a_fresh_ma
     from core.experiments.cells import CellTrainer
     from tests.test_study import _fake_crossner
 
-    script = _compare_script()
+    script = load_script("crossner_compare_sources")
     _fake_crossner(tmp_path / "crossner")
     monkeypatch.setattr(script, "ROOT", tmp_path / "repo")
     monkeypatch.setattr(script, "CROSSNER", tmp_path / "crossner")

@@ -3,14 +3,13 @@ excepted), no job function reading its params as a dict. scripts/structure.py pr
 
 from __future__ import annotations
 
-import importlib.util
 import textwrap
 from pathlib import Path
 
+from tests.conftest import load_script
+
 ROOT = Path(__file__).resolve().parents[1]
-_spec = importlib.util.spec_from_file_location("structure", ROOT / "scripts" / "structure.py")
-structure = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(structure)
+structure = load_script("structure")
 
 
 def test_no_import_cycles_in_core():

@@ -15,6 +15,7 @@ from core.data.corpus import Corpus, write_corpus
 from core.experiments.study import DOMAINS, crossner_protocol, dev_halves
 from core.train import mlm, ner_train, presets
 from core.train.training import adamw
+from tests.conftest import load_script
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -101,15 +102,6 @@ def test_fused_adamw_matches_foreach(monkeypatch):
         torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
 
 
-def _study_script():
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("crossner_study", ROOT / "scripts" / "crossner_study.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def _part(tmp_path, seed: int, f1s: dict[str, float], name: str | None = None, **params):
     cells = [{"row": row, "seed": seed, "f1": f1, "per_type": {"band": {"f1": f1}}} for row, f1 in f1s.items()]
     part = {"domain": "music", "commit": f"c{seed}", "dirty_files": [], "command": f"python x --seeds {seed}",
@@ -123,7 +115,7 @@ def _part(tmp_path, seed: int, f1s: dict[str, float], name: str | None = None, *
 
 
 def test_study_parts_merge_into_one_summary(tmp_path):
-    study = _study_script()
+    study = load_script("crossner_study")
     parts = [_part(tmp_path, 1, {"none": 0.5, "cosine": 0.6}), _part(tmp_path, 2, {"none": 0.7, "cosine": 0.8})]
     merged = study.merge_results(parts, tmp_path / "all.json")
     assert merged["rows"]["none"]["mean"] == pytest.approx(0.6) and merged["rows"]["none"]["n"] == 2
@@ -150,7 +142,7 @@ def test_merged_parts_keep_their_intervals_once_the_run_folders_are_gone(tmp_pat
     its cells carry their per-sentence counts, and the merge's are those the prediction files gave."""
     from core.experiments.summary import interval_summary
 
-    study = _study_script()
+    study = load_script("crossner_study")
     rng = np.random.default_rng(0)
     gold = [[{"start": i % 3, "end": i % 3 + 1, "type": "PER"}] for i in range(40)]
 
@@ -187,7 +179,7 @@ def test_a_fresh_run_folder_gets_back_the_finished_cells_of_the_result_json(tmp_
     NER-selected to run (it reads TAPT's own model) do not."""
     from core.errors import UserError
 
-    study = _study_script()
+    study = load_script("crossner_study")
     counts = {"tp": "1 0", "fp": "0 1", "fn": "0 0"}
     params = {"domain": "music", "preset": "study", "model": "default", "pick_checkpoint": 4}
     protocol = {"split_seed": 0, "sizes": {"tc": 300, "test": 2}}
@@ -229,7 +221,7 @@ def test_a_fresh_run_folder_gets_back_the_finished_cells_of_the_result_json(tmp_
 
 
 def test_status_calls_a_study_complete_when_every_row_and_seed_has_its_cell():
-    study = _study_script()
+    study = load_script("crossner_study")
     cells = [{"row": r, "seed": s} for r in ("none", "tapt") for s in (1, 2)]
     assert study.missing_cells(["none", "tapt"], [1, 2], cells) == []
     assert study.missing_cells(["none", "tapt", "random"], [1, 2], cells) == [("random", 1), ("random", 2)]
@@ -243,7 +235,7 @@ def test_every_recipe_setting_names_the_study_run_folder():
 
     from core.errors import UserError
 
-    study = _study_script()
+    study = load_script("crossner_study")
 
     def variant(**kw):
         args = {"preset": "study", "model": "default", "mlm_steps": None, "mlm": [], "rehearsal_share": 0.0,
