@@ -276,4 +276,9 @@ def pool_results(variant: str) -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from core.errors import UserError
+
+    try:
+        sys.exit(main())
+    except UserError as exc:  # a bad parts file, a corpus the product refuses: one line, nothing half-written
+        raise SystemExit(f"error: {exc}") from None
