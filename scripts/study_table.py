@@ -3,7 +3,9 @@ per row and domain, TEST F1 with its 95% CI, and the paired difference against T
 a selection strategy when the study ran the random control, against random, with its CI and p-value. It prints
 Markdown (README, closing notes) and writes nothing.
 
-Usage: python scripts/study_table.py docs/results/crossner-music-ci.json docs/results/crossner-politics-ci.json
+--long puts one line per domain and row (readable with five domains).
+
+Usage: python scripts/study_table.py [--long] docs/results/crossner-music-ci.json docs/results/crossner-politics-ci.json
 """
 
 from __future__ import annotations
@@ -35,7 +37,9 @@ def versus_text(entry: dict[str, Any], base: str) -> str:
     return f"{_pp(t['delta'])} [{_pp(lo)}, {_pp(hi)}], p {t['p']:.2f}{star}"
 
 
-def table(paths: list[Path]) -> str:
+def table(paths: list[Path], long: bool = False) -> str:
+    """Rows down and each domain's columns across, or with `long` one line per domain and row (domain, row, F1,
+    the paired tests): what stays readable with five domains."""
     results = [json.loads(p.read_text("utf-8")) for p in paths]
     rows: list[str] = []
     for r in results:
@@ -46,14 +50,23 @@ def table(paths: list[Path]) -> str:
     # the random control's column only where a selection was held against it (core.experiments.summary.CONTROL_ROW)
     bases = ("tapt", "none") + (("random",) if any("random" in (e.get("vs") or {}) for r in results
                                                    for e in r.get("summary") or []) else ())
-    head = ["row"] + [f"{r['domain']}: test F1 [95% CI]" for r in results] + \
-        [f"{r['domain']}: vs {b}" for r in results for b in bases]
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for row in rows:
-        entries = [next((e for e in r.get("summary") or [] if e["row"] == row), None) for r in results]
-        cells = [cell_text(e) if e else "–" for e in entries]
-        cells += [versus_text(e, b) if e else "–" for e in entries for b in bases]
-        lines.append(f"| {row} | " + " | ".join(cells) + " |")
+
+    def entry(r: dict[str, Any], row: str) -> dict[str, Any] | None:
+        return next((e for e in r.get("summary") or [] if e["row"] == row), None)
+
+    if long:
+        head = ["domain", "row", "test F1 [95% CI]"] + [f"vs {b}" for b in bases]
+        body = [[r["domain"], row, cell_text(e)] + [versus_text(e, b) for b in bases]
+                for r in results for row in rows if (e := entry(r, row))]
+    else:
+        head = ["row"] + [f"{r['domain']}: test F1 [95% CI]" for r in results] + \
+            [f"{r['domain']}: vs {b}" for r in results for b in bases]
+        body = []
+        for row in rows:
+            entries = [entry(r, row) for r in results]
+            body.append([row] + [cell_text(e) if e else "–" for e in entries]
+                        + [versus_text(e, b) if e else "–" for e in entries for b in bases])
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)] + ["| " + " | ".join(b) + " |" for b in body]
     seeds = ", ".join(f"{r['domain']} {sorted({c['seed'] for c in r.get('cells', [])})}" for r in results)
     lines.append("")
     lines.append(f"Seeds: {seeds}. Points of test F1; * p < 0.05. Method: "
@@ -63,6 +76,8 @@ def table(paths: list[Path]) -> str:
 
 
 def main(argv: list[str]) -> int:
+    long = "--long" in argv
+    argv = [a for a in argv if a != "--long"]
     if not argv:
         print(__doc__.strip().splitlines()[-1], file=sys.stderr)
         return 2
@@ -70,7 +85,7 @@ def main(argv: list[str]) -> int:
     if missing:
         print(f"error: no such result file: {', '.join(missing)}", file=sys.stderr)
         return 2
-    print(table([Path(a) for a in argv]))
+    print(table([Path(a) for a in argv], long=long))
     return 0
 
 

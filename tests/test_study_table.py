@@ -26,3 +26,19 @@ def test_table_shows_intervals_paired_tests_and_marks_significance(tmp_path):
     lines = study_table.table([path]).splitlines()
     assert lines[0].endswith("| music: vs random |") and lines[3].endswith("| -0.40 [-2.00, +1.00], p 0.60 |")
     assert lines[2].endswith("| – | – | – |")  # none is no selection: nothing against random
+
+
+def test_the_long_layout_has_one_line_per_domain_and_row(tmp_path):
+    def result(domain: str, delta: float) -> Path:
+        entries = [{"row": "none", "f1_mean": 0.5, "f1_ci": [0.48, 0.52], "seeds": 3, "vs": {}},
+                   {"row": "tapt", "f1_mean": 0.5 + delta, "f1_ci": [0.49, 0.53], "seeds": 3,
+                    "vs": {"none": {"delta": delta, "ci": [delta - 0.01, delta + 0.01], "p": 0.01}}}]
+        path = tmp_path / f"{domain}.json"
+        path.write_text(json.dumps({"domain": domain, "summary": entries, "cells": [{"seed": 1}]}))
+        return path
+
+    lines = study_table.table([result("ai", 0.02), result("music", -0.01)], long=True).splitlines()
+    assert lines[0] == "| domain | row | test F1 [95% CI] | vs tapt | vs none |"
+    assert [line.split(" | ")[:2] for line in lines[2:6]] == [["| ai", "none"], ["| ai", "tapt"], ["| music", "none"],
+                                                              ["| music", "tapt"]]
+    assert lines[5].endswith("| – | -1.00 [-2.00, +0.00], p 0.01 * |")
