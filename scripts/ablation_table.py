@@ -67,6 +67,11 @@ def domain_entry(result: dict[str, Any], others: list[dict[str, Any]]) -> dict[s
     cells, none_from = borrow_none(result, others)
     dev = dev_deltas(cells)
     summary = interval_summary(cells) if none_from else (result.get("summary") or interval_summary(cells))
+    if none_from:  # a row whose cells lack their TEST counts cannot be paired with the borrowed none any more: it keeps
+        # the interval and tests its own file computed when its predictions existed, and has none against none
+        stored = {e["row"]: e for e in result.get("summary") or []}
+        summary = [{**e, "f1_ci": stored[e["row"]].get("f1_ci"), "vs": stored[e["row"]].get("vs") or {}}
+                   if e.get("f1_ci") is None and e["row"] in stored else e for e in summary]
     rows: dict[str, Any] = {}
     for e in summary:
         row = e["row"]

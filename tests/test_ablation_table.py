@@ -88,3 +88,21 @@ def test_variants_are_labelled_none_is_borrowed_and_the_criterion_is_counted(tmp
     other.write_text(json.dumps({"cells": [{"row": "x"}]}))
     assert ablation_table.build([other, base], "cmd")["criterion"].keys() == {"study"}
     assert "skipped compare.json" in capsys.readouterr().err
+
+
+def test_a_row_without_counts_keeps_its_own_stored_interval_beside_a_borrowed_none(tmp_path):
+    """An older variant run whose predictions are gone (no counts inline) cannot be paired with the none it borrows:
+    its rows keep the intervals its own file stored, and say nothing against none rather than something made up."""
+    base = _result(tmp_path, "study", {"none": 0.5, "tapt": 0.8}, {})
+    variant = _result(tmp_path, "old", {"tapt": 0.7, "dsir": 0.9}, {"pick_checkpoint": 4})
+    data = json.loads(variant.read_text())
+    for c in data["cells"]:
+        Path(c.pop("predictions")).unlink()
+    data["summary"] = [{"row": "tapt", "f1_mean": 0.7, "f1_ci": [0.6, 0.8], "vs": {}},
+                       {"row": "dsir", "f1_mean": 0.9, "f1_ci": [0.85, 0.95],
+                        "vs": {"tapt": {"delta": 0.2, "ci": [0.1, 0.3], "p": 0.01}}}]
+    variant.write_text(json.dumps(data))
+    old = next(e for e in ablation_table.build([base, variant], "cmd")["entries"] if e["file"] == str(variant))
+    assert old["none_from"] == str(base) and old["rows"]["none"]["f1_ci"] is not None
+    assert old["rows"]["dsir"]["f1_ci"] == [0.85, 0.95] and old["rows"]["dsir"]["vs"] == data["summary"][1]["vs"]
+    assert "none" not in old["rows"]["tapt"]["vs"]
