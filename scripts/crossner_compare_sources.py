@@ -145,12 +145,12 @@ def read_parts(path: Path) -> list[dict[str, Any]]:
     return [c for c in data["cells"] if isinstance(c, dict) and c.get("target") in DOMAINS]
 
 
-def comparisons(ws, targets: list[str], variant: str, args: argparse.Namespace, progress) -> dict[str, Any]:
-    """Each target's `Comparison`, with the cells kept in the parts file put back into its run folder."""
+def comparisons(ws, targets: list[str], variant: str, args: argparse.Namespace, progress,
+                kept: list[dict[str, Any]]) -> dict[str, Any]:
+    """Each target's `Comparison`, with its cells `kept` in the parts file put back into its run folder."""
     from core.experiments.compare import Comparison
     from core.runner import jobs
 
-    kept = read_parts(parts_file(variant))
     out = {}
     for target in targets:
         params, run_dir = target_params(ws, target, variant, args)
@@ -173,8 +173,9 @@ def run_cells(ws, targets: list[str], variant: str, args: argparse.Namespace) ->
 
     path = parts_file(variant)
     with tqdm_progress(f"compare-sources {','.join(targets)}", enabled=True) as bar:
-        comps = comparisons(ws, targets, variant, args, bar)
-        kept = {(c["target"], c["row"], c["seed"]): c for c in read_parts(path)}
+        cells = read_parts(path)
+        comps = comparisons(ws, targets, variant, args, bar, cells)
+        kept = {(c["target"], c["row"], c["seed"]): c for c in cells}
         plan = next(iter(comps.values())).plan()
         todo = [(i, t) for i in range(len(plan)) for t, comp in comps.items()
                 if not comp.cell_file(plan[i][0], plan[i][1]).exists()]
@@ -195,7 +196,7 @@ def show_status(ws, targets: list[str], variant: str, args: argparse.Namespace) 
         return 0
     kept = read_parts(parts_file(variant))
     missing = 0
-    for target, comp in comparisons(ws, targets, variant, args, None).items():
+    for target, comp in comparisons(ws, targets, variant, args, None, kept).items():
         plan = comp.plan()
         done = sum(comp.cell_file(row, seed).exists() for row, seed, _ in plan)
         in_file = sum(c["target"] == target for c in kept)

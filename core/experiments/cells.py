@@ -50,11 +50,9 @@ def pick_record(pick: dict[str, Any]) -> dict[str, Any]:
 def mlm_key(model: str, corpus_hash: str, config: Any, seed: int) -> str:
     """The name of a shared MLM model's folder: the seed, then a hash of the encoder, the corpus content and the
     recipe less the settings that do not change the model (core.train.presets.RUN_ONLY_SETTINGS)."""
-    from dataclasses import asdict
+    from core.train.presets import model_settings
 
-    from core.train.presets import RUN_ONLY_SETTINGS
-
-    recipe = {k: v for k, v in asdict(config).items() if k not in RUN_ONLY_SETTINGS} | {"seed": seed}
+    recipe = model_settings(config) | {"seed": seed}
     digest = hashlib.sha256(json.dumps({"model": model, "corpus": corpus_hash, "recipe": recipe}, sort_keys=True).encode())
     return f"seed-{seed}.{digest.hexdigest()[:16]}"
 

@@ -87,7 +87,7 @@ class Comparison:
         for what, c in (("LC", lc_c), ("DEV", dev_c), ("TEST", self.test_c)):
             if not c.labeled:
                 raise UserError(f"{what} {c.name!r} must be a labeled corpus")
-        self.ctx, self.measures, self.seeds, self.preset, self.model = ctx, list(measures), list(seeds), preset, model
+        self.ctx, self.measures, self.seeds, self.preset, self.model = ctx, measures, seeds, preset, model
         self.run_dir = Path(ctx.run_dir)
         self.trainer = CellTrainer(ctx, model, preset, lc_c, dev_c)
         self.lc_size = len(lc_c)
@@ -103,15 +103,10 @@ class Comparison:
     def cell_key(self, seed: int, src: CorpusRef | None) -> str:
         """What decides a cell's F1, as a digest: the encoder, the MLM and NER recipes less their run-only settings,
         the LC/DEV/TEST and source contents and the seed. A kept cell comes back into a run folder only under its key."""
-        from dataclasses import asdict
+        from core.train.presets import model_settings
 
-        from core.train.presets import RUN_ONLY_SETTINGS
-
-        def recipe(config: Any) -> dict[str, Any]:
-            return {k: v for k, v in asdict(config).items() if k not in RUN_ONLY_SETTINGS}
-
-        what = {"model": self.model, "mlm": recipe(self.trainer.mlm_config) if src is not None else None,
-                "ner": recipe(self.trainer.ner_config), "lc": self.lc_ref.hash, "dev": self.dev_ref.hash,
+        what = {"model": self.model, "mlm": model_settings(self.trainer.mlm_config) if src is not None else None,
+                "ner": model_settings(self.trainer.ner_config), "lc": self.lc_ref.hash, "dev": self.dev_ref.hash,
                 "test": self.test_ref.hash, "source": src.hash if src is not None else None, "seed": seed}
         return hashlib.sha256(json.dumps(what, sort_keys=True, default=str).encode()).hexdigest()[:16]
 

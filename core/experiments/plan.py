@@ -132,7 +132,7 @@ NONE_RECIPE_FIELDS = ("model", "preset", "ner_config")
 def recipe_of(params: Any, fields: tuple[str, ...] = RECIPE_FIELDS) -> dict[str, Any]:
     """The recipe of an experiment's params (ExperimentParams, or the params dict a result JSON or recipe.json keeps):
     how a cell runs (device, grad_accum raised after an out-of-memory retry, ...) is not part of it."""
-    from core.train.presets import RUN_ONLY_SETTINGS
+    from core.train.presets import model_settings
 
     def get(f: str) -> Any:
         return params.get(f) if isinstance(params, dict) else getattr(params, f, None)
@@ -140,7 +140,7 @@ def recipe_of(params: Any, fields: tuple[str, ...] = RECIPE_FIELDS) -> dict[str,
     recipe = {f: get(f) for f in fields}
     for f in ("mlm_config", "ner_config"):
         if f in recipe:
-            recipe[f] = {k: v for k, v in (recipe[f] or {}).items() if k not in RUN_ONLY_SETTINGS} or None
+            recipe[f] = model_settings(recipe[f] or {}) or None
     if "model" in recipe:
         recipe["model"] = recipe["model"] or "default"
     return recipe

@@ -104,6 +104,14 @@ NOTES: dict[str, dict[str, str]] = {
 RUN_ONLY_SETTINGS = {"checkpoint_every", "log_every", "device", "precision", "snapshot_every", "grad_accum"}
 
 
+def model_settings(config: Any) -> dict[str, Any]:
+    """The settings of a training config (a dataclass or its dict) that change the model: all but RUN_ONLY_SETTINGS.
+    What keys a shared model, a kept cell and a recipe comparison."""
+    from dataclasses import asdict
+
+    return {k: v for k, v in (config if isinstance(config, dict) else asdict(config)).items() if k not in RUN_ONLY_SETTINGS}
+
+
 def check_preset(name: str, what: str = "preset") -> str:
     if name not in PRESETS:
         raise UserError(f"unknown {what} {name!r}: expected one of {', '.join(PRESETS)}")
