@@ -179,11 +179,13 @@ def run_cells(ws, targets: list[str], variant: str, args: argparse.Namespace) ->
         plan = next(iter(comps.values())).plan()
         todo = [(i, t) for i in range(len(plan)) for t, comp in comps.items()
                 if not comp.cell_file(plan[i][0], plan[i][1]).exists()]
+        total, first = len(plan) * len(comps), len(plan) * len(comps) - len(todo)
         for k, (i, target) in enumerate(todo):
             row, seed, src = comps[target].plan()[i]
-            label = "no pretraining" if src is None else row
+            label = f"{target} <- {'no pretraining' if src is None else row} seed {seed}"
             cell = comps[target].cell(row, seed, src, sub(bar, k / len(todo), (k + 1) / len(todo),
-                                                          f"{target} <- {label} seed {seed}: "))
+                                                          f"cell {first + k + 1}/{total} {label}: "))
+            bar.echo(f"cell {first + k + 1}/{total} {label}: test F1 {100 * cell['f1']:.2f}")
             kept[(target, row, seed)] = {"target": target, **cell}
             atomic_write_json(path, {"command": command(targets, args), **git_commit(),
                                      "written": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "cells": list(kept.values())})

@@ -243,14 +243,20 @@ def test_the_crossner_comparison_interleaves_targets_and_continues_on_a_fresh_ma
     monkeypatch.setattr(script, "ROOT", tmp_path / "repo")
     monkeypatch.setattr(script, "CROSSNER", tmp_path / "crossner")
 
+    err: list[str] = []
+
     def run(*extra: str, workspace: str = "ws1") -> str:
         monkeypatch.setattr("sys.argv", ["x", "--target", "ai,music", "--seeds", "1", "--preset", "tiny", "--measures", "tvc",
                                          "--model", str(tiny_bert_dir), "--workspace", str(tmp_path / workspace), *extra])
         capsys.readouterr()
         assert script.main() == 0
-        return capsys.readouterr().out
+        captured = capsys.readouterr()
+        err[:] = [captured.err]
+        return captured.out
 
     run()
+    assert "cell 1/12 ai <- no pretraining seed 1: test F1 " in err[0]  # each finished cell, numbered, on the terminal
+    assert "cell 12/12 music <- science-traindev seed 1: test F1 " in err[0]
     results = tmp_path / "repo" / "docs" / "results"
     [parts] = (results / "parts").glob("crossner-compare-*.json")
     cells = json.loads(parts.read_text())["cells"]
@@ -274,7 +280,7 @@ def test_the_crossner_comparison_interleaves_targets_and_continues_on_a_fresh_ma
     monkeypatch.setattr(CellTrainer, "ner_model", lambda *a, **k: pytest.fail("a kept cell was trained again"))
     monkeypatch.setattr(CellTrainer, "shared_mlm_model", lambda *a, **k: pytest.fail("a kept model was trained again"))
     out = run(workspace="ws3")
-    assert "6 finished cells restored" in out
+    assert "6 finished cells restored" in out and ": test F1 " not in err[0]
     for name, result in first.items():
         again = json.loads((results / name).read_text())
         assert [(s["name"], s["f1_mean"], s["f1_ci"]) for s in again["sources"]] == \
