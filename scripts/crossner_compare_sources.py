@@ -176,12 +176,13 @@ def run_cells(ws, targets: list[str], variant: str, args: argparse.Namespace) ->
         cells = read_parts(path)
         comps = comparisons(ws, targets, variant, args, bar, cells)
         kept = {(c["target"], c["row"], c["seed"]): c for c in cells}
-        plan = next(iter(comps.values())).plan()
+        plans = {t: comp.plan() for t, comp in comps.items()}  # one order for all targets; sources differ by target
+        plan = plans[targets[0]]
         todo = [(i, t) for i in range(len(plan)) for t, comp in comps.items()
                 if not comp.cell_file(plan[i][0], plan[i][1]).exists()]
         total, first = len(plan) * len(comps), len(plan) * len(comps) - len(todo)
         for k, (i, target) in enumerate(todo):
-            row, seed, src = comps[target].plan()[i]
+            row, seed, src = plans[target][i]
             label = f"{target} <- {'no pretraining' if src is None else row} seed {seed}"
             cell = comps[target].cell(row, seed, src, sub(bar, k / len(todo), (k + 1) / len(todo),
                                                           f"cell {first + k + 1}/{total} {label}: "))

@@ -176,6 +176,22 @@ def test_the_interval_of_r_over_pairs_resamples_targets_and_sources_together():
     assert lo <= tvc["r"] <= hi and hi - lo > 2 * (pairs_ci[1] - pairs_ci[0])
     assert crossed_r_interval([p for p in pooled["points"] if p["target"] != "c"], "tvc") is None  # 2 targets
     assert tvc["r_within"] is not None and abs(tvc["r_within"]) < 0.9  # within a target, TVC barely moves with gain
+    assert tvc["r_within_ci"][0] <= tvc["r_within"] <= tvc["r_within_ci"][1]
+
+
+def test_the_interval_of_r_within_targets_centres_each_drawn_target():
+    """Three targets whose gain rises exactly with TVC inside each target, with offset levels that make r over all pairs
+    negative: r within targets is +1 in every draw of targets and sources, while the interval of r over pairs is not."""
+    from core.similarity.correlation import crossed_r_interval, pool_comparisons, pooled_rows
+
+    shift = {"a": 0.0, "b": 0.1, "c": 0.2}
+    results = [_comparison(t, {s: shift[t] + 0.01 * k for k, s in enumerate("xyz")},
+                           {s: 0.9 - 3 * shift[t] + 0.1 * k for k, s in enumerate("xyz")}) for t in "abc"]
+    tvc = pool_comparisons(results)["measures"]["tvc"]
+    assert tvc["r"] < 0 and tvc["r_within"] == pytest.approx(1.0)
+    assert tvc["r_within_ci"] == pytest.approx([1.0, 1.0]) and tvc["r_ci"][0] < 0
+    assert crossed_r_interval(pool_comparisons(results)["points"], "tvc")[0] < 0  # without centring: not +1
+    assert pooled_rows(pool_comparisons(results))[0]["within: 95% CI"] == "[+1.00, +1.00]"
 
 
 def test_finished_cells_come_back_into_a_fresh_workspace_under_their_key_only(tmp_path, tiny_bert_dir, monkeypatch):

@@ -154,6 +154,7 @@ def pool_comparisons(results: Sequence[dict[str, Any]]) -> dict[str, Any]:
         if stats["r"] is not None:
             rho = spearmanr(*zip(*xy))
             stats.update(rho=float(rho.statistic), rho_p=float(rho.pvalue), r_within=_within_target_r(usable, m),
+                         r_within_ci=crossed_r_interval(usable, m, within=True),
                          r_off_diagonal=_pearson([(p[m], p["gain"]) for p in usable if not p["in_domain"]]),
                          r_ci_method="bootstrap over targets and sources (Owen 2007)" if crossed else "bootstrap over pairs")
             # a similarity should go with a larger gain: r > 0 for "higher = more similar", r < 0 for "lower = ..."
@@ -163,11 +164,12 @@ def pool_comparisons(results: Sequence[dict[str, Any]]) -> dict[str, Any]:
 
 
 def crossed_r_interval(points: Sequence[dict[str, Any]], measure: str, n_boot: int = 1000, seed: int = 0,
-                       alpha: float = 0.05) -> list[float] | None:
+                       alpha: float = 0.05, within: bool = False) -> list[float] | None:
     """95 % interval of Pearson r over (source, target) pairs by Owen's (2007) pigeonhole bootstrap: targets and sources
     are drawn with replacement, each independently, and every pair of a drawn target and a drawn source enters as often
-    as both were drawn, so a target's or a source's shared noise moves all its pairs together. None with fewer than
-    three targets or sources (resample the pairs instead)."""
+    as both were drawn, so a target's or a source's shared noise moves all its pairs together. `within` centres measure
+    and gain on each drawn target's (weighted) mean first, the interval of `r_within`. None with fewer than three
+    targets or sources (resample the pairs instead)."""
     targets = sorted({p["target"] for p in points})
     sources = sorted({p["source"] for p in points})
     if len(targets) < 3 or len(sources) < 3:
@@ -183,7 +185,12 @@ def crossed_r_interval(points: Sequence[dict[str, Any]], measure: str, n_boot: i
              * np.bincount(rng.integers(0, len(sources), len(sources)), minlength=len(sources))[si]).astype(np.float64)
         if np.count_nonzero(w) < 3:
             continue
-        mx, my = np.average(x, weights=w), np.average(y, weights=w)
+        if within:  # each target's weighted mean; a target drawn 0 times has weight 0 and is left out by its weights
+            tw = np.maximum(np.bincount(ti, weights=w, minlength=len(targets)), 1e-300)
+            mx = (np.bincount(ti, weights=w * x, minlength=len(targets)) / tw)[ti]
+            my = (np.bincount(ti, weights=w * y, minlength=len(targets)) / tw)[ti]
+        else:
+            mx, my = np.average(x, weights=w), np.average(y, weights=w)
         vx, vy = np.average((x - mx) ** 2, weights=w), np.average((y - my) ** 2, weights=w)
         if vx > 0 and vy > 0:  # Pearson r of the resampled multiset of pairs
             rs.append(float(np.average((x - mx) * (y - my), weights=w) / math.sqrt(vx * vy)))
@@ -228,12 +235,13 @@ def pooled_rows(pooled: dict[str, Any]) -> list[dict[str, Any]]:
     for m, c in pooled["measures"].items():
         if c["r"] is None:
             rows.append({"measure": m, "pairs": c["n"], "Pearson r": None, "95% CI": None, "p": None, "Spearman rho": None,
-                         "r within targets": None, "r without in-domain": None, "direction": c["direction"],
+                         "r within targets": None, "within: 95% CI": None, "r without in-domain": None, "direction": c["direction"],
                          "sign": c.get("reason", "")})
             continue
         rows.append({"measure": m, "pairs": c["n"], "Pearson r": f"{c['r']:+.3f}",
                      "95% CI": f"[{c['r_ci'][0]:+.2f}, {c['r_ci'][1]:+.2f}]" if c.get("r_ci") else None, "p": f"{c['p']:.3g}",
                      "Spearman rho": num(c["rho"]), "r within targets": num(c["r_within"]),
+                     "within: 95% CI": f"[{c['r_within_ci'][0]:+.2f}, {c['r_within_ci'][1]:+.2f}]" if c.get("r_within_ci") else None,
                      "r without in-domain": num(c["r_off_diagonal"]), "direction": c["direction"],
                      "sign": {True: "as expected", False: "opposite of expected", None: None}[c["as_expected"]]})
     return rows
@@ -243,7 +251,8 @@ POOLED_HELP = ("95% CI of r: bootstrap over targets and sources drawn independen
                "the pairs when there are fewer than 3 targets), since a target's pairs share its baseline runs and a "
                "source's pairs its MLM models; the p-value takes the pairs as independent and is optimistic. 'r within "
                "targets' centres each target's measure and gain first, so a target that gains more from any pretraining "
-               "does not count as similarity; 'r without in-domain' leaves out each target's own text as a source.")
+               "does not count as similarity (its CI: the same bootstrap, centred per drawn target); 'r without "
+               "in-domain' leaves out each target's own text as a source.")
 
 
 def format_pooled(pooled: dict[str, Any]) -> str:
