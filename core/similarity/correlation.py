@@ -239,12 +239,17 @@ def pooled_rows(pooled: dict[str, Any]) -> list[dict[str, Any]]:
                          "sign": c.get("reason", "")})
             continue
         rows.append({"measure": m, "pairs": c["n"], "Pearson r": f"{c['r']:+.3f}",
-                     "95% CI": f"[{c['r_ci'][0]:+.2f}, {c['r_ci'][1]:+.2f}]" if c.get("r_ci") else None, "p": f"{c['p']:.3g}",
+                     "95% CI": _interval(c.get("r_ci")), "p": f"{c['p']:.3g}",
                      "Spearman rho": num(c["rho"]), "r within targets": num(c["r_within"]),
-                     "within: 95% CI": f"[{c['r_within_ci'][0]:+.2f}, {c['r_within_ci'][1]:+.2f}]" if c.get("r_within_ci") else None,
+                     "within: 95% CI": _interval(c.get("r_within_ci")),
                      "r without in-domain": num(c["r_off_diagonal"]), "direction": c["direction"],
                      "sign": {True: "as expected", False: "opposite of expected", None: None}[c["as_expected"]]})
     return rows
+
+
+def _interval(ci: Sequence[float] | None, scale: float = 1) -> str | None:
+    """An interval as the pooled tables print it ("[-0.19, +0.86]"), or None when there is none."""
+    return f"[{scale * ci[0]:+.2f}, {scale * ci[1]:+.2f}]" if ci else None
 
 
 POOLED_HELP = ("95% CI of r: bootstrap over targets and sources drawn independently (Owen's pigeonhole bootstrap; over "
@@ -271,7 +276,7 @@ def pair_rows(pooled: dict[str, Any]) -> list[dict[str, Any]]:
     return [{"target": p["target"], "source": p["source"], "in-domain": "yes" if p["in_domain"] else "",
              "F1": round(100 * p["f1"], 2), "no pretraining": round(100 * p["baseline_f1"], 2),
              "gain": f"{100 * p['gain']:+.2f}",
-             "95% CI": f"[{100 * p['gain_ci'][0]:+.2f}, {100 * p['gain_ci'][1]:+.2f}]" if p.get("gain_ci") else None,
+             "95% CI": _interval(p.get("gain_ci"), scale=100),
              "p": None if p.get("gain_p") is None else f"{p['gain_p']:.2f}", "seeds": p["seeds"]} for p in pooled["points"]]
 
 
