@@ -1,0 +1,425 @@
+"""The GPU half of issue 25 in one prepared call to a lent device machine, time-boxed, so that the few minutes of
+device time a session may get go to measuring, not to typing commands:
+
+  training  item 1: `bench/bench_training.py` on the card (the product's NER and MLM steps against a plain fp32 loop
+            and a plain bf16-autocast loop, each with its quality after the same steps, and one study cell), then
+            `--profile` (torch.profiler tables, host-device syncs per step). Target: the product >= 1.3x the bf16 loop.
+  sharing   item 2: three NER jobs through the product's runner at once (which device each got, how many ran on the
+            card together, the peaks it measured), then a job that cannot fit: a helper process holds the card's memory
+            down to a room that the MLM recipe's micro-batch of 256 overflows, calibrated from two short jobs of the same
+            recipe (peak at micro-batch 16 and 32: weights + per-sentence cost); the job must come back at a smaller
+            micro-batch with the same effective batch and finish, not be lost.
+  map       item 4: a 1M-sentence DC (the scaled demo), its embedding on the card, the map's layout (cuML when
+            installed, else umap-learn fitted on 20,000 and the rest placed), and the Map page's data for a selection.
+
+Each part runs in its own process group with the time that is left and writes OUT/gpu-proof-PART.json as it ends
+(its log: OUT/gpu-proof-PART.log); OUT/gpu-proof.json gathers them with the device. A call cut short still brings
+back the parts that finished; a later call with `--parts` of the rest continues (the training bench keeps its
+finished rows in .proof/ in the checkout, which a warm device machine keeps between calls).
+
+On the device (after `bash scripts/device_bundle.sh` here, carrying [".device"]), two calls of about 9 and 5 minutes:
+    source scripts/device_env.sh && python scripts/gpu_proof.py --out "$OUT" --parts training,sharing --budget-s 540
+    source scripts/device_env.sh && python scripts/gpu_proof.py --out "$OUT" --parts map --budget-s 420
+A part that would not fit in what is left of --budget-s is not started (and says so); one that overruns it is stopped
+with its process group, its runner jobs cancelled, before the device's own limit ends the call.
+Here, to check the plumbing before spending device time (CPU, toy sizes, two simulated cards; about 10 min on 2 cores):
+    python scripts/gpu_proof.py --dry --out /tmp/gpu-proof
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+WORK = ROOT / ".proof"  # git-ignored; kept by a warm device machine between calls
+PARTS = ("training", "sharing", "map")
+NEEDS_S = {"training": 240, "sharing": 150, "map": 300}  # about what each needs on an H100; less left: not started
+OOM_BATCH = 256  # the micro-batch the out-of-memory job starts at; the runner halves it up to 3 times (to 32)
+OOM_BLOCK = 256  # tokens per MLM example in the out-of-memory recipe (activations grow with it)
+
+
+def _log(msg: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {msg}", flush=True)
+
+
+def _write(path: Path, payload: dict[str, Any]) -> None:
+    path.write_text(json.dumps(payload, indent=2, default=str), "utf-8")
+
+
+def device_info() -> dict[str, Any]:
+    info: dict[str, Any] = {"cpus": os.cpu_count(), "python": sys.version.split()[0]}
+    try:
+        import torch
+
+        info["torch"] = torch.__version__
+        info["cuda"] = torch.cuda.is_available()
+        if info["cuda"]:
+            info["gpu"] = torch.cuda.get_device_name(0)
+            info["bf16"] = torch.cuda.is_bf16_supported()
+    except ImportError:
+        info["torch"] = None
+    from core.runner import devices
+
+    info["cards"] = [vars(g) for g in devices.gpus()]
+    try:
+        import cuml  # noqa: F401
+
+        info["cuml"] = True
+    except ImportError:
+        info["cuml"] = False
+    return info
+
+
+# --------------------------------------------------------------------------- item 1: training speed
+
+
+def _summarise_training(bench: dict[str, Any]) -> dict[str, Any]:
+    """The product's rows against the plain bf16 loop: speed ratio and the quality after the same steps."""
+    rows = bench.get("throughput", [])
+    verdict = {}
+    for task in ("NER", "MLM"):
+        new = next((r for r in rows if r["task"] == task and r["impl"] == "new"), None)
+        loop = next((r for r in rows if r["task"] == task and r["impl"] == "baseline-bf16"), None)
+        if new and loop:
+            verdict[task] = {"x_bf16_loop": new.get("x bf16 loop"), "meets_1_3x": (new.get("x bf16 loop") or 0) >= 1.3,
+                             "quality_product": new.get("quality"), "quality_bf16_loop": loop.get("quality")}
+    return {"verdict": verdict, "throughput": rows, "cell": bench.get("cell")}
+
+
+def part_training(args: argparse.Namespace, out: Path) -> dict[str, Any]:
+    device = "cpu" if args.dry else "cuda"
+    steps, profile, seeds = (3, 2, "") if args.dry else (args.steps, args.profile_steps, "1")
+    work = args.work / f"training-{device}-{steps}"
+    bench = [sys.executable, str(ROOT / "bench" / "bench_training.py"), "--device", device, "--skip", "old,new-foreach",
+             "--workdir", str(work)]
+    results = ROOT / "bench" / "results"
+    t0 = time.time()
+    subprocess.run([*bench, "--steps", str(steps), "--seeds", seeds], check=True, cwd=ROOT)
+    timed_s = time.time() - t0
+    summary = _summarise_training(json.loads((results / "training.json").read_text("utf-8")))
+    shutil.copy(results / "training.json", out / "bench-training-cuda.json" if not args.dry else out / "bench-training-dry.json")
+    t0 = time.time()
+    subprocess.run([*bench, "--profile", str(profile)], check=True, cwd=ROOT)
+    profile_doc = json.loads((results / "training-profile.json").read_text("utf-8"))
+    for table in results.glob("training-profile-*.txt"):
+        shutil.copy(table, out / table.name)
+    return {**summary, "profile": profile_doc.get("rows"), "steps": steps, "timed_s": round(timed_s, 1),
+            "profile_s": round(time.time() - t0, 1)}
+
+
+# --------------------------------------------------------------------------- item 2: jobs sharing the card
+
+
+class Sampler:
+    """Every half second: how many training jobs run, and the MiB each process holds on the cards (nvidia-smi)."""
+
+    def __init__(self, ws: Any) -> None:
+        self.ws, self.max_running, self.max_on_card, self.peak_by_pid = ws, 0, 0, {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+
+    def _loop(self) -> None:
+        from core.runner import devices, jobs
+
+        while not self._stop.is_set():
+            running = [j for j in jobs.list_jobs(self.ws) if j.status == "running"]
+            self.max_running = max(self.max_running, len(running))
+            used = devices.used_by_pid()
+            ours = {j.pid: used[j.pid] for j in running if j.pid in used}
+            self.max_on_card = max(self.max_on_card, len(ours))
+            for pid, mib in ours.items():
+                self.peak_by_pid[pid] = max(self.peak_by_pid.get(pid, 0), mib)
+            self._stop.wait(0.5)
+
+    def __enter__(self) -> Sampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def max_overlap(intervals: list[tuple[float, float]]) -> int:
+    """The most intervals open at one instant.
+
+    >>> max_overlap([(0, 10), (1, 5), (6, 9), (12, 13)])
+    2
+    """
+    events = sorted([(a, 1) for a, _ in intervals] + [(b, -1) for _, b in intervals], key=lambda e: (e[0], e[1]))
+    best = now = 0
+    for _, step in events:
+        now += step
+        best = max(best, now)
+    return best
+
+
+def _wait_all(ws: Any, ids: list[str], deadline: float) -> list[Any]:
+    from core.runner import jobs
+
+    return [jobs.wait(ws, i, timeout=max(1.0, deadline - time.time())) for i in ids]
+
+
+def _measured_peaks(ws: Any) -> dict[str, int]:
+    """The peaks per recipe the runner kept (core.runner.devices.record_peak)."""
+    from core.runner import devices
+
+    path = ws.runs_dir / devices.MEMORY_FILE
+    return json.loads(path.read_text("utf-8")) if path.exists() else {}
+
+
+def _job_row(job: Any, pid_peaks: dict[int, int]) -> dict[str, Any]:
+    from core.runner import devices
+
+    result = job.result or {}
+    f1 = (result.get("test") or {}).get("f1", result.get("best_dev_f1"))
+    log = (job.run_dir / "log.txt").read_text("utf-8", errors="replace") if (job.run_dir / "log.txt").exists() else ""
+    return {"id": job.id, "kind": job.kind, "status": job.status, "error": job.error, "attempts": job.attempts,
+            "device": devices.describe(devices.read_device(job.run_dir)), "seconds": job.elapsed,
+            "started": job.started, "finished": job.finished, "f1": f1,
+            "grad_accum": (job.params.get("config") or {}).get("grad_accum", 1),
+            "out_of_memory_lines": [ln for ln in log.splitlines() if "out of GPU memory" in ln]}
+
+
+def oom_room(peak_16: int, peak_32: int, context: int) -> dict[str, int]:
+    """The room to leave on the card: a recipe's peak grows about linearly with the micro-batch (weights and optimizer
+    state, plus a per-sentence share), so weights + 100 sentences (+ the CUDA context and a slack) overflows at 256 and
+    (when a sentence costs over 10 MiB) at 128, and fits at 64: two retries, then the job finishes at grad_accum 4.
+
+    >>> oom_room(1000, 1800, 600)
+    {'per_sentence_mib': 50, 'weights_mib': 200, 'room_mib': 6056}
+    """
+    per_sentence = (peak_32 - peak_16) / 16
+    weights = peak_16 - 16 * per_sentence
+    return {"per_sentence_mib": round(per_sentence), "weights_mib": round(weights),
+            "room_mib": int(context + weights + 100 * per_sentence + 256)}
+
+
+def _oom_step(ws: Any, deadline: float, hold: bool) -> dict[str, Any]:
+    """Calibrate the MLM recipe's memory at micro-batch 16 and 32, then (`hold`: on a real card) hold the card down to
+    the room `oom_room` gives and run the recipe at a micro-batch of OOM_BATCH."""
+    from core.runner import devices, jobs
+
+    def mlm(batch: int) -> dict[str, Any]:
+        return {"train": ["dc"], "preset": "demo", "config": {"batch_size": batch, "block_size": OOM_BLOCK, "max_steps": 3,
+                                                               "checkpoint_every": 1000, "log_every": 1}}
+
+    batches = (16, 32)
+    with Sampler(ws) as sampler:
+        calib = _wait_all(ws, [jobs.submit(ws, "mlm", mlm(b)).id for b in batches], deadline)
+    memory = _measured_peaks(ws)
+    p16, p32 = (memory.get(devices.recipe_key("mlm", mlm(b)), 0) for b in batches)
+    out: dict[str, Any] = {"calibration": [_job_row(j, sampler.peak_by_pid) for j in calib], "peak_mib_16": p16, "peak_mib_32": p32}
+    if not hold:
+        out["skipped"] = ("no CUDA card: the calibration jobs ran (the plumbing), nothing to hold; the CPU tests cover "
+                          "the retry with a simulated failure")
+        return out
+    if not p16 or not p32 or p32 <= p16:
+        out["skipped"] = "calibration gave no usable peaks (see calibration)"
+        return out
+    # what nvidia-smi counts beyond the allocator's peak (the CUDA context), from the calibration jobs' processes
+    context = max([sampler.peak_by_pid.get(j.pid or -1, 0) - peak for j, peak in zip(calib, (p16, p32))] + [600])
+    room = oom_room(p16, p32, context)["room_mib"]
+    free = devices.gpus()[0].free_mib
+    out.update({**oom_room(p16, p32, context), "context_mib": context, "free_before_mib": free})
+    hog = subprocess.Popen([sys.executable, "-c", "import sys, time, torch\n"
+                            "x = torch.empty(int(sys.argv[1]) * 2**20, dtype=torch.uint8, device='cuda')\n"
+                            "print('held', flush=True)\ntime.sleep(3600)", str(max(0, free - room - 600))],
+                           stdout=subprocess.PIPE, text=True)  # in this part's process group: a timeout stops it too
+    try:
+        hog.stdout.readline()  # 'held' (or EOF if it failed: the job then simply fits)
+        out["free_with_helper_mib"] = devices.gpus()[0].free_mib
+        with Sampler(ws) as sampler:
+            (job,) = _wait_all(ws, [jobs.submit(ws, "mlm", mlm(OOM_BATCH)).id], deadline)
+        out["job"] = _job_row(job, sampler.peak_by_pid)
+        out["retried_and_finished"] = job.status == "done" and bool(out["job"]["out_of_memory_lines"])
+    finally:
+        hog.kill()
+    return out
+
+
+def part_sharing(args: argparse.Namespace, out: Path) -> dict[str, Any]:
+    from core.data.demo import write_demo_workspace
+    from core.runner import jobs
+
+    if args.dry:  # two simulated cards; each job reserves 3,000 MiB, so two share card 0 (CPU does the work)
+        os.environ.update({"NERSELECT_GPU_BUDGET": "0:8000,1:8000", "NERSELECT_JOB_GPU_MIB": "3000"})
+    shutil.rmtree(args.work / "sharing-ws", ignore_errors=True)
+    ws = write_demo_workspace(args.work / "sharing-ws")
+    deadline = time.time() + args.part_timeout - 20
+
+    def stop(signum: int, frame: Any) -> None:
+        sys.exit(1)  # through the `finally` below
+
+    signal.signal(signal.SIGTERM, stop)
+    preset = "tiny" if args.dry else "demo"
+    try:
+        with Sampler(ws) as sampler:
+            ids = [jobs.submit(ws, "ner", {"train": "lc", "dev": "dev", "test": "test", "preset": preset,
+                                           "config": {"seed": seed}}).id for seed in (1, 2, 3)]
+            done = _wait_all(ws, ids, deadline)
+        rows = [_job_row(j, sampler.peak_by_pid) for j in done]
+        result: dict[str, Any] = {
+            "jobs": rows, "max_running_sampled": sampler.max_running, "max_processes_on_card": sampler.max_on_card,
+            "max_overlap": max_overlap([(r["started"], r["finished"]) for r in rows if r["started"] and r["finished"]]),
+            "peaks_by_pid_mib": sampler.peak_by_pid, "measured_peaks": _measured_peaks(ws)}
+        import torch
+
+        result["out_of_memory"] = _oom_step(ws, deadline, hold=not args.dry and torch.cuda.is_available())
+        return result
+    finally:  # a part that timed out or failed leaves no job of its own holding the card
+        for job in jobs.list_jobs(ws):
+            if job.active:
+                jobs.cancel(ws, job.id)
+
+
+# --------------------------------------------------------------------------- item 4: a million-sentence map
+
+
+def part_map(args: argparse.Namespace, out: Path) -> dict[str, Any]:
+    from core.data.demo import write_demo_workspace
+    from core.lm.embed import embed_corpus
+    from core.runner import jobs
+    from core.selection.atlas import build_atlas
+    from core.selection.layers import selection_layer, view_data
+
+    n = 20_000 if args.dry else args.points
+    device = "cpu" if args.dry else "cuda"
+    rows = []
+    t0 = time.time()
+    ws = write_demo_workspace(args.work / f"map-ws-{n}", dc_size=n)
+    rows.append({"step": f"generate the scaled demo (DC {n:,})", "seconds": round(time.time() - t0, 1)})
+    for role in ("tc", "dc"):
+        t0 = time.time()
+        last = [0.0]
+
+        def progress(f: float, msg: str = "", last: list[float] = last, role: str = role) -> None:
+            if f - last[0] >= 0.1 or f >= 1.0:
+                last[0] = f
+                _log(f"embed {role}: {msg}")
+
+        vectors = embed_corpus(role, "default", device=device, workspace=ws, progress=progress)
+        s = time.time() - t0
+        rows.append({"step": f"embed {role} on {device} ({len(vectors):,} sentences)", "seconds": round(s, 1),
+                     "sentences_per_s": round(len(vectors) / s)})
+    t0 = time.time()
+    atlas, reused = build_atlas(ws, ["tc", "dc"], fit_points=20_000, progress=lambda f, m="": _log(f"map: {m}"))
+    meta = atlas.meta
+    rows.append({"step": f"layout of {len(atlas):,} points ({meta.get('method')})", "seconds": round(time.time() - t0, 1),
+                 "fit_s": meta.get("fit_seconds"), "place_s": meta.get("place_seconds"), "backend": meta.get("backend"),
+                 "reused": reused})
+    key = jobs.run_inline(ws, "select", {"tc": "tc", "dc": "dc", "strategy": "random", "budget": 0.1, "seed": 0})["key"]
+    t0 = time.time()
+    data = view_data(atlas, selection_layer(ws, atlas, key))
+    rows.append({"step": "the Map page's data for a selection (layer + Arrow payload)", "seconds": round(time.time() - t0, 2),
+                 "points": len(atlas), "texts_sent": data.get("texts") is not None})
+    return {"points": len(atlas), "device": device, "rows": rows,
+            "browser": "not measured here (no Chromium on the device): bench/bench_map.py times the drawing of a "
+                       "million-point map, which does not depend on where the layout was made"}
+
+
+# --------------------------------------------------------------------------- driver
+
+
+def run_part(part: str, args: argparse.Namespace, out: Path, timeout: float) -> dict[str, Any]:
+    """The part in its own process group: on timeout the whole group (bench workers, the hog) is stopped."""
+    log = out / f"gpu-proof-{part}.log"
+    command = [sys.executable, __file__, "--child", part, "--out", str(out), "--part-timeout", str(int(timeout)),
+               "--steps", str(args.steps), "--profile-steps", str(args.profile_steps), "--points", str(args.points),
+               "--work", str(args.work)]
+    command += ["--dry"] if args.dry else []
+    t0 = time.time()
+    with open(log, "w") as fh:
+        proc = subprocess.Popen(command, stdout=fh, stderr=subprocess.STDOUT, cwd=ROOT, start_new_session=True)
+        try:
+            rc = proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+            return {"status": f"timed out after {time.time() - t0:.0f} s", "log": log.name}
+    path = out / f"gpu-proof-{part}.json"
+    if rc != 0 or not path.exists():
+        tail = log.read_text("utf-8", errors="replace").splitlines()[-15:]
+        return {"status": f"failed (exit {rc})", "log": log.name, "log_tail": tail}
+    return {"status": "done", "seconds": round(time.time() - t0, 1), **json.loads(path.read_text("utf-8"))}
+
+
+def _print_summary(results: dict[str, Any]) -> None:
+    """The figures that answer the issue, short enough for the device tool's output tail."""
+    for part, r in results["parts"].items():
+        print(f"\n== {part}: {r.get('status')}" + (f" in {r['seconds']} s" if "seconds" in r else ""))
+        if r.get("status") != "done":
+            print("\n".join(r.get("log_tail", [])))
+        elif part == "training":
+            for task, v in r["verdict"].items():
+                print(f"{task}: product {v['x_bf16_loop']:.2f}x the bf16 loop (target 1.3x: {v['meets_1_3x']}); "
+                      f"quality product {v['quality_product']}, bf16 loop {v['quality_bf16_loop']}")
+            print(json.dumps(r.get("cell")), "\nprofile:", json.dumps(r.get("profile")))
+        elif part == "sharing":
+            for j in r["jobs"]:
+                print(f"{j['id']} {j['status']} on {j['device']} in {j['seconds'] or 0:.0f} s, F1 {j['f1']}")
+            print(f"ran together: {r['max_overlap']} (sampled {r['max_running_sampled']}, on the card at once "
+                  f"{r['max_processes_on_card']}); peaks {r['measured_peaks']}")
+            oom = r["out_of_memory"]
+            print("out of memory:", json.dumps({k: v for k, v in oom.items() if k != "calibration"}))
+        elif part == "map":
+            for row in r["rows"]:
+                print(json.dumps(row))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out", required=True, help="folder for the JSON and logs ($OUT on the device)")
+    ap.add_argument("--parts", default=",".join(PARTS), help=f"comma-separated, in order: {', '.join(PARTS)}")
+    ap.add_argument("--budget-s", type=float, help="wall seconds for all parts together (default 540; --dry: 1800)")
+    ap.add_argument("--steps", type=int, default=300, help="optimizer steps per bench_training throughput row")
+    ap.add_argument("--profile-steps", type=int, default=50)
+    ap.add_argument("--points", type=int, default=1_000_000, help="DC sentences of the map part")
+    ap.add_argument("--work", type=Path, default=WORK, help="workspaces and bench rows kept between calls")
+    ap.add_argument("--dry", action="store_true", help="CPU, toy sizes, simulated cards: check the script itself")
+    ap.add_argument("--child", choices=PARTS, help=argparse.SUPPRESS)
+    ap.add_argument("--part-timeout", type=float, default=600, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    out = Path(args.out).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    if args.child:
+        fn = {"training": part_training, "sharing": part_sharing, "map": part_map}[args.child]
+        _write(out / f"gpu-proof-{args.child}.json", fn(args, out))
+        return
+    parts = [p.strip() for p in args.parts.split(",") if p.strip()]
+    if unknown := [p for p in parts if p not in PARTS]:
+        sys.exit(f"--parts: unknown {', '.join(unknown)}; expected some of {', '.join(PARTS)}")
+    end = time.time() + (args.budget_s or (1800 if args.dry else 540))
+    results: dict[str, Any] = {"device": device_info(), "dry": args.dry, "parts": {}}
+    _log(f"device: {json.dumps(results['device'])}")
+    for part in parts:
+        left = end - time.time()
+        if not args.dry and left < NEEDS_S[part]:
+            results["parts"][part] = {"status": f"not started: {left:.0f} s left, needs about {NEEDS_S[part]}"}
+            continue
+        _log(f"{part}: starting with {left:.0f} s left")
+        results["parts"][part] = run_part(part, args, out, left)
+        _log(f"{part}: {results['parts'][part]['status']}")
+        _write(out / "gpu-proof.json", results)
+    _write(out / "gpu-proof.json", results)
+    _print_summary(results)
+
+
+if __name__ == "__main__":
+    main()
