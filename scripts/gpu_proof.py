@@ -18,12 +18,13 @@ back the parts that finished; a later call with `--parts` of the rest continues 
 finished rows in .proof/ in the checkout, which a warm device machine keeps between calls).
 
 On the device (after `bash scripts/device_bundle.sh` here, carrying [".device"]), two calls of about 9 and 5 minutes:
-    source scripts/device_env.sh && python scripts/gpu_proof.py --out "$OUT" --parts training,sharing --budget-s 540
-    source scripts/device_env.sh && python scripts/gpu_proof.py --out "$OUT" --parts map --budget-s 420
+    source scripts/device_env.sh && python scripts/gpu_proof.py --parts training,sharing --budget-s 540
+    source scripts/device_env.sh && python scripts/gpu_proof.py --parts map --budget-s 420
+(the JSON and logs go to $OUT there, which the call brings back).
 A part that would not fit in what is left of --budget-s is not started (and says so); one that overruns it is stopped
 with its process group, its runner jobs cancelled, before the device's own limit ends the call.
 Here, to check the plumbing before spending device time (CPU, toy sizes, two simulated cards; about 10 min on 2 cores):
-    python scripts/gpu_proof.py --dry --out /tmp/gpu-proof
+    python scripts/gpu_proof.py --dry          (writes .proof/out/)
 """
 
 from __future__ import annotations
@@ -302,17 +303,20 @@ def part_map(args: argparse.Namespace, out: Path) -> dict[str, Any]:
     rows.append({"step": f"generate the scaled demo (DC {n:,})", "seconds": round(time.time() - t0, 1)})
     for role in ("tc", "dc"):
         t0 = time.time()
-        last = [0.0]
+        last, messages = [0.0], []
 
-        def progress(f: float, msg: str = "", last: list[float] = last, role: str = role) -> None:
+        def progress(f: float, msg: str = "", last: list[float] = last, role: str = role,
+                     messages: list[str] = messages) -> None:
+            messages.append(msg)
             if f - last[0] >= 0.1 or f >= 1.0:
                 last[0] = f
                 _log(f"embed {role}: {msg}")
 
         vectors = embed_corpus(role, "default", device=device, workspace=ws, progress=progress)
         s = time.time() - t0
+        cached = any("from the cache" in m for m in messages)  # a rerun on a warm machine: no embedding figure
         rows.append({"step": f"embed {role} on {device} ({len(vectors):,} sentences)", "seconds": round(s, 1),
-                     "sentences_per_s": round(len(vectors) / s)})
+                     "sentences_per_s": None if cached else round(len(vectors) / s), "reused": cached})
     t0 = time.time()
     atlas, reused = build_atlas(ws, ["tc", "dc"], fit_points=20_000, progress=lambda f, m="": _log(f"map: {m}"))
     meta = atlas.meta
@@ -384,7 +388,8 @@ def _print_summary(results: dict[str, Any]) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--out", required=True, help="folder for the JSON and logs ($OUT on the device)")
+    ap.add_argument("--out", type=Path, default=Path(os.environ["OUT"]) if os.environ.get("OUT") else WORK / "out",
+                    help="folder for the JSON and logs (default: $OUT, the folder a device call brings back, else .proof/out)")
     ap.add_argument("--parts", default=",".join(PARTS), help=f"comma-separated, in order: {', '.join(PARTS)}")
     ap.add_argument("--budget-s", type=float, help="wall seconds for all parts together (default 540; --dry: 1800)")
     ap.add_argument("--steps", type=int, default=300, help="optimizer steps per bench_training throughput row")
