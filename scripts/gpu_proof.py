@@ -95,18 +95,21 @@ def _summarise_training(bench: dict[str, Any]) -> dict[str, Any]:
         if new and loop:
             verdict[task] = {"x_bf16_loop": new.get("x bf16 loop"), "meets_1_3x": (new.get("x bf16 loop") or 0) >= 1.3,
                              "quality_product": new.get("quality"), "quality_bf16_loop": loop.get("quality")}
-    return {"verdict": verdict, "throughput": rows, "cell": bench.get("cell")}
+    cells = [{k: c.get(k) for k in ("impl", "seed", "wall_s", "mlm_s", "ner_s", "ner_epochs", "test_f1")}
+             for c in bench.get("cells") or []]
+    return {"verdict": verdict, "throughput": rows, "cell": bench.get("cell_summary"), "cells": cells}
 
 
 def part_training(args: argparse.Namespace, out: Path) -> dict[str, Any]:
     device = "cpu" if args.dry else "cuda"
-    steps, profile, seeds = (3, 2, "") if args.dry else (args.steps, args.profile_steps, "1")
-    work = args.work / f"training-{device}-{steps}"
+    steps, profile = (3, 2) if args.dry else (args.steps, args.profile_steps)
+    cell = "tiny" if args.dry else "study"  # the dry run's cell: the same code path in about a minute on CPU
+    work = args.work / f"training-{device}-{steps}-{cell}"
     bench = [sys.executable, str(ROOT / "bench" / "bench_training.py"), "--device", device, "--skip", "old,new-foreach",
-             "--workdir", str(work)]
+             "--cell-preset", cell, "--workdir", str(work)]
     results = ROOT / "bench" / "results"
     t0 = time.time()
-    subprocess.run([*bench, "--steps", str(steps), "--seeds", seeds], check=True, cwd=ROOT)
+    subprocess.run([*bench, "--steps", str(steps), "--seeds", "1"], check=True, cwd=ROOT)
     timed_s = time.time() - t0
     summary = _summarise_training(json.loads((results / "training.json").read_text("utf-8")))
     shutil.copy(results / "training.json", out / "bench-training-cuda.json" if not args.dry else out / "bench-training-dry.json")
@@ -180,6 +183,15 @@ def _measured_peaks(ws: Any) -> dict[str, int]:
     return json.loads(path.read_text("utf-8")) if path.exists() else {}
 
 
+def calibration_peaks(ws: Any, calib: list[Any]) -> list[int]:
+    """The peak MiB the runner measured for each job's recipe, 0 where none: keyed by the params the runner stored
+    (validated, defaults filled in), as record_job_peak keyed them, not by the dict that was submitted."""
+    from core.runner import devices
+
+    memory = _measured_peaks(ws)
+    return [memory.get(devices.recipe_key(j.kind, j.params), 0) for j in calib]
+
+
 def _job_row(job: Any, pid_peaks: dict[int, int]) -> dict[str, Any]:
     from core.runner import devices
 
@@ -219,8 +231,7 @@ def _oom_step(ws: Any, deadline: float, hold: bool) -> dict[str, Any]:
     batches = (16, 32)
     with Sampler(ws) as sampler:
         calib = _wait_all(ws, [jobs.submit(ws, "mlm", mlm(b)).id for b in batches], deadline)
-    memory = _measured_peaks(ws)
-    p16, p32 = (memory.get(devices.recipe_key("mlm", mlm(b)), 0) for b in batches)
+    p16, p32 = calibration_peaks(ws, calib)
     out: dict[str, Any] = {"calibration": [_job_row(j, sampler.peak_by_pid) for j in calib], "peak_mib_16": p16, "peak_mib_32": p32}
     if not hold:
         out["skipped"] = ("no CUDA card: the calibration jobs ran (the plumbing), nothing to hold; the CPU tests cover "

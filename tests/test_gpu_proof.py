@@ -38,12 +38,28 @@ def test_the_held_room_overflows_at_256_and_128_and_fits_at_64(peak_16: int, pea
     assert need(256) > r["room_mib"] and need(128) > r["room_mib"] and need(64) < r["room_mib"]
 
 
+def test_calibration_finds_the_peaks_the_runner_recorded(tmp_path: Path) -> None:
+    """The runner records a job's peak under its stored params (defaults filled in, e.g. model 'default'), so the
+    lookup must use those, not the submitted dict (which has no model and would never match)."""
+    from core.data.demo import write_demo_workspace
+    from core.runner import devices, jobs
+
+    ws = write_demo_workspace(tmp_path / "ws")
+    calib = [jobs.submit(ws, "mlm", {"train": ["dc"], "preset": "demo", "config": {"batch_size": b, "block_size": 256}},
+                         start=False) for b in (16, 32)]
+    for job, peak in zip(calib, (1000, 1800)):
+        devices.record_peak(ws.runs_dir, job.kind, job.params, peak)  # what record_job_peak does in the job process
+    assert gpu_proof.calibration_peaks(ws, calib) == [1000, 1800]
+    assert gpu_proof.calibration_peaks(ws, calib[:1] + [jobs.submit(ws, "mlm", {"train": ["dc"]}, start=False)]) == [1000, 0]
+
+
 def _bench(ratio_ner: float, ratio_mlm: float) -> dict:
     rows = []
     for task, ratio, quality in (("NER", ratio_ner, "TEST F1 60.00"), ("MLM", ratio_mlm, "DEV MLM loss 2.100")):
         rows.append({"task": task, "impl": "baseline-bf16", "x bf16 loop": 1.0, "quality": quality})
         rows.append({"task": task, "impl": "new", "x bf16 loop": ratio, "quality": quality})
-    return {"throughput": rows, "cell": {"new": {"wall_mean": 90.0}}}
+    return {"throughput": rows, "cell_summary": {"new": {"wall_mean": 90.0, "f1_mean": 0.6}},
+            "cells": [{"impl": "new", "seed": 1, "wall_s": 90.0, "test_f1": 0.6, "raw": "not kept"}]}
 
 
 def test_training_verdict_compares_the_product_with_the_bf16_loop() -> None:
@@ -51,6 +67,9 @@ def test_training_verdict_compares_the_product_with_the_bf16_loop() -> None:
     assert verdict["NER"]["meets_1_3x"] and verdict["NER"]["x_bf16_loop"] == 1.45
     assert not verdict["MLM"]["meets_1_3x"]
     assert verdict["MLM"]["quality_product"] == "DEV MLM loss 2.100"
+    summary = gpu_proof._summarise_training(_bench(1.45, 1.1))
+    assert summary["cell"]["new"]["wall_mean"] == 90.0 and summary["cells"][0]["test_f1"] == 0.6
+    assert "raw" not in summary["cells"][0]
 
 
 def test_training_verdict_is_empty_without_a_bf16_loop() -> None:
