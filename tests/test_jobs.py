@@ -52,7 +52,7 @@ def test_cancel_stops_the_process(ws):
     running = _wait_for(lambda: (j := jobs.get_job(ws, job.id)).pid and j.metrics() and j)
     jobs.cancel(ws, job.id)
     assert jobs.get_job(ws, job.id).status == "cancelled"
-    _wait_for(lambda: not jobs._pid_alive(running.pid), timeout=30)
+    _wait_for(lambda: not jobs.pid_alive(running.pid), timeout=30)
     steps = len(jobs.get_job(ws, job.id).metrics())
     time.sleep(0.5)
     assert len(jobs.get_job(ws, job.id).metrics()) == steps < 600

@@ -204,6 +204,14 @@ def describe(device: Mapping[str, Any] | None) -> str:
 
 
 def is_out_of_memory(exc: BaseException) -> bool:
+    """torch's own OutOfMemoryError, and the raw CUDA/cuBLAS errors that say the same when the caching allocator is
+    not the one that failed (a kernel or library loaded late on a nearly full card).
+
+    >>> is_out_of_memory(RuntimeError("CUDA error: out of memory\\nCUDA kernel errors might be reported..."))
+    True
+    >>> is_out_of_memory(RuntimeError("CUDA error: device-side assert triggered"))
+    False
+    """
     try:
         import torch
 
@@ -211,7 +219,7 @@ def is_out_of_memory(exc: BaseException) -> bool:
             return True
     except ImportError:
         pass
-    return "CUDA out of memory" in str(exc) or "CUBLAS_STATUS_ALLOC_FAILED" in str(exc)
+    return any(m in str(exc) for m in ("CUDA out of memory", "CUDA error: out of memory", "CUBLAS_STATUS_ALLOC_FAILED"))
 
 
 # the params fields that hold a training config with a grad_accum setting, per kind

@@ -211,7 +211,9 @@ def list_jobs(ws: Workspace, kind: str | None = None) -> list[Job]:
     return jobs
 
 
-def _pid_alive(pid: int | None) -> bool:
+def pid_alive(pid: int | None) -> bool:
+    """Whether the process still runs (a zombie counts as gone): a finished job's status is written before its
+    process has recorded its GPU peak and exited, so whoever needs the card free again waits on this too."""
     if not pid:
         return False
     try:
@@ -236,7 +238,7 @@ def _spawning(pid: int | None, started: float | None) -> bool:
 
 def _reap(ws: Workspace, job: Job) -> Job:
     """Mark a running job whose process is gone as failed, with a reason."""
-    if job.status == "running" and not _pid_alive(job.pid) and not _spawning(job.pid, job.started):
+    if job.status == "running" and not pid_alive(job.pid) and not _spawning(job.pid, job.started):
         current = get_status(ws, job.id)
         if current == "running":
             reason = f"process {job.pid} exited without reporting (killed, out of memory, or the machine restarted)"
@@ -321,7 +323,7 @@ def _start_queued(ws: Workspace) -> None:
         running = con.execute("SELECT id, kind, pid, started, run_dir FROM jobs WHERE status = 'running'").fetchall()
         reservations = []
         for r in running:
-            if _pid_alive(r["pid"]) or _spawning(r["pid"], r["started"]):
+            if pid_alive(r["pid"]) or _spawning(r["pid"], r["started"]):
                 free[lane(r["kind"])] -= 1
                 if lane(r["kind"]) == "training" and (held := devices.read_device(Path(r["run_dir"]))):
                     reservations.append({**held, "pid": r["pid"]})
@@ -383,7 +385,7 @@ def cancel(ws: Workspace, job_id: str, actor: Actor = LOCAL) -> Job:
         _update(ws, job.id, status="cancelled", finished=time.time(), message="cancelled before start")
     elif job.status == "running":
         (job.run_dir / "CANCEL").touch()
-        if job.pid and _pid_alive(job.pid):
+        if job.pid and pid_alive(job.pid):
             try:
                 os.killpg(os.getpgid(job.pid), signal.SIGTERM)
             except (ProcessLookupError, PermissionError):
