@@ -12,9 +12,9 @@ device time a session may get go to measuring, not to typing commands:
   map       item 4: a 1M-sentence DC (the scaled demo), its embedding on the card, the map's layout (cuML when
             installed, else umap-learn fitted on 20,000 and the rest placed), and the Map page's data for a selection.
 
-Each part runs in its own process group with the time that is left and writes OUT/gpu-proof-PART.json as it ends
-(its log: OUT/gpu-proof-PART.log); OUT/gpu-proof.json gathers them with the device. A call cut short still brings
-back the parts that finished; a later call with `--parts` of the rest continues (the training bench keeps its
+Each part runs in its own process group with the time that is left and writes OUT/gpu-proof-PART.json as its
+figures come (its log: OUT/gpu-proof-PART.log); OUT/gpu-proof.json gathers them with the device. A call cut short
+still brings back what finished; a later call with `--parts` of the rest continues (the training bench keeps its
 finished rows in .proof/ in the checkout, which a warm device machine keeps between calls).
 
 On the device (after `bash scripts/device_bundle.sh` here, carrying [".device"]) two calls fit the 15 minutes a task
