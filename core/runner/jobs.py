@@ -212,8 +212,6 @@ def list_jobs(ws: Workspace, kind: str | None = None) -> list[Job]:
 
 
 def pid_alive(pid: int | None) -> bool:
-    """Whether the process still runs (a zombie counts as gone): a finished job's status is written before its
-    process has recorded its GPU peak and exited, so whoever needs the card free again waits on this too."""
     if not pid:
         return False
     try:
