@@ -122,6 +122,7 @@ def part_training(args: argparse.Namespace, out: Path) -> dict[str, Any]:
     timed_s = time.time() - t0
     summary = _summarise_training(json.loads((results / "training.json").read_text("utf-8")))
     shutil.copy(results / "training.json", out / "bench-training-cuda.json" if not args.dry else out / "bench-training-dry.json")
+    _partial(out, "training", {**summary, "steps": steps, "timed_s": round(timed_s, 1)})  # kept if the profile overruns
     t0 = time.time()
     subprocess.run([*bench, "--profile", str(profile)], check=True, cwd=ROOT)
     profile_doc = json.loads((results / "training-profile.json").read_text("utf-8"))
