@@ -59,7 +59,10 @@ def _log(msg: str) -> None:
 
 
 def _write(path: Path, payload: dict[str, Any]) -> None:
-    path.write_text(json.dumps(payload, indent=2, default=str), "utf-8")
+    """Atomic: the driver reads a part's file right after stopping it, never a half-written one."""
+    from core.data.atomic import atomic_write_json
+
+    atomic_write_json(path, payload)
 
 
 def _partial(out: Path, part: str, payload: dict[str, Any]) -> None:
@@ -121,7 +124,7 @@ def part_training(args: argparse.Namespace, out: Path) -> dict[str, Any]:
     subprocess.run([*bench, "--steps", str(steps), "--seeds", "1"], check=True, cwd=ROOT)
     timed_s = time.time() - t0
     summary = _summarise_training(json.loads((results / "training.json").read_text("utf-8")))
-    shutil.copy(results / "training.json", out / "bench-training-cuda.json" if not args.dry else out / "bench-training-dry.json")
+    shutil.copy(results / "training.json", out / f"bench-training-{device}.json")
     _partial(out, "training", {**summary, "steps": steps, "timed_s": round(timed_s, 1)})  # kept if the profile overruns
     t0 = time.time()
     subprocess.run([*bench, "--profile", str(profile)], check=True, cwd=ROOT)
@@ -190,20 +193,12 @@ def _wait_all(ws: Any, ids: list[str], deadline: float) -> list[Any]:
     return done
 
 
-def _measured_peaks(ws: Any) -> dict[str, int]:
-    """The peaks per recipe the runner kept (core.runner.devices.record_peak)."""
-    from core.runner import devices
-
-    path = ws.runs_dir / devices.MEMORY_FILE
-    return json.loads(path.read_text("utf-8")) if path.exists() else {}
-
-
 def calibration_peaks(ws: Any, calib: list[Any]) -> list[int]:
     """The peak MiB the runner measured for each job's recipe, 0 where none: keyed by the params the runner stored
     (validated, defaults filled in), as record_job_peak keyed them, not by the dict that was submitted."""
     from core.runner import devices
 
-    memory = _measured_peaks(ws)
+    memory = devices.measured_peaks(ws.runs_dir)
     return [memory.get(devices.recipe_key(j.kind, j.params), 0) for j in calib]
 
 
@@ -260,9 +255,10 @@ def _oom_step(ws: Any, deadline: float, hold: bool) -> dict[str, Any]:
         return out
     # what nvidia-smi counts beyond the allocator's peak (the CUDA context), from the calibration jobs' processes
     context = max([sampler.peak_by_pid.get(j.pid or -1, 0) - peak for j, peak in zip(calib, (p16, p32))] + [600])
-    room = oom_room(p16, p32, context)["room_mib"]
+    sizing = oom_room(p16, p32, context)
+    room = sizing["room_mib"]
     free = devices.gpus()[0].free_mib
-    out.update({**oom_room(p16, p32, context), "context_mib": context, "free_before_mib": free})
+    out.update({**sizing, "context_mib": context, "free_before_mib": free})
     hog = subprocess.Popen([sys.executable, "-c", "import sys, time, torch\n"
                             "x = torch.empty(int(sys.argv[1]) * 2**20, dtype=torch.uint8, device='cuda')\n"
                             "print('held', flush=True)\ntime.sleep(3600)", str(max(0, free - room - 600))],
@@ -281,7 +277,7 @@ def _oom_step(ws: Any, deadline: float, hold: bool) -> dict[str, Any]:
 
 def part_sharing(args: argparse.Namespace, out: Path) -> dict[str, Any]:
     from core.data.demo import write_demo_workspace
-    from core.runner import jobs
+    from core.runner import devices, jobs
 
     if args.dry:  # two simulated cards; each job reserves 3,000 MiB, so two share card 0 (CPU does the work)
         os.environ.update({"NERSELECT_GPU_BUDGET": "0:8000,1:8000", "NERSELECT_JOB_GPU_MIB": "3000"})
@@ -303,7 +299,7 @@ def part_sharing(args: argparse.Namespace, out: Path) -> dict[str, Any]:
         result: dict[str, Any] = {
             "jobs": rows, "max_running_sampled": sampler.max_running, "max_processes_on_card": sampler.max_on_card,
             "max_overlap": max_overlap([(r["started"], r["finished"]) for r in rows if r["started"] and r["finished"]]),
-            "peaks_by_pid_mib": sampler.peak_by_pid, "measured_peaks": _measured_peaks(ws)}
+            "peaks_by_pid_mib": sampler.peak_by_pid, "measured_peaks": devices.measured_peaks(ws.runs_dir)}
         _partial(out, "sharing", result)
         import torch
 

@@ -106,7 +106,8 @@ def recipe_key(kind: str, params: Mapping[str, Any]) -> str:
     return f"{kind}|{params.get('preset', '')}|{params.get('model', params.get('base', ''))}|{batch}"
 
 
-def _memory(runs_dir: Path) -> dict[str, int]:
+def measured_peaks(runs_dir: Path) -> dict[str, int]:
+    """The largest peak MiB measured per recipe key in this workspace ({} before any job ran on a card)."""
     path = runs_dir / MEMORY_FILE
     try:
         return json.loads(path.read_text("utf-8"))
@@ -116,7 +117,7 @@ def _memory(runs_dir: Path) -> dict[str, int]:
 
 def need_mib(runs_dir: Path, kind: str, params: Mapping[str, Any]) -> int:
     """MiB to reserve for a job: the measured peak of the same recipe with a margin, else the first-time estimate."""
-    peak = _memory(runs_dir).get(recipe_key(kind, params))
+    peak = measured_peaks(runs_dir).get(recipe_key(kind, params))
     if peak:
         return int(peak * MARGIN)
     return int(os.environ.get("NERSELECT_JOB_GPU_MIB") or DEFAULT_NEED_MIB)
@@ -125,7 +126,7 @@ def need_mib(runs_dir: Path, kind: str, params: Mapping[str, Any]) -> int:
 def record_peak(runs_dir: Path, kind: str, params: Mapping[str, Any], peak_mib: int) -> None:
     """Keep the largest peak measured for this recipe (read-modify-write of a small file; a lost update between
     two jobs ending together only keeps the smaller of two similar peaks)."""
-    memory = _memory(runs_dir)
+    memory = measured_peaks(runs_dir)
     key = recipe_key(kind, params)
     if peak_mib > memory.get(key, 0):
         memory[key] = int(peak_mib)
