@@ -53,6 +53,7 @@ PERMISSIONS: dict[str, frozenset[Role]] = {
     "review in Inspect": _STAFF,
     "submit a job": _STAFF,
     "cancel, resume or delete a job": _STAFF,
+    "free disk space": _STAFF,  # unused MLM snapshots of finished runs (core.experiments.disk)
     "import a corpus": _STAFF,
     "change corpora or roles": _STAFF,
     "manage review tasks": _STAFF,

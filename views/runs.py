@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import time
+
 import pandas as pd
 import streamlit as st
 
 from core.data.workspace import Role
+from core.experiments.disk import disk_use, format_freed, free_snapshots, human_bytes
 from core.experiments.plan import BASELINES, parse_amounts, parse_seeds
 from core.experiments.summary import diagnostic_lines, pretraining_verdicts
 from core.runner import jobs
@@ -252,3 +255,35 @@ if chosen:
     interval = job_poll(jobs.get_job(ws, chosen))
     st.fragment(job_detail, run_every=interval)(chosen, interval)
     st.fragment(job_curves, run_every=CHART_POLL_S if interval else None)(chosen)
+
+
+# ---------------------------------------------------------------- disk use (core.experiments.disk)
+def disk_panel() -> None:
+    """What the workspace holds on disk, measured on request (a study's folder walk takes seconds, too slow for every
+    rerun), and the MLM snapshots that finished runs' checkpoint picks did not choose, freed on request."""
+    if said := st.session_state.pop("disk_freed", None):
+        st.success(said)
+    if st.button("Measure disk use" if "disk_report" not in st.session_state else "Measure again", key="disk_measure"):
+        st.session_state["disk_report"] = run_guarded(lambda: {**disk_use(ws), "measured": time.strftime("%H:%M:%S")})
+    report = st.session_state.get("disk_report")
+    if not report:
+        return
+    st.caption(f"Measured at {report['measured']}: {human_bytes(report['total_bytes'])} in this workspace, "
+               f"{human_bytes(report['disk_free_bytes'])} free on its disk.")
+    st.dataframe([{"place": r["what"], "size": human_bytes(r["bytes"]), "unused MLM snapshots": human_bytes(r["unused_snapshot_bytes"]),
+                   "freeable now": human_bytes(r["freeable_bytes"])} for r in report["rows"]], hide_index=True, key="disk_rows")
+    for why in sorted({s["why_kept"] for s in report["snapshots"] if s["why_kept"] and s["unused_bytes"]}):
+        st.caption(f"Some unused snapshots are kept: {why}.")
+    if report["freeable_bytes"] and st.button(f"Free {human_bytes(report['freeable_bytes'])} of unused MLM snapshots",
+                                              key="disk_free", help="deletes the snapshots no checkpoint pick chose, in "
+                                              "finished runs; the chosen ones, the models and results stay, and a new pick in "
+                                              "such a run folder refuses (start a new run folder instead)"):
+        freed = run_guarded(lambda: free_snapshots(ws, actor=actor()))
+        if freed is not None:
+            st.session_state["disk_freed"] = format_freed(freed).splitlines()[0]
+            st.session_state.pop("disk_report", None)
+            st.rerun()
+
+
+st.subheader("Disk use")
+disk_panel()

@@ -57,6 +57,20 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--json", action="store_true")
     add_workspace_arg(s)
     s.set_defaults(func=cmd_runs_show)
+    s = rsub.add_parser("disk", help="disk use of the workspace's corpora, artifacts and run folders, and the MLM snapshots "
+                        "that finished runs' checkpoint picks did not choose")
+    s.add_argument("--also", action="append", default=[], metavar="FOLDER", help="a run folder outside the workspace "
+                   "(an experiment's --out); repeatable")
+    s.add_argument("--json", action="store_true")
+    add_workspace_arg(s)
+    s.set_defaults(func=cmd_runs_disk)
+    s = rsub.add_parser("free-snapshots", help="delete the MLM snapshots no checkpoint pick chose, in finished runs "
+                        "(the chosen ones, models and results stay; a later pick in such a folder refuses)")
+    s.add_argument("--also", action="append", default=[], metavar="FOLDER", help="a run folder outside the workspace; repeatable")
+    s.add_argument("--dry-run", action="store_true", help="say what would go, delete nothing")
+    s.add_argument("--json", action="store_true")
+    add_workspace_arg(s)
+    s.set_defaults(func=cmd_runs_free_snapshots)
 
 
 def cmd_compare_sources(args: argparse.Namespace) -> int:
@@ -139,4 +153,26 @@ def cmd_runs_show(args: argparse.Namespace) -> int:
         print("MLM: none (NER straight from the base model)" if entry.get("kind") == "ner" else "MLM: none")
     for d in shown["data"]:
         print(f"{d['role']} {d['corpus']} ({d['hash']})" + (f", sentences: {d['sentences']}" if d["sentences"] else ""))
+    return 0
+
+
+def cmd_runs_disk(args: argparse.Namespace) -> int:
+    from core.experiments.disk import disk_use, format_disk_use
+
+    report = disk_use(Workspace(args.workspace), [Path(p) for p in args.also])
+    if args.json:
+        print_json(report)
+        return 0
+    print(format_disk_use(report))
+    return 0
+
+
+def cmd_runs_free_snapshots(args: argparse.Namespace) -> int:
+    from core.experiments.disk import format_freed, free_snapshots
+
+    result = free_snapshots(Workspace(args.workspace), [Path(p) for p in args.also], dry_run=args.dry_run)
+    if args.json:
+        print_json(result)
+        return 0
+    print(format_freed(result))
     return 0

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from core.runner.jobs import JobContext
 
 PROBE = "dev-f1"
+FREED_FILE = "FREED.json"  # in a snapshots folder whose unused snapshots were deleted (core.experiments.disk)
 # the short fine-tune: enough to rank encoders on a small LC, far below a full NER run (declared in PickParams)
 PROBE_EPOCHS = field_default(PickParams, "epochs")
 
@@ -44,6 +45,11 @@ def candidates(base: str, snapshot_dir: str | Path | None = None, final: str | P
     """The base encoder, every kept snapshot (step order), and the phase's final model if it is not a snapshot."""
     out = [Candidate("base", str(base), None)]
     steps = []
+    freed = Path(snapshot_dir) / FREED_FILE if snapshot_dir is not None else None
+    if freed is not None and freed.is_file():
+        raise UserError(f"{snapshot_dir}: the snapshots no pick chose were deleted to free disk space (`python -m core "
+                        "disk free`, see FREED.json), so a new pick here would choose among fewer candidates than the "
+                        "run's earlier picks did: run it in a new run folder (a new --out) instead")
     if snapshot_dir is not None and Path(snapshot_dir).is_dir():
         for folder in Path(snapshot_dir).iterdir():
             if (m := re.fullmatch(r"step-(\d+)", folder.name)) and (folder / "config.json").is_file():
