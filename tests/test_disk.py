@@ -169,3 +169,10 @@ def test_the_runs_page_measures_and_frees_through_the_same_core_functions(tmp_pa
     at.button(key="disk_free").click().run()
     assert not at.exception and not (snaps / "step-4").exists() and (snaps / "step-2").is_dir()
     assert any("freed" in s.value for s in at.success)
+
+
+def test_an_unreadable_pick_keeps_every_snapshot(tmp_path):
+    ws = Workspace(tmp_path / "ws")
+    snaps = fake_run(ws.runs_dir / "exp")
+    (snaps.parent.parent / "pick.lc12.json").write_text('{"scores": []}')  # no "chosen": which one it used is unknown
+    assert free_snapshots(ws)["freed"] == [] and "unreadable" in scan_snapshots(ws)[0].why_kept

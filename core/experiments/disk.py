@@ -2,8 +2,8 @@
 
 With checkpoint selection on (the demo and study presets), every MLM model keeps four snapshots for the pick, each as
 large as the model: in one CrossNER study domain's run (7 rows x 3 seeds) they were 6.6 GB of its 10.2 GB, and the
-study's folders filled this machine's disk. Once a finished run has made its picks, only the chosen snapshot is still read (an NER model's
-lineage names it as its parent); the others are freed here, on request, never by a job on its own: extending the
+study's folders filled this machine's disk. Once a finished run has made its picks, only the chosen snapshot is still
+read (an NER model's lineage names it as its parent); the others are freed here, on request, never by a job on its own: extending the
 run with a new LC size would need them, so their folder then keeps `FREED.json`, and a later pick there stops with a
 message that says so instead of choosing among fewer candidates than its siblings did (checkpoint_pick.candidates).
 
@@ -52,8 +52,11 @@ def folder_bytes(path: Path) -> int:
 
 
 def human_bytes(n: float) -> str:
-    """>>> human_bytes(0), human_bytes(1536), human_bytes(6.3e9)
-    ('0 B', '1.5 KB', '6.3 GB')"""
+    """Decimal units, as disks are sold and `df -H` prints them.
+
+    >>> human_bytes(0), human_bytes(1536), human_bytes(6.3e9)
+    ('0 B', '1.5 KB', '6.3 GB')
+    """
     if n < 1000:
         return f"{n:.0f} B"
     for unit in ("KB", "MB"):
@@ -128,17 +131,17 @@ def scan_snapshots(ws: Workspace, roots: list[Path] | None = None) -> list[Snaps
             picks = []
             for path in sorted(mlm_dir.glob(f"{Path(PICK_FILE).stem}*{Path(PICK_FILE).suffix}")):
                 try:
-                    picks.append(json.loads(path.read_text("utf-8")))
-                except (OSError, json.JSONDecodeError):
+                    picks.append(Path(str(json.loads(path.read_text("utf-8"))["chosen"]["path"])))
+                except (OSError, json.JSONDecodeError, KeyError, TypeError):
                     picks.append(None)
-            chosen = {Path(str(p["chosen"]["path"])).name for p in picks if p and Path(str(p["chosen"]["path"])).parent.name == "snapshots"}
+            chosen = {p.name for p in picks if p is not None and p.parent.name == "snapshots"}
             unused = tuple(s for s in steps if s not in chosen)
             run_dir = _run_root(folder, Path(root))
             why = _why_run_busy(run_dir, states)
             if why is None and not picks:
                 why = "no pick has been made from them (pick-checkpoint reads them)"
             elif why is None and None in picks:
-                why = f"a pick file in {mlm_dir} is unreadable"
+                why = f"a pick file in {mlm_dir} is unreadable, so which snapshot it chose is unknown"
             out.append(Snapshots(folder, run_dir, tuple(s for s in steps if s in chosen), unused,
                                  sum(folder_bytes(folder / s) for s in unused), why))
     return out
