@@ -103,6 +103,8 @@ def test_a_done_job_frees_although_the_runner_logged_after_its_result(tmp_path, 
     (job.run_dir / "log.txt").write_text("[00:00:01] job finished\n")  # newer than result.json, as _run_job leaves it
     assert "queued or running" in scan_snapshots(ws)[0].why_kept
     jobs._update(ws, job.id, status="done")
+    (label,) = [r["what"] for r in disk_use(ws)["rows"] if r["what"].startswith("run: ")]
+    assert label.endswith(f"({job.id})") and label != f"run: ({job.id})"  # named as the job list names it
     assert free_snapshots(ws)["freed"][0]["steps"] == ["step-4"] and (snaps / "step-2").is_dir()
 
 

@@ -152,8 +152,12 @@ def _top_level(ws: Workspace) -> Iterator[tuple[str, Path]]:
     artifacts = ws.root / "artifacts"
     for kind in sorted(p for p in artifacts.iterdir() if p.is_dir()) if artifacts.is_dir() else []:
         yield f"artifacts: {kind.name}", kind
+    from core.runner import jobs
+    from core.runner.jobview import describe_job
+
+    named = {Path(j.run_dir).resolve(): describe_job(j, 60) for j in jobs.list_jobs(ws)}  # the job's readable name
     for run in sorted(p for p in ws.runs_dir.iterdir() if p.is_dir()) if ws.runs_dir.is_dir() else []:
-        yield f"run: {run.name}", run
+        yield f"run: {named[run.resolve()]} ({run.name})" if run.resolve() in named else f"run: {run.name}", run
 
 
 def _within(path: Path, folder: Path) -> bool:
