@@ -263,7 +263,7 @@ def disk_panel() -> None:
     rerun), and the MLM snapshots that finished runs' checkpoint picks did not choose, freed on request."""
     if said := st.session_state.pop("disk_freed", None):
         st.success(said)
-    if st.button("Measure disk use" if "disk_report" not in st.session_state else "Measure again", key="disk_measure"):
+    if st.button("Measure disk use", key="disk_measure", help="walks the workspace's folders (seconds for a study)"):
         st.session_state["disk_report"] = run_guarded(lambda: {**disk_use(ws), "measured": time.strftime("%H:%M:%S")})
     report = st.session_state.get("disk_report")
     if not report:
