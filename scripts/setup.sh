@@ -4,6 +4,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then
+  # The environment takes about 3 GB (torch, transformers, umap, ray): say so before pip fails half-way with
+  # "No space left on device" (a CI run once did, on a disk that earlier checks had filled).
+  FREE_KB=$(df -Pk . | awk 'NR==2 {print $4}')
+  if [ -n "$FREE_KB" ] && [ "$FREE_KB" -lt 3500000 ]; then
+    echo "setup: only $((FREE_KB / 1000)) MB free on $(df -P . | awk 'NR==2 {print $6}'); .venv needs about 3 GB." \
+         "Free some space if the install stops with 'No space left on device'" \
+         "(python -m core runs disk shows what a workspace holds)." >&2
+  fi
   "$PY" -m venv .venv
 fi
 . .venv/bin/activate
