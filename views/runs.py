@@ -266,7 +266,7 @@ def disk_panel() -> None:
     if st.button("Measure disk use", key="disk_measure", help="walks the workspace's folders (seconds for a study)"):
         st.session_state["disk_report"] = run_guarded(lambda: {**disk_use(ws), "measured": time.strftime("%H:%M:%S")})
     report = st.session_state.get("disk_report")
-    if not report:
+    if not report or report["workspace"] != str(ws.root):  # measured in another workspace of the sidebar
         return
     st.caption(f"Measured at {report['measured']}: {human_bytes(report['total_bytes'])} in this workspace, "
                f"{human_bytes(report['disk_free_bytes'])} free on its disk.")

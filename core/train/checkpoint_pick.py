@@ -48,8 +48,9 @@ def candidates(base: str, snapshot_dir: str | Path | None = None, final: str | P
     freed = Path(snapshot_dir) / FREED_FILE if snapshot_dir is not None else None
     if freed is not None and freed.is_file():
         raise UserError(f"{snapshot_dir}: the snapshots no pick chose were deleted to free disk space (`python -m core "
-                        "disk free`, see FREED.json), so a new pick here would choose among fewer candidates than the "
-                        "run's earlier picks did: run it in a new run folder (a new --out) instead")
+                        "runs free-snapshots` or the Runs page's Disk use; see FREED.json), so a new pick here would "
+                        "choose among fewer candidates than the run's earlier picks did: run it in a new run folder "
+                        "(a new --out) instead")
     if snapshot_dir is not None and Path(snapshot_dir).is_dir():
         for folder in Path(snapshot_dir).iterdir():
             if (m := re.fullmatch(r"step-(\d+)", folder.name)) and (folder / "config.json").is_file():
