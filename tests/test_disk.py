@@ -92,7 +92,9 @@ def test_snapshots_a_run_may_still_read_are_kept(tmp_path, monkeypatch, state, w
     assert why in found.why_kept and found.unused_bytes > 0
     result = free_snapshots(ws)
     assert result["freed"] == [] and why in result["kept"][0]["why"] and (snaps / "step-4").is_dir()
-    assert disk_use(ws)["freeable_bytes"] == 0
+    report = disk_use(ws)
+    assert report["freeable_bytes"] == 0 and why in report["kept"][0]["why"] and report["kept"][0]["bytes"] == found.unused_bytes
+    assert why in format_disk_use(report)
 
 
 def test_a_done_job_frees_although_the_runner_logged_after_its_result(tmp_path, monkeypatch):

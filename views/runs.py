@@ -272,8 +272,8 @@ def disk_panel() -> None:
                f"{human_bytes(report['disk_free_bytes'])} free on its disk.")
     st.dataframe([{"place": r["what"], "size": human_bytes(r["bytes"]), "unused MLM snapshots": human_bytes(r["unused_snapshot_bytes"]),
                    "freeable now": human_bytes(r["freeable_bytes"])} for r in report["rows"]], hide_index=True, key="disk_rows")
-    for why in sorted({s["why_kept"] for s in report["snapshots"] if s["why_kept"] and s["unused_bytes"]}):
-        st.caption(f"Some unused snapshots are kept: {why}.")
+    for k in report["kept"]:
+        st.caption(f"{human_bytes(k['bytes'])} of unused snapshots are kept: {k['why']}.")
     if report["freeable_bytes"] and st.button(f"Free {human_bytes(report['freeable_bytes'])} of unused MLM snapshots",
                                               key="disk_free", help="deletes the snapshots no checkpoint pick chose, in "
                                               "finished runs; the chosen ones, the models and results stay, and a new pick in "

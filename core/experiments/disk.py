@@ -20,7 +20,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from core.access import LOCAL, Actor, require
 from core.data.atomic import atomic_write_json
@@ -28,11 +28,15 @@ from core.data.workspace import Workspace
 from core.experiments.plan import PICK_FILE
 from core.train.checkpoint_pick import FREED_FILE
 
+if TYPE_CHECKING:
+    from core.runner.jobs import Job
+
 SNAPSHOTS_GLOB = "**/mlm/phase-*/snapshots"
 
 
-def folder_bytes(path: Path) -> int:
-    """Bytes of the files under `path` (links not followed); 0 when it is gone."""
+def folder_bytes(path: Path, skip: frozenset[Path] = frozenset()) -> int:
+    """Bytes of the files under `path` (links not followed), less the folders in `skip` (resolved paths, already
+    counted by the caller); 0 when it is gone."""
     total = 0
     stack = [path]
     while stack:
@@ -43,7 +47,8 @@ def folder_bytes(path: Path) -> int:
         for e in entries:
             try:
                 if e.is_dir(follow_symlinks=False):
-                    stack.append(Path(e.path))
+                    if not skip or Path(e.path).resolve() not in skip:
+                        stack.append(Path(e.path))
                 elif e.is_file(follow_symlinks=False):
                     total += e.stat(follow_symlinks=False).st_size
             except OSError:
@@ -92,20 +97,16 @@ def _run_root(folder: Path, stop: Path) -> Path | None:
     return None
 
 
-def _job_states(ws: Workspace) -> dict[Path, str]:
-    from core.runner import jobs
-
-    return {Path(j.run_dir).resolve(): j.status for j in jobs.list_jobs(ws)}
-
-
 def _why_run_busy(run_dir: Path | None, job_states: dict[Path, str]) -> str | None:
     """None when the run that holds these snapshots has finished; else why they stay. A job's folder goes by its
     status (the runner logs "job finished" after result.json); a CLI run's by its files: run_inline writes
     result.json after its last log line, so a log newer than the result means the run was continued since."""
     if run_dir is None:
         return "a shared model outside any run (another comparison may still pick from it)"
+    from core.runner.jobs import ACTIVE
+
     status = job_states.get(run_dir.resolve())
-    if status in ("queued", "running"):
+    if status in ACTIVE:
         return "its run is queued or running"
     if status is not None:
         return None if status == "done" else f"its job is {status}: a resume would pick from them"
@@ -117,9 +118,12 @@ def _why_run_busy(run_dir: Path | None, job_states: dict[Path, str]) -> str | No
     return None
 
 
-def scan_snapshots(ws: Workspace, roots: list[Path] | None = None) -> list[Snapshots]:
-    """Every kept-snapshot folder under the workspace (and `roots`: run folders elsewhere, e.g. a study's --out)."""
-    states = _job_states(ws)
+def scan_snapshots(ws: Workspace, roots: list[Path] | None = None, listed: list[Job] | None = None) -> list[Snapshots]:
+    """Every kept-snapshot folder under the workspace (and `roots`: run folders elsewhere, e.g. a study's --out);
+    `listed`: the workspace's jobs when the caller has them already."""
+    from core.runner import jobs
+
+    states = {Path(j.run_dir).resolve(): j.status for j in (jobs.list_jobs(ws) if listed is None else listed)}
     out, seen = [], set()
     for root in [ws.runs_dir, ws.root / "artifacts", *(roots or [])]:
         for folder in sorted(Path(root).glob(SNAPSHOTS_GLOB)) if Path(root).is_dir() else []:
@@ -147,15 +151,14 @@ def scan_snapshots(ws: Workspace, roots: list[Path] | None = None) -> list[Snaps
     return out
 
 
-def _top_level(ws: Workspace) -> Iterator[tuple[str, Path]]:
+def _top_level(ws: Workspace, listed: list[Job]) -> Iterator[tuple[str, Path]]:
+    from core.runner.jobview import describe_job
+
     yield "corpora", ws.corpora_dir
     artifacts = ws.root / "artifacts"
     for kind in sorted(p for p in artifacts.iterdir() if p.is_dir()) if artifacts.is_dir() else []:
         yield f"artifacts: {kind.name}", kind
-    from core.runner import jobs
-    from core.runner.jobview import describe_job
-
-    named = {Path(j.run_dir).resolve(): describe_job(j, 60) for j in jobs.list_jobs(ws)}  # the job's readable name
+    named = {Path(j.run_dir).resolve(): describe_job(j, 60) for j in listed}  # the job's readable name
     for run in sorted(p for p in ws.runs_dir.iterdir() if p.is_dir()) if ws.runs_dir.is_dir() else []:
         yield f"run: {named[run.resolve()]} ({run.name})" if run.resolve() in named else f"run: {run.name}", run
 
@@ -167,24 +170,31 @@ def _within(path: Path, folder: Path) -> bool:
 def disk_use(ws: Workspace, roots: list[Path] | None = None) -> dict[str, Any]:
     """The workspace's corpora, artifacts per kind and run folders (and `roots`: run folders elsewhere), largest first,
     with the bytes the unused MLM snapshots hold in each and how many of those may be freed now."""
-    snaps = scan_snapshots(ws, roots)
+    from core.runner import jobs
+
+    listed = jobs.list_jobs(ws)
+    snaps = scan_snapshots(ws, roots, listed)
     scanned = [ws.runs_dir, ws.root / "artifacts"]
     extra = [Path(r) for r in roots or [] if not any(_within(Path(r), f) for f in scanned)]
     rows = []
-    for label, path in [*_top_level(ws), *((f"folder: {r}", r) for r in extra)]:
+    for label, path in [*_top_level(ws, listed), *((f"folder: {r}", r) for r in extra)]:
         inside = [s for s in snaps if _within(s.folder, path)]
         rows.append({"what": label, "path": str(path), "bytes": folder_bytes(path), "in_workspace": _within(path, ws.root),
                      "unused_snapshot_bytes": sum(s.unused_bytes for s in inside),
                      "freeable_bytes": sum(s.unused_bytes for s in inside if s.why_kept is None)})
-    in_workspace = folder_bytes(ws.root)
-    rest = in_workspace - sum(r["bytes"] for r in rows if r["in_workspace"])
+    # the rest of the workspace folder, walking none of the rows' folders a second time
+    rest = folder_bytes(ws.root, frozenset(Path(r["path"]).resolve() for r in rows if r["in_workspace"]))
     if rest > 0:  # the job table, lineage index, settings, and anything else kept in the workspace folder
         rows.append({"what": "other files in the workspace", "path": str(ws.root), "bytes": rest, "in_workspace": True,
                      "unused_snapshot_bytes": 0, "freeable_bytes": 0})
     rows.sort(key=lambda r: r["bytes"], reverse=True)
-    return {"workspace": str(ws.root), "rows": rows,
-            "total_bytes": in_workspace + sum(r["bytes"] for r in rows if not r["in_workspace"]),
+    kept: dict[str, int] = {}  # unused snapshot bytes that stay, per reason (the CLI and the Runs page say why)
+    for s in snaps:
+        if s.why_kept and s.unused_bytes:
+            kept[s.why_kept] = kept.get(s.why_kept, 0) + s.unused_bytes
+    return {"workspace": str(ws.root), "rows": rows, "total_bytes": sum(r["bytes"] for r in rows),
             "freeable_bytes": sum(s.unused_bytes for s in snaps if s.why_kept is None),
+            "kept": [{"why": why, "bytes": n} for why, n in kept.items()],
             "disk_free_bytes": shutil.disk_usage(ws.root if ws.root.exists() else Path.cwd()).free,
             "snapshots": [s.to_dict() for s in snaps]}
 
@@ -222,14 +232,10 @@ def format_disk_use(report: dict[str, Any]) -> str:
         lines.append(f"{what:<48} {human_bytes(r['bytes']):>9} {human_bytes(r['unused_snapshot_bytes']):>17} "
                      f"{human_bytes(r['freeable_bytes']):>13}")
     lines.append(f"total {human_bytes(report['total_bytes'])}; free on the disk {human_bytes(report['disk_free_bytes'])}")
-    kept: dict[str, int] = {}
-    for s in report["snapshots"]:
-        if s["why_kept"] and s["unused_bytes"]:
-            kept[s["why_kept"]] = kept.get(s["why_kept"], 0) + s["unused_bytes"]
     if report["freeable_bytes"]:
         lines.append(f"{human_bytes(report['freeable_bytes'])} of MLM snapshots no checkpoint pick chose, in finished runs: "
                      "`python -m core runs free-snapshots` deletes them (the chosen ones, the models and results stay)")
-    lines += [f"kept {human_bytes(n)}: {why}" for why, n in kept.items()]
+    lines += [f"kept {human_bytes(k['bytes'])}: {k['why']}" for k in report["kept"]]
     return "\n".join(lines)
 
 

@@ -45,8 +45,7 @@ def candidates(base: str, snapshot_dir: str | Path | None = None, final: str | P
     """The base encoder, every kept snapshot (step order), and the phase's final model if it is not a snapshot."""
     out = [Candidate("base", str(base), None)]
     steps = []
-    freed = Path(snapshot_dir) / FREED_FILE if snapshot_dir is not None else None
-    if freed is not None and freed.is_file():
+    if snapshot_dir is not None and (Path(snapshot_dir) / FREED_FILE).is_file():
         raise UserError(f"{snapshot_dir}: the snapshots no pick chose were deleted to free disk space (`python -m core "
                         "runs free-snapshots` or the Runs page's Disk use; see FREED.json), so a new pick here would "
                         "choose among fewer candidates than the run's earlier picks did: run it in a new run folder "
