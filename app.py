@@ -180,6 +180,9 @@ if who is None:  # signed out: the sign-in form is the only page, whatever the U
     st.stop()
 st.session_state[ACTOR_KEY] = who
 team = who != LOCAL
+# The pages are registered before anything links to one: the sidebar's link to Runs named a page of the previous
+# run's navigation (the sign-in form's, right after signing in) and Streamlit refused it with an empty page.
+page = st.navigation(pages_for(who), position="hidden" if who.role == Role.ANNOTATOR else "sidebar")
 if who.role != Role.ANNOTATOR:
     sidebar_workspace(team)
     sidebar_jobs()
@@ -187,4 +190,4 @@ else:
     st.session_state[WS_KEY] = os.environ.get("NERSELECT_WORKSPACE") or str(ROOT / "workspace")
 if team:
     sidebar_account(who)
-st.navigation(pages_for(who), position="hidden" if who.role == Role.ANNOTATOR else "sidebar").run()
+page.run()

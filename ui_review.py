@@ -6,7 +6,7 @@ import html
 
 import streamlit as st
 
-from core.review.highlight import type_colors
+from core.review.highlight import token_labels, type_colors
 
 KEYED_TYPES = 9  # keys 1-9 pick the first nine types; the rest are clicked
 
@@ -33,3 +33,12 @@ def type_picker(types: list[str], key: str, colors: dict[str, str] | None = None
                   for k, t in enumerate(types))
     st.html(f"<style>{css}</style>")
     return chosen
+
+
+def token_pills(tokens: list[str], key: str, container=None) -> None:
+    """The token picker of every span editor: options are token positions, labels unique within the sentence
+    (`token_labels`), so the first of two equal words is the one marked. The picked positions are
+    `st.session_state[key]`."""
+    labels = token_labels(tokens)
+    (container or st).pills("Tokens", list(range(len(tokens))), selection_mode="multi", format_func=labels.__getitem__,
+                            key=key, label_visibility="collapsed")

@@ -65,3 +65,18 @@ def test_the_stale_reference_finder_finds_a_moved_module_and_a_missing_name(tmp_
     """))
     assert structure.stale_references(tmp_path) == [
         "bench/b.py:4 core.train.ner", "bench/b.py:5 core.train.ner_train.evaluate", "bench/b.py:6 core.train.ner_predict"]
+
+
+def test_every_token_picker_is_keyed_by_position():
+    """Issue 47: a picker whose labels are token texts stores a span on the last of two equal words (Streamlit maps a
+    label back to an option by its text). Every token picker is ui_review.token_pills, labels unique per sentence."""
+    import re
+
+    pickers = [f"{p.relative_to(ROOT)}" for p in [*ROOT.glob("views/*.py"), *ROOT.glob("ui*.py")]
+               if re.search(r"\.(pills|multiselect|segmented_control)\(\s*\"Tokens\"", p.read_text())]
+    assert pickers == ["ui_review.py"]
+    from core.review.highlight import token_labels
+
+    words = ["paper", "a", "paper", "", " ", "pa\u200bper", "a"]
+    labels = token_labels(words)
+    assert len(set(labels)) == len(words) and labels[0] == "paper ·1" and "U+200B" in labels[5]

@@ -180,7 +180,8 @@ def test_agreement_matches_a_hand_computation(tmp_path, capsys):
     assert r["kappa_token"] == pytest.approx(35 / 53, abs=1e-6)
     assert r["per_type"]["PER"] == {"f1_exact": 1.0, "f1_partial": 1.0, "support": 2}
     assert r["per_type"]["LOC"]["f1_exact"] == 0.0 and r["per_type"]["LOC"]["support"] == 3
-    assert r["confusion"]["LOC"] == {"ORG": 1, "—": 1} and r["confusion"]["—"] == {"LOC": 1}
+    assert r["confusion"]["LOC"] == {"LOC": 0, "ORG": 1, "PER": 0, "—": 1}  # every column, in one order, "—" last
+    assert r["confusion"]["—"] == {"LOC": 1, "ORG": 0, "PER": 0, "—": 0} and list(r["confusion"]) == ["LOC", "PER", "—"]
     assert main(["agreement", str(tmp_path / "a.conll"), str(tmp_path / "b.conll"), "--json"]) == 0
     import json
 

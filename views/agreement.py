@@ -12,6 +12,12 @@ from core.review.predictions import apply_span_edit
 from core.team import adjudicate, tasks
 from core.team.agreement import task_agreement
 from ui import actor, get_workspace, run_guarded
+from ui_review import token_pills
+
+
+def _num(x: float | None) -> str:
+    return "—" if x is None else f"{x:.3f}"
+
 
 st.title("Agreement")
 st.html(page_css())
@@ -29,9 +35,9 @@ if not result["sentences"]:
 else:
     c = st.columns(4)
     c[0].metric("Sentences reviewed twice", result["sentences"])
-    c[1].metric("Entity F1, exact", f"{result['f1_exact']:.3f}", help="Same boundaries and type (nervaluate strict)")
-    c[2].metric("Entity F1, partial", f"{result['f1_partial']:.3f}", help="Overlapping spans count half (nervaluate partial)")
-    c[3].metric("Token kappa", f"{result['kappa_token']:.3f}", help="Cohen's kappa over each token's entity type (O for none)")
+    c[1].metric("Entity F1, exact", _num(result["f1_exact"]), help="Same boundaries and type (1.0 when neither marked an entity)")
+    c[2].metric("Entity F1, partial", _num(result["f1_partial"]), help="Same boundaries count 1, overlapping spans half, type ignored")
+    c[3].metric("Token kappa", _num(result["kappa_token"]), help="Cohen's kappa over each token's entity type (O for none)")
     t = st.columns(2)
     t[0].markdown("**Per entity type**")
     t[0].dataframe(pd.DataFrame([{"type": k, **v} for k, v in result["per_type"].items()]), hide_index=True, key="agr_types")
@@ -83,8 +89,7 @@ for item in open_items[:20]:
             key = f"agr_draft_{item.index}"
             st.session_state.setdefault(key, list(item.adjudicated or next(iter(item.answers.values()))))
             st.html(sentence_html(item.tokens, st.session_state[key], colors))
-            st.pills("Tokens", list(range(len(item.tokens))), selection_mode="multi", format_func=lambda j, t=item.tokens: t[j],
-                     key=f"agr_tok_{item.index}", label_visibility="collapsed")
+            token_pills(item.tokens, f"agr_tok_{item.index}")
             st.pills("Entity type", list(colors), selection_mode="single", key=f"agr_type_{item.index}")
             b = st.columns(3)
             b[0].button("Assign type", key=f"agr_assign_{item.index}", on_click=edit, args=(item.index, len(item.tokens), False))

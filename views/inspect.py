@@ -24,7 +24,7 @@ from ui import (
     run_guarded,
     source_picker,
 )
-from ui_review import type_picker
+from ui_review import token_pills, type_picker
 
 ws = get_workspace()
 PER_PAGE = 10
@@ -218,8 +218,7 @@ def span_editor(req: predictions.PredictionRequest, row: dict, types: list, colo
         st.markdown("**Correct the spans**: select tokens, pick a type (keys 1-9), press **Assign type**; **Remove** "
                     "clears spans on the selected tokens. Save when the sentence is right.")
         st.html(sentence_html(tokens, draft, type_colors(list(colors) + [s.type for s in draft])))
-        st.pills("Tokens", list(range(len(tokens))), selection_mode="multi", format_func=lambda j: tokens[j],
-                 key=_grid_key(i), label_visibility="collapsed")
+        token_pills(tokens, _grid_key(i))
         c = st.columns([4, 2])
         if types:
             type_picker(types, f"insp_type_{i}", colors, container=c[0])

@@ -10,7 +10,7 @@ from core.review.highlight import legend_html, page_css, sentence_html, type_col
 from core.review.predictions import apply_span_edit
 from core.team import tasks
 from ui import actor, get_workspace
-from ui_review import type_picker
+from ui_review import token_pills, type_picker
 
 st.title("My review queue")
 st.html(page_css())
@@ -78,8 +78,7 @@ colors = type_colors(types + [s.type for s in draft])
 with st.container(border=True, key="q_card"):
     st.html(sentence_html(item.tokens, draft, colors))
     st.html(legend_html(colors, gold=False))
-    st.pills("Tokens", list(range(len(item.tokens))), selection_mode="multi", format_func=lambda j: item.tokens[j],
-             key=f"q_tokens_{draft_key}", label_visibility="collapsed")
+    token_pills(item.tokens, f"q_tokens_{draft_key}")
     if types:
         type_picker(types, "q_type", colors)
     else:

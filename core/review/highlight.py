@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import html
 import json
+import unicodedata
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -91,8 +93,47 @@ def _tokens_html(tokens: Sequence[str], spans: Sequence[Span], colors: dict[str,
     return " ".join(parts)
 
 
+def hidden_chars(text: str) -> list[str]:
+    """Invisible format characters in `text` (bidi overrides and isolates, zero-width spaces and joiners, BOM: Unicode
+    category Cf), which can make a token display as something else ("RTL \u202eevil" shows as "RTL live").
+
+    >>> hidden_chars("RTL \u202eevil\u202c"), hidden_chars("plain")
+    (['U+202E', 'U+202C'], [])
+    """
+    return [f"U+{ord(c):04X}" for c in text if unicodedata.category(c) == "Cf"]
+
+
+def visible(text: str) -> str:
+    """`text` with each invisible format character written out as ⟨U+XXXX⟩, as code hosts warn of hidden Unicode:
+    for plain-text places (widget labels, tables). `html_visible` is the same for HTML.
+
+    >>> visible("pa\u200bper")
+    'pa⟨U+200B⟩per'
+    """
+    return "".join(f"⟨U+{ord(c):04X}⟩" if unicodedata.category(c) == "Cf" else c for c in text)
+
+
+def html_visible(text: str) -> str:
+    """`text` escaped for HTML (quotes too), each invisible format character shown as a marked ⟨U+XXXX⟩."""
+    return "".join(f'<span class="nx-hidden" title="hidden character">⟨U+{ord(c):04X}⟩</span>'
+                   if unicodedata.category(c) == "Cf" else html.escape(c, quote=True) for c in text)
+
+
+def token_labels(tokens: Sequence[str]) -> list[str]:
+    """One label per token for a token picker, unique within the sentence: a word that occurs twice carries its
+    position (Streamlit's pills and multiselect map a label back to the first option with that text, so two equal
+    labels would store a span on the wrong token). Hidden characters are written out; an empty token says so.
+
+    >>> token_labels(["The", "paper", "won", "the", "best", "paper", "award"])
+    ['The', 'paper ·2', 'won', 'the', 'best', 'paper ·6', 'award']
+    """
+    shown = [visible(t) if t.strip() else f"⟨{'empty' if not t else 'space'}⟩" for t in tokens]
+    counts = Counter(shown)
+    return [f"{label} ·{i + 1}" if counts[label] > 1 else label for i, label in enumerate(shown)]
+
+
 def _token(token: str, changed: bool, hit: bool = False) -> str:
-    text = html.escape(token)
+    text = html_visible(token)
     text = f"<mark>{text}</mark>" if hit else text
     return f'<span class="nx-chg">{text}</span>' if changed else text
 

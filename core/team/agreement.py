@@ -1,21 +1,29 @@
-"""Agreement between annotators: entity-level F1 (strict, boundary, partial overlap and type, as nervaluate
-defines them), token-level Cohen's kappa, per entity type, and a type confusion table.
+"""Agreement between annotators: entity-level F1 (strict, boundary, partial overlap and type), token-level Cohen's
+kappa, per entity type, and a type confusion table.
 
-Entity F1 between two annotators is symmetric (2·matches / (|A| + |B|)), so neither needs to be "gold".
-`f1_exact` is nervaluate's *strict* (same boundaries and same type); `f1_partial` its *partial* (overlapping
-spans count half, type ignored). Kappa compares each token's entity type (B-/I- dropped; O for none) with
-scikit-learn's cohen_kappa_score.
+Between two annotators neither is gold, so every measure here is symmetric: F1 = 2·matched / (|A| + |B|), where
+`matched` is a maximum matching of A's spans to B's (scipy's `linear_sum_assignment`; each span matched once).
+Written here rather than taken from nervaluate, whose greedy, order-dependent matching treats one side as gold
+(swapping the annotators can change partial and type F1) and which fails on a first sentence without entities.
+The four entity measures follow nervaluate's schemas:
+- `f1_exact` (strict): same boundaries and same type;
+- `f1_boundary` (exact): same boundaries, any type;
+- `f1_partial` (partial): same boundaries count 1, overlapping spans 0.5, type ignored;
+- `f1_type` (ent_type): overlapping spans of the same type.
+Two annotations without a single entity agree completely (F1 1.0): "no entity here" is an answer like any other.
+Kappa compares each token's entity type (B-/I- dropped; O for none) with scikit-learn's cohen_kappa_score.
 """
 
 from __future__ import annotations
 
 import itertools
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from nervaluate import Evaluator
+import numpy as np
+from scipy.optimize import linear_sum_assignment
 from sklearn.metrics import cohen_kappa_score
 
 from core.access import Actor
@@ -26,13 +34,49 @@ from core.errors import UserError
 from core.team.tasks import answers, get_task, item_tokens
 
 NONE = "—"  # a span the other annotator did not mark (confusion table)
-SCHEMAS = {"f1_exact": "strict", "f1_boundary": "exact", "f1_partial": "partial", "f1_type": "ent_type"}
 
 Pair = tuple[Sequence[Span], Sequence[Span], int]  # annotator A's spans, B's spans, tokens in the sentence
+Credit = Callable[[Span, Span], float]  # what a pair of spans is worth under one measure (0: no match)
 
 
-def _nerval(spans: Sequence[Span]) -> list[dict[str, Any]]:
-    return [{"label": s.type, "start": s.start, "end": s.end - 1} for s in spans]  # nervaluate's end is inclusive
+def _overlap(a: Span, b: Span) -> bool:
+    return a.start < b.end and b.start < a.end
+
+
+def _exact(a: Span, b: Span) -> float:
+    return float((a.start, a.end, a.type) == (b.start, b.end, b.type))
+
+
+def _boundary(a: Span, b: Span) -> float:
+    return float((a.start, a.end) == (b.start, b.end))
+
+
+def _partial(a: Span, b: Span) -> float:
+    return 1.0 if (a.start, a.end) == (b.start, b.end) else 0.5 if _overlap(a, b) else 0.0
+
+
+def _type(a: Span, b: Span) -> float:
+    return float(a.type == b.type and _overlap(a, b))
+
+
+MEASURES: dict[str, Credit] = {"f1_exact": _exact, "f1_boundary": _boundary, "f1_partial": _partial, "f1_type": _type}
+
+
+def matched(a: Sequence[Span], b: Sequence[Span], credit: Credit) -> float:
+    """The most credit a one-to-one matching of A's spans to B's can collect."""
+    if not a or not b:
+        return 0.0
+    weights = np.array([[credit(x, y) for y in b] for x in a])
+    rows, cols = linear_sum_assignment(weights, maximize=True)
+    return float(weights[rows, cols].sum())
+
+
+def f1(pairs: Sequence[Pair], credit: Credit) -> float:
+    """Micro F1 over sentences: 2·(matched credit) / (spans of A + spans of B); 1.0 when neither marked anything."""
+    total = sum(len(a) + len(b) for a, b, _ in pairs)
+    if total == 0:
+        return 1.0
+    return round(2 * sum(matched(a, b, credit) for a, b, _ in pairs) / total, 6)
 
 
 def _token_labels(spans: Sequence[Span], n: int) -> list[str]:
@@ -42,8 +86,24 @@ def _token_labels(spans: Sequence[Span], n: int) -> list[str]:
     return labels
 
 
+def kappa(pairs: Sequence[Pair]) -> float | None:
+    """Cohen's kappa over every token's type; 1.0 when the annotations are identical (kappa itself is 0/0 when
+    both gave every token one label), None when no sentence has a token."""
+    la = [t for a, _, n in pairs for t in _token_labels(a, n)]
+    lb = [t for _, b, n in pairs for t in _token_labels(b, n)]
+    if not la:
+        return None
+    return 1.0 if la == lb else round(float(cohen_kappa_score(la, lb)), 6)
+
+
+def _order(types: set[str]) -> list[str]:
+    """Types alphabetically, NONE last, so rows and columns of the confusion table line up."""
+    return sorted(types - {NONE}) + ([NONE] if NONE in types else [])
+
+
 def confusion(pairs: Sequence[Pair]) -> dict[str, dict[str, int]]:
-    """A's type (rows) against B's type (columns) for spans with the same boundaries; NONE where only one marked it."""
+    """A's type (rows) against B's type (columns) for spans with the same boundaries; NONE where only one marked
+    it. Rows and columns come in the same order (types alphabetically, NONE last), every cell present."""
     counts: Counter = Counter()
     for a, b, _ in pairs:
         b_at = {(s.start, s.end): s.type for s in b}
@@ -53,10 +113,9 @@ def confusion(pairs: Sequence[Pair]) -> dict[str, dict[str, int]]:
         for where, t in b_at.items():
             if where not in a_at:
                 counts[(NONE, t)] += 1
-    table: dict[str, dict[str, int]] = {}
-    for (ra, rb), n in sorted(counts.items()):
-        table.setdefault(ra, {})[rb] = n
-    return table
+    rows = _order({r for r, _ in counts})
+    cols = _order({c for _, c in counts})
+    return {r: {c: counts[(r, c)] for c in cols} for r in rows}
 
 
 def agreement(pairs: Sequence[Pair]) -> dict[str, Any]:
@@ -67,22 +126,20 @@ def agreement(pairs: Sequence[Pair]) -> dict[str, Any]:
     >>> r = agreement([(a, b, 5)])
     >>> r["f1_exact"], r["f1_partial"], r["kappa_token"] == round(r["kappa_token"], 6)
     (0.5, 1.0, True)
+    >>> agreement([([], [Span(0, 1, "LOC")], 4)])["f1_exact"]
+    0.0
     """
     if not pairs:
-        return {"sentences": 0, "f1_exact": None, "f1_boundary": None, "f1_partial": None, "f1_type": None,
-                "kappa_token": None, "per_type": {}, "confusion": {}}
-    types = sorted({s.type for a, b, _ in pairs for s in (*a, *b)})
-    result = Evaluator([_nerval(a) for a, _, _ in pairs], [_nerval(b) for _, b, _ in pairs], tags=types).evaluate()
+        return {"sentences": 0, **dict.fromkeys(MEASURES), "kappa_token": None, "per_type": {}, "confusion": {}}
     out: dict[str, Any] = {"sentences": len(pairs)}
-    for key, schema in SCHEMAS.items():
-        out[key] = round(float(result["overall"][schema].f1), 6)
-    la = [t for a, _, n in pairs for t in _token_labels(a, n)]
-    lb = [t for _, b, n in pairs for t in _token_labels(b, n)]
-    out["kappa_token"] = 1.0 if la == lb else round(float(cohen_kappa_score(la, lb)), 6)
+    for key, credit in MEASURES.items():
+        out[key] = f1(pairs, credit)
+    out["kappa_token"] = kappa(pairs)
     support = Counter(s.type for a, b, _ in pairs for s in (*a, *b))
-    out["per_type"] = {t: {"f1_exact": round(float(result["entities"][t]["strict"].f1), 6),
-                           "f1_partial": round(float(result["entities"][t]["partial"].f1), 6),
-                           "support": support[t]} for t in types}
+    out["per_type"] = {}
+    for t in sorted(support):
+        only = [([s for s in a if s.type == t], [s for s in b if s.type == t], n) for a, b, n in pairs]
+        out["per_type"][t] = {"f1_exact": f1(only, _exact), "f1_partial": f1(only, _partial), "support": support[t]}
     out["confusion"] = confusion(pairs)
     return out
 
