@@ -260,7 +260,7 @@ function draw2d(st, size, alpha) {  // no WebGL: pixels written into an ImageDat
 }
 
 function drawNames(st) {
-  st.names.innerHTML = "";
+  st.names.replaceChildren();
   if (!st.showNames || !st.clusters) return;
   for (const c of st.clusters) {
     const [ux, uy] = unitOf(st, c.x, c.y), [px, py] = toPixel(st, ux, uy);
@@ -272,17 +272,35 @@ function drawNames(st) {
   }
 }
 
+// Every string that reaches the page here comes from a corpus, a field, a selection or a user: the DOM is built with
+// createElement/textContent (never innerHTML), so such text is shown as text and cannot run as script.
+function el(tag, attrs, ...children) {
+  const node = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (k === "style") Object.assign(node.style, v); else node.setAttribute(k, String(v));
+  }
+  for (const c of children) if (c !== null && c !== undefined && c !== "") node.append(c instanceof Node ? c : String(c));
+  return node;
+}
+
+function svgShape(tag, attrs) {  // SVG needs its namespace: an HTML-namespace <polyline> is never drawn
+  const node = document.createElementNS("http://www.w3.org/2000/svg", tag);
+  for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, String(v));
+  return node;
+}
+
 function drawLegend(st, meta) {
   const rows = (meta.legend || []).map((e) => {
     if (e.min !== undefined) {
-      const grad = e.colors.join(",");
-      return `<div class="scale"><b>${e.label}</b><span class="bar" style="background:linear-gradient(90deg,${grad})"></span>` +
-        `<small>${Number(e.min).toPrecision(3)} … ${Number(e.max).toPrecision(3)}</small></div>`;
+      return el("div", { class: "scale" }, el("b", {}, e.label),
+        el("span", { class: "bar", style: { background: `linear-gradient(90deg,${(e.colors || []).join(",")})` } }),
+        el("small", {}, `${Number(e.min).toPrecision(3)} … ${Number(e.max).toPrecision(3)}`));
     }
-    if (!e.count) return "";
-    return `<div><i style="background:${e.color}"></i>${e.label} <small>${e.count.toLocaleString()}</small></div>`;
+    if (!e.count) return null;
+    return el("div", {}, el("i", { style: { background: String(e.color) } }), `${e.label} `,
+      el("small", {}, Number(e.count).toLocaleString()));
   });
-  st.legend.innerHTML = `<div class="title">${meta.layer_name || ""}</div>` + rows.join("");
+  st.legend.replaceChildren(el("div", { class: "title" }, meta.layer_name || ""), ...rows.filter(Boolean));
 }
 
 // ---- hover, click, pan, zoom, box, lasso, search
@@ -305,14 +323,13 @@ function nearest(st, px, py, radiusPx = 8) {
   return best;
 }
 
-function describe(st, i) {
+function describe(st, i) {  // the hover card, as DOM nodes (see el)
   let corpus = "", row = i;
   for (const c of st.corpora || []) if (i >= c.offset && i < c.offset + c.sentences) { corpus = c.name; row = i - c.offset; }
   const text = st.texts ? st.texts.get(i) : null, entry = (st.legendData || [])[st.codes[i]];
   const group = entry && entry.label !== undefined && entry.min === undefined ? entry.label : "";
-  const esc = (s) => String(s).replace(/[&<>]/g, (ch) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;" }[ch]));
-  return `${text ? esc(text) : "<i>click to read this sentence</i>"}<br><small>${esc(corpus)} · row ${row.toLocaleString()}` +
-    `${group ? " · " + esc(group) : ""}</small>`;
+  return [text ? String(text) : el("i", {}, "click to read this sentence"), el("br"),
+    el("small", {}, `${corpus} · row ${row.toLocaleString()}${group ? " · " + group : ""}`)];
 }
 
 function pointInPolygon(poly, x, y) {  // even-odd rule: the same test as core.selection.layers.points_in_polygon
@@ -325,7 +342,7 @@ function pointInPolygon(poly, x, y) {  // even-odd rule: the same test as core.s
 }
 
 function finishRegion(st, pixels) {
-  st.svg.innerHTML = "";
+  st.svg.replaceChildren();
   if (pixels.length < 3) return;
   const step = Math.max(1, Math.ceil(pixels.length / 200));
   const poly = pixels.filter((_, k) => k % step === 0).map(([px, py]) => toData(st, px, py));
@@ -394,10 +411,10 @@ function bindEvents(st) {
         draw(st);
       } else if (st.mode === "box") {
         const x = Math.min(px, drag.x), y = Math.min(py, drag.y);
-        st.svg.innerHTML = `<rect x="${x}" y="${y}" width="${Math.abs(px - drag.x)}" height="${Math.abs(py - drag.y)}"/>`;
+        st.svg.replaceChildren(svgShape("rect", { x, y, width: Math.abs(px - drag.x), height: Math.abs(py - drag.y) }));
       } else {
         drag.path.push([px, py]);
-        st.svg.innerHTML = `<polyline points="${drag.path.map((p) => p.join(",")).join(" ")}"/>`;
+        st.svg.replaceChildren(svgShape("polyline", { points: drag.path.map((p) => p.join(",")).join(" ") }));
       }
       return;
     }
@@ -407,7 +424,7 @@ function bindEvents(st) {
       st.hoverPending = false;
       const i = nearest(st, px, py);
       if (i < 0) { st.tip.style.display = "none"; return; }
-      st.tip.innerHTML = describe(st, i);
+      st.tip.replaceChildren(...describe(st, i));
       st.tip.style.display = "block";
       st.tip.style.left = Math.min(px + 14, st.w - 320) + "px"; st.tip.style.top = (py + 14) + "px";
     });

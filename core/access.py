@@ -14,8 +14,12 @@ core.access.AccessDenied: ann (annotator) may not submit a job: that needs the a
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
+from pathlib import Path
+from typing import Any
 
 from core.errors import UserError
 
@@ -74,3 +78,87 @@ def require(actor: Actor, action: str) -> None:
     if actor.role not in allowed:
         names = " or ".join(r.value for r in Role if r in allowed)
         raise AccessDenied(f"{actor} may not {action}: that needs the {names} role")
+
+
+# --------------------------------------------------------------------------- server paths
+
+DATA_ROOTS_ENV = "NERSELECT_DATA_ROOTS"  # folders (os.pathsep-separated) whose files signed-in users may name
+CHECKOUT = Path(__file__).resolve().parents[1]  # the app's own code and settings (.streamlit/secrets.toml)
+_SECRET_SUFFIXES = (".sqlite", ".sqlite-wal", ".sqlite-shm", ".sqlite-journal", ".db")
+_SECRET_NAMES = frozenset({"secrets.toml", ".env", ".netrc", ".git-credentials", "id_rsa", "id_ed25519"})
+PATH_FIELDS = frozenset({"path", "out", "snapshots", "final"})  # job params that are always server paths
+
+
+def data_roots() -> list[Path]:
+    """The folders an admin opened to signed-in users (NERSELECT_DATA_ROOTS), resolved."""
+    return [Path(r).expanduser().resolve() for r in os.environ.get(DATA_ROOTS_ENV, "").split(os.pathsep) if r.strip()]
+
+
+def server_roots_text() -> str:
+    """Where a signed-in user may name server files, in words (pages and refusals)."""
+    roots = ", ".join(str(r) for r in data_roots()) or f"no data root (an admin sets {DATA_ROOTS_ENV})"
+    return f"{roots} or the workspace"
+
+
+def _under(path: Path, root: Path) -> bool:
+    return path == root or root in path.parents
+
+
+def _secret(path: Path) -> bool:
+    """Account stores, app secrets and keys: never readable through the app, whatever root holds them."""
+    return (path.name in _SECRET_NAMES or path.name.endswith(_SECRET_SUFFIXES)
+            or any(part in (".streamlit", ".ssh", ".git") for part in path.parts))
+
+
+def check_server_path(actor: Actor, path: str | Path, workspace_root: str | Path, what: str = "use") -> Path:
+    """`path` resolved (symbolic links followed), or AccessDenied when `actor` may not name it.
+
+    The CLI and the single-user app (LOCAL) name any path: whoever runs them owns the machine. A signed-in user is
+    a guest of the server: only paths under a data root (NERSELECT_DATA_ROOTS) or the workspace, never a database,
+    the app's secrets or its checkout (the workspace inside it aside). Uploads do not come here.
+
+    >>> import tempfile; ws = Path(tempfile.mkdtemp())
+    >>> check_server_path(Actor("rita", Role.RESEARCHER), "/etc/passwd", ws, "import")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    core.access.AccessDenied: rita (researcher) may not import /etc/passwd: with accounts, server paths must be under ...
+    """
+    given = Path(path).expanduser()
+    resolved = (given if given.is_absolute() else Path.cwd() / given).resolve()
+    if actor == LOCAL:
+        return resolved
+    ws = Path(workspace_root).expanduser().resolve()
+    if _secret(resolved):
+        raise AccessDenied(f"{actor} may not {what} {path}: account stores, secrets and keys are never read through the app")
+    allowed = _under(resolved, ws) or (not _under(resolved, CHECKOUT) and any(_under(resolved, r) for r in data_roots()))
+    if not allowed:
+        raise AccessDenied(f"{actor} may not {what} {path}: with accounts, server paths must be under "
+                           f"{server_roots_text()}; upload the file instead")
+    return resolved
+
+
+def _looks_like_path(key: str, value: str) -> bool:
+    """A job setting that names a file or folder on the server, not a corpus name, a role or a Hugging Face id
+    ("org/model" that is no local folder is fetched from the hub, nothing on the server is read)."""
+    if key in PATH_FIELDS or value.startswith(("/", "~", "./", "../")) or os.path.isabs(value):
+        return True
+    return os.sep in value and Path(value).expanduser().exists()
+
+
+def check_param_paths(actor: Actor, params: Mapping[str, Any], workspace_root: str | Path) -> None:
+    """Every server path among a job's settings (nested ones too) checked with check_server_path, before it runs."""
+    if actor == LOCAL:
+        return
+
+    def walk(key: str, value: Any) -> None:
+        if isinstance(value, str) and value and _looks_like_path(key, value):
+            check_server_path(actor, value, workspace_root, f"use {key} =")
+        elif isinstance(value, Mapping):
+            for k, v in value.items():
+                walk(str(k), v)
+        elif isinstance(value, list | tuple):
+            for v in value:
+                walk(key, v)
+
+    for k, v in params.items():
+        walk(k, v)

@@ -6,6 +6,7 @@ import pandas as pd
 import plotly.express as px
 import streamlit as st
 
+from core.access import LOCAL, server_roots_text
 from core.data.browse import browse_corpus, filter_fields
 from core.data.stats import corpus_stats, length_histogram
 from core.data.workspace import ROLE_LABELS, Role
@@ -93,7 +94,8 @@ with path_tab, st.form("path_form"):
     c1, c2 = st.columns(2)
     p_role = c1.selectbox("Role", ROLE_OPTIONS, format_func=_role_label, key="path_role")
     p_name = c2.text_input("Name in the workspace", key="path_name", placeholder="default: the file name")
-    st.caption("Large files are streamed in chunks by a background job: you can close the tab meanwhile.")
+    st.caption("Large files are streamed in chunks by a background job: you can close the tab meanwhile."
+               + ("" if actor() == LOCAL else f" With accounts, only files under {server_roots_text()} can be named."))
     if st.form_submit_button("Import in the background") and path:
         submit_job("import", {"path": path, "role": p_role.value if p_role else None, "name": p_name or None},
                    "corpora_import_job")

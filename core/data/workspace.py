@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from core.access import LOCAL, Actor, require
+from core.access import LOCAL, Actor, check_server_path, require
 from core.data.atomic import (
     atomic_write_json,
     temp_path_for,
@@ -357,9 +357,16 @@ class Workspace:
 
         Memory stays at one chunk plus Parquet's row-group buffer, so a 1 GB DC costs
         far less than 2x its size. The parquet is written to a temp file and only moved
-        into place once the whole file parsed, so a bad line changes nothing stored.
+        into place once the whole file parsed, so a bad line changes nothing stored. A signed-in `actor` names only
+        files under a data root or the workspace (core.access.check_server_path); uploads come through
+        `import_upload`, which reads its own temporary copy.
         """
         require(actor, "import a corpus")
+        check_server_path(actor, path, self.root, "import")
+        return self._import_file(path, role, name, fmt, overwrite, progress, source, actor)
+
+    def _import_file(self, path: str | Path, role: Role | str | None, name: str | None, fmt: str, overwrite: bool,
+                     progress: Progress | None, source: str | None, actor: Actor) -> CorpusInfo:
         path = Path(path)
         name = valid_name(name or path.stem)
         role = Role(role) if role else None
@@ -437,8 +444,8 @@ class Workspace:
         try:
             with os.fdopen(fd, "wb") as fh:
                 fh.write(data)
-            return self.import_corpus(tmp, role=role, name=name or Path(filename).stem, fmt=fmt, overwrite=overwrite,
-                                      progress=progress, source=f"upload: {filename}", actor=actor)
+            return self._import_file(tmp, role, name or Path(filename).stem, fmt, overwrite, progress, f"upload: {filename}",
+                                     actor)
         except CorpusError as exc:
             raise CorpusError(filename, exc.line, exc.message) from None
         finally:
@@ -451,8 +458,7 @@ class Workspace:
         tmp = temp_path_for(self.corpora_dir / f"{name}.jsonl")
         try:
             write_corpus(corpus, tmp, fmt="parquet")
-            return self.import_corpus(tmp, role=role, name=name, fmt="parquet", overwrite=overwrite, source=source,
-                                      actor=actor)
+            return self._import_file(tmp, role, name, "parquet", overwrite, None, source, actor)
         finally:
             tmp.unlink(missing_ok=True)
 

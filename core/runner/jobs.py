@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from core.access import LOCAL, Actor, require
+from core.access import LOCAL, Actor, check_param_paths, require
 from core.data.atomic import atomic_write_json, json_default, open_sqlite
 from core.data.workspace import Workspace
 from core.errors import UserError
@@ -286,6 +286,7 @@ def submit(ws: Workspace, kind: str, params: dict[str, Any] | Any, start: bool =
     typed = validate(kind, params)
     check_model_folders(kind, typed)
     params = dataclasses.asdict(typed)
+    check_param_paths(actor, params, ws.root)  # with accounts, only data roots and the workspace
     json.dumps(params)  # fail now, not in the child, if params are not JSON
     job_id = time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
     run_dir = ws.runs_dir / job_id
