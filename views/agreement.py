@@ -3,6 +3,8 @@ the settled sentences exported as CoNLL or stored as a corpus (e.g. more LC) tha
 
 from __future__ import annotations
 
+import html
+
 import pandas as pd
 import streamlit as st
 
@@ -81,7 +83,7 @@ for item in open_items[:20]:
         st.markdown(f"**Sentence {item.index}**{done}")
         for who, spans in item.answers.items():
             c = st.columns([5, 1])
-            c[0].html(f"<b>{who}</b>" + sentence_html(item.tokens, spans, colors))
+            c[0].html(f"<b>{html.escape(who)}</b>" + sentence_html(item.tokens, spans, colors))
             c[1].button(f"Pick {who}", key=f"agr_pick_{item.index}_{who}", on_click=decide, args=(item.index, spans, who))
         if item.adjudicated is not None:
             st.html("<b>final</b>" + sentence_html(item.tokens, item.adjudicated, colors))
