@@ -15,9 +15,9 @@ from core.experiments.statistics import (
     encode_counts,
     f1_interval,
     f1_of,
+    holm,
     paired_test,
     seed_runs,
-    seeds_needed,
     summary_entry,
 )
 
@@ -71,10 +71,22 @@ def test_a_planted_difference_is_significant_and_a_null_one_is_not(method):
     assert null["delta"] == 0 and null["p"] > 0.5 and null["ci"][0] < 0 < null["ci"][1]
 
 
-def test_seeds_needed_by_hand_and_with_one_seed():
-    needed, _ = seeds_needed([0.01, 0.03])  # mean 0.02, sd 0.01414: ((1.960 + 0.842) * 0.01414 / 0.02)^2 = 3.92
-    assert needed == 4
-    assert seeds_needed([0.02])[0] is None and "1 seed" in seeds_needed([0.02])[1]
+def test_holm_by_hand_and_its_guarantees():
+    """Holm by hand: sorted 0.01, 0.03, 0.04 times 3, 2, 1 = 0.03, 0.06, 0.04 -> monotone 0.03, 0.06, 0.06. Music's
+    two stars of the old table (p 0.050 and 0.047 among six tests against none) do not survive it."""
+    assert holm([0.01, 0.04, 0.03]) == [0.03, 0.06, 0.06]
+    adjusted = holm([0.30, 0.30, 0.48, 0.64, 0.050, 0.047])
+    assert all(p >= 0.05 for p in adjusted) and adjusted[5] == pytest.approx(6 * 0.047)
+    assert holm([]) == [] and holm([0.9, 0.9]) == [1.0, 1.0]
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.floats(0.0001, 1.0), min_size=1, max_size=12))
+def test_holm_never_lowers_a_p_and_keeps_the_order(ps):
+    adjusted = holm(ps)
+    assert all(a >= p - 1e-12 and a <= 1.0 for a, p in zip(adjusted, ps))
+    order = sorted(range(len(ps)), key=lambda i: ps[i])
+    assert all(adjusted[order[k]] <= adjusted[order[k + 1]] + 1e-12 for k in range(len(ps) - 1))
 
 
 def test_summary_entry_has_the_issue_shape_and_leaves_missing_baselines_out():
@@ -82,7 +94,8 @@ def test_summary_entry_has_the_issue_shape_and_leaves_missing_baselines_out():
     entry = summary_entry("dsir", runs, n_boot=200)
     assert set(entry) >= {"row", "f1_mean", "f1_ci", "seeds", "vs"} and entry["seeds"] == 2
     assert set(entry["vs"]) == {"tapt"}  # no "none" row: left out, not faked
-    assert {"delta", "ci", "p", "seeds_needed"} <= set(entry["vs"]["tapt"])
+    assert {"delta", "ci", "p", "p_mc_error", "resamples"} <= set(entry["vs"]["tapt"])
+    assert "seeds_needed" not in entry["vs"]["tapt"]
     lo, hi = entry["f1_ci"]
     assert entry["f1_mean"] == pytest.approx(np.mean([f1_of(c) for c in runs["dsir"].values()])) and lo <= entry["f1_mean"] <= hi
 
@@ -143,7 +156,7 @@ def test_pretraining_verdicts_say_when_pretraining_did_not_help():
     assert [(v["row"], v["verdict"], v["bad"]) for v in found] == [
         ("tapt", "harmed", True), ("dsir", "helped", False), ("cosine", "did not help", True), ("knn", "no clear gain", False)]
     assert found[0]["text"] == ("tapt: pretraining harmed against no pretraining: -2.00 test F1 points [-3.00, -1.00], "
-                                "p = 0.004, 3 seeds")
+                                "p = 0.004, Holm-adjusted 0.004, 3 seeds")
     # a selection held against the random control gets a second verdict: did choosing beat drawing at random?
     against = {"none": {"delta": 0.03, "ci": [0.01, 0.05], "p": 0.01, "seeds": 3}}
     found = pretraining_verdicts([
@@ -157,6 +170,28 @@ def test_pretraining_verdicts_say_when_pretraining_did_not_help():
     assert [v["tone"] for v in found] == ["success", "success", "success", "info", "warning", "success"]
     assert found[3]["text"].startswith("cosine: the selection was not clearly better than the random control (the same")
     assert found[4]["text"].startswith("dsir: the selection fell below the random control")
+
+
+def test_verdicts_read_the_holm_adjusted_p_and_smoke_tests_are_no_evidence():
+    """Issue 42: a raw p of 0.02 that Holm lifts to 0.12 is no finding; a tiny-preset experiment is never evidence."""
+    from core.experiments.summary import experiment_verdict, p_text, pretraining_verdicts
+
+    def vs(delta, p, p_holm):
+        return {"delta": delta, "ci": [delta - 0.01, delta + 0.01], "p": p, "p_holm": p_holm, "seeds": 3}
+
+    entries = [{"row": "tapt", "seeds": 3, "vs": {"none": vs(0.02, 0.02, 0.12)}},
+               {"row": "dsir", "seeds": 3, "vs": {"none": vs(0.03, 0.001, 0.006), "random": vs(0.004, 0.02, 0.12)}},
+               {"row": "cosine", "seeds": 3, "vs": {"none": vs(-0.5, 0.001, 0.006)}}]
+    found = {(v["row"], v["against"]): v["verdict"] for v in pretraining_verdicts(entries)}
+    assert found == {("tapt", "none"): "no clear gain", ("dsir", "none"): "helped", ("cosine", "none"): "harmed",
+                     ("dsir", "random"): "no clear difference"}
+    assert p_text(entries[0]["vs"]["none"]) == "p 0.020 (Holm 0.120)" and p_text(entries[1]["vs"]["none"]).endswith("*")
+    verdict = experiment_verdict(entries, "study")
+    assert verdict["evidence"] and verdict["pretraining_helps"] == "mixed" and verdict["selection_beats_random"] == "cannot say"
+    smoke = experiment_verdict(entries, "tiny")
+    assert not smoke["evidence"] and smoke["text"].startswith("smoke test (preset tiny): not evidence")
+    quiet = pretraining_verdicts(entries, evidence=False)
+    assert not any(v["bad"] for v in quiet) and all(v["text"].startswith("smoke test, not evidence") for v in quiet)
 
 
 def test_dev_lines_compare_each_pretraining_cell_with_none_of_its_seed_and_lc_size():

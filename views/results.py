@@ -44,8 +44,8 @@ else:
     for name, leak in (experiments[pick].get("leakage") or {}).items():
         if test := (leak.get("per_against") or {}).get("test"):
             st.warning(f"{name.upper()} of this experiment holds {test['exact']} exact and {test['near']} near duplicates of "
-                       "TEST sentences: its MLM saw evaluation text. Rerun with 'Exclude leaked' (CLI --exclude-leaked), "
-                       "or check with `python -m core leakage`.")
+                       "TEST sentences" + (" (dropped before MLM)." if experiments[pick].get("protocol") else
+                                           ": this run predates the MLM guard and its MLM saw evaluation text; rerun it."))
     entries = interval_summary(experiments[pick].get("cells", []))
     for v in pretraining_verdicts(entries):
         getattr(st, v["tone"])(v["text"])

@@ -114,9 +114,14 @@ with exp_tab, st.form("exp_form"):
                                 "subset is drawn with the cell's seed. Empty: all of LC.")
     e_preset = c[2].selectbox("Preset", PRESET_CHOICES, key="exp_preset", help=preset_help("experiment"))
     e_model = c[3].text_input("Encoder", "default", key="exp_model")
-    e_exclude = st.checkbox("Exclude leaked", key="exp_exclude_leaked",
-                            help="Before MLM, drop selected DC sentences that duplicate DEV/TEST text (exact, or near: verified "
-                                 "Jaccard of word 2-grams >= 0.5). Leakage of TC and DC is checked and warned about either way.")
+    g = st.columns(2)
+    e_allow_dev = g[0].checkbox("Allow DEV text in TC", key="exp_allow_dev",
+                                help="Refused by default: DEV drives early stopping and the checkpoint pick, so MLM on DEV "
+                                     "sentences flatters both. Allowed, the run is marked 'DEV in MLM' beside every row.")
+    e_exclude = g[1].checkbox("Exclude leaked", key="exp_exclude_leaked", disabled=not e_allow_dev,
+                              help="TEST and DEV duplicates (exact, or near: verified Jaccard of word 2-grams >= 0.5) are "
+                                   "always dropped from TC/DC before MLM; this also drops DC's DEV duplicates when DEV text "
+                                   "in TC is allowed.")
     c = st.columns([1, 3])
     e_rehearsal = c[0].number_input("Rehearsal share", 0.0, 0.9, 0.0, 0.05, key="exp_rehearsal",
                                     help="Share of every MLM corpus made of random DC sentences, replayed so the encoder "
@@ -138,7 +143,8 @@ with exp_tab, st.form("exp_form"):
             params = {"tc": "tc", "dc": "dc", "lc": "lc", "dev": "dev", "test": "test", "strategies": e_strats,
                       "baselines": e_base, "seeds": seeds, "budgets": budgets or None,
                       "lc_sizes": lc_sizes or None, "preset": e_preset, "model": e_model.strip() or "default",
-                      "exclude_leaked": bool(e_exclude), "pick_checkpoint": PICK_CHOICES[e_pick], "rehearsal_share": float(e_rehearsal)}
+                      "exclude_leaked": bool(e_exclude), "allow_dev_in_mlm": bool(e_allow_dev),
+                      "pick_checkpoint": PICK_CHOICES[e_pick], "rehearsal_share": float(e_rehearsal)}
             show_launched(submit_job("experiment", params, "runs_job"))
 
 

@@ -164,7 +164,7 @@ def _leakage(key: str, against: tuple[str, ...], root: str, hashes: tuple[str, .
 with st.expander("Leakage: does this selection contain DEV/TEST sentences?"):
     st.caption(f"Exact duplicates after case folding and dropping punctuation, and near duplicates (verified Jaccard of "
                f"word 2-grams >= {LEAK_THRESHOLD}): MLM on them would have seen the evaluation text. An experiment checks "
-               "TC and DC itself and can drop leaked sentences from SC (Exclude leaked / --exclude-leaked). "
+               "TC and DC itself, refuses DEV text in TC and drops DEV/TEST duplicates from TC and DC before MLM. "
                "CLI: `python -m core leakage --corpus KEY --against dev,test --json`.")
     labeled = [n for n in (ws.corpus_for_role(Role.DEV), ws.corpus_for_role(Role.TEST)) if n]
     against = st.multiselect("Check against", [i.name for i in ws.list_corpora() if i.labeled], default=labeled,

@@ -168,8 +168,13 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="base encoder: 'default' (packaged MiniLM), a folder or an HF id "
                                                       "(default: default)")
     x.add_argument("--exclude-leaked", action="store_true", dest="exclude_leaked",
-                   help="drop selected DC sentences that duplicate DEV/TEST text (exact or near; see `leakage`) before MLM; "
-                        "default: off, leaked TEST text is only warned about")
+                   help="also drop DC sentences that duplicate DEV text where --allow-dev-in-mlm keeps DEV text in TC "
+                        "(TEST and DEV duplicates are otherwise always dropped from TC/DC before MLM; see `leakage`); "
+                        "default: off")
+    x.add_argument("--allow-dev-in-mlm", action="store_true", dest="allow_dev_in_mlm",
+                   help="run although TC holds DEV sentences (refused by default: DEV drives early stopping and the "
+                        "checkpoint pick, so MLM on it flatters both); recorded in the result and beside every row; "
+                        "default: off")
     x.add_argument("--pick-checkpoint", type=int, nargs="?", const=4, default=None, dest="pick_checkpoint", metavar="N",
                    help="keep N MLM snapshots per cell (4 when given without N) and fine-tune NER from the one, or the base "
                         "encoder, that a short NER fine-tune scores best on DEV (one short run per candidate; the base wins "
@@ -303,6 +308,7 @@ def cmd_experiment(args: argparse.Namespace) -> int:
               "budgets": _amounts(args.budgets, "--budgets") or _amounts(args.budget, "--budget") or None,
               "lc_sizes": _amounts(args.lc_sizes, "--lc-sizes") or None, "model": _model(args.model),
               "preset": args.preset, "domain": args.domain, "exclude_leaked": args.exclude_leaked,
+              "allow_dev_in_mlm": args.allow_dev_in_mlm,
               "pick_checkpoint": args.pick_checkpoint, "rehearsal_share": args.rehearsal_share}
     args.run_dir = args.out
     result = _run(args, "experiment", params, "experiment")

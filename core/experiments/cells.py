@@ -201,7 +201,6 @@ class ExperimentCells(CellTrainer):
         self.params, self.refs = params, refs
         self.tc, self.dc, self.test = tc, dc, test
         self._lc_subsets: dict[tuple[int, int], Corpus] = {}
-        self.exclude: set[int] = set()  # DC rows that duplicate DEV/TEST text, dropped from SC (exclude_leaked)
         self._recipe_checked = False
 
     # ------------------------------------------------------------------ folders and LC subsets
@@ -289,10 +288,6 @@ class ExperimentCells(CellTrainer):
             selection = select(self.tc, self.dc, name, count, progress=sub(progress, 0.3, 0.4), **kwargs)
             selected = selection.selected
             sel_key = selection.key
-            if self.exclude and (drop := [k for k, i in enumerate(selection.indices) if int(i) in self.exclude]):
-                selected = selected.subset([k for k in range(len(selected)) if k not in set(drop)])
-                cell["leaked_dropped"] = len(drop)
-                self.ctx.log(f"{row} seed {seed}: {len(drop)} selected sentences duplicate DEV/TEST text; dropped before MLM")
             cell.update(selected=len(selected), selection_key=sel_key, budget=len(selected),
                         budget_requested=budget if budget is not None else len(self.tc))
             sc_ref = {"name": f"selection:{sel_key}" if sel_key else f"selection:{name}", "hash": sel_key}

@@ -36,10 +36,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from core.data.atomic import atomic_write_json
 from core.data.corpus import Corpus
 from core.data.workspace import resolve_corpus_ref
 from core.errors import UserError
 from core.experiments.cells import ExperimentCells
+from core.experiments.guard import GUARD_FILE, guard_mlm_corpora, guard_text, guard_text_of
 from core.experiments.plan import (
     BASELINES,
     CELL_FILE,
@@ -48,7 +50,15 @@ from core.experiments.plan import (
     resolve_sc_budget,
     sweep_budgets,
 )
-from core.experiments.summary import comparison_rows, diagnostic_lines, interval_summary, interval_text, pretraining_verdicts
+from core.experiments.statistics import N_RESAMPLES
+from core.experiments.summary import (
+    comparison_rows,
+    diagnostic_lines,
+    experiment_verdict,
+    interval_summary,
+    interval_text,
+    pretraining_verdicts,
+)
 
 if TYPE_CHECKING:
     from core.runner.jobs import JobContext
@@ -97,13 +107,16 @@ def results_table(experiments: Sequence[dict[str, Any]], percent: bool = True):
     import pandas as pd
 
     by_domain: dict[str, list[dict[str, Any]]] = {}
+    dev_in_mlm: set[str] = set()  # domains with a run that allowed DEV text in its MLM corpora: marked on their rows
     for exp in experiments:
         by_domain.setdefault(exp.get("domain") or "?", []).extend(table_cells(exp.get("cells", [])))
+        if (exp.get("protocol") or {}).get("dev_in_mlm"):
+            dev_in_mlm.add(exp.get("domain") or "?")
     scale = 100.0 if percent else 1.0
     all_rows: list[str] = []
     columns: dict[str, dict[str, str]] = {}
     for domain, cells in by_domain.items():
-        entries = interval_summary(cells)
+        entries = interval_summary(cells, dev_in_mlm=domain in dev_in_mlm)
         all_rows.extend(e["row"] for e in entries if e["row"] not in all_rows)
         columns[domain] = {e["row"]: interval_text(e, scale) for e in entries}
     frame = pd.DataFrame(columns, index=row_order(all_rows))
@@ -131,14 +144,19 @@ def format_results(result: dict[str, Any]) -> str:
     for name, leak in (result.get("leakage") or {}).items():
         test = (leak.get("per_against") or {}).get("test")
         if test:
-            lines.append(f"warning: {name.upper()} holds {test['exact']} exact and {test['near']} near duplicates of TEST sentences")
+            lines.append(f"{name.upper()} held {test['exact']} exact and {test['near']} near duplicates of TEST sentences"
+                         + (": dropped before any MLM" if result.get("protocol") else ": its MLM saw them (run before the guard)"))
+    lines += guard_text_of(result.get("protocol"))
     comparisons = comparison_rows(result.get("summary") or [])
     if comparisons:
         import pandas as pd
 
         lines += ["paired differences (test F1 points; paired two-level bootstrap over seeds and test sentences):",
                   pd.DataFrame(comparisons).to_string(index=False)]
-    lines += [v["text"] for v in pretraining_verdicts(result.get("summary") or [])]
+    verdict = result.get("verdict") or {}
+    lines += [v["text"] for v in pretraining_verdicts(result.get("summary") or [], evidence=verdict.get("evidence", True))]
+    if verdict:
+        lines.append(f"verdict: {verdict['text']}")
     lines += diagnostic_lines(result.get("cells") or [])
     if result.get("skipped"):
         lines.append("skipped: " + "; ".join(result["skipped"]))
@@ -177,8 +195,15 @@ def experiment_job(params: ExperimentParams, ctx: JobContext) -> dict[str, Any]:
     rows = baselines + strategies
     if not rows or not seeds:
         raise UserError("nothing to run: give at least one strategy or baseline, and one seed")
-    n_tc, n_dc, n_lc = len(corpora["tc"]), len(corpora["dc"]), len(corpora["lc"])
     leakage = pretraining_leakage(corpora, ctx)
+    corpora["tc"], corpora["dc"], guard = guard_mlm_corpora(
+        corpora["tc"], corpora["dc"], leakage, params.allow_dev_in_mlm or False, any(r != "none" for r in rows), refs["tc"].name,
+        drop_dev_from_dc=params.exclude_leaked)
+    Path(ctx.run_dir).mkdir(parents=True, exist_ok=True)
+    atomic_write_json(Path(ctx.run_dir) / GUARD_FILE, guard.protocol)
+    for line in guard_text(guard):
+        ctx.log(line)
+    n_tc, n_dc, n_lc = len(corpora["tc"]), len(corpora["dc"]), len(corpora["lc"])
     budgets = sweep_budgets(params.budget, params.budgets)
     if strategies:
         for s in strategies:
@@ -188,7 +213,6 @@ def experiment_job(params: ExperimentParams, ctx: JobContext) -> dict[str, Any]:
     lc_sizes = sorted({resolve_amount(s, n_lc, "LC size") for s in params.lc_sizes or [n_lc]})
     runner = ExperimentCells(params, ctx, {k: r.to_dict() for k, r in refs.items()}, corpora["tc"], corpora["dc"], corpora["lc"],
                              corpora["dev"], corpora["test"])
-    runner.exclude = set(leakage["dc"]["leaked_indices"]) if params.exclude_leaked else set()
     domain = params.domain or ws.settings().get("target_domain") or refs["test"].name or "test"
     ctx.log(f"experiment on {domain}: rows {', '.join(rows)} x seeds {seeds} x SC budgets {budgets} x LC sizes {lc_sizes}; "
             f"|TC| {n_tc}, |DC| {n_dc}, |LC| {n_lc}, |DEV| {len(corpora['dev'])}, |TEST| {len(corpora['test'])}")
@@ -200,17 +224,17 @@ def experiment_job(params: ExperimentParams, ctx: JobContext) -> dict[str, Any]:
             + (f" LC {n}" if len(lc_sizes) > 1 else "")
         sub = ctx.sub(k / len(plan), (k + 1) / len(plan), f"{label} seed {seed}: ")
         cells.append(runner.run_cell(row, seed, sub, budget=b, lc_size=n))
-    summary = interval_summary(cells)
+    summary = interval_summary(cells, dev_in_mlm=guard.dev_in_tc > 0)
     for entry in summary:
-        if (vs := entry["vs"].get("tapt")) and vs["delta"] < 0 and vs["p"] < 0.05:
-            ctx.log(f"{entry['row']}: significantly below TAPT ({vs['delta'] * 100:+.2f} points, p {vs['p']:.3f})")
+        if (vs := entry["vs"].get("tapt")) and vs["delta"] < 0 and vs["p_holm"] < 0.05:
+            ctx.log(f"{entry['row']}: significantly below TAPT ({vs['delta'] * 100:+.2f} points, Holm-adjusted p {vs['p_holm']:.3f})")
     return {"domain": domain, "rows": row_order(rows), "seeds": seeds, "cells": cells,
             "budgets": sorted({c["budget"] for c in cells if c["row"] not in BASELINES}), "lc_sizes": lc_sizes,
             "corpora": {k: {**r.to_dict(), "sentences": len(corpora[k])} for k, r in refs.items()},
-            "summary": summary,
+            "summary": summary, "protocol": guard.protocol, "verdict": experiment_verdict(summary, params.preset),
             "leakage": {k: {f: v[f] for f in ("exact", "near", "threshold", "per_against")} for k, v in leakage.items()},
             "summary_method": "95% CI: percentile bootstrap of the seed-mean F1, seeds then TEST sentences resampled "
-                              "(1000 resamples); vs: the same draws for both rows (paired over sentences and seeds), p by the "
+                              f"({N_RESAMPLES:,} resamples); vs: the same draws for both rows (paired over sentences and seeds), p by the "
                               "shifted null (Berg-Kirkpatrick et al. 2012)"}
 
 
@@ -227,8 +251,8 @@ def pretraining_leakage(corpora: dict[str, Corpus], ctx: JobContext) -> dict[str
         test = report["per_against"].get("test", {})
         if test:
             ctx.log(f"warning: {name.upper()} holds {test.get('exact', 0)} exact and {test.get('near', 0)} near duplicates of "
-                    f"TEST sentences (near: verified word-2-gram Jaccard >= {report['threshold']}): MLM on it may see evaluation "
-                    "text (exclude_leaked / --exclude-leaked drops them from SC)")
+                    f"TEST sentences (near: verified word-2-gram Jaccard >= {report['threshold']}): they are dropped before "
+                    "any MLM (core.experiments.guard)")
     return out
 
 

@@ -124,7 +124,8 @@ RECIPE_FILE = "recipe.json"
 # What every cell of a run folder must share. Rows, seeds, SC budgets and LC sizes may grow between runs of the same
 # folder (new cells); a different encoder, preset, MLM/NER setting, checkpoint pick or rehearsal would mix two recipes
 # in one table.
-RECIPE_FIELDS = ("model", "preset", "mlm_config", "ner_config", "pick_checkpoint", "rehearsal_share", "exclude_leaked")
+RECIPE_FIELDS = ("model", "preset", "mlm_config", "ner_config", "pick_checkpoint", "rehearsal_share", "exclude_leaked",
+                 "allow_dev_in_mlm")
 # What a cell without pretraining (`none`) depends on: two recipes that agree here share their `none` cells.
 NONE_RECIPE_FIELDS = ("model", "preset", "ner_config")
 
@@ -170,6 +171,8 @@ def recipe_label(params: Any) -> str:
         parts.append(f"rehearsal={r['rehearsal_share']:g}")
     if r["exclude_leaked"]:
         parts.append("exclude-leaked")
+    if r.get("allow_dev_in_mlm"):
+        parts.append("DEV-in-MLM")
     if r["pick_checkpoint"]:
         parts.append(f"pick{r['pick_checkpoint']}")
     return " + ".join(parts)

@@ -19,7 +19,15 @@ from typing import Any
 import numpy as np
 
 from core.experiments.plan import BASELINES
-from core.experiments.statistics import N_RESAMPLES, counts_from_predictions, decode_counts, encode_counts, summary_entry
+from core.experiments.statistics import (
+    ALPHA,
+    N_RESAMPLES,
+    counts_from_predictions,
+    decode_counts,
+    encode_counts,
+    holm,
+    summary_entry,
+)
 
 PREDICTIONS_FILE = "test_predictions.jsonl"
 BASELINE_ROWS = ("tapt", "none")
@@ -80,9 +88,24 @@ def _label(cell: dict[str, Any], split_budgets: set[str], lc_sizes: list[int]) -
 
 
 def interval_summary(cells: Sequence[dict[str, Any]], baselines: Sequence[str] = BASELINE_ROWS, n_boot: int = N_RESAMPLES,
-                     seed: int = 0) -> list[dict[str, Any]]:
+                     seed: int = 0, dev_in_mlm: bool = False) -> list[dict[str, Any]]:
     """One entry per row (per SC budget when a strategy ran several, per LC size when there were several), each
-    compared with the `baselines` present and, for a selection strategy, with the random control (CONTROL_ROW)."""
+    compared with the `baselines` present and, for a selection strategy, with the random control (CONTROL_ROW); every
+    comparison carries `p_holm`, Holm-adjusted over all comparisons of these cells. `dev_in_mlm`: the run allowed DEV
+    text in its MLM corpora, marked on every pretraining row."""
+    out = _entries(cells, baselines, n_boot, seed)
+    tests = [t for e in out for t in (e.get("vs") or {}).values()]
+    for t, adjusted in zip(tests, holm([t["p"] for t in tests])):
+        t["p_holm"] = adjusted
+        t["holm_family"] = len(tests)
+    if dev_in_mlm:
+        for e in out:
+            if not e["row"].startswith("none"):
+                e["dev_in_mlm"] = True
+    return out
+
+
+def _entries(cells: Sequence[dict[str, Any]], baselines: Sequence[str], n_boot: int, seed: int) -> list[dict[str, Any]]:
     lc_sizes = sorted({c["lc_size"] for c in cells if c.get("lc_size") is not None})
     budgets: dict[str, set] = {}
     for c in cells:
@@ -122,29 +145,46 @@ def interval_text(entry: dict[str, Any], scale: float = 100.0) -> str:
         text += f" [{lo * scale:.2f}, {hi * scale:.2f}]"
     if entry.get("seeds", 0) < 2:
         text += " (1 seed)"
+    if entry.get("dev_in_mlm"):
+        text += " (DEV in MLM)"
     return text
 
 
+def adjusted_p(t: dict[str, Any]) -> float:
+    """The p a verdict or a star reads: Holm-adjusted where the comparison has one, else the raw p (a single test)."""
+    return float(t.get("p_holm", t["p"]))
+
+
+def p_text(t: dict[str, Any]) -> str:
+    """'p 0.012 (Holm 0.048)' with a star from the adjusted p only."""
+    star = " *" if adjusted_p(t) < ALPHA else ""
+    holm_part = f" (Holm {t['p_holm']:.3f})" if "p_holm" in t else ""
+    return f"p {t['p']:.3f}{holm_part}{star}"
+
+
 def comparison_rows(entries: Sequence[dict[str, Any]], scale: float = 100.0) -> list[dict[str, Any]]:
-    """One table row per (row, baseline) pair: the difference, its interval, p and the seeds it needs."""
+    """One table row per (row, baseline) pair: the difference, its interval, p, Holm-adjusted p and whether that is
+    below 0.05."""
     rows = []
     for e in entries:
         for base, t in (e.get("vs") or {}).items():
-            needed = t.get("seeds_needed")
             rows.append({"row": e["row"], "vs": base, "delta": round(t["delta"] * scale, 2),
                          "95% CI": f"[{t['ci'][0] * scale:.2f}, {t['ci'][1] * scale:.2f}]", "p": round(t["p"], 4),
-                         "significant (p < 0.05)": t["p"] < 0.05, "seeds": t.get("seeds"),
-                         "seeds needed": needed if needed is not None else t.get("seeds_needed_note", "")})
+                         "p (Holm)": round(adjusted_p(t), 4), "significant (Holm p < 0.05)": adjusted_p(t) < ALPHA,
+                         "seeds": t.get("seeds")})
     return rows
 
 
-def pretraining_verdicts(entries: Sequence[dict[str, Any]], scale: float = 100.0) -> list[dict[str, Any]]:
+def pretraining_verdicts(entries: Sequence[dict[str, Any]], scale: float = 100.0, evidence: bool = True) -> list[dict[str, Any]]:
     """For every pretraining row (TAPT, DAPT, a selection): did it beat no pretraining, by how much and how
-    sure. "harmed" / "helped" when the 95% CI of the paired difference lies wholly below / above 0; else
+    sure. "harmed" / "helped" when the Holm-adjusted p is below 0.05 and the difference is below / above 0; else
     "did not help" (point estimate below none) or "no clear gain". A default recipe that can lower F1 must say so.
-    Then, for every selection held against the random control, whether choosing beat drawing at random."""
+    Then, for every selection held against the random control, whether choosing beat drawing at random. A smoke-test
+    preset's rows (`evidence` False) are said to be no evidence, whatever the figures."""
     verdicts = _against_none(entries, scale) + _against_control(entries, scale)
     for v in verdicts:  # how a page shows it: st.warning / st.success / st.info
+        if not evidence:
+            v.update(bad=False, text=f"smoke test, not evidence: {v['text']}")
         v["tone"] = "warning" if v["bad"] else "success" if v["verdict"] in ("helped", "beat") else "info"
     return verdicts
 
@@ -160,21 +200,25 @@ def _paired(entries: Sequence[dict[str, Any]], base: str,
             continue
         d, lo, hi = t["delta"] * scale, t["ci"][0] * scale, t["ci"][1] * scale
         out.append((e, {"row": e["row"], "against": base, "delta": round(d, 2), "ci": [round(lo, 2), round(hi, 2)],
-                        "p": t["p"], "seeds": t.get("seeds") or e.get("seeds") or 0}, (d, lo, hi)))
+                        "p": t["p"], "p_holm": adjusted_p(t), "seeds": t.get("seeds") or e.get("seeds") or 0}, (d, lo, hi)))
     return out
 
 
 def _figures(v: dict[str, Any], d: float, lo: float, hi: float) -> str:
-    return (f"{d:+.2f} test F1 points [{lo:+.2f}, {hi:+.2f}], p = {v['p']:.3f}, "
+    return (f"{d:+.2f} test F1 points [{lo:+.2f}, {hi:+.2f}], p = {v['p']:.3f}, Holm-adjusted {v['p_holm']:.3f}, "
             f"{v['seeds']} seed{'s' if v['seeds'] != 1 else ''}")
 
 
+def _significant(v: dict[str, Any]) -> bool:
+    return v["p_holm"] < ALPHA
+
+
 def _against_control(entries: Sequence[dict[str, Any]], scale: float) -> list[dict[str, Any]]:
-    """"beat" / "fell below" the random control when the 95% CI lies wholly above / below 0, else "no clear
-    difference": then the selection's gain, if any, came from more DC text, not from what it chose."""
+    """"beat" / "fell below" the random control when the Holm-adjusted p is below 0.05, else "no clear difference":
+    then the selection's gain, if any, came from more DC text, not from what it chose."""
     out = []
     for e, v, (d, lo, hi) in _paired(entries, CONTROL_ROW, scale):
-        verdict = "beat" if lo > 0 else "fell below" if hi < 0 else "no clear difference"
+        verdict = ("beat" if d > 0 else "fell below") if _significant(v) else "no clear difference"
         words = "was not clearly better than" if verdict == "no clear difference" else verdict
         out.append({**v, "verdict": verdict, "bad": verdict == "fell below",
                     "text": f"{e['row']}: the selection {words} the random control (the same number of DC sentences "
@@ -185,11 +229,39 @@ def _against_control(entries: Sequence[dict[str, Any]], scale: float) -> list[di
 def _against_none(entries: Sequence[dict[str, Any]], scale: float) -> list[dict[str, Any]]:
     out = []
     for e, v, (d, lo, hi) in _paired(entries, "none", scale):
-        verdict = "harmed" if hi < 0 else "helped" if lo > 0 else "did not help" if d < 0 else "no clear gain"
+        verdict = ("helped" if d > 0 else "harmed") if _significant(v) else "did not help" if d < 0 else "no clear gain"
         label = e["row"] + (f" ({e['label']})" if e.get("label") and e.get("label") != e["row"] else "")
         out.append({**v, "verdict": verdict, "bad": verdict in ("harmed", "did not help"),
                     "text": f"{label}: pretraining {verdict} against no pretraining: {_figures(v, d, lo, hi)}"})
     return out
+
+
+def experiment_verdict(entries: Sequence[dict[str, Any]], preset: str | None) -> dict[str, Any]:
+    """The experiment's answer in one object and one sentence, read from Holm-adjusted p only: does pretraining help
+    against none, does a selection beat the random control. `evidence` is False for a smoke-test preset."""
+    from core.train.presets import SMOKE_PRESETS
+
+    verdicts = pretraining_verdicts(entries)
+    vs_none = [v for v in verdicts if v["against"] == "none"]
+    vs_random = [v for v in verdicts if v["against"] == CONTROL_ROW]
+    helped = [v["row"] for v in vs_none if v["verdict"] == "helped"]
+    harmed = [v["row"] for v in vs_none if v["verdict"] == "harmed"]
+    beat = [v["row"] for v in vs_random if v["verdict"] == "beat"]
+    below = [v["row"] for v in vs_random if v["verdict"] == "fell below"]
+    pretraining = ("mixed" if helped and harmed else "yes" if helped else "no, it harms" if harmed
+                   else "cannot say" if vs_none else "not tested")
+    selection = ("mixed" if beat and below else "yes" if beat else "no, below random" if below
+                 else "cannot say" if vs_random else "not tested")
+    family = max([int(t.get("holm_family", 1)) for e in entries for t in (e.get("vs") or {}).values()] or [0])
+    text = (f"pretraining helps against none: {pretraining}"
+            + (f" ({', '.join(helped or harmed)})" if helped or harmed else "")
+            + f"; selection beats random: {selection}" + (f" ({', '.join(beat or below)})" if beat or below else "")
+            + f" (Holm-adjusted p < {ALPHA} over {family} comparisons)")
+    evidence = preset not in SMOKE_PRESETS
+    if not evidence:
+        text = f"smoke test (preset {preset}): not evidence, the figures only show that the setup runs; would read: {text}"
+    return {"evidence": evidence, "preset": preset, "pretraining_helps": pretraining, "selection_beats_random": selection,
+            "comparisons": family, "text": text}
 
 
 def _by_row(cells: Sequence[dict[str, Any]], key: str) -> dict[str, list[dict[str, Any]]]:

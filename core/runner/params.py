@@ -157,7 +157,11 @@ class ExperimentParams:
     mlm_config: dict[str, Any] | None = None
     ner_config: dict[str, Any] | None = None
     domain: str | None = None
-    exclude_leaked: bool = False  # drop selected DC sentences that duplicate DEV/TEST text (core.selection.leakage) before MLM
+    # DC sentences duplicating TEST, and DEV, are always dropped before any MLM (core.experiments.guard); this also drops
+    # DC's DEV duplicates where allow_dev_in_mlm keeps DEV text in TC
+    exclude_leaked: bool = False
+    # DEV text in TC refuses the run (DEV drives early stopping and the pick); True runs it anyway, recorded with the result
+    allow_dev_in_mlm: bool = False
     # keep this many MLM snapshots per cell and fine-tune NER from the one (or the base encoder) a short DEV-F1 probe
     # scores best (core.train.checkpoint_pick), so a pretraining phase never silently hands on a worse encoder; 0: off;
     # None: the preset's (core.train.presets.EXPERIMENT, pick_defaults), filled in when the job is submitted

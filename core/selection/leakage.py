@@ -17,36 +17,20 @@ index plus one batch for millions of sentences.
 
 from __future__ import annotations
 
-import unicodedata
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 from core.data.corpus import Corpus
+from core.data.neardup import MIN_WORDS_NEAR, THRESHOLD, normalize, shingles
+from core.data.neardup import jaccard as _jaccard
 from core.data.stream import CorpusStream, open_corpus_stream
 from core.data.workspace import Workspace, resolve_corpus_ref
 from core.errors import UserError
 from core.progress import Progress, silent
 from core.selection.store import find_selection, selection_texts
 
-THRESHOLD = 0.5  # verified Jaccard of word 2-gram sets at or above which two sentences are near duplicates
 NUM_PERM = 128  # MinHash permutations: LSH recall near the threshold above 0.95 at datasketch's band choice
-MIN_WORDS_NEAR = 3
 MAX_EXAMPLES = 50
-
-
-def normalize(text: str) -> str:
-    """Case-folded words without punctuation, one space apart: what 'the same sentence' means here."""
-    kept = "".join(" " if unicodedata.category(c).startswith("P") else c for c in text.casefold())
-    return " ".join(kept.split())
-
-
-def shingles(normalized: str) -> set[str]:
-    words = ["<s>", *normalized.split(), "</s>"]
-    return {f"{a} {b}" for a, b in zip(words, words[1:])}
-
-
-def _jaccard(a: set[str], b: set[str]) -> float:
-    return len(a & b) / len(a | b) if a or b else 1.0
 
 
 class LeakageIndex:
@@ -101,6 +85,7 @@ def scan(corpus: Corpus | CorpusStream, index: LeakageIndex, progress: Progress 
     exact = near = 0
     leaked: list[int] = []
     per: dict[str, dict[str, int]] = {}
+    by: dict[str, list[int]] = {}  # per labeled corpus, the rows that duplicate one of its sentences
     examples: list[dict[str, Any]] = []
     for texts in stream.text_batches():
         for k, found in enumerate(index.matches(texts)):
@@ -113,6 +98,7 @@ def scan(corpus: Corpus | CorpusStream, index: LeakageIndex, progress: Progress 
             near += not is_exact
             for name in {f[0] for f in found}:
                 per.setdefault(name, {"exact": 0, "near": 0})["exact" if is_exact else "near"] += 1
+                by.setdefault(name, []).append(i)
             if len(examples) < max_examples:
                 name, j, sim, _ = max(found, key=lambda f: f[2])
                 examples.append({"corpus_index": i, "against": name, "index": j, "similarity": round(sim, 4),
@@ -120,7 +106,7 @@ def scan(corpus: Corpus | CorpusStream, index: LeakageIndex, progress: Progress 
         done += len(texts)
         progress(done / max(n, 1), f"{done:,} of {n:,} sentences checked, {exact + near:,} leaked")
     return {"sentences": n, "exact": exact, "near": near, "threshold": index.threshold, "per_against": per,
-            "examples": examples, "leaked_indices": leaked}
+            "examples": examples, "leaked_indices": leaked, "indices_per_against": by}
 
 
 def labeled_texts(ws: Workspace | None, refs: Iterable[str]) -> dict[str, list[str]]:

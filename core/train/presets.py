@@ -20,6 +20,9 @@ from core.errors import UserError
 
 DEFAULT_PRESET = "demo"  # what a job, a CLI command and a page run when no preset is named
 PRESETS = ("tiny", "demo", "study", "paper")  # cheapest first
+# Smoke tests: minutes of training that check a setup end to end. Their F1 differences are never evidence (4 MLM steps
+# at lr 1e-3 can wreck an encoder); an experiment's verdict says so instead of "pretraining harmed".
+SMOKE_PRESETS = ("tiny", "demo")
 
 # Settings that differ from core.train.mlm.MlmConfig's defaults (the seed paper's: 5 epochs, batch 64).
 MLM: dict[str, dict[str, Any]] = {

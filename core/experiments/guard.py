@@ -1,0 +1,96 @@
+"""DEV and TEST text kept out of every MLM corpus of an experiment, checked before anything trains.
+
+DEV drives NER early stopping and the checkpoint pick: an encoder pretrained on DEV sentences scores higher on
+DEV without being better, so the pick prefers it and the DEV curve flatters it (CrossNER's first protocol put DEV
+half A into TC; TAPT's DEV gain then exceeded its TEST gain by a point). TEST text in pretraining leaks the answer.
+
+- DEV text in TC (an MLM corpus the user chose) is refused, with counts and an example, unless the run says
+  `allow_dev_in_mlm` (recorded in the run folder and beside every row it feeds).
+- TEST text in TC is dropped from TC before anything reads it (how many is listed in the result).
+- DC is a pool the MLM corpora are drawn from (SC, DAPT's DC, rehearsal): its sentences that duplicate TEST, and
+  DEV unless allowed, are dropped from it before selection, so no MLM corpus can receive them.
+Duplicates are exact or near (core.selection.leakage: normalised text, verified word-2-gram Jaccard).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from core.data.corpus import Corpus
+from core.errors import UserError
+
+GUARD_FILE = "mlm_guard.json"  # in the run folder: what was dropped, what was allowed
+
+
+@dataclass
+class GuardReport:
+    """What the guard did; `protocol` goes into the result JSON as is."""
+
+    allow_dev_in_mlm: bool
+    dev_in_tc: int  # TC sentences duplicating DEV (0 unless allowed: otherwise refused)
+    dropped: dict[str, dict[str, int]] = field(default_factory=dict)  # corpus -> {"dev": n, "test": n}
+
+    @property
+    def protocol(self) -> dict[str, Any]:
+        return {"dev_in_mlm": self.dev_in_tc, "allow_dev_in_mlm": self.allow_dev_in_mlm, "dropped_from_mlm": self.dropped}
+
+
+def _example(report: dict[str, Any], against: str) -> str:
+    found = next((e for e in report.get("examples", []) if e["against"] == against), None)
+    return f" (e.g. {found['text'][:80]!r}, {found['similarity']:.2f} similar)" if found else ""
+
+
+def guard_mlm_corpora(tc: Corpus, dc: Corpus, leakage: dict[str, dict[str, Any]], allow_dev_in_mlm: bool,
+                      pretrains: bool, tc_name: str = "TC", drop_dev_from_dc: bool = False) -> tuple[Corpus, Corpus, GuardReport]:
+    """(TC, DC, report) with evaluation text removed as the module says; UserError for DEV text in TC when any row
+    pretrains and the run does not allow it. `leakage`: core.selection.leakage reports of TC and DC against
+    {"dev", "test"}, with `indices_per_against`. `drop_dev_from_dc` (a run's exclude_leaked) drops DC's DEV
+    duplicates even where DEV text is allowed."""
+    tc_leak, dc_leak = leakage["tc"], leakage["dc"]
+    dev_rows = set(tc_leak.get("indices_per_against", {}).get("dev", []))
+    if dev_rows and pretrains and not allow_dev_in_mlm:
+        per = tc_leak["per_against"]["dev"]
+        raise UserError(f"DEV text in the MLM corpus {tc_name}: {per['exact']} exact and {per['near']} near duplicates of "
+                        f"DEV sentences{_example(tc_leak, 'dev')}. DEV drives early stopping and the checkpoint pick, so "
+                        "pretraining on it flatters DEV F1 and the pick. Use a TC without DEV text (e.g. TC = train), or "
+                        "allow it explicitly (--allow-dev-in-mlm; recorded with the results)")
+    report = GuardReport(allow_dev_in_mlm=allow_dev_in_mlm, dev_in_tc=len(dev_rows) if pretrains else 0)
+    tc_test = set(tc_leak.get("indices_per_against", {}).get("test", []))
+    if tc_test:
+        tc = _without(tc, tc_test)
+        report.dropped["tc"] = {"dev": 0, "test": len(tc_test)}
+    dc_by = dc_leak.get("indices_per_against", {})
+    keep_dev = allow_dev_in_mlm and not drop_dev_from_dc
+    dc_drop = set(dc_by.get("test", [])) | (set() if keep_dev else set(dc_by.get("dev", [])))
+    if dc_drop:
+        dc = _without(dc, dc_drop)
+        report.dropped["dc"] = {"dev": 0 if keep_dev else len(set(dc_by.get("dev", []))), "test": len(set(dc_by.get("test", [])))}
+    return tc, dc, report
+
+
+def _without(corpus: Corpus, rows: set[int]) -> Corpus:
+    kept = corpus.subset([i for i in range(len(corpus)) if i not in rows])
+    kept.name = corpus.name
+    return kept
+
+
+def guard_text_of(protocol: dict[str, Any] | None) -> list[str]:
+    """guard_text of a result JSON's `protocol` (nothing for a result from before the guard)."""
+    if not protocol:
+        return []
+    return guard_text(GuardReport(bool(protocol.get("allow_dev_in_mlm")), int(protocol.get("dev_in_mlm") or 0),
+                                  dict(protocol.get("dropped_from_mlm") or {})))
+
+
+def guard_text(report: GuardReport) -> list[str]:
+    """What the log and the CLI say about the guard."""
+    lines = []
+    if report.allow_dev_in_mlm and report.dev_in_tc:
+        lines.append(f"warning: DEV text in TC allowed ({report.dev_in_tc} sentences): DEV F1 and the checkpoint pick are "
+                     "optimistic for every pretraining row; TEST F1 is the figure to read")
+    for name, counts in report.dropped.items():
+        what = " and ".join(f"{n} duplicating {k.upper()}" for k, n in counts.items() if n)
+        if what:
+            lines.append(f"{name.upper()}: {what} dropped before any MLM")
+    return lines

@@ -1,0 +1,58 @@
+"""Issue 42: DEV and TEST text kept out of every MLM corpus. DEV text in TC is refused (exit 2, naming DEV, no
+traceback) unless allowed, which is recorded in the run folder, the result and beside every pretraining row; TEST
+text is dropped from TC and DC, and how many is listed in the result. A smoke preset's verdict is no evidence."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from core.cli import main
+from tests.conftest import TOY_SENTENCES
+from tests.ner_data import single_thread_torch, write_toy_conll  # noqa: F401 - fixture
+from tests.test_experiment import unlike
+
+pytestmark = pytest.mark.usefixtures("single_thread_torch")
+
+
+def _args(tmp_path, tc, dc, model, *extra: str) -> list[str]:
+    labeled = write_toy_conll(tmp_path / "lab.conll")
+    return ["--workspace", str(tmp_path / "ws"), "experiment", "--tc", str(tc), "--dc", str(dc), "--lc", labeled,
+            "--dev", labeled, "--test", labeled, "--baselines", "none,tapt", "--seeds", "1", "--model", str(model),
+            "--preset", "tiny", "--out", str(tmp_path / "exp"), "--quiet", *extra]
+
+
+def test_dev_text_in_tc_is_refused_then_allowed_and_recorded(tmp_path, tiny_bert_dir, capsys):
+    tc, dc = tmp_path / "tc.txt", tmp_path / "dc.txt"
+    tc.write_text("\n".join([*TOY_SENTENCES[:3], *(unlike(s) for s in TOY_SENTENCES[3:8])]) + "\n")  # 3 DEV sentences
+    dc.write_text("\n".join(unlike(s, k) for k in (1, 2) for s in TOY_SENTENCES[:8]) + "\n")
+    assert main(_args(tmp_path, tc, dc, tiny_bert_dir)) == 2
+    err = capsys.readouterr().err
+    assert "DEV text in the MLM corpus" in err and "3 exact" in err and "--allow-dev-in-mlm" in err
+    assert "Traceback" not in err and not list((tmp_path / "exp").glob("cells/*/seed-*/cell.json"))  # nothing trained
+
+    assert main(_args(tmp_path, tc, dc, tiny_bert_dir, "--allow-dev-in-mlm")) == 0
+    out = capsys.readouterr().out
+    assert "DEV text in TC allowed (3 sentences)" in out and "(DEV in MLM)" in out
+    guard = json.loads((tmp_path / "exp" / "mlm_guard.json").read_text())
+    assert guard["allow_dev_in_mlm"] is True and guard["dev_in_mlm"] == 3
+    result = json.loads((tmp_path / "exp" / "result.json").read_text())
+    assert result["protocol"]["dev_in_mlm"] == 3
+    rows = {e["row"]: e for e in result["summary"]}
+    assert rows["tapt"]["dev_in_mlm"] is True and "dev_in_mlm" not in rows["none"]
+
+
+def test_test_text_is_dropped_from_tc_and_dc_and_counted(tmp_path, tiny_bert_dir, capsys):
+    """The labeled toy corpus is DEV and TEST at once here, so its text is DEV text too: allowed, TC keeps it, but a
+    sentence that duplicates TEST is dropped from TC and DC all the same."""
+    tc, dc = tmp_path / "tc.txt", tmp_path / "dc.txt"
+    tc.write_text("\n".join([TOY_SENTENCES[0], *(unlike(s) for s in TOY_SENTENCES[1:8])]) + "\n")
+    dc.write_text("\n".join([*(unlike(s, 1) for s in TOY_SENTENCES[:8]), TOY_SENTENCES[1].replace(".", "!"),
+                             TOY_SENTENCES[2]]) + "\n")
+    assert main(_args(tmp_path, tc, dc, tiny_bert_dir, "--allow-dev-in-mlm")) == 0
+    result = json.loads((tmp_path / "exp" / "result.json").read_text())
+    dropped = result["protocol"]["dropped_from_mlm"]
+    assert dropped["tc"] == {"dev": 0, "test": 1} and dropped["dc"] == {"dev": 0, "test": 2}
+    assert "TC: 1 duplicating TEST dropped before any MLM" in capsys.readouterr().out
+    assert not result["verdict"]["evidence"] and result["verdict"]["text"].startswith("smoke test (preset tiny)")
