@@ -1,11 +1,11 @@
 """The CrossNER study (issue 11): does pretraining on selected sentences beat TAPT and no pretraining?
 
-For one target domain, builds the study corpora (core.experiments.study: TC = train + dev half A, LC = train,
-DEV = dev half A, DC = dev half B + the four other domains, TEST = test), imports them into a study
+For one target domain, builds the study corpora (core.experiments.study, protocol v2: TC = train, LC = train,
+DEV = dev half A, DC = dev half B + the four other domains, TEST = test; no DEV or TEST text in an MLM corpus), imports them into a study
 workspace with the product's own import (Workspace.import_corpus, as `python -m core import`), runs
 the product's own `experiment` (jobs.run_inline, as `python -m core experiment`) over the rows and
-seeds, and writes docs/results/crossner-<domain>-<variant>.json (crossner-<domain>.json for the `study` preset
-without checkpoint pick; `--out` names it yourself): the git commit, the protocol's sizes, mean ± std
+seeds, and writes docs/results/crossner-v2-<domain>-<variant>.json (`--out` names it yourself; the results of the
+first protocol, crossner-<domain>-*.json, stay as they were and say "protocol v1"): the git commit, the protocol's sizes, mean ± std
 of TEST F1 per row, each selection's domain precision (share of selected DC sentences from the
 target, next to random's expectation), per-type F1 per row and every cell.
 
@@ -85,8 +85,10 @@ def restore_cells(previous: Path, run_dir: Path, params: dict[str, Any], protoco
         raise UserError(f"{previous}: not a study result JSON ({exc}); give another --out or move it away") from exc
     if not isinstance(data, dict) or not isinstance(data.get("cells"), list) or not isinstance(data.get("params"), dict):
         raise UserError(f"{previous}: not a study result JSON (expected params and a list of cells)")
-    old_protocol = {k: (data.get("protocol") or {}).get(k) for k in ("split_seed", "sizes")}
-    if data.get("domain") != params["domain"] or old_protocol != {k: protocol.get(k) for k in old_protocol} \
+    def protocol_of(p: dict[str, Any]) -> dict[str, Any]:  # a result from before protocols had names is v1
+        return {k: p.get(k, "v1" if k == "name" else None) for k in ("name", "split_seed", "sizes")}
+
+    if data.get("domain") != params["domain"] or protocol_of(data.get("protocol") or {}) != protocol_of(protocol) \
             or recipe_differences(recipe_of(data["params"]), recipe_of(params)):
         print(f"{previous} is another study (domain, protocol or recipe): no cells restored from it", file=sys.stderr)
         return None
@@ -116,6 +118,16 @@ def restore_cells(previous: Path, run_dir: Path, params: dict[str, Any], protoco
         if base is not None and pick.get("probe_lc") and not score.exists():
             atomic_write_json(score, {"dev_f1": base, "candidate": "base", "path": params.get("model"), "restored_from": origin})
     return {**origin, "cells": restored, "domain_precision": data.get("domain_precision") or {}} if restored else None
+
+
+def guard_record(result: dict[str, Any] | None, run_dir: Path) -> dict[str, Any]:
+    """What the experiment's MLM guard did (core.experiments.guard): from the result, else the run folder's record."""
+    from core.experiments.guard import GUARD_FILE
+
+    if result and result.get("protocol"):
+        return result["protocol"]
+    path = run_dir / GUARD_FILE
+    return json.loads(path.read_text("utf-8")) if path.is_file() else {}
 
 
 def import_study(ws, study) -> dict[str, str]:
@@ -281,7 +293,7 @@ def main() -> int:
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--domain", default="music", help="target CrossNER domain (ai, literature, music, politics, science)")
-    parser.add_argument("--workspace", help="study workspace (default: workspace/study-<domain> in the checkout, git-ignored)")
+    parser.add_argument("--workspace", help="study workspace (default: workspace/study-<domain>-v2 in the checkout, git-ignored)")
     parser.add_argument("--seeds", default="1,2,3")
     parser.add_argument("--preset", default="study", help="training preset of every cell (core.train.presets.PRESETS)")
     parser.add_argument("--rows", default=",".join(ROWS), help="baselines (none, tapt, dapt, tapt+dapt) and selection strategies")
@@ -322,8 +334,8 @@ def main() -> int:
     from core.errors import UserError
     from core.experiments.experiment import format_results, load_cells, per_type_table, summarize
     from core.experiments.plan import BASELINES
-    from core.experiments.study import SPLIT_SEED, crossner_protocol
-    from core.experiments.summary import interval_summary, portable_cells
+    from core.experiments.study import PROTOCOL, PROTOCOLS, SPLIT_SEED, crossner_protocol
+    from core.experiments.summary import experiment_verdict, interval_summary, portable_cells
     from core.runner import jobs
     from core.train.presets import PRESETS
 
@@ -336,7 +348,7 @@ def main() -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     rows = [r.strip() for r in args.rows.split(",") if r.strip()]
-    ws = Workspace(args.workspace or ROOT / "workspace" / f"study-{args.domain}")
+    ws = Workspace(args.workspace or ROOT / "workspace" / f"study-{args.domain}-{PROTOCOL}")
     # --status reads a study that may be running: it must not write into its workspace
     names = {r: f"{study.domain}-{r}" for r in study.by_role()} if args.status else import_study(ws, study)
     print(f"study workspace {ws.root}: " + ", ".join(f"{r.upper()} {names[r]} ({n})" for r, n in study.sizes().items()))
@@ -350,28 +362,28 @@ def main() -> int:
         return 2
     params.update(recipe)
     run_dir = ws.runs_dir / f"study-{args.domain}-{variant}"
-    out = Path(args.out) if args.out else ROOT / "docs" / "results" / (
-        f"crossner-{args.domain}.json" if variant == "study" else f"crossner-{args.domain}-{variant}.json")
+    out = Path(args.out) if args.out else ROOT / "docs" / "results" / f"crossner-{PROTOCOL}-{args.domain}-{variant}.json"
 
     def write(result: dict[str, Any] | None, started: float, error: str | None = None, complete: bool = False) -> None:
         cells = portable_cells(result["cells"] if result else load_cells(run_dir))  # counts inline: merges later
         summary = summarize(cells) if cells else {}
+        intervals = interval_summary(cells) if cells else []  # 95% CIs and paired tests (cells keep TEST predictions)
         payload = {
             "study": "CrossNER selective pretraining (issue 11)", "domain": args.domain, **git_commit(),
             # --status records the command that continues the study, not itself
             "command": " ".join([Path(sys.executable).name, *(a for a in sys.argv if a != "--status")]),
             "finished": result is not None or complete, "error": error,
             "written": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "seconds_this_run": round(time.time() - started, 1),
-            "protocol": {"split_seed": SPLIT_SEED, "sizes": study.sizes(),
+            "protocol": {"name": PROTOCOL, "split_seed": SPLIT_SEED, "sizes": study.sizes(),
                          "dc_in_domain": sum(d == args.domain for d in study.dc.fields["domain"]),
-                         "description": "TC = train + dev half A (untagged); LC = train; DEV = dev half A; "
-                                        "DC = dev half B (untagged) + all sentences of the other four domains; TEST = test"},
+                         "description": PROTOCOLS[PROTOCOL], **guard_record(result, run_dir)},
+            "verdict": experiment_verdict(intervals, args.preset),
             "params": params, "run_dir": str(run_dir),
             **({"restored_from": origins} if (origins := _origins(cells)) else {}),
             "rows": {r: {"mean": s["mean"], "std": s["std"], "n": s["n"], "seeds": s["seeds"]} for r, s in summary.items()},
             "domain_precision": selection_precision(ws, cells, args.domain, earlier_precision),
             "per_type_f1": {r: s["per_type"] for r, s in summary.items()},
-            "summary": interval_summary(cells) if cells else [],  # 95% CIs and paired tests (cells keep TEST predictions)
+            "summary": intervals,
             "cells": cells,
         }
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -381,7 +393,7 @@ def main() -> int:
 
     started = time.time()
     try:
-        protocol = {"split_seed": SPLIT_SEED, "sizes": study.sizes()}
+        protocol = {"name": PROTOCOL, "split_seed": SPLIT_SEED, "sizes": study.sizes()}
         restored = None if args.status else restore_cells(out, run_dir, params, protocol, rows, seeds)
     except UserError as exc:
         print(f"error: {exc}", file=sys.stderr)

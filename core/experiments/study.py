@@ -1,18 +1,22 @@
-"""The CrossNER study protocol (issue 11): disjoint TC, DC, LC, DEV and TEST for one target domain.
+"""The CrossNER study protocol (issues 11 and 42): disjoint TC, DC, LC, DEV and TEST for one target domain.
 
 CrossNER ships labeled splits only, so the unlabeled corpora are made from them: the target's dev
 split is cut into two halves by a fixed seed;
 
-    TC   = train + dev half A, tags dropped     (the task-level corpus)
+    TC   = train, tags dropped, less sentences that (nearly) duplicate a DEV or TEST one   (the task-level corpus)
     LC   = train                                (labeled training set)
-    DEV  = dev half A                           (early stopping)
+    DEV  = dev half A                           (early stopping and the checkpoint pick)
     DC   = dev half B, tags dropped, + every sentence of the four other domains
     TEST = test
 
 DC then holds a few hundred in-domain sentences among about five thousand, as the seed paper's DC
-holds in-domain text beyond TC, and no TEST sentence reaches TC, DC or DEV (DC sentences whose
-text equals a TEST or TC sentence are dropped). Every sentence carries a `domain` field, so a
-selection's domain precision (share of selected DC sentences from the target; core.selection.strategies) can be scored.
+holds in-domain text beyond TC, and no DEV or TEST sentence reaches TC or DC (DC sentences whose
+text equals a TEST, DEV or TC sentence are dropped here; the experiment's MLM guard drops near duplicates too).
+Every sentence carries a `domain` field, so a selection's domain precision (share of selected DC sentences from the
+target; core.selection.strategies) can be scored.
+
+The first protocol (PROTOCOLS["v1"], results in docs/results before issue 42) put dev half A into TC as well: TAPT
+and every selection row pretrained on the sentences that drove early stopping and the checkpoint pick.
 Used by scripts/crossner_study.py and bench/bench_training.py; `demo_protocol` gives the same
 shape from the generated demo when CrossNER is absent.
 """
@@ -24,11 +28,20 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from core.data.corpus import Corpus, read_corpus
+from core.data.neardup import near_duplicate, normalize
 from core.errors import UserError
 
 DOMAINS = ("ai", "literature", "music", "politics", "science")
 SPLIT_SEED = 0  # the fixed seed of the dev halves: changing it changes every corpus of the study
 ROLES = ("tc", "dc", "lc", "dev", "test")
+PROTOCOL = "v2"  # the one crossner_protocol builds
+PROTOCOLS = {  # how each protocol's result JSONs were made: a table or README says which one a number comes from
+    "v1": "TC = train + dev half A (untagged); LC = train; DEV = dev half A; DC = dev half B (untagged) + all sentences "
+          "of the other four domains; TEST = test. DEV text is in TC: every pretraining row saw DEV.",
+    "v2": "TC = train (untagged) less its exact and near duplicates of DEV and TEST sentences (CrossNER's splits share a "
+          "few); LC = train; DEV = dev half A; DC = dev half B (untagged) + all sentences of the other "
+          "four domains, less any sentence equal to a TC, DEV or TEST one; TEST = test. No DEV or TEST text in an MLM corpus.",
+}
 
 
 @dataclass
@@ -76,10 +89,12 @@ def crossner_protocol(root: str | Path, domain: str, seed: int = SPLIT_SEED) -> 
     train, dev, test = (_tagged(splits[domain][s], domain, f"{domain}-{s}") for s in ("train", "dev", "test"))
     half_a, half_b = dev_halves(len(dev), seed)
     dev_a, dev_b = dev.subset(half_a), dev.subset(half_b)
-    tc = Corpus.concat([train, dev_a], name=f"{domain}-tc").unlabeled()
+    held_out = [normalize(t) for t in (*dev_a.texts(), *test.texts())]
+    tc = train.unlabeled().subset([i for i, t in enumerate(train.texts()) if not near_duplicate(t, held_out)])
+    tc.name = f"{domain}-tc"
     others = [_tagged(splits[d][s], d, f"{d}-{s}").unlabeled() for d in DOMAINS if d != domain for s in ("train", "dev", "test")]
     dc = Corpus.concat([dev_b.unlabeled(), *others], name=f"{domain}-dc")
-    held = set(tc.texts()) | set(test.texts())
+    held = set(tc.texts()) | set(test.texts()) | set(dev_a.texts())
     dc = dc.subset([i for i, t in enumerate(dc.texts()) if t not in held])
     dc.name = f"{domain}-dc"
     return StudyCorpora(tc=tc, dc=dc, lc=train.subset(range(len(train))), dev=_named(dev_a, f"{domain}-dev"), test=test,
@@ -99,4 +114,4 @@ def demo_protocol(domain: str = "music", seed: int = 13) -> StudyCorpora:
     return StudyCorpora(tc=demo.tc.unlabeled(), dc=demo.dc, lc=demo.lc, dev=demo.dev, test=demo.test, domain=domain, source="demo")
 
 
-__all__ = ["DOMAINS", "SPLIT_SEED", "StudyCorpora", "crossner_protocol", "demo_protocol", "dev_halves"]
+__all__ = ["DOMAINS", "PROTOCOL", "PROTOCOLS", "SPLIT_SEED", "StudyCorpora", "crossner_protocol", "demo_protocol", "dev_halves"]
