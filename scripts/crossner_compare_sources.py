@@ -127,7 +127,9 @@ def target_params(ws, target: str, variant: str, args: argparse.Namespace) -> tu
     run_dir = ws.runs_dir / f"compare-{target}-{variant}"
     return {"sources": [f"{d}-traindev" for d in DOMAINS], **refs, "measures": args.measures.split(","),
             "seeds": [int(s) for s in args.seeds.split(",")], "preset": args.preset, "model": args.model,
-            "out": str(run_dir)}, run_dir
+            # Dai et al.'s design: each domain's train + dev is a source, so the target's own source holds its DEV
+            # (refused by default since issue 42); allowed here and recorded, and README reads the diagonal so
+            "out": str(run_dir), "allow_dev_in_mlm": True}, run_dir
 
 
 def read_parts(path: Path) -> list[dict[str, Any]]:

@@ -56,6 +56,13 @@ TOY_SENTENCES = [
 ] * 3
 
 
+def unlike(sentence: str, shift: int = 0) -> str:
+    """A toy sentence's words in another order: the tiny model's vocabulary, none of DEV/TEST's word pairs (TC and DC
+    holding DEV or TEST text are refused or cleaned by the MLM guard, core.experiments.guard)."""
+    words = sentence.rstrip(" .").split()[::-1]
+    return " ".join(words[shift:] + words[:shift]) + " ."
+
+
 @pytest.fixture(scope="session")
 def tiny_bert_dir(tmp_path_factory) -> Path:
     from tests.tiny_models import build_tiny_bert

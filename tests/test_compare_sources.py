@@ -10,7 +10,7 @@ import pytest
 
 from core.cli import main
 from core.data.workspace import Workspace
-from tests.conftest import TOY_SENTENCES, load_script
+from tests.conftest import TOY_SENTENCES, load_script, unlike
 from tests.ner_data import single_thread_torch, write_toy_conll  # noqa: F401 - fixture
 
 pytestmark = pytest.mark.usefixtures("single_thread_torch")
@@ -19,7 +19,8 @@ pytestmark = pytest.mark.usefixtures("single_thread_torch")
 def test_compare_sources_json_and_lineage(tmp_path, tiny_bert_dir, capsys, monkeypatch):
     monkeypatch.setenv("NERSELECT_TORCH_THREADS", "1")
     ws = tmp_path / "ws"
-    for i, text in enumerate([TOY_SENTENCES[:8], [s.replace(".", "!") for s in TOY_SENTENCES], TOY_SENTENCES[4:]]):
+    for i, text in enumerate([[unlike(s) for s in TOY_SENTENCES[:8]], [unlike(s, 1) for s in TOY_SENTENCES],
+                              [unlike(s, 2) for s in TOY_SENTENCES[4:]]]):
         path = tmp_path / f"src{i}.txt"
         path.write_text("\n".join(text) + "\n")
         assert main(["--workspace", str(ws), "import", str(path), "--name", f"src{i}"]) == 0
@@ -57,7 +58,7 @@ def test_a_second_target_reuses_each_sources_mlm_model(tmp_path, tiny_bert_dir, 
     fine-tunes on the first comparison's MLM models instead of training them again."""
     monkeypatch.setenv("NERSELECT_TORCH_THREADS", "1")
     ws = tmp_path / "ws"
-    for i, text in enumerate([TOY_SENTENCES[:8], TOY_SENTENCES[4:]]):
+    for i, text in enumerate([[unlike(s) for s in TOY_SENTENCES[:8]], [unlike(s, 2) for s in TOY_SENTENCES[4:]]]):
         path = tmp_path / f"src{i}.txt"
         path.write_text("\n".join(text) + "\n")
         assert main(["--workspace", str(ws), "import", str(path), "--name", f"src{i}"]) == 0
@@ -205,7 +206,7 @@ def test_finished_cells_come_back_into_a_fresh_workspace_under_their_key_only(tm
 
     def workspace(name: str, src1: list[str]) -> Workspace:
         ws = Workspace(tmp_path / name)
-        for i, text in enumerate([TOY_SENTENCES[:8], src1]):
+        for i, text in enumerate([[unlike(s) for s in TOY_SENTENCES[:8]], [unlike(s, 2) for s in src1]]):
             path = tmp_path / f"{name}-src{i}.txt"
             path.write_text("\n".join(text) + "\n")
             ws.import_corpus(path, name=f"src{i}")

@@ -13,7 +13,7 @@ from core.experiments.experiment import load_cells, per_type_table, results_tabl
 from core.experiments.plan import BASELINES, parse_strategy
 from core.experiments.summary import interval_summary
 from core.runner import jobs
-from tests.conftest import TOY_SENTENCES
+from tests.conftest import TOY_SENTENCES, unlike
 from tests.ner_data import single_thread_torch, write_toy_conll  # noqa: F401 - fixture
 
 pytestmark = pytest.mark.usefixtures("single_thread_torch")
@@ -44,13 +44,6 @@ def test_parse_strategy():
     assert parse_strategy("cosine@b1") == ("cosine", "b1") and parse_strategy(" dsir ") == ("dsir", None)
     with pytest.raises(UserError):
         parse_strategy("cosine@b7")
-
-
-def unlike(sentence: str, shift: int = 0) -> str:
-    """A toy sentence's words in another order: the tiny model's vocabulary, none of DEV/TEST's word pairs (TC and DC
-    holding DEV or TEST text are refused or cleaned by the MLM guard, core.experiments.guard)."""
-    words = sentence.rstrip(" .").split()[::-1]
-    return " ".join(words[shift:] + words[:shift]) + " ."
 
 
 @pytest.fixture

@@ -9,9 +9,8 @@ import json
 import pytest
 
 from core.cli import main
-from tests.conftest import TOY_SENTENCES
+from tests.conftest import TOY_SENTENCES, unlike
 from tests.ner_data import single_thread_torch, write_toy_conll  # noqa: F401 - fixture
-from tests.test_experiment import unlike
 
 pytestmark = pytest.mark.usefixtures("single_thread_torch")
 
@@ -56,3 +55,25 @@ def test_test_text_is_dropped_from_tc_and_dc_and_counted(tmp_path, tiny_bert_dir
     assert dropped["tc"] == {"dev": 0, "test": 1} and dropped["dc"] == {"dev": 0, "test": 2}
     assert "TC: 1 duplicating TEST dropped before any MLM" in capsys.readouterr().out
     assert not result["verdict"]["evidence"] and result["verdict"]["text"].startswith("smoke test (preset tiny)")
+
+
+def test_compare_sources_refuses_a_source_holding_dev_text_unless_allowed(tmp_path, tiny_bert_dir, capsys):
+    from core.data.workspace import Workspace
+
+    ws = Workspace(tmp_path / "ws")
+    for name, text in (("own", TOY_SENTENCES[:8]), ("other", [unlike(s, 1) for s in TOY_SENTENCES[:8]])):
+        (tmp_path / f"{name}.txt").write_text("\n".join(text) + "\n")
+        ws.import_corpus(tmp_path / f"{name}.txt", name=name)
+    labeled = write_toy_conll(tmp_path / "lab.conll")
+    test = tmp_path / "test.conll"  # TEST unlike DEV: only DEV text is in the source here
+    test.write_text("".join("".join(f"{w}\t{'B-PER' if k == 0 else 'O'}\n" for k, w in enumerate(unlike(s, 3).split())) + "\n"
+                            for s in TOY_SENTENCES[:8]))
+    argv = ["--workspace", str(ws.root), "compare-sources", "--sources", "own,other", "--lc", labeled, "--dev", labeled,
+            "--test", str(test), "--target", "own", "--measures", "tvc", "--preset", "tiny", "--model", str(tiny_bert_dir),
+            "--out", str(tmp_path / "cs"), "--json", "--quiet"]
+    assert main(argv) == 2
+    assert "DEV text in the MLM corpus source own" in capsys.readouterr().err
+    assert main([*argv, "--allow-dev-in-mlm"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["protocol"]["allow_dev_in_mlm"] is True
+    assert result["protocol"]["sources"]["own"]["dev_in_mlm"] == 8 and result["protocol"]["sources"]["other"]["dev_in_mlm"] == 0

@@ -29,6 +29,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--preset", default=field_default(CompareSourcesParams, "preset"), choices=PRESETS, help="MLM and NER training preset")
     p.add_argument("--model", default=field_default(CompareSourcesParams, "model"), help="base encoder")
     p.add_argument("--out", required=True, help="run folder (rerun with the same folder to resume)")
+    p.add_argument("--allow-dev-in-mlm", action="store_true", dest="allow_dev_in_mlm",
+                   help="pretrain on a source that holds DEV sentences (refused by default; recorded in the result)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     add_workspace_arg(p)
@@ -81,7 +83,7 @@ def cmd_compare_sources(args: argparse.Namespace) -> int:
     params = {"sources": comma_list(args.sources), "lc": args.lc, "dev": args.dev, "test": args.test, "target": args.target,
               "measures": [m.lower() for m in comma_list(args.measures)], "seeds": seeds, "preset": args.preset,
               "model": str(Path(args.model).resolve()) if Path(args.model).exists() else args.model,
-              "out": str(Path(args.out).resolve())}
+              "out": str(Path(args.out).resolve()), "allow_dev_in_mlm": args.allow_dev_in_mlm}
     ws = Workspace(args.workspace)
     with tqdm_progress("compare-sources", enabled=progress_wanted(args)) as bar:
         result = jobs.run_inline(ws, "compare-sources", params, run_dir=Path(args.out).resolve(), progress=bar)

@@ -91,6 +91,27 @@ class Comparison:
         self.run_dir = Path(ctx.run_dir)
         self.trainer = CellTrainer(ctx, model, preset, lc_c, dev_c)
         self.lc_size = len(lc_c)
+        self.allow_dev = bool(params.allow_dev_in_mlm)
+        self.mlm_texts, self.guard = self._guard(dev_c.texts(), self.test_c.texts())
+
+    def _guard(self, dev: list[str], test: list[str]) -> tuple[dict[str, tuple[str, list[str]]], dict[str, Any]]:
+        """Each source's MLM text after core.experiments.guard's rules: DEV text refused unless allowed, TEST text
+        dropped. (source name -> (content key, texts), the record kept in the result). A source that lost sentences
+        gets a key of its own, so its shared MLM model is never confused with the whole source's."""
+        from core.experiments.guard import guard_mlm_corpora
+        from core.selection.leakage import texts_leakage
+
+        texts, record = {}, {}
+        for ref in self.refs:
+            corpus = ref.load()
+            leak = texts_leakage(corpus.texts(), {"dev": dev, "test": test})
+            kept, _, report = guard_mlm_corpora(corpus, corpus.subset([]), {"tc": leak, "dc": {}}, self.allow_dev, True,
+                                                f"source {ref.name}")
+            dropped = report.dropped.get("tc", {}).get("test", 0)
+            key = ref.hash if not dropped else hashlib.sha256(f"{ref.hash}-{self.test_ref.hash}".encode()).hexdigest()[:16]
+            texts[ref.name] = (key, kept.texts())
+            record[ref.name] = {"dev_in_mlm": report.dev_in_tc, "test_dropped": dropped}
+        return texts, {"allow_dev_in_mlm": self.allow_dev, "sources": record}
 
     def plan(self) -> list[tuple[str, int, CorpusRef | None]]:
         """The cells in the order they run: per seed, the baseline (no pretraining), then each source."""
@@ -107,7 +128,7 @@ class Comparison:
 
         what = {"model": self.model, "mlm": model_settings(self.trainer.mlm_config) if src is not None else None,
                 "ner": model_settings(self.trainer.ner_config), "lc": self.lc_ref.hash, "dev": self.dev_ref.hash,
-                "test": self.test_ref.hash, "source": src.hash if src is not None else None, "seed": seed}
+                "test": self.test_ref.hash, "source": self.mlm_texts[src.name][0] if src is not None else None, "seed": seed}
         return hashlib.sha256(json.dumps(what, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
     def restore(self, kept: list[dict[str, Any]], origin: dict[str, Any]) -> int:
@@ -141,8 +162,8 @@ class Comparison:
         encoder, lin, mlm_home = self.model, from_base(self.model), folder
         if src is not None:
             if not finished_model(folder / "mlm" / "model"):  # cells written before MLM models were shared keep theirs
-                encoder, mlm_home = trainer.shared_mlm_model(src.name, src.hash, src.load().texts(), seed,
-                                                             sub(progress, 0, 0.5))
+                key, texts = self.mlm_texts[src.name]
+                encoder, mlm_home = trainer.shared_mlm_model(src.name, key, texts, seed, sub(progress, 0, 0.5))
             else:
                 encoder = str(folder / "mlm" / "model")
             lin.mlm_phases.append(MlmPhase(src.name, [src.to_dict()]))
@@ -199,7 +220,7 @@ class Comparison:
                   "correlation": {m: {"r": s["r"], "p": s["p"], "n": s["n"], "r_ci": s.get("r_ci"),
                                       **({"reason": s["reason"]} if s["reason"] else {})}
                                   for m, s in corr["measures"].items()},
-                  "matrix": matrix, "run_dir": str(self.run_dir)}
+                  "matrix": matrix, "run_dir": str(self.run_dir), "protocol": self.guard}
         atomic_write_json(self.run_dir / "compare.json", result)
         return result
 

@@ -238,6 +238,8 @@ class CompareSourcesParams:
     preset: str = DEFAULT_PRESET
     model: str = "default"
     out: str | None = None
+    # a source holding DEV text is refused (DEV drives early stopping); True runs it anyway, recorded with the result
+    allow_dev_in_mlm: bool = False
 
 
 @dataclass

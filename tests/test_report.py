@@ -1,0 +1,28 @@
+"""Issue 42: every result number in README comes from the JSON. `scripts/report.py --check` passes on the checkout,
+and names a number that was changed by hand inside a generated block or typed outside one."""
+
+from __future__ import annotations
+
+from tests.conftest import ROOT, load_script
+
+report = load_script("report")
+
+
+def test_readme_matches_the_result_jsons(capsys):
+    assert report.main(["--check"]) == 0, capsys.readouterr().out
+
+
+def test_a_changed_or_loose_number_is_named(tmp_path, capsys):
+    text = (ROOT / "README.md").read_text("utf-8")
+    start = text.index("<!-- report:study-v1 -->")
+    cut = text.index("52.44", start)  # ai none's F1 in the generated table
+    bad = text[:cut] + "53.44" + text[cut + 5:]
+    end = text.index("## Running it for a while")
+    bad = bad[:end] + "TAPT gains 2.38 points.\n\n" + bad[end:]
+    copy = tmp_path / "README.md"
+    copy.write_text(bad, "utf-8")
+    assert report.main(["--check", "--readme", str(copy)]) == 1
+    out = capsys.readouterr().out
+    assert "block study-v1: differs from the JSON" in out and "53.44 (README)" in out and "52.44 (JSON)" in out
+    assert "number typed by hand outside a generated block" in out and ": 2.38" in out
+    assert report.main(["--readme", str(copy)]) == 0 and "53.44" not in copy.read_text("utf-8").split("## Running")[0][start:]
