@@ -207,6 +207,20 @@ def loose_numbers(text: str) -> list[str]:
     return found
 
 
+def generated_files() -> dict[Path, str]:
+    """docs/results/*.md that scripts write from JSON, rebuilt from the inputs their JSON names (ablation.md: the
+    files of the command recorded in ablation.json), so a hand edit or a stale table is found."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("ablation_table", ROOT / "scripts" / "ablation_table.py")
+    ablation = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ablation)
+    recorded = load(RESULTS / "ablation.json")["command"].split()
+    files = [ROOT / a for k, a in enumerate(recorded) if a.endswith(".json") and recorded[k - 1] != "--out"]
+    return {RESULTS / "ablation.md": ablation.markdown(ablation.build([f.resolve() for f in files], load(
+        RESULTS / "ablation.json")["command"]))}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--check", action="store_true", help="change nothing; exit 1 naming what differs from the JSON")
@@ -232,6 +246,10 @@ def main(argv: list[str] | None = None) -> int:
                             + "\n" + "".join(list(difflib.unified_diff(m.group("body").splitlines(True), made[name].splitlines(True),
                                                                      "README", "JSON", n=0))[:12]))
     problems += [f"number typed by hand outside a generated block, {n}" for n in loose_numbers(text)]
+    if readme == README:
+        for path, expected in generated_files().items():
+            if path.read_text("utf-8") != expected:
+                problems.append(f"{path.relative_to(ROOT)} differs from what its script makes from the JSON")
     for p in problems:
         print(p)
     print("report: README matches the JSON" if not problems else f"report: {len(problems)} problems")

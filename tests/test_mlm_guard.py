@@ -77,3 +77,28 @@ def test_compare_sources_refuses_a_source_holding_dev_text_unless_allowed(tmp_pa
     result = json.loads(capsys.readouterr().out)
     assert result["protocol"]["allow_dev_in_mlm"] is True
     assert result["protocol"]["sources"]["own"]["dev_in_mlm"] == 8 and result["protocol"]["sources"]["other"]["dev_in_mlm"] == 0
+
+
+def test_none_is_bit_identical_when_rerun_on_one_machine(tmp_path, tiny_bert_dir, corpora_for_none):
+    """Issue 42: the same code, seed, device, precision and threads give the same `none` cell to the last bit, and
+    the cell records those numerics (another machine's bf16 or thread count is why two machines differ)."""
+    from core.data.workspace import Workspace
+    from core.runner import jobs
+
+    runs = []
+    for k in (1, 2):
+        params = {**corpora_for_none, "baselines": ["none"], "seeds": [3], "model": str(tiny_bert_dir), "preset": "tiny"}
+        runs.append(jobs.run_inline(Workspace(tmp_path / f"ws{k}"), "experiment", params, run_dir=tmp_path / f"run{k}")["cells"][0])
+    a, b = runs
+    assert a["f1"] == b["f1"] and a["test_counts"] == b["test_counts"] and a["best_dev_f1"] == b["best_dev_f1"]
+    assert a["ner_epochs"] == b["ner_epochs"] and a["numerics"] == b["numerics"]
+    assert a["numerics"]["dtype"] in ("fp32", "bf16") and a["numerics"]["torch_threads"] >= 1
+
+
+@pytest.fixture
+def corpora_for_none(tmp_path):
+    tc, dc = tmp_path / "tc.txt", tmp_path / "dc.txt"
+    tc.write_text("\n".join(unlike(s) for s in TOY_SENTENCES[:8]) + "\n")
+    dc.write_text("\n".join(unlike(s, 1) for s in TOY_SENTENCES[:8]) + "\n")
+    labeled = write_toy_conll(tmp_path / "lab.conll")
+    return {"tc": str(tc), "dc": str(dc), "lc": labeled, "dev": labeled, "test": labeled}

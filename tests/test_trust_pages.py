@@ -97,3 +97,21 @@ def test_results_page_pools_compare_sources_results_of_several_targets(trust_ws,
     out = capsys.readouterr().out
     assert "pooled from the workspace: b · 3 sources" in out and "; a · 3 sources" in out
     assert "6 (source, target) pairs over 2 targets" in out
+
+
+def test_results_page_shows_the_verdict_and_marks_dev_in_mlm(trust_ws, monkeypatch):
+    """Issue 42: the experiment's verdict sentence on the page (a smoke preset says it is no evidence), and a run that
+    allowed DEV text in its MLM corpus is flagged."""
+    ws = Workspace(trust_ws)
+    exp = jobs.submit(ws, "experiment", {"domain": "science"}, start=False)
+    verdict = {"evidence": False, "preset": "tiny", "pretraining_helps": "cannot say", "selection_beats_random": "not tested",
+               "comparisons": 0, "text": "smoke test (preset tiny): not evidence, the figures only show that the setup runs"}
+    jobs._update(ws, exp.id, status="done", progress=1.0,
+                 result=json.dumps({"domain": "science", "cells": [{"row": "tapt", "seed": 1, "f1": 0.5}], "verdict": verdict,
+                                    "protocol": {"dev_in_mlm": 4, "allow_dev_in_mlm": True, "dropped_from_mlm": {}}}))
+    at = open_app(trust_ws, monkeypatch, "views/results.py")
+    picker = at.selectbox(key="per_type_pick")
+    picker.set_value(next(k for k, o in enumerate(picker.options) if "science" in o)).run()
+    assert not at.exception, [e.value for e in at.exception]
+    warnings = " ".join(w.value for w in at.warning)
+    assert "**Verdict**: smoke test (preset tiny): not evidence" in warnings and "allowed DEV text in its MLM corpus" in warnings

@@ -3,13 +3,21 @@ training run, and a NER run's test-set predictions beside the gold spans."""
 
 from __future__ import annotations
 
+import json
+
 import pandas as pd
 import plotly.express as px
 import streamlit as st
 
 from core.experiments.compare import collect_comparisons, comparison_label
 from core.experiments.experiment import collect_results, per_type_table, results_table
-from core.experiments.summary import comparison_rows, diagnostic_lines, interval_summary, pretraining_verdicts
+from core.experiments.summary import (
+    comparison_rows,
+    diagnostic_lines,
+    experiment_verdict,
+    pretraining_verdicts,
+    result_summary,
+)
 from core.experiments.sweeps import lc_amount_frame, mlm_time_frame, sc_amount_frame, sweep_axes
 from core.review.highlight import CSS, legend_html, prediction_html, type_colors
 from core.similarity.correlation import POOLED_HELP, default_pool, pair_rows, pool_comparisons, pooled_rows
@@ -19,10 +27,22 @@ from core.train.ner_predict import read_predictions, runs_with_test_predictions
 from ui import get_workspace, run_guarded
 
 INTERVAL_HELP = ("95% CI: percentile bootstrap of the seed-mean F1, two-level: the seeds are drawn again, then the TEST "
-                 "sentences (1000 resamples), so it holds both test-set and seed variation. Differences: the same draws "
-                 "for both rows (paired over sentences and seeds); p-value by the "
-                 "shifted null (Berg-Kirkpatrick et al. 2012). Seeds needed: paired two-sided test at 80% power from the "
-                 "per-seed differences (normal approximation). With one seed the table says '(1 seed)' instead of a spread.")
+                 "sentences (10,000 resamples), so it holds both test-set and seed variation. Differences: the same draws "
+                 "for both rows (paired over sentences and seeds); p-value by the shifted null (Berg-Kirkpatrick et al. "
+                 "2012), Holm-adjusted over every comparison of the experiment: verdicts and significance read the "
+                 "adjusted p. With one seed the table says '(1 seed)' instead of a spread.")
+
+
+
+@st.cache_data(max_entries=16, show_spinner="Resampling the TEST sentences (10,000 draws)...")
+def _summary(result_json: str) -> list[dict]:
+    return result_summary(json.loads(result_json))
+
+
+@st.cache_data(max_entries=4, show_spinner="Resampling the TEST sentences (10,000 draws)...")
+def _table(experiments_json: str) -> pd.DataFrame:
+    return results_table(json.loads(experiments_json))
+
 
 ws = get_workspace()
 st.title("Results")
@@ -36,7 +56,7 @@ if not experiments:
 else:
     st.markdown("**Test F1 (%), mean ± std over seeds [95% CI]** (as the seed paper's Table 3)",
                 help=INTERVAL_HELP)
-    st.dataframe(results_table(experiments), key="results_table")
+    st.dataframe(_table(json.dumps(experiments, sort_keys=True, default=str)), key="results_table")
     labels = {i: f"{e['domain']} · job {e['job']}" + (" (partial)" if e.get("partial") else "") for i, e in enumerate(experiments)}
     st.caption("A strategy run at several SC budgets has one row per budget; sweeps enter at their largest LC size.")
     pick = st.selectbox("Experiment", list(labels), format_func=labels.get, key="per_type_pick",
@@ -46,14 +66,20 @@ else:
             st.warning(f"{name.upper()} of this experiment holds {test['exact']} exact and {test['near']} near duplicates of "
                        "TEST sentences" + (" (dropped before MLM)." if experiments[pick].get("protocol") else
                                            ": this run predates the MLM guard and its MLM saw evaluation text; rerun it."))
-    entries = interval_summary(experiments[pick].get("cells", []))
-    for v in pretraining_verdicts(entries):
+    chosen = experiments[pick]
+    entries = _summary(json.dumps(chosen, sort_keys=True, default=str))
+    verdict = chosen.get("verdict") or experiment_verdict(entries, chosen.get("preset"))
+    (st.info if verdict["evidence"] else st.warning)(f"**Verdict**: {verdict['text']}")
+    if (chosen.get("protocol") or {}).get("dev_in_mlm"):
+        st.warning("This run allowed DEV text in its MLM corpus (--allow-dev-in-mlm): DEV F1 and the checkpoint pick "
+                   "are optimistic for its pretraining rows, marked '(DEV in MLM)'.")
+    for v in pretraining_verdicts(entries, evidence=verdict["evidence"]):
         getattr(st, v["tone"])(v["text"])
     for line in diagnostic_lines(experiments[pick].get("cells", [])):
         st.caption(line)
     comparisons = comparison_rows(entries)
     st.markdown("**Against TAPT, no pretraining and, for a selection, the random control**: difference in test F1 "
-                "points, its 95% CI, p-value, and the seeds a difference of this size would need for p < 0.05",
+                "points, its 95% CI, p-value and the Holm-adjusted p (significance reads the adjusted one)",
                 help=INTERVAL_HELP)
     if comparisons:
         st.dataframe(readable(comparisons), hide_index=True, key="comparison_table")

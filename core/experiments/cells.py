@@ -57,6 +57,17 @@ def mlm_key(model: str, corpus_hash: str, config: Any, seed: int) -> str:
     return f"seed-{seed}.{digest.hexdigest()[:16]}"
 
 
+def numerics(summary: dict[str, Any]) -> dict[str, Any]:
+    """How a cell's NER ran, numerically: a rerun is bit-identical only with the same device, precision (bf16 where the
+    CPU has AVX512-BF16/AMX, else fp32) and torch thread count, so a cell says which it had."""
+    import platform
+
+    import torch
+
+    return {"device": summary.get("device"), "dtype": summary.get("precision"), "torch_threads": torch.get_num_threads(),
+            "machine": platform.machine(), "torch": torch.__version__}
+
+
 class CellTrainer:
     """MLM then NER for one cell folder, resumable (a finished model is reused, an interrupted
     one resumes from its checkpoint); shared by experiments and compare-sources."""
@@ -315,7 +326,8 @@ class ExperimentCells(CellTrainer):
         scores = evaluate(model, self.test, predictions=predictions)
         cell.update(keep_predictions(folder, predictions, self.test))  # intervals, paired tests
         cell.update(f1=scores["f1"], precision=scores["precision"], recall=scores["recall"], per_type=scores["per_type"],
-                    best_dev_f1=summary.get("best_dev_f1"), ner_epochs=summary.get("epochs_run"), encoder=encoder)
+                    best_dev_f1=summary.get("best_dev_f1"), ner_epochs=summary.get("epochs_run"), encoder=encoder,
+                    numerics=numerics(summary))
         lin.lc = {**self.refs["lc"], "sentences": len(lc), "of": len(self.lc), **({"sample_seed": seed} if len(lc) < len(self.lc) else {})}
         lin.dev, lin.test = self.refs["dev"], self.refs["test"]
         lin.seed, lin.preset, lin.wall_seconds = seed, self.preset, time.time() - t0

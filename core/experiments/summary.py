@@ -135,6 +135,15 @@ def _entries(cells: Sequence[dict[str, Any]], baselines: Sequence[str], n_boot: 
     return out
 
 
+def result_summary(result: dict[str, Any]) -> list[dict[str, Any]]:
+    """An experiment result's entries: the stored summary when it carries Holm-adjusted p (made by this code), else
+    recomputed from its cells (a partial result, or one from before Holm)."""
+    stored = result.get("summary") or []
+    if stored and all("p_holm" in t for e in stored for t in (e.get("vs") or {}).values()):
+        return stored
+    return interval_summary(result.get("cells") or [], dev_in_mlm=bool((result.get("protocol") or {}).get("dev_in_mlm")))
+
+
 def interval_text(entry: dict[str, Any], scale: float = 100.0) -> str:
     """'61.00 ± 1.23 [59.10, 62.80]'; '61.00 [59.10, 62.80] (1 seed)'; without predictions no interval."""
     text = f"{entry['f1_mean'] * scale:.2f}"
