@@ -51,7 +51,8 @@ def signed_in(ws: Workspace, app_root: Path) -> Actor | None:
 def _submit() -> None:
     ws = Workspace(st.session_state[_WS_KEY])
     try:
-        who = users.authenticate(ws, st.session_state.get("signin_name", ""), st.session_state.get("signin_password", ""))
+        who = users.authenticate(ws, st.session_state.get("signin_name", ""), st.session_state.get("signin_password", ""),
+                                 client=st.context.ip_address or "unknown")
         st.session_state[TOKEN_KEY] = users.open_session(ws, who)
         st.session_state.pop(_MSG_KEY, None)
     except UserError as exc:

@@ -45,7 +45,10 @@ from _common import RESULTS, print_table, write_json
 CHROMIUM = os.environ.get("NERSELECT_CHROMIUM", "/usr/bin/chromium")
 PASSWORD = "correct horse battery"
 TYPES = ["PER", "LOC", "ORG"]
-IDLE = "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')"
+# settled: the script is not running and no element of a previous run is left (Streamlit marks every element stale
+# as soon as a widget asks for a rerun, until the new run draws it again)
+SETTLED = "() => !document.querySelector('[data-testid=\"stStatusWidget\"]') && !document.querySelector('[data-stale=\"true\"]')"
+TASK_PICKED = "id => [...document.querySelectorAll(\"[class*='st-key-q_task'] input\")].some(e => e.value.includes(id))"
 ERRORS = "[data-testid='stAlertContentError'], [data-testid='stException']"
 HEADER = re.compile(r"Sentence (\d+) of (\d+)")
 ANSWERED = re.compile(r"(\d+) of (\d+) sentences answered")
@@ -58,14 +61,14 @@ def annotator_type(k: int, n: int) -> str:
     return TYPES[k % 2]
 
 
-async def idle(page, timeout: float) -> None:
-    await page.wait_for_function(IDLE, timeout=timeout)
+async def settled(page, timeout: float) -> None:
+    await page.wait_for_function(SETTLED, timeout=timeout)
 
 
 async def wait_for_app(page, text: str, timeout: float) -> None:
     """As tests.browser.wait_for_app: `text` visible and the script finished running."""
     await page.get_by_text(text, exact=False).first.wait_for(state="visible", timeout=timeout)
-    await idle(page, timeout)
+    await settled(page, timeout)
 
 
 async def sign_in(page, name: str, timeout: float) -> None:
@@ -84,42 +87,61 @@ async def open_queue(page, url: str, who: str, task_id: str, timeout: float) -> 
     await page.goto(url)
     await sign_in(page, who, timeout)
     await wait_for_app(page, "My review queue", timeout)
-    await page.locator("[class*='st-key-q_task']", has_text=task_id).first.wait_for(timeout=timeout)
+    await page.wait_for_function(TASK_PICKED, arg=task_id, timeout=timeout)  # the picker shows this run's task (newest first)
     await page.get_by_text(ANSWERED).first.wait_for(timeout=timeout)
-    await idle(page, timeout)
+    await settled(page, timeout)
     m = ANSWERED.search(await main_text(page))
     return int(m.group(1)) if m else 0
 
 
-async def annotator(browser, url: str, who: str, entity: str, task_id: str, n_items: int, start: asyncio.Barrier,
+async def annotator(browser, url: str, who: str, entity: str, task_id: str, order: list[int], start: asyncio.Barrier,
                     timeout: float, save_timeout: float) -> dict:
-    """One annotator's whole queue; what each save did, as the browser saw it."""
+    """One annotator's whole queue (`order`: the item indices in queue order); what each save did, as the browser saw it.
+
+    Every step waits for the state the server draws, not for time: the item's token picker (its key names the item),
+    the chosen type button, the span drawn in the sentence, then the new count; a click is made only once the page
+    has settled (no element of the previous run left, not running), so each click reaches the run that drew it."""
     context = await browser.new_context(viewport={"width": 1400, "height": 1400})
     page = await context.new_page()
     page.set_default_timeout(timeout * 1000)
-    saves, errors, ms = [], [], timeout * 1000
+    n_items, saves, errors, stopped, ms = len(order), [], [], None, timeout * 1000
+    card = page.locator("[class*='st-key-q_card']")
+    failed = page.locator(ERRORS)
     try:
         try:
             answered = await open_queue(page, url, who, task_id, ms)
         finally:
             await start.wait()  # every annotator signed in (or failed to): they work at once
+        position = await shown_position(page)
         attempts = 0
         while answered < n_items and attempts < n_items + 5:
             attempts += 1
-            await idle(page, ms)
-            head = HEADER.search(await main_text(page))
-            position = int(head.group(1)) if head else 0
-            token = page.locator("[class*='st-key-q_tokens'] button").first
+            if not 1 <= position <= n_items:
+                raise RuntimeError(f"the page shows sentence {position} of a queue of {n_items}")
+            pills = page.locator(f"[class*='st-key-q_tokens_q_draft_{task_id}_{order[position - 1]}_']")
+            await pills.first.wait_for(state="visible", timeout=ms)  # this item's token picker, drawn by the server
+            await settled(page, ms)
+            token = pills.locator("button").first
             label = await token.inner_text()
             await token.click()
-            await idle(page, ms)
-            await page.locator("[class*='st-key-q_type'] button", has_text=entity).first.click()
-            await idle(page, ms)
+            await pills.locator("button[aria-pressed='true']").first.wait_for(timeout=ms)  # the picked token (in the page)
+            kind = page.locator("[class*='st-key-q_type'] button", has_text=entity).first
+            if await kind.get_attribute("kind") != "primary":  # the type stays chosen from one sentence to the next
+                await settled(page, ms)
+                await kind.click()
+                await page.locator("[class*='st-key-q_type'] button[kind='primary']", has_text=entity).first.wait_for(timeout=ms)
+            await settled(page, ms)
             await page.locator("[class*='st-key-q_assign'] button").first.click()
-            await page.locator("[class*='st-key-q_card'] .nx-ent").first.wait_for(state="visible", timeout=ms)
-            await idle(page, ms)
+            drawn = card.locator(f".nx-sent .nx-ent[title='{entity} [0:1]']")
+            await drawn.or_(failed).first.wait_for(state="visible", timeout=ms)
+            await settled(page, ms)
+            if await failed.count():
+                errors.append({"position": position, "label": label, "step": "assign",
+                               "error": (await failed.first.inner_text())[:300]})
+                answered = await open_queue(page, url, who, task_id, ms)
+                position = await shown_position(page)
+                continue
             shown = page.get_by_text(f"{answered + 1} of {n_items} sentences answered", exact=True)
-            failed = page.locator(ERRORS)
             t0 = time.perf_counter()
             await page.locator("[class*='st-key-q_save'] button").first.click()
             try:
@@ -131,14 +153,22 @@ async def annotator(browser, url: str, who: str, entity: str, task_id: str, n_it
             if error is None:
                 answered += 1
                 saves.append({"position": position, "label": label, "type": entity, "latency_s": latency})
+                position += 1  # the queue moves to the next unanswered sentence: the next one, in a fresh task
                 continue
-            errors.append({"position": position, "label": label, "error": error, "after_s": latency})
+            errors.append({"position": position, "label": label, "step": "save", "error": error, "after_s": latency})
             answered = await open_queue(page, url, who, task_id, ms)  # reopen the queue (signing in again) and go on
+            position = await shown_position(page)
     except Exception as exc:  # an annotator who cannot go on is reported; the other annotators go on
-        errors.append({"position": None, "label": None, "error": f"annotator stopped: {type(exc).__name__}: {str(exc)[:300]}"})
+        stopped = f"{type(exc).__name__}: {str(exc)[:300]}"
     finally:
         await context.close()
-    return {"who": who, "type": entity, "saves": saves, "errors": errors}
+    return {"who": who, "type": entity, "saves": saves, "errors": errors, "stopped": stopped}
+
+
+async def shown_position(page) -> int:
+    """The sentence a settled queue page shows (1-based); 0 when none."""
+    head = HEADER.search(await main_text(page))
+    return int(head.group(1)) if head else 0
 
 
 async def researcher(browser, url: str, task_id: str, done: asyncio.Event, every_s: float, timeout: float) -> dict:
@@ -155,7 +185,7 @@ async def researcher(browser, url: str, task_id: str, done: asyncio.Event, every
                 await sign_in(page, "rita", ms)
                 await wait_for_app(page, "Review tasks", ms)
                 await page.get_by_text(task_id).first.wait_for(timeout=ms)
-                await idle(page, ms)
+                await settled(page, ms)
                 if await page.locator(ERRORS).count():
                     errors.append((await page.locator(ERRORS).first.inner_text())[:300])
                 loads.append(time.perf_counter() - t0)
@@ -171,7 +201,7 @@ async def researcher(browser, url: str, task_id: str, done: asyncio.Event, every
     return {"reloads": len(loads), "load_s": loads, "errors": errors}
 
 
-async def browse_run(browser, url: str, task_id: str, names: list[str], queues: dict[str, int], args) -> tuple[list[dict], dict]:
+async def browse_run(browser, url: str, task_id: str, names: list[str], queues: dict[str, list[int]], args) -> tuple[list[dict], dict]:
     start = asyncio.Barrier(len(names))
     done = asyncio.Event()
     watcher = asyncio.create_task(researcher(browser, url, task_id, done, args.reload_s, args.timeout))
@@ -290,15 +320,16 @@ async def bench(args) -> dict:
                     for run in range(1, args.runs + 1):
                         task = tasks.create_task(ws, rita, f"load test run {run}", names, corpus=dc, n_items=args.sentences,
                                                  overlap=args.overlap, types=TYPES, seed=run)
-                        queues = {who: len(tasks.queue(ws, rita, task.id, who)) for who in names}
+                        queues = {who: [q.index for q in tasks.queue(ws, rita, task.id, who)] for who in names}
                         t0 = time.perf_counter()
                         browsed, watched = await browse_run(browser, url, task.id, names, queues, args)
                         wall = time.perf_counter() - t0
                         checked = check_run(ws, task.id, browsed)
-                        runs.append({"run": run, "task": task.id, "items": task.items, "assigned": sum(queues.values()),
+                        assigned = sum(len(q) for q in queues.values())
+                        runs.append({"run": run, "task": task.id, "items": task.items, "assigned": assigned,
                                      "wall_s": wall, "browsers": browsed, "researcher": watched, "check": checked})
                         lat = [s["latency_s"] for b in browsed for s in b["saves"]]
-                        print(f"run {run}: {len(lat)} saves of {sum(queues.values())} assigned in {wall:.0f} s, "
+                        print(f"run {run}: {len(lat)} saves of {assigned} assigned in {wall:.0f} s, "
                               f"{sum(len(b['errors']) for b in browsed)} save errors, {checked['lost']} lost, "
                               f"{watched['reloads']} researcher reloads", flush=True)
                 finally:
@@ -337,11 +368,12 @@ def main() -> None:
         all_lat += lat
         rows.append({"run": r["run"], "annotators": args.annotators, "assigned": r["assigned"], "saves": len(lat),
                      "stored": c["stored"], "lost": c["lost"], "overwritten": c["overwritten"],
-                     "save_errors": sum(len(b["errors"]) for b in r["browsers"]), "progress_off": c["progress_mismatch"],
+                     "save_errors": sum(len(b["errors"]) for b in r["browsers"]),
+                     "stopped": sum(1 for b in r["browsers"] if b["stopped"]), "progress_off": c["progress_mismatch"],
                      "export_missing": c["export_missing"], "reloads": r["researcher"]["reloads"],
                      "reload_errors": len(r["researcher"]["errors"]), "median_s": pct(lat, 50) or 0.0, "p95_s": pct(lat, 95) or 0.0})
-    keys = ("assigned", "saves", "stored", "lost", "overwritten", "save_errors", "progress_off", "export_missing", "reloads",
-            "reload_errors")
+    keys = ("assigned", "saves", "stored", "lost", "overwritten", "save_errors", "stopped", "progress_off", "export_missing",
+            "reloads", "reload_errors")
     total = {"run": "all", "annotators": args.annotators, **{k: sum(r[k] for r in rows) for k in keys},
              "median_s": pct(all_lat, 50) or 0.0, "p95_s": pct(all_lat, 95) or 0.0}
     print_table(rows + [total], f"Team annotation in the browser: {args.annotators} annotators, {args.sentences} sentences, "
@@ -349,12 +381,15 @@ def main() -> None:
                                 f"({os.cpu_count()} cores)")
     problems = [f"run {r['run']}: {p}" for r in runs for p in r["check"]["problems"]]
     problems += [f"run {r['run']} {b['who']}: {e['error']}" for r in runs for b in r["browsers"] for e in b["errors"]]
+    problems += [f"run {r['run']} {b['who']} stopped: {b['stopped']}" for r in runs for b in r["browsers"] if b["stopped"]]
     problems += [f"run {r['run']} researcher: {e}" for r in runs for e in r["researcher"]["errors"]]
     for line in problems[:30]:
         print("  " + line)
     intact = all(not r["check"]["problems"] for r in runs)  # lost, overwritten, progress or export off, a wrong sentence
+    complete = total["saves"] == total["assigned"] and not total["stopped"]
     print(f"\n{total['saves']} saves, {total['lost']} lost, {total['overwritten']} overwritten, {total['save_errors']} save errors; "
           f"every confirmed save in the store, the progress counts and the export: {'yes' if intact else 'NO'}; "
+          f"every assigned sentence saved: {'yes' if complete else 'NO'}; "
           f"'Save and next' {total['median_s']:.2f} s median / {total['p95_s']:.2f} s p95")
     payload = {"annotators": args.annotators, "sentences": args.sentences, "overlap": args.overlap, "runs_requested": args.runs,
                "reload_s": args.reload_s, "save_timeout_s": args.save_timeout, "cores": os.cpu_count(),
@@ -362,8 +397,8 @@ def main() -> None:
                              "before and after the bench are the only hint",
                "loadavg_before": load_before, "loadavg_after": load_after, "wall_s": wall,
                "types": {f"ann{k + 1}": annotator_type(k, args.annotators) for k in range(args.annotators)},
-               "intact": intact, "rows": rows + [total], "save_latency_s": {"median": total["median_s"], "p95": total["p95_s"],
-                                                                            "all": all_lat},
+               "intact": intact, "complete": complete, "rows": rows + [total],
+               "save_latency_s": {"median": total["median_s"], "p95": total["p95_s"], "all": all_lat},
                "problems": problems, "per_run": runs}
     if args.out.resolve() == (RESULTS / "annotators.json").resolve():
         write_json("annotators", payload)

@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-MAX_LINES = 600
+MAX_LINES = 460  # lines of code (code_lines: docstrings, comments and blank lines do not count)
 LONG_ALLOWED = {"core/lm/ngram.py"}  # the Kneser-Ney estimator: one algorithm, kept whole on purpose
 DOTTED_CORE = re.compile(r"core(\.[A-Za-z_]\w*)+")  # a string naming a core module: "core.train.ner_train"
 
@@ -118,9 +118,22 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return sorted(out)
 
 
+def code_lines(text: str) -> int:
+    """Lines of code: not blank, not a comment alone, not inside a docstring. What the cap counts, so a file at the
+    limit is split rather than its comments and docstrings deleted."""
+    docs: set[int] = set()
+    for node in ast.walk(ast.parse(text)):
+        body = getattr(node, "body", None)
+        if isinstance(body, list) and body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
+                and isinstance(body[0].value.value, str):
+            docs.update(range(body[0].lineno, body[0].end_lineno + 1))
+    return sum(1 for k, line in enumerate(text.splitlines(), 1)
+               if line.strip() and not line.strip().startswith("#") and k not in docs)
+
+
 def line_counts(root: Path = ROOT) -> list[tuple[str, int]]:
-    """(path, lines) of every core module, largest first."""
-    rows = [(str(p.relative_to(root)), len(p.read_text("utf-8").splitlines())) for p in modules(root).values()]
+    """(path, code lines) of every core module, largest first."""
+    rows = [(str(p.relative_to(root)), code_lines(p.read_text("utf-8"))) for p in modules(root).values()]
     return sorted(rows, key=lambda r: -r[1])
 
 
@@ -205,7 +218,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"import cycles: {len(rep['import_cycles'])}")
     for c in rep["import_cycles"]:
         print("  " + " <-> ".join(c))
-    print(f"modules over {MAX_LINES} lines (besides {', '.join(sorted(LONG_ALLOWED))}): {len(rep['over_limit'])}")
+    print(f"modules over {MAX_LINES} lines of code (besides {', '.join(sorted(LONG_ALLOWED))}): {len(rep['over_limit'])}")
     print("largest modules:")
     for p, n in rep["largest"]:
         print(f"  {n:5d}  {p}")

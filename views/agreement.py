@@ -28,7 +28,7 @@ all_tasks = tasks.list_tasks(ws, me)
 if not all_tasks:
     st.info("No review tasks yet: create one on the Review tasks page.")
     st.stop()
-task = st.selectbox("Task", all_tasks, format_func=lambda t: f"{t.name} · {t.id}", key="agr_task")
+task = st.selectbox("Task", all_tasks, format_func=lambda t: t.label, key="agr_task")
 result = run_guarded(lambda: task_agreement(ws, me, task.id))
 if result is None:
     st.stop()

@@ -19,7 +19,7 @@ mine = tasks.list_tasks(ws, me)
 if not mine:
     st.info("No review task is assigned to you yet. A researcher creates one on the Review tasks page.")
     st.stop()
-task = st.selectbox("Task", mine, format_func=lambda t: f"{t.name} · {t.id}", key="q_task")
+task = st.selectbox("Task", mine, format_func=lambda t: t.label, key="q_task")
 items = tasks.queue(ws, me, task.id)
 if not items:
     st.info("This task has no sentences for you.")

@@ -6,6 +6,7 @@ import pandas as pd
 import streamlit as st
 
 from core.access import Role
+from core.data.showtext import isolated
 from core.selection.store import list_selections
 from core.team import tasks
 from core.team.users import list_users
@@ -48,7 +49,7 @@ with st.expander("New task", expanded=not tasks.list_tasks(ws, me)):
 
 for t in tasks.list_tasks(ws, me):
     with st.container(border=True):
-        st.markdown(f"**{t.name}** · `{t.id}` · {t.items} sentences of {t.source} · {t.overlap:.0%} reviewed twice · "
+        st.markdown(f"**{isolated(t.name)}** · `{t.id}` · {t.items} sentences of {t.source} · {t.overlap:.0%} reviewed twice · "
                     f"by {t.created_by}")
         rows = tasks.progress(ws, me, t.id)
         st.dataframe(pd.DataFrame(rows), hide_index=True, key=f"task_progress_{t.id}")

@@ -19,6 +19,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from core.data.showtext import visible
 from core.data.tags import Span
 
 ASSETS = Path(__file__).resolve().parents[2] / "assets"
@@ -91,26 +92,6 @@ def _tokens_html(tokens: Sequence[str], spans: Sequence[Span], colors: dict[str,
                      f'{inner}<span class="nx-lbl">{symbol}{html.escape(span.type)}</span></span>')
         i = end
     return " ".join(parts)
-
-
-def hidden_chars(text: str) -> list[str]:
-    """Invisible format characters in `text` (bidi overrides and isolates, zero-width spaces and joiners, BOM: Unicode
-    category Cf), which can make a token display as something else ("RTL \u202eevil" shows as "RTL live").
-
-    >>> hidden_chars("RTL \u202eevil\u202c"), hidden_chars("plain")
-    (['U+202E', 'U+202C'], [])
-    """
-    return [f"U+{ord(c):04X}" for c in text if unicodedata.category(c) == "Cf"]
-
-
-def visible(text: str) -> str:
-    """`text` with each invisible format character written out as ⟨U+XXXX⟩, as code hosts warn of hidden Unicode:
-    for plain-text places (widget labels, tables). `html_visible` is the same for HTML.
-
-    >>> visible("pa\u200bper")
-    'pa⟨U+200B⟩per'
-    """
-    return "".join(f"⟨U+{ord(c):04X}⟩" if unicodedata.category(c) == "Cf" else c for c in text)
 
 
 def html_visible(text: str) -> str:

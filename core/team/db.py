@@ -26,6 +26,11 @@ CREATE TABLE IF NOT EXISTS users (
     locked_until REAL NOT NULL DEFAULT 0,
     created REAL NOT NULL
 );
+CREATE TABLE IF NOT EXISTS throttle (
+    key TEXT PRIMARY KEY,
+    failures INTEGER NOT NULL,
+    last REAL NOT NULL
+);
 CREATE TABLE IF NOT EXISTS sessions (
     token_hash TEXT PRIMARY KEY,
     name TEXT NOT NULL,

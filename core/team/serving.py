@@ -1,13 +1,14 @@
 """How the app may serve: single user on loopback, accounts, or OIDC, and the refusal to listen on the network
 with no access control at all.
 
->>> is_loopback("127.0.0.1"), is_loopback("localhost"), is_loopback("::1"), is_loopback("0.0.0.0")
-(True, True, True, False)
+>>> is_loopback("127.0.0.1"), is_loopback("localhost"), is_loopback("::1"), is_loopback("0.0.0.0"), is_loopback("")
+(True, True, True, False, False)
 """
 
 from __future__ import annotations
 
 import ipaddress
+import socket
 from enum import Enum
 from pathlib import Path
 
@@ -23,13 +24,22 @@ class AuthMode(str, Enum):
 
 
 def is_loopback(address: str | None) -> bool:
-    """An address only this machine can reach (Streamlit's default, 'localhost', is one)."""
-    address = (address or "localhost").strip().strip("[]")
-    if address == "localhost":
-        return True
+    """Whether a server told to listen on `address` is reachable from this machine only. Judged by what the address
+    resolves to, as the server's bind() resolves it, not by its spelling: an empty or missing address makes Streamlit
+    listen on every interface; '0', '0.0.0.0', '::', '[::]' are every interface too; '127.1' and 'localhost' resolve
+    to loopback. A name that does not resolve, or resolves to any non-loopback address, is not loopback."""
+    host = (address or "").strip()
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    if not host:
+        return False
     try:
-        return ipaddress.ip_address(address).is_loopback
-    except ValueError:  # a host name: only 'localhost' is known to stay on this machine
+        found = socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP, flags=socket.AI_PASSIVE)
+    except (OSError, UnicodeError):
+        return False
+    try:
+        return bool(found) and all(ipaddress.ip_address(str(info[4][0]).split("%")[0]).is_loopback for info in found)
+    except ValueError:
         return False
 
 
@@ -54,5 +64,6 @@ def auth_mode(ws: Workspace, address: str | None, app_root: Path) -> AuthMode:
         return AuthMode.ACCOUNTS
     if is_loopback(address):
         return AuthMode.LOCAL
-    raise UserError(f"refusing to listen on {address} with no access control: add a user first, e.g. "
+    where = address or "every interface (no address given)"
+    raise UserError(f"refusing to listen on {where} with no access control: add a user first, e.g. "
                     f"`python -m core --workspace {ws.root} users add NAME --role admin` (or configure OIDC, see README)")

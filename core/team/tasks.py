@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from core.access import AccessDenied, Actor, Role, require
+from core.data.showtext import isolated
 from core.data.tags import Span
 from core.data.workspace import Role as CorpusRole
 from core.data.workspace import Workspace
@@ -52,6 +53,11 @@ class Task:
     created: float
     items: int = 0
 
+    @property
+    def label(self) -> str:
+        """'name · id' for pickers: the name's hidden characters shown, a right-to-left name isolated from the id."""
+        return f"{isolated(self.name)} · {self.id}"
+
 
 @dataclass
 class QueueItem:
@@ -80,11 +86,12 @@ def _task(row: sqlite3.Row, items: int = 0) -> Task:
 
 
 def assign(n_items: int, annotators: Sequence[str], overlap: float, seed: int = 0) -> list[list[str]]:
-    """Per item, who reviews it: round-robin over annotators (balanced), and a seeded `overlap` share of the
-    items also goes to the next annotator in the rotation.
+    """Per item, who reviews it: a seeded `overlap` share of the items goes to two annotators, the rest to one; each
+    item to the least loaded (ties in rotation order), so every annotator's share differs by at most one item
+    (round-robin with the second reviewer "the next one" once gave one annotator every single item).
 
-    >>> assign(4, ["a", "b"], 0.5, seed=1)
-    [['a', 'b'], ['b', 'a'], ['a'], ['b']]
+    >>> assign(4, ["ann", "bob"], 0.5, seed=0)
+    [['ann', 'bob'], ['bob'], ['ann', 'bob'], ['ann']]
     """
     if not annotators:
         raise UserError("a task needs at least one annotator")
@@ -93,10 +100,14 @@ def assign(n_items: int, annotators: Sequence[str], overlap: float, seed: int = 
     if overlap > 0 and len(annotators) < 2:
         raise UserError("an overlap needs two annotators or more (agreement compares two people)")
     doubled = set(np.random.default_rng(seed).permutation(n_items)[: math.ceil(overlap * n_items)].tolist()) if overlap else set()
+    load = dict.fromkeys(annotators, 0)
     out = []
     for i in range(n_items):
-        first = annotators[i % len(annotators)]
-        out.append([first, annotators[(i + 1) % len(annotators)]] if i in doubled else [first])
+        rotation = {a: (k - i) % len(annotators) for k, a in enumerate(annotators)}
+        chosen = sorted(annotators, key=lambda a: (load[a], rotation[a]))[: 2 if i in doubled else 1]
+        for a in chosen:
+            load[a] += 1
+        out.append(chosen)
     return out
 
 
@@ -135,10 +146,11 @@ def create_task(ws: Workspace, actor: Actor, name: str, annotators: Sequence[str
     require(actor, "manage review tasks")
     if not name.strip():
         raise UserError("a task needs a name")
-    annotators = list(dict.fromkeys(a.strip() for a in annotators if a.strip()))
-    for a in annotators:
-        if get_user(ws, a).disabled:
-            raise UserError(f"user {a!r} is disabled: enable them or pick someone else")
+    people = [get_user(ws, a.strip()) for a in annotators if a.strip()]  # names as stored ('ANN' is 'ann')
+    annotators = list(dict.fromkeys(u.name for u in people))
+    for u in people:
+        if u.disabled:
+            raise UserError(f"user {u.name!r} is disabled: enable them or pick someone else")
     if n_items is not None and not 1 <= n_items <= MAX_ITEMS:
         raise UserError(f"items {n_items}: give 1 to {MAX_ITEMS:,}")
     source, corpus_name, corpus_hash, indices, tokens = _source_items(ws, selection, corpus, n_items, seed)

@@ -1,5 +1,11 @@
-"""Accounts: users with a role, argon2 password hashes (argon2-cffi; never hand-rolled), sign-in with a lock
-after repeated failures, and server-side sessions.
+"""Accounts: users with a role, argon2 password hashes (argon2-cffi; never hand-rolled), sign-in slowed down after
+repeated failures, and server-side sessions.
+
+Names are Unicode (NFC; letters of any script, digits, '.', '_', '-') and compared without case: `ANN` is `ann`.
+Repeated failures slow sign-in down instead of locking an account: after FREE_FAILURES wrong attempts for one name
+(existing or not) or from one client, the next attempt for it waits BASE_DELAY seconds, doubling up to MAX_DELAY;
+an attempt made while it waits is refused unchecked. Every refusal reads the same, so no one learns which names
+exist, and no one can lock another person out for long. A right password resets both counters.
 
 A session token is random (secrets), handed to the browser once and stored here only as its SHA-256, so a
 copied database cannot be replayed as a session; an unknown (forged), expired or revoked token, or one of a
@@ -10,9 +16,9 @@ and have no password here.
 from __future__ import annotations
 
 import hashlib
-import re
 import secrets
 import time
+import unicodedata
 from dataclasses import dataclass
 
 from argon2 import PasswordHasher
@@ -23,12 +29,15 @@ from core.data.workspace import Workspace
 from core.errors import UserError
 from core.team.db import audit, connect, transaction
 
-MAX_FAILURES = 5  # wrong passwords in a row before the account locks
-LOCK_SECONDS = 15 * 60
+FREE_FAILURES = 5  # wrong attempts for a name or from a client before sign-in slows down
+BASE_DELAY = 2.0  # seconds to wait after the first slowed failure, doubling with each further one ...
+MAX_DELAY = 300.0  # ... up to this
 SESSION_SECONDS = 12 * 3600
 MIN_PASSWORD = 8
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+MAX_NAME = 64
 _HASHER = PasswordHasher()
+REFUSED = ("wrong user name or password (after repeated failures, sign-in for a name or from one place waits up to "
+           f"{int(MAX_DELAY // 60)} minutes: try again later)")
 
 
 class SignInError(UserError):
@@ -46,20 +55,36 @@ class User:
 
     @property
     def locked(self) -> bool:
+        """Sign-in for this name is waiting out repeated failures (no lock: see the module's docstring)."""
         return self.locked_until > time.time()
 
     def actor(self) -> Actor:
         return Actor(self.name, self.role)
 
 
-def _user(row) -> User:
-    return User(row["name"], Role(row["role"]), row["email"], bool(row["disabled"]), row["failed"], row["locked_until"])
+def _user(row, throttle: dict[str, tuple[int, float]] | None = None) -> User:
+    failures, until = _waiting((throttle or {}).get(name_key(row["name"])))
+    return User(row["name"], Role(row["role"]), row["email"], bool(row["disabled"]), failures, until)
+
+
+def name_key(name: str) -> str:
+    """How names are compared: NFC, case-folded ('ANN', 'ann' and 'Ann' are one name)."""
+    return unicodedata.normalize("NFC", (name or "").strip()).casefold()
 
 
 def check_name(name: str) -> str:
-    if not _NAME.match(name or ""):
-        raise UserError(f"user name {name!r}: use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit")
-    return name
+    """The name as stored (NFC). Letters of any script, combining marks, digits, '.', '_', '-'; a letter or digit
+    first; no invisible characters (a name must read as what it is).
+
+    >>> check_name("zoe\u0308"), check_name("דנה")
+    ('zoë', 'דנה')
+    """
+    text = unicodedata.normalize("NFC", (name or "").strip())
+    allowed = all(unicodedata.category(c)[0] in "LMN" or c in "._-" for c in text)
+    if not text or len(text) > MAX_NAME or not allowed or unicodedata.category(text[0])[0] not in "LN":
+        raise UserError(f"user name {name!r}: use 1-{MAX_NAME} letters (any script), digits, '.', '_' or '-', starting "
+                        "with a letter or digit")
+    return text
 
 
 def check_password(password: str) -> str:
@@ -68,12 +93,24 @@ def check_password(password: str) -> str:
     return password
 
 
+def _throttle(con) -> dict[str, tuple[int, float]]:
+    return {r["key"].removeprefix("name:"): (r["failures"], r["last"])
+            for r in con.execute("SELECT * FROM throttle WHERE key LIKE 'name:%'").fetchall()}
+
+
 def list_users(ws: Workspace) -> list[User]:
     con = connect(ws)
     try:
-        return [_user(r) for r in con.execute("SELECT * FROM users ORDER BY name").fetchall()]
+        waiting = _throttle(con)
+        return [_user(r, waiting) for r in con.execute("SELECT * FROM users ORDER BY name").fetchall()]
     finally:
         con.close()
+
+
+def _find(con, name: str):
+    """The user row whose name equals `name` without case (NFC), or None."""
+    key = name_key(name)
+    return next((r for r in con.execute("SELECT * FROM users").fetchall() if name_key(r["name"]) == key), None)
 
 
 def has_accounts(ws: Workspace) -> bool:
@@ -84,26 +121,29 @@ def has_accounts(ws: Workspace) -> bool:
 def get_user(ws: Workspace, name: str) -> User:
     con = connect(ws)
     try:
-        row = con.execute("SELECT * FROM users WHERE name = ?", (name,)).fetchone()
+        row = _find(con, name)
+        waiting = _throttle(con)
     finally:
         con.close()
     if row is None:
         raise UserError(f"no user {name!r} in {ws.root}: `python -m core users list` shows who exists")
-    return _user(row)
+    return _user(row, waiting)
 
 
 def add_user(ws: Workspace, name: str, role: Role | str, password: str | None = None, email: str | None = None,
              actor: Actor = LOCAL) -> User:
     """A new account. `password` may be None only for an OIDC user (then `email` is required)."""
     require(actor, "manage users")
-    check_name(name)
+    name = check_name(name)
     role = Role.parse(role)
     if password is None and not email:
         raise UserError(f"user {name!r}: give a password, or an e-mail for sign-in through OIDC")
     pw_hash = _HASHER.hash(check_password(password)) if password is not None else None
     with transaction(ws) as con:
-        if con.execute("SELECT 1 FROM users WHERE name = ?", (name,)).fetchone():
-            raise UserError(f"user {name!r} exists already: `users set-role` or `users set-password` change it")
+        if (same := _find(con, name)) is not None:
+            raise UserError(f"user {name!r} exists already" + (f" as {same['name']!r} (names are compared without case)"
+                                                                if same["name"] != name else "")
+                            + ": `users set-role` or `users set-password` change it")
         if email and con.execute("SELECT 1 FROM users WHERE lower(email) = lower(?)", (email,)).fetchone():
             raise UserError(f"e-mail {email!r} belongs to another user")
         con.execute("INSERT INTO users (name, role, pw_hash, email, created) VALUES (?, ?, ?, ?, ?)",
@@ -114,7 +154,7 @@ def add_user(ws: Workspace, name: str, role: Role | str, password: str | None = 
 
 def _change(ws: Workspace, actor: Actor, name: str, what: str, sql: str, args: tuple, **detail) -> User:
     require(actor, "manage users")
-    get_user(ws, name)  # a clear message for an unknown name
+    name = get_user(ws, name).name  # a clear message for an unknown name; the name as stored
     with transaction(ws) as con:
         con.execute(sql, (*args, name))
         if what in ("user disabled", "password changed"):  # their open sessions end now
@@ -135,46 +175,74 @@ def set_disabled(ws: Workspace, name: str, disabled: bool = True, actor: Actor =
 
 def set_password(ws: Workspace, name: str, password: str, actor: Actor = LOCAL) -> User:
     pw_hash = _HASHER.hash(check_password(password))
+    _clear(ws, name)
     return _change(ws, actor, name, "password changed", "UPDATE users SET pw_hash = ?, failed = 0, locked_until = 0 WHERE name = ?",
                    (pw_hash,))
 
 
 def unlock(ws: Workspace, name: str, actor: Actor = LOCAL) -> User:
+    """Lift the slow-down of a name at once (an admin who knows the person asked)."""
+    _clear(ws, name)
     return _change(ws, actor, name, "user unlocked", "UPDATE users SET failed = 0, locked_until = 0 WHERE name = ?", ())
 
 
-def authenticate(ws: Workspace, name: str, password: str) -> Actor:
-    """The actor for a right name and password. Every failure says the same about name and password (no hint
-    which one was wrong); the MAX_FAILURES-th wrong password in a row locks the account for LOCK_SECONDS."""
-    wrong = SignInError("wrong user name or password")
-    name = (name or "").strip()
-    refusal: SignInError | None = None  # raised after the transaction commits: failures must be recorded
+def _clear(ws: Workspace, name: str) -> None:
     with transaction(ws) as con:
-        row = con.execute("SELECT * FROM users WHERE name = ?", (name,)).fetchone()
-        user = _user(row) if row else None
-        if user is None:
-            audit(con, name or "?", "sign-in failed", name, reason="unknown user")
-            refusal = wrong
-        elif user.disabled:
-            audit(con, user.name, "sign-in refused", user.name, reason="disabled")
-            refusal = SignInError(f"account {user.name!r} is disabled: ask an admin")
-        elif user.locked:
-            audit(con, user.name, "sign-in refused", user.name, reason="locked")
-            refusal = SignInError(_locked_text(user.name, user.locked_until))
-        elif not _password_matches(row["pw_hash"], password):
-            failed = user.failed + 1
-            locked_until = time.time() + LOCK_SECONDS if failed >= MAX_FAILURES else 0.0
-            con.execute("UPDATE users SET failed = ?, locked_until = ? WHERE name = ?", (failed, locked_until, user.name))
-            audit(con, user.name, "sign-in failed", user.name, failures=failed, locked=bool(locked_until))
-            refusal = SignInError(_locked_text(user.name, locked_until)) if locked_until else wrong
+        con.execute("DELETE FROM throttle WHERE key = ?", (f"name:{name_key(name)}",))
+
+
+def delay_after(failures: int) -> float:
+    """Seconds an attempt must wait after `failures` wrong ones in a row.
+
+    >>> [delay_after(n) for n in (4, 5, 6, 7, 20)]
+    [0.0, 2.0, 4.0, 8.0, 300.0]
+    """
+    if failures < FREE_FAILURES:
+        return 0.0
+    return min(MAX_DELAY, BASE_DELAY * 2 ** (failures - FREE_FAILURES))
+
+
+def _waiting(entry: tuple[int, float] | None) -> tuple[int, float]:
+    """(failures, time until which the next attempt waits) of a throttle entry."""
+    if not entry:
+        return 0, 0.0
+    failures, last = entry
+    return failures, last + delay_after(failures)
+
+
+def authenticate(ws: Workspace, name: str, password: str, client: str = "local") -> Actor:
+    """The actor for a right name and password. Every refusal reads REFUSED, whether the name exists, the password
+    was wrong, or sign-in for this name or from this `client` (an address) waits out repeated failures; a
+    disabled account says so only to someone who gave its password."""
+    keys = (f"name:{name_key(name)}", f"client:{client}")
+    refusal: SignInError | None = None  # raised after the transaction commits: failures must be recorded
+    now = time.time()
+    with transaction(ws) as con:
+        entries = {k: (r["failures"], r["last"]) for k in keys
+                   if (r := con.execute("SELECT * FROM throttle WHERE key = ?", (k,)).fetchone())}
+        row = _find(con, name)
+        who = row["name"] if row else (name or "?")
+        if any(_waiting(entries.get(k))[1] > now for k in keys):
+            audit(con, who, "sign-in refused", who, reason="waiting after repeated failures", client=client)
+            refusal = SignInError(REFUSED)
+        elif row is None or not _password_matches(row["pw_hash"], password):
+            for k in keys:
+                con.execute("INSERT INTO throttle (key, failures, last) VALUES (?, 1, ?) ON CONFLICT(key) DO UPDATE SET "
+                            "failures = failures + 1, last = excluded.last", (k, now))
+            audit(con, who, "sign-in failed", who, reason="unknown user" if row is None else "wrong password",
+                  failures=entries.get(keys[0], (0, 0))[0] + 1, client=client)
+            refusal = SignInError(REFUSED)
+        elif row["disabled"]:
+            audit(con, who, "sign-in refused", who, reason="disabled")
+            refusal = SignInError(f"account {who!r} is disabled: ask an admin")
         else:
             if _HASHER.check_needs_rehash(row["pw_hash"]):
-                con.execute("UPDATE users SET pw_hash = ? WHERE name = ?", (_HASHER.hash(password), user.name))
-            con.execute("UPDATE users SET failed = 0, locked_until = 0 WHERE name = ?", (user.name,))
-            audit(con, user.name, "signed in", user.name)
+                con.execute("UPDATE users SET pw_hash = ? WHERE name = ?", (_HASHER.hash(password), who))
+            con.execute("DELETE FROM throttle WHERE key IN (?, ?)", keys)
+            audit(con, who, "signed in", who, client=client)
     if refusal is not None:
         raise refusal
-    return user.actor()
+    return _user(row).actor()
 
 
 def _password_matches(pw_hash: str | None, password: str) -> bool:
@@ -184,12 +252,6 @@ def _password_matches(pw_hash: str | None, password: str) -> bool:
         return _HASHER.verify(pw_hash, password or "")
     except (VerificationError, InvalidHashError):
         return False
-
-
-def _locked_text(name: str, locked_until: float) -> str:
-    until = time.strftime("%H:%M", time.localtime(locked_until))
-    return (f"account {name!r} is locked until {until} after {MAX_FAILURES} wrong passwords; an admin can unlock it "
-            f"now with `python -m core users unlock {name}`")
 
 
 def actor_for_email(ws: Workspace, email: str) -> Actor:
