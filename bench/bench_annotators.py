@@ -5,21 +5,23 @@ One `streamlit run app.py` (tests/browser.py, its own temporary demo workspace),
 (/usr/bin/chromium) driven by Playwright's async API: one browser context per annotator and one for the
 researcher, all in one event loop (asyncio.gather), so the annotators click at the same time. Each run makes a
 fresh task (`--sentences` DC sentences, `--overlap` reviewed twice, types PER/LOC/ORG) for annotators ann1..annN;
-they sign in together, wait for one another, then each works through their queue: click the first token, pick
-their type, Assign type, Save and next. The save latency is the time from clicking "Save and next" until the
+they sign in together, wait for one another, then each works through their queue: click their token, pick their
+type, Assign type, Save and next. The save latency is the time from clicking "Save and next" until the
 progress line shows the new count ("K of M sentences answered"); a save error is an error or exception shown
 instead, or no new count within --save-timeout (the page is then reopened and the annotator goes on). The
 researcher reloads /tasks (start to start) every --reload-s seconds while they work; a reload asks to sign in
 again (the session lives in the server's session state), so each reload signs in as rita and waits for the
 task's progress table.
 
-Each annotator has their own type (PER / LOC alternating, ORG for the last of an odd number), so the two
-answers of an item reviewed twice always differ and an answer written over another's row would show. After
+Each annotator marks their own span: annotator k (0-based) the token k // 3 with type PER/LOC/ORG[k % 3], so
+ann1-ann3 mark the first token, ann4-ann6 the second, ann7-ann9 the third; the two answers of an item reviewed
+twice always differ (the task picks any two annotators for an item) and an answer written over another's row
+would show. After
 each run, core (not the browser) is checked: every save a browser saw confirmed is in the store
 (tasks.queue / tasks.answers) with the span that browser marked, saved once (version 1); no stored answer holds
 another annotator's span or was not made by that annotator's browser; tasks.progress counts equal the saves;
-the CoNLL export (core.team.adjudicate.export_task) holds every item with one answer (or agreeing answers) with
-its tags, and counts each item whose two answers differ as an open disagreement.
+the CoNLL export (core.team.adjudicate.export_task) holds every item with one answer with its tags, and counts
+each item with two (differing) answers as an open disagreement.
 
 Usage: python bench/bench_annotators.py [--annotators 8] [--sentences 40] [--overlap 0.75] [--runs 4]
 Smoke: python bench/bench_annotators.py --annotators 2 --sentences 6 --runs 1
@@ -54,11 +56,18 @@ HEADER = re.compile(r"Sentence (\d+) of (\d+)")
 ANSWERED = re.compile(r"(\d+) of (\d+) sentences answered")
 
 
-def annotator_type(k: int, n: int) -> str:
-    """Annotator k's type (0-based, of n): neighbours in the task's rotation (who share items) always differ."""
-    if n % 2 and n > 1 and k == n - 1:
-        return TYPES[2]
-    return TYPES[k % 2]
+def annotator_mark(k: int) -> tuple[int, str]:
+    """Annotator k's (0-based) token position and type: no two annotators mark the same span (in sentences of
+    k // 3 + 1 tokens or more; a shorter one has its last token marked)."""
+    return k // 3, TYPES[k % 3]
+
+
+def marked_span(k: int, n_tokens: int):
+    from core.data.tags import Span
+
+    token, entity = annotator_mark(k)
+    token = min(token, n_tokens - 1)
+    return Span(token, token + 1, entity)
 
 
 async def settled(page, timeout: float) -> None:
@@ -94,7 +103,7 @@ async def open_queue(page, url: str, who: str, task_id: str, timeout: float) -> 
     return int(m.group(1)) if m else 0
 
 
-async def annotator(browser, url: str, who: str, entity: str, task_id: str, order: list[int], start: asyncio.Barrier,
+async def annotator(browser, url: str, who: str, k: int, task_id: str, order: list[int], start: asyncio.Barrier,
                     timeout: float, save_timeout: float) -> dict:
     """One annotator's whole queue (`order`: the item indices in queue order); what each save did, as the browser saw it.
 
@@ -105,6 +114,7 @@ async def annotator(browser, url: str, who: str, entity: str, task_id: str, orde
     page = await context.new_page()
     page.set_default_timeout(timeout * 1000)
     n_items, saves, errors, stopped, ms = len(order), [], [], None, timeout * 1000
+    entity = annotator_mark(k)[1]
     card = page.locator("[class*='st-key-q_card']")
     failed = page.locator(ERRORS)
     try:
@@ -121,7 +131,9 @@ async def annotator(browser, url: str, who: str, entity: str, task_id: str, orde
             pills = page.locator(f"[class*='st-key-q_tokens_q_draft_{task_id}_{order[position - 1]}_']")
             await pills.first.wait_for(state="visible", timeout=ms)  # this item's token picker, drawn by the server
             await settled(page, ms)
-            token = pills.locator("button").first
+            buttons = pills.locator("button")
+            at = marked_span(k, await buttons.count()).start
+            token = buttons.nth(at)
             label = await token.inner_text()
             await token.click()
             await pills.locator("button[aria-pressed='true']").first.wait_for(timeout=ms)  # the picked token (in the page)
@@ -132,7 +144,7 @@ async def annotator(browser, url: str, who: str, entity: str, task_id: str, orde
                 await page.locator("[class*='st-key-q_type'] button[kind='primary']", has_text=entity).first.wait_for(timeout=ms)
             await settled(page, ms)
             await page.locator("[class*='st-key-q_assign'] button").first.click()
-            drawn = card.locator(f".nx-sent .nx-ent[title='{entity} [0:1]']")
+            drawn = card.locator(f".nx-sent .nx-ent[title='{entity} [{at}:{at + 1}]']")
             await drawn.or_(failed).first.wait_for(state="visible", timeout=ms)
             await settled(page, ms)
             if await failed.count():
@@ -152,7 +164,7 @@ async def annotator(browser, url: str, who: str, entity: str, task_id: str, orde
                 latency, error = time.perf_counter() - t0, f"no new count within {save_timeout:.0f} s: {type(exc).__name__}"
             if error is None:
                 answered += 1
-                saves.append({"position": position, "label": label, "type": entity, "latency_s": latency})
+                saves.append({"position": position, "token": at, "label": label, "type": entity, "latency_s": latency})
                 position += 1  # the queue moves to the next unanswered sentence: the next one, in a fresh task
                 continue
             errors.append({"position": position, "label": label, "step": "save", "error": error, "after_s": latency})
@@ -162,7 +174,7 @@ async def annotator(browser, url: str, who: str, entity: str, task_id: str, orde
         stopped = f"{type(exc).__name__}: {str(exc)[:300]}"
     finally:
         await context.close()
-    return {"who": who, "type": entity, "saves": saves, "errors": errors, "stopped": stopped}
+    return {"who": who, "k": k, "type": entity, "saves": saves, "errors": errors, "stopped": stopped}
 
 
 async def shown_position(page) -> int:
@@ -206,8 +218,8 @@ async def browse_run(browser, url: str, task_id: str, names: list[str], queues: 
     done = asyncio.Event()
     watcher = asyncio.create_task(researcher(browser, url, task_id, done, args.reload_s, args.timeout))
     try:
-        results = await asyncio.gather(*(annotator(browser, url, who, annotator_type(k, len(names)), task_id, queues[who],
-                                                   start, args.timeout, args.save_timeout) for k, who in enumerate(names)))
+        results = await asyncio.gather(*(annotator(browser, url, who, k, task_id, queues[who], start, args.timeout,
+                                                   args.save_timeout) for k, who in enumerate(names)))
     finally:
         done.set()
     return list(results), await watcher
@@ -232,7 +244,7 @@ def parse_conll(data: bytes) -> list[tuple[tuple[str, ...], tuple[str, ...]]]:
 def check_run(ws, task_id: str, browsed: list[dict]) -> dict:
     """Core's view of the run against what the browsers saw confirmed."""
     from core.access import Actor, Role
-    from core.data.tags import Span, tags_from_spans
+    from core.data.tags import tags_from_spans
     from core.errors import UserError
     from core.team import adjudicate, tasks
 
@@ -241,7 +253,7 @@ def check_run(ws, task_id: str, browsed: list[dict]) -> dict:
     progress = {r["annotator"]: r for r in tasks.progress(ws, rita, task_id)}
     lost, overwritten, unconfirmed, twice, label_mismatch, progress_off, problems = 0, 0, 0, 0, 0, 0, []
     for b in browsed:
-        who, span = b["who"], Span(0, 1, b["type"])
+        who = b["who"]
         queue = tasks.queue(ws, rita, task_id, who)
         seen = Counter(s["position"] for s in b["saves"])
         if again := sum(n - 1 for n in seen.values()):
@@ -249,16 +261,19 @@ def check_run(ws, task_id: str, browsed: list[dict]) -> dict:
             problems.append(f"{who}: {again} sentences saved twice (the page showed an answered one again)")
         for s in b["saves"]:
             item = queue[s["position"] - 1] if 1 <= s["position"] <= len(queue) else None
+            span = marked_span(b["k"], len(item.tokens)) if item else None
             if item is None or item.status != "done" or item.spans != [span] or got.get(item.index, {}).get(who) != [span]:
                 lost += 1
                 problems.append(f"{who} sentence {s['position']}: saved {span}, stored "
                                 f"{None if item is None else (item.status, item.spans)}")
-            elif s["label"].split(" ·")[0] != item.tokens[0]:
+            elif s["label"].split(" ·")[0] != item.tokens[span.start]:
                 label_mismatch += 1  # the browser marked a sentence other than the one stored at that position
-                problems.append(f"{who} sentence {s['position']}: clicked {s['label']!r}, item starts {item.tokens[0]!r}")
+                problems.append(f"{who} sentence {s['position']}: clicked {s['label']!r}, the item's token is "
+                                f"{item.tokens[span.start]!r}")
         for p, item in enumerate(queue, 1):
             if item.status is None:
                 continue
+            span = marked_span(b["k"], len(item.tokens))
             if item.spans != [span] or item.version != 1:
                 overwritten += 1  # another annotator's span in this row, or the row written more than once
                 problems.append(f"{who} sentence {p}: stored {item.spans} version {item.version}, expected [{span}] version 1")
@@ -391,14 +406,19 @@ def main() -> None:
           f"every confirmed save in the store, the progress counts and the export: {'yes' if intact else 'NO'}; "
           f"every assigned sentence saved: {'yes' if complete else 'NO'}; "
           f"'Save and next' {total['median_s']:.2f} s median / {total['p95_s']:.2f} s p95")
+    reloads = [x for r in runs for x in r["researcher"]["load_s"]]
+    if reloads:
+        print(f"researcher: {len(reloads)} reloads of /tasks (each signing in again), {pct(reloads, 50):.2f} s median / "
+              f"{pct(reloads, 95):.2f} s p95 until the task's progress was drawn")
     payload = {"annotators": args.annotators, "sentences": args.sentences, "overlap": args.overlap, "runs_requested": args.runs,
                "reload_s": args.reload_s, "save_timeout_s": args.save_timeout, "cores": os.cpu_count(),
                "other_load": "unknown: whatever else ran on the machine was not recorded; the load averages (1, 5, 15 min) "
                              "before and after the bench are the only hint",
                "loadavg_before": load_before, "loadavg_after": load_after, "wall_s": wall,
-               "types": {f"ann{k + 1}": annotator_type(k, args.annotators) for k in range(args.annotators)},
+               "marks": {f"ann{k + 1}": {"token": annotator_mark(k)[0], "type": annotator_mark(k)[1]} for k in range(args.annotators)},
                "intact": intact, "complete": complete, "rows": rows + [total],
                "save_latency_s": {"median": total["median_s"], "p95": total["p95_s"], "all": all_lat},
+               "researcher_reload_s": {"median": pct(reloads, 50), "p95": pct(reloads, 95), "all": reloads},
                "problems": problems, "per_run": runs}
     if args.out.resolve() == (RESULTS / "annotators.json").resolve():
         write_json("annotators", payload)

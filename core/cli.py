@@ -24,6 +24,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--workspace", default=None,
                         help="workspace folder (default: $NERSELECT_WORKSPACE or ./workspace)")
+    parser.add_argument("--create-workspace", action="store_true",
+                        help="make --workspace a new workspace when it is not one yet (default: refuse, so a typo creates nothing)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for info in sorted(pkgutil.iter_modules(core.commands.__path__), key=lambda m: m.name):
         module = importlib.import_module(f"core.commands.{info.name}")
@@ -42,6 +44,27 @@ def _quiet_libraries() -> None:
     hf_logging.disable_progress_bar()
 
 
+CREATE_ENV = "NERSELECT_CREATE_WORKSPACE"  # "1": --create-workspace for every command (scripts, tests)
+
+
+def check_workspace_arg(args: argparse.Namespace) -> None:
+    """A --workspace that is no workspace yet is created only when asked (--create-workspace), as the app asks first:
+    a typo must not leave a folder tree behind."""
+    from pathlib import Path
+
+    from core.data.workspace import folder_state
+
+    given = getattr(args, "workspace", None)
+    if not given or getattr(args, "create_workspace", False) or os.environ.get(CREATE_ENV) == "1":
+        return
+    state = folder_state(given)
+    if state == "missing":
+        raise UserError(f"--workspace {given}: no such folder; give --create-workspace to make a new workspace there")
+    if state == "other" and Path(given).is_dir() and any(Path(given).iterdir()):
+        raise UserError(f"--workspace {given}: a folder that is not a workspace (no corpora/ or workspace.json); "
+                        "give --create-workspace to make it one")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -54,6 +77,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     _quiet_libraries()
     try:
+        check_workspace_arg(args)
         code = args.func(args)
         sys.stdout.flush()  # a reader that left (`| head`) shows up here, inside the handler below, not at exit
     except UserError as exc:

@@ -6,6 +6,8 @@ from rows goes through `readable` so none shows either.
 [{'n': '150', 'note': '—'}, {'n': '—', 'note': 'x'}]
 >>> readable([{"f1": 0.5}, {"f1": 0.25}])["f1"].tolist()
 [0.5, 0.25]
+>>> readable([{"p": 0.4545454}, {"p": None}])["p"].tolist()  # one type per column: Arrow refuses floats mixed with "—"
+['0.4545', '—']
 """
 
 from __future__ import annotations
@@ -23,12 +25,17 @@ def readable(rows: Sequence[dict[str, Any]] | pd.DataFrame) -> pd.DataFrame:
     for col in df.columns:
         values = df[col]
         present = values.dropna()
+        kinds = {type(v) for v in present if v is not None}
         if len(present) == len(values) and not (values.dtype == object and present.map(lambda v: v is None).any()):
             if pd.api.types.is_float_dtype(values) and len(present) and (present % 1 == 0).all():
                 df[col] = values.astype("int64")  # a count read back as floats
+            elif values.dtype == object and len(kinds) > 1:  # "" beside 0: Arrow takes one type per column
+                df[col] = [str(v) for v in values]
             continue
         if pd.api.types.is_numeric_dtype(values) and len(present) and (present % 1 == 0).all():
             df[col] = [MISSING if pd.isna(v) else str(int(v)) for v in values]
+        elif len(present) and kinds <= {float}:
+            df[col] = [MISSING if pd.isna(v) else f"{v:.4g}" for v in values]
         else:
-            df[col] = [MISSING if v is None or (isinstance(v, float) and pd.isna(v)) else v for v in values]
+            df[col] = [MISSING if v is None or (isinstance(v, float) and pd.isna(v)) else str(v) for v in values]
     return df

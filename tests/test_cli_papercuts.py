@@ -38,3 +38,35 @@ def test_json_output_never_hides_progress_on_a_terminal(monkeypatch):
     assert not progress_wanted(argparse.Namespace(json=True, quiet=True))
     monkeypatch.setattr(sys.stderr, "isatty", lambda: False)  # piped or captured: stdout's JSON stays alone
     assert not progress_wanted(argparse.Namespace(json=True)) and progress_wanted(argparse.Namespace())
+
+
+def test_a_mistyped_workspace_is_refused_unless_asked_to_create(tmp_path, monkeypatch, capsys):
+    """Issue 43.10: `--workspace /tmp/x/nope/deeper corpora` exited 0 and created the tree."""
+    from core.cli import main
+
+    monkeypatch.delenv("NERSELECT_CREATE_WORKSPACE", raising=False)
+    deeper = tmp_path / "nope" / "deeper"
+    assert main(["--workspace", str(deeper), "corpora"]) == 2
+    assert "no such folder" in capsys.readouterr().err and not (tmp_path / "nope").exists()
+    (tmp_path / "stuff").mkdir()
+    (tmp_path / "stuff" / "notes.txt").write_text("mine")
+    assert main(["--workspace", str(tmp_path / "stuff"), "corpora"]) == 2 and "not a workspace" in capsys.readouterr().err
+    assert main(["--workspace", str(deeper), "--create-workspace", "corpora"]) == 0 and deeper.is_dir()
+    assert main(["--workspace", str(deeper), "corpora"]) == 0  # now it is one
+
+
+def test_jobs_show_json_is_one_object(tmp_path, capsys):
+    """Issue 43.13: `jobs show ID` printed JSON followed by log lines; --json prints one object."""
+    import json
+
+    from core.cli import main
+    from core.data.workspace import Workspace
+    from core.runner import jobs
+
+    ws = Workspace(tmp_path / "ws")
+    job_id = jobs.submit(ws, "sleep", {"steps": 1, "seconds": 0.0}, start=False).id
+    (jobs.get_job(ws, job_id).run_dir / "log.txt").write_text("line one\nline two\n")
+    capsys.readouterr()
+    assert main(["--workspace", str(ws.root), "jobs", "show", job_id, "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["id"] == job_id and "line two" in shown["log_tail"]

@@ -90,3 +90,21 @@ def test_a_researcher_has_no_users_page_and_sees_agreement_numbers(team_root, mo
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["Sentences reviewed twice"] == "2" and metrics["Entity F1, exact"] == "0.000"
     assert metrics["Entity F1, partial"] == "1.000"
+
+
+def test_save_right_after_assign_keeps_the_new_span(team_root, monkeypatch):
+    """The bench of issue 47 found it: "Save and next" clicked before the rerun after "Assign type" had finished
+    stored the sentence without its span (the callback saved the draft the page was drawn with). Both clicks here
+    reach the server in one run, as they do from a quick annotator."""
+    at = app_as(team_root, monkeypatch, "bob")
+    ws, bob = Workspace(team_root), Actor("bob", Role.ANNOTATOR)
+    task = tasks.list_tasks(ws, bob)[0]
+    item = next(i for i in tasks.queue(ws, bob, task.id) if not i.status)
+    at.session_state["q_type"] = "PER"
+    grid = next(w for w in at.get("button_group") if w.key and w.key.startswith("q_tokens_"))
+    grid.set_value([0])
+    at.button(key="q_assign").click()
+    at.button(key="q_save").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    saved = next(i for i in tasks.queue(ws, bob, task.id) if i.index == item.index)
+    assert saved.status == "done" and saved.spans == [Span(0, 1, "PER")]

@@ -57,7 +57,9 @@ if open_items:
     st.html(legend_html(colors, gold=False))
 
 
-def decide(index: int, spans: list, source: str) -> None:
+def decide(index: int, spans: list | None, source: str) -> None:
+    if spans is None:  # the edited draft as it is now, not as the page was drawn
+        spans = st.session_state.get(f"agr_draft_{index}", [])
     try:
         adjudicate.adjudicate(ws, me, task.id, index, spans, source)
         st.session_state.pop("agr_error", None)
@@ -97,7 +99,7 @@ for item in open_items[:20]:
             b[0].button("Assign type", key=f"agr_assign_{item.index}", on_click=edit, args=(item.index, len(item.tokens), False))
             b[1].button("Remove", key=f"agr_remove_{item.index}", on_click=edit, args=(item.index, len(item.tokens), True))
             b[2].button("Save as final", key=f"agr_save_{item.index}", type="primary", on_click=decide,
-                        args=(item.index, st.session_state[key], "edited"))
+                        args=(item.index, None, "edited"))
 if len(open_items) > 20:
     st.caption(f"The first 20 of {len(open_items)} are shown; decide these to see the next ones.")
 

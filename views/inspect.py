@@ -37,8 +37,11 @@ def reviewer() -> str:
     return (st.session_state.get("insp_reviewer") or "").strip()
 
 
-def decide(set_key: str, index: int, status: str, version: int | None, tokens: list, spans: list, model: str) -> None:
-    """Button callback: runs before the rerun, with the version the reviewer saw on screen."""
+def decide(set_key: str, index: int, status: str, version: int | None, tokens: list, spans: list | None, model: str) -> None:
+    """Button callback: runs before the rerun, with the version the reviewer saw on screen. `spans` None: the span
+    editor's draft as it is now (not as the page was drawn: a Save right after Assign must keep the new span)."""
+    if spans is None:
+        spans = st.session_state.get(f"insp_draft_{index}", [])
     try:
         item = ReviewStore(ws, set_key).save(index, status, tokens, spans, expected_version=version, model=model,
                                              reviewer=reviewer(), actor=actor())
@@ -231,7 +234,7 @@ def span_editor(req: predictions.PredictionRequest, row: dict, types: list, colo
         b[0].button("Assign type", key=f"insp_assign_{i}", type="primary", on_click=edit_draft, args=(i, len(tokens), False))
         b[1].button("Remove", key=f"insp_remove_{i}", on_click=edit_draft, args=(i, len(tokens), True))
         b[2].button("Save correction", key=f"save_{i}", on_click=decide,
-                    args=(req.review_key, i, "corrected", version, tokens, draft, req.model))
+                    args=(req.review_key, i, "corrected", version, tokens, None, req.model))
         b[3].button("Cancel", key=f"insp_cancel_{i}", on_click=lambda: st.session_state.pop("insp_edit", None))
 
 

@@ -55,7 +55,8 @@ def edit(remove: bool) -> None:
     try:
         if not remove and not chosen:
             raise UserError("pick an entity type first")
-        st.session_state[draft_key] = apply_span_edit(draft, picked, None if remove else chosen, len(item.tokens))
+        st.session_state[draft_key] = apply_span_edit(st.session_state.get(draft_key, []), picked,
+                                                      None if remove else chosen, len(item.tokens))
         st.session_state[f"q_tokens_{draft_key}"] = []
         st.session_state.pop("q_error", None)
     except UserError as exc:
@@ -63,8 +64,11 @@ def edit(remove: bool) -> None:
 
 
 def save(status: str) -> None:
+    # the draft as it is now, not as it was when this run drew the page: a "Save" clicked before the rerun after
+    # "Assign type" has finished would otherwise store the sentence without the span just assigned
+    spans = st.session_state.get(draft_key, []) if status == "done" else []
     try:
-        tasks.save_annotation(ws, me, task.id, item.index, draft if status == "done" else [], status, item.version)
+        tasks.save_annotation(ws, me, task.id, item.index, spans, status, item.version)
         st.session_state.pop("q_error", None)
         go(None)
     except UserError as exc:

@@ -33,6 +33,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                                  ("wait", cmd_wait, "wait until a job finishes")):
         s = jsub.add_parser(name, help=helptext)
         s.add_argument("id")
+        if name == "show":
+            s.add_argument("--json", action="store_true", help="one JSON object (the job, its log tail as \"log_tail\")")
         add_workspace_arg(s)
         s.set_defaults(func=func)
 
@@ -79,8 +81,11 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 def cmd_show(args: argparse.Namespace) -> int:
     job = jobs.get_job(Workspace(args.workspace), args.id)
-    print_json(_job_dict(job))
     tail = job.log_tail(30)
+    if args.json:  # one object a program can parse: the log tail inside it, not after it
+        print_json({**_job_dict(job), "log_tail": tail or ""})
+        return 0
+    print_json(_job_dict(job))
     if tail:
         print("--- log tail ---")
         print(tail)
