@@ -411,6 +411,10 @@ def test_selection_page_shows_a_saved_selection(tmp_path, monkeypatch):
     assert len(at.multiselect(key="sel_compare_2").value) == 2
     at.selectbox(key="sel_strategy").select(Strategy.MLM_PPL).run()
     assert not at.exception and any("MLM" in w.value for w in at.warning)
+    at.selectbox(key="sel_strategy").select(Strategy.COSINE_CONCAT).run()  # issue 43.11: no B2, no run
+    assert at.button(key="sel_run").disabled and any("cosine-concat needs model2" in w.value for w in at.warning)
+    at.text_input(key="sel_model2").input(str(tmp_path)).run()
+    assert not at.button(key="sel_run").disabled
 
 
 def test_map_and_selection_open_on_the_selection_the_user_was_on_and_compare_lists_new_ones(tmp_path, monkeypatch,
@@ -461,3 +465,33 @@ def test_crossner_cosine_beats_random_on_domain_precision(crossner, tmp_path):
     assert rnd["random_domain_precision"] == pytest.approx(budget / len(dc))
     assert abs(rnd["domain_precision"] - rnd["random_domain_precision"]) < 0.05
     assert cos["domain_precision"] > rnd["domain_precision"] + 0.3, (cos, rnd)
+
+
+def test_selection_page_opens_the_selection_saved_on_the_map(tmp_path, monkeypatch):
+    """Issue 43.8: the page put the picker back on the workspace's last selection job (a dsir run) instead of the
+    selection this session had just saved from the Map."""
+    import json
+
+    from core.data.demo import write_demo_workspace
+    from core.runner import jobs
+    from core.selection.store import list_selections
+
+    ws = write_demo_workspace(tmp_path / "ws", dc_size=300)
+    tc, dc = ws.load_corpus(ws.corpus_for_role("tc")), ws.load_corpus(ws.corpus_for_role("dc"))
+    names = {"tc": ws.corpus_for_role("tc"), "dc": ws.corpus_for_role("dc")}
+    dsir = select(tc, dc, "dsir", 0.1, workspace=ws, names=names).key
+    from_map = select(tc, dc, "random", 0.05, workspace=ws, names=names).key  # stands for the Map's region
+    job = jobs.submit(ws, "select", {"tc": names["tc"], "dc": names["dc"], "strategy": "dsir", "budget": 0.1}, start=False)
+    jobs._update(ws, job.id, status="done", progress=1.0, result=json.dumps({"key": dsir}))
+    assert {m["key"] for m in list_selections(ws)} >= {dsir, from_map}
+    monkeypatch.setenv("NERSELECT_WORKSPACE", str(ws.root))
+    from streamlit.testing.v1 import AppTest
+
+    from tests.apptest import ROOT
+
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    at.session_state["current_selection"] = from_map  # what the Map's "Save as a selection" leaves behind
+    at.run()
+    at.switch_page("views/selection.py").run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.selectbox(key="sel_view").value == from_map

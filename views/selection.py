@@ -72,7 +72,11 @@ except UserError as exc:
     budget_problem = f"Budget is {budget:g}: {exc}. Choose how many DC sentences to keep before running the selection."
 if budget_problem:
     st.warning(budget_problem)
-if st.button("Run selection", type="primary", key="sel_run", disabled=not (tc_name and dc_name) or budget_problem is not None):
+if missing := strategy.info.missing(models):
+    st.warning(f"{strategy.value} needs {', '.join(m.replace('_', ' ') for m in missing)}: "
+               + "; ".join(MODEL_HELP[m] for m in missing))
+if st.button("Run selection", type="primary", key="sel_run",
+             disabled=not (tc_name and dc_name) or budget_problem is not None or bool(missing)):
     params = {"tc": tc_name, "dc": dc_name, "strategy": strategy.value, "budget": budget, "seed": seed,
               "target_domain": target or None, "options": options, **{k: v or None for k, v in models.items()}}
     submit_job("select", params, "selection_job")
@@ -91,7 +95,9 @@ st.subheader("Saved selection")
 keys = [m["key"] for m in saved]  # newest first
 labels = {m["key"]: selection_label(m) for m in saved}
 just_done = job.result.get("key") if job is not None and job.status == "done" and job.result else None
-if just_done in keys and st.session_state.get("sel_done_seen") != job.id:  # a selection finished here: show it, once
+# a selection this session started finished: show it, once (another session's job, e.g. the newest in the workspace,
+# must not take the picker off the selection this session saved on the Map)
+if just_done in keys and st.session_state.get("selection_job") == job.id and st.session_state.get("sel_done_seen") != job.id:
     st.session_state["sel_done_seen"] = job.id
     st.session_state[CURRENT_SELECTION] = just_done
 view_key = selection_picker("Selection", saved, key="sel_view")

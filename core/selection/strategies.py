@@ -87,6 +87,15 @@ class StrategyInfo:
     models: tuple[str, ...] = ()  # which of model / model2 / ner_model it reads
     needs_trained_model: bool = False  # unusable with the default encoder alone
 
+    def missing(self, given: Mapping[str, str | None]) -> list[str]:
+        """The models this strategy cannot run without that `given` leaves empty (`model` falls back to the default
+        encoder; model2 and ner_model have no default).
+
+        >>> STRATEGIES[Strategy.COSINE_CONCAT].missing({"model": "b1", "model2": ""})
+        ['model2']
+        """
+        return [m for m in self.models if m != "model" and not (given.get(m) or "").strip()]
+
 
 STRATEGIES: dict[Strategy, StrategyInfo] = {
     Strategy.COSINE: StrategyInfo("Cosine to mean TC embedding", "Cosine similarity of each DC sentence to the mean TC embedding "
