@@ -154,6 +154,9 @@ def sidebar_jobs() -> None:
         _badge()
 
 
+DEFAULT_ALIAS = "corpora"  # the default page's own name: its url_path reads "" but Streamlit serves it there too
+
+
 def pages_for(who: Actor) -> list:
     """Pages are built per role: a page not in the list cannot be opened, not even by its URL."""
     if who.role == Role.ANNOTATOR:
@@ -162,10 +165,10 @@ def pages_for(who: Actor) -> list:
 
 
 def _under_every_url(page_fn, title: str, skip: tuple[str, ...] = ()) -> list:
-    """`page_fn` as the page of every research and admin URL: a bookmark opens it (no "page not found" dialog)
-    and, once signed in with a role that has the page, the same URL shows it."""
-    paths = [p.url_path for p in RESEARCH_PAGES + ADMIN_PAGES if p.url_path and p.url_path not in skip]
-    return [st.Page(page_fn, title=title, url_path=path) for path in paths]
+    """`page_fn` as the page of every research and admin URL: a bookmark opens it (no "page not found" dialog, which
+    would cover the sign-in form) and, once signed in with a role that has the page, the same URL shows it."""
+    paths = [p.url_path for p in RESEARCH_PAGES + ADMIN_PAGES if p.url_path and p.url_path not in skip] + [DEFAULT_ALIAS]
+    return [st.Page(page_fn, title=title, url_path=path, visibility="hidden") for path in paths]
 
 
 def not_for_this_role() -> None:

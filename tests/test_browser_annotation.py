@@ -129,7 +129,8 @@ def test_each_role_signs_in_while_a_job_runs(paper_ws):
         assert wait_until(lambda: jobs.get_job(ws, job.id).status == "running", timeout=120)
         with streamlit_server(root) as url, browser_page() as page:
             for who, expect in (("boss", "Corpora"), ("rita", "Corpora"), ("ann", "My review queue")):
-                page.goto(f"{url}/runs" if who == "rita" else url)
+                page.goto({"boss": f"{url}/corpora", "rita": f"{url}/runs", "ann": url}[who])  # /corpora: issue 43.9
+                assert "Page not found" not in page.inner_text("body")
                 sign_in(page, who)
                 wait_for_app(page, "Runs" if who == "rita" else expect)
                 body = page.inner_text("body")
