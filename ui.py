@@ -205,9 +205,14 @@ OTHER = "(another folder)"
 
 
 def model_picker(label: str, key: str, models: list, optional: bool = False) -> str | None:
+    """Model folders by the job that made them (paths all end in '.../model' and looked alike), unique labels."""
+    from core.runner.jobview import model_labels
+
+    ws = get_workspace()
     options = ([None] if optional else []) + [str(p) for p in models] + [OTHER]
-    # the full path: a path shown relative to the checkout ("workspace/runs/...") read as one missing its leading slash
-    choice = st.selectbox(label, options, key=key, format_func=lambda p: "(none)" if p is None else p)
+    labels = model_labels(ws.runs_dir, [str(p) for p in models], jobs.list_jobs(ws))
+    choice = st.selectbox(label, options, key=key, format_func=lambda p: "(none)" if p is None else labels.get(p, p),
+                          help="Named by the job that trained it; the folder is in brackets.")
     return st.text_input("Model folder or Hugging Face id", key=f"{key}_path") if choice == OTHER else choice
 
 

@@ -70,3 +70,15 @@ def test_jobs_show_json_is_one_object(tmp_path, capsys):
     assert main(["--workspace", str(ws.root), "jobs", "show", job_id, "--json"]) == 0
     shown = json.loads(capsys.readouterr().out)
     assert shown["id"] == job_id and "line two" in shown["log_tail"]
+
+
+def test_leakage_help_describes_the_check_and_its_defaults(capsys):
+    """Issue 43.15: `leakage --help` had no description and no defaults."""
+    import pytest
+
+    from core.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["leakage", "--help"])
+    out = capsys.readouterr().out
+    assert "Has evaluation text leaked" in out and "(default: dev,test)" in out and "(default: 0.5)" in out

@@ -40,3 +40,20 @@ def test_lineage_tables_show_counts_as_counts_and_missing_values_as_a_dash(tmp_p
                 ("role" in getattr(df.value, "columns", []) and "sentences" in df.value.columns))
     shown = dict(zip(data["role"], data["sentences"].astype(str)))
     assert shown == {"LC": "150", "TEST": "—"}, shown
+
+
+def test_model_pickers_name_models_by_their_job(tmp_path):
+    """Issue 43.15: every fine-tuned model folder ends in '.../model', so pickers showing the last parts looked alike;
+    they show the job that made each model, and labels stay unique."""
+    from core.data.workspace import Workspace
+    from core.runner import jobs
+    from core.runner.jobview import model_labels
+
+    ws = Workspace(tmp_path / "ws")
+    a = jobs.submit(ws, "ner", {"train": "lc", "dev": "dev", "config": {"seed": 1}}, start=False)
+    b = jobs.submit(ws, "ner", {"train": "lc", "dev": "dev", "config": {"seed": 2}}, start=False)
+    models = [str(a.run_dir / "model"), str(b.run_dir / "model"), str(tmp_path / "elsewhere" / "model")]
+    labels = model_labels(ws.runs_dir, models, jobs.list_jobs(ws))
+    assert len(set(labels.values())) == 3
+    assert labels[models[0]].startswith("NER") and f"({a.id}/model)" in labels[models[0]]
+    assert labels[models[2]] == models[2]

@@ -3,13 +3,13 @@ pan, zoom, hover, search, box and lasso run in the browser; a region or a search
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pandas as pd
 import streamlit as st
 
 from core.review.predictions import list_ner_models, prediction_request
+from core.runner import jobs
+from core.runner.jobview import model_labels
 from core.selection.atlas import DEFAULT_FIT_POINTS, Atlas, find_atlas, list_atlases, load_atlas, map_corpora
 from core.selection.layers import (
     PREDICTION_MEASURES,
@@ -111,7 +111,8 @@ colour = l1.selectbox("Colour by", options, key="map_colour",
                            "an NER model finds per sentence, or its confidence c1.")
 sel_key = selection_picker("Selection", matching, key="map_selection", col=l2) if colour.startswith("selection") else None
 if colour.startswith("predictions: "):
-    sel_key = l2.selectbox("NER model", predicted, key="map_pred_model", format_func=lambda m: f"{Path(m).parent.name}/{Path(m).name}",
+    named = model_labels(ws.runs_dir, predicted, jobs.list_jobs(ws))
+    sel_key = l2.selectbox("NER model", predicted, key="map_pred_model", format_func=lambda m: named.get(m, m),
                            help="Models whose predictions of a corpus on this map are cached (Inspect makes them).")
 with st.expander("Predict a corpus on this map with an NER model" if predicted else
                  "Colour by an NER model's predictions: predict a corpus on this map first"):

@@ -12,6 +12,7 @@ import numpy as np
 
 from core.cliutil import add_workspace_arg, print_json, progress_wanted, tqdm_progress
 from core.data.atomic import temp_path_for
+from core.data.neardup import THRESHOLD
 from core.data.workspace import Workspace
 from core.errors import UserError
 from core.runner.params import ProjectParams, field_default
@@ -73,14 +74,19 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_workspace_arg(p)
     p.set_defaults(func=cmd_explain)
 
-    p = sub.add_parser("leakage", help="exact and near duplicates of DEV/TEST sentences in a pretraining corpus (TC, SC, DC)")
+    p = sub.add_parser("leakage", help="exact and near duplicates of DEV/TEST sentences in a pretraining corpus (TC, SC, DC)",
+                       description="Has evaluation text leaked into pretraining data? Exact duplicates after case folding "
+                                   "and dropping punctuation, and near duplicates found by MinHash LSH over word 2-grams and "
+                                   "verified by their true Jaccard similarity. An experiment runs the same check on its MLM "
+                                   "corpora before training (DEV text in TC refused, DEV/TEST duplicates dropped).",
+                       formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     p.add_argument("--corpus", required=True, help="the pretraining corpus: workspace name, role, file, or a saved selection key")
-    p.add_argument("--against", default="dev,test", help="comma-separated labeled corpora (default: dev,test)")
-    p.add_argument("--threshold", type=float, default=None,
-                   help="verified Jaccard of word 2-grams counted as a near duplicate (default 0.5: one replaced word in a "
+    p.add_argument("--against", default="dev,test", help="comma-separated labeled corpora")
+    p.add_argument("--threshold", type=float, default=THRESHOLD,
+                   help="verified Jaccard of word 2-grams counted as a near duplicate (0.5: one replaced word in a "
                         "6-word sentence still matches)")
     p.add_argument("--examples", type=int, default=50, help="examples listed at most")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
     add_workspace_arg(p)
     p.set_defaults(func=cmd_leakage)
 
@@ -208,10 +214,10 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
 def cmd_leakage(args: argparse.Namespace) -> int:
     from core.cliutil import comma_list
-    from core.selection.leakage import THRESHOLD, check_leakage
+    from core.selection.leakage import check_leakage
 
     ws = Workspace(args.workspace)
-    threshold = THRESHOLD if args.threshold is None else args.threshold
+    threshold = args.threshold
     with tqdm_progress("leakage", enabled=progress_wanted(args)) as progress:
         report = check_leakage(ws, args.corpus, comma_list(args.against), threshold, progress, args.examples)
     report.pop("leaked_indices")
