@@ -210,7 +210,7 @@ def model_picker(label: str, key: str, models: list, optional: bool = False) -> 
 
     ws = get_workspace()
     options = ([None] if optional else []) + [str(p) for p in models] + [OTHER]
-    labels = model_labels(ws.runs_dir, [str(p) for p in models], jobs.list_jobs(ws))
+    labels = model_labels([str(p) for p in models], jobs.list_jobs(ws))
     choice = st.selectbox(label, options, key=key, format_func=lambda p: "(none)" if p is None else labels.get(p, p),
                           help="Named by the job that trained it; the folder is in brackets.")
     return st.text_input("Model folder or Hugging Face id", key=f"{key}_path") if choice == OTHER else choice

@@ -48,11 +48,17 @@ def signed_in(ws: Workspace, app_root: Path) -> Actor | None:
         return None
 
 
+def _client() -> str:
+    """Where the sign-in comes from (the browser's address; sign-in is slowed per address after repeated failures)."""
+    address = st.context.ip_address
+    return address if isinstance(address, str) and address else "unknown"
+
+
 def _submit() -> None:
     ws = Workspace(st.session_state[_WS_KEY])
     try:
         who = users.authenticate(ws, st.session_state.get("signin_name", ""), st.session_state.get("signin_password", ""),
-                                 client=st.context.ip_address or "unknown")
+                                 client=_client())
         st.session_state[TOKEN_KEY] = users.open_session(ws, who)
         st.session_state.pop(_MSG_KEY, None)
     except UserError as exc:

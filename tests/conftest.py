@@ -13,6 +13,7 @@ CROSSNER = Path(os.environ.get("NERSELECT_CROSSNER", ROOT.parent / "shared" / "d
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+os.environ["NERSELECT_CREATE_WORKSPACE"] = "1"  # tests name fresh folders (module fixtures too); test_cli_papercuts checks the refusal
 
 
 @pytest.fixture(autouse=True)
@@ -20,7 +21,6 @@ def _default_workspace_in_tmp(tmp_path, monkeypatch):
     """Tests write only under tmp_path: a command run without --workspace (the default
     ./workspace of the checkout) gets a temporary folder instead."""
     monkeypatch.setenv("NERSELECT_WORKSPACE", str(tmp_path / "default-workspace"))
-    monkeypatch.setenv("NERSELECT_CREATE_WORKSPACE", "1")  # tests name fresh folders; test_cli_papercuts checks the refusal
 
 
 def crossner_file(domain: str, split: str) -> Path:

@@ -53,7 +53,7 @@ def test_model_pickers_name_models_by_their_job(tmp_path):
     a = jobs.submit(ws, "ner", {"train": "lc", "dev": "dev", "config": {"seed": 1}}, start=False)
     b = jobs.submit(ws, "ner", {"train": "lc", "dev": "dev", "config": {"seed": 2}}, start=False)
     models = [str(a.run_dir / "model"), str(b.run_dir / "model"), str(tmp_path / "elsewhere" / "model")]
-    labels = model_labels(ws.runs_dir, models, jobs.list_jobs(ws))
+    labels = model_labels(models, jobs.list_jobs(ws))
     assert len(set(labels.values())) == 3
     assert labels[models[0]].startswith("NER") and f"({a.id}/model)" in labels[models[0]]
     assert labels[models[2]] == models[2]

@@ -91,12 +91,12 @@ def sweep_ws(tmp_path_factory, tiny_bert_dir):
     """A workspace with one finished experiment sweep run from the CLI (2 SC budgets x 2 LC sizes, tiny models):
     the page finds it through the run index, not through a job row."""
     from core.cli import main
-    from tests.conftest import TOY_SENTENCES
+    from tests.conftest import TOY_SENTENCES, unlike
     from tests.ner_data import write_toy_conll
 
     root = tmp_path_factory.mktemp("sweepws")
-    (root / "tc.txt").write_text("\n".join(TOY_SENTENCES[:8]) + "\n")
-    (root / "dc.txt").write_text("\n".join(s.replace(".", "!") for s in TOY_SENTENCES) + "\n")
+    (root / "tc.txt").write_text("\n".join(unlike(s) for s in TOY_SENTENCES[:8]) + "\n")  # no DEV/TEST text in MLM
+    (root / "dc.txt").write_text("\n".join(unlike(s, k) for k in (1, 2, 3) for s in TOY_SENTENCES[:8]) + "\n")
     labeled = write_toy_conll(root / "lc.conll")
     ws = root / "ws"
     for name, path in (("tc", root / "tc.txt"), ("dc", root / "dc.txt"), ("lc", labeled)):  # a workspace with corpora:

@@ -111,7 +111,7 @@ colour = l1.selectbox("Colour by", options, key="map_colour",
                            "an NER model finds per sentence, or its confidence c1.")
 sel_key = selection_picker("Selection", matching, key="map_selection", col=l2) if colour.startswith("selection") else None
 if colour.startswith("predictions: "):
-    named = model_labels(ws.runs_dir, predicted, jobs.list_jobs(ws))
+    named = model_labels(predicted, jobs.list_jobs(ws))
     sel_key = l2.selectbox("NER model", predicted, key="map_pred_model", format_func=lambda m: named.get(m, m),
                            help="Models whose predictions of a corpus on this map are cached (Inspect makes them).")
 with st.expander("Predict a corpus on this map with an NER model" if predicted else

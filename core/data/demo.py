@@ -32,7 +32,7 @@ import pyarrow.parquet as pq
 
 from core.data.atomic import temp_path_for
 from core.data.corpus import Corpus
-from core.data.neardup import near_duplicate, normalize
+from core.data.neardup import NearIndex, near_duplicate
 from core.data.workspace import Role, Workspace
 from core.errors import UserError
 from core.progress import Progress
@@ -403,7 +403,7 @@ def _clean_tc(tc: list, held_out: list, seen: set[str], seed: int, domain: str) 
     """TC without near duplicates of DEV/TEST (templated sentences often share most of their word pairs), topped up
     from a generator of its own, so the rest of the demo (DC continues from the main one) does not change. An
     experiment refuses DEV text in TC (core.experiments.guard): the demo must pass its own check."""
-    against = [normalize(" ".join(t)) for t, _ in held_out]
+    against = NearIndex(" ".join(t) for t, _ in held_out)
     kept = [s for s in tc if not near_duplicate(" ".join(s[0]), against)]
     extra = _SentenceMaker(domain, random.Random(f"{seed}-tc"))
     for _ in range(len(tc) * 50):

@@ -4,7 +4,7 @@ look-alikes, by brute force over a few hundred sentences) read the same definiti
 
 >>> normalize("The  Beatles, in LONDON!")
 'the beatles in london'
->>> near_duplicate("Ann plays the bass in Oslo", ["ann plays the bass in bergen"])
+>>> near_duplicate("Ann plays the bass in Oslo", ["Ann plays the bass in Bergen"])
 True
 """
 
@@ -32,13 +32,39 @@ def jaccard(a: set[str], b: set[str]) -> float:
     return len(a & b) / len(a | b) if a or b else 1.0
 
 
-def near_duplicate(text: str, against_normalized: Iterable[str], threshold: float = THRESHOLD) -> bool:
-    """`text` equals one of `against_normalized` (already normalised) after normalisation, or is a near duplicate of
-    one (word-2-gram Jaccard >= threshold): the leakage check's verdict, by brute force."""
+class NearIndex:
+    """Normalised reference sentences indexed by their word pairs, so a check compares a sentence only with the
+    references it shares a pair with (brute force over all of them cost the demo a second per 400 sentences)."""
+
+    def __init__(self, texts: Iterable[str]):
+        self.exact: set[str] = set()
+        self.sets: list[set[str]] = []
+        self.by_pair: dict[str, list[int]] = {}
+        for text in texts:
+            norm = normalize(text)
+            self.exact.add(norm)
+            if len(norm.split()) >= MIN_WORDS_NEAR:
+                pairs = shingles(norm)
+                for p in pairs:
+                    self.by_pair.setdefault(p, []).append(len(self.sets))
+                self.sets.append(pairs)
+
+
+def near_duplicate(text: str, against: NearIndex | Iterable[str], threshold: float = THRESHOLD) -> bool:
+    """`text` equals one of `against` after normalisation, or is a near duplicate of one (word-2-gram Jaccard >=
+    threshold): the leakage check's verdict, without MinHash (exact, for a few thousand references)."""
+    index = against if isinstance(against, NearIndex) else NearIndex(against)
     norm = normalize(text)
-    near = len(norm.split()) >= MIN_WORDS_NEAR
-    mine = shingles(norm) if near else set()
-    for other in against_normalized:
-        if other == norm or (near and len(other.split()) >= MIN_WORDS_NEAR and jaccard(mine, shingles(other)) >= threshold):
-            return True
+    if norm in index.exact:
+        return True
+    if len(norm.split()) < MIN_WORDS_NEAR:
+        return False
+    mine = shingles(norm)
+    seen: set[int] = set()
+    for p in mine:
+        for k in index.by_pair.get(p, ()):
+            if k not in seen:
+                seen.add(k)
+                if jaccard(mine, index.sets[k]) >= threshold:
+                    return True
     return False

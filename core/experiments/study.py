@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from core.data.corpus import Corpus, read_corpus
-from core.data.neardup import near_duplicate, normalize
+from core.data.neardup import NearIndex, near_duplicate
 from core.errors import UserError
 
 DOMAINS = ("ai", "literature", "music", "politics", "science")
@@ -89,7 +89,7 @@ def crossner_protocol(root: str | Path, domain: str, seed: int = SPLIT_SEED) -> 
     train, dev, test = (_tagged(splits[domain][s], domain, f"{domain}-{s}") for s in ("train", "dev", "test"))
     half_a, half_b = dev_halves(len(dev), seed)
     dev_a, dev_b = dev.subset(half_a), dev.subset(half_b)
-    held_out = [normalize(t) for t in (*dev_a.texts(), *test.texts())]
+    held_out = NearIndex([*dev_a.texts(), *test.texts()])
     tc = train.unlabeled().subset([i for i, t in enumerate(train.texts()) if not near_duplicate(t, held_out)])
     tc.name = f"{domain}-tc"
     others = [_tagged(splits[d][s], d, f"{d}-{s}").unlabeled() for d in DOMAINS if d != domain for s in ("train", "dev", "test")]

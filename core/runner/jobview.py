@@ -161,12 +161,11 @@ def job_charts(job: Job) -> list[tuple[str, Any]]:
     return charts
 
 
-def model_labels(ws_runs_dir: Path, models: Sequence[str | Path], jobs: Sequence[Job]) -> dict[str, str]:
+def model_labels(models: Sequence[str | Path], jobs: Sequence[Job]) -> dict[str, str]:
     """A readable, unique label per model folder for pickers: the job that made it ('NER training · train lc ·
     seed 1') and where in its run folder, instead of paths that all end in '.../model'. A folder outside any job's run
     keeps its path."""
     by_dir = {Path(j.run_dir).resolve(): j for j in jobs}
-    runs = Path(ws_runs_dir).resolve()
     out: dict[str, str] = {}
     for m in models:
         path = Path(m).resolve()
@@ -174,8 +173,6 @@ def model_labels(ws_runs_dir: Path, models: Sequence[str | Path], jobs: Sequence
         if job is not None:
             inner = path.relative_to(Path(job.run_dir).resolve())
             out[str(m)] = f"{describe_job(job, 80)} ({job.id}{'' if str(inner) == '.' else '/' + str(inner)})"
-        elif runs in path.parents:
-            out[str(m)] = f"runs/{path.relative_to(runs)}"
-        else:
+        else:  # the full path: one shown relative to the checkout read as a path missing its leading slash
             out[str(m)] = str(m)
     return out
