@@ -67,7 +67,7 @@ def test_repeated_failures_slow_sign_in_down_with_one_message_for_every_name(tea
     now[0] += users.delay_after(users.FREE_FAILURES + 1) + 1  # the wait passes by itself
     assert users.authenticate(team_ws, "BOB", PASSWORD, client="elsewhere").name == "bob"  # any case: one name
     assert not users.get_user(team_ws, "bob").locked
-    for _ in range(users.FREE_FAILURES + 2):  # one client guessing many names is slowed down too
+    for _ in range(users.CLIENT_FREE_FAILURES + 2):  # one client guessing many names is slowed down too
         with pytest.raises(users.SignInError):
             users.authenticate(team_ws, f"name{_}", "x", client="scanner")
     with pytest.raises(users.SignInError, match="wrong user name"):

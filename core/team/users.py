@@ -3,7 +3,8 @@ repeated failures, and server-side sessions.
 
 Names are Unicode (NFC; letters of any script, digits, '.', '_', '-') and compared without case: `ANN` is `ann`.
 Repeated failures slow sign-in down instead of locking an account: after FREE_FAILURES wrong attempts for one name
-(existing or not) or from one client, the next attempt for it waits BASE_DELAY seconds, doubling up to MAX_DELAY;
+(existing or not), or CLIENT_FREE_FAILURES from one address, the next attempt waits BASE_DELAY seconds, doubling up
+to MAX_DELAY;
 an attempt made while it waits is refused unchecked. Every refusal reads the same, so no one learns which names
 exist, and no one can lock another person out for long. A right password resets both counters.
 
@@ -29,7 +30,8 @@ from core.data.workspace import Workspace
 from core.errors import UserError
 from core.team.db import audit, connect, transaction
 
-FREE_FAILURES = 5  # wrong attempts for a name or from a client before sign-in slows down
+FREE_FAILURES = 5  # wrong attempts for one name before its sign-in slows down ...
+CLIENT_FREE_FAILURES = 20  # ... and from one address, which many people may share (a NAT, a proxy, this machine)
 BASE_DELAY = 2.0  # seconds to wait after the first slowed failure, doubling with each further one ...
 MAX_DELAY = 300.0  # ... up to this
 SESSION_SECONDS = 12 * 3600
@@ -191,23 +193,23 @@ def _clear(ws: Workspace, name: str) -> None:
         con.execute("DELETE FROM throttle WHERE key = ?", (f"name:{name_key(name)}",))
 
 
-def delay_after(failures: int) -> float:
-    """Seconds an attempt must wait after `failures` wrong ones in a row.
+def delay_after(failures: int, free: int = FREE_FAILURES) -> float:
+    """Seconds an attempt must wait after `failures` wrong ones in a row (`free` of them cost nothing).
 
     >>> [delay_after(n) for n in (4, 5, 6, 7, 20)]
     [0.0, 2.0, 4.0, 8.0, 300.0]
     """
-    if failures < FREE_FAILURES:
+    if failures < free:
         return 0.0
-    return min(MAX_DELAY, BASE_DELAY * 2 ** (failures - FREE_FAILURES))
+    return min(MAX_DELAY, BASE_DELAY * 2 ** (failures - free))
 
 
-def _waiting(entry: tuple[int, float] | None) -> tuple[int, float]:
+def _waiting(entry: tuple[int, float] | None, free: int = FREE_FAILURES) -> tuple[int, float]:
     """(failures, time until which the next attempt waits) of a throttle entry."""
     if not entry:
         return 0, 0.0
     failures, last = entry
-    return failures, last + delay_after(failures)
+    return failures, last + delay_after(failures, free)
 
 
 def authenticate(ws: Workspace, name: str, password: str, client: str = "local") -> Actor:
@@ -222,7 +224,7 @@ def authenticate(ws: Workspace, name: str, password: str, client: str = "local")
                    if (r := con.execute("SELECT * FROM throttle WHERE key = ?", (k,)).fetchone())}
         row = _find(con, name)
         who = row["name"] if row else (name or "?")
-        if any(_waiting(entries.get(k))[1] > now for k in keys):
+        if _waiting(entries.get(keys[0]))[1] > now or _waiting(entries.get(keys[1]), CLIENT_FREE_FAILURES)[1] > now:
             audit(con, who, "sign-in refused", who, reason="waiting after repeated failures", client=client)
             refusal = SignInError(REFUSED)
         elif row is None or not _password_matches(row["pw_hash"], password):
