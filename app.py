@@ -26,7 +26,7 @@ st.set_page_config(page_title="NER pretraining data selection", page_icon="🔎"
 
 ROOT = Path(__file__).resolve().parent
 RESEARCH_PAGES = [
-    st.Page("views/corpora.py", title="Corpora", icon="📚", default=True),
+    CORPORA_PAGE := st.Page("views/corpora.py", title="Corpora", icon="📚", url_path="corpora"),
     st.Page("views/similarity.py", title="Similarity", icon="📏"),
     st.Page("views/selection.py", title="Selection", icon="🎯"),
     st.Page("views/map.py", title="Map", icon="🗺️"),
@@ -154,20 +154,26 @@ def sidebar_jobs() -> None:
         _badge()
 
 
-DEFAULT_ALIAS = "corpora"  # the default page's own name: its url_path reads "" but Streamlit serves it there too
+def _open_corpora() -> None:
+    st.switch_page(CORPORA_PAGE)
+
+
+# "/" opens Corpora at its own URL: a default page is served at "/" only, so a bookmark or link to /corpora found no
+# page; Corpora is an ordinary page and the default one only moves there.
+HOME = st.Page(_open_corpora, title="Corpora", url_path="home", default=True, visibility="hidden")
 
 
 def pages_for(who: Actor) -> list:
     """Pages are built per role: a page not in the list cannot be opened, not even by its URL."""
     if who.role == Role.ANNOTATOR:
         return ANNOTATOR_PAGES + _under_every_url(not_for_this_role, "Not for your role")
-    return RESEARCH_PAGES + (ADMIN_PAGES if who.role == Role.ADMIN else [])
+    return [HOME, *RESEARCH_PAGES] + (ADMIN_PAGES if who.role == Role.ADMIN else [])
 
 
 def _under_every_url(page_fn, title: str, skip: tuple[str, ...] = ()) -> list:
     """`page_fn` as the page of every research and admin URL: a bookmark opens it (no "page not found" dialog, which
     would cover the sign-in form) and, once signed in with a role that has the page, the same URL shows it."""
-    paths = [p.url_path for p in RESEARCH_PAGES + ADMIN_PAGES if p.url_path and p.url_path not in skip] + [DEFAULT_ALIAS]
+    paths = [p.url_path for p in RESEARCH_PAGES + ADMIN_PAGES if p.url_path and p.url_path not in skip]
     return [st.Page(page_fn, title=title, url_path=path, visibility="hidden") for path in paths]
 
 
