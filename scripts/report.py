@@ -95,7 +95,7 @@ def study_block(paths: list[Path], label: str) -> str:
         seeds = sorted({c["seed"] for c in cells})
         for e in _sorted_rows(entries):
             lines.append(f"| {result['domain']} | {e['row']} | {f1_text(e)} | " + " | ".join(vs_text(e, b) for b in BASES) + " |")
-        done = "" if result.get("finished") else f", partial: {len(cells)} cells so far"
+        done = "" if result.get("finished") else f", partial: {len(cells)} cell{'s' if len(cells) != 1 else ''} so far"
         notes.append(f"{result['domain']}: `{path.relative_to(ROOT)}`, seeds {seeds}{done}; {how}")
         says.append(domain_sentence(result, entries))
     return "\n".join(lines + ["", "Sources: " + "; ".join(notes) + ".", "", *says, ""])
@@ -110,6 +110,8 @@ def domain_sentence(result: dict[str, Any], entries: list[dict[str, Any]]) -> st
         return [e["row"] for e in entries if (t := (e.get("vs") or {}).get(base)) and t["p_holm"] < 0.05
                 and t["delta"] * sign > 0]
 
+    if not any(e.get("vs") for e in entries):
+        return f"- **{result['domain']}**: no comparison yet (rows so far: {', '.join(e['row'] for e in entries)})."
     up, down = rows("none", 1), rows("none", -1)
     beat, below = rows(CONTROL_ROW, 1), rows(CONTROL_ROW, -1)
     tested = [e["row"] for e in entries if CONTROL_ROW in (e.get("vs") or {})]
