@@ -155,7 +155,7 @@ def sidebar_jobs() -> None:
 
 
 def _open_corpora() -> None:
-    st.switch_page(CORPORA_PAGE)
+    st.switch_page(CORPORA_PAGE, query_params=st.query_params.to_dict())  # a shared link's choices travel along
 
 
 # "/" opens Corpora at its own URL: a default page is served at "/" only, so a bookmark or link to /corpora found no

@@ -20,6 +20,7 @@ from core.review import predictions
 from core.runner import jobs
 from core.runner.jobview import describe_job, poll_seconds, status_text
 from core.selection import store as selection_store
+from core.tables import count
 
 WS_KEY = "workspace_root"
 ACTOR_KEY = "signed_in_actor"  # set by app.py on every run from the sign-in (never from a typed name)
@@ -75,7 +76,7 @@ def corpus_picker(ws: Workspace, label: str, role: Role | None, key: str, labele
 def _corpus_label(ws: Workspace, name: str) -> str:
     info = ws.corpus_info(name)
     role = f" [{info.role.upper()}]" if info.role else ""
-    return f"{name}{role} · {info.sentences:,} sentences"
+    return f"{name}{role} · {count(info.sentences, 'sentence')}"
 
 
 def run_guarded(fn: Callable[[], Any], what: str = "", before_error: Callable[[], Any] | None = None) -> Any:

@@ -20,6 +20,15 @@ import pandas as pd
 MISSING = "—"
 
 
+def count(n: int, noun: str, plural: str | None = None) -> str:
+    """'1 sentence', '2 sentences', '1,200 sentences': pages never say "1 sentences".
+
+    >>> count(1, "sentence"), count(1200, "sentence"), count(0, "entity", "entities")
+    ('1 sentence', '1,200 sentences', '0 entities')
+    """
+    return f"{n:,} {noun if n == 1 else plural or noun + 's'}"
+
+
 def readable(rows: Sequence[dict[str, Any]] | pd.DataFrame) -> pd.DataFrame:
     df = rows.copy() if isinstance(rows, pd.DataFrame) else pd.DataFrame(list(rows))
     for col in df.columns:

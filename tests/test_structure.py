@@ -86,3 +86,15 @@ def test_the_cap_counts_code_not_explanations():
     """Issue 44: deleting a docstring or comments must not bring a module under the cap."""
     text = '"""Module doc\nover two lines."""\n\nimport os  # why\n\n\ndef f():\n    """Doc."""\n    # a comment\n    return os\n'
     assert structure.code_lines(text) == 3
+
+
+def test_pages_say_counts_with_their_number():
+    """Issue 43.15: "1 sentences". A page writes a count of sentences through core.tables.count, except in
+    'K of N sentences' (a share, plural whatever N is) and a fixed limit."""
+    import re
+
+    loose = [f"{p.relative_to(ROOT)}:{k}" for p in [*ROOT.glob("views/*.py"), *ROOT.glob("ui*.py")]
+             for k, line in enumerate(p.read_text().splitlines(), 1)
+             if re.search(r"\{[^}]*\} sentences\b", line) and not re.search(r" of \{[^}]*\} sentences", line)
+             and "DEFAULT_FIT_POINTS" not in line]
+    assert loose == []

@@ -12,6 +12,7 @@ from core.data.tags import spans_from_tags
 from core.data.workspace import Role
 from core.review import predictions
 from core.review.highlight import CSS, augmented_html, type_colors
+from core.tables import count
 from core.train import lineage
 from core.train.presets import preset_choices
 from ui import (
@@ -130,7 +131,7 @@ def augment_tab() -> None:
     if job.status != "done" or not job.result or not job.result.get("generated"):
         return
     r = job.result
-    st.caption(f"{r['generated']} generated from {r['input_sentences']} sentences · {r['masked_per_sentence']:.2f} masked per "
+    st.caption(f"{r['generated']} generated from {count(r['input_sentences'], 'sentence')} · {r['masked_per_sentence']:.2f} masked per "
                f"sentence · dropped: {r['dropped_unchanged']} unchanged, {r['dropped_duplicates']} duplicates, "
                f"{r['dropped_low_confidence']} low confidence")
     generated, source = read_corpus(r["jsonl"]), ws.resolve_corpus(r["lc"])
@@ -145,7 +146,7 @@ def augment_tab() -> None:
         corpus = aug.combine_with_lc(source, generated, name) if with_lc else generated
         info = run_guarded(lambda: ws.save_corpus(corpus, name, source=f"augmentation job {job.id}"), "Could not save")
         if info:
-            st.success(f"Saved {info.sentences} sentences as {info.name!r}: train on it from the Runs page.")
+            st.success(f"Saved {count(info.sentences, 'sentence')} as {info.name!r}: train on it from the Runs page.")
 
 
 selftrain, augmentation = st.tabs(["Self-training", "MLM augmentation"])

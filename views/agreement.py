@@ -11,6 +11,7 @@ import streamlit as st
 from core.errors import UserError
 from core.review.highlight import legend_html, page_css, sentence_html, type_colors
 from core.review.predictions import apply_span_edit
+from core.tables import count
 from core.team import adjudicate, tasks
 from core.team.agreement import task_agreement
 from ui import actor, get_workspace, run_guarded
@@ -52,7 +53,7 @@ else:
 st.subheader("Disagreements")
 open_items = adjudicate.disagreements(ws, me, task.id)
 colors = type_colors(task.types + [s.type for i in open_items for a in i.answers.values() for s in a])
-st.caption(f"{len(open_items)} sentences where annotators differ. Pick one answer, or edit it, for the final set.")
+st.caption(f"{count(len(open_items), 'sentence')} where annotators differ. Pick one answer, or edit it, for the final set.")
 if open_items:
     st.html(legend_html(colors, gold=False))
 
@@ -118,4 +119,4 @@ if len(corpus):
         if st.form_submit_button("Store as a corpus"):
             got = run_guarded(lambda: adjudicate.import_task(ws, me, task.id, name, role), "Could not store")
             if got:
-                st.success(f"Stored {got[0].sentences} sentences as {got[0].name!r}: {got[0].source}")
+                st.success(f"Stored {count(got[0].sentences, 'sentence')} as {got[0].name!r}: {got[0].source}")

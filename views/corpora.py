@@ -11,6 +11,7 @@ from core.data.browse import browse_corpus, filter_fields
 from core.data.stats import corpus_stats, length_histogram
 from core.data.workspace import ROLE_LABELS, Role
 from core.review.highlight import browse_rows_html, page_css, type_colors
+from core.tables import count
 from ui import actor, get_workspace, job_status, latest_job, run_guarded, submit_job
 
 ws = get_workspace()
@@ -84,7 +85,7 @@ with load_tab, st.form("upload_form", clear_on_submit=False):
                                                     actor=actor()),
                            "Could not import", before_error=bar.empty)
         if info is not None:
-            st.success(f"Imported {info.name!r}: {info.sentences:,} sentences, {info.tokens:,} tokens.")
+            st.success(f"Imported {info.name!r}: {count(info.sentences, 'sentence')}, {count(info.tokens, 'token')}.")
             for warning in info.warnings:
                 st.warning(warning)
             st.session_state["corpus_view"] = info.name

@@ -13,6 +13,7 @@ from core.review import predictions
 from core.review.highlight import legend_html, page_css, prediction_html, sentence_html, type_colors
 from core.review.store import ReviewConflict, ReviewStore
 from core.selection import store as selection_store
+from core.tables import count
 from ui import (
     actor,
     get_workspace,
@@ -262,7 +263,7 @@ def export_panel(store: ReviewStore) -> None:
         if d[1].button("Save corpus", key="insp_save"):
             info = run_guarded(lambda: predictions.save_reviewed_corpus(ws, store, name, None, reviewers, actor=actor()), "Could not save")
             if info:
-                st.success(f"Saved {info.sentences} sentences as {info.name!r}: add it to LC on the Corpora page or train on it.")
+                st.success(f"Saved {count(info.sentences, 'sentence')} as {info.name!r}: add it to LC on the Corpora page or train on it.")
 
 
 review_tab()

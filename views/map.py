@@ -30,6 +30,7 @@ from core.selection.map_region import region_rows, save_region_corpus, save_regi
 from core.selection.mapview import atlas_neighbours
 from core.selection.projection import sample_rows
 from core.selection.store import list_selections
+from core.tables import count
 from ui import (
     CURRENT_SELECTION,
     actor,
@@ -176,7 +177,7 @@ elif (state.get("query") or "").strip():
     mask = search_points(atlas, state["query"])
     how = {"query": state["query"].strip()}
 
-st.caption(f"{len(atlas):,} sentences · {atlas.meta.get('method')} · computed in {atlas.meta.get('seconds', 0):.0f}s · "
+st.caption(f"{count(len(atlas), 'sentence')} · {atlas.meta.get('method')} · computed in {atlas.meta.get('seconds', 0):.0f}s · "
            + " · ".join(f"{c['name']}: {int(c['sentences']):,}" for c in atlas.corpora))
 atlas_view(view_data(atlas, layer, mask), key="map_view", on_change=_from_browser)
 
@@ -240,11 +241,11 @@ with st.expander("Save the chosen sentences", expanded=True):
         sel = run_guarded(lambda: save_region_selection(ws, atlas, mask, dc, how, actor=actor()), "Could not save the selection")
         if sel is not None:
             st.session_state[CURRENT_SELECTION] = sel.key
-            st.success(f"Saved selection {sel.key[:8]}: {sel.budget:,} sentences of {dc} (strategy map-region); it is listed "
+            st.success(f"Saved selection {sel.key[:8]}: {count(sel.budget, 'sentence')} of {dc} (strategy map-region); it is listed "
                        "on the Selection page and can be pretrained on from Runs.")
     name = t2.text_input("As a corpus named", value="", key="map_save_name", placeholder="e.g. music-region")
     if t2.button("Save as corpus", key="map_save_corpus", disabled=not name.strip()):
         info = run_guarded(lambda: save_region_corpus(ws, atlas, mask, name.strip(), how, actor=actor()),
                            "Could not save the corpus")
         if info is not None:
-            st.success(f"Saved corpus {info.name}: {info.sentences:,} sentences (on the Corpora page).")
+            st.success(f"Saved corpus {info.name}: {count(info.sentences, 'sentence')} (on the Corpora page).")

@@ -14,6 +14,7 @@ import streamlit as st
 from core.data.workspace import Role
 from core.similarity.correlation import correlate_with_f1, finished_f1_runs
 from core.similarity.measures import MEASURES, PAIRWISE
+from core.tables import count
 from ui import corpus_names, get_workspace, job_status, latest_job, run_guarded, submit_job
 
 JOB_KEY = "similarity_job"
@@ -108,7 +109,7 @@ if hist and hist.get("counts"):
     fig = px.bar(x=centers, y=hist["counts"], labels={"x": "sentence perplexity (log scale)", "y": "DC sentences"}, log_x=True)
     fig.update_traces(width=np.diff(10 ** edges))
     st.plotly_chart(fig, key="sim_ppl_hist")
-    st.caption(f"{hist['sentences']:,} sentences · median {hist['median']:.1f} · 10th-90th percentile "
+    st.caption(f"{count(hist['sentences'], 'sentence')} · median {hist['median']:.1f} · 10th-90th percentile "
                f"{hist['p10']:.1f}-{hist['p90']:.1f}. Low perplexity = close to TC: the PPL selection baseline keeps these.")
 
 st.subheader("Measures against downstream F1")

@@ -8,6 +8,7 @@ import streamlit as st
 from core.access import Role
 from core.data.showtext import isolated
 from core.selection.store import list_selections
+from core.tables import count
 from core.team import tasks
 from core.team.users import list_users
 from ui import actor, corpus_names, get_workspace, run_guarded
@@ -45,11 +46,11 @@ with st.expander("New task", expanded=not tasks.list_tasks(ws, me)):
                 corpus=corpus if kind == "a corpus" else None, n_items=int(n_items), overlap=overlap, guidelines=guidelines,
                 types=[t.strip() for t in types.split(",") if t.strip()]), "Could not create the task")
             if made:
-                st.success(f"Task {made.id}: {made.items} sentences for {', '.join(made.annotators)}.")
+                st.success(f"Task {made.id}: {count(made.items, 'sentence')} for {', '.join(made.annotators)}.")
 
 for t in tasks.list_tasks(ws, me):
     with st.container(border=True):
-        st.markdown(f"**{isolated(t.name)}** · `{t.id}` · {t.items} sentences of {t.source} · {t.overlap:.0%} reviewed twice · "
+        st.markdown(f"**{isolated(t.name)}** · `{t.id}` · {count(t.items, 'sentence')} of {t.source} · {t.overlap:.0%} reviewed twice · "
                     f"by {t.created_by}")
         rows = tasks.progress(ws, me, t.id)
         st.dataframe(pd.DataFrame(rows), hide_index=True, key=f"task_progress_{t.id}")
