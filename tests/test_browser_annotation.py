@@ -81,7 +81,7 @@ def test_the_first_of_two_identical_words_is_marked(paper_ws):
 
         page.goto(f"{url}/agreement")  # adjudication: a final span on the first paper
         sign_in(page, "rita")
-        wait_for_app(page, "sentences where annotators differ")
+        wait_for_app(page, "where annotators differ")
         item = page.locator("[class*='st-key-agr_item_0']")
         item.get_by_text("Edit the final spans").click()
         click_token(page, "st-key-agr_tok_0", "paper ·6")  # ann's span is the draft: first clear it, then mark
