@@ -98,19 +98,17 @@ class Comparison:
         """Each source's MLM text after core.experiments.guard's rules: DEV text refused unless allowed, TEST text
         dropped. (source name -> (content key, texts), the record kept in the result). A source that lost sentences
         gets a key of its own, so its shared MLM model is never confused with the whole source's."""
-        from core.experiments.guard import guard_mlm_corpora
+        from core.experiments.guard import guard_chosen_corpus
         from core.selection.leakage import texts_leakage
 
         texts, record = {}, {}
         for ref in self.refs:
             corpus = ref.load()
             leak = texts_leakage(corpus.texts(), {"dev": dev, "test": test})
-            kept, _, report = guard_mlm_corpora(corpus, corpus.subset([]), {"tc": leak, "dc": {}}, self.allow_dev, True,
-                                                f"source {ref.name}")
-            dropped = report.dropped.get("tc", {}).get("test", 0)
+            kept, dev_in, dropped = guard_chosen_corpus(corpus, leak, self.allow_dev, True, f"source {ref.name}")
             key = ref.hash if not dropped else hashlib.sha256(f"{ref.hash}-{self.test_ref.hash}".encode()).hexdigest()[:16]
             texts[ref.name] = (key, kept.texts())
-            record[ref.name] = {"dev_in_mlm": report.dev_in_tc, "test_dropped": dropped}
+            record[ref.name] = {"dev_in_mlm": dev_in, "test_dropped": dropped}
         return texts, {"allow_dev_in_mlm": self.allow_dev, "sources": record}
 
     def plan(self) -> list[tuple[str, int, CorpusRef | None]]:

@@ -47,26 +47,33 @@ def guard_mlm_corpora(tc: Corpus, dc: Corpus, leakage: dict[str, dict[str, Any]]
     pretrains and the run does not allow it. `leakage`: core.selection.leakage reports of TC and DC against
     {"dev", "test"}, with `indices_per_against`. `drop_dev_from_dc` (a run's exclude_leaked) drops DC's DEV
     duplicates even where DEV text is allowed."""
-    tc_leak, dc_leak = leakage["tc"], leakage["dc"]
-    dev_rows = set(tc_leak.get("indices_per_against", {}).get("dev", []))
-    if dev_rows and pretrains and not allow_dev_in_mlm:
-        per = tc_leak["per_against"]["dev"]
-        raise UserError(f"DEV text in the MLM corpus {tc_name}: {per['exact']} exact and {per['near']} near duplicates of "
-                        f"DEV sentences{_example(tc_leak, 'dev')}. DEV drives early stopping and the checkpoint pick, so "
-                        "pretraining on it flatters DEV F1 and the pick. Use a TC without DEV text (e.g. TC = train), or "
-                        "allow it explicitly (--allow-dev-in-mlm; recorded with the results)")
-    report = GuardReport(allow_dev_in_mlm=allow_dev_in_mlm, dev_in_tc=len(dev_rows) if pretrains else 0)
-    tc_test = set(tc_leak.get("indices_per_against", {}).get("test", []))
+    tc, dev_in_tc, tc_test = guard_chosen_corpus(tc, leakage["tc"], allow_dev_in_mlm, pretrains, tc_name)
+    report = GuardReport(allow_dev_in_mlm=allow_dev_in_mlm, dev_in_tc=dev_in_tc)
     if tc_test:
-        tc = _without(tc, tc_test)
-        report.dropped["tc"] = {"dev": 0, "test": len(tc_test)}
-    dc_by = dc_leak.get("indices_per_against", {})
+        report.dropped["tc"] = {"dev": 0, "test": tc_test}
+    dc_by = leakage["dc"].get("indices_per_against", {})
     keep_dev = allow_dev_in_mlm and not drop_dev_from_dc
     dc_drop = set(dc_by.get("test", [])) | (set() if keep_dev else set(dc_by.get("dev", [])))
     if dc_drop:
         dc = _without(dc, dc_drop)
         report.dropped["dc"] = {"dev": 0 if keep_dev else len(set(dc_by.get("dev", []))), "test": len(set(dc_by.get("test", [])))}
     return tc, dc, report
+
+
+def guard_chosen_corpus(corpus: Corpus, leak: dict[str, Any], allow_dev_in_mlm: bool, pretrains: bool,
+                        name: str) -> tuple[Corpus, int, int]:
+    """An MLM corpus the user chose (TC, a compare-sources source): (it without its TEST duplicates, its DEV duplicates
+    kept, TEST duplicates dropped); UserError for DEV text when it pretrains and the run does not allow it."""
+    by = leak.get("indices_per_against", {})
+    dev_rows = set(by.get("dev", []))
+    if dev_rows and pretrains and not allow_dev_in_mlm:
+        per = leak["per_against"]["dev"]
+        raise UserError(f"DEV text in the MLM corpus {name}: {per['exact']} exact and {per['near']} near duplicates of "
+                        f"DEV sentences{_example(leak, 'dev')}. DEV drives early stopping and the checkpoint pick, so "
+                        "pretraining on it flatters DEV F1 and the pick. Use a TC without DEV text (e.g. TC = train), or "
+                        "allow it explicitly (--allow-dev-in-mlm; recorded with the results)")
+    test_rows = set(by.get("test", []))
+    return (_without(corpus, test_rows) if test_rows else corpus), (len(dev_rows) if pretrains else 0), len(test_rows)
 
 
 def _without(corpus: Corpus, rows: set[int]) -> Corpus:
