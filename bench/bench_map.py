@@ -16,7 +16,10 @@ browser's frame time.
 Nothing else may run meanwhile (2 cores): the note in the JSON says what was running. Embeddings of the 1M map
 are synthetic (the layout and the browser do not care what made them).
 
-Usage: python bench/bench_map.py [--points 1000000] [--fit-points 20000] [--skip-1m] [--skip-browser]
+The large layout places its unfitted points in one worker process per core (issue 45) and, for the ratio, once more in
+one process (--no-serial-baseline skips that second layout).
+
+Usage: python bench/bench_map.py [--points 1000000] [--fit-points 20000] [--skip-1m] [--skip-browser] [--skip-demo]
 """
 
 from __future__ import annotations
@@ -82,7 +85,7 @@ def synthetic_vectors(path: Path, n: int, dim: int = 384, clusters: int = 40, se
     return np.load(path, mmap_mode="r"), labels
 
 
-def layout_rows(tmp: Path, n: int, fit_points: int) -> tuple[list[dict], np.ndarray, np.ndarray]:
+def layout_rows(tmp: Path, n: int, fit_points: int, serial_baseline: bool = True) -> tuple[list[dict], np.ndarray, np.ndarray]:
     from core.selection.atlas import layout
 
     vecs, labels = synthetic_vectors(tmp / "vectors.npy", n)
@@ -96,6 +99,11 @@ def layout_rows(tmp: Path, n: int, fit_points: int) -> tuple[list[dict], np.ndar
              "baseline_s": info["fit_seconds"], "ratio": info["place_seconds"] / max(info["fit_seconds"], 1e-9)},
             {"case": f"{n:,} synthetic", "step": "whole layout", "seconds": total, "baseline_s": info["fit_seconds"],
              "ratio": total / max(info["fit_seconds"], 1e-9)}]
+    if serial_baseline and info["place_workers"] > 1:  # the placement in one process, as before issue 45: the ratio
+        one, one_info = layout([vecs[:tc_n], vecs[tc_n:]], fit_points=fit_points, seed=0, workers=1)
+        rows.append({"case": f"{n:,} synthetic", "step": f"place in {info['place_workers']} processes vs 1 (same map: "
+                     f"{bool(np.array_equal(one, coords))})", "seconds": info["place_seconds"],
+                     "baseline_s": one_info["place_seconds"], "ratio": one_info["place_seconds"] / max(info["place_seconds"], 1e-9)})
     return rows, coords, labels
 
 
@@ -194,6 +202,9 @@ def main() -> None:
     ap.add_argument("--fit-points", type=int, default=20_000)
     ap.add_argument("--skip-1m", action="store_true", help="only the demo")
     ap.add_argument("--skip-browser", action="store_true")
+    ap.add_argument("--skip-demo", action="store_true", help="only the large layout (and browser)")
+    ap.add_argument("--no-serial-baseline", action="store_true",
+                    help="skip the second layout that places the points in one process (the ratio's baseline)")
     ap.add_argument("--note", default="nothing else running", help="what else ran on the machine (goes into the JSON)")
     args = ap.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -202,10 +213,11 @@ def main() -> None:
     (Path(__file__).resolve().parent / "results").mkdir(exist_ok=True)
     rows: list[dict] = []
     try:
-        rows += demo_rows(tmp)
-        print_table(rows, "demo")
+        if not args.skip_demo:
+            rows += demo_rows(tmp)
+            print_table(rows, "demo")
         if not args.skip_1m:
-            more, coords, labels = layout_rows(tmp, args.points, args.fit_points)
+            more, coords, labels = layout_rows(tmp, args.points, args.fit_points, not args.no_serial_baseline)
             rows += more
             print_table(more, f"{args.points:,} points")
             if not args.skip_browser:

@@ -316,6 +316,9 @@ def main() -> int:
                         "folder's variant, e.g. crossner-music-study-pick4.json)")
     parser.add_argument("--status", action="store_true", help="write the JSON from the cells finished so far; run nothing")
     parser.add_argument("--merge", nargs="+", metavar="JSON", help="pool these result JSONs (one domain and recipe) into --out")
+    parser.add_argument("--parallel", default="1", metavar="N|auto",
+                        help="cells at once (`experiment --parallel`): a number, or auto from the GPUs' free memory (default: 1)")
+    parser.add_argument("--ray", metavar="ADDRESS", help="run the cells as Ray tasks (`experiment --ray`; default: no Ray)")
     args = parser.parse_args()
     if args.merge:
         if not args.out:
@@ -354,7 +357,8 @@ def main() -> int:
     print(f"study workspace {ws.root}: " + ", ".join(f"{r.upper()} {names[r]} ({n})" for r, n in study.sizes().items()))
     params = {**{r: names[r] for r in ("tc", "dc", "lc", "dev", "test")},
               "baselines": [r for r in rows if r in BASELINES], "strategies": [r for r in rows if r not in BASELINES],
-              "seeds": seeds, "budget": args.budget, "model": args.model, "preset": args.preset, "domain": args.domain}
+              "seeds": seeds, "budget": args.budget, "model": args.model, "preset": args.preset, "domain": args.domain,
+              "parallel": args.parallel, "ray": args.ray}
     try:
         recipe, variant = recipe_variant(args)
     except UserError as exc:

@@ -49,6 +49,9 @@ def test_layout_fits_a_sample_and_places_the_rest_near_their_cluster():
     assert np.allclose(again, coords)  # a fixed seed gives the same map
     with pytest.raises(UserError, match="nothing to map"):
         layout([np.zeros((0, 4), np.float32)])
+    # issue 45: a large map's points are placed by worker processes, each part exactly as one process places it
+    parallel, info2 = layout([small, big], fit_points=150, seed=0, chunk=97, workers=2)
+    assert info2["place_workers"] == 2 and info["place_workers"] == 1 and np.array_equal(parallel, coords)
 
 
 def test_points_in_polygon_even_odd_on_hand_made_cases():

@@ -122,7 +122,11 @@ with exp_tab, st.form("exp_form"):
                               help="TEST and DEV duplicates (exact, or near: verified Jaccard of word 2-grams >= 0.5) are "
                                    "always dropped from TC/DC before MLM; this also drops DC's DEV duplicates when DEV text "
                                    "in TC is allowed.")
-    c = st.columns([1, 3])
+    c = st.columns([1, 1, 3])
+    e_parallel = c[2].text_input("Cells at once", "1", key="exp_parallel",
+                                 help="A number, or 'auto': as many cells as the GPUs' free memory fits at the memory a cell "
+                                      "of this recipe was measured to need (1 without a GPU). Each cell runs in its own "
+                                      "process; the results are the same cells (CLI --parallel).")
     e_rehearsal = c[0].number_input("Rehearsal share", 0.0, 0.9, 0.0, 0.05, key="exp_rehearsal",
                                     help="Share of every MLM corpus made of random DC sentences, replayed so the encoder "
                                          "keeps general text (CLI --rehearsal-share). 0: none.")
@@ -144,7 +148,8 @@ with exp_tab, st.form("exp_form"):
                       "baselines": e_base, "seeds": seeds, "budgets": budgets or None,
                       "lc_sizes": lc_sizes or None, "preset": e_preset, "model": e_model.strip() or "default",
                       "exclude_leaked": bool(e_exclude), "allow_dev_in_mlm": bool(e_allow_dev),
-                      "pick_checkpoint": PICK_CHOICES[e_pick], "rehearsal_share": float(e_rehearsal)}
+                      "pick_checkpoint": PICK_CHOICES[e_pick], "rehearsal_share": float(e_rehearsal),
+                      "parallel": e_parallel.strip() or 1}
             show_launched(submit_job("experiment", params, "runs_job"))
 
 

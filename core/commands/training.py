@@ -15,6 +15,7 @@ from pathlib import Path
 from core.cliutil import add_workspace_arg, comma_list, print_json, progress_wanted, tqdm_progress
 from core.data.workspace import Workspace, resolve_corpus_ref
 from core.errors import UserError
+from core.experiments.parallel import parse_parallel
 from core.experiments.plan import BASELINES
 from core.runner.params import ExperimentParams, MlmParams, NerParams, PickParams, PredictParams, field_default
 from core.train.presets import DEFAULT_PRESET, PRESETS, pick_defaults, preset_help
@@ -190,6 +191,13 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help=preset_help("experiment") + f" (default: {DEFAULT_PRESET})")
     x.add_argument("--domain", help="column name in the results table (default: the workspace's target domain, else the test "
                                     "corpus name)")
+    x.add_argument("--parallel", default=field_default(ExperimentParams, "parallel"), type=parse_parallel, metavar="N|auto",
+                   help="cells at once, each in its own process: a number, or 'auto' (as many as the GPUs' free memory fits "
+                        "at the memory a cell of this recipe was measured to need; 1 on a machine without a GPU); results are "
+                        "the same cells in the same folders (default: %(default)s)")
+    x.add_argument("--ray", metavar="ADDRESS", help="run the cells as Ray tasks, a share of a GPU each: 'local', 'local:N' "
+                                                   "(N CPUs) or a cluster address; across machines the workspace must be on a "
+                                                   "shared disk (default: no Ray)")
     x.add_argument("--out", required=True, help="run folder for the experiment; rerun with it to resume (required)")
     x.add_argument("--json", action="store_true", help="print the result as one JSON object (default: the results table)")
     x.add_argument("--quiet", action="store_true", help="no progress bar (default: a bar on stderr)")
@@ -309,7 +317,8 @@ def cmd_experiment(args: argparse.Namespace) -> int:
               "lc_sizes": _amounts(args.lc_sizes, "--lc-sizes") or None, "model": _model(args.model),
               "preset": args.preset, "domain": args.domain, "exclude_leaked": args.exclude_leaked,
               "allow_dev_in_mlm": args.allow_dev_in_mlm,
-              "pick_checkpoint": args.pick_checkpoint, "rehearsal_share": args.rehearsal_share}
+              "pick_checkpoint": args.pick_checkpoint, "rehearsal_share": args.rehearsal_share,
+              "parallel": args.parallel, "ray": args.ray}
     args.run_dir = args.out
     result = _run(args, "experiment", params, "experiment")
     if args.json:

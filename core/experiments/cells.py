@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from core.data.atomic import atomic_write_json
+from core.data.atomic import atomic_write_json, exclusive
 from core.data.corpus import Corpus
 from core.experiments.plan import (
     BASELINES,
@@ -68,6 +68,17 @@ def numerics(summary: dict[str, Any]) -> dict[str, Any]:
             "machine": platform.machine(), "torch": torch.__version__}
 
 
+def where_ran(summary: dict[str, Any]) -> str:
+    """The device a cell's NER ran on, with the card's nvidia-smi index ('cuda:3'), not the process's own 'cuda:0'."""
+    import os
+
+    device = str(summary.get("device") or "cpu")
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES", "")
+    if device.startswith("cuda") and visible.split(",")[0].strip().isdigit():
+        return f"cuda:{visible.split(',')[0].strip()}"
+    return device
+
+
 class CellTrainer:
     """MLM then NER for one cell folder, resumable (a finished model is reused, an interrupted
     one resumes from its checkpoint); shared by experiments and compare-sources."""
@@ -94,11 +105,15 @@ class CellTrainer:
         from core.train.mlm import finished_model, run_phases
 
         out = folder / "mlm" / "model"
-        if not finished_model(out):
-            t0 = time.time()
-            run_phases(phases, self.model, out, replace(self.mlm_config, seed=seed), folder / "mlm", progress, self.ctx.log,
-                       lambda **v: self.ctx.metric(cell=folder.parent.name, seed=seed, stage="mlm", **v))
-            atomic_write_json(folder / "mlm" / "seconds.json", {"seconds": time.time() - t0})
+        if finished_model(out):
+            return str(out)
+        # two cells running at once may need one model (a seed's B1): one trains it, the other waits and reuses it
+        with exclusive(folder / "mlm.lock", lambda: progress(0.0, f"waiting: another cell is pretraining {folder.parent.name}")):
+            if not finished_model(out):
+                t0 = time.time()
+                run_phases(phases, self.model, out, replace(self.mlm_config, seed=seed), folder / "mlm", progress, self.ctx.log,
+                           lambda **v: self.ctx.metric(cell=folder.parent.name, seed=seed, stage="mlm", **v))
+                atomic_write_json(folder / "mlm" / "seconds.json", {"seconds": time.time() - t0})
         return str(out)
 
     def shared_mlm_model(self, name: str, corpus_hash: str, texts: list[str], seed: int, progress) -> tuple[str, Path]:
@@ -107,8 +122,6 @@ class CellTrainer:
         pretraining enters the key, so compare-sources for five targets pretrains on each source once per seed instead
         of five times. Locked while it trains: a second job that needs the same model waits for it instead of
         writing the same checkpoints. Returns the model and its folder (for `mlm_seconds`)."""
-        from core.data.atomic import exclusive
-
         folder = self.ctx.workspace.artifact_dir("mlm", slug(name)) / mlm_key(self.model, corpus_hash, self.mlm_config, seed)
         with exclusive(folder.parent / f"{folder.name}.lock",
                        lambda: progress(0.0, f"waiting: another job is pretraining on {name} (seed {seed})")):
@@ -160,12 +173,12 @@ class CellTrainer:
         import shutil
 
         score_file = where / "score.json"
-        if score_file.exists():
-            return float(json.loads(score_file.read_text("utf-8"))["dev_f1"])
-        score = self.short_fine_tune(cand, where / "work", seed, lc)
-        atomic_write_json(score_file, {"dev_f1": score, "candidate": cand.label, "path": cand.path})
-        shutil.rmtree(where / "work", ignore_errors=True)  # a probe model is ~100 MB and never used again
-        return score
+        with exclusive(where.parent / f"{where.name}.lock"):  # the base encoder's probe is shared by a seed's cells
+            if not score_file.exists():
+                score = self.short_fine_tune(cand, where / "work", seed, lc)
+                atomic_write_json(score_file, {"dev_f1": score, "candidate": cand.label, "path": cand.path})
+                shutil.rmtree(where / "work", ignore_errors=True)  # a probe model is ~100 MB and never used again
+        return float(json.loads(score_file.read_text("utf-8"))["dev_f1"])
 
     def short_fine_tune(self, cand, work: Path, seed: int, lc: Corpus) -> float:
         from core.train.checkpoint_pick import dev_f1_probe
@@ -185,14 +198,15 @@ class CellTrainer:
 
         out = folder / "ner" / "model"
         summary_path = folder / "ner" / "summary.json"
-        if not (out / CONFIG_FILE).exists() or not summary_path.exists():
-            summary = train_ner(lc if lc is not None else self.lc, self.dev, encoder, out, replace(self.ner_config, seed=seed),
-                                progress, self.ctx.log,
-                                lambda **v: self.ctx.metric(cell=folder.parent.name, seed=seed, stage="ner", **v),
-                                checkpoint_dir=folder / "ner", overwrite=True)
-            atomic_write_json(summary_path, summary)
-        # a finished cell keeps its model, not the resume state (optimizer moments twice: ~50 GB over a study)
-        Checkpointer(folder / "ner").discard()
+        with exclusive(folder / "ner.lock", lambda: progress(0.0, f"waiting: another cell is fine-tuning {folder.parent.name}")):
+            if not (out / CONFIG_FILE).exists() or not summary_path.exists():  # B2 is the TAPT cell's model
+                summary = train_ner(lc if lc is not None else self.lc, self.dev, encoder, out,
+                                    replace(self.ner_config, seed=seed), progress, self.ctx.log,
+                                    lambda **v: self.ctx.metric(cell=folder.parent.name, seed=seed, stage="ner", **v),
+                                    checkpoint_dir=folder / "ner", overwrite=True)
+                atomic_write_json(summary_path, summary)
+            # a finished cell keeps its model, not the resume state (optimizer moments twice: ~50 GB over a study)
+            Checkpointer(folder / "ner").discard()
         return str(out), json.loads(summary_path.read_text("utf-8"))
 
 
@@ -212,7 +226,7 @@ class ExperimentCells(CellTrainer):
         self.params, self.refs = params, refs
         self.tc, self.dc, self.test = tc, dc, test
         self._lc_subsets: dict[tuple[int, int], Corpus] = {}
-        self._recipe_checked = False
+        self.recipe_checked = False  # a parallel run's parent checks once for its workers
 
     # ------------------------------------------------------------------ folders and LC subsets
 
@@ -250,22 +264,18 @@ class ExperimentCells(CellTrainer):
         from core.train.ner_model import load_ner_model
         from core.train.ner_predict import evaluate, predict_corpus
 
+        cached = self.finished_cell(row, seed, budget, lc_size)
+        if cached is not None:
+            return cached
         lc_n = len(self.lc) if lc_size is None else int(lc_size)
         strategy = row not in BASELINES
         count = resolve_sc_budget(budget, len(self.tc), len(self.dc)) if strategy else None
         folder = self.cell_dir(row, seed, count, lc_n)
         key = folder.parent.name
         done = folder / CELL_FILE
-        if done.exists():
-            cached = json.loads(done.read_text("utf-8"))
-            if cached.get("key", key) == key:
-                return cached
-        legacy = self._legacy_cell(row, seed, lc_n)
-        if legacy is not None:
-            return legacy
-        if not self._recipe_checked:  # only a cell still to train can mix recipes: finished folders stay readable
+        if not self.recipe_checked:  # only a cell still to train can mix recipes: finished folders stay readable
             check_recipe(self.run_dir, self.params, len(self.lc))
-            self._recipe_checked = True
+            self.recipe_checked = True
         folder.mkdir(parents=True, exist_ok=True)
         t0 = time.time()
         lc = self.lc_subset(lc_n, seed)
@@ -327,7 +337,7 @@ class ExperimentCells(CellTrainer):
         cell.update(keep_predictions(folder, predictions, self.test))  # intervals, paired tests
         cell.update(f1=scores["f1"], precision=scores["precision"], recall=scores["recall"], per_type=scores["per_type"],
                     best_dev_f1=summary.get("best_dev_f1"), ner_epochs=summary.get("epochs_run"), encoder=encoder,
-                    numerics=numerics(summary))
+                    numerics=numerics(summary), started=t0, finished=time.time(), device=where_ran(summary))
         lin.lc = {**self.refs["lc"], "sentences": len(lc), "of": len(self.lc), **({"sample_seed": seed} if len(lc) < len(self.lc) else {})}
         lin.dev, lin.test = self.refs["dev"], self.refs["test"]
         lin.seed, lin.preset, lin.wall_seconds = seed, self.preset, time.time() - t0
@@ -339,6 +349,18 @@ class ExperimentCells(CellTrainer):
         self.ctx.metric(cell=key, seed=seed, test_f1=scores["f1"])
         self.ctx.log(f"{key} seed {seed}: test F1 {scores['f1']:.4f}")
         return cell
+
+    def finished_cell(self, row: str, seed: int, budget: int | float | str | None = None,
+                      lc_size: int | None = None) -> dict[str, Any] | None:
+        """The cell as it finished in an earlier run of this folder, or None when it is still to run."""
+        lc_n = len(self.lc) if lc_size is None else int(lc_size)
+        count = resolve_sc_budget(budget, len(self.tc), len(self.dc)) if row not in BASELINES else None
+        folder = self.cell_dir(row, seed, count, lc_n)
+        if (folder / CELL_FILE).exists():
+            cached = json.loads((folder / CELL_FILE).read_text("utf-8"))
+            if cached.get("key", folder.parent.name) == folder.parent.name:
+                return cached
+        return self._legacy_cell(row, seed, lc_n)
 
     def _legacy_cell(self, row: str, seed: int, lc_n: int) -> dict[str, Any] | None:
         """A cell finished before sweeps existed (`cells/ROW/seed-N/cell.json`, one budget, all of LC), kept

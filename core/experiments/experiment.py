@@ -31,8 +31,10 @@ Parsing and folder keys live in core.experiments.plan, the cells themselves in c
 from __future__ import annotations
 
 import json
+import os
 import statistics
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -42,12 +44,15 @@ from core.data.workspace import resolve_corpus_ref
 from core.errors import UserError
 from core.experiments.cells import ExperimentCells
 from core.experiments.guard import GUARD_FILE, guard_mlm_corpora, guard_text, guard_text_of
+from core.experiments.parallel import CellTask, parse_parallel
 from core.experiments.plan import (
     BASELINES,
     CELL_FILE,
+    check_recipe,
     parse_strategy,
     resolve_amount,
     resolve_sc_budget,
+    strategy_models,
     sweep_budgets,
 )
 from core.experiments.statistics import N_RESAMPLES
@@ -216,14 +221,15 @@ def experiment_job(params: ExperimentParams, ctx: JobContext) -> dict[str, Any]:
     domain = params.domain or ws.settings().get("target_domain") or refs["test"].name or "test"
     ctx.log(f"experiment on {domain}: rows {', '.join(rows)} x seeds {seeds} x SC budgets {budgets} x LC sizes {lc_sizes}; "
             f"|TC| {n_tc}, |DC| {n_dc}, |LC| {n_lc}, |DEV| {len(corpora['dev'])}, |TEST| {len(corpora['test'])}")
-    plan = [(seed, n, row, b) for seed in seeds for n in lc_sizes
-            for row in rows for b in (budgets if row not in BASELINES else [None])]
-    cells = []
-    for k, (seed, n, row, b) in enumerate(plan):
-        label = row + (f" SC {b if b is not None else '|TC|'}" if row not in BASELINES and len(budgets) > 1 else "") \
-            + (f" LC {n}" if len(lc_sizes) > 1 else "")
-        sub = ctx.sub(k / len(plan), (k + 1) / len(plan), f"{label} seed {seed}: ")
-        cells.append(runner.run_cell(row, seed, sub, budget=b, lc_size=n))
+    tasks = cell_tasks(rows, seeds, budgets, lc_sizes)
+    parallel = parse_parallel(params.parallel)
+    if params.ray or parallel != 1:
+        cells = run_at_once(tasks, runner, params, ctx, {k: r.to_dict() for k, r in refs.items()}, corpora)
+    else:
+        cells = []
+        for k, t in enumerate(tasks):
+            sub = ctx.sub(k / len(tasks), (k + 1) / len(tasks), f"{t.label} seed {t.seed}: ")
+            cells.append(runner.run_cell(t.row, t.seed, sub, budget=t.budget, lc_size=t.lc_size))
     summary = interval_summary(cells, dev_in_mlm=guard.dev_in_tc > 0)
     for entry in summary:
         if (vs := entry["vs"].get("tapt")) and vs["delta"] < 0 and vs["p_holm"] < 0.05:
@@ -236,6 +242,50 @@ def experiment_job(params: ExperimentParams, ctx: JobContext) -> dict[str, Any]:
             "summary_method": "95% CI: percentile bootstrap of the seed-mean F1, seeds then TEST sentences resampled "
                               f"({N_RESAMPLES:,} resamples); vs: the same draws for both rows (paired over sentences and seeds), p by the "
                               "shifted null (Berg-Kirkpatrick et al. 2012)"}
+
+
+def cell_tasks(rows: Sequence[str], seeds: Sequence[int], budgets: Sequence[Any], lc_sizes: Sequence[int]) -> list[CellTask]:
+    """The cells in the order one at a time runs them (seed by seed, LC size by LC size, rows as given); a strategy
+    that reads B1/B2 comes after its seed's TAPT cell (or the first cell of the seed that trains them), which
+    cells at once wait for."""
+    plan = [(seed, n, row, b) for seed in seeds for n in lc_sizes for row in rows
+            for b in (budgets if row not in BASELINES else [None])]
+    tasks: list[CellTask] = []
+    first_b1: dict[tuple[int, int], int] = {}
+    for seed, n, row, b in plan:
+        label = row + (f" SC {b if b is not None else '|TC|'}" if row not in BASELINES and len(budgets) > 1 else "") \
+            + (f" LC {n}" if len(lc_sizes) > 1 else "")
+        trains_b1 = row == "tapt" or (row not in BASELINES and any(strategy_models(*parse_strategy(row))))
+        after = first_b1.get((seed, n)) if trains_b1 else None
+        if trains_b1 and (seed, n) not in first_b1:
+            first_b1[(seed, n)] = len(tasks)
+        tasks.append(CellTask(row, seed, b, n, label, after))
+    return tasks
+
+
+def run_at_once(tasks: list[CellTask], runner: ExperimentCells, params: ExperimentParams, ctx: JobContext,
+                refs: dict[str, Any], corpora: dict[str, Corpus]) -> list[dict[str, Any]]:
+    """The cells still to run on worker processes (`parallel`) or Ray (`ray`), finished ones read back; the same
+    cells in the same folders as one at a time (core.experiments.parallel)."""
+    from core.experiments.parallel import WorkerSpec, cell_need, plan_slots, run_local, run_ray, visible_cards
+
+    done = {i: runner.finished_cell(t.row, t.seed, t.budget, t.lc_size) for i, t in enumerate(tasks)}
+    todo = [i for i, c in done.items() if c is None]
+    if todo:
+        check_recipe(ctx.run_dir, params, len(runner.lc))
+        position = {i: k for k, i in enumerate(todo)}
+        left = [replace(tasks[i], after=position.get(tasks[i].after) if tasks[i].after is not None else None) for i in todo]
+        spec = WorkerSpec(str(ctx.workspace.root), str(ctx.run_dir), params, refs, corpora, job_id=ctx.job_id,
+                          cells_class=f"{type(runner).__module__}:{type(runner).__qualname__}")  # workers build the same
+        need = cell_need(ctx, params)
+        if params.ray:
+            ran = run_ray(left, spec, params.ray, need, ctx)
+        else:
+            slots = plan_slots(parse_parallel(params.parallel), visible_cards(), need, len(left), os.cpu_count() or 1)
+            ran = run_local(left, spec, slots, ctx)
+        for i, cell in zip(todo, ran):
+            done[i] = cell
+    return [done[i] for i in range(len(tasks))]
 
 
 def pretraining_leakage(corpora: dict[str, Corpus], ctx: JobContext) -> dict[str, dict[str, Any]]:

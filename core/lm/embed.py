@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from core.data.atomic import atomic_write_json, temp_path_for
+from core.data.atomic import atomic_write_json, exclusive, temp_path_for
 from core.data.corpus import Corpus
 from core.data.stream import CorpusStream
 from core.data.workspace import Workspace, content_hash
@@ -126,9 +126,15 @@ def embed_corpus(corpus: Corpus | CorpusStream | str, model: str | ModelRef = "d
         if progress is not None:
             progress(1.0, f"{n:,} embeddings from the cache")
         return np.load(final, mmap_mode="r")
-    if ray:
-        return _embed_on_ray(folder, stream, ref, digest, pooling, precision, batch_size, ray, progress)
-    return _embed_in_chunks(folder, chunks, n, ref, digest, pooling, device, precision, workspace, batch_size, chunk_size, progress)
+    # two processes (experiment cells at once) embedding one corpus: one writes the cache, the other waits and reads it
+    with exclusive(folder / "embed.lock", (lambda: progress(0.0, "waiting: another process is embedding this corpus"))
+                   if progress is not None else None):
+        if (folder / "meta.json").exists() and final.exists():
+            return np.load(final, mmap_mode="r")
+        if ray:
+            return _embed_on_ray(folder, stream, ref, digest, pooling, precision, batch_size, ray, progress)
+        return _embed_in_chunks(folder, chunks, n, ref, digest, pooling, device, precision, workspace, batch_size, chunk_size,
+                                progress)
 
 
 def _embed_on_ray(folder: Path, stream: CorpusStream, ref: ModelRef, digest: str, pooling: str, precision: str,

@@ -168,6 +168,11 @@ class ExperimentParams:
     pick_checkpoint: int | None = None
     # a share of every MLM corpus replayed from DC (random sentences: general text for the encoder to keep; issue 26)
     rehearsal_share: float = 0.0
+    # cells at once (core.experiments.parallel): a count, or "auto" (as many as the cards' free memory fits; 1 on CPU);
+    # how a run is spread, not what it computes: not part of the recipe
+    parallel: int | str = 1
+    # run the cells as Ray tasks on this cluster ("local", "local:N", or an address; the workspace on a shared disk)
+    ray: str | None = None
 
     def __post_init__(self) -> None:  # out-of-range settings are refused when the job is submitted, not minutes in
         if self.pick_checkpoint is None and self.preset in PRESETS:  # an unknown preset is refused by its own check
@@ -177,6 +182,8 @@ class ExperimentParams:
                             f"(0: no pick), got {self.pick_checkpoint}")
         if not 0 <= self.rehearsal_share < 1:
             raise UserError(f"experiment params: rehearsal_share must be in [0, 1), got {self.rehearsal_share}")
+        if str(self.parallel).strip().lower() != "auto" and not (str(self.parallel).strip().isdigit() and int(self.parallel) >= 1):
+            raise UserError(f"experiment params: parallel is 'auto' or a number of cells at once (1 or more), got {self.parallel!r}")
 
 
 @dataclass

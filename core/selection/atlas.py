@@ -41,6 +41,7 @@ if TYPE_CHECKING:
 ARTIFACT = "atlas"
 DEFAULT_FIT_POINTS = 20_000  # UMAP on 20k points takes about a minute on 2 cores; the rest is placed by transform
 PLACE_CHUNK = 50_000
+PARALLEL_PLACE_MIN = 200_000  # fewer unfitted points are placed in this process (workers cost seconds to start)
 TEXT_CHARS = 240  # hover and search read this much of a sentence; the Map's tables read the corpus itself
 
 
@@ -169,7 +170,8 @@ def build_atlas(ws: Workspace, corpora: Sequence[str], model: str = "default", *
 
 
 def layout(vectors: Sequence[np.ndarray], *, fit_points: int = DEFAULT_FIT_POINTS, seed: int = 0, n_neighbors: int = 15,
-           min_dist: float = 0.1, chunk: int = PLACE_CHUNK, progress: Progress | None = None) -> tuple[np.ndarray, dict]:
+           min_dist: float = 0.1, chunk: int = PLACE_CHUNK, progress: Progress | None = None,
+           workers: int | None = None) -> tuple[np.ndarray, dict]:
     """2-D coordinates of every row of every array (concatenated in order) and how they were made.
 
     At most `fit_points` rows (stratified over the arrays) are laid out by UMAP; the others are
@@ -199,19 +201,89 @@ def layout(vectors: Sequence[np.ndarray], *, fit_points: int = DEFAULT_FIT_POINT
     fit_seconds = time.time() - t0
     fitted = np.zeros(total, dtype=bool)
     fitted[fit_ids] = True
-    done = 0
     t1 = time.time()
-    for v, o in zip(vectors, offsets[:-1]):
-        todo = np.flatnonzero(~fitted[o:o + len(v)])
-        for s in range(0, len(todo), chunk):
-            rows = todo[s:s + chunk]
-            coords[o + rows] = _place(reducer, np.asarray(v[rows], dtype=np.float32), fit, xy)
-            done += len(rows)
-            report(fit_part + (1 - fit_part) * done / rest, f"placed {done:,} of {rest:,} sentences on the fitted map")
+    parts = [(o + rows, v, rows) for v, o in zip(vectors, offsets[:-1])
+             for todo in [np.flatnonzero(~fitted[o:o + len(v)])] for rows in np.array_split(todo, max(1, -(-len(todo) // chunk)))
+             if len(rows)]
+    n_workers = place_workers(rest, len(parts), workers) if reducer is not None else 1
+    done = 0
+    for (where, _, rows), placed in zip(parts, _placed_parts(reducer, parts, fit, xy, n_workers)):
+        coords[where] = placed
+        done += len(rows)
+        report(fit_part + (1 - fit_part) * done / rest, f"placed {done:,} of {rest:,} sentences on the fitted map"
+               + (f" ({n_workers} processes)" if n_workers > 1 else ""))
     how = "transform" if reducer is not None else "nearest fitted neighbours (cosine)"
     return coords, {"method": f"{backend} fitted on {len(fit_ids):,} of {total:,} sentences, the rest placed by {how}",
-                    "backend": backend, "fitted": int(len(fit_ids)), "placed": int(rest),
+                    "backend": backend, "fitted": int(len(fit_ids)), "placed": int(rest), "place_workers": n_workers,
                     "fit_seconds": round(fit_seconds, 1), "place_seconds": round(time.time() - t1, 1)}
+
+
+def place_workers(rest: int, chunks: int, workers: int | None = None) -> int:
+    """Processes that place the unfitted points: `workers` when given, else one per core once there are enough points
+    to pay for starting them (each loads umap-learn and the fitted model: a few seconds), never more than chunks.
+
+    >>> place_workers(1_000_000, 20, None) <= 20, place_workers(10_000, 1, None), place_workers(500_000, 10, 3)
+    (True, 1, 3)
+    """
+    if workers is None:
+        workers = (os.cpu_count() or 1) if rest >= PARALLEL_PLACE_MIN else 1
+    return max(1, min(int(workers), chunks))
+
+
+def _placed_parts(reducer: Any, parts: list[tuple[np.ndarray, Any, np.ndarray]], fit: np.ndarray, fit_xy: np.ndarray,
+                  workers: int) -> Any:
+    """Coordinates of each part, in order. umap-learn's transform runs on one core (a fixed random_state turns its
+    numba parallelism off, and the map must not change between runs), so a large map's parts go to worker processes,
+    each holding one copy of the fitted model; results equal one process's, part for part (each transform call
+    starts its random state afresh from the seed)."""
+    if workers <= 1:
+        for _, v, rows in parts:
+            yield _place(reducer, np.asarray(v[rows], dtype=np.float16).astype(np.float32), fit, fit_xy)
+        return
+    import pickle
+    import tempfile
+    from concurrent.futures import ProcessPoolExecutor
+    from multiprocessing import get_context
+
+    with tempfile.TemporaryDirectory(prefix="nerselect-place-") as tmp:
+        model = Path(tmp) / "reducer.pkl"
+        bar, reducer.tqdm_kwds = reducer.tqdm_kwds, {"disable": True}  # the fit's progress sink stays in this process
+        try:
+            model.write_bytes(pickle.dumps(reducer, protocol=pickle.HIGHEST_PROTOCOL))  # read once per worker, not per part
+        finally:
+            reducer.tqdm_kwds = bar
+        with ProcessPoolExecutor(workers, mp_context=get_context("spawn"), initializer=_start_placer,
+                                 initargs=(str(model),)) as pool:
+            # float16 over the pipe (the cache's own precision): half the bytes of float32
+            yield from pool.map(_place_part, (np.asarray(v[rows], dtype=np.float16) for _, v, rows in parts))
+
+
+_PLACER: dict[str, Any] = {}
+
+
+def _start_placer(model: str) -> None:
+    import pickle
+
+    from core.selection.projection import _use_numba_cache
+
+    os.environ.setdefault("NUMBA_NUM_THREADS", "1")
+    _use_numba_cache()
+    _import_umap_quietly()
+    _PLACER["reducer"] = pickle.loads(Path(model).read_bytes())
+
+
+def _import_umap_quietly() -> None:
+    import warnings
+
+    from core.selection.projection import _import_umap
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        _import_umap()
+
+
+def _place_part(x: np.ndarray) -> np.ndarray:
+    return _place(_PLACER["reducer"], x.astype(np.float32), np.zeros((0, 1), np.float32), np.zeros((0, 2), np.float32))
 
 
 def _fit(x: np.ndarray, n_neighbors: int, min_dist: float, seed: int, progress: Progress) -> tuple[Any, np.ndarray, str]:
