@@ -1,6 +1,8 @@
-"""The GPU half of issue 25 in one prepared call to a lent device machine, time-boxed, so that the few minutes of
-device time a session may get go to measuring, not to typing commands:
+"""The GPU halves of issues 25 and 45 in one prepared call to a lent device machine, time-boxed, so that the few
+minutes of device time a session may get go to measuring, not to typing commands:
 
+  study     issue 45: `bench/bench_study.py`: one study cell alone, then 20 cells (none, tapt, cosine, dsir x 5 seeds;
+            LC 200, TC 1,000, DC 6,600) through one `experiment --parallel auto`. Target: under 180 s on one H100.
   training  item 1: `bench/bench_training.py` on the card (the product's NER and MLM steps against a plain fp32 loop
             and a plain bf16-autocast loop, each with its quality after the same steps, and one study cell), then
             `--profile` (torch.profiler tables, host-device syncs per step). Target: the product >= 1.3x the bf16 loop.
@@ -10,7 +12,8 @@ device time a session may get go to measuring, not to typing commands:
             recipe (peak at micro-batch 16 and 32: weights + per-sentence cost); the job must come back at a smaller
             micro-batch with the same effective batch and finish, not be lost.
   map       item 4: a 1M-sentence DC (the scaled demo), its embedding on the card, the map's layout (cuML when
-            installed, else umap-learn fitted on 20,000 and the rest placed), and the Map page's data for a selection.
+            installed, else umap-learn fitted on 20,000 and the rest placed by one process per core), and the Map
+            page's data for a selection.
 
 Each part runs in its own process group with the time that is left and writes OUT/gpu-proof-PART.json as its
 figures come (its log: OUT/gpu-proof-PART.log); OUT/gpu-proof.json gathers them with the device. A call cut short
@@ -18,12 +21,13 @@ still brings back what finished; a later call with `--parts` of the rest continu
 finished rows in .proof/ in the checkout, which a warm device machine keeps between calls).
 
 On the device (after `bash scripts/device_bundle.sh` here, carrying [".device"]) two calls fit the 15 minutes a task
-is lent, machine start included:
-    source scripts/device_env.sh && python scripts/gpu_proof.py --parts training,sharing --budget-s 480
-    source scripts/device_env.sh && python scripts/gpu_proof.py --parts map --budget-s 240
+is lent, machine start included (the first call's parts in order of what the open issues need most):
+    source scripts/device_env.sh && python3 scripts/gpu_proof.py --parts study,training,sharing --budget-s 540
+    source scripts/device_env.sh && python3 scripts/gpu_proof.py --parts map --budget-s 240
 (the JSON and logs go to $OUT there, which the call brings back). The map's GPU figure is the embedding of the 1M
 sentences (about 2.5 min at the ~7,000 sentences/s measured on an H100); its layout is CPU work (umap-learn's
-placement of 980,000 points took 254 s single-threaded in bench/bench_map.py) and is kept only if time is left.
+placement of 980,000 points took 254 s single-threaded in bench/bench_map.py; now one process per core) and is kept
+only if time is left.
 A part that would not fit in what is left of --budget-s is not started (and says so); one that overruns it is stopped
 with its process group, its runner jobs cancelled, before the device's own limit ends the call.
 Here, to check the plumbing before spending device time (CPU, toy sizes, two simulated cards; about 10 min on 2 cores):
@@ -47,9 +51,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 WORK = ROOT / ".proof"  # git-ignored; kept by a warm device machine between calls
-PARTS = ("training", "sharing", "map")
+PARTS = ("study", "training", "sharing", "map")
 # about what each needs on an H100 (16 cores) before its first figure is kept; less left: not started
-NEEDS_S = {"training": 270, "sharing": 180, "map": 200}
+NEEDS_S = {"study": 200, "training": 270, "sharing": 180, "map": 200}
 OOM_BATCH = 256  # the micro-batch the out-of-memory job starts at; the runner halves it up to 3 times (to 32)
 OOM_BLOCK = 256  # tokens per MLM example in the out-of-memory recipe (activations grow with it)
 
@@ -133,6 +137,22 @@ def part_training(args: argparse.Namespace, out: Path) -> dict[str, Any]:
         shutil.copy(table, out / table.name)
     return {**summary, "profile": profile_doc.get("rows"), "steps": steps, "timed_s": round(timed_s, 1),
             "profile_s": round(time.time() - t0, 1)}
+
+
+# --------------------------------------------------------------------------- issue 45: a study with cells at once
+
+
+def part_study(args: argparse.Namespace, out: Path) -> dict[str, Any]:
+    """bench/bench_study.py: one cell alone, then 20 cells (none, tapt, cosine, dsir x 5 seeds; LC 200, TC 1,000,
+    DC 6,600) in one `experiment --parallel auto`. Target: under 180 s on one H100. Dry: tiny preset, 2 cells at once."""
+    device = "cpu" if args.dry else "cuda"
+    command = [sys.executable, str(ROOT / "bench" / "bench_study.py"), "--work", str(args.work / "study"),
+               "--out", str(out / f"bench-study-{device}.json"), "--note", "alone on the device (gpu_proof study part)"]
+    command += ["--preset", "tiny", "--seeds", "1", "--parallel", "2"] if args.dry else ["--preset", "study"]
+    subprocess.run(command, check=True, cwd=ROOT)
+    bench = json.loads((out / f"bench-study-{device}.json").read_text("utf-8"))
+    return {k: bench[k] for k in ("device", "preset", "cells", "wall_s", "one_cell_s", "speedup_vs_one_at_a_time",
+                                  "at_once", "devices", "target")} | {"meets_180_s": bench["wall_s"] < 180}
 
 
 # --------------------------------------------------------------------------- item 2: jobs sharing the card
@@ -416,6 +436,9 @@ def _print_summary(results: dict[str, Any]) -> None:
                   + f"); peaks {r['measured_peaks']}")
         if "out_of_memory" in r:
             print("out of memory:", json.dumps({k: v for k, v in r["out_of_memory"].items() if k != "calibration"}))
+        if "speedup_vs_one_at_a_time" in r:
+            print(f"study: {r['cells']} cells in {r['wall_s']:.0f} s ({r['at_once']} at once; target under 180 s: "
+                  f"{r['meets_180_s']}), {r['speedup_vs_one_at_a_time']:.2f}x one cell at a time ({r['one_cell_s']:.0f} s)")
         for row in r.get("rows", []):
             print(json.dumps(row))
 
@@ -438,7 +461,7 @@ def main() -> None:
     out.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     if args.child:
-        fn = {"training": part_training, "sharing": part_sharing, "map": part_map}[args.child]
+        fn = {"study": part_study, "training": part_training, "sharing": part_sharing, "map": part_map}[args.child]
         _write(out / f"gpu-proof-{args.child}.json", fn(args, out))
         return
     parts = [p.strip() for p in args.parts.split(",") if p.strip()]

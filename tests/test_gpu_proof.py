@@ -103,3 +103,18 @@ def test_dry_run_completes_every_part(tmp_path: Path) -> None:
     sharing = result["parts"]["sharing"]
     assert sharing["max_overlap"] == 3 and all(j["status"] == "done" for j in sharing["jobs"])
     assert {j["device"].split(" (")[0] for j in sharing["jobs"]} == {"GPU 0", "GPU 1"}
+    study = result["parts"]["study"]
+    assert study["cells"] == 4 and study["at_once"] == 2 and study["devices"] == ["cpu"]
+
+
+def test_device_env_python_is_a_wrapper_that_keeps_the_venv(tmp_path: Path) -> None:
+    """Issue 45: /tmp/bin/python was a link to python3, and Python started through a link outside its venv loses
+    the venv (gpu_proof.py failed on pyarrow). The script's own line, pointed at a folder here, must keep it."""
+    line = next(ln for ln in (gpu_proof.ROOT / "scripts" / "device_env.sh").read_text().splitlines() if "/tmp/bin/python" in ln
+                and ln.startswith("mkdir"))
+    venv_bin = Path(sys.executable).parent
+    env = {"PATH": f"{venv_bin}:/usr/bin:/bin"}
+    subprocess.run(["bash", "-c", line.replace("/tmp/bin", str(tmp_path / "bin"))], check=True, env=env)
+    out = subprocess.run([str(tmp_path / "bin" / "python"), "-c", "import sys; print(sys.prefix)"], capture_output=True,
+                         text=True, check=True, env=env).stdout.strip()
+    assert out == sys.prefix
