@@ -49,3 +49,20 @@ def test_bad_indices_and_the_cli(explained, tiny_bert_dir, capsys):
     assert main(["--workspace", str(ws.root), "select", "explain", dsir.key[:8], str(idx), "--labeled", "", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["dc_index"] == idx and out["ranks"][0]["strategy"] == "dsir" and "entity_words_added" not in out
+
+
+def test_a_second_explanation_embeds_one_sentence_and_hashes_no_dc(explained, tiny_bert_dir, monkeypatch):
+    """Issue 43.12: every click embedded all of TC and hashed all of DC (29-37 s on a real DC); TC's embeddings and
+    DC's n-gram counts now come from the workspace, so a second sentence costs one embedding."""
+    import core.lm.encoder as encoder
+    import core.selection.explain as explain
+
+    ws, dsir, _ = explained
+    first = explain_sentence(ws, dsir.key, int(dsir.indices[2]), labeled=None, model=str(tiny_bert_dir))
+    embedded, hashed = [], []
+    real_embed, real_hash = encoder.embed_texts, explain.hashed_ngrams
+    monkeypatch.setattr(encoder, "embed_texts", lambda texts, *a, **k: embedded.append(len(texts)) or real_embed(texts, *a, **k))
+    monkeypatch.setattr(explain, "hashed_ngrams", lambda toks, *a, **k: hashed.append(len(toks)) or real_hash(toks, *a, **k))
+    again = explain_sentence(ws, dsir.key, int(dsir.indices[2]), labeled=None, model=str(tiny_bert_dir))
+    assert embedded == [1] and hashed == [len(ws.resolve_corpus("tc"))]  # the sentence; TC's counts (small) only
+    assert again["nearest_tc"] == first["nearest_tc"] and again["dsir"] == first["dsir"]

@@ -20,6 +20,8 @@ from core.lm.dsir import DEFAULT_BUCKETS, feature_distribution, hashed_ngrams
 from core.selection import store
 from core.selection.coverage import entity_mentions, word_set
 
+DSIR_COUNTS = "dsir-counts"  # artifact kind: a DC's hashed n-gram counts (explain), by DC content and bucket count
+
 
 def ranks_under_saved_selections(ws: Workspace, dc_hash: str, dc_index: int) -> list[dict[str, Any]]:
     """The sentence's rank in every saved selection over the same DC (by content hash), best first."""
@@ -37,15 +39,12 @@ def ranks_under_saved_selections(ws: Workspace, dc_hash: str, dc_index: int) -> 
 
 
 def dsir_ngrams(tc_tokens: list[list[str]], dc: CorpusStream, sentence: list[str], top: int = 10,
-                buckets: int = DEFAULT_BUCKETS) -> dict[str, Any]:
+                buckets: int = DEFAULT_BUCKETS, ws: Workspace | None = None) -> dict[str, Any]:
     """The sentence's DSIR log-weight and its n-grams by contribution (log p_TC - log p_DC of their bucket, times count)."""
     from sklearn.utils import murmurhash3_32
 
     tc_counts = np.asarray(hashed_ngrams(tc_tokens, buckets).sum(axis=0)).ravel()
-    dc_counts = np.zeros(buckets, dtype=np.float64)
-    for toks in dc.token_batches():
-        dc_counts += np.asarray(hashed_ngrams(toks, buckets).sum(axis=0)).ravel()
-    diff = feature_distribution(tc_counts) - feature_distribution(dc_counts)
+    diff = feature_distribution(tc_counts) - feature_distribution(dc_bucket_counts(dc, buckets, ws))
     words = [t.lower() for t in sentence]
     grams = words + [f"{a} {b}" for a, b in zip(words, words[1:])]
     # the bucket of an n-gram exactly as sklearn's HashingVectorizer (core.lm.dsir) hashes it
@@ -56,14 +55,39 @@ def dsir_ngrams(tc_tokens: list[list[str]], dc: CorpusStream, sentence: list[str
     return {"log_weight": float(sum(weights.values())), "ngrams": [{"ngram": g, "weight": round(w, 4)} for g, w in ranked[:top]]}
 
 
-def nearest_tc(tc_texts: list[str], text: str, model: str, k: int = 5) -> list[dict[str, Any]]:
+def dc_bucket_counts(dc: CorpusStream, buckets: int, ws: Workspace | None) -> np.ndarray:
+    """DC's hashed 1-2-gram counts, kept per DC content and bucket count in the workspace: hashing every DC sentence
+    took most of "Why this sentence" on a large DC (issue 43.12), and the counts never change for one DC."""
+    from core.data.atomic import atomic_write_json, temp_path_for
+
+    folder = ws.artifact_dir(DSIR_COUNTS, f"{dc.digest()}-{buckets}") if ws is not None else None
+    if folder is not None and (folder / "meta.json").exists():
+        return np.load(folder / "counts.npy")
+    counts = np.zeros(buckets, dtype=np.float64)
+    for toks in dc.token_batches():
+        counts += np.asarray(hashed_ngrams(toks, buckets).sum(axis=0)).ravel()
+    if folder is not None:
+        tmp = temp_path_for(folder / "counts.npy")
+        with open(tmp, "wb") as fh:
+            np.save(fh, counts)
+        tmp.replace(folder / "counts.npy")
+        atomic_write_json(folder / "meta.json", {"dc_digest": dc.digest(), "buckets": buckets, "sentences": len(dc)})
+    return counts
+
+
+def nearest_tc(ws: Workspace, tc_name: str, text: str, model: str, k: int = 5) -> list[dict[str, Any]]:
+    """TC's sentences nearest the text by cosine, TC's embeddings from the workspace cache (computed once: embedding
+    all of TC on every click made "Why this sentence" take half a minute); only the one sentence is embedded here."""
+    from core.lm.embed import embed_corpus
     from core.lm.encoder import embed_texts
 
-    vecs = embed_texts([*tc_texts, text], model)  # (|TC| + 1, D)
-    tc, q = vecs[:-1], vecs[-1]
+    stream = open_corpus_stream(ws, tc_name)
+    tc = np.asarray(embed_corpus(stream, model, workspace=ws), dtype=np.float32)
+    q = embed_texts([text], model)[0]
     sims = tc @ q / np.maximum(np.linalg.norm(tc, axis=1) * np.linalg.norm(q), 1e-12)
     best = np.argsort(-sims, kind="stable")[:k]
-    return [{"tc_index": int(i), "cosine": round(float(sims[i]), 4), "text": tc_texts[i]} for i in best]
+    texts = stream.take([int(i) for i in best]).texts()
+    return [{"tc_index": int(i), "cosine": round(float(sims[i]), 4), "text": t} for i, t in zip(best, texts)]
 
 
 def entity_words_added(labeled_ref: str, ws: Workspace, tc_tokens: list[list[str]], sentence: list[str]) -> dict[str, Any]:
@@ -93,8 +117,8 @@ def explain_sentence(ws: Workspace, selection: str, dc_index: int, labeled: str 
     model = model or meta.get("model") or "default"
     out: dict[str, Any] = {"selection": meta["key"], "dc": dc_name, "dc_index": dc_index, "text": text,
                            "ranks": ranks_under_saved_selections(ws, meta.get("dc_hash"), dc_index),
-                           "nearest_tc": nearest_tc(tc.texts(), text, model, neighbours), "encoder": model,
-                           "dsir": dsir_ngrams(tc.tokens, dc, sentence, top_ngrams)}
+                           "nearest_tc": nearest_tc(ws, tc_name, text, model, neighbours), "encoder": model,
+                           "dsir": dsir_ngrams(tc.tokens, dc, sentence, top_ngrams, ws=ws)}
     if labeled:
         out["entity_words_added"] = entity_words_added(labeled, ws, tc.tokens, sentence)
     return out
