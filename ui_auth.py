@@ -1,11 +1,13 @@
 """Sign-in for the app: who is using this browser session, decided before any page or workspace data is drawn.
 
-The rules (which mode, password checks, locks, sessions, roles) live in core.team; this file only draws the
-form and keeps the session token in Streamlit's server-side session state (a reload asks to sign in again).
+The rules (which mode, password checks, slow-downs, sessions, roles) live in core.team; this file only draws the
+form and keeps the session token in Streamlit's session state and, when the app is served by server.py, in an
+HttpOnly cookie (core.team.websession), so a reload or a new tab stays signed in until the session ends.
 """
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import streamlit as st
@@ -13,12 +15,14 @@ import streamlit as st
 from core.access import LOCAL, Actor
 from core.data.workspace import Workspace
 from core.errors import UserError
-from core.team import users
+from core.team import users, websession
 from core.team.serving import AuthMode, auth_mode
 
 TOKEN_KEY = "team_session_token"
 _WS_KEY = "team_ws_root"
 _MSG_KEY = "team_sign_in_message"
+_HANDOFF_KEY = "team_cookie_handoff"  # a one-time code the page sends to the cookie route after a sign-in
+_CLEAR_KEY = "team_cookie_clear"  # after a sign-out: the page asks the route to clear the cookie
 
 
 def signed_in(ws: Workspace, app_root: Path) -> Actor | None:
@@ -45,7 +49,30 @@ def signed_in(ws: Workspace, app_root: Path) -> Actor | None:
     except UserError as exc:
         if st.session_state.pop(TOKEN_KEY, None):  # a session that ended (expired, revoked, user disabled)
             st.session_state[_MSG_KEY] = str(exc)
+    cookie = _cookie()
+    if cookie and not st.session_state.get(_CLEAR_KEY):
+        try:  # a reload or a new tab: the browser's cookie names a session that may still be open
+            who = users.session_actor(ws, cookie)
+        except UserError:
+            return None  # ended since: the sign-in form, without a message (nothing happened in this tab)
+        st.session_state[TOKEN_KEY] = cookie
+        return who
+    return None
+
+
+def _cookie() -> str | None:
+    try:
+        value = st.context.cookies.get(websession.COOKIE)
+    except (AttributeError, RuntimeError):  # no request behind this run (AppTest)
         return None
+    return value if isinstance(value, str) and value else None
+
+
+def keep_session_in_browser() -> None:
+    """Run once on the first page after a password sign-in: the page hands its one-time code to the cookie route."""
+    code = st.session_state.pop(_HANDOFF_KEY, None)
+    if code:
+        st.html(websession.cookie_script(code), unsafe_allow_javascript=True)
 
 
 def _client() -> str:
@@ -59,8 +86,11 @@ def _submit() -> None:
     try:
         who = users.authenticate(ws, st.session_state.get("signin_name", ""), st.session_state.get("signin_password", ""),
                                  client=_client())
-        st.session_state[TOKEN_KEY] = users.open_session(ws, who)
+        token = users.open_session(ws, who)
+        st.session_state[TOKEN_KEY] = token
+        st.session_state[_HANDOFF_KEY] = websession.handoff(token, time.time() + users.SESSION_SECONDS)
         st.session_state.pop(_MSG_KEY, None)
+        st.session_state.pop(_CLEAR_KEY, None)
     except UserError as exc:
         st.session_state[_MSG_KEY] = str(exc)
     st.session_state["signin_password"] = ""
@@ -71,6 +101,9 @@ def sign_in_page() -> None:
     st.caption("NER pretraining data selection · this server needs an account")
     if msg := st.session_state.get(_MSG_KEY):
         st.error(msg)
+    if st.session_state.get(_CLEAR_KEY) == "pending":  # signed out: the browser drops the (already revoked) cookie
+        st.session_state[_CLEAR_KEY] = "sent"
+        st.html(websession.signout_script(), unsafe_allow_javascript=True)
     if _oidc():
         if st.user.is_logged_in:  # the provider vouched for them, but they have no role here
             st.button("Sign out", on_click=st.logout)
@@ -92,12 +125,16 @@ def _oidc() -> bool:
 
 
 def _sign_out() -> None:
+    """The session ends in the workspace (so the cookie, holding the same token, opens nothing any more), then the
+    page asks the server to drop the cookie; until that reload the stale cookie is ignored in this tab."""
     users.close_session(Workspace(st.session_state[_WS_KEY]), st.session_state.pop(TOKEN_KEY, None))
     for key in [k for k in st.session_state if k != _WS_KEY]:
         del st.session_state[key]
+    st.session_state[_CLEAR_KEY] = "pending"
 
 
 def sidebar_account(who: Actor) -> None:
+    keep_session_in_browser()
     with st.sidebar:
         st.markdown(f"Signed in as **{who.name}** · {who.role.value}")
         if _oidc():

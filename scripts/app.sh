@@ -33,4 +33,4 @@ for ((i = 0; i < ${#args[@]}; i++)); do
 done
 python -m core serve-check "$address" >/dev/null || exit 1
 [ -n "${NERSELECT_PORT:-}" ] && args=(--server.port "$NERSELECT_PORT" "${args[@]}")
-exec streamlit run app.py "${args[@]}"
+exec streamlit run server.py "${args[@]}"

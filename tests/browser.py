@@ -33,13 +33,13 @@ def free_port() -> int:
 
 @contextmanager
 def streamlit_process(workspace: Path, timeout: float = 90) -> Iterator[tuple[subprocess.Popen, str]]:
-    """`streamlit run app.py` on a free localhost port, once healthy: (process, url). The server
+    """`streamlit run server.py` (the app as scripts/app.sh serves it) on a free localhost port, once healthy: (process, url). The server
     benchmark reads the process's CPU time; tests want only the url (streamlit_server)."""
     port = free_port()
     env = dict(os.environ, NERSELECT_WORKSPACE=str(workspace), HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
     log = open(workspace / "streamlit.log", "w")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.port", str(port),
+        [sys.executable, "-m", "streamlit", "run", str(ROOT / "server.py"), "--server.port", str(port),
          "--server.address", "127.0.0.1", "--server.headless", "true", "--browser.gatherUsageStats", "false"],
         cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     url = f"http://127.0.0.1:{port}"
@@ -105,3 +105,17 @@ def wait_until(condition, timeout: float = 90) -> bool:
             return False
         time.sleep(0.2)
     return True
+
+
+def sign_in_as(page, name: str, password: str) -> None:
+    """Fill the sign-in form as `name`. A session kept in the browser's cookie (core.team.websession) would sign the
+    previous user back in, so a test that switches users first drops it, as a sign-out would."""
+    from core.team.websession import COOKIE
+
+    if any(c["name"] == COOKIE for c in page.context.cookies()):
+        page.context.clear_cookies()
+        page.reload()
+    wait_for_app(page, "Sign in")
+    page.get_by_label("User name", exact=True).fill(name)
+    page.get_by_label("Password", exact=True).fill(password)
+    page.get_by_role("button", name="Sign in").click()

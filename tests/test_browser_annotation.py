@@ -13,7 +13,7 @@ from core.data.workspace import Workspace
 from core.review.store import ReviewStore
 from core.runner import jobs
 from core.team import tasks
-from tests.browser import browser_page, screenshot, streamlit_server, wait_for_app, wait_until
+from tests.browser import browser_page, screenshot, sign_in_as, streamlit_server, wait_for_app, wait_until
 
 pytestmark = pytest.mark.browser
 PASSWORD = "correct horse"
@@ -48,10 +48,7 @@ def paper_ws(tmp_path_factory):
 
 
 def sign_in(page, name: str) -> None:
-    wait_for_app(page, "Sign in")
-    page.get_by_label("User name", exact=True).fill(name)
-    page.get_by_label("Password", exact=True).fill(PASSWORD)
-    page.get_by_role("button", name="Sign in").click()
+    sign_in_as(page, name, PASSWORD)
 
 
 def click_token(page, grid: str, label: str) -> None:

@@ -10,7 +10,7 @@ import json
 import pytest
 
 from core.access import Actor, Role
-from tests.browser import browser_page, screenshot, streamlit_server, wait_for_app
+from tests.browser import browser_page, screenshot, sign_in_as, streamlit_server, wait_for_app
 
 pytestmark = pytest.mark.browser
 PASSWORD = "correct horse"
@@ -58,10 +58,7 @@ def no_script_ran(page, where: str) -> None:
 
 def sign_in(page, url: str, name: str) -> None:
     page.goto(url)
-    wait_for_app(page, "Sign in")
-    page.get_by_label("User name", exact=True).fill(name)
-    page.get_by_label("Password", exact=True).fill(PASSWORD)
-    page.get_by_role("button", name="Sign in").click()
+    sign_in_as(page, name, PASSWORD)
     page.wait_for_function(IDLE)
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from core.data.workspace import Workspace
 from core.team import users
-from tests.browser import browser_page, screenshot, streamlit_server, wait_for_app, wait_until
+from tests.browser import browser_page, screenshot, sign_in_as, streamlit_server, wait_for_app, wait_until
 
 pytestmark = pytest.mark.browser
 PASSWORD = "correct horse"
@@ -32,10 +32,7 @@ def team_ws(tmp_path_factory):
 
 
 def sign_in(page, name: str, password: str = PASSWORD) -> None:
-    wait_for_app(page, "Sign in")
-    page.get_by_label("User name", exact=True).fill(name)
-    page.get_by_label("Password", exact=True).fill(password)
-    page.get_by_role("button", name="Sign in").click()
+    sign_in_as(page, name, password)
 
 
 def mark(page, token: str, entity: str) -> None:
@@ -106,3 +103,43 @@ def test_team_flow_in_the_browser(team_ws):
         sign_in(page, "bob")  # ... so the right password is not even checked now, and the page says the same words
         wait_for_app(page, "wrong user name or password")
         screenshot(page, "team_locked")
+
+
+def test_a_reload_and_a_new_tab_stay_signed_in_until_the_session_ends(team_ws):
+    """Issue 43.3: a password session lived in the tab's session state, so a reload signed the user out. The server
+    now keeps it in an HttpOnly cookie, which sign-out and a password change end."""
+    from core.team.websession import COOKIE
+
+    def session_cookie(page):
+        return next((c for c in page.context.cookies() if c["name"] == COOKIE), None)
+
+    with streamlit_server(team_ws) as url, browser_page() as page:
+        page.goto(url)
+        sign_in(page, "rita")
+        wait_for_app(page, "Signed in as")
+        assert wait_until(lambda: session_cookie(page) is not None), "the page never handed its session to the cookie"
+        cookie = session_cookie(page)
+        assert cookie["httpOnly"] and cookie["sameSite"] == "Strict" and cookie["path"] == "/"
+        assert page.evaluate("() => document.cookie").find(COOKIE) < 0  # scripts on the page cannot read it
+        page.reload()
+        wait_for_app(page, "Signed in as")
+        assert "rita" in page.inner_text("section[data-testid='stSidebar']")
+        tab = page.context.browser.new_context(viewport={"width": 1400, "height": 1000})
+        tab.add_cookies(page.context.cookies())  # a new tab of the same browser: the same cookie jar
+        other = tab.new_page()
+        other.set_default_timeout(120_000)
+        other.goto(f"{url}/runs")
+        wait_for_app(other, "Start NER training")
+
+        page.get_by_role("button", name="Sign out").click()
+        wait_for_app(page, "this server needs an account")
+        assert wait_until(lambda: session_cookie(page) is None), "sign-out left the cookie in the browser"
+        other.reload()  # the other tab (which still holds the cookie) finds the session ended
+        wait_for_app(other, "this server needs an account")
+
+        sign_in(page, "rita")
+        wait_for_app(page, "Signed in as")
+        assert wait_until(lambda: session_cookie(page) is not None)
+        users.set_password(Workspace(team_ws), "rita", "a new password 42")  # ends every session of rita's
+        page.reload()
+        wait_for_app(page, "this server needs an account")

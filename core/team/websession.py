@@ -1,0 +1,97 @@
+"""A signed-in browser keeps its session across a reload and in a new tab: an HttpOnly cookie set by the server.
+
+Streamlit keeps a password sign-in in its per-tab session state, which a reload throws away, and it has no API that
+sets a cookie. The app is therefore served as a `st.App` (server.py) with two small routes of its own:
+
+  POST /_nerselect/session   {"handoff": CODE}: exchanges a one-time code for the session cookie (HttpOnly,
+                             SameSite=Strict, Path=/, Secure over https, Max-Age = what is left of the session)
+  POST /_nerselect/signout   clears the cookie
+
+The session itself is the server-side one of core.team.users (a random token, stored hashed, with an expiry; it
+ends at sign-out, at a password change and when the user is disabled), so the cookie holds nothing a client could
+forge or extend, and revoking it needs no cookie at all. The page never sees the token: after a sign-in it gets a
+one-time code (valid HANDOFF_SECONDS, used once) that a script on the page sends to the route; an injected script
+that read the page could only replay a spent code. Every run of the app reads the cookie back from the request
+that opened the page's websocket (`st.context.cookies`).
+"""
+
+from __future__ import annotations
+
+import secrets
+import threading
+import time
+from typing import Any
+
+COOKIE = "nerselect_session"
+SESSION_PATH = "/_nerselect/session"
+SIGNOUT_PATH = "/_nerselect/signout"
+HANDOFF_SECONDS = 120.0
+
+_handoffs: dict[str, tuple[str, float, float]] = {}  # code -> (token, session expiry, code expiry); this process only
+_lock = threading.Lock()
+
+
+def handoff(token: str, expires: float) -> str:
+    """A one-time code that the browser exchanges for the cookie of this session (`expires`: the session's end)."""
+    code = secrets.token_urlsafe(24)
+    now = time.time()
+    with _lock:
+        for old in [c for c, (_, _, until) in _handoffs.items() if until < now]:
+            del _handoffs[old]
+        _handoffs[code] = (token, expires, now + HANDOFF_SECONDS)
+    return code
+
+
+def redeem(code: str) -> tuple[str, float] | None:
+    """(token, session expiry) for a code not yet used and not expired; the code is spent either way."""
+    with _lock:
+        entry = _handoffs.pop(str(code or ""), None)
+    if entry is None or entry[2] < time.time():
+        return None
+    return entry[0], entry[1]
+
+
+def cookie_script(code: str) -> str:
+    """The script the page runs once after a sign-in: the code goes to the route, which answers with the cookie."""
+    import json
+
+    return (f"<script>fetch({json.dumps(SESSION_PATH)}, {{method: 'POST', credentials: 'same-origin', "
+            f"headers: {{'Content-Type': 'application/json'}}, body: JSON.stringify({{handoff: {json.dumps(code)}}})}})"
+            "</script>")
+
+
+def signout_script() -> str:
+    import json
+
+    return f"<script>fetch({json.dumps(SIGNOUT_PATH)}, {{method: 'POST', credentials: 'same-origin'}})</script>"
+
+
+def routes() -> list[Any]:
+    """The Starlette routes server.py hands to `st.App`."""
+    from starlette.requests import Request
+    from starlette.responses import Response
+    from starlette.routing import Route
+
+    def _secure(request: Request) -> bool:
+        return request.url.scheme == "https" or request.headers.get("x-forwarded-proto") == "https"
+
+    async def session(request: Request) -> Response:
+        try:
+            body = await request.json()
+        except ValueError:
+            body = {}
+        found = redeem(body.get("handoff", "") if isinstance(body, dict) else "")
+        if found is None:
+            return Response("unknown or spent sign-in code", status_code=403)
+        token, expires = found
+        response = Response(status_code=204)
+        response.set_cookie(COOKIE, token, max_age=max(1, int(expires - time.time())), path="/", httponly=True,
+                            samesite="strict", secure=_secure(request))
+        return response
+
+    async def signout(request: Request) -> Response:
+        response = Response(status_code=204)
+        response.delete_cookie(COOKIE, path="/", httponly=True, samesite="strict", secure=_secure(request))
+        return response
+
+    return [Route(SESSION_PATH, session, methods=["POST"]), Route(SIGNOUT_PATH, signout, methods=["POST"])]
