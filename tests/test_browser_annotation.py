@@ -139,3 +139,38 @@ def test_each_role_signs_in_while_a_job_runs(paper_ws):
                 page.goto("about:blank")
     finally:
         jobs.cancel(ws, job.id)
+
+
+def test_a_task_with_suggestions_is_annotated_in_the_browser(paper_ws):
+    """Issue 43.6: the model's spans are pre-filled and drawn apart (dashed, '?') from the annotator's own; rejecting
+    them empties the answer; a range is marked with two clicks (its first and last token); only the saved answer is
+    stored."""
+    from tests.tiny_models import build_rigged_ner
+
+    root, _ = paper_ws
+    ws = Workspace(root)
+    rigged = build_rigged_ner(root / "rigged-ner", root / "tinybase", "LOC")  # S-LOC on every word
+    task = tasks.create_task(ws, Actor("rita", Role.RESEARCHER), "suggested papers", ["ann"], corpus="paper",
+                             overlap=0.0, types=["PER", "LOC", "ORG"], suggest_model=str(rigged))
+    n_tokens = len(SENTENCE.split())
+    with streamlit_server(root) as url, browser_page(height=1600) as page:
+        page.goto(url)
+        sign_in(page, "ann")
+        wait_for_app(page, "suggested by")
+        card = "[class*='st-key-q_card']"
+        assert page.locator(f"{card} .nx-sent:not(.nx-legend) .nx-sug").count() == n_tokens  # every suggestion dashed, none solid
+        screenshot(page, "queue_suggestions")
+        page.locator("[class*='st-key-q_reject'] button").click()
+        page.wait_for_function(IDLE)
+        assert page.locator(f"{card} .nx-sent:not(.nx-legend) .nx-ent").count() == 0
+        click_token(page, "st-key-q_tokens", "best")  # a range with two clicks: "best paper award"
+        click_token(page, "st-key-q_tokens", "award")
+        page.locator("[class*='st-key-q_type'] button", has_text="ORG").first.click()
+        page.locator("[class*='st-key-q_assign'] button").first.click()
+        page.locator(f"{card} .nx-sent:not(.nx-legend) .nx-ent").first.wait_for(state="visible")
+        page.wait_for_function(IDLE)
+        assert page.locator(f"{card} .nx-sent:not(.nx-legend) .nx-sug").count() == 0
+        page.locator("[class*='st-key-q_save'] button").first.click()
+        wait_for_app(page, "1 of 2 sentences answered")
+    item = next(i for i in tasks.queue(ws, Actor("ann", Role.ANNOTATOR), task.id) if i.position == 0)
+    assert item.spans == [Span(4, 7, "ORG")] and len(item.suggested) == n_tokens

@@ -332,3 +332,37 @@ def test_overlap_assignment_is_balanced(n_items, n_people, overlap, seed):
     assert sum(len(names) == 2 for names in who) == (math.ceil(overlap * n_items) if overlap else 0)
     assert all(len(set(names)) == len(names) for names in who)
     assert tasks.assign(4, ["ann", "bob"], 0.5) != [["ann", "bob"], ["bob"], ["ann", "bob"], ["bob"]]
+
+
+def test_a_task_carries_a_models_suggestions_and_only_answers_count(team_ws, tiny_bert_dir, tmp_path):
+    """Issue 43.6: a task's items carry an NER model's spans as suggestions; what an annotator saves (accepted,
+    corrected or rejected) is the answer, the audit and the progress say which; agreement reads answers only."""
+    from tests.tiny_models import build_rigged_ner
+
+    model = build_rigged_ner(tmp_path / "rigged", tiny_bert_dir, "LOC")
+    rita, ann, bob = Actor("rita", Role.RESEARCHER), Actor("ann", Role.ANNOTATOR), Actor("bob", Role.ANNOTATOR)
+    task = tasks.create_task(team_ws, rita, "suggested", ["ann", "bob"], corpus="demo-dc", n_items=2, overlap=1.0,
+                             types=["PER", "LOC"], suggest_model=str(model))
+    assert task.suggested_by == str(model) and tasks.get_task(team_ws, task.id).suggested_by == str(model)
+    items = tasks.queue(team_ws, ann, task.id)
+    assert all(i.suggested == [Span(k, k + 1, "LOC") for k in range(len(i.tokens))] for i in items)  # S-LOC on every word
+    assert all(i.spans == [] and i.status is None for i in items)  # a suggestion is not an answer
+    for item in items:  # ann keeps the suggestions as they are; bob rejects them and marks one span of his own
+        tasks.save_annotation(team_ws, ann, task.id, item.index, item.suggested)
+        tasks.save_annotation(team_ws, bob, task.id, item.index, [Span(0, 2, "PER")])
+    saved = [e["detail"] for e in read_audit(team_ws, actor=LOCAL) if e["action"] == "annotation saved"]
+    n0 = len(items[0].tokens)
+    assert {"accepted": n0, "rejected": 0, "added": 0} in [d["suggestions"] for d in saved]
+    assert {"accepted": 0, "rejected": n0, "added": 1} in [d["suggestions"] for d in saved]
+    rows = {r["annotator"]: r for r in tasks.progress(team_ws, rita, task.id)}
+    total = sum(len(i.tokens) for i in items)
+    assert rows["ann"]["suggestions accepted"] == total and rows["bob"]["suggestions rejected"] == total
+    assert rows["bob"]["suggestions added"] == 2
+    answers = tasks.answers(team_ws, rita, task.id)
+    assert answers[items[0].index]["bob"] == [Span(0, 2, "PER")]  # the answer, not the suggestion
+    result = agreement([(answers[i.index]["ann"], answers[i.index]["bob"], len(i.tokens)) for i in items])
+    assert result["f1_exact"] == 0.0
+    with pytest.raises(Exception, match="ner_config|not a|model"):
+        tasks.create_task(team_ws, rita, "bad", ["ann"], corpus="demo-dc", n_items=1, overlap=0.0,
+                          suggest_model=str(tmp_path / "nope"))
+    assert len(tasks.list_tasks(team_ws, rita)) == 1  # the refused task left nothing behind

@@ -36,3 +36,21 @@ def build_tiny_bert(out_dir: str | Path, sentences: Iterable[str], hidden: int =
     model = BertForMaskedLM(config) if with_mlm_head else BertModel(config)
     model.save_pretrained(out)
     return out
+
+
+def build_rigged_ner(out_dir: str | Path, base_dir: str | Path, entity_type: str = "LOC") -> Path:
+    """An NER model (tiny encoder, BIOES labels of one type) that predicts `S-TYPE` for every word: suggestions a test
+    knows in advance, without training (emissions zero but for a large bias on S-TYPE, transitions zero)."""
+    import torch
+
+    from core.train.ner_model import build_ner_model
+
+    labels = ["O", f"B-{entity_type}", f"I-{entity_type}", f"E-{entity_type}", f"S-{entity_type}"]
+    model = build_ner_model(str(base_dir), labels)
+    with torch.no_grad():
+        model.emissions.weight.zero_()
+        model.emissions.bias.zero_()
+        model.emissions.bias[labels.index(f"S-{entity_type}")] = 50.0
+        for name in ("transitions", "start_transitions", "end_transitions"):
+            getattr(model.crf, name).zero_()
+    return model.save(out_dir)

@@ -3,6 +3,8 @@ Who reviews is the signed-in account (core.team.tasks checks the item is in thei
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import streamlit as st
 
 from core.errors import UserError
@@ -36,8 +38,10 @@ if pos_key not in st.session_state:
 pos = min(st.session_state[pos_key], len(items) - 1)
 item = items[pos]
 draft_key = f"q_draft_{task.id}_{item.index}_{item.version}"
+pending_key = f"q_pending_{draft_key}"  # suggestions shown but not yet accepted, rejected or changed
 if draft_key not in st.session_state:
     st.session_state[draft_key] = list(item.spans if item.status else item.suggested)
+    st.session_state[pending_key] = [] if item.status else list(item.suggested)
 draft = st.session_state[draft_key]
 
 
@@ -56,11 +60,21 @@ def edit(remove: bool) -> None:
         if not remove and not chosen:
             raise UserError("pick an entity type first")
         st.session_state[draft_key] = apply_span_edit(st.session_state.get(draft_key, []), picked,
-                                                      None if remove else chosen, len(item.tokens))
+                                                      None if remove else chosen, len(item.tokens),
+                                                      fill=st.session_state.get("q_range", True))
+        st.session_state[pending_key] = [s for s in st.session_state.get(pending_key, []) if s in st.session_state[draft_key]]
         st.session_state[f"q_tokens_{draft_key}"] = []
         st.session_state.pop("q_error", None)
     except UserError as exc:
         st.session_state["q_error"] = str(exc)
+
+
+def settle_suggestions(accept: bool) -> None:
+    """Accept every suggestion still shown as the annotator's own spans, or take them all out of the answer."""
+    pending = st.session_state.get(pending_key, [])
+    if not accept:
+        st.session_state[draft_key] = [s for s in st.session_state.get(draft_key, []) if s not in pending]
+    st.session_state[pending_key] = []
 
 
 def save(status: str) -> None:
@@ -79,10 +93,20 @@ state = {"done": "answered", "skipped": "skipped", None: "not answered yet"}[ite
 st.markdown(f"**Sentence {pos + 1} of {len(items)}** · {state}" + (" · also reviewed by another annotator" if item.annotators > 1 else ""))
 types = task.types or sorted({s.type for s in draft})
 colors = type_colors(types + [s.type for s in draft])
+pending = st.session_state.get(pending_key, [])
 with st.container(border=True, key="q_card"):
-    st.html(sentence_html(item.tokens, draft, colors))
-    st.html(legend_html(colors, gold=False))
+    st.html(sentence_html(item.tokens, draft, colors, marks=dict.fromkeys(pending, "suggested")))
+    st.html(legend_html(colors, gold=False, suggested=bool(pending)))
+    if pending:
+        s = st.columns([2, 1.2, 1.2])
+        s[0].caption(f"{len(pending)} span(s) suggested by {Path(task.suggested_by).name or 'a model'} (dashed): accept, correct "
+                     "or reject them; what is shown when you save is your answer.")
+        s[1].button("Accept suggestions", key="q_accept", on_click=settle_suggestions, args=(True,))
+        s[2].button("Reject suggestions", key="q_reject", on_click=settle_suggestions, args=(False,))
     token_pills(item.tokens, f"q_tokens_{draft_key}")
+    st.toggle("Range: first to last picked token", value=True, key="q_range",
+              help="On: click a span's first and last token (as a shift-click or a drag marks a range), then its type. "
+                   "Off: each run of adjacent picked tokens becomes its own span.")
     if types:
         type_picker(types, "q_type", colors)
     else:

@@ -7,6 +7,7 @@ import streamlit as st
 
 from core.access import Role
 from core.data.showtext import isolated
+from core.review.predictions import list_ner_models
 from core.selection.store import list_selections
 from core.tables import count
 from core.team import tasks
@@ -39,12 +40,17 @@ with st.expander("New task", expanded=not tasks.list_tasks(ws, me)):
                               help="The share of sentences that goes to a second annotator: agreement is measured on these")
         types = c[2].text_input("Entity types", value=", ".join(tasks.default_types(ws)), key="task_types",
                                 help="Comma-separated; default: the types of the workspace's LC")
+        models = [str(m) for m in list_ner_models(ws)]
+        suggest = st.selectbox("Suggestions from an NER model", [None, *models], key="task_suggest",
+                               format_func=lambda m: "none: annotators start from an empty sentence" if m is None else m,
+                               help="The model's spans are pre-filled in every sentence, drawn apart (dashed) until the "
+                                    "annotator accepts, corrects or rejects them; only saved answers count for agreement")
         guidelines = st.text_area("Guidelines for the annotators", key="task_guidelines")
         if st.form_submit_button("Create task", type="primary"):
             made = run_guarded(lambda: tasks.create_task(
                 ws, me, name, annotators, selection=selection if kind == "a saved selection" else None,
                 corpus=corpus if kind == "a corpus" else None, n_items=int(n_items), overlap=overlap, guidelines=guidelines,
-                types=[t.strip() for t in types.split(",") if t.strip()]), "Could not create the task")
+                types=[t.strip() for t in types.split(",") if t.strip()], suggest_model=suggest), "Could not create the task")
             if made:
                 st.success(f"Task {made.id}: {count(made.items, 'sentence')} for {', '.join(made.annotators)}.")
 

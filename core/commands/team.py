@@ -67,6 +67,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--guidelines-file", help="text file shown to annotators above their queue")
     p.add_argument("--types", help="entity types, comma-separated (default: the LC's types)")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--suggest-model", dest="suggest_model", metavar="MODEL",
+                   help="a fine-tuned NER model folder: its spans are pre-filled in every item as suggestions, shown apart "
+                        "from the annotator's own until accepted, corrected or rejected (default: none)")
     p.set_defaults(func=cmd_task_create)
     p = ts.add_parser("list", help="tasks with their size and annotators")
     p.add_argument("--json", action="store_true")
@@ -188,9 +191,10 @@ def cmd_task_create(args: argparse.Namespace) -> int:
             raise UserError(f"{args.guidelines_file}: cannot read the guidelines ({exc.strerror})") from None
     task = create_task(_ws(args), LOCAL, args.name, comma_list(args.annotators), selection=args.selection, corpus=args.corpus,
                        n_items=args.items, overlap=args.overlap, guidelines=guidelines,
-                       types=comma_list(args.types) if args.types else None, seed=args.seed)
+                       types=comma_list(args.types) if args.types else None, seed=args.seed,
+                       suggest_model=args.suggest_model)
     print(f"task {task.id}: {task.items} sentences of {task.source} for {', '.join(task.annotators)} "
-          f"({task.overlap:.0%} reviewed twice)")
+          f"({task.overlap:.0%} reviewed twice" + (f"; suggestions from {task.suggested_by}" if task.suggested_by else "") + ")")
     return 0
 
 

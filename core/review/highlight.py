@@ -51,11 +51,13 @@ def type_colors(types: Iterable[str]) -> dict[str, str]:
     return {t: PALETTE[i % len(PALETTE)] for i, t in enumerate(sorted(set(types)))}
 
 
-def legend_html(colors: dict[str, str], gold: bool = True) -> str:
-    """Type colours; the gold-mismatch marks only when gold spans are shown (not on unlabeled DC)."""
+def legend_html(colors: dict[str, str], gold: bool = True, suggested: bool = False) -> str:
+    """Type colours; the gold-mismatch marks only when gold spans are shown (not on unlabeled DC); the suggestion mark
+    when a review task pre-filled a model's spans."""
     items = "".join(f'<span class="nx-ent" style="background:{c}">{html.escape(t)}</span>' for t, c in colors.items())
     marks = ('<span class="nx-ent nx-bad">✗ prediction not in gold</span>'
              '<span class="nx-ent nx-bad">∅ gold span missed</span>') if gold else ""
+    marks += '<span class="nx-ent nx-sug">? suggested by the model</span>' if suggested else ""
     return f'{CSS}<div class="nx-legend nx-sent">{items}{marks}</div>'
 
 
@@ -85,10 +87,12 @@ def _tokens_html(tokens: Sequence[str], spans: Sequence[Span], colors: dict[str,
         inner = " ".join(_token(tokens[j], j in changed, j in hits) for j in range(i, end))
         mark = marks.get(span, "ok")
         bad = mark in ("wrong", "missed")
-        symbol = {"wrong": "✗ ", "missed": "∅ "}.get(mark, "")
+        symbol = {"wrong": "✗ ", "missed": "∅ ", "suggested": "? "}.get(mark, "")
         color = colors.get(span.type, PALETTE[-1])
-        title = html.escape(f"{span.type} [{span.start}:{span.end}]" + (f" ({mark})" if bad else ""), quote=True)
-        parts.append(f'<span class="nx-ent{" nx-bad" if bad else ""}" style="background:{color}" title="{title}">'
+        note = {"suggested": " (the model's suggestion: yours once accepted or saved)"}.get(mark, f" ({mark})" if bad else "")
+        title = html.escape(f"{span.type} [{span.start}:{span.end}]{note}", quote=True)
+        extra = " nx-bad" if bad else " nx-sug" if mark == "suggested" else ""
+        parts.append(f'<span class="nx-ent{extra}" style="background:{color}" title="{title}">'
                      f'{inner}<span class="nx-lbl">{symbol}{html.escape(span.type)}</span></span>')
         i = end
     return " ".join(parts)

@@ -225,11 +225,19 @@ def spans_from_rows(rows: Sequence[dict[str, Any]], n_tokens: int) -> list[Span]
     return check_spans(spans, n_tokens)
 
 
-def apply_span_edit(spans: Sequence[Span], tokens: Sequence[int], entity_type: str | None, n_tokens: int) -> list[Span]:
+def apply_span_edit(spans: Sequence[Span], tokens: Sequence[int], entity_type: str | None, n_tokens: int,
+                    fill: bool = False) -> list[Span]:
     """The token-grid edit: the selected token positions become spans of `entity_type` (one span
     per contiguous run), replacing every span they touch; `entity_type` None removes those spans.
-    Returns the checked span list (no overlaps, inside the sentence)."""
+    `fill`: the first and the last picked token bound one span, every token between them included (a range marked
+    with two clicks, as a shift-click or a drag marks it). Returns the checked span list (no overlaps, inside the sentence).
+
+    >>> apply_span_edit([], [0, 2], "LOC", 4, fill=True)
+    [Span(start=0, end=3, type='LOC')]
+    """
     picked = sorted({int(t) for t in tokens})
+    if fill and picked:
+        picked = list(range(picked[0], picked[-1] + 1))
     if not picked:
         raise UserError("select one or more tokens first")
     if picked[0] < 0 or picked[-1] >= n_tokens:

@@ -58,7 +58,8 @@ CREATE TABLE IF NOT EXISTS tasks (
     guidelines TEXT NOT NULL DEFAULT '',
     types TEXT NOT NULL DEFAULT '[]',
     created_by TEXT NOT NULL,
-    created REAL NOT NULL
+    created REAL NOT NULL,
+    suggested_by TEXT NOT NULL DEFAULT ''
 );
 CREATE TABLE IF NOT EXISTS task_items (
     task_id TEXT NOT NULL,
@@ -97,7 +98,23 @@ CREATE TABLE IF NOT EXISTS adjudications (
 
 
 def connect(ws: Workspace) -> sqlite3.Connection:
-    return open_sqlite(ws.root / "team.sqlite", _SCHEMA)
+    con = open_sqlite(ws.root / "team.sqlite", _SCHEMA)
+    _migrate(con)
+    return con
+
+
+# columns added after a store was first written: (table, column, declaration); added in place, older rows take the default
+_ADDED_COLUMNS = (("tasks", "suggested_by", "TEXT NOT NULL DEFAULT ''"),)
+
+
+def _migrate(con: sqlite3.Connection) -> None:
+    for table, column, declaration in _ADDED_COLUMNS:
+        if column not in {r[1] for r in con.execute(f"PRAGMA table_info({table})")}:
+            try:
+                con.execute(f"ALTER TABLE {table} ADD COLUMN {column} {declaration}")
+            except sqlite3.OperationalError as exc:  # another process added it first
+                if "duplicate column" not in str(exc):
+                    raise
 
 
 def transaction(ws: Workspace) -> AbstractContextManager[sqlite3.Connection]:

@@ -52,6 +52,7 @@ class Task:
     created_by: str
     created: float
     items: int = 0
+    suggested_by: str = ""  # the NER model whose spans the items carry as suggestions ("": none)
 
     @property
     def label(self) -> str:
@@ -82,7 +83,8 @@ def spans_from_json(text: str) -> list[Span]:
 
 def _task(row: sqlite3.Row, items: int = 0) -> Task:
     return Task(row["id"], row["name"], row["source"], row["corpus"], row["corpus_hash"], json.loads(row["annotators"]),
-                row["overlap"], row["guidelines"], json.loads(row["types"]), row["created_by"], row["created"], items)
+                row["overlap"], row["guidelines"], json.loads(row["types"]), row["created_by"], row["created"], items,
+                row["suggested_by"])
 
 
 def assign(n_items: int, annotators: Sequence[str], overlap: float, seed: int = 0) -> list[list[str]]:
@@ -139,10 +141,33 @@ def default_types(ws: Workspace) -> list[str]:
     return list(ws.corpus_info(name).entity_types) if name else []
 
 
+def suggest_spans(model: str, tokens: Sequence[Sequence[str]], types: Sequence[str] = ()) -> list[list[Span]]:
+    """An NER model's spans for each item, as pre-filled suggestions (types the task does not list are dropped)."""
+    from core.data.corpus import Corpus
+    from core.train.ner_model import load_ner_model
+    from core.train.ner_predict import predict_corpus
+
+    predicted = predict_corpus(load_ner_model(model), Corpus([list(t) for t in tokens]))
+    keep = set(types)
+    return [[s for s in p.spans if not keep or s.type in keep] for p in predicted]
+
+
+def suggestion_outcome(suggested: Sequence[Span], answer: Sequence[Span]) -> dict[str, int]:
+    """What an answer did with the suggestions: kept as suggested, rejected or corrected, and the annotator's own.
+
+    >>> suggestion_outcome([Span(0, 1, "PER"), Span(3, 4, "LOC")], [Span(0, 1, "PER"), Span(3, 5, "LOC")])
+    {'accepted': 1, 'rejected': 1, 'added': 1}
+    """
+    mine, offered = set(answer), set(suggested)
+    return {"accepted": len(mine & offered), "rejected": len(offered - mine), "added": len(mine - offered)}
+
+
 def create_task(ws: Workspace, actor: Actor, name: str, annotators: Sequence[str], selection: str | None = None,
                 corpus: str | None = None, n_items: int | None = None, overlap: float = 0.2, guidelines: str = "",
-                types: Sequence[str] | None = None, seed: int = 0) -> Task:
-    """A task over the first `n_items` of a selection (best ranked) or a seeded sample of a corpus."""
+                types: Sequence[str] | None = None, seed: int = 0, suggest_model: str | None = None) -> Task:
+    """A task over the first `n_items` of a selection (best ranked) or a seeded sample of a corpus; with
+    `suggest_model`, each item carries that NER model's spans as suggestions (pre-filled in the queue, shown apart from
+    the annotator's own; only what the annotator saves is an answer)."""
     require(actor, "manage review tasks")
     if not name.strip():
         raise UserError("a task needs a name")
@@ -158,18 +183,20 @@ def create_task(ws: Workspace, actor: Actor, name: str, annotators: Sequence[str
         raise UserError(f"{source} has no sentences to review")
     who = assign(len(indices), annotators, overlap, seed)
     types = [t for t in (types if types is not None else default_types(ws)) if t]
+    suggested = suggest_spans(suggest_model, tokens, types) if suggest_model else [[] for _ in tokens]
     task_id = time.strftime("%Y%m%d-") + uuid.uuid4().hex[:6]
     with transaction(ws) as con:
         con.execute("INSERT INTO tasks (id, name, source, corpus, corpus_hash, annotators, overlap, guidelines, types, created_by, "
-                    "created) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    "created, suggested_by) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (task_id, name.strip(), source, corpus_name, corpus_hash, json.dumps(annotators), overlap, guidelines,
-                     json.dumps(types), actor.name, time.time()))
-        con.executemany("INSERT INTO task_items (task_id, idx, position, tokens) VALUES (?, ?, ?, ?)",
-                        [(task_id, i, p, json.dumps(t)) for p, (i, t) in enumerate(zip(indices, tokens))])
+                     json.dumps(types), actor.name, time.time(), str(suggest_model or "")))
+        con.executemany("INSERT INTO task_items (task_id, idx, position, tokens, suggested) VALUES (?, ?, ?, ?, ?)",
+                        [(task_id, i, p, json.dumps(t), spans_json(sug))
+                         for p, (i, t, sug) in enumerate(zip(indices, tokens, suggested))])
         con.executemany("INSERT INTO assignments (task_id, idx, annotator) VALUES (?, ?, ?)",
                         [(task_id, i, a) for i, names in zip(indices, who) for a in names])
         audit(con, actor, "task created", task_id, name=name, source=source, items=len(indices), annotators=annotators,
-              overlap=overlap)
+              overlap=overlap, suggested_by=suggest_model or None, suggestions=sum(len(x) for x in suggested))
     return get_task(ws, task_id)
 
 
@@ -229,7 +256,7 @@ def save_annotation(ws: Workspace, actor: Actor, task_id: str, index: int, spans
         raise UserError(f"status {status!r}: expected one of {', '.join(ITEM_STATES)}")
     get_task(ws, task_id)  # a clear message for a task deleted meanwhile
     with transaction(ws) as con:
-        item = con.execute("SELECT tokens FROM task_items WHERE task_id = ? AND idx = ?", (task_id, index)).fetchone()
+        item = con.execute("SELECT tokens, suggested FROM task_items WHERE task_id = ? AND idx = ?", (task_id, index)).fetchone()
         mine = con.execute("SELECT 1 FROM assignments WHERE task_id = ? AND idx = ? AND annotator = ?",
                            (task_id, index, actor.name)).fetchone()
         if item is None or mine is None:
@@ -243,8 +270,9 @@ def save_annotation(ws: Workspace, actor: Actor, task_id: str, index: int, spans
                                  "reload it to see that answer before changing it")
         con.execute("INSERT OR REPLACE INTO annotations (task_id, idx, annotator, status, spans, version, updated) "
                     "VALUES (?, ?, ?, ?, ?, ?, ?)", (task_id, index, actor.name, status, spans_json(spans), current + 1, time.time()))
+        offered = spans_from_json(item["suggested"])
         audit(con, actor, "annotation saved", f"{task_id}/{index}", status=status, version=current + 1,
-              spans=[s.to_dict() for s in spans])
+              spans=[s.to_dict() for s in spans], **({"suggestions": suggestion_outcome(offered, spans)} if offered else {}))
     return next(q for q in queue(ws, actor, task_id) if q.index == index)
 
 
@@ -254,12 +282,21 @@ def progress(ws: Workspace, actor: Actor, task_id: str) -> list[dict]:
     con = connect(ws)
     try:
         assigned = Counter(r[0] for r in con.execute("SELECT annotator FROM assignments WHERE task_id = ?", (task_id,)))
-        states = Counter((r[0], r[1]) for r in con.execute("SELECT annotator, status FROM annotations WHERE task_id = ?",
-                                                           (task_id,)))
+        rows = con.execute("SELECT a.annotator, a.status, a.spans, i.suggested FROM annotations a JOIN task_items i "
+                           "ON i.task_id = a.task_id AND i.idx = a.idx WHERE a.task_id = ?", (task_id,)).fetchall()
     finally:
         con.close()
-    return [{"annotator": a, "assigned": n, "done": states[(a, "done")], "skipped": states[(a, "skipped")],
-             "left": n - states[(a, "done")] - states[(a, "skipped")]} for a, n in sorted(assigned.items())]
+    states = Counter((r["annotator"], r["status"]) for r in rows)
+    out = [{"annotator": a, "assigned": n, "done": states[(a, "done")], "skipped": states[(a, "skipped")],
+            "left": n - states[(a, "done")] - states[(a, "skipped")]} for a, n in sorted(assigned.items())]
+    if any(r["suggested"] != "[]" for r in rows):  # what each annotator did with the model's suggestions
+        for entry in out:
+            totals = Counter()
+            for r in rows:
+                if r["annotator"] == entry["annotator"] and r["status"] == "done":
+                    totals.update(suggestion_outcome(spans_from_json(r["suggested"]), spans_from_json(r["spans"])))
+            entry.update({f"suggestions {k}": totals[k] for k in ("accepted", "rejected", "added")})
+    return out
 
 
 def answers(ws: Workspace, actor: Actor, task_id: str) -> dict[int, dict[str, list[Span]]]:
