@@ -14,7 +14,7 @@ from typing import Any
 import streamlit as st
 
 from core.access import LOCAL, Actor
-from core.data.workspace import Role, Workspace
+from core.data.workspace import CorpusRole, Workspace
 from core.errors import UserError
 from core.review import predictions
 from core.runner import jobs
@@ -59,7 +59,7 @@ def corpus_names(ws: Workspace, labeled: bool | None = None) -> list[str]:
     return [i.name for i in ws.list_corpora() if labeled is None or i.labeled == labeled]
 
 
-def corpus_picker(ws: Workspace, label: str, role: Role | None, key: str, labeled: bool | None = None,
+def corpus_picker(ws: Workspace, label: str, role: CorpusRole | None, key: str, labeled: bool | None = None,
                   allow_none: bool = False, help: str | None = None) -> str | None:
     """A selectbox over workspace corpora, preselecting the corpus holding `role`."""
     names = corpus_names(ws, labeled)
@@ -217,7 +217,7 @@ def model_picker(label: str, key: str, models: list, optional: bool = False) -> 
     return st.text_input("Model folder or Hugging Face id", key=f"{key}_path") if choice == OTHER else choice
 
 
-def source_picker(ws: Workspace, prefix: str, role: Role) -> tuple[str | None, str | None]:
+def source_picker(ws: Workspace, prefix: str, role: CorpusRole) -> tuple[str | None, str | None]:
     """(corpus, selection key): sentences of a workspace corpus or of a saved selection."""
     sels = {m["key"]: m["label"] for m in selection_store.list_selections(ws, in_workspace=True)}
     if sels and st.radio("Sentences from", ["corpus", "saved selection"], key=f"{prefix}_source", horizontal=True) != "corpus":

@@ -314,7 +314,7 @@ async def bench(args) -> dict:
 
     from core.access import Actor, Role
     from core.data.demo import write_demo_workspace
-    from core.data.workspace import Role as CorpusRole
+    from core.data.workspace import CorpusRole
     from core.team import tasks, users
     from tests.browser import CHROMIUM_ARGS, streamlit_process
 

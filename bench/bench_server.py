@@ -133,12 +133,12 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=2, help="alternating job / job + page rounds (the loss uses the means)")
     args = ap.parse_args()
     from core.data.demo import write_demo_workspace
-    from core.data.workspace import Role
+    from core.data.workspace import CorpusRole
 
     tmp = Path(tempfile.mkdtemp(prefix="bench-server-"))
     try:
         ws = write_demo_workspace(tmp / "ws", dc_size=args.sentences)
-        dc = ws.roles()[Role.DC]
+        dc = ws.roles()[CorpusRole.DC]
         rows = []
         with app_server(ws.root) as (proc, url):
             pid = proc.pid

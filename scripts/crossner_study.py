@@ -306,8 +306,11 @@ def main() -> int:
                              "layer_lr_decay=0.8, freeze_layers=2, lr=5e-5; repeatable; own run folder and JSON")
     parser.add_argument("--rehearsal-share", type=float, default=0.0, dest="rehearsal_share",
                         help="share of every MLM corpus made of random DC sentences (general-text replay; own run folder)")
-    parser.add_argument("--pick-checkpoint", type=int, nargs="?", const=4, default=None, dest="pick_checkpoint", metavar="N",
-                        help="keep N MLM snapshots per cell (4 when given without N) and fine-tune from the best by a short "
+    from core.train.presets import PICK_SNAPSHOTS
+
+    parser.add_argument("--pick-checkpoint", type=int, nargs="?", const=PICK_SNAPSHOTS, default=None, dest="pick_checkpoint",
+                        metavar="N", help=f"keep N MLM snapshots per cell ({PICK_SNAPSHOTS} when given without N) and "
+                                          "fine-tune from the best by a short "
                              "DEV-F1 probe, or from the base encoder when none beats it; default: the preset's ("
                              f"{pick_defaults()})")
     parser.add_argument("--no-pick-checkpoint", action="store_const", const=0, dest="pick_checkpoint",

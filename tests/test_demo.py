@@ -15,11 +15,12 @@ import pytest
 from core.data.corpus import Corpus
 from core.data.demo import DOMAINS, DemoData, domain_entity_types, ensure_demo_workspace, generate_demo, write_demo_workspace
 from core.data.tags import TagScheme, detect_scheme, spans_from_tags, validate_tags
-from core.data.workspace import Role, Workspace
+from core.data.workspace import CorpusRole, Workspace
 from core.errors import UserError
 
 ROOT = Path(__file__).resolve().parent.parent
-DEMO_NAMES = {Role.TC: "demo-tc", Role.DC: "demo-dc", Role.LC: "demo-lc", Role.DEV: "demo-dev", Role.TEST: "demo-test"}
+DEMO_NAMES = {CorpusRole.TC: "demo-tc", CorpusRole.DC: "demo-dc", CorpusRole.LC: "demo-lc", CorpusRole.DEV: "demo-dev",
+              CorpusRole.TEST: "demo-test"}
 
 
 @pytest.fixture(scope="module")
@@ -213,11 +214,11 @@ def test_write_demo_workspace_replaces_an_older_demo_but_not_user_data(tmp_path)
 def test_ensure_demo_workspace_only_fills_an_empty_workspace(tmp_path):
     empty = tmp_path / "empty"
     ws = ensure_demo_workspace(empty)
-    assert set(ws.roles()) == set(Role)
+    assert set(ws.roles()) == set(CorpusRole)
     assert ws.corpus_info("demo-dc").sentences >= 5000
 
     used = tmp_path / "used"
     ws = Workspace(used)
-    ws.save_corpus(Corpus(tokens=[["Paris", "is", "nice"]]), "mine", role=Role.TC)
+    ws.save_corpus(Corpus(tokens=[["Paris", "is", "nice"]]), "mine", role=CorpusRole.TC)
     ensure_demo_workspace(used)
     assert [i.name for i in Workspace(used).list_corpora()] == ["mine"]

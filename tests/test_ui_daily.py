@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from core.data.corpus import corpus_bytes
-from core.data.workspace import Role, Workspace
+from core.data.workspace import CorpusRole, Workspace
 from core.runner import jobs
 from tests.apptest import open_app
 
@@ -46,8 +46,8 @@ def test_a_role_belongs_to_one_corpus_at_a_time(tmp_path, monkeypatch):
 
     ws = write_demo_workspace(tmp_path, dc_size=300)
     data = corpus_bytes(ws.load_corpus("demo-dev"), "conll")
-    ws.import_upload("politics-train.conll", data, role=Role.LC)
-    assert ws.corpus_for_role(Role.LC) == "politics-train"
+    ws.import_upload("politics-train.conll", data, role=CorpusRole.LC)
+    assert ws.corpus_for_role(CorpusRole.LC) == "politics-train"
     assert ws.corpus_info("demo-lc").role is None  # the previous holder lost it
     at = open_app(tmp_path, monkeypatch)
     table = next(df.value for df in at.dataframe if "role" in getattr(df.value, "columns", []))

@@ -4,7 +4,7 @@ import os
 import pytest
 
 from core.data.atomic import atomic_write_bytes
-from core.data.workspace import Role, Workspace, content_hash
+from core.data.workspace import CorpusRole, Workspace, content_hash
 from core.errors import CorpusError, UserError
 
 CONLL = "John\tB-PER\nlives\tO\n\nParis\tB-LOC\n"
@@ -18,7 +18,7 @@ def ws(tmp_path):
 def test_import_with_role_and_fields(ws, tmp_path):
     p = tmp_path / "dc.jsonl"
     p.write_text("\n".join(json.dumps({"text": f"s {i}", "domain": "music" if i % 2 else "ai"}) for i in range(10)))
-    info = ws.import_corpus(p, role=Role.DC)
+    info = ws.import_corpus(p, role=CorpusRole.DC)
     assert (info.sentences, info.fields, info.role) == (10, ["domain"], "dc")
     assert ws.corpus_for_role("dc") == "dc"
     assert ws.load_corpus("dc").fields["domain"][:2] == ["ai", "music"]

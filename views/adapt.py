@@ -9,7 +9,7 @@ from core.adapt import augment as aug
 from core.adapt import selftrain as self_training
 from core.data.corpus import corpus_bytes, read_corpus
 from core.data.tags import spans_from_tags
-from core.data.workspace import Role
+from core.data.workspace import CorpusRole
 from core.review import predictions
 from core.review.highlight import CSS, augmented_html, type_colors
 from core.tables import count
@@ -42,11 +42,11 @@ def selftrain_tab() -> None:
         measure = st.radio("Confidence", self_training.MEASURES, key="st_measure", horizontal=True,
                            captions=["sequence posterior", "min tag marginal"])
     with c[1]:
-        lc = corpus_picker(ws, "LC", Role.LC, key="st_lc", labeled=True)
-        dev = corpus_picker(ws, "DEV", Role.DEV, key="st_dev", labeled=True)
-        test = corpus_picker(ws, "TEST", Role.TEST, key="st_test", labeled=True, allow_none=True)
+        lc = corpus_picker(ws, "LC", CorpusRole.LC, key="st_lc", labeled=True)
+        dev = corpus_picker(ws, "DEV", CorpusRole.DEV, key="st_dev", labeled=True)
+        test = corpus_picker(ws, "TEST", CorpusRole.TEST, key="st_test", labeled=True, allow_none=True)
     with c[2]:
-        unlabeled, sel_key = source_picker(ws, "st", Role.DC)
+        unlabeled, sel_key = source_picker(ws, "st", CorpusRole.DC)
         ratio = st.selectbox("k = ratio x |LC|", self_training.RATIOS, index=1, key="st_ratio")
         presets = preset_choices()  # core.train.presets: one list, the default first
         trained_with = lineage.model_preset(model) if model else None
@@ -99,7 +99,7 @@ def augment_tab() -> None:
                "MLM head: use an MLM run's model (Runs page, MLM pretraining) or a Hugging Face masked LM.")
     c = st.columns(3)
     with c[0]:
-        lc = corpus_picker(ws, "LC", Role.LC, key="aug_lc", labeled=True)
+        lc = corpus_picker(ws, "LC", CorpusRole.LC, key="aug_lc", labeled=True)
         model = model_picker("Masked LM", "aug_model", predictions.list_mlm_models(ws))
     with c[1]:
         sampling = st.selectbox("Sampling", aug.SAMPLINGS, key="aug_sampling")
@@ -112,7 +112,7 @@ def augment_tab() -> None:
         min_conf = st.number_input("Min NER confidence (c1)", 0.0, 1.0, 0.0, 0.01, key="aug_min_conf", disabled=not ner_model)
     g = st.columns(2)
     with g[0]:
-        check_tc = corpus_picker(ws, "Held-out text for the MLM's accuracy", Role.TC, key="aug_check_tc", allow_none=True,
+        check_tc = corpus_picker(ws, "Held-out text for the MLM's accuracy", CorpusRole.TC, key="aug_check_tc", allow_none=True,
                                  help="The quality gate masks words of this text and measures the MLM's top-1 accuracy "
                                       "(none: skip it).")
     allow_degenerate = g[1].checkbox(

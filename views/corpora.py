@@ -9,7 +9,7 @@ import streamlit as st
 from core.access import LOCAL, server_roots_text
 from core.data.browse import browse_corpus, filter_fields
 from core.data.stats import corpus_stats, length_histogram
-from core.data.workspace import ROLE_LABELS, Role
+from core.data.workspace import ROLE_LABELS, CorpusRole
 from core.review.highlight import browse_rows_html, page_css, type_colors
 from core.tables import count
 from ui import actor, get_workspace, job_status, latest_job, run_guarded, submit_job
@@ -19,10 +19,10 @@ st.title("Corpora")
 st.caption("A task-level corpus (TC), a large domain-level corpus (DC), a small labeled corpus (LC) and its DEV/TEST splits. "
            "Formats: plain text (one sentence per line), CoNLL (token … tag), JSONL, CSV, Parquet.")
 
-ROLE_OPTIONS = [None, *Role]
+ROLE_OPTIONS = [None, *CorpusRole]
 
 
-def _role_label(r: Role | None) -> str:
+def _role_label(r: CorpusRole | None) -> str:
     return "(no role)" if r is None else ROLE_LABELS[r]
 
 

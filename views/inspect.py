@@ -7,7 +7,7 @@ import streamlit as st
 
 from core.access import LOCAL
 from core.data.tags import Span
-from core.data.workspace import Role
+from core.data.workspace import CorpusRole
 from core.errors import UserError
 from core.review import predictions
 from core.review.highlight import legend_html, page_css, prediction_html, sentence_html, type_colors
@@ -85,7 +85,7 @@ def review_tab() -> None:
     with c[0]:
         model = model_picker("NER model (finished run)", "insp_model", models)
     with c[1]:
-        corpus, sel_key = source_picker(ws, "insp", Role.DC)
+        corpus, sel_key = source_picker(ws, "insp", CorpusRole.DC)
     status_sel = None
     if corpus and (over := [m["key"] for m in selection_store.list_selections(ws, dc=corpus)]):
         labels = {m["key"]: m["label"] for m in selection_store.list_selections(ws, dc=corpus)}

@@ -7,7 +7,7 @@ import time
 import pandas as pd
 import streamlit as st
 
-from core.data.workspace import Role
+from core.data.workspace import CorpusRole
 from core.experiments.disk import disk_use, format_freed, free_snapshots, human_bytes
 from core.experiments.plan import BASELINES, parse_amounts, parse_seeds
 from core.experiments.summary import diagnostic_lines, pretraining_verdicts
@@ -34,7 +34,8 @@ from ui import actor, corpus_picker, fmt_seconds, get_workspace, job_poll, run_g
 
 PRESET_CHOICES = presets.preset_choices()  # the default first, then cheapest first (one list for pages and CLI)
 # checkpoint pick (ExperimentParams.pick_checkpoint): None takes the preset's (core.train.presets.EXPERIMENT)
-PICK_CHOICES = {f"the preset's ({presets.pick_defaults()})": None, "on: 4 snapshots": 4, "off: the last MLM model": 0}
+PICK_CHOICES = {f"the preset's ({presets.pick_defaults()})": None, f"on: {presets.PICK_SNAPSHOTS} snapshots": presets.PICK_SNAPSHOTS,
+                "off: the last MLM model": 0}
 
 ws = get_workspace()
 st.title("Runs")
@@ -52,11 +53,11 @@ ner_tab, mlm_tab, exp_tab = st.tabs(["NER fine-tuning", "MLM pretraining", "Expe
 with ner_tab, st.form("ner_form"):
     c = st.columns(3)
     with c[0]:
-        n_train = corpus_picker(ws, "Train (LC)", Role.LC, "ner_train", labeled=True)
+        n_train = corpus_picker(ws, "Train (LC)", CorpusRole.LC, "ner_train", labeled=True)
     with c[1]:
-        n_dev = corpus_picker(ws, "Dev (early stopping)", Role.DEV, "ner_dev", labeled=True, allow_none=True)
+        n_dev = corpus_picker(ws, "Dev (early stopping)", CorpusRole.DEV, "ner_dev", labeled=True, allow_none=True)
     with c[2]:
-        n_test = corpus_picker(ws, "Test", Role.TEST, "ner_test", labeled=True, allow_none=True)
+        n_test = corpus_picker(ws, "Test", CorpusRole.TEST, "ner_test", labeled=True, allow_none=True)
     c = st.columns(4)
     n_model = c[0].text_input("Encoder", "default", key="ner_model", help="'default', a folder (e.g. an MLM run's model), or an HF id")
     n_preset = c[1].selectbox("Preset", PRESET_CHOICES, key="ner_preset", help=preset_help("ner"))
@@ -76,9 +77,9 @@ with mlm_tab, st.form("mlm_form"):
                             format_func={"tc+sc": "TC + selected SC, 1:1 (seed method)", "tapt": "TAPT: TC only",
                                          "dapt": "DAPT: all of DC", "tapt+dapt": "DAPT then TAPT"}.get)
     with c[1]:
-        m_tc = corpus_picker(ws, "TC", Role.TC, "mlm_tc")
+        m_tc = corpus_picker(ws, "TC", CorpusRole.TC, "mlm_tc")
     with c[2]:
-        m_dc = corpus_picker(ws, "DC", Role.DC, "mlm_dc")
+        m_dc = corpus_picker(ws, "DC", CorpusRole.DC, "mlm_dc")
     sels = {m["key"]: selection_label(m) for m in list_selections(ws)}
     m_sel = st.selectbox("Selection (SC) for TC + SC", [None, *sels], key="mlm_selection",
                          format_func=lambda k: "(none saved yet: run one on the Selection page)" if k is None else sels[k])
@@ -131,8 +132,9 @@ with exp_tab, st.form("exp_form"):
                                     help="Share of every MLM corpus made of random DC sentences, replayed so the encoder "
                                          "keeps general text (CLI --rehearsal-share). 0: none.")
     e_pick = c[1].selectbox("Checkpoint pick", list(PICK_CHOICES), key="exp_pick",
-                            help="Keep 4 MLM snapshots per cell and fine-tune NER from the one, or the base encoder, that a "
-                                 "short NER fine-tune scores best on DEV (one short run per candidate). The base encoder wins "
+                            help=f"Keep {presets.PICK_SNAPSHOTS} MLM snapshots per cell and fine-tune NER from the one, or "
+                                 "the base encoder, that a short NER fine-tune scores best on DEV (one short run per candidate). "
+                                 "The base encoder wins "
                                  "ties, so a phase that scores below it in the short probe is not used; the probe also rewards faster "
                                  "convergence, so the results say the converged DEV F1 against no pretraining. By preset: "
                                  f"{presets.pick_defaults()} (paper keeps the seed paper's protocol). CLI --pick-checkpoint, "
@@ -242,9 +244,9 @@ def pick_panel(job: jobs.Job) -> None:
         return
     c = st.columns([2, 2, 1])
     with c[0]:
-        lc = corpus_picker(ws, "LC for the probe", Role.LC, f"pick_lc_{job.id}", labeled=True)
+        lc = corpus_picker(ws, "LC for the probe", CorpusRole.LC, f"pick_lc_{job.id}", labeled=True)
     with c[1]:
-        dev = corpus_picker(ws, "DEV the probe scores", Role.DEV, f"pick_dev_{job.id}", labeled=True)
+        dev = corpus_picker(ws, "DEV the probe scores", CorpusRole.DEV, f"pick_dev_{job.id}", labeled=True)
     if c[2].button("Pick the checkpoint", key=f"pick_go_{job.id}", help="one short NER fine-tune per snapshot and for "
                    "the base encoder; a snapshot is used only if it beats the base on DEV F1"):
         show_launched(submit_job("pick-checkpoint", {"snapshots": str(snapshots), "final": job.result.get("out_dir"),

@@ -7,7 +7,7 @@ import pandas as pd
 import plotly.express as px
 import streamlit as st
 
-from core.data.workspace import Role
+from core.data.workspace import CorpusRole
 from core.errors import UserError
 from core.selection.compare import overlap_matrix, ranking_table, score_histogram
 from core.selection.coverage import selection_coverage
@@ -34,9 +34,9 @@ MODEL_HELP = {
 # ---------------------------------------------------------------- inputs
 c1, c2 = st.columns(2)
 with c1:
-    tc_name = corpus_picker(ws, "Task corpus (TC)", Role.TC, key="sel_tc")
+    tc_name = corpus_picker(ws, "Task corpus (TC)", CorpusRole.TC, key="sel_tc")
 with c2:
-    dc_name = corpus_picker(ws, "Domain corpus (DC)", Role.DC, key="sel_dc")
+    dc_name = corpus_picker(ws, "Domain corpus (DC)", CorpusRole.DC, key="sel_dc")
 
 strategy = st.selectbox("Strategy", list(Strategy), format_func=lambda s: f"{s.value} — {s.info.label}", key="sel_strategy")
 st.caption(strategy.info.description)
@@ -140,9 +140,9 @@ with st.expander("Entity coverage: which entity words of a labeled corpus this s
                "what it can bring. Words are compared case-folded.")
     cv1, cv2 = st.columns(2)
     with cv1:
-        cov_labeled = corpus_picker(ws, "Labeled corpus", Role.DEV, key="sel_cov_labeled", labeled=True)
+        cov_labeled = corpus_picker(ws, "Labeled corpus", CorpusRole.DEV, key="sel_cov_labeled", labeled=True)
     with cv2:
-        cov_tc = corpus_picker(ws, "Task corpus (TC)", Role.TC, key="sel_cov_tc")
+        cov_tc = corpus_picker(ws, "Task corpus (TC)", CorpusRole.TC, key="sel_cov_tc")
     if cov_labeled and cov_tc:
         hashes = (ws.corpus_info(cov_labeled).hash, ws.corpus_info(cov_tc).hash)
         cov = run_guarded(lambda: _coverage(cov_labeled, cov_tc, view_key, str(ws.root), hashes), "Could not measure coverage")
@@ -172,7 +172,7 @@ with st.expander("Leakage: does this selection contain DEV/TEST sentences?"):
                f"word 2-grams >= {LEAK_THRESHOLD}): MLM on them would have seen the evaluation text. An experiment checks "
                "TC and DC itself, refuses DEV text in TC and drops DEV/TEST duplicates from TC and DC before MLM. "
                "CLI: `python -m core leakage --corpus KEY --against dev,test --json`.")
-    labeled = [n for n in (ws.corpus_for_role(Role.DEV), ws.corpus_for_role(Role.TEST)) if n]
+    labeled = [n for n in (ws.corpus_for_role(CorpusRole.DEV), ws.corpus_for_role(CorpusRole.TEST)) if n]
     against = st.multiselect("Check against", [i.name for i in ws.list_corpora() if i.labeled], default=labeled,
                              key="sel_leak_against")
     if against and st.button("Check leakage", key="sel_leak_run"):
@@ -199,7 +199,7 @@ with st.expander("Why this sentence: its rank under every strategy, nearest TC s
     why_index = e1.number_input("DC index", 0, max(sel.dc_size - 1, 0), int(sel.indices[0]) if len(sel.indices) else 0,
                                 key="sel_why_index")
     with e2:
-        why_labeled = corpus_picker(ws, "Entity words of", Role.TEST, key="sel_why_labeled", labeled=True, allow_none=True)
+        why_labeled = corpus_picker(ws, "Entity words of", CorpusRole.TEST, key="sel_why_labeled", labeled=True, allow_none=True)
     if st.button("Explain", key="sel_why_run"):
         why = run_guarded(lambda: _explain(view_key, int(why_index), why_labeled, str(ws.root)), "Could not explain")
         if why is not None:

@@ -11,7 +11,7 @@ import pandas as pd
 import plotly.express as px
 import streamlit as st
 
-from core.data.workspace import Role
+from core.data.workspace import CorpusRole
 from core.similarity.correlation import correlate_with_f1, finished_f1_runs
 from core.similarity.measures import MEASURES, PAIRWISE
 from core.tables import count
@@ -29,7 +29,7 @@ if not names:
     st.info("No corpora in the workspace yet: load some on the Corpora page.")
     st.stop()
 roles = ws.roles()
-tc, dc = roles.get(Role.TC), roles.get(Role.DC)
+tc, dc = roles.get(CorpusRole.TC), roles.get(CorpusRole.DC)
 
 with st.expander("What the measures mean", expanded=False):
     for m in MEASURES.values():
@@ -38,9 +38,9 @@ with st.expander("What the measures mean", expanded=False):
 with st.form("similarity_form"):
     c1, c2 = st.columns(2)
     sources = c1.multiselect("Sources (candidate pretraining corpora)", names, key="sim_sources",
-                             default=[n for n in (dc, roles.get(Role.LC)) if n])
+                             default=[n for n in (dc, roles.get(CorpusRole.LC)) if n])
     targets = c2.multiselect("Targets (the task's text)", names, key="sim_targets",
-                             default=[n for n in (tc, roles.get(Role.TEST)) if n])
+                             default=[n for n in (tc, roles.get(CorpusRole.TEST)) if n])
     measures = st.multiselect("Measures", list(MEASURES), default=["tvc", "tvcc", "ppl", "jsd", "ttr"], key="sim_measures",
                               format_func=lambda k: f"{MEASURES[k].label} ({MEASURES[k].direction})",
                               help="WVV trains skip-gram vectors per pair: the slowest measure.")

@@ -36,7 +36,7 @@ from core.progress import Progress
 from core.runner.params import AugmentSettings
 from core.train.ner_model import load_ner_model
 from core.train.ner_predict import predict_corpus
-from core.train.presets import MLM
+from core.train.presets import DEFAULT_PRESET, MLM
 
 if TYPE_CHECKING:
     from core.runner.jobs import JobContext
@@ -374,9 +374,9 @@ def judge_augmentation(quality: dict[str, Any], mlm_accuracy: float | None, mode
         if steps is not None else ""
     # One advice for the page and the CLI (the job cannot know which started it): both names of the setting, and the
     # presets' own figures (core.train.presets), not a number that contradicts README.
-    demo_steps = MLM["demo"]["max_steps"]
+    demo_steps = MLM[DEFAULT_PRESET]["max_steps"]
     more = max(demo_steps, 2 * int(steps or 0))
-    how = (f"train B1 (MLM on TC) for at least {more} steps: the `demo` preset's {demo_steps} steps were enough on the "
+    how = (f"train B1 (MLM on TC) for at least {more} steps: the `{DEFAULT_PRESET}` preset's {demo_steps} steps were enough on the "
            f"demo; set it on the Runs page (MLM training, Max steps) or with `python -m core mlm ... --max-steps {more}`; "
            "or use a Hugging Face masked LM with a trained head (e.g. bert-base-cased).")
     advice = f"{trained[0].upper() + trained[1:]}; {how}" if trained else how[0].upper() + how[1:]

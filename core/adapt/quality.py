@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from core.train.presets import PLUMBING_PRESETS, TRAINING_PRESETS
+
 NEAR_ZERO_F1 = 0.05  # below this a NER model has learned (almost) nothing
 MIN_STEPS = 100  # fewer optimisation steps than this rarely get a fresh CRF head off the ground
 
@@ -33,11 +35,12 @@ def weak_f1_reason(f1: float | None, train: Any, dev: Any = None, *, steps: int 
         unseen = _types(dev) - train_types
         if unseen:
             reasons.append(f"the evaluation data has entity types the training data never shows ({', '.join(sorted(unseen)[:5])})")
+    better = " or ".join(f"`{p}`" for p in TRAINING_PRESETS)
     if steps is not None and steps < MIN_STEPS:
         reasons.append(f"it trained for only {steps} steps" + (f" (preset {preset!r})" if preset else "")
-                       + ": use the `demo` or `paper` preset, or more epochs")
-    elif preset == "tiny":
-        reasons.append("the `tiny` preset only checks that training runs: use `demo` or `paper`")
+                       + f": use the {better} preset, or more epochs")
+    elif preset in PLUMBING_PRESETS:
+        reasons.append(f"the `{preset}` preset only checks that training runs: use {better}")
     if not reasons:
         reasons.append("the model predicts (almost) no correct entities: train longer (more epochs), "
                        "or check that LC and DEV use the same tag scheme")

@@ -10,7 +10,7 @@ from core.cliutil import add_workspace_arg, print_json, tqdm_progress
 from core.data.corpus import FORMATS, write_corpus
 from core.data.stats import corpus_stats
 from core.data.tags import TagScheme
-from core.data.workspace import Role, Workspace, resolve_corpus_ref
+from core.data.workspace import CorpusRole, Workspace, resolve_corpus_ref
 from core.errors import UserError
 
 _FORMAT_CHOICES = ["auto", *FORMATS]
@@ -40,7 +40,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser("import", help="import a corpus file into the workspace with a role")
     p.add_argument("file")
-    p.add_argument("--role", choices=[r.value for r in Role], default=None)
+    p.add_argument("--role", choices=[r.value for r in CorpusRole], default=None)
     p.add_argument("--name", default=None, help="corpus name (default: file stem)")
     p.add_argument("--format", default="auto", choices=_FORMAT_CHOICES)
     p.add_argument("--overwrite", action="store_true", help="replace a different corpus of the same name")

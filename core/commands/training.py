@@ -18,7 +18,7 @@ from core.errors import UserError
 from core.experiments.parallel import parse_parallel
 from core.experiments.plan import BASELINES
 from core.runner.params import ExperimentParams, MlmParams, NerParams, PickParams, PredictParams, field_default
-from core.train.presets import DEFAULT_PRESET, PRESETS, pick_defaults, preset_help
+from core.train.presets import DEFAULT_PRESET, PICK_SNAPSHOTS, PRESETS, pick_defaults, preset_help
 
 
 def _run(args: argparse.Namespace, kind: str, params: dict, desc: str) -> dict:
@@ -176,9 +176,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="run although TC holds DEV sentences (refused by default: DEV drives early stopping and the "
                         "checkpoint pick, so MLM on it flatters both); recorded in the result and beside every row; "
                         "default: off")
-    x.add_argument("--pick-checkpoint", type=int, nargs="?", const=4, default=None, dest="pick_checkpoint", metavar="N",
-                   help="keep N MLM snapshots per cell (4 when given without N) and fine-tune NER from the one, or the base "
-                        "encoder, that a short NER fine-tune scores best on DEV (one short run per candidate; the base wins "
+    x.add_argument("--pick-checkpoint", type=int, nargs="?", const=PICK_SNAPSHOTS, default=None, dest="pick_checkpoint", metavar="N",
+                   help=f"keep N MLM snapshots per cell ({PICK_SNAPSHOTS} when given without N) and fine-tune NER from the one, or the "
+                        "base encoder, that a short NER fine-tune scores best on DEV (one short run per candidate; the base wins "
                         "ties, so pretraining is used only when it won the short probe, which also rewards faster convergence; the "
                         f"experiment reports the converged DEV F1 against none); default: the preset's ({pick_defaults()})")
     x.add_argument("--no-pick-checkpoint", action="store_const", const=0, dest="pick_checkpoint",

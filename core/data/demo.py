@@ -33,13 +33,13 @@ import pyarrow.parquet as pq
 from core.data.atomic import temp_path_for
 from core.data.corpus import Corpus
 from core.data.neardup import NearIndex, near_duplicate
-from core.data.workspace import Role, Workspace
+from core.data.workspace import CorpusRole, Workspace
 from core.errors import UserError
 from core.progress import Progress
 
 DOMAINS: tuple[str, ...] = ("music", "science", "politics", "literature", "ai")
-DEMO_NAMES: dict[Role, str] = {Role.TC: "demo-tc", Role.DC: "demo-dc", Role.LC: "demo-lc",
-                               Role.DEV: "demo-dev", Role.TEST: "demo-test"}
+DEMO_NAMES: dict[CorpusRole, str] = {CorpusRole.TC: "demo-tc", CorpusRole.DC: "demo-dc", CorpusRole.LC: "demo-lc",
+                               CorpusRole.DEV: "demo-dev", CorpusRole.TEST: "demo-test"}
 DC_CHUNK = 50_000  # DC sentences generated (and written) at a time: memory stays flat for a 10M-sentence DC
 GENERATOR_VERSION = 2  # bump when the output for a given seed changes, so stored demos are rewritten
 MAX_TOKENS = 40
@@ -346,8 +346,9 @@ class DemoData:
     test: Corpus
     target_domain: str
 
-    def by_role(self) -> dict[Role, Corpus]:
-        return {Role.TC: self.tc, Role.DC: self.dc, Role.LC: self.lc, Role.DEV: self.dev, Role.TEST: self.test}
+    def by_role(self) -> dict[CorpusRole, Corpus]:
+        return {CorpusRole.TC: self.tc, CorpusRole.DC: self.dc, CorpusRole.LC: self.lc, CorpusRole.DEV: self.dev,
+                CorpusRole.TEST: self.test}
 
 
 def _corpus(rows: list[tuple[list[str], list[str]]], domains: list[str], prefix: str, labeled: bool, name: str) -> Corpus:
@@ -493,7 +494,7 @@ def write_demo_workspace(root: str | Path | None, seed: int = 13, target_domain:
         return ws.has_corpus(name) and ws.corpus_info(name).source.startswith("demo (")
 
     # DC first: it continues the generator right after the target splits, as in generate_demo.
-    dc_name = DEMO_NAMES[Role.DC]
+    dc_name = DEMO_NAMES[CorpusRole.DC]
     tmp = temp_path_for(ws.corpora_dir / f"{dc_name}.demo.parquet")
     writer = None
     try:
@@ -507,7 +508,7 @@ def write_demo_workspace(root: str | Path | None, seed: int = 13, target_domain:
         writer.close()
         writer = None
         report(0.9, "storing DC in the workspace")
-        hashes[dc_name] = ws.import_corpus(tmp, role=Role.DC, name=dc_name, fmt="parquet", overwrite=replace(dc_name),
+        hashes[dc_name] = ws.import_corpus(tmp, role=CorpusRole.DC, name=dc_name, fmt="parquet", overwrite=replace(dc_name),
                                            source=source).hash
     finally:
         if writer is not None:
@@ -517,10 +518,10 @@ def write_demo_workspace(root: str | Path | None, seed: int = 13, target_domain:
     def same(n: int) -> list[str]:
         return [target_domain] * n
 
-    small = {Role.TC: _corpus(tc, same(len(tc)), "tc", False, "demo-tc"),
-             Role.LC: _corpus(lc, same(len(lc)), "lc", True, "demo-lc"),
-             Role.DEV: _corpus(dev, same(len(dev)), "dev", True, "demo-dev"),
-             Role.TEST: _corpus(test, same(len(test)), "test", True, "demo-test")}
+    small = {CorpusRole.TC: _corpus(tc, same(len(tc)), "tc", False, "demo-tc"),
+             CorpusRole.LC: _corpus(lc, same(len(lc)), "lc", True, "demo-lc"),
+             CorpusRole.DEV: _corpus(dev, same(len(dev)), "dev", True, "demo-dev"),
+             CorpusRole.TEST: _corpus(test, same(len(test)), "test", True, "demo-test")}
     for role, corpus in small.items():
         name = DEMO_NAMES[role]
         hashes[name] = ws.save_corpus(corpus, name, role=role, source=source, overwrite=replace(name)).hash

@@ -28,7 +28,7 @@ import pyarrow.parquet as pq
 
 from core.data.atomic import atomic_write_json
 from core.data.corpus import Corpus
-from core.data.workspace import Role, Workspace
+from core.data.workspace import CorpusRole, Workspace
 
 PARALLEL_MIN = 200_000  # below this many sentences a pass stays in this process (spawning workers costs seconds)
 BATCH = 50_000  # sentences per record batch: ~10-20 MB of Python strings once converted
@@ -66,7 +66,7 @@ class CorpusStream:
         name = ref if ws.has_corpus(ref) else None
         if name is None:
             try:
-                name = ws.corpus_for_role(Role(str(ref).lower()))
+                name = ws.corpus_for_role(CorpusRole(str(ref).lower()))
             except ValueError:
                 name = None
         if name is None:

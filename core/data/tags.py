@@ -39,6 +39,15 @@ class Span:
     def to_dict(self) -> dict:
         return {"start": self.start, "end": self.end, "type": self.type}
 
+    @classmethod
+    def from_dict(cls, d: dict) -> Span:
+        """The one reader of a stored span ({"start", "end", "type"}; numbers may come back from JSON as floats).
+
+        >>> Span.from_dict({"start": 1.0, "end": 2, "type": "PER"})
+        Span(start=1, end=2, type='PER')
+        """
+        return cls(int(d["start"]), int(d["end"]), str(d["type"]))
+
 
 _PREFIXES = {"B", "I", "E", "S", "L", "U"}  # L/U are BILOU aliases of E/S
 

@@ -49,7 +49,7 @@ ENV_VAR = "NERSELECT_WORKSPACE"
 DEFAULT_ROOT = "workspace"
 
 
-class Role(str, Enum):
+class CorpusRole(str, Enum):
     TC = "tc"  # task-level corpus, unlabeled, small
     DC = "dc"  # domain-level corpus, unlabeled, large
     LC = "lc"  # labeled training corpus
@@ -65,15 +65,15 @@ class Role(str, Enum):
 
     @property
     def needs_labels(self) -> bool:
-        return self in (Role.LC, Role.DEV, Role.TEST)
+        return self in (CorpusRole.LC, CorpusRole.DEV, CorpusRole.TEST)
 
 
 ROLE_LABELS = {
-    Role.TC: "TC: task-level corpus (unlabeled)",
-    Role.DC: "DC: domain-level corpus (unlabeled, large)",
-    Role.LC: "LC: labeled training corpus",
-    Role.DEV: "DEV: labeled development split",
-    Role.TEST: "TEST: labeled test split",
+    CorpusRole.TC: "TC: task-level corpus (unlabeled)",
+    CorpusRole.DC: "DC: domain-level corpus (unlabeled, large)",
+    CorpusRole.LC: "LC: labeled training corpus",
+    CorpusRole.DEV: "DEV: labeled development split",
+    CorpusRole.TEST: "TEST: labeled test split",
 }
 
 
@@ -205,7 +205,7 @@ def resolve_corpus_ref(ref: str | Path | CorpusRef, workspace: Workspace | str |
             return CorpusRef(text, "name", text, ws.corpus_path(text), info.hash, info.role)
         tried.append(f"corpus name {text!r} in workspace {ws.root}: no such corpus")
         try:
-            role: Role | None = Role(text.lower())
+            role: CorpusRole | None = CorpusRole(text.lower())
         except ValueError:
             role = None
         if role is not None:
@@ -215,7 +215,7 @@ def resolve_corpus_ref(ref: str | Path | CorpusRef, workspace: Workspace | str |
                 return CorpusRef(text, "role", holder, ws.corpus_path(holder), info.hash, role.value)
             tried.append(f"role {role.value.upper()}: no corpus holds it")
         else:
-            tried.append(f"role: {text!r} is not one of {', '.join(r.value for r in Role)}")
+            tried.append(f"role: {text!r} is not one of {', '.join(r.value for r in CorpusRole)}")
     else:
         tried.append("workspace names and roles: no workspace at "
                      f"{Path(workspace or os.environ.get(ENV_VAR) or DEFAULT_ROOT).resolve()}")
@@ -279,19 +279,19 @@ class Workspace:
         atomic_write_json(self.settings_path, s)
         return s
 
-    def roles(self) -> dict[Role, str]:
-        return {Role(k): v for k, v in self.settings().get("roles", {}).items() if (self.corpora_dir / f"{v}.parquet").exists()}
+    def roles(self) -> dict[CorpusRole, str]:
+        return {CorpusRole(k): v for k, v in self.settings().get("roles", {}).items() if (self.corpora_dir / f"{v}.parquet").exists()}
 
-    def corpus_for_role(self, role: Role | str) -> str | None:
-        return self.roles().get(Role(role))
+    def corpus_for_role(self, role: CorpusRole | str) -> str | None:
+        return self.roles().get(CorpusRole(role))
 
-    def set_role(self, name: str, role: Role | str | None, actor: Actor = LOCAL) -> None:
+    def set_role(self, name: str, role: CorpusRole | str | None, actor: Actor = LOCAL) -> None:
         require(actor, "change corpora or roles")
         info = self.corpus_info(name)
         s = self.settings()
         roles = {k: v for k, v in s.get("roles", {}).items() if v != name}
         if role is not None:
-            role = Role(role)
+            role = CorpusRole(role)
             if role.needs_labels and not info.labeled:
                 raise UserError(f"corpus {name!r} is unlabeled; role {role.value.upper()} needs a labeled corpus")
             previous = roles.get(role.value)
@@ -350,7 +350,7 @@ class Workspace:
         """`resolve_corpus_ref(ref, self)`: name, role or path -> CorpusRef with its content hash."""
         return resolve_corpus_ref(ref, self)
 
-    def import_corpus(self, path: str | Path, role: Role | str | None = None, name: str | None = None,
+    def import_corpus(self, path: str | Path, role: CorpusRole | str | None = None, name: str | None = None,
                       fmt: str = "auto", overwrite: bool = False, progress: Progress | None = None,
                       source: str | None = None, actor: Actor = LOCAL) -> CorpusInfo:
         """Stream a file into corpora/NAME.parquet, validating every chunk first.
@@ -365,11 +365,11 @@ class Workspace:
         check_server_path(actor, path, self.root, "import")
         return self._import_file(path, role, name, fmt, overwrite, progress, source, actor)
 
-    def _import_file(self, path: str | Path, role: Role | str | None, name: str | None, fmt: str, overwrite: bool,
+    def _import_file(self, path: str | Path, role: CorpusRole | str | None, name: str | None, fmt: str, overwrite: bool,
                      progress: Progress | None, source: str | None, actor: Actor) -> CorpusInfo:
         path = Path(path)
         name = valid_name(name or path.stem)
-        role = Role(role) if role else None
+        role = CorpusRole(role) if role else None
         target = self.corpora_dir / f"{name}.parquet"
         size = max(path.stat().st_size, 1) if path.exists() else 1
         tmp = temp_path_for(target)
@@ -434,7 +434,7 @@ class Workspace:
             progress(1.0, f"imported {n_sent:,} sentences as {name!r}")
         return self.corpus_info(name)
 
-    def import_upload(self, filename: str, data: bytes, role: Role | str | None = None, name: str | None = None,
+    def import_upload(self, filename: str, data: bytes, role: CorpusRole | str | None = None, name: str | None = None,
                       fmt: str = "auto", overwrite: bool = False, progress: Progress | None = None,
                       actor: Actor = LOCAL) -> CorpusInfo:
         """Import bytes from a browser upload; errors name the uploaded file, not our temp copy."""
@@ -451,7 +451,7 @@ class Workspace:
         finally:
             Path(tmp).unlink(missing_ok=True)
 
-    def save_corpus(self, corpus: Corpus, name: str, role: Role | str | None = None, source: str = "generated",
+    def save_corpus(self, corpus: Corpus, name: str, role: CorpusRole | str | None = None, source: str = "generated",
                     overwrite: bool = False, actor: Actor = LOCAL) -> CorpusInfo:
         """Store an in-memory corpus (demo data, selections, augmentations) like an import."""
         require(actor, "import a corpus")

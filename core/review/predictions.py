@@ -164,7 +164,7 @@ def load_predictions(req: PredictionRequest) -> list[dict[str, Any]]:
 
 
 def row_spans(row: dict[str, Any], key: str = "spans") -> list[Span]:
-    return [Span(int(d["start"]), int(d["end"]), str(d["type"])) for d in row.get(key) or []]
+    return [Span.from_dict(d) for d in row.get(key) or []]
 
 
 # --------------------------------------------------------------------------- the sentence table

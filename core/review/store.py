@@ -100,7 +100,7 @@ def _spans_json(spans: Iterable[Span]) -> str:
 
 
 def _spans_from_json(text: str) -> list[Span]:
-    return [Span(int(d["start"]), int(d["end"]), str(d["type"])) for d in json.loads(text)]
+    return [Span.from_dict(d) for d in json.loads(text)]
 
 
 def check_spans(spans: Sequence[Span], n_tokens: int) -> list[Span]:
@@ -220,7 +220,7 @@ class ReviewStore:
             found = [h for h in self.history(index) if h["version"] == to_version]
             if not found:
                 raise UserError(f"sentence {index} has no version {to_version} to go back to")
-            status, spans = found[0]["status"], [Span(int(d["start"]), int(d["end"]), str(d["type"])) for d in found[0]["spans"]]
+            status, spans = found[0]["status"], [Span.from_dict(d) for d in found[0]["spans"]]
         return self.save(index, status, current.tokens, spans, expected_version=expected_version,
                          reviewer=reviewer or current.reviewer, model=current.model, actor=actor)
 

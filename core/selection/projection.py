@@ -170,14 +170,14 @@ def prepare_first_map(ws: Workspace, model: str = "default", max_sentences: int 
     6,400 sentences) as background jobs, so a first map needs only UMAP. Skips corpora already
     embedded or being embedded, and DCs above `max_sentences` (their users choose when to embed).
     Returns the corpora queued."""
-    from core.data.workspace import Role
+    from core.data.workspace import CorpusRole
     from core.lm.embed import cached_embeddings
     from core.runner import jobs
 
     start_warm_up()
     busy = {j.params.get("corpus") for j in jobs.list_jobs(ws, "embed") if j.active}
     queued = []
-    for role in (Role.TC, Role.DC):
+    for role in (CorpusRole.TC, CorpusRole.DC):
         name = ws.roles().get(role)
         if not name or name in busy or ws.corpus_info(name).sentences > max_sentences:
             continue

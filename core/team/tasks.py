@@ -23,8 +23,7 @@ import numpy as np
 from core.access import AccessDenied, Actor, Role, require
 from core.data.showtext import isolated
 from core.data.tags import Span
-from core.data.workspace import Role as CorpusRole
-from core.data.workspace import Workspace
+from core.data.workspace import CorpusRole, Workspace
 from core.errors import UserError
 from core.review.store import check_spans
 from core.team.db import audit, connect, transaction
@@ -78,7 +77,7 @@ def spans_json(spans: Sequence[Span]) -> str:
 
 
 def spans_from_json(text: str) -> list[Span]:
-    return [Span(d["start"], d["end"], d["type"]) for d in json.loads(text)]
+    return [Span.from_dict(d) for d in json.loads(text)]
 
 
 def _task(row: sqlite3.Row, items: int = 0) -> Task:

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from core.data.corpus import Corpus
 from core.errors import UserError
 from core.runner.params import PickParams, field_default
+from core.train.presets import DEFAULT_PRESET
 
 if TYPE_CHECKING:
     from core.runner.jobs import JobContext
@@ -110,7 +111,7 @@ def pick_checkpoint(cands: Sequence[Candidate], probe: Callable[[Candidate], flo
             "base_score": base["score"], "scores": scored, "reason": reason}
 
 
-def dev_f1_probe(lc: Corpus, dev: Corpus, work_dir: str | Path, preset: str = "demo", seed: int = 1,
+def dev_f1_probe(lc: Corpus, dev: Corpus, work_dir: str | Path, preset: str = DEFAULT_PRESET, seed: int = 1,
                  epochs: int = PROBE_EPOCHS, log: Callable[[str], None] | None = None) -> Callable[[Candidate], float]:
     """A probe: best DEV F1 of a short NER fine-tune (the `preset` recipe, at most `epochs` epochs) from the candidate."""
     from core.train.ner_train import preset_config, train_ner

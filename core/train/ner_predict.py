@@ -151,8 +151,8 @@ def read_predictions(path: str | Path, limit: int | None = None, only_errors: bo
             if not line.strip():
                 continue
             d = json.loads(line)
-            pred = [Span(**s) for s in d["spans"]]
-            gold = [Span(**s) for s in d["gold_spans"]] if "gold_spans" in d else None
+            pred = [Span.from_dict(s) for s in d["spans"]]
+            gold = [Span.from_dict(s) for s in d["gold_spans"]] if "gold_spans" in d else None
             errors = len(set(pred) ^ set(gold)) if gold is not None else 0
             if only_errors and not errors:
                 continue

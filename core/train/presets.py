@@ -23,6 +23,9 @@ PRESETS = ("tiny", "demo", "study", "paper")  # cheapest first
 # Smoke tests: minutes of training that check a setup end to end. Their F1 differences are never evidence (4 MLM steps
 # at lr 1e-3 can wreck an encoder); an experiment's verdict says so instead of "pretraining harmed".
 SMOKE_PRESETS = ("tiny", "demo")
+PLUMBING_PRESETS = ("tiny",)  # only check that training runs: a near-zero F1 after them is expected, not a finding
+TRAINING_PRESETS = ("demo", "paper")  # what a user is pointed to when a plumbing run scores nothing
+PICK_SNAPSHOTS = 4  # MLM snapshots a checkpoint pick keeps when it is asked for without a number (CLI, page, scripts)
 
 # Settings that differ from core.train.mlm.MlmConfig's defaults (the seed paper's: 5 epochs, batch 64).
 MLM: dict[str, dict[str, Any]] = {
