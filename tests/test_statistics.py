@@ -219,3 +219,55 @@ def test_counts_kept_inline_read_back_the_same_and_bad_ones_are_refused():
                 {"tp": "1 0 2", "fp": "0 3 1"}, {"tp": "1 -1 2", "fp": "0 3 1", "fn": "2 0 1"}):
         with pytest.raises(UserError, match="cell none seed 1"):
             decode_counts(bad, "cell none seed 1")
+
+
+def _cells(row: str, correct_shares: list[float], n: int = 300, rng_seed: int = 0) -> list[dict]:
+    """Cells of one row, one per seed: every TEST sentence holds one gold entity, found in `share` of the sentences
+    (tp 1) and missed in the rest (fn 1); which sentences differ between seeds."""
+    from core.experiments.statistics import encode_counts
+
+    out = []
+    for seed, share in enumerate(correct_shares, 1):
+        rng = np.random.default_rng(rng_seed * 100 + seed)
+        hit = rng.random(n) < share
+        counts = np.stack([hit.astype(int), np.zeros(n, int), (~hit).astype(int)], axis=1)
+        out.append({"row": row, "seed": seed, "f1": float(hit.mean()), "test_counts": encode_counts(counts), "lc_size": 100})
+    return out
+
+
+def test_the_advice_says_helps_no_help_or_cannot_say_with_the_seeds_it_would_take():
+    """Issue 46.4: the sentence for the user, from Holm-adjusted p and intervals, in each of its three cases."""
+    from core.experiments.summary import experiment_verdict, interval_summary
+
+    none = _cells("none", [0.5, 0.5, 0.5])
+    helps = none + _cells("cosine", [0.8, 0.8, 0.8], rng_seed=1)
+    advice = experiment_verdict(interval_summary(helps, n_boot=2000), "study", helps)["advice"]
+    assert advice["case"] == "helps" and advice["row"] == "cosine"
+    assert advice["text"].startswith("pretraining on selected data helps here: +") and "over none (cosine" in advice["text"]
+
+    same = none + [{**c, "row": "tapt"} for c in none]  # TAPT scores exactly what none scores, sentence for sentence
+    advice = experiment_verdict(interval_summary(same, n_boot=2000), "study", same)["advice"]
+    assert advice["case"] == "no help" and advice["text"].startswith("no recipe tried helps on this task")
+    assert "fine-tune without pretraining" in advice["text"]
+
+    unsure = none + _cells("dsir", [0.56, 0.47, 0.53], rng_seed=2)  # +2 points on average, seeds disagree
+    advice = experiment_verdict(interval_summary(unsure, n_boot=2000), "study", unsure)["advice"]
+    assert advice["case"] == "cannot say" and advice["text"].startswith("cannot say with 3 seeds whether pretraining helps")
+    assert advice["more_seeds"] is None or advice["more_seeds"] >= 1
+    assert ("run " in advice["text"]) or ("would not settle" in advice["text"]) or ("more than" in advice["text"])
+    smoke = experiment_verdict(interval_summary(helps, n_boot=500), "tiny", helps)["advice"]
+    assert smoke["text"].startswith("smoke test, not evidence")
+
+
+def test_seeds_to_settle_splits_what_more_seeds_shrink_from_what_they_cannot():
+    from core.experiments.statistics import decode_counts, seeds_to_settle
+
+    none = [decode_counts(c["test_counts"]) for c in _cells("none", [0.5, 0.5, 0.5])]
+    same_sentences = [decode_counts(c["test_counts"]) for c in _cells("a", [0.53, 0.49, 0.55], rng_seed=3)]
+    settle = seeds_to_settle(same_sentences, none)
+    assert settle["seeds"] == 3 and settle["sd_seed"] > 0 and settle["se_sentences"] > 0
+    assert settle["needed"] is None or settle["needed"] > 3
+    one = seeds_to_settle(same_sentences[:1], none[:1])
+    assert one["needed"] is None and "one seed" in one["reason"]
+    worse = seeds_to_settle(none, same_sentences)
+    assert worse["needed"] is None and worse["delta"] < 0

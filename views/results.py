@@ -68,8 +68,11 @@ else:
                                            ": this run predates the MLM guard and its MLM saw evaluation text; rerun it."))
     chosen = experiments[pick]
     entries = _summary(json.dumps(chosen, sort_keys=True, default=str))
-    verdict = chosen.get("verdict") or experiment_verdict(entries, chosen.get("preset"))
+    verdict = chosen.get("verdict") or experiment_verdict(entries, chosen.get("preset"), chosen.get("cells"))
     (st.info if verdict["evidence"] else st.warning)(f"**Verdict**: {verdict['text']}")
+    advice = verdict.get("advice") or experiment_verdict(entries, chosen.get("preset"), chosen.get("cells"))["advice"]
+    tone = {"helps": st.success, "no help": st.info}.get(advice["case"], st.warning) if verdict["evidence"] else st.warning
+    tone(f"**What to do**: {advice['text']}")
     if (chosen.get("protocol") or {}).get("dev_in_mlm"):
         st.warning("This run allowed DEV text in its MLM corpus (--allow-dev-in-mlm): DEV F1 and the checkpoint pick "
                    "are optimistic for its pretraining rows, marked '(DEV in MLM)'.")

@@ -162,6 +162,8 @@ def format_results(result: dict[str, Any]) -> str:
     lines += [v["text"] for v in pretraining_verdicts(result.get("summary") or [], evidence=verdict.get("evidence", True))]
     if verdict:
         lines.append(f"verdict: {verdict['text']}")
+        if verdict.get("advice"):
+            lines.append(f"what to do: {verdict['advice']['text']}")
     lines += diagnostic_lines(result.get("cells") or [])
     if result.get("skipped"):
         lines.append("skipped: " + "; ".join(result["skipped"]))
@@ -237,7 +239,7 @@ def experiment_job(params: ExperimentParams, ctx: JobContext) -> dict[str, Any]:
     return {"domain": domain, "rows": row_order(rows), "seeds": seeds, "cells": cells,
             "budgets": sorted({c["budget"] for c in cells if c["row"] not in BASELINES}), "lc_sizes": lc_sizes,
             "corpora": {k: {**r.to_dict(), "sentences": len(corpora[k])} for k, r in refs.items()},
-            "summary": summary, "protocol": guard.protocol, "verdict": experiment_verdict(summary, params.preset),
+            "summary": summary, "protocol": guard.protocol, "verdict": experiment_verdict(summary, params.preset, cells),
             "leakage": {k: {f: v[f] for f in ("exact", "near", "threshold", "per_against")} for k, v in leakage.items()},
             "summary_method": "95% CI: percentile bootstrap of the seed-mean F1, seeds then TEST sentences resampled "
                               f"({N_RESAMPLES:,} resamples); vs: the same draws for both rows (paired over sentences and seeds), p by the "

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
+from statistics import NormalDist
 from typing import Any
 
 import numpy as np
@@ -126,7 +127,7 @@ def mean_f1(runs: Any) -> float:
 
 
 def _resampled_mean_f1(runs_list: Sequence[np.ndarray], n_boot: int, seed: int, resample_seeds: bool = True,
-                       batch: int = 200) -> list[np.ndarray]:
+                       batch: int = 200, resample_sentences: bool = True) -> list[np.ndarray]:
     """(B,) seed-mean F1 of `n_boot` two-level resamples (seeds, then sentences), the same draws for every row."""
     n_seeds, n = runs_list[0].shape[:2]
     rng = np.random.default_rng(seed)
@@ -134,7 +135,8 @@ def _resampled_mean_f1(runs_list: Sequence[np.ndarray], n_boot: int, seed: int, 
     for start in range(0, n_boot, batch):
         b = min(batch, n_boot - start)
         # a resample is a multiset of sentences: its weights (how often each was drawn) times the count rows
-        weights = np.stack([np.bincount(rng.integers(0, n, n), minlength=n) for _ in range(b)])  # (b, n)
+        weights = (np.stack([np.bincount(rng.integers(0, n, n), minlength=n) for _ in range(b)]) if resample_sentences
+                   else np.ones((b, n), dtype=np.int64))  # (b, n)
         seed_draws = (np.stack([np.bincount(rng.integers(0, n_seeds, n_seeds), minlength=n_seeds) for _ in range(b)])
                       if resample_seeds else np.ones((b, n_seeds), dtype=np.int64))  # (b, S)
         for k, runs in enumerate(runs_list):
@@ -175,6 +177,35 @@ def paired_test(a: Any, b: Any, method: str = "bootstrap", n_boot: int = N_RESAM
     p = (1 + extreme) / (n_boot + 1)
     return {"delta": delta, "ci": [lo, hi], "p": p, "p_mc_error": math.sqrt(p * (1 - p) / n_boot), "resamples": n_boot,
             "method": method}
+
+
+def seeds_to_settle(a: Any, b: Any, family: int = 1, alpha: float = ALPHA, n_boot: int = 2_000, seed: int = 0,
+                    max_seeds: int = 50) -> dict[str, Any]:
+    """How many seeds the difference F1(a) - F1(b) would need before its interval (Holm-corrected over `family`
+    comparisons) leaves 0, if the difference stayed what it is. The bootstrap's variance is split in two: what more
+    seeds shrink (seed to seed, resampling seeds only) and what they cannot (the fixed TEST sentences, resampling
+    sentences only); the interval at k seeds is about z * sqrt(seed variance / k + sentence variance). `needed` is
+    None when no number of seeds (up to `max_seeds`) would do, with the reason."""
+    a, b = seed_runs(a, "seed estimate"), seed_runs(b, "seed estimate")
+    n = int(a.shape[0])
+    delta = mean_f1(a) - mean_f1(b)
+    fa, fb = _resampled_mean_f1([a, b], n_boot, seed, resample_seeds=True, resample_sentences=False)
+    per_seed = float(np.var(fa - fb)) * n  # the seed-to-seed variance of one seed's difference
+    fa, fb = _resampled_mean_f1([a, b], n_boot, seed + 1, resample_seeds=False)
+    sentences = float(np.var(fa - fb))
+    z = NormalDist().inv_cdf(1 - alpha / (2 * max(1, family)))
+    out = {"delta": delta, "seeds": n, "sd_seed": math.sqrt(per_seed), "se_sentences": math.sqrt(sentences), "z": z}
+    room = (delta / z) ** 2 - sentences
+    if n < 2:
+        return {**out, "needed": None, "reason": "one seed cannot show how much seeds differ: run at least 3"}
+    if delta <= 0 or room <= 0:
+        return {**out, "needed": None, "reason": "more seeds would not settle it: the TEST sentences alone spread the "
+                                                 f"difference by ±{100 * z * math.sqrt(sentences):.2f} points"
+                                                 if delta > 0 else "the difference is not above 0"}
+    needed = max(n + 1, math.ceil(per_seed / room))
+    if needed > max_seeds:
+        return {**out, "needed": None, "reason": f"it would take more than {max_seeds} seeds"}
+    return {**out, "needed": needed, "reason": ""}
 
 
 def holm(pvalues: Sequence[float]) -> list[float]:

@@ -245,7 +245,8 @@ def _against_none(entries: Sequence[dict[str, Any]], scale: float) -> list[dict[
     return out
 
 
-def experiment_verdict(entries: Sequence[dict[str, Any]], preset: str | None) -> dict[str, Any]:
+def experiment_verdict(entries: Sequence[dict[str, Any]], preset: str | None,
+                       cells: Sequence[dict[str, Any]] | None = None) -> dict[str, Any]:
     """The experiment's answer in one object and one sentence, read from Holm-adjusted p only: does pretraining help
     against none, does a selection beat the random control. `evidence` is False for a smoke-test preset."""
     from core.train.presets import SMOKE_PRESETS
@@ -269,8 +270,56 @@ def experiment_verdict(entries: Sequence[dict[str, Any]], preset: str | None) ->
     evidence = preset not in SMOKE_PRESETS
     if not evidence:
         text = f"smoke test (preset {preset}): not evidence, the figures only show that the setup runs; would read: {text}"
+    advice = user_advice(entries, cells or [], family)
+    if not evidence:
+        advice = {**advice, "text": f"smoke test, not evidence; would read: {advice['text']}"}
     return {"evidence": evidence, "preset": preset, "pretraining_helps": pretraining, "selection_beats_random": selection,
-            "comparisons": family, "text": text}
+            "comparisons": family, "text": text, "advice": advice}
+
+
+MIN_GAIN = 0.01  # a gain over no pretraining below one F1 point does not pay for pretraining: "no recipe helps" below it
+
+
+def user_advice(entries: Sequence[dict[str, Any]], cells: Sequence[dict[str, Any]], family: int = 1) -> dict[str, Any]:
+    """What the user should do, read from Holm-adjusted p and intervals, never from a point estimate alone: "helps"
+    (the best row that beats none significantly, with its gain and interval), "no help" (every row's gain over none is
+    below MIN_GAIN with 95% confidence, or significantly negative: fine-tune without pretraining), else "cannot say"
+    with the seeds it would take (core.experiments.statistics.seeds_to_settle) or why more seeds would not settle it."""
+    from core.experiments.statistics import seeds_to_settle
+
+    tests = [(e, e["vs"]["none"]) for e in entries if (e.get("vs") or {}).get("none") and not str(e["row"]).startswith("none")]
+    if not tests:
+        return {"case": "not tested", "text": "no pretraining row was compared with none"}
+    helped = [(e, t) for e, t in tests if t["delta"] > 0 and adjusted_p(t) < ALPHA]
+    if helped:
+        e, t = max(helped, key=lambda et: et[1]["delta"])
+        what = "pretraining on selected data" if is_selection(e["row"]) else f"pretraining ({e['row']})"
+        return {"case": "helps", "row": e["row"], "delta": t["delta"], "ci": t["ci"],
+                "text": f"{what} helps here: {t['delta'] * 100:+.2f} test F1 points [{t['ci'][0] * 100:+.2f}, "
+                        f"{t['ci'][1] * 100:+.2f}] over none ({e['row']}, Holm-adjusted p {adjusted_p(t):.3f})"}
+    open_rows = [(e, t) for e, t in tests if t["ci"][1] >= MIN_GAIN]
+    if not open_rows:
+        return {"case": "no help", "text": f"no recipe tried helps on this task (every gain over none is below "
+                                           f"{MIN_GAIN * 100:g} F1 point with 95% confidence): fine-tune without pretraining"}
+    e, t = max(open_rows, key=lambda et: et[1]["delta"])
+    seeds = t.get("seeds") or e.get("seeds") or 0
+    runs = _row_runs(cells, e["row"]), _row_runs(cells, "none")
+    settle = seeds_to_settle(runs[0], runs[1], family=family) if all(runs) and len(runs[0]) == len(runs[1]) else None
+    figures = f"best: {e['row']} {t['delta'] * 100:+.2f} [{t['ci'][0] * 100:+.2f}, {t['ci'][1] * 100:+.2f}]"
+    if settle and settle["needed"]:
+        more = settle["needed"] - seeds
+        return {"case": "cannot say", "row": e["row"], "seeds": seeds, "more_seeds": more,
+                "text": f"cannot say with {seeds} seeds whether pretraining helps ({figures}): run {more} more"}
+    why = settle["reason"] if settle else "run more seeds"
+    return {"case": "cannot say", "row": e["row"], "seeds": seeds, "more_seeds": None,
+            "text": f"cannot say with {seeds} seeds whether pretraining helps ({figures}): {why}"}
+
+
+def _row_runs(cells: Sequence[dict[str, Any]], row: str) -> list[np.ndarray]:
+    """One row's per-sentence counts, seed by seed in seed order (empty when a cell has none)."""
+    mine = sorted((c for c in cells if c.get("row") == row), key=lambda c: c["seed"])
+    runs = [cell_counts(c) for c in mine]
+    return runs if runs and all(r is not None for r in runs) else []
 
 
 def _by_row(cells: Sequence[dict[str, Any]], key: str) -> dict[str, list[dict[str, Any]]]:
