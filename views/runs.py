@@ -2,35 +2,27 @@
 
 from __future__ import annotations
 
-import time
-
-import pandas as pd
 import streamlit as st
 
 from core.data.workspace import CorpusRole
-from core.experiments.disk import disk_use, format_freed, free_snapshots, human_bytes
 from core.experiments.plan import BASELINES, parse_amounts, parse_seeds
-from core.experiments.summary import diagnostic_lines, pretraining_verdicts
 from core.runner import jobs
 from core.runner.jobview import (
     CHART_POLL_S,
     LIST_POLL_S,
     active_ids,
     describe_job,
-    device_text,
     ended_since,
-    job_charts,
     job_rows,
-    status_text,
 )
 from core.runner.kinds import KINDS
 from core.selection.store import list_selections, selection_label
 from core.selection.strategies import Strategy
 from core.train import presets
-from core.train.checkpoint_pick import mlm_snapshots
 from core.train.modes import MODES
 from core.train.presets import preset_help
-from ui import actor, corpus_picker, fmt_seconds, get_workspace, job_poll, run_guarded, slow_down_polling, submit_job
+from ui import corpus_picker, fmt_seconds, get_workspace, job_poll, run_guarded, submit_job
+from ui_runs import disk_panel, job_curves, job_detail, show_launched
 
 PRESET_CHOICES = presets.preset_choices()  # the default first, then cheapest first (one list for pages and CLI)
 # checkpoint pick (ExperimentParams.pick_checkpoint): None takes the preset's (core.train.presets.EXPERIMENT)
@@ -41,12 +33,6 @@ ws = get_workspace()
 st.title("Runs")
 st.caption("MLM continued pretraining, BERT-CRF fine-tuning and full experiments run as background jobs: "
            "close the tab and they keep going; cancelled or killed training resumes from its last checkpoint.")
-
-
-def show_launched(job: jobs.Job | None) -> None:
-    """Point the detail panel at the job just started (its selectbox is drawn further down this run)."""
-    if job is not None:
-        st.session_state["runs_selected"] = job.id
 
 
 ner_tab, mlm_tab, exp_tab = st.tabs(["NER fine-tuning", "MLM pretraining", "Experiment"])
@@ -196,107 +182,11 @@ if job_ids and st.session_state.get("runs_selected") not in job_ids:
 chosen = st.selectbox("Job", job_ids, key="runs_selected", format_func=lambda i: names.get(i, i)) if job_ids else None
 
 
-def job_detail(job_id: str, interval: float | None) -> None:
-    job = run_guarded(lambda: jobs.get_job(ws, job_id))
-    if job is None:
-        return
-    if interval is not None and not job.active:
-        st.rerun(scope="app")  # finished while polling: redraw once without the timer, with its results
-    slow_down_polling(job, interval)
-    st.markdown(f"**{describe_job(job)}** · `{job.id}`" + (f" · {where}" if (where := device_text(job)) else ""))
-    said = status_text(job, jobs.list_jobs(ws))
-    st.progress(job.progress, text=" · ".join([said, fmt_seconds(job.elapsed)] + ([job.message] if job.message not in ("", said) else [])))
-    if job.error:
-        st.error(job.error)
-    b = st.columns(6)
-    if job.active and b[0].button("Cancel", key=f"cancel_{job.id}"):
-        jobs.cancel(ws, job.id, actor=actor())
-        st.rerun()
-    if job.status in ("failed", "cancelled") and b[1].button("Resume", key=f"resume_{job.id}", help="continue from the last checkpoint"):
-        jobs.resume(ws, job.id, actor=actor())
-        st.rerun()
-    if b[2].button("Delete", key=f"delete_{job.id}"):
-        jobs.delete(ws, job.id, actor=actor())
-        st.session_state.pop("runs_job", None)
-        st.rerun(scope="app")
-    if job.result and job.kind == "mlm":
-        st.caption(("A fresh MLM head was initialised. " if job.result.get("fresh_head") else "")
-                   + f"Model folder (usable as B1): `{job.result.get('out_dir')}`")
-        pick_panel(job)
-    if job.result and job.kind == "experiment":
-        for v in pretraining_verdicts(job.result.get("summary") or []):
-            getattr(st, v["tone"])(v["text"])
-        for line in diagnostic_lines(job.result.get("cells") or []):
-            st.caption(line)
-    if job.result and job.kind == "pick-checkpoint":
-        (st.success if job.result["helped"] else st.warning)(job.result["reason"])
-        st.dataframe(pd.DataFrame(job.result["scores"]).rename(columns={"score": "DEV F1"}), hide_index=True,
-                     key=f"pick_scores_{job.id}")
-    with st.expander("Log", expanded=job.status == "failed"):
-        st.code(job.log_tail(60) or "(empty)")
-
-
-def pick_panel(job: jobs.Job) -> None:
-    """After an MLM run that kept snapshots: score them and the base encoder by DEV F1 (core.train.checkpoint_pick)."""
-    snapshots = mlm_snapshots(job.run_dir, job.result)
-    if snapshots is None:
-        st.caption("No snapshots kept: start MLM with 'Keep a snapshot every N steps' to pick the best checkpoint.")
-        return
-    c = st.columns([2, 2, 1])
-    with c[0]:
-        lc = corpus_picker(ws, "LC for the probe", CorpusRole.LC, f"pick_lc_{job.id}", labeled=True)
-    with c[1]:
-        dev = corpus_picker(ws, "DEV the probe scores", CorpusRole.DEV, f"pick_dev_{job.id}", labeled=True)
-    if c[2].button("Pick the checkpoint", key=f"pick_go_{job.id}", help="one short NER fine-tune per snapshot and for "
-                   "the base encoder; a snapshot is used only if it beats the base on DEV F1"):
-        show_launched(submit_job("pick-checkpoint", {"snapshots": str(snapshots), "final": job.result.get("out_dir"),
-                                                     "base": job.params.get("model") or "default", "lc": lc, "dev": dev,
-                                                     "preset": job.params.get("preset") or presets.DEFAULT_PRESET},
-                                 "runs_job"))
-
-
-def job_curves(job_id: str) -> None:
-    """Loss, throughput and dev-F1 curves: a slower poll than the progress bar (see core.runner.jobview)."""
-    job = run_guarded(lambda: jobs.get_job(ws, job_id))
-    charts = job_charts(job) if job is not None else []
-    cols = st.columns(2)
-    for i, (name, fig) in enumerate(charts):
-        (cols[i] if name != "dev" else st).plotly_chart(fig, key=f"{name}_{job_id}")
-
-
 if chosen:
     interval = job_poll(jobs.get_job(ws, chosen))
-    st.fragment(job_detail, run_every=interval)(chosen, interval)
-    st.fragment(job_curves, run_every=CHART_POLL_S if interval else None)(chosen)
-
-
-# ---------------------------------------------------------------- disk use (core.experiments.disk)
-def disk_panel() -> None:
-    """What the workspace holds on disk, measured on request (a study's folder walk takes seconds, too slow for every
-    rerun), and the MLM snapshots that finished runs' checkpoint picks did not choose, freed on request."""
-    if said := st.session_state.pop("disk_freed", None):
-        st.success(said)
-    if st.button("Measure disk use", key="disk_measure", help="walks the workspace's folders (seconds for a study)"):
-        st.session_state["disk_report"] = run_guarded(lambda: {**disk_use(ws), "measured": time.strftime("%H:%M:%S")})
-    report = st.session_state.get("disk_report")
-    if not report or report["workspace"] != str(ws.root):  # measured in another workspace of the sidebar
-        return
-    st.caption(f"Measured at {report['measured']}: {human_bytes(report['total_bytes'])} in this workspace, "
-               f"{human_bytes(report['disk_free_bytes'])} free on its disk.")
-    st.dataframe([{"place": r["what"], "size": human_bytes(r["bytes"]), "unused MLM snapshots": human_bytes(r["unused_snapshot_bytes"]),
-                   "freeable now": human_bytes(r["freeable_bytes"])} for r in report["rows"]], hide_index=True, key="disk_rows")
-    for k in report["kept"]:
-        st.caption(f"{human_bytes(k['bytes'])} of unused snapshots are kept: {k['why']}.")
-    if report["freeable_bytes"] and st.button(f"Free {human_bytes(report['freeable_bytes'])} of unused MLM snapshots",
-                                              key="disk_free", help="deletes the snapshots no checkpoint pick chose, in "
-                                              "finished runs; the chosen ones, the models and results stay, and a new pick in "
-                                              "such a run folder refuses (start a new run folder instead)"):
-        freed = run_guarded(lambda: free_snapshots(ws, actor=actor()))
-        if freed is not None:
-            st.session_state["disk_freed"] = format_freed(freed).splitlines()[0]
-            st.session_state.pop("disk_report", None)
-            st.rerun()
+    st.fragment(job_detail, run_every=interval)(ws, chosen, interval)
+    st.fragment(job_curves, run_every=CHART_POLL_S if interval else None)(ws, chosen)
 
 
 st.subheader("Disk use")
-disk_panel()
+disk_panel(ws)
