@@ -19,7 +19,9 @@ function column(table, name) {
   return c ? c : null;
 }
 
+const DIM_ALPHA = 0.06;  // the least opacity of a point outside the highlight: dim, never gone
 const VS = `#version 300 es
+const float DIM_ALPHA = ${DIM_ALPHA.toFixed(3)};
 in vec2 a_pos; in float a_code; in float a_hl;
 uniform vec2 u_scale; uniform vec2 u_offset; uniform float u_size; uniform float u_alpha; uniform float u_anyhl;
 uniform sampler2D u_pal;
@@ -29,8 +31,11 @@ void main() {
   bool hl = a_hl > 0.5;
   gl_Position = vec4(a_pos * u_scale + u_offset, hl ? -0.99 : 0.9 - 1.8 * p.a, 1.0);
   gl_PointSize = hl ? max(u_size * 1.8, 6.0) : u_size;
-  float a = (u_anyhl > 0.5 && !hl) ? u_alpha * 0.3 : u_alpha;
-  v_col = vec4(p.rgb, hl ? 1.0 : a);
+  // with a search or selection highlighted, the other points turn grey but stay visible: their overlap still shows
+  // where the corpus is dense (issue 43.15: at u_alpha * 0.3 a million points nearly vanished)
+  bool dim = u_anyhl > 0.5 && !hl;
+  float a = dim ? max(u_alpha * 0.6, DIM_ALPHA) : u_alpha;
+  v_col = vec4(dim ? mix(p.rgb, vec3(0.45), 0.6) : p.rgb, hl ? 1.0 : a);
   v_hl = hl ? 1.0 : 0.0;
 }`;
 const FS = `#version 300 es
@@ -73,10 +78,11 @@ function init(root) {
     box, canvas: box.querySelector("canvas"), svg: box.querySelector("svg"), tip: box.querySelector(".atlas-tip"),
     names: box.querySelector(".atlas-names"), legend: box.querySelector(".atlas-legend"),
     info: box.querySelector(".atlas-info"), mode: "pan", zoom: 1, panX: 0, panY: 0, n: 0, key: null,
-    hl: null, anyHl: false, stats: { renderer: null, points: 0, renders: 0, frames: 0, lastFrameMs: 0, totalMs: 0,
+    hl: null, hlIdx: [], anyHl: false, stats: { renderer: null, points: 0, renders: 0, frames: 0, lastFrameMs: 0, totalMs: 0,
                                      maxFrameMs: 0, layer: null },
   };
   window.__atlasStats = st.stats;
+  window.__atlasHighlighted = () => st.hlIdx || [];  // tests: the points a search or selection highlights
   window.__atlasPoint = (i) => {  // page coordinates of point i (tests and benchmarks click and hover with it)
     const [px, py] = toPixel(st, st.unit[2 * i], st.unit[2 * i + 1]), r = st.canvas.getBoundingClientRect();
     return { x: r.left + px, y: r.top + py };
@@ -189,8 +195,9 @@ function setLayer(st, layer, meta) {
 }
 
 function setHighlight(st, mask) {
-  st.hl = mask; st.anyHl = false;
-  for (let i = 0; i < mask.length; i++) if (mask[i]) { st.anyHl = true; break; }
+  st.hl = mask; st.hlIdx = [];
+  for (let i = 0; i < mask.length; i++) if (mask[i]) st.hlIdx.push(i);
+  st.anyHl = st.hlIdx.length > 0;
   if (st.gl) {
     st.gl.bindBuffer(st.gl.ARRAY_BUFFER, st.buf.hl);
     st.gl.bufferData(st.gl.ARRAY_BUFFER, mask, st.gl.DYNAMIC_DRAW);
@@ -247,7 +254,8 @@ function draw2d(st, size, alpha) {  // no WebGL: pixels written into an ImageDat
     const [cx, cy] = toPixel(st, st.unit[2 * i], st.unit[2 * i + 1]);
     const x = Math.round(cx * st.dpr), y = Math.round(cy * st.dpr);
     if (x < 0 || y < 0 || x >= w || y >= h) continue;
-    const c = st.rgb[code], a = hl ? 1 : (st.anyHl ? alpha * 0.3 : alpha);
+    const dim = st.anyHl && !hl, a = hl ? 1 : (dim ? Math.max(alpha * 0.6, DIM_ALPHA) : alpha);
+    const c = dim ? st.rgb[code].map((v) => v * 0.4 + 115 * 0.6) : st.rgb[code];
     for (let dy = -r; dy <= r; dy++) for (let dx = -r; dx <= r; dx++) {
       const xx = x + dx, yy = y + dy;
       if (xx < 0 || yy < 0 || xx >= w || yy >= h || prio[yy * w + xx] > pr) continue;
@@ -259,9 +267,15 @@ function draw2d(st, size, alpha) {  // no WebGL: pixels written into an ImageDat
   st.ctx2d.putImageData(img, 0, 0);
 }
 
+const LABEL_CLEAR_MAX = 20000;  // more highlighted points than this: the cluster names step aside altogether
+
 function drawNames(st) {
   st.names.replaceChildren();
+  st.stats.labelsHidden = 0;
   if (!st.showNames || !st.clusters) return;
+  if (st.anyHl && st.hlIdx.length > LABEL_CLEAR_MAX) { st.stats.labelsHidden = st.clusters.length; return; }
+  // a name never covers a highlighted point (issue 43.15): a label whose box holds one is left out while it does
+  const hlPix = st.anyHl ? st.hlIdx.map((i) => toPixel(st, st.unit[2 * i], st.unit[2 * i + 1])) : [];
   for (const c of st.clusters) {
     const [ux, uy] = unitOf(st, c.x, c.y), [px, py] = toPixel(st, ux, uy);
     if (px < 0 || py < 0 || px > st.w || py > st.h) continue;
@@ -269,6 +283,15 @@ function drawNames(st) {
     el.textContent = c.label; el.style.left = px + "px"; el.style.top = py + "px";
     el.title = `${c.size.toLocaleString()} sentences`;
     st.names.appendChild(el);
+    if (hlPix.length) {
+      const box = el.getBoundingClientRect(), stage = st.names.getBoundingClientRect(), pad = 8;  // a highlighted point's radius
+      const x0 = box.left - stage.left - pad, x1 = box.right - stage.left + pad;
+      const y0 = box.top - stage.top - pad, y1 = box.bottom - stage.top + pad;
+      if (hlPix.some(([hx, hy]) => hx >= x0 && hx <= x1 && hy >= y0 && hy <= y1)) {
+        el.remove();
+        st.stats.labelsHidden++;
+      }
+    }
   }
 }
 

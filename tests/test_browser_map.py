@@ -39,14 +39,21 @@ def _wait_layer(page, text: str) -> None:
                            arg=text)
 
 
-def _draw(page, points) -> None:
+def _draw(page, points) -> dict | None:
+    """Drag through `points` (fractions of the canvas); returns the outline's box as drawn just before release."""
     box = page.locator(".atlas-stage canvas").bounding_box()
     x0, y0, w, h = box["x"], box["y"], box["width"], box["height"]
     page.mouse.move(x0 + w * points[0][0], y0 + h * points[0][1])
     page.mouse.down()
     for fx, fy in points[1:]:
         page.mouse.move(x0 + w * fx, y0 + h * fy, steps=8)
+    shapes = page.locator("svg.atlas-draw polyline, svg.atlas-draw rect")  # locators reach into the component's shadow root
+    outline = shapes.first.evaluate("""(s) => {
+        const r = s.getBoundingClientRect(), cs = getComputedStyle(s);
+        return {tag: s.tagName, ns: s.namespaceURI, width: r.width, height: r.height, stroke: cs.stroke};
+    }""") if shapes.count() else None
     page.mouse.up()
+    return outline
 
 
 def test_switching_selection_runs_no_job_and_a_lasso_becomes_a_selection(map_ws):
@@ -75,7 +82,10 @@ def test_switching_selection_runs_no_job_and_a_lasso_becomes_a_selection(map_ws)
         screenshot(page, "map_switch")
 
         page.locator(".atlas-modes button", has_text="Lasso").click()
-        _draw(page, [(0.05, 0.05), (0.95, 0.05), (0.95, 0.95), (0.05, 0.95), (0.05, 0.1)])
+        outline = _draw(page, [(0.05, 0.05), (0.95, 0.05), (0.95, 0.95), (0.05, 0.95), (0.05, 0.1)])
+        # issue 43.15: the lasso's outline is drawn while the mouse moves (an SVG polyline with a stroke)
+        assert outline and outline["tag"] == "polyline" and outline["ns"] == "http://www.w3.org/2000/svg"
+        assert outline["width"] > 100 and outline["height"] > 100 and outline["stroke"] not in ("none", "")
         wait_for_app(page, "Save the chosen sentences")
         assert int(page.get_by_test_id("stMetricValue").first.inner_text().replace(",", "")) > 0
         page.get_by_role("button", name="Save as selection").click()
@@ -102,6 +112,13 @@ def test_search_highlights_and_a_click_lists_neighbours(map_ws):
         wait_for_app(page, "search “album”")
         assert "match" in page.locator(".atlas-info").inner_text() or page.get_by_text("Chosen sentences").count()
         screenshot(page, "map_search")
+        # issue 43.15: no cluster name covers a highlighted point (a name over one steps aside while it is highlighted)
+        boxes = page.locator(".atlas-names span").evaluate_all("(els) => els.map((e) => e.getBoundingClientRect().toJSON())")
+        points = page.evaluate("() => window.__atlasHighlighted().map((i) => window.__atlasPoint(i))")
+        covered = {"points": len(points), "labels": len(boxes),
+                   "covered": sum(any(b["left"] <= p["x"] <= b["right"] and b["top"] <= p["y"] <= b["bottom"] for b in boxes)
+                                  for p in points)}
+        assert covered["points"] > 0 and covered["covered"] == 0, covered
         pos = page.evaluate("() => window.__atlasPoint(3)")  # a TC sentence, where the component draws it
         page.mouse.move(pos["x"], pos["y"])
         page.locator(".atlas-tip").wait_for(state="visible")  # hover reads it in the browser
