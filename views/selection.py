@@ -64,6 +64,9 @@ options: dict[str, object] = {}
 if strategy == Strategy.DSIR:
     options["sampling"] = st.radio("DSIR ranking", ["gumbel", "topk"], key="sel_dsir_sampling", horizontal=True,
                                    help="gumbel: importance resampling as in the paper; topk: deterministic highest weights")
+if strategy == Strategy.ENTITY_GAIN:
+    options["mix"] = st.slider("Entity gain's share of the score", 0.0, 1.0, 0.5, 0.05, key="sel_gain_mix",
+                               help="1: only the new entity mentions count; 0: only the closeness to TC (cosine) counts")
 
 budget_problem = None
 try:

@@ -47,7 +47,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--target-domain", default=None, help="domain for domain precision (default: TC's majority domain)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
-                   help="strategy option, e.g. sampling=topk (dsir), k=10 (knn), order=4 (ppl)")
+                   help="strategy option, e.g. sampling=topk (dsir), k=10 (knn), order=4 (ppl), mix=0.7 (entity-gain: the gain's share)")
     p.add_argument("--ray", default=None, metavar="ADDRESS",
                    help="run the embedding / LM-scoring pass on a Ray cluster ('local' starts one on this machine)")
     p.add_argument("--json", action="store_true", help="print a JSON summary")

@@ -54,6 +54,7 @@ class Strategy(str, Enum):
     COSINE_CONCAT = "cosine-concat"
     KNN = "knn"
     NER = "ner"
+    ENTITY_GAIN = "entity-gain"
     PPL = "ppl"
     MLM_PPL = "mlm-ppl"
     DSIR = "dsir"
@@ -106,6 +107,10 @@ STRATEGIES: dict[Strategy, StrategyInfo] = {
                                "(kNN-TAPT). Score: highest cosine to any TC sentence.", "max cosine", True, ("model",)),
     Strategy.NER: StrategyInfo("NER-Selected", "Sentences with the most entities predicted by a fine-tuned NER model (B2); "
                                "ties by CRF sequence confidence c1.", "entities", True, ("ner_model",), True),
+    Strategy.ENTITY_GAIN: StrategyInfo("Entity gain", "Entity mentions a sentence adds that TC lacks (predicted by a fine-tuned "
+                                       "NER model, B2; weighted by the type's share in LC), mixed with the cosine to the mean TC "
+                                       "embedding (B1), as percentile ranks (option mix: the gain's share, 0.5).", "gain x domain rank",
+                                       True, ("model", "ner_model"), True),
     Strategy.PPL: StrategyInfo("N-gram perplexity", "Lowest perplexity under a Kneser-Ney 3-gram LM of TC.", "perplexity", False),
     Strategy.MLM_PPL: StrategyInfo("MLM pseudo-perplexity", "Lowest masked-LM pseudo-perplexity under B1 (each token masked in turn).",
                                    "pseudo-perplexity", False, ("model",), True),
@@ -267,6 +272,12 @@ def _by_ner(x: _Inputs) -> _Ranking:
     return _Ranking(n_spans, rank_order(n_spans, True, secondary=c1), {"c1": c1})
 
 
+def _by_entity_gain(x: _Inputs) -> _Ranking:
+    from core.selection.entity_gain import entity_gain_ranking  # the module reads this one's helpers
+
+    return entity_gain_ranking(x)
+
+
 def _by_ngram_ppl(x: _Inputs) -> _Ranking:
     from core.lm.ngram import build_lm
 
@@ -330,6 +341,7 @@ def _all(x: _Inputs) -> _Ranking:
 
 _SCORERS: dict[Strategy, Callable[[_Inputs], _Ranking]] = {
     Strategy.COSINE: _by_cosine, Strategy.COSINE_CONCAT: _by_cosine_concat, Strategy.KNN: _by_knn, Strategy.NER: _by_ner,
+    Strategy.ENTITY_GAIN: _by_entity_gain,
     Strategy.PPL: _by_ngram_ppl, Strategy.MLM_PPL: _by_mlm_ppl, Strategy.DSIR: _by_dsir, Strategy.RANDOM: _by_random,
     Strategy.ALL: _all,
 }

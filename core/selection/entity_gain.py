@@ -1,0 +1,109 @@
+"""Entity gain: DC sentences ranked by the entity mentions they would add to what TC already holds, combined with how
+close they are to TC.
+
+None of the selection papers this tool follows ranks by what MLM on a sentence could teach the NER model beyond
+TAPT: NER-Selected counts predicted entities whether or not TC already has them, cosine and DSIR look at the domain
+only. Here a fine-tuned NER model (B2) predicts mentions on TC (what TAPT covers) and on DC; a DC sentence's gain is
+the sum over its predicted mentions that TC lacks (by their casefolded text) of its type's weight, the type's share of
+LC's mentions (a type the task labels often counts more) relative to an even share. The gain and the cosine to the
+mean TC embedding are turned into percentile ranks and mixed (`mix`: the gain's share, default 0.5), so neither scale
+dominates and a sentence must be both in the domain and new in its entities to lead.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from core.data.corpus import Corpus
+from core.data.tags import Span, detect_scheme, spans_from_tags
+from core.errors import UserError
+
+DEFAULT_MIX = 0.5
+UNSEEN_TYPE_WEIGHT = 0.5  # a predicted type LC never shows (B2 was trained on LC: rare) counts half an even share
+
+
+def mention(tokens: Sequence[str], span: Span) -> str:
+    """A mention as TC and DC are compared: its words, casefolded."""
+    return " ".join(tokens[span.start:span.end]).casefold()
+
+
+def label_shares(corpus: Corpus) -> dict[str, float]:
+    """Each entity type's share of a labeled corpus's mentions (LC: what the task asks for most).
+
+    >>> label_shares(Corpus([["Ann", "met", "Bob", "in", "Rome"]], [["B-PER", "O", "B-PER", "O", "B-LOC"]]))
+    {'LOC': 0.3333333333333333, 'PER': 0.6666666666666666}
+    """
+    if not corpus.labeled:
+        raise UserError(f"{corpus.name or 'LC'}: entity gain weighs types by a labeled corpus's mentions; this one has no tags")
+    scheme = detect_scheme(corpus.tags)
+    counts = Counter(s.type for tags in corpus.tags for s in spans_from_tags(tags, scheme))
+    total = sum(counts.values())
+    return {t: n / total for t, n in sorted(counts.items())} if total else {}
+
+
+def type_weights(shares: Mapping[str, float]) -> dict[str, float]:
+    """Shares relative to an even share (1.0: a type as frequent as the average one).
+
+    >>> type_weights({"PER": 0.5, "LOC": 0.25, "ORG": 0.25})
+    {'PER': 1.5, 'LOC': 0.75, 'ORG': 0.75}
+    """
+    return {t: s * len(shares) for t, s in shares.items()} if shares else {}
+
+
+def gains(predictions: Iterable[Any], known: set[str], weights: Mapping[str, float]) -> np.ndarray:
+    """Per prediction (tokens, spans): the weighted count of its mentions TC lacks (each mention once per sentence)."""
+    out = []
+    for p in predictions:
+        new = {(mention(p.tokens, s), s.type) for s in p.spans}
+        out.append(sum(weights.get(t, UNSEEN_TYPE_WEIGHT) if weights else 1.0 for m, t in new if m not in known))
+    return np.asarray(out, dtype=np.float64)
+
+
+def percentile_ranks(scores: np.ndarray) -> np.ndarray:
+    """Ranks scaled to [0, 1] (ties share their average rank), so two scores on different scales can be mixed."""
+    from scipy.stats import rankdata
+
+    n = len(scores)
+    return (rankdata(scores, method="average") - 1) / max(n - 1, 1)
+
+
+def entity_gain_ranking(x: Any) -> Any:
+    """The strategy (core.selection.strategies, `entity-gain`): x is the strategies' _Inputs."""
+    from core.lm.models import resolve_model
+    from core.selection.kernels import cosine_to_vector
+    from core.selection.strategies import NER_BATCH, _embed_pair, _Ranking, rank_order
+    from core.train.ner_model import load_ner_model
+    from core.train.ner_predict import predict_corpus
+
+    if not x.ner_model or resolve_model(x.ner_model).ner_config() is None:
+        raise UserError("strategy 'entity-gain' needs a fine-tuned NER model (B2, --ner-model DIR): it predicts the "
+                        "mentions TC has and DC would add")
+    mix = float(x.options.get("mix", DEFAULT_MIX))
+    if not 0.0 <= mix <= 1.0:
+        raise UserError(f"entity-gain: mix is the entity gain's share of the score, between 0 and 1; got {mix}")
+    model = load_ner_model(x.ner_model)
+    batch = int(x.options.get("batch_size", 32))
+    tc_preds = predict_corpus(model, x.tc, batch_size=batch, progress=x.sub(0.0, 0.1, "NER on TC: "))
+    known = {mention(p.tokens, s) for p in tc_preds for s in p.spans}
+    shares = x.options.get("type_weights")  # LC's type shares (an experiment passes them); else B2's own on TC
+    if not shares:
+        counts = Counter(s.type for p in tc_preds for s in p.spans)
+        shares = {t: n / sum(counts.values()) for t, n in sorted(counts.items())} if counts else {}
+    weights = type_weights(shares)
+    gain = np.empty(len(x.dc), dtype=np.float64)
+    done, n = 0, len(x.dc)
+    for part in x.dc.batches(NER_BATCH):  # one batch of predictions at a time: memory flat in DC's size
+        preds = predict_corpus(model, part, batch_size=batch,
+                               progress=x.sub(0.1 + 0.6 * done / n, 0.1 + 0.6 * (done + len(part)) / n, "NER on DC: "))
+        gain[done:done + len(part)] = gains(preds, known, weights)
+        done += len(part)
+    tc_emb, dc_emb = _embed_pair(x, x.model, 0.7, 0.98)
+    cosine = cosine_to_vector(dc_emb, np.asarray(tc_emb, dtype=np.float32).mean(0))
+    score = mix * percentile_ranks(gain) + (1 - mix) * percentile_ranks(np.asarray(cosine, dtype=np.float64))
+    return _Ranking(score, rank_order(score, True, secondary=gain),
+                    {"mix": mix, "type_weights": weights, "tc_mentions": len(known), "gain": gain, "cosine": cosine,
+                     "dc_with_gain": int((gain > 0).sum())})
