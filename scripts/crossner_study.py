@@ -249,6 +249,44 @@ def _number(text: str) -> Any:
     return text
 
 
+def grid_commands(args: argparse.Namespace, argv: list[str]) -> list[list[str]]:
+    """The ablation as one study command per (domain, variant): the default recipe, then each knob's values one at a
+    time, every other setting as given. A bad knob or value stops here (UserError), before any work.
+
+    >>> ns = argparse.Namespace(domain="music,literature", grid=["l2sp=0.01,0.1"], mlm=[], rehearsal_share=0.0,
+    ...                         preset="study", model="default", mlm_steps=None, pick_checkpoint=None)
+    >>> runs = [c[2:] for c in grid_commands(ns, ["--domain", "music,literature", "--grid", "l2sp=0.01,0.1", "--seeds", "1"])]
+    >>> len(runs), runs[0], runs[2]
+    (6, ['--seeds', '1', '--domain', 'music'], ['--seeds', '1', '--domain', 'music', '--mlm', 'l2sp=0.1'])
+    """
+    from core.errors import UserError
+
+    keep, skip = [], False
+    for a in argv:  # every argument but --grid and --domain (and their values) passes through
+        if skip:
+            skip = False
+            continue
+        if a in ("--grid", "--domain"):
+            skip = True
+            continue
+        if not a.startswith(("--grid=", "--domain=")):
+            keep.append(a)
+    variants: list[list[str]] = [[]]
+    for item in args.grid:
+        key, sep, values = item.partition("=")
+        key = key.strip().replace("-", "_")
+        if not sep or not values.strip():
+            raise UserError(f"--grid {item!r}: expected KEY=V1,V2 (e.g. l2sp=0.01,0.1)")
+        for value in (v.strip() for v in values.split(",") if v.strip()):
+            extra = (["--rehearsal-share", value] if key == "rehearsal_share" else ["--mlm", f"{key}={value}"])
+            probe = argparse.Namespace(**{**vars(args), "mlm": [*args.mlm, *([extra[1]] if extra[0] == "--mlm" else [])],
+                                          "rehearsal_share": float(value) if key == "rehearsal_share" else args.rehearsal_share})
+            recipe_variant(probe)  # an unknown setting or a bad value is refused now
+            variants.append(extra)
+    domains = [d.strip() for d in args.domain.split(",") if d.strip()]
+    return [[sys.executable, str(Path(__file__).resolve()), *keep, "--domain", d, *v] for d in domains for v in variants]
+
+
 def recipe_variant(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
     """The recipe settings of the study's params beyond the preset (encoder, MLM overrides, rehearsal, checkpoint pick)
     and the variant that names its run folder and JSON: every setting that changes how cells train is in the name,
@@ -322,7 +360,21 @@ def main() -> int:
     parser.add_argument("--parallel", default="1", metavar="N|auto",
                         help="cells at once (`experiment --parallel`): a number, or auto from the GPUs' free memory (default: 1)")
     parser.add_argument("--ray", metavar="ADDRESS", help="run the cells as Ray tasks (`experiment --ray`; default: no Ray)")
+    parser.add_argument("--grid", action="append", default=[], metavar="KEY=V1,V2",
+                        help="the knob ablation (issue 46), one knob at a time: the default recipe, then one variant per value "
+                             "of each knob (an MLM setting such as lr, warmup_ratio, head_warmup_steps, layer_lr_decay, "
+                             "freeze_layers, l2sp, mlm_probability, epochs; or rehearsal_share), each in its own run folder and "
+                             "JSON, so the command resumes; repeatable; --domain may then list several domains")
     args = parser.parse_args()
+    if args.grid:
+        commands = grid_commands(args, sys.argv[1:])
+        for k, command in enumerate(commands, 1):
+            print(f"== ablation variant {k} of {len(commands)}: {' '.join(command[2:])}", flush=True)
+            done = subprocess.run(command, cwd=ROOT)
+            if done.returncode != 0:
+                print(f"error: variant {k} failed (exit {done.returncode}); rerun the same command to continue", file=sys.stderr)
+                return done.returncode
+        return 0
     if args.merge:
         if not args.out:
             raise SystemExit("error: --merge needs --out")

@@ -44,6 +44,21 @@ def test_frozen_layers_do_not_move_and_the_ones_above_do(tiny_mlm_dir, tmp_path)
     assert _moved(base, after, "encoder.layer.1.")
 
 
+def test_l2sp_pulls_the_encoder_towards_where_it_started(tiny_mlm_dir, tmp_path):
+    """Issue 46's new knob: with a strong L2-SP pull the encoder ends nearer its starting weights than without."""
+    base = _weights(tiny_mlm_dir)
+
+    def distance(folder) -> float:
+        after = _weights(folder)
+        return float(sum(((after[n] - base[n]) ** 2).sum() for n in base if "encoder.layer." in n))
+
+    _train(tiny_mlm_dir, tmp_path / "free", max_steps=6)
+    _train(tiny_mlm_dir, tmp_path / "pulled", max_steps=6, l2sp=50.0)
+    assert 0 < distance(tmp_path / "pulled") < 0.5 * distance(tmp_path / "free")
+    with pytest.raises(UserError, match="l2sp"):
+        _train(tiny_mlm_dir, tmp_path / "bad", max_steps=1, l2sp=-1.0)
+
+
 def test_layer_lr_decay_gives_lower_layers_smaller_steps(tiny_mlm_dir):
     model, _ = load_masked_lm(resolve_model(str(tiny_mlm_dir)))
     layers = model.config.num_hidden_layers

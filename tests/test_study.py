@@ -254,3 +254,24 @@ def test_every_recipe_setting_names_the_study_run_folder():
         variant(mlm=["lr"])
     with pytest.raises(UserError, match="--mlm"):
         variant(mlm=["no_such_setting=1"])
+
+
+def test_the_ablation_grid_runs_the_default_then_one_knob_at_a_time_and_refuses_a_bad_knob_first():
+    """Issue 46.1: `crossner_study.py --grid KEY=V1,V2 ...` is the whole ablation as one resumable command."""
+    import argparse
+    import doctest
+
+    from core.errors import UserError
+
+    study = load_script("crossner_study")
+    assert doctest.testmod(study, verbose=False).failed == 0  # grid_commands' example
+    args = argparse.Namespace(domain="literature,music", grid=["l2sp=0.01,0.1", "rehearsal_share=0.25", "head_warmup_steps=100"],
+                              mlm=[], rehearsal_share=0.0, preset="study", model="default", mlm_steps=None, pick_checkpoint=None)
+    runs = [c[2:] for c in study.grid_commands(args, ["--grid", "x", "--seeds", "1,2,3", "--domain", "y"])]
+    assert len(runs) == 2 * 5  # per domain: the default recipe and four variants
+    assert runs[0] == ["--seeds", "1,2,3", "--domain", "literature"]
+    assert runs[3] == ["--seeds", "1,2,3", "--domain", "literature", "--rehearsal-share", "0.25"]
+    assert runs[4][-2:] == ["--mlm", "head_warmup_steps=100"] and runs[5][3] == "music"
+    for bad in ("nonsense=1", "l2sp=-1", "lr"):
+        with pytest.raises(UserError):
+            study.grid_commands(argparse.Namespace(**{**vars(args), "grid": [bad]}), [])

@@ -36,7 +36,7 @@ from core.errors import ModelError, UserError
 from core.lm.models import ModelRef, load_masked_lm, load_tokenizer, resolve_model
 from core.selection.store import selection_texts
 from core.train import lineage
-from core.train.mlm_recipe import chain, head_warmup, param_groups
+from core.train.mlm_recipe import chain, check_recipe, head_warmup, l2sp_anchor, param_groups
 from core.train.modes import phases_of
 from core.train.presets import DEFAULT_PRESET, RUN_ONLY_SETTINGS, mlm_settings
 from core.train.training import (
@@ -85,9 +85,13 @@ class MlmConfig:
     head_warmup_steps: int = 0  # the first N steps train only the MLM head, the encoder frozen (a fresh head learns first)
     layer_lr_decay: float = 1.0  # lr x decay^(levels below the head): lower layers move less; 1.0: one lr for all
     freeze_layers: int = 0  # the embeddings and the lowest N transformer layers stay as they are
+    l2sp: float = 0.0  # L2-SP: strength of the pull of the encoder's weights towards where the phase started; 0: none
     log_every: int = 5
     device: str = "auto"
     precision: str = "auto"  # bf16/fp16 autocast on GPU, fp32 on CPU
+
+    def __post_init__(self) -> None:  # a bad recipe value is refused where the config is made (submit), not minutes in
+        check_recipe(self, None)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> MlmConfig:
@@ -204,6 +208,7 @@ def train_mlm(texts: Sequence[str], model: str | ModelRef, out_dir: str | Path, 
     if config.max_steps:
         total_steps = min(total_steps, config.max_steps)
     optimizer = adamw(param_groups(mlm, config), lr=config.lr)  # per-layer lr and frozen layers (core.train.mlm_recipe)
+    pull = l2sp_anchor(mlm, config.l2sp)  # taken before a checkpoint is restored: the anchor is where the phase began
     scheduler = get_linear_schedule_with_warmup(optimizer, int(config.warmup_ratio * total_steps), total_steps)
 
     n_tokens = sum(len(e) for e in examples)
@@ -212,7 +217,8 @@ def train_mlm(texts: Sequence[str], model: str | ModelRef, out_dir: str | Path, 
 
     def forward(idx: list[int]) -> tuple[torch.Tensor, int]:
         batch, picked, units = device_batch(collator([{"input_ids": examples[i]} for i in idx]), device)
-        return masked_lm_loss(mlm, batch, picked), units
+        loss = masked_lm_loss(mlm, batch, picked)
+        return (loss + pull() if pull is not None else loss), units
 
     def plan(epoch: int) -> list[list[int]]:
         order = epoch_order(len(examples), config.seed, epoch)

@@ -8,6 +8,8 @@ issue 26 ablates, because continued MLM on the default MiniLM often lowered NER 
 - `freeze_layers`: the embeddings and the lowest N layers do not move at all.
 - rehearsal (`with_rehearsal`): a share of each MLM corpus is general text (in experiments, random DC sentences,
   DC being the broad corpus), replayed so the encoder keeps what it knew outside TC.
+- `l2sp`: L2-SP (Li et al. 2018), a pull of every encoder weight towards where the phase started, strength/2 times
+  the squared distance added to the loss: the encoder may move, but each step away costs more (issue 46's knob).
 
 Parameter names are sorted into embeddings, numbered layers and the rest by their names: `...layer.N.` or
 `...layers.N.` (BERT, RoBERTa, DistilBERT, MiniLM), `embeddings`, and anything outside the model's base
@@ -43,13 +45,41 @@ def layer_of(name: str, base_prefix: str, n_layers: int) -> int:
     return n_layers + 1  # pooler, final norms: with the top
 
 
-def check_recipe(config: Any, n_layers: int) -> None:
+def check_recipe(config: Any, n_layers: int | None) -> None:
+    """The recipe settings in range; `n_layers` None (the encoder not loaded yet) checks freeze_layers >= 0 only."""
     if not 0 < config.layer_lr_decay <= 1:
         raise UserError(f"layer_lr_decay must be in (0, 1], got {config.layer_lr_decay}")
-    if not 0 <= config.freeze_layers <= n_layers:
-        raise UserError(f"freeze_layers must be between 0 and the encoder's {n_layers} layers, got {config.freeze_layers}")
+    if config.freeze_layers < 0 or (n_layers is not None and config.freeze_layers > n_layers):
+        raise UserError(f"freeze_layers must be between 0 and the encoder's {n_layers or 'number of'} layers, "
+                        f"got {config.freeze_layers}")
     if config.head_warmup_steps < 0:
         raise UserError(f"head_warmup_steps must be >= 0, got {config.head_warmup_steps}")
+    if getattr(config, "l2sp", 0.0) < 0:
+        raise UserError(f"l2sp must be >= 0 (the pull towards the starting weights), got {config.l2sp}")
+
+
+def l2sp_anchor(model: Any, strength: float) -> Callable[[], Any] | None:
+    """The L2-SP term as a function of the model's current weights: strength/2 * sum of squared distances of the
+    encoder's weights (not the MLM head's, which may start fresh) from their values now. None when strength is 0.
+
+    >>> import torch
+    >>> m = torch.nn.Linear(2, 1); m.config = type("C", (), {"num_hidden_layers": 0})(); m.base_model_prefix = ""
+    >>> penalty = l2sp_anchor(m, 2.0)
+    >>> with torch.no_grad(): _ = m.weight.add_(1.0)
+    >>> float(penalty())  # (2 / 2) * (1 + 1)
+    2.0
+    """
+    if not strength:
+        return None
+    n_layers = int(getattr(model.config, "num_hidden_layers", 0) or getattr(model.config, "n_layers", 0))
+    prefix = getattr(model, "base_model_prefix", "")
+    pairs = [(p, p.detach().clone()) for n, p in model.named_parameters() if layer_of(n, prefix, n_layers) <= n_layers
+             or not prefix]
+
+    def penalty() -> Any:
+        return 0.5 * strength * sum(((p - start) ** 2).sum() for p, start in pairs)
+
+    return penalty
 
 
 def param_groups(model: Any, config: Any) -> list[dict[str, Any]]:

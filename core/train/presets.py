@@ -115,7 +115,13 @@ def model_settings(config: Any) -> dict[str, Any]:
     What keys a shared model, a kept cell and a recipe comparison."""
     from dataclasses import asdict
 
-    return {k: v for k, v in (config if isinstance(config, dict) else asdict(config)).items() if k not in RUN_ONLY_SETTINGS}
+    return {k: v for k, v in (config if isinstance(config, dict) else asdict(config)).items()
+            if k not in RUN_ONLY_SETTINGS and not (k in ADDED_SETTINGS and v == ADDED_SETTINGS[k])}
+
+
+# Settings added after models were keyed by their recipe, with the value that means "off": left out of a key while
+# off, so a shared model trained before the setting existed is still found (core.experiments.cells.mlm_key).
+ADDED_SETTINGS = {"l2sp": 0.0}
 
 
 def check_preset(name: str, what: str = "preset") -> str:
