@@ -30,6 +30,7 @@ from typing import Any
 
 from core.data.atomic import atomic_write_json
 from core.errors import UserError
+from core.runner.kinds import KINDS
 
 DEFAULT_NEED_MIB = 8192  # a first run of an unmeasured recipe: MiniLM/BERT-base study cells peak well below this
 MARGIN = 1.2  # a measured peak is reserved with this margin (allocator fragmentation, longer batches)
@@ -100,10 +101,13 @@ def used_by_pid() -> dict[int, int]:
 
 
 def recipe_key(kind: str, params: Mapping[str, Any]) -> str:
-    """What decides a job's memory: its kind, preset and encoder (and batch settings when overridden)."""
-    config = params.get("config") or params.get("mlm_config") or {}
+    """What decides a job's memory: its kind, preset and encoder (and batch settings when overridden), read from the
+    fields the kind's row names (core.runner.kinds: config_fields, encoder_field)."""
+    facts = KINDS.get(kind)
+    fields, encoder = (facts.config_fields, facts.encoder_field) if facts else ((), "model")
+    config = (params.get(fields[0]) if fields else None) or {}
     batch = "|".join(f"{k}={config[k]}" for k in ("batch_size", "block_size", "grad_accum") if k in config)
-    return f"{kind}|{params.get('preset', '')}|{params.get('model', params.get('base', ''))}|{batch}"
+    return f"{kind}|{params.get('preset', '')}|{params.get(encoder, '')}|{batch}"
 
 
 def measured_peaks(runs_dir: Path) -> dict[str, int]:
@@ -223,14 +227,10 @@ def is_out_of_memory(exc: BaseException) -> bool:
     return any(m in str(exc) for m in ("CUDA out of memory", "CUDA error: out of memory", "CUBLAS_STATUS_ALLOC_FAILED"))
 
 
-# the params fields that hold a training config with a grad_accum setting, per kind
-_CONFIG_FIELDS = {"mlm": ("config",), "ner": ("config",), "experiment": ("mlm_config", "ner_config")}
-
-
 def smaller_micro_batch(kind: str, params: dict[str, Any]) -> tuple[dict[str, Any], str] | None:
     """The same job with twice the gradient accumulation (half the micro-batch, the same effective batch, so the
     same recipe) and what changed; None when the kind cannot shrink or has shrunk MAX_OOM_RETRIES times."""
-    fields = _CONFIG_FIELDS.get(kind)
+    fields = KINDS[kind].config_fields if kind in KINDS else ()
     if not fields:
         return None
     new = dict(params)

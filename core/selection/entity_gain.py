@@ -71,39 +71,36 @@ def percentile_ranks(scores: np.ndarray) -> np.ndarray:
     return (rankdata(scores, method="average") - 1) / max(n - 1, 1)
 
 
-def entity_gain_ranking(x: Any) -> Any:
-    """The strategy (core.selection.strategies, `entity-gain`): x is the strategies' _Inputs."""
+def entity_gain_scores(tc: Corpus, dc: Any, ner_model: str | None, cosine: np.ndarray, options: Mapping[str, Any],
+                       progress: Any, batch_sentences: int) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
+    """(mixed score, gain, what the selection records) for every DC sentence (DC read `batch_sentences` at a time);
+    `cosine`: each DC sentence's cosine to the mean TC embedding (the strategy computes it as `cosine` does)."""
     from core.lm.models import resolve_model
-    from core.selection.kernels import cosine_to_vector
-    from core.selection.strategies import NER_BATCH, _embed_pair, _Ranking, rank_order
+    from core.progress import sub
     from core.train.ner_model import load_ner_model
     from core.train.ner_predict import predict_corpus
 
-    if not x.ner_model or resolve_model(x.ner_model).ner_config() is None:
+    if not ner_model or resolve_model(ner_model).ner_config() is None:
         raise UserError("strategy 'entity-gain' needs a fine-tuned NER model (B2, --ner-model DIR): it predicts the "
                         "mentions TC has and DC would add")
-    mix = float(x.options.get("mix", DEFAULT_MIX))
+    mix = float(options.get("mix", DEFAULT_MIX))
     if not 0.0 <= mix <= 1.0:
         raise UserError(f"entity-gain: mix is the entity gain's share of the score, between 0 and 1; got {mix}")
-    model = load_ner_model(x.ner_model)
-    batch = int(x.options.get("batch_size", 32))
-    tc_preds = predict_corpus(model, x.tc, batch_size=batch, progress=x.sub(0.0, 0.1, "NER on TC: "))
+    model = load_ner_model(ner_model)
+    batch = int(options.get("batch_size", 32))
+    tc_preds = predict_corpus(model, tc, batch_size=batch, progress=sub(progress, 0.0, 0.1, "NER on TC: "))
     known = {mention(p.tokens, s) for p in tc_preds for s in p.spans}
-    shares = x.options.get("type_weights")  # LC's type shares (an experiment passes them); else B2's own on TC
+    shares = options.get("type_weights")  # LC's type shares (an experiment passes them); else B2's own on TC
     if not shares:
         counts = Counter(s.type for p in tc_preds for s in p.spans)
         shares = {t: n / sum(counts.values()) for t, n in sorted(counts.items())} if counts else {}
     weights = type_weights(shares)
-    gain = np.empty(len(x.dc), dtype=np.float64)
-    done, n = 0, len(x.dc)
-    for part in x.dc.batches(NER_BATCH):  # one batch of predictions at a time: memory flat in DC's size
+    gain = np.empty(len(dc), dtype=np.float64)
+    done, n = 0, len(dc)
+    for part in dc.batches(batch_sentences):  # one batch of predictions at a time: memory flat in DC's size
         preds = predict_corpus(model, part, batch_size=batch,
-                               progress=x.sub(0.1 + 0.6 * done / n, 0.1 + 0.6 * (done + len(part)) / n, "NER on DC: "))
+                               progress=sub(progress, 0.1 + 0.9 * done / n, 0.1 + 0.9 * (done + len(part)) / n, "NER on DC: "))
         gain[done:done + len(part)] = gains(preds, known, weights)
         done += len(part)
-    tc_emb, dc_emb = _embed_pair(x, x.model, 0.7, 0.98)
-    cosine = cosine_to_vector(dc_emb, np.asarray(tc_emb, dtype=np.float32).mean(0))
     score = mix * percentile_ranks(gain) + (1 - mix) * percentile_ranks(np.asarray(cosine, dtype=np.float64))
-    return _Ranking(score, rank_order(score, True, secondary=gain),
-                    {"mix": mix, "type_weights": weights, "tc_mentions": len(known), "gain": gain, "cosine": cosine,
-                     "dc_with_gain": int((gain > 0).sum())})
+    return score, gain, {"mix": mix, "type_weights": weights, "tc_mentions": len(known), "dc_with_gain": int((gain > 0).sum())}

@@ -273,9 +273,14 @@ def _by_ner(x: _Inputs) -> _Ranking:
 
 
 def _by_entity_gain(x: _Inputs) -> _Ranking:
-    from core.selection.entity_gain import entity_gain_ranking  # the module reads this one's helpers
+    from core.selection.entity_gain import entity_gain_scores
 
-    return entity_gain_ranking(x)
+    if not x.ner_model:  # before any embedding: the clear message first
+        entity_gain_scores(x.tc, x.dc, None, np.zeros(0), x.options, x.progress, NER_BATCH)
+    tc_emb, dc_emb = _embed_pair(x, x.model, 0.0, 0.3)
+    cosine = cosine_to_vector(dc_emb, np.asarray(tc_emb, dtype=np.float32).mean(0))
+    score, gain, extra = entity_gain_scores(x.tc, x.dc, x.ner_model, cosine, x.options, x.sub(0.3, 1.0), NER_BATCH)
+    return _Ranking(score, rank_order(score, True, secondary=gain), {**extra, "gain": gain, "cosine": cosine})
 
 
 def _by_ngram_ppl(x: _Inputs) -> _Ranking:
