@@ -26,7 +26,7 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -40,10 +40,6 @@ from core.data.corpus import Corpus, iter_corpus, read_corpus, write_corpus
 from core.data.tags import TagScheme, split_tag
 from core.errors import CorpusError, UserError
 from core.progress import Progress
-
-if TYPE_CHECKING:
-    from core.runner.jobs import JobContext
-    from core.runner.params import ImportParams
 
 ENV_VAR = "NERSELECT_WORKSPACE"
 DEFAULT_ROOT = "workspace"
@@ -492,17 +488,6 @@ class Workspace:
     @property
     def jobs_db(self) -> Path:
         return self.root / "jobs.sqlite"
-
-
-def import_job(params: ImportParams, ctx: JobContext) -> dict[str, Any]:
-    """Job form of `import_corpus` (kind "import"), so a multi-GB DC read from a server path
-    keeps going when the browser tab closes."""
-    info = ctx.workspace.import_corpus(params.path, role=params.role, name=params.name, fmt=params.format,
-                                       overwrite=params.overwrite, progress=ctx.progress)
-    ctx.log(f"imported {info.name}: {info.sentences} sentences, {info.tokens} tokens")
-    for warning in info.warnings:
-        ctx.log(f"warning: {warning}")
-    return asdict(info)
 
 
 def _bytes_done(path: Path, n_sent: int, size: int) -> float:
