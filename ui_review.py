@@ -1,4 +1,4 @@
-"""Review widgets shared by Inspect's span editor and the annotator's queue."""
+"""Review widgets shared by Inspect's span editor and the annotator's queue, and Inspect's export panel."""
 
 from __future__ import annotations
 
@@ -6,7 +6,12 @@ import html
 
 import streamlit as st
 
+from core.data.workspace import Workspace
+from core.review import predictions
 from core.review.highlight import token_labels, type_colors
+from core.review.store import ReviewStore
+from core.tables import count
+from ui import actor, run_guarded
 
 KEYED_TYPES = 9  # keys 1-9 pick the first nine types; the rest are clicked
 
@@ -42,3 +47,28 @@ def token_pills(tokens: list[str], key: str, container=None) -> None:
     labels = token_labels(tokens)
     (container or st).pills("Tokens", list(range(len(tokens))), selection_mode="multi", format_func=labels.__getitem__,
                             key=key, label_visibility="collapsed")
+
+
+def export_panel(ws: Workspace, store: ReviewStore) -> None:
+    """Inspect's export of the accepted and corrected sentences: a file, or a workspace corpus to train on."""
+    counts = store.counts()
+    if counts["accepted"] + counts["corrected"] == 0:
+        return
+    with st.expander(f"Export the {counts['accepted'] + counts['corrected']} accepted / corrected sentences "
+                     "(unreviewed and rejected ones are left out)"):
+        c = st.columns(4)
+        fmt = c[0].selectbox("Format", ["conll", "jsonl"], key="insp_fmt")
+        scheme = c[1].selectbox("Tag scheme", ["bio", "bioes"], key="insp_scheme")
+        names = [r["annotator"] if r["annotator"] != "(no name)" else "" for r in store.progress_by_reviewer()]
+        who = c[2].multiselect("Annotators", names, key="insp_export_who", placeholder="all annotators",
+                               format_func=lambda n: n or "(no name)") if len(names) > 1 else []
+        reviewers = who or None
+        data = run_guarded(lambda: predictions.export_bytes(store, fmt, scheme, reviewers))
+        if data:
+            c[3].download_button("Download", data, file_name=f"reviewed.{fmt}", key="insp_download")
+        d = st.columns([2, 1, 3])
+        name = d[0].text_input("Save as workspace corpus", value="reviewed", key="insp_save_name")
+        if d[1].button("Save corpus", key="insp_save"):
+            info = run_guarded(lambda: predictions.save_reviewed_corpus(ws, store, name, None, reviewers, actor=actor()), "Could not save")
+            if info:
+                st.success(f"Saved {count(info.sentences, 'sentence')} as {info.name!r}: add it to LC on the Corpora page or train on it.")

@@ -124,3 +124,10 @@ def test_the_architecture_tree_names_every_module_there_is():
     missing = {k: sorted(v - documented.get(k, set())) for k, v in actual.items() if v - documented.get(k, set())}
     stale = {k: sorted(v - actual.get(k, set())) for k, v in documented.items() if v - actual.get(k, set())}
     assert not missing and not stale, f"ARCHITECTURE.md's tree: modules missing {missing}, modules that do not exist {stale}"
+
+
+def test_no_page_is_over_250_lines():
+    """Issue 44: a page that grows past 250 lines holds panels a helper module (ui_*.py) should: split it."""
+    root = Path(__file__).resolve().parents[1]
+    long = {p.name: n for p in (root / "views").glob("*.py") if (n := len(p.read_text("utf-8").splitlines())) > 250}
+    assert not long, f"pages over 250 lines: {long}"

@@ -13,7 +13,6 @@ from core.review import predictions
 from core.review.highlight import legend_html, page_css, prediction_html, sentence_html, type_colors
 from core.review.store import ReviewConflict, ReviewStore
 from core.selection import store as selection_store
-from core.tables import count
 from ui import (
     actor,
     get_workspace,
@@ -25,7 +24,7 @@ from ui import (
     run_guarded,
     source_picker,
 )
-from ui_review import token_pills, type_picker
+from ui_review import export_panel, token_pills, type_picker
 
 ws = get_workspace()
 PER_PAGE = 10
@@ -172,7 +171,7 @@ def review_tab() -> None:
             b[2].button("Correct", key=f"correct_{i}", on_click=start_edit, args=(i, version, spans))
             if st.session_state.get("insp_edit", (None,))[0] == i:
                 span_editor(req, row, types, colors, st.session_state["insp_edit"][1])
-    export_panel(store)
+    export_panel(ws, store)
 
 
 def progress_panel(store: ReviewStore, total: int, shown: int) -> None:
@@ -237,33 +236,6 @@ def span_editor(req: predictions.PredictionRequest, row: dict, types: list, colo
         b[2].button("Save correction", key=f"save_{i}", on_click=decide,
                     args=(req.review_key, i, "corrected", version, tokens, None, req.model))
         b[3].button("Cancel", key=f"insp_cancel_{i}", on_click=lambda: st.session_state.pop("insp_edit", None))
-
-
-# --------------------------------------------------------------------------- export
-
-
-def export_panel(store: ReviewStore) -> None:
-    counts = store.counts()
-    if counts["accepted"] + counts["corrected"] == 0:
-        return
-    with st.expander(f"Export the {counts['accepted'] + counts['corrected']} accepted / corrected sentences "
-                     "(unreviewed and rejected ones are left out)"):
-        c = st.columns(4)
-        fmt = c[0].selectbox("Format", ["conll", "jsonl"], key="insp_fmt")
-        scheme = c[1].selectbox("Tag scheme", ["bio", "bioes"], key="insp_scheme")
-        names = [r["annotator"] if r["annotator"] != "(no name)" else "" for r in store.progress_by_reviewer()]
-        who = c[2].multiselect("Annotators", names, key="insp_export_who", placeholder="all annotators",
-                               format_func=lambda n: n or "(no name)") if len(names) > 1 else []
-        reviewers = who or None
-        data = run_guarded(lambda: predictions.export_bytes(store, fmt, scheme, reviewers))
-        if data:
-            c[3].download_button("Download", data, file_name=f"reviewed.{fmt}", key="insp_download")
-        d = st.columns([2, 1, 3])
-        name = d[0].text_input("Save as workspace corpus", value="reviewed", key="insp_save_name")
-        if d[1].button("Save corpus", key="insp_save"):
-            info = run_guarded(lambda: predictions.save_reviewed_corpus(ws, store, name, None, reviewers, actor=actor()), "Could not save")
-            if info:
-                st.success(f"Saved {count(info.sentences, 'sentence')} as {info.name!r}: add it to LC on the Corpora page or train on it.")
 
 
 review_tab()

@@ -26,14 +26,13 @@ from core.selection.layers import (
     selection_score_layer,
     view_data,
 )
-from core.selection.map_region import region_rows, save_region_corpus, save_region_selection
+from core.selection.map_region import region_rows
 from core.selection.mapview import atlas_neighbours
 from core.selection.projection import sample_rows
 from core.selection.store import list_selections
 from core.tables import count
 from ui import (
     CURRENT_SELECTION,
-    actor,
     corpus_names,
     get_workspace,
     job_status,
@@ -44,7 +43,7 @@ from ui import (
     selection_picker,
     submit_job,
 )
-from ui_atlas import atlas_view
+from ui_atlas import atlas_view, save_panel
 
 ws = get_workspace()
 st.title("Map")
@@ -231,21 +230,4 @@ if st.button("Clear the choice", key="map_clear"):
     state.update(region=None, query="")
     st.rerun()
 
-with st.expander("Save the chosen sentences", expanded=True):
-    dc_default = sel_key and next((selection_dc(atlas, m) for m in matching if m["key"] == sel_key), None)
-    targets = [n for n in per_corpus]
-    t1, t2 = st.columns(2)
-    dc = t1.selectbox("As a selection of", targets, index=targets.index(dc_default) if dc_default in targets else len(targets) - 1,
-                      key="map_save_dc", help="A selection chooses sentences of one corpus (its DC); the others are left out.")
-    if t1.button("Save as selection", key="map_save_selection"):
-        sel = run_guarded(lambda: save_region_selection(ws, atlas, mask, dc, how, actor=actor()), "Could not save the selection")
-        if sel is not None:
-            st.session_state[CURRENT_SELECTION] = sel.key
-            st.success(f"Saved selection {sel.key[:8]}: {count(sel.budget, 'sentence')} of {dc} (strategy map-region); it is listed "
-                       "on the Selection page and can be pretrained on from Runs.")
-    name = t2.text_input("As a corpus named", value="", key="map_save_name", placeholder="e.g. music-region")
-    if t2.button("Save as corpus", key="map_save_corpus", disabled=not name.strip()):
-        info = run_guarded(lambda: save_region_corpus(ws, atlas, mask, name.strip(), how, actor=actor()),
-                           "Could not save the corpus")
-        if info is not None:
-            st.success(f"Saved corpus {info.name}: {count(info.sentences, 'sentence')} (on the Corpora page).")
+save_panel(ws, atlas, mask, how, per_corpus, sel_key and next((selection_dc(atlas, m) for m in matching if m["key"] == sel_key), None))
