@@ -6,6 +6,7 @@ to Runs once named a page before the pages were registered, leaving an empty pag
 from __future__ import annotations
 
 import pytest
+from playwright.sync_api import expect
 
 from core.access import Actor, Role
 from core.data.tags import Span
@@ -52,7 +53,16 @@ def sign_in(page, name: str) -> None:
 
 
 def click_token(page, grid: str, label: str) -> None:
+    """Pick a token and wait until the grid shows it picked (aria-pressed): state, not time."""
     page.locator(f"[class*='{grid}'] button", has_text=label).first.click()
+    expect(page.locator(f"[class*='{grid}'] button[aria-pressed='true']", has_text=label).first).to_be_visible(timeout=90_000)
+    page.wait_for_function(IDLE)
+
+
+def nothing_picked(page, grid: str) -> None:
+    """Wait until an Assign or Remove has cleared the grid's picked tokens: on a loaded machine a token picked before
+    that rerun is drawn would still carry the old selection with it."""
+    expect(page.locator(f"[class*='{grid}'] button[aria-pressed='true']")).to_have_count(0, timeout=90_000)
     page.wait_for_function(IDLE)
 
 
@@ -83,12 +93,12 @@ def test_the_first_of_two_identical_words_is_marked(paper_ws):
         item.get_by_text("Edit the final spans").click()
         click_token(page, "st-key-agr_tok_0", "paper ·6")  # ann's span is the draft: first clear it, then mark
         page.locator("[class*='st-key-agr_remove_0'] button").click()
-        page.wait_for_function(IDLE)
+        nothing_picked(page, "st-key-agr_tok_0")
         click_token(page, "st-key-agr_tok_0", "paper ·2")
         page.locator("[class*='st-key-agr_type_0'] button", has_text="PER").first.click()
         page.wait_for_function(IDLE)
         page.locator("[class*='st-key-agr_assign_0'] button").click()
-        page.wait_for_function(IDLE)
+        nothing_picked(page, "st-key-agr_tok_0")
         page.locator("[class*='st-key-agr_save_0'] button").click()
         wait_for_app(page, "decided (rita)")
         from core.team import adjudicate
@@ -158,18 +168,20 @@ def test_a_task_with_suggestions_is_annotated_in_the_browser(paper_ws):
         sign_in(page, "ann")
         wait_for_app(page, "suggested by")
         card = "[class*='st-key-q_card']"
-        assert page.locator(f"{card} .nx-sent:not(.nx-legend) .nx-sug").count() == n_tokens  # every suggestion dashed, none solid
+        spans, dashed = (page.locator(f"{card} .nx-sent:not(.nx-legend) {c}") for c in (".nx-ent", ".nx-sug"))
+        expect(dashed).to_have_count(n_tokens, timeout=90_000)  # every suggestion dashed, none solid
         screenshot(page, "queue_suggestions")
         page.locator("[class*='st-key-q_reject'] button").click()
+        expect(spans).to_have_count(0, timeout=90_000)  # waits for the rerun to draw the sentence without them
         page.wait_for_function(IDLE)
-        assert page.locator(f"{card} .nx-sent:not(.nx-legend) .nx-ent").count() == 0
         click_token(page, "st-key-q_tokens", "best")  # a range with two clicks: "best paper award"
         click_token(page, "st-key-q_tokens", "award")
         page.locator("[class*='st-key-q_type'] button", has_text="ORG").first.click()
-        page.locator("[class*='st-key-q_assign'] button").first.click()
-        page.locator(f"{card} .nx-sent:not(.nx-legend) .nx-ent").first.wait_for(state="visible")
         page.wait_for_function(IDLE)
-        assert page.locator(f"{card} .nx-sent:not(.nx-legend) .nx-sug").count() == 0
+        page.locator("[class*='st-key-q_assign'] button").first.click()
+        expect(spans).to_have_count(1, timeout=90_000)
+        expect(dashed).to_have_count(0, timeout=90_000)
+        page.wait_for_function(IDLE)
         page.locator("[class*='st-key-q_save'] button").first.click()
         wait_for_app(page, "1 of 2 sentences answered")
     item = next(i for i in tasks.queue(ws, Actor("ann", Role.ANNOTATOR), task.id) if i.position == 0)
