@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from core.errors import UserError
-from core.runner.devices import Gpu, gpus, is_out_of_memory, need_mib, record_peak
+from core.runner.devices import Gpu, gpus, is_out_of_memory, need_mib, record_job_peak
 
 if TYPE_CHECKING:
     from core.data.corpus import Corpus
@@ -196,9 +196,9 @@ def run_task(task: CellTask, slot: Slot | None = None, spec: WorkerSpec | None =
         cell = cells.run_cell(task.row, task.seed, progress, budget=task.budget, lc_size=task.lc_size)
     finally:
         progress.path.unlink(missing_ok=True)  # the parent counts a running cell's fraction, not a finished one's
-    peak = _peak_mib()
-    if peak:
-        record_peak(Path(cells.ctx.workspace.runs_dir), "experiment", _params_dict(spec.params), peak)
+    # the runner's own recording of a job's peak (its largest over the worker's cells is kept); Ray chose the card
+    record_job_peak(Path(cells.ctx.workspace.runs_dir), "experiment", _params_dict(spec.params),
+                    {"gpu": slot.gpu if slot.gpu is not None else "ray"})
     return {**cell, "slot": {"index": slot.index, "gpu": slot.gpu}}
 
 
@@ -207,20 +207,6 @@ def _ray_task(spec: WorkerSpec, task: CellTask, *after: Any) -> dict[str, Any]:
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     os.environ.setdefault("NERSELECT_TORCH_THREADS", "1")
     return run_task(task, Slot(-1, None, 1), spec)
-
-
-def _peak_mib() -> int:
-    import sys
-
-    if "torch" not in sys.modules:
-        return 0
-    import torch
-
-    if not (torch.cuda.is_available() and torch.cuda.is_initialized()):
-        return 0
-    peak = int(torch.cuda.max_memory_reserved() / 2**20)
-    torch.cuda.reset_peak_memory_stats()
-    return peak
 
 
 def _params_dict(params: Any) -> dict[str, Any]:
