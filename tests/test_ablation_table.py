@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
 
@@ -47,6 +48,7 @@ def _result(tmp_path: Path, name: str, rates: dict[str, float], params: dict, se
     return path
 
 
+@pytest.mark.long  # over ~15 s: CI runs it after the default suite (.ci/run)
 def test_variants_are_labelled_none_is_borrowed_and_the_criterion_is_counted(tmp_path, capsys):
     base = _result(tmp_path, "study", {"none": 0.5, "tapt": 0.8, "dsir": 0.9}, {})
     # a variant that ran only the pretraining rows: its none comes from the study of the same domain and seeds

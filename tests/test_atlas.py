@@ -35,6 +35,7 @@ def _clusters(n_per: int, dim: int = 16, k: int = 3, seed: int = 0) -> np.ndarra
     return np.concatenate([c + rng.normal(size=(n_per, dim)) for c in centers]).astype(np.float32)
 
 
+@pytest.mark.long  # over ~15 s: CI runs it after the default suite (.ci/run)
 def test_layout_fits_a_sample_and_places_the_rest_near_their_cluster():
     small, big = _clusters(20), _clusters(200, seed=0)
     coords, info = layout([small, big], fit_points=150, seed=0, chunk=97)

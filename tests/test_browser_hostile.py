@@ -8,11 +8,12 @@ from __future__ import annotations
 import json
 
 import pytest
+from playwright.sync_api import expect
 
 from core.access import Actor, Role
 from tests.browser import browser_page, screenshot, sign_in_as, streamlit_server, wait_for_app
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.long]  # ~60 s: CI runs it after the default suite
 PASSWORD = "correct horse"
 PAYLOADS = [
     '<img src=x onerror="window.__xss=1">',
@@ -77,12 +78,14 @@ def test_a_hostile_corpus_runs_no_script_on_any_page_for_any_role(hostile_ws):
                 open_page(page, title)
                 no_script_ran(page, f"{title} as {who}")
             open_page(page, "Corpora")  # the browser of the poisoned corpus shows the payload as text
-            picker = page.locator(".st-key-corpus_view").get_by_role("combobox")
-            if picker.count():
-                picker.click()
-                page.get_by_role("option", name="evil-dc").first.click()
-                page.wait_for_function(IDLE)
-            page.get_by_text("<svg onload=window.__xss=2>").first.wait_for()
+            picker = page.locator(".st-key-corpus_view")
+            picker.get_by_role("combobox").click()
+            page.get_by_role("option", name="evil-dc").first.click()
+            expect(picker).to_contain_text("evil-dc", timeout=90_000)  # state, not time: the pick has taken
+            page.wait_for_function(IDLE)
+            # the sentence browser (not a chart's tick label, which may be laid out hidden) shows the payload as text
+            expect(page.locator(".nx-sent").filter(has_text="<svg onload=window.__xss=2>").first).to_be_visible(
+                timeout=90_000)
             no_script_ran(page, f"Corpora browser as {who}")
 
             open_page(page, "Map")  # coloured by the poisoned field: the legend shows it as text

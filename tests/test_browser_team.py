@@ -105,6 +105,7 @@ def test_team_flow_in_the_browser(team_ws):
         screenshot(page, "team_locked")
 
 
+@pytest.mark.long  # over ~15 s: CI runs it after the default suite (.ci/run)
 def test_a_reload_and_a_new_tab_stay_signed_in_until_the_session_ends(team_ws):
     """Issue 43.3: a password session lived in the tab's session state, so a reload signed the user out. The server
     now keeps it in an HttpOnly cookie, which sign-out and a password change end."""

@@ -247,6 +247,7 @@ def test_finished_cells_come_back_into_a_fresh_workspace_under_their_key_only(tm
     assert Comparison(typed, ctx).restore(kept, {"file": "kept.json"}) == 0  # another recipe
 
 
+@pytest.mark.long  # over ~15 s: CI runs it after the default suite (.ci/run)
 def test_the_crossner_comparison_interleaves_targets_and_continues_on_a_fresh_machine(tmp_path, tiny_bert_dir,
                                                                                           monkeypatch, capsys):
     """Several targets run position by position (each source's MLM model once, every target's fine-tune on it at

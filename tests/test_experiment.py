@@ -57,6 +57,7 @@ def corpora(tmp_path):
     return {"tc": str(tc), "dc": str(dc), "lc": labeled, "dev": labeled, "test": labeled}
 
 
+@pytest.mark.long  # over ~15 s: CI runs it after the default suite (.ci/run)
 def test_experiment_runs_cells_and_resumes(tmp_path, corpora, tiny_bert_dir, monkeypatch):
     monkeypatch.setenv("NERSELECT_TORCH_THREADS", "1")
     ws = Workspace(tmp_path / "ws")
@@ -122,20 +123,20 @@ def test_parse_seeds_one_rule_for_cli_and_page():
 
 
 def test_parse_and_resolve_amounts():
-    from core.experiments.plan import parse_amounts, resolve_amount, resolve_sc_budget, sweep_budgets
+    from core.experiments.plan import resolve_sc_budget, sweep_budgets
+    from core.selection.budget import Budget
 
-    assert parse_amounts("500, 0.1,1.0", "--budgets") == [500, 0.1, 1.0] and parse_amounts(None, "x") == []
-    assert parse_amounts([3, "0.5"], "x") == [3, 0.5]
+    assert Budget.parse_list("500, 0.1,1.0", "--budgets") == [Budget(500), Budget(0.1), Budget(1.0)]
+    assert Budget.parse_list(None, "x") == [] and Budget.parse_list([3, "0.5"], "x") == [Budget(3), Budget(0.5)]
     for bad in ("abc", "0", "-2", "2.5"):
         with pytest.raises(UserError, match="--lc-sizes"):
-            parse_amounts(bad, "--lc-sizes")
-    assert resolve_amount(0.25, 24, "LC size") == 6 and resolve_amount(1.0, 24, "LC size") == 24 and resolve_amount("12", 24, "x") == 12
-    with pytest.raises(UserError, match="more than the 24"):
-        resolve_amount(30, 24, "LC size")
+            Budget.parse_list(bad, "--lc-sizes")
+    size = Budget.parse
+    assert size(0.25).count(24) == 6 and size(1.0).count(24) == 24 and size("12").count(24) == 12
+    with pytest.raises(UserError, match="LC size: 30 is more than the 24"):
+        size(30).count(24, what="LC size")
     assert resolve_sc_budget(None, 8, 100) == 8 and resolve_sc_budget(0.1, 8, 100) == 10 and resolve_sc_budget(500, 8, 100) == 100
     assert sweep_budgets(None, None) == [None] and sweep_budgets(5, None) == [5] and sweep_budgets(None, [1, 2]) == [1, 2]
-    with pytest.raises(UserError, match="not both"):
-        sweep_budgets(5, [1, 2])
 
 
 def test_experiment_help_states_every_default():
@@ -152,6 +153,7 @@ def test_experiment_help_states_every_default():
     assert "(default: none,tapt,dapt,tapt+dapt)" in helps["baselines"] and "default" in helps["lc_sizes"] + helps["budgets"]
 
 
+@pytest.mark.long  # over ~15 s: CI runs it after the default suite (.ci/run)
 def test_experiment_sweep_cells_resume_and_lineage(tmp_path, corpora, tiny_bert_dir, capsys, monkeypatch):
     """Budgets x LC sizes from the CLI: every cell carries budget, lc_size and mlm_seconds; an MLM model is
     trained once per (row, budget, seed) and reused across LC sizes; a rerun skips every finished cell;

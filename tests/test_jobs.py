@@ -66,6 +66,7 @@ def test_vanished_process_is_marked_failed(ws):
     assert "exited without reporting" in failed.error
 
 
+@pytest.mark.long  # over ~15 s: CI runs it after the default suite (.ci/run)
 def test_kill_9_then_resume_continues_from_checkpoint(ws, tiny_mlm_dir, tmp_path):
     corpus = tmp_path / "tc.txt"
     corpus.write_text("\n".join(TOY_SENTENCES * 4) + "\n")

@@ -41,6 +41,7 @@ def test_a_strategy_reading_b1_waits_for_its_seeds_tapt_cell():
     assert no_tapt[0].after is None and no_tapt[1].after == 0 and no_tapt[2].after is None  # the first trains B1/B2
 
 
+@pytest.mark.long  # over ~15 s: CI runs it after the default suite (.ci/run)
 def test_cells_overlap_on_two_simulated_cards_and_equal_one_at_a_time(tmp_path, corpora, tiny_bert_dir,  # noqa: F811
                                                                       monkeypatch):
     import core.experiments.experiment as experiment

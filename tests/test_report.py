@@ -3,11 +3,14 @@ and names a number that was changed by hand inside a generated block or typed ou
 
 from __future__ import annotations
 
+import pytest
+
 from tests.conftest import ROOT, load_script
 
 report = load_script("report")
 
 
+@pytest.mark.long  # over ~15 s: CI runs it after the default suite (.ci/run)
 def test_readme_matches_the_result_jsons(capsys):
     assert report.main(["--check"]) == 0, capsys.readouterr().out
 

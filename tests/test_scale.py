@@ -140,6 +140,7 @@ def test_ray_embed_and_select_equal_local(tmp_path, tiny_bert_dir, ray_local):
     assert len(set(cos_local.indices.tolist()) & set(cos_ray.indices.tolist())) >= 48
 
 
+@pytest.mark.long  # over ~15 s: CI runs it after the default suite (.ci/run)
 def test_parallel_row_group_passes_equal_sequential(ws20k, monkeypatch):
     """dsir and ppl over a large streamed DC run on every core, one row group set per worker."""
     import core.lm.dsir

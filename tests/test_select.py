@@ -18,10 +18,11 @@ from core.data.corpus import Corpus
 from core.data.workspace import Workspace
 from core.errors import UserError
 from core.lm import embed
+from core.selection.budget import Budget
 from core.selection.compare import overlap_matrix
 from core.selection.kernels import topk_cosine
 from core.selection.store import list_selections, load_selection
-from core.selection.strategies import Strategy, rank_order, resolve_budget, select
+from core.selection.strategies import Strategy, rank_order, select
 from tests.apptest import open_app
 
 
@@ -49,6 +50,11 @@ def unit(deg: float) -> list[float]:
 # ---------------------------------------------------------------- budget and ties
 
 
+def resolve_budget(budget, dc_size):
+    asked = Budget.parse(budget)
+    return asked.count(dc_size, cap=True), asked.note(dc_size)
+
+
 def test_budget_edge_cases():
     assert resolve_budget(3, 10) == (3, [])
     assert resolve_budget(0.25, 8) == (2, [])
@@ -56,12 +62,32 @@ def test_budget_edge_cases():
     assert resolve_budget(1, 7) == (1, [])  # the integer 1 is a count
     assert resolve_budget("0.5", 10) == (5, [])
     assert resolve_budget("4", 10) == (4, [])
+    assert resolve_budget(500.0, 1000) == (500, [])  # a whole float over 1 is a count
+    assert resolve_budget(np.int64(4), 10) == (4, []) and resolve_budget(np.float32(0.5), 10) == (5, [])
     assert resolve_budget(0.0001, 10) == (1, [])  # a ratio never rounds to nothing
     count, notes = resolve_budget(50, 7)
     assert count == 7 and "exceeds" in notes[0]
-    for bad in (0, -3, 0.0, -0.5, 1.5, "abc", float("nan"), True):
+    for bad in (0, -3, 0.0, -0.5, 1.5, "abc", "", float("nan"), float("inf"), True, None, [3]):
         with pytest.raises(UserError):
             resolve_budget(bad, 10)
+
+
+def test_one_budget_rule_for_the_cli_the_page_and_a_submitted_job(tmp_path):
+    """Text is parsed at submit and stored as the number; a bad value is refused there, naming the field, and the
+    experiment's budget/budgets either-or is checked once, where its params are made."""
+    from core.runner.kinds import validate
+
+    params = validate("select", {"tc": "tc", "dc": "dc", "strategy": "random", "budget": " 0.25 "})
+    assert params.budget == 0.25
+    assert validate("experiment", {"budgets": "500, 0.1", "lc_sizes": ["12"]}).budgets == [500, 0.1]
+    for bad in (None, "half", -1, 2.5):
+        with pytest.raises(UserError, match="'budget'"):
+            validate("select", {"tc": "tc", "dc": "dc", "strategy": "random", "budget": bad})
+    with pytest.raises(UserError, match="'lc_sizes'.*'0'"):
+        validate("experiment", {"lc_sizes": "12,0"})
+    with pytest.raises(UserError, match="not both"):
+        validate("experiment", {"budget": 5, "budgets": [1, 2]})
+    assert validate("experiment", {"budget": 5, "budgets": [5]}).budgets == [5]
 
 
 def test_ties_by_score_then_index_and_nan_last():
@@ -289,7 +315,7 @@ def test_random_is_seeded_and_all_takes_everything():
     assert everything.indices.tolist() == list(range(50)) and "ignores the budget" in everything.notes[0]
     too_many = select(corpus(["t"]), dc, "random", 500)
     assert too_many.budget == 50 and "exceeds" in too_many.notes[0]
-    with pytest.raises(UserError, match="positive"):
+    with pytest.raises(UserError, match="must be a count >= 1"):
         select(corpus(["t"]), dc, "random", 0)
     with pytest.raises(UserError, match="unknown strategy"):
         select(corpus(["t"]), dc, "best", 3)
@@ -391,7 +417,7 @@ def test_cli_select_writes_jsonl_and_json_summary(tmp_path, capsys):
     assert {r["text"] for r in rows} == {"the band played", "the band sang"} and rows[0]["rank"] == 1 and "domain" in rows[0]
     assert main(["--workspace", str(tmp_path / "ws"), "select", "--tc", str(tc), "--dc", str(dc), "--strategy", "random",
                  "--budget", "0", "--out", str(out)]) == 2
-    assert "budget must be positive" in capsys.readouterr().err
+    assert "--budget: '0' must be a count >= 1" in capsys.readouterr().err
 
 
 def test_selection_page_shows_a_saved_selection(tmp_path, monkeypatch):
@@ -417,6 +443,7 @@ def test_selection_page_shows_a_saved_selection(tmp_path, monkeypatch):
     assert not at.button(key="sel_run").disabled
 
 
+@pytest.mark.long  # over ~15 s: CI runs it after the default suite (.ci/run)
 def test_map_and_selection_open_on_the_selection_the_user_was_on_and_compare_lists_new_ones(tmp_path, monkeypatch,
                                                                                            tiny_bert_dir):
     """Issue 24: both pages opened on the newest (in fact the oldest) selection, not the one picked, and a selection

@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from core.data.workspace import CorpusRole
-from core.experiments.plan import BASELINES, parse_amounts, parse_seeds
+from core.experiments.plan import BASELINES, parse_seeds
 from core.runner import jobs
 from core.runner.jobview import (
     CHART_POLL_S,
@@ -16,6 +16,7 @@ from core.runner.jobview import (
     job_rows,
 )
 from core.runner.kinds import KINDS
+from core.selection.budget import Budget
 from core.selection.store import list_selections, selection_label
 from core.selection.strategies import Strategy
 from core.train import presets
@@ -128,13 +129,13 @@ with exp_tab, st.form("exp_form"):
     st.caption("Uses the workspace roles TC, DC, LC, DEV and TEST. Each strategy x seed x SC budget x LC size: select -> "
                "MLM on TC+SC -> NER on LC -> test F1; baselines once per seed and LC size.")
     if st.form_submit_button("Start experiment", type="primary"):
-        parsed = run_guarded(lambda: (parse_seeds(e_seeds, "Seeds"), parse_amounts(e_budget, "SC budgets"),
-                                      parse_amounts(e_lc, "LC sizes")))
+        parsed = run_guarded(lambda: (parse_seeds(e_seeds, "Seeds"), Budget.parse_list(e_budget, "SC budgets"),
+                                      Budget.parse_list(e_lc, "LC sizes")))
         if parsed is not None:
             seeds, budgets, lc_sizes = parsed
             params = {"tc": "tc", "dc": "dc", "lc": "lc", "dev": "dev", "test": "test", "strategies": e_strats,
-                      "baselines": e_base, "seeds": seeds, "budgets": budgets or None,
-                      "lc_sizes": lc_sizes or None, "preset": e_preset, "model": e_model.strip() or "default",
+                      "baselines": e_base, "seeds": seeds, "budgets": [b.value for b in budgets] or None,
+                      "lc_sizes": [s.value for s in lc_sizes] or None, "preset": e_preset, "model": e_model.strip() or "default",
                       "exclude_leaked": bool(e_exclude), "allow_dev_in_mlm": bool(e_allow_dev),
                       "pick_checkpoint": PICK_CHOICES[e_pick], "rehearsal_share": float(e_rehearsal),
                       "parallel": e_parallel.strip() or 1}

@@ -9,10 +9,11 @@ import streamlit as st
 
 from core.data.workspace import CorpusRole
 from core.errors import UserError
+from core.selection.budget import Budget
 from core.selection.compare import overlap_matrix, ranking_table, score_histogram
 from core.selection.selection import EXPORT_FORMATS
 from core.selection.store import list_selections, load_selection, selection_label
-from core.selection.strategies import Strategy, resolve_budget
+from core.selection.strategies import Strategy
 from core.tables import readable
 from ui import CURRENT_SELECTION, corpus_picker, get_workspace, job_status, latest_job, run_guarded, selection_picker, submit_job
 from ui_selection import coverage_panel, leakage_panel, why_panel
@@ -67,7 +68,7 @@ if strategy == Strategy.ENTITY_GAIN:
 
 budget_problem = None
 try:
-    resolve_budget(budget, ws.corpus_info(dc_name).sentences if dc_name else 1)
+    Budget.parse(budget)
 except UserError as exc:
     budget_problem = f"Budget is {budget:g}: {exc}. Choose how many DC sentences to keep before running the selection."
 if budget_problem:

@@ -15,7 +15,7 @@ from core.data.atomic import temp_path_for
 from core.data.neardup import THRESHOLD
 from core.data.workspace import Workspace
 from core.errors import UserError
-from core.runner.params import ProjectParams, field_default
+from core.runner.params import ProjectParams, SelectParams, field_default
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -41,11 +41,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--strategy", required=True, choices=[s.value for s in Strategy])
     p.add_argument("--budget", required=True, help="a count (e.g. 5000) or a ratio of DC (e.g. 0.1; 1.0 = all)")
     p.add_argument("--out", required=True, help="output JSONL (one object per selected sentence); .txt or .csv also work")
-    p.add_argument("--model", default="default", help="encoder for cosine/knn, B1 for cosine-concat and mlm-ppl")
-    p.add_argument("--model2", default=None, help="B2 (NER fine-tuned) for cosine-concat")
-    p.add_argument("--ner-model", default=None, help="fine-tuned NER model folder for strategy ner")
-    p.add_argument("--target-domain", default=None, help="domain for domain precision (default: TC's majority domain)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--model", default=field_default(SelectParams, "model"), help="encoder for cosine/knn, B1 for cosine-concat and mlm-ppl")
+    p.add_argument("--model2", default=field_default(SelectParams, "model2"), help="B2 (NER fine-tuned) for cosine-concat")
+    p.add_argument("--ner-model", default=field_default(SelectParams, "ner_model"), help="fine-tuned NER model folder for strategy ner")
+    p.add_argument("--target-domain", default=field_default(SelectParams, "target_domain"),
+                   help="domain for domain precision (default: TC's majority domain, else the workspace's target domain)")
+    p.add_argument("--seed", type=int, default=field_default(SelectParams, "seed"))
     p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
                    help="strategy option, e.g. sampling=topk (dsir), k=10 (knn), order=4 (ppl), mix=0.7 (entity-gain: the gain's share)")
     p.add_argument("--ray", default=None, metavar="ADDRESS",
@@ -149,17 +150,19 @@ def _parse_options(items: list[str]) -> dict[str, object]:
 
 
 def cmd_select(args: argparse.Namespace) -> int:
-    from core.data.stream import open_corpus_stream
-    from core.selection.strategies import select
+    from core.runner.kinds import validate
+    from core.selection.budget import Budget
+    from core.selection.strategies import run_selection
 
     ws = Workspace(args.workspace)
-    tc, dc = ws.resolve_corpus(args.tc), open_corpus_stream(ws, args.dc)  # a workspace DC is read in record batches
+    budget = Budget.parse(args.budget, "--budget").value  # named as the user typed it
+    params = validate("select", {"tc": args.tc, "dc": args.dc, "strategy": args.strategy, "budget": budget,
+                                 "model": args.model, "model2": args.model2, "ner_model": args.ner_model,
+                                 "target_domain": args.target_domain, "seed": args.seed,
+                                 "options": _parse_options(args.option) or None, "ray": args.ray})
     t0 = time.time()
     with tqdm_progress(f"select {args.strategy}", enabled=progress_wanted(args)) as progress:
-        sel = select(tc, dc, args.strategy, args.budget, model=args.model, model2=args.model2, ner_model=args.ner_model,
-                     target_domain=args.target_domain, seed=args.seed, workspace=ws, progress=progress,
-                     options=_parse_options(args.option), names={"tc": args.tc, "dc": args.dc},
-                     ray=args.ray or ws.settings().get("ray_address") or None)
+        sel = run_selection(ws, params, progress)
     out = Path(args.out)
     sel.write_export(out)  # row by row: flat memory for any budget
     summary = {**sel.summary(), "seconds": time.time() - t0, "out": str(out)}

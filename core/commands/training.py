@@ -18,6 +18,7 @@ from core.errors import UserError
 from core.experiments.parallel import parse_parallel
 from core.experiments.plan import BASELINES
 from core.runner.params import ExperimentParams, MlmParams, NerParams, PickParams, PredictParams, field_default
+from core.selection.budget import Budget
 from core.train.presets import DEFAULT_PRESET, PICK_SNAPSHOTS, PRESETS, pick_defaults, preset_help
 
 
@@ -297,10 +298,8 @@ def cmd_ner_eval(args: argparse.Namespace) -> int:
 
 
 def _amounts(text: str | None, option: str) -> list[int | float]:
-    """A comma list of counts or ratios (core.experiments.plan.parse_amounts); None: none given."""
-    from core.experiments.plan import parse_amounts
-
-    return parse_amounts(text, option) if text is not None else []
+    """A comma list of counts or ratios (core.selection.budget.Budget); None: none given."""
+    return [b.value for b in Budget.parse_list(text, option)] if text is not None else []
 
 
 def cmd_experiment(args: argparse.Namespace) -> int:
@@ -308,12 +307,11 @@ def cmd_experiment(args: argparse.Namespace) -> int:
     from core.experiments.plan import parse_seeds
 
     seeds = parse_seeds(args.seeds, "--seeds")
-    if args.budget is not None and args.budgets is not None:
-        raise UserError("give --budget (one SC size) or --budgets (a sweep), not both")
     params = {"tc": _corpus(args, args.tc), "dc": _corpus(args, args.dc), "lc": _corpus(args, args.lc), "dev": _corpus(args, args.dev),
               "test": _corpus(args, args.test),
               "strategies": comma_list(args.strategies), "baselines": comma_list(args.baselines), "seeds": seeds,
-              "budgets": _amounts(args.budgets, "--budgets") or _amounts(args.budget, "--budget") or None,
+              "budget": Budget.parse(args.budget, "--budget").value if args.budget is not None else None,
+              "budgets": _amounts(args.budgets, "--budgets") or None,
               "lc_sizes": _amounts(args.lc_sizes, "--lc-sizes") or None, "model": _model(args.model),
               "preset": args.preset, "domain": args.domain, "exclude_leaked": args.exclude_leaked,
               "allow_dev_in_mlm": args.allow_dev_in_mlm,

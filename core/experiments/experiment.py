@@ -50,7 +50,6 @@ from core.experiments.plan import (
     CELL_FILE,
     check_recipe,
     parse_strategy,
-    resolve_amount,
     resolve_sc_budget,
     strategy_models,
     sweep_budgets,
@@ -64,6 +63,7 @@ from core.experiments.summary import (
     interval_text,
     pretraining_verdicts,
 )
+from core.selection.budget import Budget
 
 if TYPE_CHECKING:
     from core.runner.jobs import JobContext
@@ -217,7 +217,7 @@ def experiment_job(params: ExperimentParams, ctx: JobContext) -> dict[str, Any]:
             parse_strategy(s)
         counts = [resolve_sc_budget(b, n_tc, n_dc) for b in budgets]  # a bad budget fails here, before training
         budgets = [b for i, b in enumerate(budgets) if counts[i] not in counts[:i]]  # 0.1 and 600 of 6,000: one cell
-    lc_sizes = sorted({resolve_amount(s, n_lc, "LC size") for s in params.lc_sizes or [n_lc]})
+    lc_sizes = sorted({Budget.parse(s, "LC size").count(n_lc, what="LC size") for s in params.lc_sizes or [n_lc]})
     runner = ExperimentCells(params, ctx, {k: r.to_dict() for k, r in refs.items()}, corpora["tc"], corpora["dc"], corpora["lc"],
                              corpora["dev"], corpora["test"])
     domain = params.domain or ws.settings().get("target_domain") or refs["test"].name or "test"

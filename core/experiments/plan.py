@@ -1,10 +1,8 @@
 """What an experiment runs, before anything runs: rows, seeds, SC budgets and LC sizes parsed and resolved, and
 the folder key of each cell; shared by the experiment job, compare-sources, the CLI and the Runs page.
 
->>> parse_amounts("500, 0.1", "--budgets")
-[500, 0.1]
->>> resolve_amount(0.5, 300, "LC size"), resolve_amount(100, 300, "LC size")
-(150, 100)
+>>> resolve_sc_budget(None, 8, 100), resolve_sc_budget(0.1, 8, 100), resolve_sc_budget(500, 8, 100)
+(8, 10, 100)
 """
 
 from __future__ import annotations
@@ -13,9 +11,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from core.errors import UserError
+from core.selection.budget import Budget
 
 BASELINES = ("none", "tapt", "dapt", "tapt+dapt")
 CELL_FILE = "cell.json"
@@ -55,60 +52,16 @@ def parse_seeds(text: str, what: str) -> list[int]:
     return [int(t) for t in items]
 
 
-def parse_amounts(text: str | Sequence[Any] | None, what: str) -> list[int | float]:
-    """'500,0.1' -> [500, 0.1]: a comma list (or a list) of counts (integers >= 1) or ratios
-    (0 < r <= 1; write 1.0 for "all"). Shared by the CLI and the Runs page; a bad item is a
-    UserError naming `what` and the item."""
-    items = [t.strip() for t in text.split(",")] if isinstance(text, str) else list(text or [])
-    out: list[int | float] = []
-    for item in items:
-        if item in ("", None):
-            continue
-        try:
-            if isinstance(item, (int, float)) and not isinstance(item, bool):
-                value: int | float = item
-            else:
-                value = int(item) if str(item).strip().lstrip("+").isdigit() else float(item)
-        except (TypeError, ValueError):
-            raise UserError(f"{what}: {item!r} is not a number; give counts (e.g. 500) or ratios (e.g. 0.1)") from None
-        _check_amount(value, what)
-        out.append(value)
-    return out
-
-
-def _check_amount(value: Any, what: str) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not np.isfinite(value) or value <= 0:
-        raise UserError(f"{what}: {value!r} must be a count >= 1 or a ratio in (0, 1]")
-    if isinstance(value, float) and value > 1 and value != int(value):
-        raise UserError(f"{what}: {value} is neither a count (integer >= 1) nor a ratio (0 < r <= 1)")
-
-
-def resolve_amount(value: int | float | str, total: int, what: str) -> int:
-    """A count or a ratio of `total` -> a count in [1, total]; more than `total` is a UserError
-    (a sweep point that silently became "all" would repeat another point)."""
-    (value,) = parse_amounts([value], what) if isinstance(value, str) else (value,)
-    _check_amount(value, what)
-    count = max(1, int(round(value * total))) if isinstance(value, float) and value <= 1 else int(value)
-    if count > total:
-        raise UserError(f"{what}: {value} is more than the {total:,} sentences there are")
-    return count
-
-
-def resolve_sc_budget(budget: int | float | str | None, tc_size: int, dc_size: int) -> int:
-    """SC sentences a strategy selects: `budget` as core.selection.strategies reads it (count or ratio of DC,
-    capped at |DC|); None means |TC|, so TC:SC is 1:1."""
-    from core.selection.strategies import resolve_budget
-
-    return resolve_budget(tc_size if budget is None else budget, dc_size)[0]
+def resolve_sc_budget(budget: Budget | int | float | str | None, tc_size: int, dc_size: int) -> int:
+    """SC sentences a strategy selects: `budget` as a selection reads it (count or ratio of DC, capped at |DC|);
+    None means |TC|, so TC:SC is 1:1."""
+    return Budget.parse(tc_size if budget is None else budget).count(dc_size, cap=True)
 
 
 def sweep_budgets(budget: Any, budgets: Sequence[Any] | None) -> list[Any]:
-    """The SC budgets to run: `budgets` (a sweep), else the single `budget` (None: |TC|)."""
-    if budgets:
-        if budget is not None and [budget] != list(budgets):
-            raise UserError("give either budget (one SC size) or budgets (a sweep), not both")
-        return list(budgets)
-    return [budget]
+    """The SC budgets to run: `budgets` (a sweep), else the single `budget` (None: |TC|); that not both are given
+    was checked when the params were made (core.runner.params.ExperimentParams)."""
+    return list(budgets) if budgets else [budget]
 
 
 def cell_key(row: str, budget: int | None, lc_size: int | None) -> str:

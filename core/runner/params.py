@@ -21,7 +21,16 @@ from core.train.presets import DEFAULT_PRESET, PRESETS, experiment_settings
 
 SCHEMA_VERSION = 2
 
-Budget = int | float | str | None  # a count, a ratio of DC, or the same as text ("500", "0.1")
+# A count or a ratio (core.selection.budget.Budget). Text ("500", "0.1") is parsed when the job is submitted, by
+# the one rule set, and stored as the number; the metadata names the field in the message.
+Amount = int | float
+
+
+def amount_field(what: str, default: Any = dataclasses.MISSING, many: bool = False) -> Any:
+    meta = {"amount": what, "many": many}
+    if default is dataclasses.MISSING:
+        return field(metadata=meta)
+    return field(default=default, metadata=meta)
 
 
 @dataclass
@@ -71,7 +80,7 @@ class SelectParams:
     tc: str
     dc: str
     strategy: str
-    budget: Budget
+    budget: Amount = amount_field("budget")
     model: str | None = "default"
     model2: str | None = None
     ner_model: str | None = None
@@ -149,9 +158,10 @@ class ExperimentParams:
     strategies: list[str] = field(default_factory=list)
     baselines: list[str] = field(default_factory=lambda: ["none", "tapt", "dapt", "tapt+dapt"])
     seeds: list[int] = field(default_factory=lambda: [1])
-    budget: Budget = None  # one SC size (count or ratio of DC; None: |TC|) ...
-    budgets: list[int | float | str] | None = None  # ... or a sweep of them (Fig. 2); not both
-    lc_sizes: list[int | float | str] | None = None  # LC sub-samples (counts or ratios of LC; None: all), drawn with the seed (Fig. 4)
+    budget: Amount | None = amount_field("budget", None)  # one SC size (count or ratio of DC; None: |TC|) ...
+    budgets: list[Amount] | None = amount_field("budgets", None, many=True)  # ... or a sweep of them (Fig. 2); not both
+    # LC sub-samples (counts or ratios of LC; None: all), drawn with the seed (Fig. 4)
+    lc_sizes: list[Amount] | None = amount_field("lc_sizes", None, many=True)
     model: str = "default"
     preset: str = DEFAULT_PRESET
     mlm_config: dict[str, Any] | None = None
@@ -180,6 +190,8 @@ class ExperimentParams:
         if self.pick_checkpoint is not None and self.pick_checkpoint < 0:
             raise UserError(f"experiment params: pick_checkpoint is the number of MLM snapshots to keep per cell "
                             f"(0: no pick), got {self.pick_checkpoint}")
+        if self.budget is not None and self.budgets and [self.budget] != list(self.budgets):
+            raise UserError("experiment params: give either budget (one SC size) or budgets (a sweep), not both")
         if not 0 <= self.rehearsal_share < 1:
             raise UserError(f"experiment params: rehearsal_share must be in [0, 1), got {self.rehearsal_share}")
         if str(self.parallel).strip().lower() != "auto" and not (str(self.parallel).strip().isdigit() and int(self.parallel) >= 1):
@@ -309,12 +321,33 @@ def validate_params(cls: type, params: dict[str, Any] | Any, kind: str = "") -> 
                and f.default_factory is dataclasses.MISSING]
     if missing:
         raise UserError(f"{kind} params: missing required field(s) {', '.join(map(repr, missing))}")
+    params = {**params, **_parsed_amounts(fields, params, kind)}
     for name, value in params.items():
         if not _check(value, hints[name]):
             raise UserError(f"{kind} params: field {name!r} must be {_type_name(hints[name])}, got {value!r}")
     if "preset" in params and params["preset"] not in PRESETS:
         raise UserError(f"{kind} params: field 'preset' must be one of {', '.join(PRESETS)}, got {params['preset']!r}")
     return cls(**{k: list(v) if isinstance(v, tuple) else v for k, v in params.items()})
+
+
+def _parsed_amounts(fields: dict[str, dataclasses.Field], params: dict[str, Any], kind: str) -> dict[str, Any]:
+    """The count-or-ratio fields parsed by core.selection.budget.Budget (text to numbers, bad values refused)."""
+    from core.selection.budget import Budget
+
+    out: dict[str, Any] = {}
+    for name, f in fields.items():
+        value = params.get(name)
+        if "amount" not in f.metadata or value is None:
+            continue
+        what = f"{kind} params: field {name!r}"
+        if f.metadata["many"]:
+            items = value.split(",") if isinstance(value, str) else value
+            if not isinstance(items, (list, tuple)):
+                raise UserError(f"{what} must be a list of counts or ratios, got {value!r}")
+            out[name] = [b.value for b in Budget.parse_list(list(items), what)] or None
+        else:
+            out[name] = Budget.parse(value, what).value
+    return out
 
 
 def field_default(cls: type, name: str) -> Any:

@@ -37,6 +37,7 @@ from core.data.workspace import Workspace, content_hash
 from core.errors import UserError
 from core.lm.pseudo_ppl import pseudo_perplexities
 from core.progress import Progress, sub
+from core.selection.budget import Budget
 from core.selection.kernels import cosine_to_vector, normalize_rows, topk_cosine
 from core.selection.selection import Selection
 from core.selection.store import cached_selection, save_selection
@@ -122,33 +123,6 @@ STRATEGIES: dict[Strategy, StrategyInfo] = {
 
 
 # --------------------------------------------------------------------------- budget and ranking
-
-
-def resolve_budget(budget: int | float | str, dc_size: int) -> tuple[int, list[str]]:
-    """A count (integer >= 1) or a ratio of DC (0 < b <= 1) -> (count, notes)."""
-    if isinstance(budget, bool):
-        raise UserError(f"budget must be a number, got {budget!r}")
-    if isinstance(budget, str):
-        text = budget.strip()
-        try:
-            budget = int(text) if text.lstrip("+-").isdigit() else float(text)
-        except ValueError:
-            raise UserError(f"budget {text!r} is not a number: give a count (e.g. 5000) or a ratio of DC (e.g. 0.1)") from None
-    if not isinstance(budget, (int, float, np.integer, np.floating)) or not math.isfinite(budget):
-        raise UserError(f"budget must be a finite number, got {budget!r}")
-    if budget <= 0:
-        raise UserError(f"budget must be positive: a count >= 1 or a ratio in (0, 1], got {budget}")
-    notes: list[str] = []
-    if isinstance(budget, (float, np.floating)) and budget <= 1:
-        count = max(1, int(round(float(budget) * dc_size)))
-    elif float(budget) != int(budget):
-        raise UserError(f"budget {budget} is neither a count (integer >= 1) nor a ratio of DC (0 < b <= 1)")
-    else:
-        count = int(budget)
-    if count > dc_size:
-        notes.append(f"budget {count:,} exceeds the DC size {dc_size:,}: selecting all of DC")
-        count = dc_size
-    return count, notes
 
 
 def rank_order(scores: np.ndarray, higher_is_better: bool = True, secondary: np.ndarray | None = None) -> np.ndarray:
@@ -387,7 +361,8 @@ def select(tc: Corpus | CorpusStream, dc: Corpus | CorpusStream, strategy: str |
         raise UserError("the domain corpus DC is empty")
     if len(tc) == 0 and strat not in (Strategy.RANDOM, Strategy.ALL):
         raise UserError("the task corpus TC is empty")
-    count, notes = resolve_budget(budget, n)
+    asked = Budget.parse(budget)
+    count, notes = asked.count(n, cap=True), asked.note(n)
     if strat == Strategy.ALL:
         if count < n:
             notes.append(f"strategy 'all' ignores the budget ({count:,}): all {n:,} DC sentences selected")
@@ -464,18 +439,25 @@ def resolve_target_domain(tc: Corpus, target_domain: str | None) -> str | None:
 # --------------------------------------------------------------------------- job
 
 
-def selection_job(params: SelectParams, ctx: JobContext) -> dict[str, Any]:
-    """Job kind "select": rank DC for TC with a strategy, keep the budget, save the selection."""
-    ws: Workspace = ctx.workspace
+def run_selection(ws: Workspace, params: SelectParams, progress: Progress | None = None,
+                  log: Callable[[str], None] | None = None) -> Selection:
+    """One selection from validated params (core.runner.params.SelectParams), for the job and the CLI alike:
+    TC whole, DC streamed, the target domain and the Ray address from the workspace settings when not given."""
     tc = ws.resolve_corpus(params.tc)
-    dc = open_corpus_stream(ws, params.dc)
+    dc = open_corpus_stream(ws, params.dc)  # a workspace DC is read in record batches
     target = params.target_domain or resolve_target_domain(tc, None) or ws.settings().get("target_domain")
     ray = params.ray or ws.settings().get("ray_address") or None
-    ctx.log(f"select {params.strategy} budget {params.budget}: TC {params.tc} ({len(tc)}), DC {params.dc} ({len(dc)})"
+    if log is not None:
+        log(f"select {params.strategy} budget {params.budget}: TC {params.tc} ({len(tc)}), DC {params.dc} ({len(dc)})"
             + (f" on Ray {ray}" if ray else ""))
-    sel = select(tc, dc, params.strategy, params.budget, model=params.model or "default", model2=params.model2 or None,
-                 ner_model=params.ner_model or None, target_domain=target, seed=params.seed, workspace=ws, progress=ctx.progress,
-                 options=params.options, names={"tc": str(params.tc), "dc": str(params.dc)}, ray=ray)
+    return select(tc, dc, params.strategy, params.budget, model=params.model or "default", model2=params.model2 or None,
+                  ner_model=params.ner_model or None, target_domain=target, seed=params.seed, workspace=ws, progress=progress,
+                  options=params.options, names={"tc": str(params.tc), "dc": str(params.dc)}, ray=ray)
+
+
+def selection_job(params: SelectParams, ctx: JobContext) -> dict[str, Any]:
+    """Job kind "select": rank DC for TC with a strategy, keep the budget, save the selection."""
+    sel = run_selection(ctx.workspace, params, ctx.progress, ctx.log)
     summary = sel.summary()
     for note in sel.notes:
         ctx.log(note)
