@@ -63,3 +63,33 @@ def test_a_missing_model_folder_is_refused_at_submit(tmp_path):
     folder.mkdir()
     for model in ("default", "dslim/bert-base-NER", str(folder)):
         assert jobs.submit(ws, "ner", {"train": "lc", "model": model}, start=False).status == "queued"
+
+
+def test_a_bad_training_config_is_refused_at_submit_without_torch(tmp_path):
+    """Issue 44: a config dict (ner/mlm/selftrain `config`, experiment `mlm_config`/`ner_config`) was checked only
+    inside the running job; now submit refuses an unknown setting, a wrong type or an out-of-range value, names the
+    field and the setting, and stores nothing. Checking imports no torch (the pages validate too)."""
+    import subprocess
+    import sys
+
+    from core.data.workspace import Workspace
+
+    ws = Workspace(tmp_path / "ws")
+    cases = [("ner", {"config": {"lrr": 1e-4}}, "field 'config': unknown NER setting.*lrr"),
+             ("ner", {"config": {"epochs": 2.5}}, "epochs must be an integer, got 2.5"),
+             ("ner", {"config": {"betas": [0.9]}}, "betas must be a list of 2"),
+             ("mlm", {"config": {"lr": "fast"}}, "field 'config': lr must be a number"),
+             ("experiment", {"mlm_config": {"layer_lr_decay": 2}}, "field 'mlm_config': layer_lr_decay must be in"),
+             ("experiment", {"ner_config": {"patience": "x"}}, "field 'ner_config': patience"),
+             ("selftrain", {"model": "default", "lc": "lc", "dev": "dev", "config": {"nope": 1}}, "unknown NER setting")]
+    for kind, params, message in cases:
+        with pytest.raises(UserError, match=message):
+            jobs.submit(ws, kind, params, start=False)
+    assert jobs.list_jobs(ws) == []
+    assert validate("ner", {"config": {"lr": 1e-4, "betas": [0.9, 0.99], "max_steps": None}}).config["lr"] == 1e-4
+    assert {k: v.config_fields for k, v in KINDS.items() if v.config_fields} == {
+        "mlm": ("config",), "ner": ("config",), "experiment": ("mlm_config", "ner_config"), "selftrain": ("config",)}
+    code = ("import sys; from core.runner.kinds import validate; "
+            "validate('experiment', {'mlm_config': {'lr': 1e-4}, 'ner_config': {'epochs': 3}}); print('torch' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"

@@ -27,10 +27,14 @@ class JobKind:
     label: str  # how a person reads the kind: "NER training"
     inputs: tuple[str, ...]  # the params that tell two jobs of this kind apart, in reading order
     records: str  # what a finished job leaves behind besides result.json (docs, the Runs page)
-    # the params fields holding a training config (batch_size, grad_accum): its memory key, and what the runner
-    # doubles grad_accum in after the job ran out of GPU memory (core.runner.devices); () for kinds that do not train
-    config_fields: tuple[str, ...] = ()
     encoder_field: str = "model"  # the param naming the encoder the job loads (its memory key)
+
+    @property
+    def config_fields(self) -> tuple[str, ...]:
+        """The params fields holding a training config (batch_size, grad_accum), declared on the params dataclass
+        (core.runner.params.config_field): its memory key, and what the runner doubles grad_accum in after the
+        job ran out of GPU memory (core.runner.devices); () for kinds that do not train."""
+        return p.config_fields(self.params)
 
 
 KINDS: dict[str, JobKind] = {k.name: k for k in (
@@ -47,18 +51,18 @@ KINDS: dict[str, JobKind] = {k.name: k for k in (
     JobKind("predict", "core.train.ner_predict:ner_predict_job", p.PredictParams, "interactive", "Prediction",
             ("model", "corpus"), "predictions (spans, c1, c2) as JSON lines"),
     JobKind("mlm", "core.train.mlm:mlm_job", p.MlmParams, "training", "MLM pretraining",
-            ("mode", "tc", "dc", "selection", "model", "preset"), "a model folder with its lineage", ("config",)),
+            ("mode", "tc", "dc", "selection", "model", "preset"), "a model folder with its lineage"),
     JobKind("pick-checkpoint", "core.train.checkpoint_pick:pick_job", p.PickParams, "training", "Checkpoint pick",
             ("snapshots", "base", "dev"), "the chosen checkpoint and every candidate's DEV F1 (result.json)",
             encoder_field="base"),
     JobKind("ner", "core.train.ner_train:ner_train_job", p.NerParams, "training", "NER training",
-            ("train", "model", "preset"), "a model folder with its lineage, test predictions", ("config",)),
+            ("train", "model", "preset"), "a model folder with its lineage, test predictions"),
     JobKind("experiment", "core.experiments.experiment:experiment_job", p.ExperimentParams, "training", "Experiment",
-            ("strategies", "baselines", "seeds", "preset"), "cells (one NER run each, with lineage)", ("mlm_config", "ner_config")),
+            ("strategies", "baselines", "seeds", "preset"), "cells (one NER run each, with lineage)"),
     JobKind("compare-sources", "core.experiments.compare:compare_sources_job", p.CompareSourcesParams, "training",
             "Compare sources", ("sources", "target", "seeds", "preset"), "one NER run per source and seed, with lineage"),
     JobKind("selftrain", "core.adapt.selftrain:selftrain_job", p.SelftrainParams, "training", "Self-training",
-            ("lc", "unlabeled", "selection", "ratio", "preset"), "a model folder with its lineage", ("config",)),
+            ("lc", "unlabeled", "selection", "ratio", "preset"), "a model folder with its lineage"),
     JobKind("augment", "core.adapt.augment:augment_job", p.AugmentParams, "training", "Augmentation",
             ("lc", "model", "sampling"), "an augmented CoNLL corpus"),
     JobKind("sleep", "core.runner.jobs:sleep_job", p.SleepParams, "training", "Sleep",  # tests; checks a new machine's runner

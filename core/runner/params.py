@@ -33,6 +33,20 @@ def amount_field(what: str, default: Any = dataclasses.MISSING, many: bool = Fal
     return field(default=default, metadata=meta)
 
 
+def config_field(trainer: str, default: Any = dataclasses.MISSING) -> Any:
+    """A field holding overrides of a training recipe (core.train.configs.CONFIGS[trainer]) on top of the job's
+    preset: checked at submit (names, types, ranges), and what core.runner.devices reads the memory key from."""
+    meta = {"config": trainer}
+    if default is dataclasses.MISSING:
+        return field(default_factory=dict, metadata=meta)
+    return field(default=default, metadata=meta)
+
+
+def config_fields(cls: type) -> tuple[str, ...]:
+    """The fields of a params dataclass that hold a training config."""
+    return tuple(f.name for f in dataclasses.fields(cls) if "config" in f.metadata)
+
+
 @dataclass
 class ImportParams:
     path: str
@@ -110,7 +124,7 @@ class MlmParams:
     dc: str | None = None
     model: str = "default"
     preset: str = DEFAULT_PRESET
-    config: dict[str, Any] = field(default_factory=dict)
+    config: dict[str, Any] = config_field("mlm")
     out: str | None = None
 
 
@@ -136,7 +150,7 @@ class NerParams:
     test: str | None = None
     model: str = "default"
     preset: str = DEFAULT_PRESET
-    config: dict[str, Any] = field(default_factory=dict)
+    config: dict[str, Any] = config_field("ner")
     out: str | None = None
 
 
@@ -164,8 +178,8 @@ class ExperimentParams:
     lc_sizes: list[Amount] | None = amount_field("lc_sizes", None, many=True)
     model: str = "default"
     preset: str = DEFAULT_PRESET
-    mlm_config: dict[str, Any] | None = None
-    ner_config: dict[str, Any] | None = None
+    mlm_config: dict[str, Any] | None = config_field("mlm", None)
+    ner_config: dict[str, Any] | None = config_field("ner", None)
     domain: str | None = None
     # DC sentences duplicating TEST, and DEV, are always dropped before any MLM (core.experiments.guard); this also drops
     # DC's DEV duplicates where allow_dev_in_mlm keeps DEV text in TC
@@ -211,7 +225,7 @@ class SelftrainParams:
     ratio: float = 1.0
     preset: str = DEFAULT_PRESET
     seed: int = 1
-    config: dict[str, Any] | None = None
+    config: dict[str, Any] | None = config_field("ner", None)
     out: str | None = None
 
 
@@ -276,6 +290,8 @@ def _type_name(tp: Any) -> str:
     origin = typing.get_origin(tp)
     if origin in (Union, types.UnionType):
         return " or ".join(_type_name(a) for a in typing.get_args(tp))
+    if origin is tuple:
+        return f"a list of {len(typing.get_args(tp))} ({', '.join(_type_name(a) for a in typing.get_args(tp))})"
     if origin is not None:
         return {list: "a list", dict: "an object"}.get(origin, str(origin))
     return {str: "a string", int: "an integer", float: "a number", bool: "true/false"}.get(tp, getattr(tp, "__name__", str(tp)))
@@ -294,6 +310,9 @@ def _check(value: Any, tp: Any) -> bool:
         return isinstance(value, (list, tuple)) and all(_check(v, item) for v in value)
     if origin is dict:
         return isinstance(value, dict)
+    if origin is tuple:
+        items = typing.get_args(tp)
+        return isinstance(value, (list, tuple)) and len(value) == len(items) and all(map(_check, value, items))
     if tp is bool:
         return isinstance(value, bool)
     if tp is int:
@@ -327,7 +346,29 @@ def validate_params(cls: type, params: dict[str, Any] | Any, kind: str = "") -> 
             raise UserError(f"{kind} params: field {name!r} must be {_type_name(hints[name])}, got {value!r}")
     if "preset" in params and params["preset"] not in PRESETS:
         raise UserError(f"{kind} params: field 'preset' must be one of {', '.join(PRESETS)}, got {params['preset']!r}")
+    for name, f in fields.items():
+        if "config" in f.metadata and params.get(name):
+            _check_config(f.metadata["config"], params[name], params.get("preset", DEFAULT_PRESET), f"{kind} params: field {name!r}")
     return cls(**{k: list(v) if isinstance(v, tuple) else v for k, v in params.items()})
+
+
+def _check_config(trainer: str, overrides: dict[str, Any], preset: str, what: str) -> None:
+    """A config dict as the job will read it (the preset's settings with these on top): an unknown setting, a value
+    of the wrong type or out of range is refused here, at submit, not minutes into the job."""
+    from core.train.configs import CONFIGS, check_settings
+    from core.train.presets import mlm_settings, ner_settings
+
+    cls = CONFIGS[trainer]
+    try:
+        check_settings(cls, overrides, trainer.upper())
+        hints = typing.get_type_hints(cls)
+        for key, value in overrides.items():
+            if value is not None and not _check(value, hints[key]):
+                raise UserError(f"{key} must be {_type_name(hints[key])}, got {value!r}")
+        settings = (mlm_settings if trainer == "mlm" else ner_settings)(preset, **overrides)
+        cls.from_dict(settings)
+    except UserError as exc:
+        raise UserError(f"{what}: {exc}") from None
 
 
 def _parsed_amounts(fields: dict[str, dataclasses.Field], params: dict[str, Any], kind: str) -> dict[str, Any]:

@@ -24,7 +24,7 @@ import math
 import random
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -36,7 +36,8 @@ from core.errors import ModelError, UserError
 from core.lm.models import ModelRef, load_masked_lm, load_tokenizer, resolve_model
 from core.selection.store import selection_texts
 from core.train import lineage
-from core.train.mlm_recipe import chain, check_recipe, head_warmup, l2sp_anchor, param_groups
+from core.train.configs import MlmConfig
+from core.train.mlm_recipe import chain, head_warmup, l2sp_anchor, param_groups
 from core.train.modes import phases_of
 from core.train.presets import DEFAULT_PRESET, RUN_ONLY_SETTINGS, mlm_settings
 from core.train.training import (
@@ -49,7 +50,6 @@ from core.train.training import (
     TrainLoop,
     adamw,
     atomic_dir,
-    check_settings,
     device_and_precision,
     epoch_order,
     grad_scaler,
@@ -61,42 +61,6 @@ if TYPE_CHECKING:
     from core.runner.params import MlmParams
 
 INFO_FILE = "mlm_info.json"
-
-
-@dataclass
-class MlmConfig:
-    """Continued-pretraining hyper-parameters; epochs and batch size are the paper's."""
-
-    epochs: int = 5  # paper
-    batch_size: int = 64  # examples per optimizer step (paper); split into grad_accum micro-batches
-    grad_accum: int = 1  # micro-batches per optimizer step (fit a large batch in little memory)
-    lr: float = 5e-5
-    weight_decay: float = 0.01
-    warmup_ratio: float = 0.06  # linear warmup, then linear decay to 0
-    block_size: int = 128  # tokens per packed example
-    pack: bool = True  # False: one sentence per example, padded per batch (the benchmark's baseline)
-    mlm_probability: float = 0.15  # BERT
-    max_steps: int | None = None  # cap on optimizer steps (demo runs, tests)
-    seed: int = 1
-    grad_clip: float = 1.0
-    checkpoint_every: int = 50  # optimizer steps between resumable checkpoints
-    snapshot_every: int = 0  # steps between kept model snapshots (snapshot_dir/step-N) for checkpoint selection; 0: none
-    # recipe variants (core.train.mlm_recipe; issue 26): how the encoder is allowed to move
-    head_warmup_steps: int = 0  # the first N steps train only the MLM head, the encoder frozen (a fresh head learns first)
-    layer_lr_decay: float = 1.0  # lr x decay^(levels below the head): lower layers move less; 1.0: one lr for all
-    freeze_layers: int = 0  # the embeddings and the lowest N transformer layers stay as they are
-    l2sp: float = 0.0  # L2-SP: strength of the pull of the encoder's weights towards where the phase started; 0: none
-    log_every: int = 5
-    device: str = "auto"
-    precision: str = "auto"  # bf16/fp16 autocast on GPU, fp32 on CPU
-
-    def __post_init__(self) -> None:  # a bad recipe value is refused where the config is made (submit), not minutes in
-        check_recipe(self, None)
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> MlmConfig:
-        check_settings(cls, d, "MLM")
-        return cls(**d)
 
 
 def preset_config(name: str = DEFAULT_PRESET, **overrides: Any) -> MlmConfig:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -23,6 +23,7 @@ from core.data.tags import TagScheme, spans_from_tags, tags_from_spans
 from core.errors import UserError
 from core.lm.models import ModelRef
 from core.train import lineage
+from core.train.configs import NerConfig
 from core.train.crf import constrain_bioes, viterbi_decode
 from core.train.ner_model import Batch, NerModel, build_ner_model, label_set, load_ner_model
 from core.train.ner_predict import evaluate, predict_corpus, scores_from_tags, write_predictions
@@ -35,7 +36,6 @@ from core.train.training import (
     Progress,
     TrainLoop,
     adamw,
-    check_settings,
     device_and_precision,
     epoch_order,
     grad_scaler,
@@ -45,45 +45,6 @@ from core.train.training import (
 if TYPE_CHECKING:
     from core.runner.jobs import JobContext
     from core.runner.params import NerParams
-
-
-@dataclass
-class NerConfig:
-    """Fine-tuning hyper-parameters; defaults are the seed paper's (AdamW, lr 2e-5, weight
-    decay 1e-8, up to 200 epochs with early stopping on dev F1)."""
-
-    lr: float = 2e-5  # encoder learning rate (paper)
-    head_lr: float | None = None  # emission layer + CRF; None = lr. Demo presets use 1e-3: a fresh CRF barely moves at 2e-5
-    weight_decay: float = 1e-8  # paper
-    betas: tuple[float, float] = (0.9, 0.999)  # paper
-    epochs: int = 200  # upper bound; early stopping usually ends far sooner
-    patience: int = 10  # epochs without a dev-F1 gain before stopping
-    batch_size: int = 16  # sentences per optimizer step, split into grad_accum micro-batches
-    grad_accum: int = 1  # micro-batches per optimizer step (the runner doubles it after running out of GPU memory)
-    dropout: float = 0.1
-    seed: int = 1
-    max_length: int = 256  # sub-tokens per sentence; words past it are predicted O
-    warmup_ratio: float = 0.0  # linear warmup over this share of the steps, constant after
-    grad_clip: float = 1.0
-    eval_batch_size: int = 64
-    dev_limit: int | None = None  # evaluate on the first N dev sentences only (CPU demo runs)
-    eval_every: int = 1  # epochs between dev evaluations (patience still counts epochs)
-    min_delta: float = 0.0  # a dev-F1 gain at most this large counts as flat for early stopping (the better model is still kept)
-    bucket: int = 4  # batches per length-sorted chunk (less padding); 0 or 1: plain shuffled batches
-    max_steps: int | None = None  # stop after this many optimizer steps (tests, smoke runs)
-    checkpoint_every: int = 100  # steps between resumable checkpoints (also at each epoch end)
-    log_every: int = 10  # steps between metric lines
-    constrain_bioes: bool = True  # start impossible BIOES transitions at -1e4 (see core.train.crf.constrain_bioes)
-    device: str = "auto"
-    precision: str = "auto"  # bf16/fp16 autocast on GPU, fp32 on CPU
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> NerConfig:
-        check_settings(cls, d, "NER")
-        d = dict(d)
-        if "betas" in d:
-            d["betas"] = tuple(d["betas"])
-        return cls(**d)
 
 
 def preset_config(name: str = DEFAULT_PRESET, **overrides: Any) -> NerConfig:

@@ -16,7 +16,6 @@ a `kill -9` at any moment leaves either the new or the previous checkpoint intac
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import json
 import os
 import random
@@ -32,20 +31,11 @@ import numpy as np
 import torch
 
 from core.data.atomic import honour_umask
-from core.errors import UserError
 from core.lm.models import pick_device
 from core.progress import Progress
 
 Log = Callable[[str], None]
 Metric = Callable[..., None]
-
-
-def check_settings(cls: type, d: dict[str, Any], what: str) -> None:
-    """Unknown keys in a stored or typed-in config are an error naming them (a typo must not be ignored)."""
-    known = {f.name for f in dataclasses.fields(cls)}
-    unknown = set(d) - known
-    if unknown:
-        raise UserError(f"unknown {what} setting(s): {', '.join(sorted(unknown))}; known: {', '.join(sorted(known))}")
 
 
 def set_seed(seed: int) -> None:

@@ -1,0 +1,106 @@
+"""The training recipes as plain dataclasses: NerConfig (BERT-CRF fine-tuning) and MlmConfig (continued pretraining).
+
+They live apart from the trainers so that a job's config dict is checked when the job is submitted (unknown keys,
+types, ranges: core.runner.params) without importing torch; the trainers import them from here.
+
+>>> NerConfig.from_dict({"epochs": 2}).epochs
+2
+>>> MlmConfig.from_dict({"lrr": 1e-4})  # doctest: +ELLIPSIS
+Traceback (most recent call last):
+core.errors.UserError: unknown MLM setting(s): lrr; known: batch_size, block_size, ...
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+from core.errors import UserError
+from core.train.mlm_recipe import check_recipe
+
+
+def check_settings(cls: type, d: dict[str, Any], what: str) -> None:
+    """Unknown keys in a stored or typed-in config are an error naming them (a typo must not be ignored)."""
+    known = {f.name for f in dataclasses.fields(cls)}
+    unknown = set(d) - known
+    if unknown:
+        raise UserError(f"unknown {what} setting(s): {', '.join(sorted(unknown))}; known: {', '.join(sorted(known))}")
+
+
+@dataclass
+class NerConfig:
+    """Fine-tuning hyper-parameters; defaults are the seed paper's (AdamW, lr 2e-5, weight
+    decay 1e-8, up to 200 epochs with early stopping on dev F1)."""
+
+    lr: float = 2e-5  # encoder learning rate (paper)
+    head_lr: float | None = None  # emission layer + CRF; None = lr. Demo presets use 1e-3: a fresh CRF barely moves at 2e-5
+    weight_decay: float = 1e-8  # paper
+    betas: tuple[float, float] = (0.9, 0.999)  # paper
+    epochs: int = 200  # upper bound; early stopping usually ends far sooner
+    patience: int = 10  # epochs without a dev-F1 gain before stopping
+    batch_size: int = 16  # sentences per optimizer step, split into grad_accum micro-batches
+    grad_accum: int = 1  # micro-batches per optimizer step (the runner doubles it after running out of GPU memory)
+    dropout: float = 0.1
+    seed: int = 1
+    max_length: int = 256  # sub-tokens per sentence; words past it are predicted O
+    warmup_ratio: float = 0.0  # linear warmup over this share of the steps, constant after
+    grad_clip: float = 1.0
+    eval_batch_size: int = 64
+    dev_limit: int | None = None  # evaluate on the first N dev sentences only (CPU demo runs)
+    eval_every: int = 1  # epochs between dev evaluations (patience still counts epochs)
+    min_delta: float = 0.0  # a dev-F1 gain at most this large counts as flat for early stopping (the better model is still kept)
+    bucket: int = 4  # batches per length-sorted chunk (less padding); 0 or 1: plain shuffled batches
+    max_steps: int | None = None  # stop after this many optimizer steps (tests, smoke runs)
+    checkpoint_every: int = 100  # steps between resumable checkpoints (also at each epoch end)
+    log_every: int = 10  # steps between metric lines
+    constrain_bioes: bool = True  # start impossible BIOES transitions at -1e4 (see core.train.crf.constrain_bioes)
+    device: str = "auto"
+    precision: str = "auto"  # bf16/fp16 autocast on GPU, fp32 on CPU
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> NerConfig:
+        check_settings(cls, d, "NER")
+        d = dict(d)
+        if "betas" in d:
+            d["betas"] = tuple(d["betas"])
+        return cls(**d)
+
+
+@dataclass
+class MlmConfig:
+    """Continued-pretraining hyper-parameters; epochs and batch size are the paper's."""
+
+    epochs: int = 5  # paper
+    batch_size: int = 64  # examples per optimizer step (paper); split into grad_accum micro-batches
+    grad_accum: int = 1  # micro-batches per optimizer step (fit a large batch in little memory)
+    lr: float = 5e-5
+    weight_decay: float = 0.01
+    warmup_ratio: float = 0.06  # linear warmup, then linear decay to 0
+    block_size: int = 128  # tokens per packed example
+    pack: bool = True  # False: one sentence per example, padded per batch (the benchmark's baseline)
+    mlm_probability: float = 0.15  # BERT
+    max_steps: int | None = None  # cap on optimizer steps (demo runs, tests)
+    seed: int = 1
+    grad_clip: float = 1.0
+    checkpoint_every: int = 50  # optimizer steps between resumable checkpoints
+    snapshot_every: int = 0  # steps between kept model snapshots (snapshot_dir/step-N) for checkpoint selection; 0: none
+    # recipe variants (core.train.mlm_recipe; issue 26): how the encoder is allowed to move
+    head_warmup_steps: int = 0  # the first N steps train only the MLM head, the encoder frozen (a fresh head learns first)
+    layer_lr_decay: float = 1.0  # lr x decay^(levels below the head): lower layers move less; 1.0: one lr for all
+    freeze_layers: int = 0  # the embeddings and the lowest N transformer layers stay as they are
+    l2sp: float = 0.0  # L2-SP: strength of the pull of the encoder's weights towards where the phase started; 0: none
+    log_every: int = 5
+    device: str = "auto"
+    precision: str = "auto"  # bf16/fp16 autocast on GPU, fp32 on CPU
+
+    def __post_init__(self) -> None:  # a bad recipe value is refused where the config is made (submit), not minutes in
+        check_recipe(self, None)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> MlmConfig:
+        check_settings(cls, d, "MLM")
+        return cls(**d)
+
+
+CONFIGS: dict[str, type] = {"ner": NerConfig, "mlm": MlmConfig}  # what a job's config field holds (core.runner.params)
