@@ -17,7 +17,7 @@ from core.access import LOCAL, Actor
 from core.data.workspace import CorpusRole, Workspace
 from core.errors import UserError
 from core.review import predictions
-from core.runner import jobs
+from core.runner import jobs, jobstore
 from core.runner.jobview import describe_job, poll_seconds, status_text
 from core.selection import store as selection_store
 from core.tables import count
@@ -91,7 +91,7 @@ def run_guarded(fn: Callable[[], Any], what: str = "", before_error: Callable[[]
         return None
 
 
-def submit_job(kind: str, params: dict[str, Any], state_key: str) -> jobs.Job | None:
+def submit_job(kind: str, params: dict[str, Any], state_key: str) -> jobstore.Job | None:
     """Submit a background job and remember its id in session state under `state_key`."""
     ws = get_workspace()
     job = run_guarded(lambda: jobs.submit(ws, kind, params, actor=actor()), f"could not start {kind}")
@@ -100,40 +100,40 @@ def submit_job(kind: str, params: dict[str, Any], state_key: str) -> jobs.Job | 
     return job
 
 
-def latest_job(kind: str, state_key: str | None = None) -> jobs.Job | None:
+def latest_job(kind: str, state_key: str | None = None) -> jobstore.Job | None:
     """The job this session started, else the newest job of that kind (so a reopened tab
     finds running work again)."""
     ws = get_workspace()
     job_id = st.session_state.get(state_key) if state_key else None
     if job_id:
         try:
-            return jobs.get_job(ws, job_id)
+            return jobstore.get_job(ws, job_id)
         except UserError:
             pass
     found = jobs.list_jobs(ws, kind)
     return found[0] if found else None
 
 
-def job_poll(job: jobs.Job) -> float | None:
+def job_poll(job: jobstore.Job) -> float | None:
     """The run_every of a fragment that follows `job` (core.runner.jobview.poll_seconds; None once it ended)."""
     return poll_seconds(job.elapsed) if job.active else None
 
 
-def slow_down_polling(job: jobs.Job, interval: float | None) -> None:
+def slow_down_polling(job: jobstore.Job, interval: float | None) -> None:
     """Re-register the page's timers when the job has aged into a slower poll: a fragment's
     run_every is fixed until the whole page reruns, so that is what this asks for (twice per job)."""
     if interval is not None and job.active and job_poll(job) != interval:
         st.rerun(scope="app")
 
 
-def job_status(job: jobs.Job, on_done: Callable[[jobs.Job], None] | None = None, cancel_key: str = "") -> None:
+def job_status(job: jobstore.Job, on_done: Callable[[jobstore.Job], None] | None = None, cancel_key: str = "") -> None:
     """Progress bar + message for one job; polls itself while active (every 2-10 s, see job_poll)."""
     interval = job_poll(job)
 
     @st.fragment(run_every=interval)
     def _panel() -> None:
         ws = get_workspace()
-        current = jobs.get_job(ws, job.id)
+        current = jobstore.get_job(ws, job.id)
         slow_down_polling(current, interval)
         label = f"{describe_job(current, 80)} · {current.status}"
         if current.elapsed is not None:
@@ -164,7 +164,7 @@ def job_status(job: jobs.Job, on_done: Callable[[jobs.Job], None] | None = None,
     _panel()
 
 
-def _log_tail(job: jobs.Job, lines: int = 2) -> str:
+def _log_tail(job: jobstore.Job, lines: int = 2) -> str:
     """The last lines a running job logged, when they add to its progress message."""
     text = [ln.strip() for ln in job.log_tail(lines).splitlines() if ln.strip() and ln.strip() not in (job.message or "")]
     return " · ".join(t[:160] for t in text[-lines:])

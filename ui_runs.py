@@ -11,14 +11,14 @@ import streamlit as st
 from core.data.workspace import CorpusRole, Workspace
 from core.experiments.disk import disk_use, format_freed, free_snapshots, human_bytes
 from core.experiments.summary import diagnostic_lines, pretraining_verdicts
-from core.runner import jobs
+from core.runner import jobs, jobstore
 from core.runner.jobview import describe_job, device_text, job_charts, status_text
 from core.train import presets
 from core.train.checkpoint_pick import mlm_snapshots
 from ui import actor, corpus_picker, fmt_seconds, run_guarded, slow_down_polling, submit_job
 
 
-def show_launched(job: jobs.Job | None) -> None:
+def show_launched(job: jobstore.Job | None) -> None:
     """Point the detail panel at the job just started (its selectbox is drawn further down this run)."""
     if job is not None:
         st.session_state["runs_selected"] = job.id
@@ -27,7 +27,7 @@ def show_launched(job: jobs.Job | None) -> None:
 
 def job_detail(ws: Workspace, job_id: str, interval: float | None) -> None:
     """One job: progress, cancel / resume / delete, its kind's result panel, the log tail."""
-    job = run_guarded(lambda: jobs.get_job(ws, job_id))
+    job = run_guarded(lambda: jobstore.get_job(ws, job_id))
     if job is None:
         return
     if interval is not None and not job.active:
@@ -66,7 +66,7 @@ def job_detail(ws: Workspace, job_id: str, interval: float | None) -> None:
         st.code(job.log_tail(60) or "(empty)")
 
 
-def pick_panel(ws: Workspace, job: jobs.Job) -> None:
+def pick_panel(ws: Workspace, job: jobstore.Job) -> None:
     """After an MLM run that kept snapshots: score them and the base encoder by DEV F1 (core.train.checkpoint_pick)."""
     snapshots = mlm_snapshots(job.run_dir, job.result)
     if snapshots is None:
@@ -87,7 +87,7 @@ def pick_panel(ws: Workspace, job: jobs.Job) -> None:
 
 def job_curves(ws: Workspace, job_id: str) -> None:
     """Loss, throughput and dev-F1 curves: a slower poll than the progress bar (see core.runner.jobview)."""
-    job = run_guarded(lambda: jobs.get_job(ws, job_id))
+    job = run_guarded(lambda: jobstore.get_job(ws, job_id))
     charts = job_charts(job) if job is not None else []
     cols = st.columns(2)
     for i, (name, fig) in enumerate(charts):

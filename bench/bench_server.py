@@ -101,17 +101,17 @@ def run_job(ws, pid: int, corpus: str, page_url: str | None = None) -> dict[str,
     """Embed `corpus` (cache cleared first), optionally with a page on `page_url` opened once the job
     runs; server and browser CPU-s/s while it ran, and the job's sentences/s."""
     from core.lm.embed import ARTIFACT
-    from core.runner import jobs
+    from core.runner import jobs, jobstore
 
     shutil.rmtree(ws.root / "artifacts" / ARTIFACT, ignore_errors=True)
     n = ws.corpus_info(corpus).sentences
     job = jobs.submit(ws, "embed", {"corpus": corpus, "model": "default"})
-    while jobs.get_job(ws, job.id).status == "queued":
+    while jobstore.get_job(ws, job.id).status == "queued":
         time.sleep(0.1)
     with open_page(page_url) if page_url else nullcontext():
         time.sleep(SETTLE_S)  # the page's first load is a one-off; a page left open is what is measured
         c0, b0, t0 = cpu_seconds(pid), chromium_cpu_seconds(), time.time()
-        p0 = jobs.get_job(ws, job.id).progress
+        p0 = jobstore.get_job(ws, job.id).progress
         done = jobs.wait(ws, job.id, timeout=3600, poll=0.5)
         wall = time.time() - t0
         browser = (chromium_cpu_seconds() - b0) / wall

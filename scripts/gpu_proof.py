@@ -205,10 +205,10 @@ def max_overlap(intervals: list[tuple[float, float]]) -> int:
 def _wait_all(ws: Any, ids: list[str], deadline: float) -> list[Any]:
     """The jobs once finished and their processes gone: a job's peak is recorded and its card memory freed only
     after its status says done."""
-    from core.runner import jobs
+    from core.runner import jobs, jobstore
 
     done = [jobs.wait(ws, i, timeout=max(1.0, deadline - time.time())) for i in ids]
-    while any(jobs.pid_alive(j.pid) for j in done) and time.time() < deadline:
+    while any(jobstore.pid_alive(j.pid) for j in done) and time.time() < deadline:
         time.sleep(0.1)
     return done
 

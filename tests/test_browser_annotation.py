@@ -12,7 +12,7 @@ from core.access import Actor, Role
 from core.data.tags import Span
 from core.data.workspace import Workspace
 from core.review.store import ReviewStore
-from core.runner import jobs
+from core.runner import jobs, jobstore
 from core.team import tasks
 from tests.browser import browser_page, screenshot, sign_in_as, streamlit_server, wait_for_app, wait_until
 
@@ -133,7 +133,7 @@ def test_each_role_signs_in_while_a_job_runs(paper_ws):
     ws = Workspace(root)
     job = jobs.submit(ws, "sleep", {"steps": 2000, "seconds": 0.1})
     try:
-        assert wait_until(lambda: jobs.get_job(ws, job.id).status == "running", timeout=120)
+        assert wait_until(lambda: jobstore.get_job(ws, job.id).status == "running", timeout=120)
         with streamlit_server(root) as url, browser_page() as page:
             for who, expect in (("boss", "Corpora"), ("rita", "Corpora"), ("ann", "My review queue")):
                 page.goto({"boss": f"{url}/corpora", "rita": f"{url}/runs", "ann": url}[who])  # /corpora: issue 43.9

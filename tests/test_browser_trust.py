@@ -16,7 +16,7 @@ pytestmark = pytest.mark.browser
 def leaky_ws(tmp_path_factory):
     from core.data.demo import write_demo_workspace
     from core.data.stream import open_corpus_stream
-    from core.runner import jobs
+    from core.runner import jobs, jobstore
     from core.selection.strategies import select
 
     root = tmp_path_factory.mktemp("leakyws")
@@ -28,7 +28,7 @@ def leaky_ws(tmp_path_factory):
            names={"tc": "tc", "dc": "leaky-dc"})
     exp = jobs.submit(ws, "experiment", {"domain": "music"}, start=False)
     leakage = {"dc": {"exact": 2, "near": 1, "threshold": 0.5, "per_against": {"test": {"exact": 2, "near": 1}}}}
-    jobs._update(ws, exp.id, status="done", progress=1.0, result=json.dumps(
+    jobstore.update(ws, exp.id, status="done", progress=1.0, result=json.dumps(
         {"domain": "music", "cells": [{"row": "tapt", "seed": 1, "f1": 0.6}], "leakage": leakage}))
     return root
 

@@ -86,13 +86,13 @@ def test_the_runs_page_offers_the_pick_after_an_mlm_run_with_snapshots_and_shows
     """The same job from the browser: an MLM run's panel submits "pick-checkpoint" with its snapshots; a finished pick
     shows its reason and every candidate's DEV F1."""
     from core.data.demo import write_demo_workspace
-    from core.runner import jobs
+    from core.runner import jobs, jobstore
     from tests.apptest import open_app
 
     ws = write_demo_workspace(tmp_path / "ws", dc_size=200)
     mlm = jobs.submit(ws, "mlm", {"mode": "tapt", "tc": "demo-tc"}, start=False)
     (mlm.run_dir / "phase-tapt" / "snapshots" / "step-50").mkdir(parents=True)
-    jobs._update(ws, mlm.id, status="done", progress=1.0, result=json.dumps(
+    jobstore.update(ws, mlm.id, status="done", progress=1.0, result=json.dumps(
         {"out_dir": str(mlm.run_dir / "model"), "phases": [{"phase": "tapt", "steps": 100}], "steps": 100}))
     submitted = []
     monkeypatch.setattr(jobs, "submit", lambda ws, kind, params, start=True, **kw: submitted.append((kind, params)))
@@ -109,7 +109,7 @@ def test_the_runs_page_offers_the_pick_after_an_mlm_run_with_snapshots_and_shows
     pick = jobs.submit(ws, "pick-checkpoint", {"snapshots": params["snapshots"]}, start=False)
     verdict = pick_checkpoint([Candidate("base", "b", None), Candidate("step-50", "s", 50)],
                               lambda c: {"b": 0.6, "s": 0.55}[c.path])
-    jobs._update(ws, pick.id, status="done", progress=1.0, result=json.dumps(verdict))
+    jobstore.update(ws, pick.id, status="done", progress=1.0, result=json.dumps(verdict))
     at = open_app(ws.root, monkeypatch, "views/runs.py")
     at.selectbox(key="runs_selected").set_value(pick.id).run()
     assert any("pretraining did not help in the short probe" in w.value for w in at.warning)

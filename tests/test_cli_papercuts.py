@@ -61,11 +61,11 @@ def test_jobs_show_json_is_one_object(tmp_path, capsys):
 
     from core.cli import main
     from core.data.workspace import Workspace
-    from core.runner import jobs
+    from core.runner import jobs, jobstore
 
     ws = Workspace(tmp_path / "ws")
     job_id = jobs.submit(ws, "sleep", {"steps": 1, "seconds": 0.0}, start=False).id
-    (jobs.get_job(ws, job_id).run_dir / "log.txt").write_text("line one\nline two\n")
+    (jobstore.get_job(ws, job_id).run_dir / "log.txt").write_text("line one\nline two\n")
     capsys.readouterr()
     assert main(["--workspace", str(ws.root), "jobs", "show", job_id, "--json"]) == 0
     shown = json.loads(capsys.readouterr().out)

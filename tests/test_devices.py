@@ -9,7 +9,7 @@ import os
 import pytest
 
 from core.data.workspace import Workspace
-from core.runner import devices, jobs
+from core.runner import devices, jobs, jobstore
 
 
 @pytest.fixture
@@ -23,7 +23,7 @@ def ws(tmp_path, monkeypatch):
 
     def fake_spawn(w, job_id, lane_name="training", gpu=None):
         spawned.append((job_id, gpu))
-        jobs._update(w, job_id, pid=os.getpid())
+        jobstore.update(w, job_id, pid=os.getpid())
 
     monkeypatch.setattr(jobs, "_spawn", fake_spawn)
     workspace.spawned = spawned
@@ -35,51 +35,51 @@ def _submit(ws, n: int) -> list[str]:
 
 
 def _device(ws, job_id: str) -> dict:
-    return json.loads((jobs.get_job(ws, job_id).run_dir / devices.DEVICE_FILE).read_text())
+    return json.loads((jobstore.get_job(ws, job_id).run_dir / devices.DEVICE_FILE).read_text())
 
 
 def test_jobs_share_a_card_while_their_memory_fits_and_the_next_waits(ws, monkeypatch):
     monkeypatch.setenv("NERSELECT_GPU_BUDGET", "0:20000")
     a, b, c = _submit(ws, 3)
-    assert [jobs.get_job(ws, j).status for j in (a, b, c)] == ["running", "running", "queued"]  # 8000 + 8000 <= 20000
+    assert [jobstore.get_job(ws, j).status for j in (a, b, c)] == ["running", "running", "queued"]  # 8000 + 8000 <= 20000
     assert _device(ws, a) == {"gpu": 0, "name": "simulated", "total_mib": 20000, "reserved_mib": 8000}
     assert ws.spawned == [(a, 0), (b, 0)]  # the child sees only its card (CUDA_VISIBLE_DEVICES)
     from core.commands.jobs import _job_dict
 
-    assert _job_dict(jobs.get_job(ws, a))["device"] == "GPU 0 (simulated, 8,000 MiB reserved)"  # `jobs show`, Runs page
-    jobs._update(ws, a, status="done", pid=None)  # a finishes: its memory is free again
+    assert _job_dict(jobstore.get_job(ws, a))["device"] == "GPU 0 (simulated, 8,000 MiB reserved)"  # `jobs show`, Runs page
+    jobstore.update(ws, a, status="done", pid=None)  # a finishes: its memory is free again
     jobs._start_queued(ws)
-    assert jobs.get_job(ws, c).status == "running" and _device(ws, c)["gpu"] == 0
+    assert jobstore.get_job(ws, c).status == "running" and _device(ws, c)["gpu"] == 0
 
 
 def test_jobs_go_to_the_card_with_the_most_room_and_a_measured_peak_replaces_the_guess(ws, monkeypatch):
     monkeypatch.setenv("NERSELECT_GPU_BUDGET", "0:20000,1:10000")
     a, b, c = _submit(ws, 3)
     assert [_device(ws, j)["gpu"] for j in (a, b, c)] == [0, 0, 1]  # rooms 20000/10000, then 12000/10000, then 4000/10000
-    devices.record_peak(ws.runs_dir, "sleep", jobs.get_job(ws, a).params, 1000)  # measured: far below the guess
-    assert devices.need_mib(ws.runs_dir, "sleep", jobs.get_job(ws, a).params) == 1200  # peak + 20% margin
+    devices.record_peak(ws.runs_dir, "sleep", jobstore.get_job(ws, a).params, 1000)  # measured: far below the guess
+    assert devices.need_mib(ws.runs_dir, "sleep", jobstore.get_job(ws, a).params) == 1200  # peak + 20% margin
     d = _submit(ws, 1)[0]
-    assert jobs.get_job(ws, d).status == "running" and _device(ws, d)["reserved_mib"] == 1200
+    assert jobstore.get_job(ws, d).status == "running" and _device(ws, d)["reserved_mib"] == 1200
 
 
 def test_a_job_larger_than_any_card_runs_alone_and_nothing_overtakes_it(ws, monkeypatch):
     monkeypatch.setenv("NERSELECT_GPU_BUDGET", "0:6000")
     a, b = _submit(ws, 2)
-    assert jobs.get_job(ws, a).status == "running" and jobs.get_job(ws, b).status == "queued"  # 8000 > 6000: alone
+    assert jobstore.get_job(ws, a).status == "running" and jobstore.get_job(ws, b).status == "queued"  # 8000 > 6000: alone
     monkeypatch.setenv("NERSELECT_JOB_GPU_MIB", "100")
     small = _submit(ws, 1)[0]
-    assert jobs.get_job(ws, small).status == "queued"  # it would fit, but b is older
+    assert jobstore.get_job(ws, small).status == "queued"  # it would fit, but b is older
 
 
 def test_on_cpu_training_runs_one_at_a_time_on_the_cpu(ws, monkeypatch):
     monkeypatch.delenv("NERSELECT_GPU_BUDGET", raising=False)
     monkeypatch.setattr(devices, "gpus", lambda: [])
     a, b = _submit(ws, 2)
-    assert [jobs.get_job(ws, j).status for j in (a, b)] == ["running", "queued"]
+    assert [jobstore.get_job(ws, j).status for j in (a, b)] == ["running", "queued"]
     assert _device(ws, a) == {"gpu": None, "device": "cpu"} and devices.describe(_device(ws, a)) == "CPU"
 
 
-def _run_out_of_memory(ws, monkeypatch, kind: str, params: dict) -> jobs.Job:
+def _run_out_of_memory(ws, monkeypatch, kind: str, params: dict) -> jobstore.Job:
     import torch
 
     def job_fn(p, ctx):
@@ -89,7 +89,7 @@ def _run_out_of_memory(ws, monkeypatch, kind: str, params: dict) -> jobs.Job:
     monkeypatch.setattr(jobs, "load_job_function", lambda k: job_fn)
     job = jobs.submit(ws, kind, params)  # claimed on GPU 0 (spawning is faked: the test runs it in-process)
     jobs._run_job(ws, job.id)
-    return jobs.get_job(ws, job.id)
+    return jobstore.get_job(ws, job.id)
 
 
 def test_out_of_gpu_memory_queues_the_job_again_with_a_smaller_micro_batch(ws, monkeypatch, tmp_path):

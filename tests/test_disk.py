@@ -13,7 +13,7 @@ from core.access import AccessDenied, Actor, Role
 from core.data.workspace import Workspace
 from core.errors import UserError
 from core.experiments.disk import disk_use, folder_bytes, format_disk_use, free_snapshots, scan_snapshots
-from core.runner import jobs
+from core.runner import jobs, jobstore
 from core.train.checkpoint_pick import FREED_FILE, candidates
 from tests.ner_data import single_thread_torch  # noqa: F401 - fixture
 from tests.test_experiment import corpora  # noqa: F401 - fixture
@@ -83,7 +83,7 @@ def test_snapshots_a_run_may_still_read_are_kept(tmp_path, monkeypatch, state, w
         job = jobs.submit(ws, "sleep", {"steps": 1}, start=False)
         run_dir = job.run_dir
         if state == "failed job":
-            jobs._update(ws, job.id, status="failed", error="killed")
+            jobstore.update(ws, job.id, status="failed", error="killed")
     snaps = fake_run(run_dir, chosen=None if state == "no pick" else "step-2", finished=state != "unfinished")
     if state == "continued":
         (run_dir / "log.txt").write_text("[00:00:01] resumed\n")
@@ -104,7 +104,7 @@ def test_a_done_job_frees_although_the_runner_logged_after_its_result(tmp_path, 
     snaps = fake_run(job.run_dir)
     (job.run_dir / "log.txt").write_text("[00:00:01] job finished\n")  # newer than result.json, as _run_job leaves it
     assert "queued or running" in scan_snapshots(ws)[0].why_kept
-    jobs._update(ws, job.id, status="done")
+    jobstore.update(ws, job.id, status="done")
     (label,) = [r["what"] for r in disk_use(ws)["rows"] if r["what"].startswith("run: ")]
     assert label.endswith(f"({job.id})") and label != f"run: ({job.id})"  # named as the job list names it
     assert free_snapshots(ws)["freed"][0]["steps"] == ["step-4"] and (snaps / "step-2").is_dir()

@@ -12,7 +12,7 @@ import time
 import pytest
 
 from core.data.workspace import Workspace
-from core.runner import jobs
+from core.runner import jobs, jobstore
 from core.train.training import Checkpointer
 from tests.conftest import TOY_SENTENCES
 from tests.ner_data import single_thread_torch, write_toy_conll  # noqa: F401 - fixture
@@ -41,7 +41,7 @@ def _wait_for(predicate, timeout: float = 60, poll: float = 0.05):
 def test_two_jobs_submitted_at_once_both_finish(ws):
     a = jobs.submit(ws, "sleep", {"steps": 3, "seconds": 0.05})
     b = jobs.submit(ws, "sleep", {"steps": 3, "seconds": 0.05})
-    assert jobs.get_job(ws, b.id).status in ("queued", "running")
+    assert jobstore.get_job(ws, b.id).status in ("queued", "running")
     done = [jobs.wait(ws, j.id, timeout=120) for j in (a, b)]
     assert [j.status for j in done] == ["done", "done"] and all(j.result == {"steps": 3} for j in done)
     assert done[1].started >= done[0].started
@@ -49,20 +49,20 @@ def test_two_jobs_submitted_at_once_both_finish(ws):
 
 def test_cancel_stops_the_process(ws):
     job = jobs.submit(ws, "sleep", {"steps": 600, "seconds": 0.1})
-    running = _wait_for(lambda: (j := jobs.get_job(ws, job.id)).pid and j.metrics() and j)
+    running = _wait_for(lambda: (j := jobstore.get_job(ws, job.id)).pid and j.metrics() and j)
     jobs.cancel(ws, job.id)
-    assert jobs.get_job(ws, job.id).status == "cancelled"
-    _wait_for(lambda: not jobs.pid_alive(running.pid), timeout=30)
-    steps = len(jobs.get_job(ws, job.id).metrics())
+    assert jobstore.get_job(ws, job.id).status == "cancelled"
+    _wait_for(lambda: not jobstore.pid_alive(running.pid), timeout=30)
+    steps = len(jobstore.get_job(ws, job.id).metrics())
     time.sleep(0.5)
-    assert len(jobs.get_job(ws, job.id).metrics()) == steps < 600
+    assert len(jobstore.get_job(ws, job.id).metrics()) == steps < 600
 
 
 def test_vanished_process_is_marked_failed(ws):
     job = jobs.submit(ws, "sleep", {"steps": 600, "seconds": 0.1})
-    running = _wait_for(lambda: (j := jobs.get_job(ws, job.id)).pid and j.metrics() and j)
+    running = _wait_for(lambda: (j := jobstore.get_job(ws, job.id)).pid and j.metrics() and j)
     os.killpg(os.getpgid(running.pid), signal.SIGKILL)
-    failed = _wait_for(lambda: (j := jobs.get_job(ws, job.id)).status == "failed" and j, timeout=30)
+    failed = _wait_for(lambda: (j := jobstore.get_job(ws, job.id)).status == "failed" and j, timeout=30)
     assert "exited without reporting" in failed.error
 
 
@@ -76,10 +76,10 @@ def test_kill_9_then_resume_continues_from_checkpoint(ws, tiny_mlm_dir, tmp_path
     job = jobs.submit(ws, "mlm", params)
     ckpt = Checkpointer(job.run_dir / "phase-train")
     _wait_for(lambda: (ckpt.latest_step() or 0) >= 2 * every, timeout=120, poll=0.02)
-    pid = jobs.get_job(ws, job.id).pid
+    pid = jobstore.get_job(ws, job.id).pid
     os.killpg(os.getpgid(pid), signal.SIGKILL)
-    _wait_for(lambda: jobs.get_job(ws, job.id).status == "failed", timeout=30)
-    before = [m["step"] for m in jobs.get_job(ws, job.id).metrics()]
+    _wait_for(lambda: jobstore.get_job(ws, job.id).status == "failed", timeout=30)
+    before = [m["step"] for m in jobstore.get_job(ws, job.id).metrics()]
     saved = ckpt.latest_step()
     assert saved is not None and max(before) - saved <= every  # lost at most one checkpoint interval
     assert max(before) < total, "the job finished before the kill; raise `total`"
@@ -148,7 +148,7 @@ def test_a_selection_submitted_during_training_finishes_while_training_runs(ws):
     ws.save_corpus(Corpus(tokens=[s.split() for s in TOY_SENTENCES[:3]]), "tc", role="tc")
     ws.save_corpus(Corpus(tokens=[f"{s} {i}".split() for i, s in enumerate(TOY_SENTENCES * 3)]), "dc", role="dc")
     training = jobs.submit(ws, "sleep", {"steps": 1200, "seconds": 0.1})  # the training lane's one slot
-    running = _wait_for(lambda: (j := jobs.get_job(ws, training.id)).pid and j.metrics() and j)
+    running = _wait_for(lambda: (j := jobstore.get_job(ws, training.id)).pid and j.metrics() and j)
     assert jobs.lane("sleep") == "training" and jobs.lane("select") == "interactive"
     if os.path.exists(f"/proc/{running.pid}/stat"):
         assert _nice(running.pid) >= _nice(os.getpid()) + min(jobs.TRAINING_NICE, 19 - _nice(os.getpid()))
@@ -157,8 +157,8 @@ def test_a_selection_submitted_during_training_finishes_while_training_runs(ws):
         sel = jobs.submit(ws, "select", {"tc": "tc", "dc": "dc", "strategy": "random", "budget": 3})
         done = jobs.wait(ws, sel.id, timeout=300)
         assert done.status == "done", done.error
-        assert jobs.get_job(ws, training.id).status == "running"  # exploring did not wait behind it
-        assert jobs.get_job(ws, queued_training.id).status == "queued"  # training still runs one at a time
+        assert jobstore.get_job(ws, training.id).status == "running"  # exploring did not wait behind it
+        assert jobstore.get_job(ws, queued_training.id).status == "queued"  # training still runs one at a time
     finally:
         jobs.cancel(ws, training.id)
         jobs.cancel(ws, queued_training.id)

@@ -10,7 +10,7 @@ import typing
 import pytest
 
 from core.errors import UserError
-from core.runner import jobs, jobview
+from core.runner import jobs, jobstore, jobview
 from core.runner.kinds import KINDS, lane, validate
 from core.runner.params import field_default
 
@@ -33,7 +33,7 @@ def test_every_kind_row_holds_together(name):
 
 def test_the_runner_and_the_pages_read_the_row():
     assert lane("select") == "interactive" and lane("ner") == "training"
-    job = jobs.Job("20250101-000000-abc123", "compare-sources", {"sources": ["a", "b"], "target": "tc"}, "queued",
+    job = jobstore.Job("20250101-000000-abc123", "compare-sources", {"sources": ["a", "b"], "target": "tc"}, "queued",
                    None, 0.0, "", 0.0, None, None, None, ".", None, 0)
     assert jobview.describe_job(job) == "Compare sources · sources a, b · target tc"
 

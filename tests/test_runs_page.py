@@ -9,7 +9,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from core.data.workspace import Workspace
-from core.runner import jobs
+from core.runner import jobs, jobstore
 from tests.apptest import open_app
 
 
@@ -29,14 +29,14 @@ def runs_ws(tmp_path_factory):
             "c1": 0.8, "c2": 0.9, "n_entities": 1,
             "gold_spans": [{"start": 0, "end": 1, "type": "band"}, {"start": 2, "end": 3, "type": "location"}]}
     (ner.run_dir / "test_predictions.jsonl").write_text(json.dumps(pred) + "\n")
-    jobs._update(ws, ner.id, status="done", progress=1.0, result=json.dumps({"test": {"f1": 0.667}, "steps": 5}))
+    jobstore.update(ws, ner.id, status="done", progress=1.0, result=json.dumps({"test": {"f1": 0.667}, "steps": 5}))
     from core.train.lineage import Lineage, record_run
 
     record_run(ws, ner.id, "ner", Lineage(), ner.run_dir, None, f1=0.667)  # as the NER job does when it finishes
     exp = jobs.submit(ws, "experiment", {"domain": "music"}, start=False)
     cells = [{"row": r, "seed": s, "f1": f, "per_type": {"band": {"f1": f}}}
              for r, s, f in (("none", 1, 0.5), ("none", 2, 0.6), ("dsir", 1, 0.7), ("dsir", 2, 0.72))]
-    jobs._update(ws, exp.id, status="done", progress=1.0, result=json.dumps({"domain": "music", "cells": cells}))
+    jobstore.update(ws, exp.id, status="done", progress=1.0, result=json.dumps({"domain": "music", "cells": cells}))
     return root
 
 
@@ -73,12 +73,12 @@ def test_resume_and_delete_buttons(runs_ws, monkeypatch):
     ws = Workspace(runs_ws)
     monkeypatch.setattr(jobs, "_start_queued", lambda ws: None)  # keep the row queued, start nothing
     job = jobs.submit(ws, "mlm", {"train": ["tc"]}, start=False)
-    jobs._update(ws, job.id, status="failed", error="process 1 exited without reporting")
+    jobstore.update(ws, job.id, status="failed", error="process 1 exited without reporting")
     at = _runs_page(runs_ws, monkeypatch)
     at.selectbox(key="runs_selected").select(job.id).run()
     assert any("exited without reporting" in e.value for e in at.error)
     at.button(key=f"resume_{job.id}").click().run()
-    assert not at.exception and jobs.get_job(ws, job.id).status == "queued"
+    assert not at.exception and jobstore.get_job(ws, job.id).status == "queued"
     at.button(key=f"delete_{job.id}").click().run()
     assert not at.exception and job.id not in [j.id for j in jobs.list_jobs(ws)]
 

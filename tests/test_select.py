@@ -500,7 +500,7 @@ def test_selection_page_opens_the_selection_saved_on_the_map(tmp_path, monkeypat
     import json
 
     from core.data.demo import write_demo_workspace
-    from core.runner import jobs
+    from core.runner import jobs, jobstore
     from core.selection.store import list_selections
 
     ws = write_demo_workspace(tmp_path / "ws", dc_size=300)
@@ -509,7 +509,7 @@ def test_selection_page_opens_the_selection_saved_on_the_map(tmp_path, monkeypat
     dsir = select(tc, dc, "dsir", 0.1, workspace=ws, names=names).key
     from_map = select(tc, dc, "random", 0.05, workspace=ws, names=names).key  # stands for the Map's region
     job = jobs.submit(ws, "select", {"tc": names["tc"], "dc": names["dc"], "strategy": "dsir", "budget": 0.1}, start=False)
-    jobs._update(ws, job.id, status="done", progress=1.0, result=json.dumps({"key": dsir}))
+    jobstore.update(ws, job.id, status="done", progress=1.0, result=json.dumps({"key": dsir}))
     assert {m["key"] for m in list_selections(ws)} >= {dsir, from_map}
     monkeypatch.setenv("NERSELECT_WORKSPACE", str(ws.root))
     from streamlit.testing.v1 import AppTest

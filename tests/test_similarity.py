@@ -13,7 +13,7 @@ from core.cli import main
 from core.data.corpus import read_corpus
 from core.data.workspace import Workspace
 from core.errors import UserError
-from core.runner import jobs
+from core.runner import jobs, jobstore
 from core.similarity.correlation import correlate_with_f1, finished_f1_runs
 from core.similarity.matrix import similarity_matrix
 from core.similarity.measures import (
@@ -223,7 +223,7 @@ def test_similarity_page_renders_results_and_f1_panel(tmp_path, monkeypatch):
               "histogram": {"tc": roles["tc"], "dc": roles["dc"]}}
     result = jobs.run_inline(ws, "similarity", params)
     job = jobs.submit(ws, "similarity", {"sources": [], "targets": []}, start=False)
-    jobs._update(ws, job.id, status="done", progress=1.0, result=json.dumps(result))
+    jobstore.update(ws, job.id, status="done", progress=1.0, result=json.dumps(result))
     from core.train.lineage import Lineage, MlmPhase, record_run
 
     for i, (source, f1) in enumerate(((None, 0.5), (roles["dc"], 0.6), (roles["lc"], 0.55), (roles["dev"], 0.58))):

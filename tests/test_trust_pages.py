@@ -9,7 +9,7 @@ import pytest
 
 from core.data.stream import open_corpus_stream
 from core.data.workspace import Workspace
-from core.runner import jobs
+from core.runner import jobs, jobstore
 from core.selection.strategies import select
 from tests.apptest import open_app
 
@@ -44,7 +44,7 @@ def test_results_page_warns_about_leaked_test_text_and_shows_comparisons(trust_w
     exp = jobs.submit(ws, "experiment", {"domain": "music"}, start=False)
     cells = [{"row": r, "seed": s, "f1": f} for r, s, f in (("tapt", 1, 0.6), ("dsir", 1, 0.7))]
     leakage = {"dc": {"exact": 3, "near": 1, "threshold": 0.5, "per_against": {"test": {"exact": 3, "near": 1}}}}
-    jobs._update(ws, exp.id, status="done", progress=1.0,
+    jobstore.update(ws, exp.id, status="done", progress=1.0,
                  result=json.dumps({"domain": "music", "cells": cells, "leakage": leakage}))
     at = open_app(trust_ws, monkeypatch, "views/results.py")
     warnings = " ".join(w.value for w in at.warning)
@@ -74,10 +74,10 @@ def test_results_page_pools_compare_sources_results_of_several_targets(trust_ws,
     for when, result in enumerate(results):  # finished one after another: the newest per target is pooled
         job = jobs.submit(ws, "compare-sources", {"sources": ["x", "y"], "lc": "lc", "dev": "dev", "test": "test",
                                                   "target": result["target"], "seeds": [1]}, start=False)
-        jobs._update(ws, job.id, status="done", progress=1.0, finished=1000.0 + when, result=json.dumps(result))
+        jobstore.update(ws, job.id, status="done", progress=1.0, finished=1000.0 + when, result=json.dumps(result))
     old = jobs.submit(ws, "compare-sources", {"sources": ["x", "y"], "lc": "lc", "dev": "dev", "test": "test", "target": "c",
                                               "seeds": [1]}, start=False)  # a result without what pooling reads: not listed
-    jobs._update(ws, old.id, status="done", progress=1.0, finished=999.0, result=json.dumps({"target": "c", "sources": "?"}))
+    jobstore.update(ws, old.id, status="done", progress=1.0, finished=999.0, result=json.dumps({"target": "c", "sources": "?"}))
     at = open_app(trust_ws, monkeypatch, "views/results.py")
     assert not at.exception, [e.value for e in at.exception]
     assert len(at.multiselect(key="pool_pick").options) == 4
@@ -106,7 +106,7 @@ def test_results_page_shows_the_verdict_and_marks_dev_in_mlm(trust_ws, monkeypat
     exp = jobs.submit(ws, "experiment", {"domain": "science"}, start=False)
     verdict = {"evidence": False, "preset": "tiny", "pretraining_helps": "cannot say", "selection_beats_random": "not tested",
                "comparisons": 0, "text": "smoke test (preset tiny): not evidence, the figures only show that the setup runs"}
-    jobs._update(ws, exp.id, status="done", progress=1.0,
+    jobstore.update(ws, exp.id, status="done", progress=1.0,
                  result=json.dumps({"domain": "science", "cells": [{"row": "tapt", "seed": 1, "f1": 0.5}], "verdict": verdict,
                                     "protocol": {"dev_in_mlm": 4, "allow_dev_in_mlm": True, "dropped_from_mlm": {}}}))
     at = open_app(trust_ws, monkeypatch, "views/results.py")

@@ -13,7 +13,7 @@ import pytest
 
 from core.data.corpus import corpus_bytes
 from core.data.workspace import CorpusRole, Workspace
-from core.runner import jobs
+from core.runner import jobs, jobstore
 from tests.apptest import open_app
 
 
@@ -84,7 +84,7 @@ def test_tiny_preset_keeps_its_epochs_and_the_panel_shows_the_new_job(small_ws, 
 
     ws = Workspace(small_ws)
     older = jobs.submit(ws, "sleep", {"seconds": 0}, start=False)
-    jobs._update(ws, older.id, status="done", progress=1.0)
+    jobstore.update(ws, older.id, status="done", progress=1.0)
     _no_start(monkeypatch)
     at = open_app(small_ws, monkeypatch, "views/runs.py")
     at.selectbox(key="ner_preset").select("tiny")
@@ -105,10 +105,10 @@ def test_every_job_kind_is_listed_with_a_readable_name(small_ws, monkeypatch):
     ws = Workspace(small_ws)
     monkeypatch.setenv("NERSELECT_MAX_INTERACTIVE_JOBS", "1")  # one exploring job at a time: the map waits
     sel = jobs.submit(ws, "select", {"tc": "demo-tc", "dc": "demo-dc", "strategy": "dsir", "budget": 0.2}, start=False)
-    jobs._update(ws, sel.id, status="running", started=time.time())
+    jobstore.update(ws, sel.id, status="running", started=time.time())
     time.sleep(0.01)
     proj = jobs.submit(ws, "project", {"selection": "abcdef0123456789", "model": "default"}, start=False)
-    assert describe_job(jobs.get_job(ws, sel.id)) == "Selection · strategy dsir · tc demo-tc · dc demo-dc · budget 0.2"
+    assert describe_job(jobstore.get_job(ws, sel.id)) == "Selection · strategy dsir · tc demo-tc · dc demo-dc · budget 0.2"
     assert describe_job(proj) == "Map · selection abcdef01 · model default"
     listed = jobs.list_jobs(ws)
     assert status_text(proj, listed).startswith("queued behind Selection · strategy dsir")
@@ -176,7 +176,7 @@ def test_selftrain_states_a_preset_difference(small_ws, monkeypatch):
 
     ws = Workspace(small_ws)
     base = jobs.submit(ws, "ner", {"train": "demo-lc", "preset": "demo"}, start=False)
-    jobs._update(ws, base.id, status="done", progress=1.0)
+    jobstore.update(ws, base.id, status="done", progress=1.0)
     model = base.run_dir / "model"
     model.mkdir()
     (model / "ner_config.json").write_text(json.dumps({"labels": ["O"], "base_model": "default"}))
@@ -185,7 +185,7 @@ def test_selftrain_states_a_preset_difference(small_ws, monkeypatch):
                                            "preset": "tiny"}, start=False)
     result = {"threshold": 0.5, "optimal_threshold": 0.5, "pseudo_labeled": 10, "confident": 10, "unlabeled": 600,
               "baseline_f1": 0.878, "selftrain_f1": 0.754, "model_dir": "x"}
-    jobs._update(ws, st_job.id, status="done", progress=1.0, result=json.dumps(result))
+    jobstore.update(ws, st_job.id, status="done", progress=1.0, result=json.dumps(result))
     at = open_app(small_ws, monkeypatch, "views/adapt.py")
     assert not at.exception
     labels = [m.label for m in at.metric]
@@ -203,13 +203,13 @@ def test_a_running_step_shows_its_message_and_log_and_a_queued_one_what_it_waits
     ws = Workspace(small_ws)
     monkeypatch.setenv("NERSELECT_MAX_INTERACTIVE_JOBS", "1")
     train = jobs.submit(ws, "project", {"selection": "abcdef0123456789", "model": "default"}, start=False)
-    jobs._update(ws, train.id, status="running", started=time.time(), progress=0.3, message="UMAP epoch 100/500")
+    jobstore.update(ws, train.id, status="running", started=time.time(), progress=0.3, message="UMAP epoch 100/500")
     sel = jobs.submit(ws, "select", {"tc": "demo-tc", "dc": "demo-dc", "strategy": "cosine", "budget": 0.2}, start=False)
     at = open_app(small_ws, monkeypatch, "views/selection.py")
     bars = [p.proto.text for p in at.get("progress")]
     assert any("queued behind Map · selection abcdef01" in t for t in bars), bars
-    jobs._update(ws, train.id, status="done", finished=time.time())
-    jobs._update(ws, sel.id, status="running", started=time.time(), progress=0.4, message="DC embeddings 2,400/6,000")
+    jobstore.update(ws, train.id, status="done", finished=time.time())
+    jobstore.update(ws, sel.id, status="running", started=time.time(), progress=0.4, message="DC embeddings 2,400/6,000")
     (sel.run_dir / "log.txt").write_text("cosine: scoring chunk 3 of 8\n")
     at = open_app(small_ws, monkeypatch, "views/selection.py")
     bars = [p.proto.text for p in at.get("progress")]
@@ -224,13 +224,13 @@ def test_a_queued_exploring_job_is_not_said_to_wait_behind_training(small_ws, mo
 
     ws = Workspace(small_ws)
     train = jobs.submit(ws, "ner", {"train": "demo-lc"}, start=False)
-    jobs._update(ws, train.id, status="running", started=time.time())
+    jobstore.update(ws, train.id, status="running", started=time.time())
     sel = jobs.submit(ws, "select", {"tc": "demo-tc", "dc": "demo-dc", "strategy": "random", "budget": 5}, start=False)
     ner2 = jobs.submit(ws, "ner", {"train": "demo-lc", "preset": "tiny"}, start=False)
     listed = jobs.list_jobs(ws)
-    assert waiting_for(jobs.get_job(ws, sel.id), listed) is None  # its own lane has room
-    assert status_text(jobs.get_job(ws, sel.id), listed) == "queued, starting"
-    assert waiting_for(jobs.get_job(ws, ner2.id), listed).id == train.id  # training waits behind training
+    assert waiting_for(jobstore.get_job(ws, sel.id), listed) is None  # its own lane has room
+    assert status_text(jobstore.get_job(ws, sel.id), listed) == "queued, starting"
+    assert waiting_for(jobstore.get_job(ws, ner2.id), listed).id == train.id  # training waits behind training
     for j in (train, sel, ner2):
         jobs.delete(ws, j.id)
 
@@ -240,7 +240,7 @@ def test_cli_jobs_list_names_jobs_like_the_app(small_ws, capsys):
 
     ws = Workspace(small_ws)
     job = jobs.submit(ws, "select", {"tc": "demo-tc", "dc": "demo-dc", "strategy": "random", "budget": 5}, start=False)
-    jobs._update(ws, job.id, status="done", progress=1.0)
+    jobstore.update(ws, job.id, status="done", progress=1.0)
     assert main(["--workspace", str(small_ws), "jobs", "list"]) == 0
     assert "Selection · strategy random · tc demo-tc · dc demo-dc · budget 5" in capsys.readouterr().out
     jobs.delete(ws, job.id)
@@ -327,10 +327,10 @@ def test_a_job_that_ends_while_the_page_polls_redraws_the_whole_page(small_ws, m
 
     ws = Workspace(small_ws)
     job = jobs.submit(ws, "sleep", {"seconds": 0}, start=False)
-    jobs._update(ws, job.id, status="running", started=time.time())
+    jobstore.update(ws, job.id, status="running", started=time.time())
     drawn = active_ids(jobs.list_jobs(ws))
     assert job.id in drawn and not ended_since(drawn, jobs.list_jobs(ws))
     open_app(small_ws, monkeypatch, "views/runs.py")  # the page with a running job and its polling parts draws
-    jobs._update(ws, job.id, status="done", progress=1.0, finished=time.time())
+    jobstore.update(ws, job.id, status="done", progress=1.0, finished=time.time())
     assert ended_since(drawn, jobs.list_jobs(ws))
     jobs.delete(ws, job.id)

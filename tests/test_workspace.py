@@ -154,7 +154,7 @@ def test_exclusive_waits_for_the_holder_and_its_wait_can_be_cancelled(tmp_path):
     from filelock import FileLock
 
     from core.data.atomic import exclusive
-    from core.runner.jobs import JobCancelled
+    from core.runner.jobstore import JobCancelled
 
     path = tmp_path / "model.lock"
     holder = FileLock(str(path))

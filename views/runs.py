@@ -6,7 +6,7 @@ import streamlit as st
 
 from core.data.workspace import CorpusRole
 from core.experiments.plan import BASELINES, parse_seeds
-from core.runner import jobs
+from core.runner import jobs, jobstore
 from core.runner.jobview import (
     CHART_POLL_S,
     LIST_POLL_S,
@@ -143,7 +143,7 @@ with exp_tab, st.form("exp_form"):
 
 
 # ---------------------------------------------------------------- jobs list (H13: every kind, readable names)
-def _jobs() -> list[jobs.Job]:
+def _jobs() -> list[jobstore.Job]:
     return [j for j in jobs.list_jobs(ws) if j.kind != "sleep" or st.session_state.get("runs_show_sleep")]
 
 
@@ -184,7 +184,7 @@ chosen = st.selectbox("Job", job_ids, key="runs_selected", format_func=lambda i:
 
 
 if chosen:
-    interval = job_poll(jobs.get_job(ws, chosen))
+    interval = job_poll(jobstore.get_job(ws, chosen))
     st.fragment(job_detail, run_every=interval)(ws, chosen, interval)
     st.fragment(job_curves, run_every=CHART_POLL_S if interval else None)(ws, chosen)
 

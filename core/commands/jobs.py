@@ -9,7 +9,7 @@ import time
 from core.cliutil import add_workspace_arg, print_json
 from core.data.workspace import Workspace
 from core.errors import UserError
-from core.runner import jobs
+from core.runner import jobs, jobstore
 from core.runner.kinds import KINDS
 
 
@@ -39,7 +39,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         s.set_defaults(func=func)
 
 
-def _job_dict(job: jobs.Job) -> dict:
+def _job_dict(job: jobstore.Job) -> dict:
     from core.runner.jobview import device_text
 
     d = dict(vars(job))
@@ -80,7 +80,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    job = jobs.get_job(Workspace(args.workspace), args.id)
+    job = jobstore.get_job(Workspace(args.workspace), args.id)
     tail = job.log_tail(30)
     if args.json:  # one object a program can parse: the log tail inside it, not after it
         print_json({**_job_dict(job), "log_tail": tail or ""})

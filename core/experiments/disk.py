@@ -29,7 +29,7 @@ from core.experiments.plan import PICK_FILE
 from core.train.checkpoint_pick import FREED_FILE
 
 if TYPE_CHECKING:
-    from core.runner.jobs import Job
+    from core.runner.jobstore import Job
 
 SNAPSHOTS_GLOB = "**/mlm/phase-*/snapshots"
 
@@ -103,7 +103,7 @@ def _why_run_busy(run_dir: Path | None, job_states: dict[Path, str]) -> str | No
     result.json after its last log line, so a log newer than the result means the run was continued since."""
     if run_dir is None:
         return "a shared model outside any run (another comparison may still pick from it)"
-    from core.runner.jobs import ACTIVE
+    from core.runner.jobstore import ACTIVE
 
     status = job_states.get(run_dir.resolve())
     if status in ACTIVE:

@@ -142,7 +142,7 @@ class SlotProgress:
         self._last = 0.0
 
     def __call__(self, fraction: float, message: str = "") -> None:
-        from core.runner.jobs import JobCancelled
+        from core.runner.jobstore import JobCancelled
 
         if (self.folder / "STOP").exists():
             raise JobCancelled()

@@ -24,234 +24,50 @@ import json
 import os
 import shutil
 import signal
-import sqlite3
 import subprocess
 import sys
 import time
 import traceback
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from core.access import LOCAL, Actor, check_param_paths, require
-from core.data.atomic import atomic_write_json, json_default, open_sqlite
+from core.data.atomic import atomic_write_json, json_default
 from core.data.workspace import Workspace
 from core.errors import UserError
 from core.progress import Progress, sub
 from core.runner import devices
+from core.runner.jobstore import (
+    FINISHED,
+    Job,
+    JobCancelled,
+    connect,
+    decode,
+    encode,
+    get_job,
+    pid_alive,
+    reap,
+    row_to_job,
+    spawning,
+    update,
+)
 from core.runner.kinds import KINDS, lane, validate
 from core.runner.params import SCHEMA_VERSION, SleepParams, check_model_folders
 
-ACTIVE = ("queued", "running")
-FINISHED = ("done", "failed", "cancelled")
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS jobs (
-    id TEXT PRIMARY KEY,
-    kind TEXT NOT NULL,
-    params TEXT NOT NULL,
-    status TEXT NOT NULL,
-    pid INTEGER,
-    progress REAL NOT NULL DEFAULT 0,
-    message TEXT NOT NULL DEFAULT '',
-    created REAL NOT NULL,
-    started REAL,
-    finished REAL,
-    error TEXT,
-    run_dir TEXT NOT NULL,
-    result TEXT,
-    attempts INTEGER NOT NULL DEFAULT 0
-)
-"""
-
-
-class JobCancelled(Exception):
-    """Raised inside a job when it sees its cancel flag; the runner records 'cancelled'."""
-
-
-@dataclass
-class Job:
-    id: str
-    kind: str
-    params: dict[str, Any]
-    status: str
-    pid: int | None
-    progress: float
-    message: str
-    created: float
-    started: float | None
-    finished: float | None
-    error: str | None
-    run_dir: Path
-    result: dict[str, Any] | None
-    attempts: int
-    schema_version: int = SCHEMA_VERSION
-    params_error: str | None = None  # an old row whose params no longer validate: why
-
-    @property
-    def active(self) -> bool:
-        return self.status in ACTIVE
-
-    @property
-    def elapsed(self) -> float | None:
-        if self.started is None:
-            return None
-        return (self.finished or time.time()) - self.started
-
-    def log_tail(self, lines: int = 40) -> str:
-        path = self.run_dir / "log.txt"
-        if not path.exists():
-            return ""
-        with open(path, "rb") as fh:
-            fh.seek(0, os.SEEK_END)
-            size = fh.tell()
-            fh.seek(max(0, size - 64_000))
-            text = fh.read().decode("utf-8", errors="replace")
-        return "\n".join(text.splitlines()[-lines:])
-
-    def metrics(self) -> list[dict[str, Any]]:
-        return read_metrics(self.run_dir)
-
-    def typed_params(self) -> Any:
-        """The params as the kind's dataclass (a UserError says why an old row does not fit)."""
-        return validate(self.kind, self.params)
-
-
-def read_metrics(run_dir: Path) -> list[dict[str, Any]]:
-    path = Path(run_dir) / "metrics.jsonl"
-    if not path.exists():
-        return []
-    rows = []
-    for line in path.read_text("utf-8").splitlines():
-        try:
-            rows.append(json.loads(line))
-        except json.JSONDecodeError:
-            continue  # a line being written right now
-    return rows
-
-
-# --------------------------------------------------------------------------- database
-
-
-def _connect(ws: Workspace) -> sqlite3.Connection:
-    return open_sqlite(ws.jobs_db, _SCHEMA)
-
-
-def _decode(text: str | None, key: str) -> tuple[Any, int]:
-    """A stored params/result column: {"schema_version": N, key: ...} since schema 2, a bare
-    JSON value before it (schema 1)."""
-    if not text:
-        return None, SCHEMA_VERSION
-    value = json.loads(text)
-    if isinstance(value, dict) and "schema_version" in value and key in value:
-        return value[key], int(value["schema_version"])
-    return value, 1
-
-
-def _encode(value: Any, key: str) -> str:
-    return json.dumps({"schema_version": SCHEMA_VERSION, key: value}, default=json_default)
-
-
-def _run_dir(ws: Workspace, row: sqlite3.Row) -> Path:
-    """The stored run folder, or the same job's folder in this workspace when the workspace was moved or copied
-    (rows store absolute paths)."""
-    stored = Path(row["run_dir"])
-    here = ws.runs_dir / row["id"]
-    return here if not stored.exists() and here.exists() else stored
-
-
-def _row_to_job(ws: Workspace, row: sqlite3.Row) -> Job:
-    params, version = _decode(row["params"], "params")
-    result, _ = _decode(row["result"], "result")
-    params_error = None
-    if version < SCHEMA_VERSION and row["kind"] in KINDS:
-        try:  # an old row: fill today's defaults where it validates, say why where it does not
-            params = dataclasses.asdict(validate(row["kind"], params))
-        except UserError as exc:
-            params_error = f"stored with schema {version}; {exc}"
-    return Job(
-        id=row["id"], kind=row["kind"], params=params or {}, status=row["status"], pid=row["pid"],
-        progress=row["progress"], message=row["message"], created=row["created"], started=row["started"],
-        finished=row["finished"], error=row["error"], run_dir=_run_dir(ws, row),
-        result=result, attempts=row["attempts"], schema_version=version, params_error=params_error,
-    )
-
-
-def _update(ws: Workspace, job_id: str, **values: Any) -> None:
-    cols = ", ".join(f"{k} = ?" for k in values)
-    con = _connect(ws)
-    try:
-        con.execute(f"UPDATE jobs SET {cols} WHERE id = ?", [*values.values(), job_id])
-    finally:
-        con.close()
-
-
-def get_job(ws: Workspace, job_id: str) -> Job:
-    con = _connect(ws)
-    try:
-        row = con.execute("SELECT * FROM jobs WHERE id = ? OR id LIKE ?", (job_id, f"{job_id}%")).fetchone()
-    finally:
-        con.close()
-    if row is None:
-        raise UserError(f"no job {job_id!r} in workspace {ws.root}")
-    return _reap(ws, _row_to_job(ws, row))
-
 
 def list_jobs(ws: Workspace, kind: str | None = None) -> list[Job]:
-    con = _connect(ws)
+    con = connect(ws)
     try:
         q = "SELECT * FROM jobs" + (" WHERE kind = ?" if kind else "") + " ORDER BY created DESC"
         rows = con.execute(q, (kind,) if kind else ()).fetchall()
     finally:
         con.close()
-    jobs = [_reap(ws, _row_to_job(ws, r)) for r in rows]
+    jobs = [reap(ws, row_to_job(ws, r)) for r in rows]
     _start_queued(ws)
     return jobs
 
-
-def pid_alive(pid: int | None) -> bool:
-    if not pid:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:  # a zombie (our own child that exited unreaped) counts as dead
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().split(")")[-1].split()[0] != "Z"
-    except OSError:
-        return True
-
-
-SPAWN_GRACE_S = 60.0  # a claimed row has no pid until Popen returns; it is not "vanished" meanwhile
-
-
-def _spawning(pid: int | None, started: float | None) -> bool:
-    return pid is None and started is not None and time.time() - started < SPAWN_GRACE_S
-
-
-def _reap(ws: Workspace, job: Job) -> Job:
-    """Mark a running job whose process is gone as failed, with a reason."""
-    if job.status == "running" and not pid_alive(job.pid) and not _spawning(job.pid, job.started):
-        current = get_status(ws, job.id)
-        if current == "running":
-            reason = f"process {job.pid} exited without reporting (killed, out of memory, or the machine restarted)"
-            _update(ws, job.id, status="failed", error=reason, finished=time.time())
-            job.status, job.error = "failed", reason
-    return job
-
-
-def get_status(ws: Workspace, job_id: str) -> str:
-    con = _connect(ws)
-    try:
-        row = con.execute("SELECT status FROM jobs WHERE id = ?", (job_id,)).fetchone()
-    finally:
-        con.close()
-    return row["status"] if row else "missing"
 
 
 # --------------------------------------------------------------------------- submit / cancel / resume
@@ -292,11 +108,11 @@ def submit(ws: Workspace, kind: str, params: dict[str, Any] | Any, start: bool =
     run_dir = ws.runs_dir / job_id
     run_dir.mkdir(parents=True, exist_ok=True)
     atomic_write_json(run_dir / "params.json", {"kind": kind, "schema_version": SCHEMA_VERSION, "params": params})
-    con = _connect(ws)
+    con = connect(ws)
     try:
         con.execute(
             "INSERT INTO jobs (id, kind, params, status, created, run_dir) VALUES (?, ?, ?, 'queued', ?, ?)",
-            (job_id, kind, _encode(params, "params"), time.time(), str(run_dir)),
+            (job_id, kind, encode(params, "params"), time.time(), str(run_dir)),
         )
     finally:
         con.close()
@@ -316,13 +132,13 @@ def _start_queued(ws: Workspace) -> None:
     free = {name: max_concurrent(name) for name in ("interactive", "training")}  # per lane
     if cards and not os.environ.get("NERSELECT_MAX_JOBS"):
         free["training"] = 10_000  # memory decides
-    con = _connect(ws)
+    con = connect(ws)
     try:
         con.execute("BEGIN IMMEDIATE")
         running = con.execute("SELECT id, kind, pid, started, run_dir FROM jobs WHERE status = 'running'").fetchall()
         reservations = []
         for r in running:
-            if pid_alive(r["pid"]) or _spawning(r["pid"], r["started"]):
+            if pid_alive(r["pid"]) or spawning(r["pid"], r["started"]):
                 free[lane(r["kind"])] -= 1
                 if lane(r["kind"]) == "training" and (held := devices.read_device(Path(r["run_dir"]))):
                     reservations.append({**held, "pid": r["pid"]})
@@ -337,7 +153,7 @@ def _start_queued(ws: Workspace) -> None:
                     continue
                 device = None
                 if name == "training":
-                    params, _ = _decode(r["params"], "params")
+                    params, _ = decode(r["params"], "params")
                     device = devices.assign(ws.runs_dir, r["kind"], params or {}, Path(r["run_dir"]), cards, promised, busy)
                     if device is None:
                         training_blocked = True
@@ -374,14 +190,14 @@ def _spawn(ws: Workspace, job_id: str, lane_name: str = "training", gpu: int | N
             stdin=subprocess.DEVNULL, stdout=err, stderr=err, cwd=root, env=env,
             start_new_session=True,  # own session and process group: survives the app, cancel hits all children
         )
-    _update(ws, job_id, pid=proc.pid)
+    update(ws, job_id, pid=proc.pid)
 
 
 def cancel(ws: Workspace, job_id: str, actor: Actor = LOCAL) -> Job:
     require(actor, "cancel, resume or delete a job")
     job = get_job(ws, job_id)
     if job.status == "queued":
-        _update(ws, job.id, status="cancelled", finished=time.time(), message="cancelled before start")
+        update(ws, job.id, status="cancelled", finished=time.time(), message="cancelled before start")
     elif job.status == "running":
         (job.run_dir / "CANCEL").touch()
         if job.pid and pid_alive(job.pid):
@@ -389,7 +205,7 @@ def cancel(ws: Workspace, job_id: str, actor: Actor = LOCAL) -> Job:
                 os.killpg(os.getpgid(job.pid), signal.SIGTERM)
             except (ProcessLookupError, PermissionError):
                 pass
-        _update(ws, job.id, status="cancelled", finished=time.time(), message="cancelled by user")
+        update(ws, job.id, status="cancelled", finished=time.time(), message="cancelled by user")
     _start_queued(ws)
     return get_job(ws, job.id)
 
@@ -402,7 +218,7 @@ def resume(ws: Workspace, job_id: str, actor: Actor = LOCAL) -> Job:
     if job.status not in ("failed", "cancelled"):
         raise UserError(f"job {job.id} is {job.status}; only failed or cancelled jobs can be resumed")
     (job.run_dir / "CANCEL").unlink(missing_ok=True)
-    _update(ws, job.id, status="queued", error=None, finished=None, message="resumed")
+    update(ws, job.id, status="queued", error=None, finished=None, message="resumed")
     _start_queued(ws)
     return get_job(ws, job.id)
 
@@ -414,7 +230,7 @@ def delete(ws: Workspace, job_id: str, actor: Actor = LOCAL) -> None:
     job = get_job(ws, job_id)
     if job.active:
         cancel(ws, job.id, actor=actor)
-    con = _connect(ws)
+    con = connect(ws)
     try:
         con.execute("DELETE FROM jobs WHERE id = ?", (job.id,))
     finally:
@@ -460,7 +276,7 @@ class JobContext:
         now = time.time()
         if self.job_id is not None and (now - self._last_write > 0.5 or fraction >= 1.0):
             self._last_write = now  # throttled: SQLite writes from a tight loop would dominate small steps
-            _update(self.workspace, self.job_id, progress=fraction, message=message[:500])
+            update(self.workspace, self.job_id, progress=fraction, message=message[:500])
         if self.cancelled():
             raise JobCancelled()
 
@@ -519,7 +335,7 @@ def run_inline(ws: Workspace, kind: str, params: dict[str, Any] | Any, run_dir: 
 def _run_job(ws: Workspace, job_id: str) -> int:
     job = get_job(ws, job_id)
     ctx = JobContext(ws, job.run_dir, job.id)
-    _update(ws, job.id, pid=os.getpid())
+    update(ws, job.id, pid=os.getpid())
 
     def on_term(signum, frame):
         raise JobCancelled()
@@ -533,23 +349,23 @@ def _run_job(ws: Workspace, job_id: str) -> int:
             raise UserError(job.params_error)
         result = load_job_function(job.kind)(validate(job.kind, job.params), ctx) or {}
         atomic_write_json(job.run_dir / "result.json", result)
-        _update(ws, job.id, status="done", progress=1.0, finished=time.time(), result=_encode(result, "result"),
+        update(ws, job.id, status="done", progress=1.0, finished=time.time(), result=encode(result, "result"),
                 message="done")
         ctx.log("job finished")
         return 0
     except JobCancelled:
         ctx.log("job cancelled")
-        _update(ws, job.id, status="cancelled", finished=time.time(), message="cancelled")
+        update(ws, job.id, status="cancelled", finished=time.time(), message="cancelled")
         return 1
     except UserError as exc:
         ctx.log(f"error: {exc}")
-        _update(ws, job.id, status="failed", finished=time.time(), error=str(exc))
+        update(ws, job.id, status="failed", finished=time.time(), error=str(exc))
         return 1
     except BaseException as exc:
         if devices.is_out_of_memory(exc):
             return _after_out_of_memory(ws, job, ctx, device, exc)
         ctx.log(traceback.format_exc())
-        _update(ws, job.id, status="failed", finished=time.time(), error=f"{type(exc).__name__}: {exc}")
+        update(ws, job.id, status="failed", finished=time.time(), error=f"{type(exc).__name__}: {exc}")
         return 1
     finally:
         devices.record_job_peak(ws.runs_dir, job.kind, job.params, device)
@@ -566,12 +382,12 @@ def _after_out_of_memory(ws: Workspace, job: Job, ctx: JobContext, device: dict[
         error = (f"out of GPU memory on {where}, and the job cannot split its batch further: free memory on the card "
                  "(other jobs, other programs), choose a smaller encoder or preset, or run it on CPU")
         ctx.log(f"error: {error}\n{exc}")
-        _update(ws, job.id, status="failed", finished=time.time(), error=error)
+        update(ws, job.id, status="failed", finished=time.time(), error=error)
         return 1
     params, change = smaller
     ctx.log(f"out of GPU memory on {where}: queued again with {change} (same effective batch)")
     atomic_write_json(job.run_dir / "params.json", {"kind": job.kind, "schema_version": SCHEMA_VERSION, "params": params})
-    _update(ws, job.id, status="queued", pid=None, params=_encode(params, "params"),
+    update(ws, job.id, status="queued", pid=None, params=encode(params, "params"),
             message=f"out of GPU memory: retrying with {change}")
     return 1
 

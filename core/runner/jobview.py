@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from core.runner import devices
-from core.runner.jobs import Job, max_concurrent
+from core.runner.jobs import max_concurrent
+from core.runner.jobstore import Job
 from core.runner.kinds import KINDS, lane
 
 _HASHY = {"selection"}  # content-hash keys: the first 8 characters are enough to tell them apart

@@ -155,10 +155,10 @@ def get_run(ws: Workspace, run_id: str) -> dict[str, Any]:
         return matches[0]
     if len(matches) > 1:
         raise UserError(f"run id {run_id!r} is ambiguous: {', '.join(e['id'] for e in matches[:5])} ...")
-    from core.runner import jobs
+    from core.runner import jobstore
 
     try:
-        job = jobs.get_job(ws, run_id)
+        job = jobstore.get_job(ws, run_id)
     except UserError:
         job = None
     if job is not None:

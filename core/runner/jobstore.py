@@ -1,0 +1,218 @@
+"""The jobs table: one SQLite row per job (WAL mode), its encoding, and the liveness check that marks a row failed
+when its process vanished. The scheduler, spawn, cancel and the job's side live in core.runner.jobs; this module
+only stores and reads, so a page or a report can look at jobs without the runner.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import sqlite3
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from core.data.atomic import json_default, open_sqlite
+from core.data.workspace import Workspace
+from core.errors import UserError
+from core.runner.kinds import KINDS, validate
+from core.runner.params import SCHEMA_VERSION
+
+ACTIVE = ("queued", "running")
+FINISHED = ("done", "failed", "cancelled")
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS jobs (
+    id TEXT PRIMARY KEY,
+    kind TEXT NOT NULL,
+    params TEXT NOT NULL,
+    status TEXT NOT NULL,
+    pid INTEGER,
+    progress REAL NOT NULL DEFAULT 0,
+    message TEXT NOT NULL DEFAULT '',
+    created REAL NOT NULL,
+    started REAL,
+    finished REAL,
+    error TEXT,
+    run_dir TEXT NOT NULL,
+    result TEXT,
+    attempts INTEGER NOT NULL DEFAULT 0
+)
+"""
+
+
+class JobCancelled(Exception):
+    """Raised inside a job when it sees its cancel flag; the runner records 'cancelled'."""
+
+
+@dataclass
+class Job:
+    id: str
+    kind: str
+    params: dict[str, Any]
+    status: str
+    pid: int | None
+    progress: float
+    message: str
+    created: float
+    started: float | None
+    finished: float | None
+    error: str | None
+    run_dir: Path
+    result: dict[str, Any] | None
+    attempts: int
+    schema_version: int = SCHEMA_VERSION
+    params_error: str | None = None  # an old row whose params no longer validate: why
+
+    @property
+    def active(self) -> bool:
+        return self.status in ACTIVE
+
+    @property
+    def elapsed(self) -> float | None:
+        if self.started is None:
+            return None
+        return (self.finished or time.time()) - self.started
+
+    def log_tail(self, lines: int = 40) -> str:
+        path = self.run_dir / "log.txt"
+        if not path.exists():
+            return ""
+        with open(path, "rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            size = fh.tell()
+            fh.seek(max(0, size - 64_000))
+            text = fh.read().decode("utf-8", errors="replace")
+        return "\n".join(text.splitlines()[-lines:])
+
+    def metrics(self) -> list[dict[str, Any]]:
+        return read_metrics(self.run_dir)
+
+    def typed_params(self) -> Any:
+        """The params as the kind's dataclass (a UserError says why an old row does not fit)."""
+        return validate(self.kind, self.params)
+
+
+def read_metrics(run_dir: Path) -> list[dict[str, Any]]:
+    path = Path(run_dir) / "metrics.jsonl"
+    if not path.exists():
+        return []
+    rows = []
+    for line in path.read_text("utf-8").splitlines():
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue  # a line being written right now
+    return rows
+
+
+# --------------------------------------------------------------------------- database
+
+
+def connect(ws: Workspace) -> sqlite3.Connection:
+    return open_sqlite(ws.jobs_db, _SCHEMA)
+
+
+def decode(text: str | None, key: str) -> tuple[Any, int]:
+    """A stored params/result column: {"schema_version": N, key: ...} since schema 2, a bare
+    JSON value before it (schema 1)."""
+    if not text:
+        return None, SCHEMA_VERSION
+    value = json.loads(text)
+    if isinstance(value, dict) and "schema_version" in value and key in value:
+        return value[key], int(value["schema_version"])
+    return value, 1
+
+
+def encode(value: Any, key: str) -> str:
+    return json.dumps({"schema_version": SCHEMA_VERSION, key: value}, default=json_default)
+
+
+def _run_dir(ws: Workspace, row: sqlite3.Row) -> Path:
+    """The stored run folder, or the same job's folder in this workspace when the workspace was moved or copied
+    (rows store absolute paths)."""
+    stored = Path(row["run_dir"])
+    here = ws.runs_dir / row["id"]
+    return here if not stored.exists() and here.exists() else stored
+
+
+def row_to_job(ws: Workspace, row: sqlite3.Row) -> Job:
+    params, version = decode(row["params"], "params")
+    result, _ = decode(row["result"], "result")
+    params_error = None
+    if version < SCHEMA_VERSION and row["kind"] in KINDS:
+        try:  # an old row: fill today's defaults where it validates, say why where it does not
+            params = dataclasses.asdict(validate(row["kind"], params))
+        except UserError as exc:
+            params_error = f"stored with schema {version}; {exc}"
+    return Job(
+        id=row["id"], kind=row["kind"], params=params or {}, status=row["status"], pid=row["pid"],
+        progress=row["progress"], message=row["message"], created=row["created"], started=row["started"],
+        finished=row["finished"], error=row["error"], run_dir=_run_dir(ws, row),
+        result=result, attempts=row["attempts"], schema_version=version, params_error=params_error,
+    )
+
+
+def update(ws: Workspace, job_id: str, **values: Any) -> None:
+    cols = ", ".join(f"{k} = ?" for k in values)
+    con = connect(ws)
+    try:
+        con.execute(f"UPDATE jobs SET {cols} WHERE id = ?", [*values.values(), job_id])
+    finally:
+        con.close()
+
+
+def get_job(ws: Workspace, job_id: str) -> Job:
+    con = connect(ws)
+    try:
+        row = con.execute("SELECT * FROM jobs WHERE id = ? OR id LIKE ?", (job_id, f"{job_id}%")).fetchone()
+    finally:
+        con.close()
+    if row is None:
+        raise UserError(f"no job {job_id!r} in workspace {ws.root}")
+    return reap(ws, row_to_job(ws, row))
+
+
+def pid_alive(pid: int | None) -> bool:
+    if not pid:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:  # a zombie (our own child that exited unreaped) counts as dead
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return True
+
+
+SPAWN_GRACE_S = 60.0  # a claimed row has no pid until Popen returns; it is not "vanished" meanwhile
+
+
+def spawning(pid: int | None, started: float | None) -> bool:
+    return pid is None and started is not None and time.time() - started < SPAWN_GRACE_S
+
+
+def reap(ws: Workspace, job: Job) -> Job:
+    """Mark a running job whose process is gone as failed, with a reason."""
+    if job.status == "running" and not pid_alive(job.pid) and not spawning(job.pid, job.started):
+        current = get_status(ws, job.id)
+        if current == "running":
+            reason = f"process {job.pid} exited without reporting (killed, out of memory, or the machine restarted)"
+            update(ws, job.id, status="failed", error=reason, finished=time.time())
+            job.status, job.error = "failed", reason
+    return job
+
+
+def get_status(ws: Workspace, job_id: str) -> str:
+    con = connect(ws)
+    try:
+        row = con.execute("SELECT status FROM jobs WHERE id = ?", (job_id,)).fetchone()
+    finally:
+        con.close()
+    return row["status"] if row else "missing"
