@@ -49,21 +49,29 @@ def job_detail(ws: Workspace, job_id: str, interval: float | None) -> None:
         jobs.delete(ws, job.id, actor=actor())
         st.session_state.pop("runs_job", None)
         st.rerun(scope="app")
-    if job.result and job.kind == "mlm":
-        st.caption(("A fresh MLM head was initialised. " if job.result.get("fresh_head") else "")
-                   + f"Model folder (usable as B1): `{job.result.get('out_dir')}`")
-        pick_panel(ws, job)
-    if job.result and job.kind == "experiment":
-        for v in pretraining_verdicts(job.result.get("summary") or []):
-            getattr(st, v["tone"])(v["text"])
-        for line in diagnostic_lines(job.result.get("cells") or []):
-            st.caption(line)
-    if job.result and job.kind == "pick-checkpoint":
-        (st.success if job.result["helped"] else st.warning)(job.result["reason"])
-        st.dataframe(pd.DataFrame(job.result["scores"]).rename(columns={"score": "DEV F1"}), hide_index=True,
-                     key=f"pick_scores_{job.id}")
+    if job.result and job.kind in RESULT_PANELS:
+        RESULT_PANELS[job.kind](ws, job)
     with st.expander("Log", expanded=job.status == "failed"):
         st.code(job.log_tail(60) or "(empty)")
+
+
+def mlm_result(ws: Workspace, job: jobstore.Job) -> None:
+    st.caption(("A fresh MLM head was initialised. " if job.result.get("fresh_head") else "")
+               + f"Model folder (usable as B1): `{job.result.get('out_dir')}`")
+    pick_panel(ws, job)
+
+
+def experiment_result(ws: Workspace, job: jobstore.Job) -> None:
+    for v in pretraining_verdicts(job.result.get("summary") or []):
+        getattr(st, v["tone"])(v["text"])
+    for line in diagnostic_lines(job.result.get("cells") or []):
+        st.caption(line)
+
+
+def pick_result(ws: Workspace, job: jobstore.Job) -> None:
+    (st.success if job.result["helped"] else st.warning)(job.result["reason"])
+    st.dataframe(pd.DataFrame(job.result["scores"]).rename(columns={"score": "DEV F1"}), hide_index=True,
+                 key=f"pick_scores_{job.id}")
 
 
 def pick_panel(ws: Workspace, job: jobstore.Job) -> None:
@@ -120,3 +128,8 @@ def disk_panel(ws: Workspace) -> None:
             st.session_state["disk_freed"] = format_freed(freed).splitlines()[0]
             st.session_state.pop("disk_report", None)
             st.rerun()
+
+
+# What a finished job of a kind shows under its log, by kind name (core.runner.kinds.KINDS); a kind not here shows
+# its result JSON only. A page-side table: core stays free of Streamlit.
+RESULT_PANELS = {"mlm": mlm_result, "experiment": experiment_result, "pick-checkpoint": pick_result}

@@ -93,3 +93,9 @@ def test_a_bad_training_config_is_refused_at_submit_without_torch(tmp_path):
             "validate('experiment', {'mlm_config': {'lr': 1e-4}, 'ner_config': {'epochs': 3}}); print('torch' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
+
+
+def test_every_result_panel_belongs_to_a_kind():
+    import ui_runs
+
+    assert set(ui_runs.RESULT_PANELS) <= set(KINDS)
