@@ -329,7 +329,7 @@ def test_varied_replacements_pass_and_a_weak_mlm_only_warns():
 
 
 def test_near_zero_f1_says_why():
-    from core.adapt.quality import weak_f1_reason
+    from core.train.quality import weak_f1_reason
 
     labeled = Corpus(tokens=[["Anna", "sings"]], tags=[["B-PER", "O"]])
     assert weak_f1_reason(0.8, labeled) is None and weak_f1_reason(None, labeled) is None

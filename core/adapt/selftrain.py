@@ -23,7 +23,6 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from core.adapt.quality import weak_f1_reason
 from core.data.atomic import json_default, plain_json
 from core.data.corpus import Corpus, write_corpus
 from core.data.tags import spans_from_tags
@@ -35,6 +34,7 @@ from core.train.ner_model import load_ner_model
 from core.train.ner_predict import evaluate, predict_corpus
 from core.train.ner_train import preset_config, train_ner
 from core.train.presets import DEFAULT_PRESET
+from core.train.quality import weak_f1_reason
 
 if TYPE_CHECKING:
     from core.runner.jobs import JobContext

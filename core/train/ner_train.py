@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from core.adapt.quality import weak_f1_reason
 from core.data.corpus import Corpus
 from core.data.tags import TagScheme, spans_from_tags, tags_from_spans
 from core.errors import UserError
@@ -28,6 +27,7 @@ from core.train.crf import constrain_bioes, viterbi_decode
 from core.train.ner_model import Batch, NerModel, build_ner_model, label_set, load_ner_model
 from core.train.ner_predict import evaluate, predict_corpus, scores_from_tags, write_predictions
 from core.train.presets import DEFAULT_PRESET, ner_settings
+from core.train.quality import weak_f1_reason
 from core.train.training import (
     Checkpointer,
     Log,
