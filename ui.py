@@ -14,12 +14,12 @@ from typing import Any
 import streamlit as st
 
 from core.access import LOCAL, Actor
+from core.data import selection_store
 from core.data.workspace import CorpusRole, Workspace
 from core.errors import UserError
 from core.review import predictions
 from core.runner import jobs, jobstore
 from core.runner.jobview import describe_job, poll_seconds, status_text
-from core.selection import store as selection_store
 from core.tables import count
 
 WS_KEY = "workspace_root"
@@ -40,7 +40,7 @@ CURRENT_SELECTION = "current_selection"  # the saved selection this session work
 
 
 def selection_picker(label: str, metas: list[dict[str, Any]], key: str, col: Any = None) -> str:
-    """A selectbox over saved selections (`metas` newest first, as core.selection.store lists them) that opens on
+    """A selectbox over saved selections (`metas` newest first, as core.data.selection_store lists them) that opens on
     the selection this session worked with last (picked on Selection or Map, or just computed here), else the
     newest; picking one makes it the current one for the other page too."""
     keys = [m["key"] for m in metas]

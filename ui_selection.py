@@ -6,12 +6,12 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from core.data.selection import Selection
 from core.data.workspace import CorpusRole, Workspace
 from core.selection.coverage import selection_coverage
 from core.selection.explain import explain_sentence
 from core.selection.leakage import THRESHOLD as LEAK_THRESHOLD
 from core.selection.leakage import check_leakage
-from core.selection.selection import Selection
 from ui import corpus_picker, run_guarded
 
 

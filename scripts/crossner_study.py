@@ -151,7 +151,7 @@ def selection_precision(ws, cells: list[dict[str, Any]], domain: str, earlier: d
     """Per selection row: domain precision of its saved selection (the first cell's that this workspace holds), and
     random's expectation; a row whose selections are all elsewhere (cells restored from an earlier run) keeps the
     figure of that run (`earlier`)."""
-    from core.selection.store import load_selection
+    from core.data.selection_store import load_selection
 
     out: dict[str, Any] = {}
     errors: dict[str, str] = {}

@@ -41,10 +41,10 @@ def _run(ws, kind: str, params: dict, what: str) -> dict:
 
 def prepare(root: Path, dc_size: int) -> None:
     from core.data.demo import write_demo_workspace
+    from core.data.selection_store import list_selections
     from core.review.predictions import list_ner_models, prediction_request
     from core.review.store import ReviewStore
     from core.selection.atlas import find_atlas
-    from core.selection.store import list_selections
 
     ws = write_demo_workspace(root, dc_size=dc_size)
     if not list_selections(ws):

@@ -117,13 +117,13 @@ def test_a_map_is_built_once_per_corpus_set_and_encoder(mapped, tiny_bert_dir):
 def test_which_corpora_a_map_shows_is_decided_in_one_place(mapped, monkeypatch):
     """The Map page, `project` and its job share map_corpora: named corpora, else the selection's TC and DC, else the
     TC and DC roles; a selection that does not record its corpora is an error when asked for, a default otherwise."""
+    from core.data.selection_store import load_selection
     from core.selection.atlas import map_corpora
-    from core.selection.store import load_selection
 
     ws, _, key, _, _ = mapped
     assert map_corpora(ws, ["dc"], key) == ["dc"]
     assert map_corpora(ws, selection=key) == ["tc", "dc"] and map_corpora(ws) == ["tc", "dc"]
-    from core.selection import store
+    from core.data import selection_store as store
 
     def unnamed(ws, key):  # a selection saved without its TC/DC names (made outside a job)
         sel = load_selection(ws, key)
@@ -157,8 +157,8 @@ def test_layers_colour_the_same_points_without_a_layout(mapped, monkeypatch):
 
 
 def test_a_selection_of_another_dc_is_refused_with_its_reason(mapped, tiny_bert_dir):
+    from core.data.selection_store import list_selections
     from core.runner import jobs
-    from core.selection.store import list_selections
 
     ws, atlas, _, _, _ = mapped
     ws.save_corpus(Corpus(tokens=[["other", "dc", str(i)] for i in range(30)]), "dc2")
@@ -170,7 +170,7 @@ def test_a_selection_of_another_dc_is_refused_with_its_reason(mapped, tiny_bert_
 
 
 def test_a_region_becomes_a_selection_and_a_corpus_with_lineage(mapped):
-    from core.selection.store import list_selections, load_selection
+    from core.data.selection_store import list_selections, load_selection
 
     ws, atlas, _, _, _ = mapped
     mask = search_points(atlas, "election")

@@ -17,8 +17,8 @@ pytestmark = pytest.mark.browser
 @pytest.fixture(scope="module")
 def map_ws(tmp_path_factory):
     from core.data.demo import write_demo_workspace
+    from core.data.selection_store import list_selections
     from core.runner import jobs
-    from core.selection.store import list_selections
 
     root = tmp_path_factory.mktemp("mapws")
     ws = write_demo_workspace(root, dc_size=600)
@@ -57,9 +57,9 @@ def _draw(page, points) -> dict | None:
 
 
 def test_switching_selection_runs_no_job_and_a_lasso_becomes_a_selection(map_ws):
+    from core.data.selection_store import list_selections
     from core.data.workspace import Workspace
     from core.runner import jobs
-    from core.selection.store import list_selections
 
     ws = Workspace(map_ws)
     before = len(jobs.list_jobs(ws))

@@ -67,7 +67,7 @@ def test_an_experiment_row_reads_b1_and_b2_and_weighs_types_by_the_cells_lc(tmp_
     cell = next(c for c in result["cells"] if c["row"] == "entity-gain")
     assert cell["selected"] == 8 and "training B1/B2" in (tmp_path / "run" / "log.txt").read_text()
     from core.data.corpus import read_corpus
-    from core.selection.store import selection_meta
+    from core.data.selection_store import selection_meta
 
     meta = selection_meta(Workspace(tmp_path / "ws"), cell["selection_key"])
     assert meta["ner_model"] and meta["options"]["type_weights"] == pytest.approx(label_shares(read_corpus(labeled)))

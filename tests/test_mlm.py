@@ -125,7 +125,7 @@ def test_selection_texts_from_artifact(tmp_path):
     ws = Workspace(tmp_path / "ws")
     folder = ws.artifact_dir("selection", "abc123")
     (folder / "selected.jsonl").write_text("".join(json.dumps({"text": t, "score": 1.0}) + "\n" for t in TOY_SENTENCES[:3]))
-    from core.selection.store import selection_texts  # MLM reads a selection through the store, like every caller
+    from core.data.selection_store import selection_texts  # MLM reads a selection through the store, like every caller
 
     assert list(selection_texts(ws, "abc123")) == TOY_SENTENCES[:3]
     assert list(selection_texts(ws, str(folder))) == TOY_SENTENCES[:3]

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from core.data import selection_store as store
 from core.data.workspace import Workspace
 from core.review.store import ReviewStore, list_review_sets
 from core.runner import jobs
 from core.runner.jobview import describe_job
-from core.selection import store
 from core.train import lineage
 
 FIXTURE = Path(__file__).parent / "fixtures" / "workspace_v1.tar.gz"

@@ -9,13 +9,13 @@ import numpy as np
 import pytest
 
 from core.data import demo as demo_mod
+from core.data import selection_store as store
 from core.data.corpus import Corpus
+from core.data.selection_store import find_selection, list_selections, load_selection, selection_texts
 from core.data.stream import CorpusStream, open_corpus_stream
 from core.data.workspace import Workspace
 from core.lm.embed import corpus_digest
 from core.runner.params import PredictParams, ProjectParams
-from core.selection import store
-from core.selection.store import find_selection, list_selections, load_selection, selection_texts
 from core.selection.strategies import rank_order, select
 from tests.ner_data import single_thread_torch  # noqa: F401 - fixture
 

@@ -15,13 +15,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from core.data.corpus import Corpus
+from core.data.selection_store import list_selections, load_selection
 from core.data.workspace import Workspace
 from core.errors import UserError
 from core.lm import embed
 from core.selection.budget import Budget
 from core.selection.compare import overlap_matrix
 from core.selection.kernels import topk_cosine
-from core.selection.store import list_selections, load_selection
 from core.selection.strategies import Strategy, rank_order, select
 from tests.apptest import open_app
 
@@ -449,8 +449,8 @@ def test_map_and_selection_open_on_the_selection_the_user_was_on_and_compare_lis
     """Issue 24: both pages opened on the newest (in fact the oldest) selection, not the one picked, and a selection
     made later never joined "Compare saved selections"."""
     from core.data.demo import write_demo_workspace
+    from core.data.selection_store import list_selections
     from core.selection.atlas import build_atlas
-    from core.selection.store import list_selections
 
     ws = write_demo_workspace(tmp_path / "ws", dc_size=300)
     tc, dc = ws.load_corpus(ws.corpus_for_role("tc")), ws.load_corpus(ws.corpus_for_role("dc"))
@@ -500,8 +500,8 @@ def test_selection_page_opens_the_selection_saved_on_the_map(tmp_path, monkeypat
     import json
 
     from core.data.demo import write_demo_workspace
+    from core.data.selection_store import list_selections
     from core.runner import jobs, jobstore
-    from core.selection.store import list_selections
 
     ws = write_demo_workspace(tmp_path / "ws", dc_size=300)
     tc, dc = ws.load_corpus(ws.corpus_for_role("tc")), ws.load_corpus(ws.corpus_for_role("dc"))

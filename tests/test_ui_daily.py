@@ -154,8 +154,8 @@ def test_a_negative_or_too_large_budget_disables_run_selection(small_ws, monkeyp
 
 
 def test_dsir_ranking_shows_the_sampled_key(small_ws, monkeypatch):
+    from core.data.selection_store import list_selections, load_selection
     from core.selection.compare import ranking_table
-    from core.selection.store import list_selections, load_selection
 
     ws = Workspace(small_ws)
     jobs.run_inline(ws, "select", {"tc": "demo-tc", "dc": "demo-dc", "strategy": "dsir", "budget": 0.2, "seed": 3})

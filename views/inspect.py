@@ -6,13 +6,13 @@ from __future__ import annotations
 import streamlit as st
 
 from core.access import LOCAL
+from core.data import selection_store
 from core.data.tags import Span
 from core.data.workspace import CorpusRole
 from core.errors import UserError
 from core.review import predictions
 from core.review.highlight import legend_html, page_css, prediction_html, sentence_html, type_colors
 from core.review.store import ReviewConflict, ReviewStore
-from core.selection import store as selection_store
 from ui import (
     actor,
     get_workspace,

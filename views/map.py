@@ -7,6 +7,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
+from core.data.selection_store import list_selections
 from core.review.predictions import list_ner_models, prediction_request
 from core.runner import jobs
 from core.runner.jobview import model_labels
@@ -29,7 +30,6 @@ from core.selection.layers import (
 from core.selection.map_region import region_rows
 from core.selection.mapview import atlas_neighbours
 from core.selection.projection import sample_rows
-from core.selection.store import list_selections
 from core.tables import count
 from ui import (
     CURRENT_SELECTION,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from core.data.selection_store import list_selections, selection_label
 from core.data.workspace import CorpusRole
 from core.experiments.plan import BASELINES, parse_seeds
 from core.runner import jobs, jobstore
@@ -17,7 +18,6 @@ from core.runner.jobview import (
 )
 from core.runner.kinds import KINDS
 from core.selection.budget import Budget
-from core.selection.store import list_selections, selection_label
 from core.selection.strategies import Strategy
 from core.train import presets
 from core.train.modes import MODES

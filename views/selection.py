@@ -7,12 +7,12 @@ import pandas as pd
 import plotly.express as px
 import streamlit as st
 
+from core.data.selection import EXPORT_FORMATS
+from core.data.selection_store import list_selections, load_selection, selection_label
 from core.data.workspace import CorpusRole
 from core.errors import UserError
 from core.selection.budget import Budget
 from core.selection.compare import overlap_matrix, ranking_table, score_histogram
-from core.selection.selection import EXPORT_FORMATS
-from core.selection.store import list_selections, load_selection, selection_label
 from core.selection.strategies import Strategy
 from core.tables import readable
 from ui import CURRENT_SELECTION, corpus_picker, get_workspace, job_status, latest_job, run_guarded, selection_picker, submit_job

@@ -6,9 +6,9 @@ import pandas as pd
 import streamlit as st
 
 from core.access import Role
+from core.data.selection_store import list_selections
 from core.data.showtext import isolated
 from core.review.predictions import list_ner_models
-from core.selection.store import list_selections
 from core.tables import count
 from core.team import tasks
 from core.team.users import list_users

@@ -25,10 +25,10 @@ from typing import TYPE_CHECKING, Any
 
 from core.data.atomic import json_default, plain_json
 from core.data.corpus import Corpus, write_corpus
+from core.data.selection_store import selected_indices, selection_meta
 from core.data.tags import spans_from_tags
 from core.errors import UserError
 from core.progress import Progress, sub
-from core.selection.store import selected_indices, selection_meta
 from core.train import lineage
 from core.train.ner_model import load_ner_model
 from core.train.ner_predict import evaluate, predict_corpus

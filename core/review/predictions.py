@@ -20,13 +20,13 @@ import pandas as pd
 from core.access import LOCAL, Actor
 from core.data.atomic import atomic_write_json
 from core.data.corpus import Corpus, corpus_bytes, write_corpus
+from core.data.selection_store import selected_indices, selection_meta
 from core.data.stream import CorpusStream
 from core.data.tags import Span, TagScheme
 from core.data.workspace import Workspace, content_hash
 from core.errors import UserError
 from core.lm.models import resolve_model
 from core.review.store import ReviewItem, ReviewStore, check_spans, review_set_key
-from core.selection.store import selected_indices, selection_meta
 
 PRED_KIND = "predictions"
 SORT_KEYS = {"entities": "n_entities", "c1": "c1", "c2": "c2", "position": "index"}

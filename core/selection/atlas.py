@@ -442,7 +442,7 @@ def points_frame(atlas: Atlas) -> pd.DataFrame:
 
 def selection_corpora(ws: Workspace, selection: str) -> list[str]:
     """TC and DC of a saved selection: the corpus set its map shows."""
-    from core.selection.store import load_selection
+    from core.data.selection_store import load_selection
 
     sel = load_selection(ws, selection)
     tc_name, dc_name = sel.meta.get("tc_name"), sel.meta.get("dc_name")

@@ -8,10 +8,10 @@ from collections.abc import Sequence
 import numpy as np
 
 from core.data.corpus import Corpus
+from core.data.selection import Selection, finite_or_none
 from core.data.stream import CorpusStream
 from core.data.workspace import Workspace, resolve_corpus_ref
 from core.errors import UserError
-from core.selection.selection import Selection, finite_or_none
 
 
 def overlap_matrix(selections: Sequence[Selection], labels: Sequence[str] | None = None):

@@ -130,8 +130,8 @@ def selection_coverage(ws: Any, labeled: str, tc: str, selections: Sequence[str]
                        corpora: Sequence[str] = ()) -> EntityCoverage:
     """`entity_coverage` for workspace references: the labeled corpus and TC by name, role or path; each
     selection by key (or key prefix); each extra source corpus (e.g. DC as a whole) by name, role or path."""
+    from core.data.selection_store import load_selection, selection_label
     from core.data.stream import open_corpus_stream
-    from core.selection.store import load_selection, selection_label
 
     labeled_corpus = ws.resolve_corpus(labeled)
     sources: dict[str, Tokens] = {}

@@ -13,11 +13,11 @@ from typing import Any
 
 import numpy as np
 
+from core.data import selection_store as store
 from core.data.stream import CorpusStream, open_corpus_stream
 from core.data.workspace import Workspace
 from core.errors import UserError
 from core.lm.dsir import DEFAULT_BUCKETS, feature_distribution, hashed_ngrams
-from core.selection import store
 from core.selection.coverage import entity_mentions, word_set
 
 DSIR_COUNTS = "dsir-counts"  # artifact kind: a DC's hashed n-gram counts (explain), by DC content and bucket count

@@ -60,7 +60,7 @@ def corpus_layer(atlas: Atlas) -> Layer:
 
 def selection_layer(ws: Workspace, atlas: Atlas, selection: str) -> Layer:
     """TC (every other corpus on the map), selected and filtered DC of a saved selection."""
-    from core.selection.store import load_selection
+    from core.data.selection_store import load_selection
 
     sel = load_selection(ws, selection)
     lo, hi = atlas.span(selection_dc(atlas, sel.meta))
@@ -73,7 +73,7 @@ def selection_layer(ws: Workspace, atlas: Atlas, selection: str) -> Layer:
 
 def selection_percentiles(ws: Workspace, atlas: Atlas, selection: str) -> tuple[np.ndarray, dict[str, Any]]:
     """(per point: the selection's rank of the sentence as a percentile, 100 = ranked first, NaN off its DC; its meta)."""
-    from core.selection.store import load_selection
+    from core.data.selection_store import load_selection
 
     sel = load_selection(ws, selection)
     lo, hi = atlas.span(selection_dc(atlas, sel.meta))

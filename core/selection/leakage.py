@@ -23,11 +23,11 @@ from typing import Any
 from core.data.corpus import Corpus
 from core.data.neardup import MIN_WORDS_NEAR, THRESHOLD, normalize, shingles
 from core.data.neardup import jaccard as _jaccard
+from core.data.selection_store import find_selection, selection_texts
 from core.data.stream import CorpusStream, open_corpus_stream
 from core.data.workspace import Workspace, resolve_corpus_ref
 from core.errors import UserError
 from core.progress import Progress, silent
-from core.selection.store import find_selection, selection_texts
 
 NUM_PERM = 128  # MinHash permutations: LSH recall near the threshold above 0.95 at datasketch's band choice
 MAX_EXAMPLES = 50

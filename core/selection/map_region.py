@@ -10,11 +10,11 @@ import numpy as np
 
 from core.access import LOCAL, Actor, require
 from core.data.corpus import Corpus
+from core.data.selection import Selection
 from core.data.stream import open_corpus_stream
 from core.data.workspace import CorpusInfo, Workspace, content_hash, valid_name
 from core.errors import UserError
 from core.selection.atlas import Atlas
-from core.selection.selection import Selection
 
 
 def region_rows(atlas: Atlas, mask: np.ndarray) -> dict[str, np.ndarray]:
@@ -30,7 +30,7 @@ def save_region_selection(ws: Workspace, atlas: Atlas, mask: np.ndarray, dc: str
     """The region's sentences of `dc` as a saved selection (strategy "map-region", scored 1 inside,
     0 outside), listed with every other selection. Points of other corpora in the region are not
     part of it (a selection chooses DC rows); `how` says how the region was drawn (lineage)."""
-    from core.selection.store import save_selection
+    from core.data.selection_store import save_selection
 
     require(actor, "submit a job")
     dc = ws.ref(dc).name  # a role (dc) or a name, as everywhere

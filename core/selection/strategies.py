@@ -32,6 +32,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from core.data.corpus import Corpus
+from core.data.selection import Selection
+from core.data.selection_store import cached_selection, save_selection
 from core.data.stream import PARALLEL_MIN, CorpusStream, map_row_groups, open_corpus_stream
 from core.data.workspace import Workspace, content_hash
 from core.errors import UserError
@@ -39,8 +41,6 @@ from core.lm.pseudo_ppl import pseudo_perplexities
 from core.progress import Progress, sub
 from core.selection.budget import Budget
 from core.selection.kernels import cosine_to_vector, normalize_rows, topk_cosine
-from core.selection.selection import Selection
-from core.selection.store import cached_selection, save_selection
 
 if TYPE_CHECKING:
     from core.runner.jobs import JobContext

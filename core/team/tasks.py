@@ -118,7 +118,7 @@ def _source_items(ws: Workspace, selection: str | None, corpus: str | None, n_it
     if bool(selection) == bool(corpus):
         raise UserError("give a task either a selection or a corpus")
     if selection:
-        from core.selection.store import load_selection
+        from core.data.selection_store import load_selection
 
         sel = load_selection(ws, selection)
         indices = [int(i) for i in sel.indices]

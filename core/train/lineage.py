@@ -21,9 +21,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from core.data.atomic import atomic_write_json
+from core.data.selection_store import selection_meta
 from core.data.workspace import Workspace, resolve_corpus_ref
 from core.errors import UserError
-from core.selection.store import selection_meta
 from core.train.modes import phases_of
 from core.train.presets import DEFAULT_PRESET
 

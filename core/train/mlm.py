@@ -31,10 +31,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
+from core.data.selection_store import selection_texts
 from core.data.stream import open_corpus_stream
 from core.errors import ModelError, UserError
 from core.lm.models import ModelRef, load_masked_lm, load_tokenizer, resolve_model
-from core.selection.store import selection_texts
 from core.train import lineage
 from core.train.configs import MlmConfig
 from core.train.mlm_recipe import chain, head_warmup, l2sp_anchor, param_groups

@@ -16,10 +16,10 @@ from typing import Any
 import numpy as np
 
 from core.data.atomic import atomic_write_json, temp_path_for
+from core.data.selection import Selection
 from core.data.stream import CorpusStream
 from core.data.workspace import Workspace, content_hash
 from core.errors import UserError
-from core.selection.selection import Selection
 
 ARTIFACT = "selection"
 
