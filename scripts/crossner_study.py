@@ -75,7 +75,8 @@ def restore_cells(previous: Path, run_dir: Path, params: dict[str, Any], protoco
     None when nothing did; a file that is not a result JSON is a UserError."""
     from core.data.atomic import atomic_write_json
     from core.errors import UserError
-    from core.experiments.plan import BASELINES, CELL_FILE, parse_strategy, recipe_differences, recipe_of, strategy_models
+    from core.experiments.plan import BASELINES, parse_strategy, recipe_differences, recipe_of, strategy_models
+    from core.experiments.records import Cell, cell_path, save_cell
 
     if not previous.is_file():
         return None
@@ -107,10 +108,10 @@ def restore_cells(previous: Path, run_dir: Path, params: dict[str, Any], protoco
     for cell in usable:
         if cell["row"] == "tapt" and cell["seed"] in tapt_needed:
             continue
-        path = run_dir / "cells" / cell["key"] / f"seed-{cell['seed']}" / CELL_FILE
+        path = cell_path(run_dir, cell["key"], cell["seed"])
         if path.exists():
             continue
-        atomic_write_json(path, {**cell, "restored_from": cell.get("restored_from") or origin})
+        save_cell(path, Cell.from_dict({**cell, "restored_from": cell.get("restored_from") or origin}))
         restored += 1
         pick = cell.get("pick") or {}
         base = (pick.get("scores") or {}).get("base")

@@ -65,7 +65,7 @@ def test_an_experiment_row_reads_b1_and_b2_and_weighs_types_by_the_cells_lc(tmp_
               "preset": "tiny", "budget": 8}
     result = jobs.run_inline(Workspace(tmp_path / "ws"), "experiment", params, run_dir=tmp_path / "run")
     cell = next(c for c in result["cells"] if c["row"] == "entity-gain")
-    assert cell["selected"] == 8 and "training B1/B2" in (tmp_path / "run" / "log.txt").read_text()
+    assert cell["budget"] == 8 and "training B1/B2" in (tmp_path / "run" / "log.txt").read_text()
     from core.data.corpus import read_corpus
     from core.data.selection_store import selection_meta
 

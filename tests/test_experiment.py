@@ -67,7 +67,8 @@ def test_experiment_runs_cells_and_resumes(tmp_path, corpora, tiny_bert_dir, mon
     result = jobs.run_inline(ws, "experiment", params, run_dir=run_dir)
     assert result["rows"] == ["none", "tapt", "random", "ner"] and len(result["cells"]) == 8
     assert all(0 <= c["f1"] <= 1 and c["per_type"] for c in result["cells"])
-    assert {c["selected"] for c in result["cells"] if c["row"] in ("random", "ner")} == {8}
+    assert {c["budget"] for c in result["cells"] if c["row"] in ("random", "ner")} == {8}  # SC sentences selected
+    assert all(c["budget"] is None for c in result["cells"] if c["row"] in ("none", "tapt", "dapt"))  # one meaning
     summary = {e["row"]: e for e in result["summary"]}
     assert summary["random"]["seeds"] == 2 and len(load_cells(run_dir)) == 8
     lo, hi = summary["random"]["f1_ci"]
@@ -173,7 +174,7 @@ def test_experiment_sweep_cells_resume_and_lineage(tmp_path, corpora, tiny_bert_
     assert {"domain", "rows", "seeds", "cells", "summary"} <= set(result) and result["lc_sizes"] == [12, 24]
     assert all({"row", "seed", "f1", "budget", "lc_size", "mlm_seconds"} <= set(c) for c in cells)
     got = sorted((c["row"], c["budget"], c["lc_size"]) for c in cells)
-    assert got == sorted([(r, b, n) for n in (12, 24) for r, b in (("none", 0), ("tapt", 0), ("random", 4), ("random", 8))])
+    assert got == sorted([(r, b, n) for n in (12, 24) for r, b in (("none", None), ("tapt", None), ("random", 4), ("random", 8))])
     assert all(c["mlm_seconds"] == 0 and c["mlm_sentences"] == 0 for c in cells if c["row"] == "none")
     assert all(c["mlm_seconds"] > 0 for c in cells if c["row"] != "none")
     assert {c["mlm_sentences"] for c in cells if c["row"] == "tapt"} == {8}  # TC
@@ -261,7 +262,7 @@ def test_a_cell_finished_before_sweeps_is_kept_on_resume(tmp_path, corpora, monk
     result = jobs.run_inline(Workspace(tmp_path / "ws"), "experiment", {**corpora, "baselines": ["tapt"], "seeds": [1]},
                              run_dir=run_dir)
     (cell,) = result["cells"]
-    assert cell["f1"] == 0.42 and cell["budget"] == 0 and cell["lc_size"] == 24 and cell["mlm_seconds"] == 3.5
+    assert cell["f1"] == 0.42 and cell["budget"] is None and cell["lc_size"] == 24 and cell["mlm_seconds"] == 3.5
 
 
 def test_checkpoint_pick_in_cells_uses_the_probe_winner_and_probes_the_base_once(tmp_path, corpora, tiny_bert_dir,

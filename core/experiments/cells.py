@@ -28,6 +28,7 @@ from core.experiments.plan import (
     strategy_models,
     sweep_budgets,
 )
+from core.experiments.records import Cell, load_cell, save_cell
 from core.experiments.summary import keep_predictions
 from core.progress import sub
 from core.selection.strategies import select
@@ -259,7 +260,8 @@ class ExperimentCells(CellTrainer):
     def run_cell(self, row: str, seed: int, progress, budget: int | float | str | None = None,
                  lc_size: int | None = None) -> dict[str, Any]:
         """One cell: (row, seed, SC budget for a strategy, LC size). `budget` is what was asked for
-        (count or ratio of DC, None: |TC|); the cell records the SC sentences actually selected."""
+        (count or ratio of DC, None: |TC|); the cell (core.experiments.records.Cell) records the SC sentences
+        actually selected."""
         from core.train.mlm import mlm_phases
         from core.train.ner_model import load_ner_model
         from core.train.ner_predict import evaluate, predict_corpus
@@ -279,8 +281,7 @@ class ExperimentCells(CellTrainer):
         folder.mkdir(parents=True, exist_ok=True)
         t0 = time.time()
         lc = self.lc_subset(lc_n, seed)
-        cell: dict[str, Any] = {"row": row, "seed": seed, "key": key, "lc_size": len(lc), "budget": 0, "mlm_seconds": 0.0,
-                                "mlm_sentences": 0}
+        made: dict[str, Any] = {}  # what only some rows have: Cell's optional fields, by name
         tc_texts = self.tc.texts()
         lin = from_base(self.model)
         phases: list[tuple[str, list[str]]] = []
@@ -290,7 +291,6 @@ class ExperimentCells(CellTrainer):
             encoder = self.model
         elif not strategy:
             dc_texts = self.dc.texts() if "dapt" in row else None
-            cell["budget"] = len(self.dc) if "dapt" in row else 0  # DC sentences in the MLM corpus
             phases = self.rehearse(mlm_phases(row, tc_texts, None, dc_texts, seed), seed)
             mlm_folder = self.pretrain_dir(row, seed)
             encoder = self.mlm_model(phases, mlm_folder, seed, sub(progress, 0, 0.4))
@@ -303,7 +303,7 @@ class ExperimentCells(CellTrainer):
                 b1, b2 = self.tapt_models(seed, lc_n, sub(progress, 0, 0.3))
                 if needs_b1:
                     kwargs["model"] = b1
-                    cell["b1_mlm_seconds"] = self.mlm_seconds(self.pretrain_dir("tapt", seed))
+                    made["b1_mlm_seconds"] = self.mlm_seconds(self.pretrain_dir("tapt", seed))
                 if needs_b2:
                     kwargs.update(model2=b2, ner_model=b2)
             if name == "entity-gain":  # types weighed by the cell's own LC (a sweep's sample, not all of LC)
@@ -313,7 +313,7 @@ class ExperimentCells(CellTrainer):
             selection = select(self.tc, self.dc, name, count, progress=sub(progress, 0.3, 0.4), **kwargs)
             selected = selection.selected
             sel_key = selection.key
-            cell.update(selected=len(selected), selection_key=sel_key, budget=len(selected),
+            made.update(selection_key=sel_key, budget=len(selected),
                         budget_requested=budget if budget is not None else len(self.tc))
             sc_ref = {"name": f"selection:{sel_key}" if sel_key else f"selection:{name}", "hash": sel_key}
             lin.selection = {"id": sel_key, "strategy": name, "budget": len(selected), "model": model_tag or "base"}
@@ -321,15 +321,15 @@ class ExperimentCells(CellTrainer):
             mlm_folder = self.pretrain_dir(row, seed, count, lc_n if needs_b2 else None)
             encoder = self.mlm_model(phases, mlm_folder, seed, sub(progress, 0.4, 0.6))
         if mlm_folder is not None:
-            cell["mlm_seconds"] = self.mlm_seconds(mlm_folder)
-            cell["mlm_sentences"] = sum(len(texts) for _, texts in phases)
+            made["mlm_seconds"] = self.mlm_seconds(mlm_folder)
+            made["mlm_sentences"] = sum(len(texts) for _, texts in phases)
             lin.mlm_phases += [MlmPhase(p, self._phase_corpora(p, sc_ref), len(texts)) for p, texts in phases]
-            mlm_lineage = Lineage(**{**lin.__dict__, "seed": seed, "preset": self.preset, "wall_seconds": cell["mlm_seconds"]})
+            mlm_lineage = Lineage(**{**lin.__dict__, "seed": seed, "preset": self.preset, "wall_seconds": made["mlm_seconds"]})
             write_lineage(encoder, mlm_lineage)
-            cell["drift"] = self.drift(encoder, mlm_folder, tc_texts)
+            made["drift"] = self.drift(encoder, mlm_folder, tc_texts)
             chosen, pick = self.choose_encoder(encoder, phases, mlm_folder, seed, sub(progress, 0.6, 0.7), lc)
             if pick is not None:
-                cell["pick"] = pick_record(pick)
+                made["pick"] = pick_record(pick)
                 if pick["chosen"]["step"] is not None and chosen != encoder:
                     write_lineage(chosen, mlm_lineage)  # a snapshot: the same corpora and recipe, fewer steps
                 encoder = chosen
@@ -338,21 +338,22 @@ class ExperimentCells(CellTrainer):
         model = load_ner_model(ner_dir)
         predictions = predict_corpus(model, self.test, batch_size=self.ner_config.eval_batch_size)
         scores = evaluate(model, self.test, predictions=predictions)
-        cell.update(keep_predictions(folder, predictions, self.test))  # intervals, paired tests
-        cell.update(f1=scores["f1"], precision=scores["precision"], recall=scores["recall"], per_type=scores["per_type"],
-                    best_dev_f1=summary.get("best_dev_f1"), ner_epochs=summary.get("epochs_run"), encoder=encoder,
-                    numerics=numerics(summary), started=t0, finished=time.time(), device=where_ran(summary))
+        kept = keep_predictions(folder, predictions, self.test)  # intervals, paired tests
+        run_id = f"{self.run_dir.name}.{key}.s{seed}"
+        cell = Cell(row=row, seed=seed, key=key, lc_size=len(lc), f1=scores["f1"], precision=scores["precision"],
+                    recall=scores["recall"], per_type=scores["per_type"], predictions=kept["predictions"],
+                    test_counts=kept["test_counts"], best_dev_f1=summary.get("best_dev_f1"),
+                    ner_epochs=summary.get("epochs_run"), encoder=encoder, numerics=numerics(summary), started=t0,
+                    finished=time.time(), device=where_ran(summary), run=run_id, **made)
         lin.lc = {**self.refs["lc"], "sentences": len(lc), "of": len(self.lc), **({"sample_seed": seed} if len(lc) < len(self.lc) else {})}
         lin.dev, lin.test = self.refs["dev"], self.refs["test"]
         lin.seed, lin.preset, lin.wall_seconds = seed, self.preset, time.time() - t0
-        run_id = f"{self.run_dir.name}.{key}.s{seed}"
         record_run(self.ctx.workspace, run_id, "ner", lin, folder, ner_dir, f1=scores["f1"],
-                   extra={"experiment": str(self.run_dir), "row": row, "budget": cell["budget"], "lc_size": len(lc)})
-        cell["run"] = run_id
-        atomic_write_json(done, cell)
+                   extra={"experiment": str(self.run_dir), "row": row, "budget": cell.budget, "lc_size": len(lc)})
+        save_cell(done, cell)
         self.ctx.metric(cell=key, seed=seed, test_f1=scores["f1"])
         self.ctx.log(f"{key} seed {seed}: test F1 {scores['f1']:.4f}")
-        return cell
+        return cell.to_dict()
 
     def finished_cell(self, row: str, seed: int, budget: int | float | str | None = None,
                       lc_size: int | None = None) -> dict[str, Any] | None:
@@ -360,10 +361,9 @@ class ExperimentCells(CellTrainer):
         lc_n = len(self.lc) if lc_size is None else int(lc_size)
         count = resolve_sc_budget(budget, len(self.tc), len(self.dc)) if row not in BASELINES else None
         folder = self.cell_dir(row, seed, count, lc_n)
-        if (folder / CELL_FILE).exists():
-            cached = json.loads((folder / CELL_FILE).read_text("utf-8"))
-            if cached.get("key", folder.parent.name) == folder.parent.name:
-                return cached
+        cached = load_cell(folder / CELL_FILE)
+        if cached is not None and cached.key == folder.parent.name:
+            return cached.to_dict()
         return self._legacy_cell(row, seed, lc_n)
 
     def _legacy_cell(self, row: str, seed: int, lc_n: int) -> dict[str, Any] | None:
@@ -373,11 +373,12 @@ class ExperimentCells(CellTrainer):
         single = len(sweep_budgets(self.params.budget, self.params.budgets)) == 1
         if not (single and lc_n == len(self.lc) and (folder / CELL_FILE).exists()):
             return None
-        cell = json.loads((folder / CELL_FILE).read_text("utf-8"))
-        if "lc_size" in cell:
+        stored = json.loads((folder / CELL_FILE).read_text("utf-8"))
+        if "lc_size" in stored:
             return None
-        budget = cell.get("selected") if row not in BASELINES else (len(self.dc) if "dapt" in row else 0)
-        return {**cell, "budget": budget, "lc_size": lc_n, "mlm_seconds": self.mlm_seconds(folder)}
+        cell = Cell.from_dict({**stored, "key": stored.get("key") or folder.parent.name})
+        cell.lc_size, cell.mlm_seconds = lc_n, self.mlm_seconds(folder)
+        return cell.to_dict()
 
     def rehearse(self, phases: list[tuple[str, list[str]]], seed: int) -> list[tuple[str, list[str]]]:
         """The phases with `rehearsal_share` of random DC sentences mixed in (core.train.mlm_recipe.with_rehearsal)."""

@@ -31,6 +31,7 @@ from core.data.workspace import CorpusRef, resolve_corpus_ref
 from core.errors import UserError
 from core.experiments.cells import CellTrainer
 from core.experiments.plan import slug
+from core.experiments.records import Cell, cell_path, load_cell, save_cell
 from core.experiments.summary import interval_summary, keep_predictions
 from core.progress import sub
 from core.similarity.correlation import correlate_with_f1
@@ -117,7 +118,7 @@ class Comparison:
 
     def cell_file(self, row: str, seed: int) -> Path:
         """Where a finished cell is kept; a cell whose file exists is not run again."""
-        return self.run_dir / "cells" / slug(row) / f"seed-{seed}" / "cell.json"
+        return cell_path(self.run_dir, slug(row), seed)
 
     def cell_key(self, seed: int, src: CorpusRef | None) -> str:
         """What decides a cell's F1, as a digest: the encoder, the MLM and NER recipes less their run-only settings,
@@ -140,7 +141,7 @@ class Comparison:
             path = self.cell_file(str(row), int(seed or 0))
             if wanted.get((row, seed)) != cell.get("key") or not cell.get("test_counts") or path.exists():
                 continue
-            atomic_write_json(path, {**cell, "restored_from": cell.get("restored_from") or origin})
+            save_cell(path, Cell.from_dict({**cell, "restored_from": cell.get("restored_from") or origin}))
             restored += 1
         return restored
 
@@ -152,8 +153,8 @@ class Comparison:
     def cell(self, row: str, seed: int, src: CorpusRef | None, progress) -> dict[str, Any]:
         """One NER run on LC (after MLM on `src`, or none for the baseline) and its TEST F1, kept in `cell_file`."""
         done = self.cell_file(row, seed)
-        if done.exists():
-            return json.loads(done.read_text("utf-8"))
+        if (kept_cell := load_cell(done)) is not None:
+            return kept_cell.to_dict()
         folder, trainer, ctx = done.parent, self.trainer, self.ctx
         folder.mkdir(parents=True, exist_ok=True)
         t0 = time.time()
@@ -179,14 +180,14 @@ class Comparison:
         run_id = f"{self.run_dir.name}.{slug(row)}.s{seed}"
         record_run(ctx.workspace, run_id, "ner", lin, folder, ner_dir, f1=scores["f1"],
                    extra={"compare_sources": str(self.run_dir), "source": src.name if src else None})
-        result = {"row": row, "seed": seed, "key": self.cell_key(seed, src), "source": src.to_dict() if src else None,
-                  "f1": scores["f1"], "run": run_id,
-                  "best_dev_f1": summary.get("best_dev_f1"), "mlm_seconds": trainer.mlm_seconds(mlm_home), **kept,
-                  **({"mlm_model": encoder} if src is not None else {})}
-        atomic_write_json(done, result)
+        cell = Cell(row=row, seed=seed, key=self.cell_key(seed, src), f1=scores["f1"], run=run_id,
+                    best_dev_f1=summary.get("best_dev_f1"), mlm_seconds=trainer.mlm_seconds(mlm_home),
+                    predictions=kept["predictions"], test_counts=kept["test_counts"],
+                    extra={"source": src.to_dict() if src else None, **({"mlm_model": encoder} if src is not None else {})})
+        save_cell(done, cell)
         ctx.metric(cell=row, seed=seed, test_f1=scores["f1"])
         ctx.log(f"{row} seed {seed}: test F1 {scores['f1']:.4f}")
-        return result
+        return cell.to_dict()
 
     def result(self, values: dict[str, dict[str, float]], cells: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
         """The comparison's result from its measures and finished cells (row -> cells of each seed), kept as

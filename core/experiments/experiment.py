@@ -42,12 +42,12 @@ from core.data.atomic import atomic_write_json
 from core.data.corpus import Corpus
 from core.data.workspace import resolve_corpus_ref
 from core.errors import UserError
+from core.experiments import records
 from core.experiments.cells import ExperimentCells
 from core.experiments.guard import GUARD_FILE, guard_mlm_corpora, guard_text, guard_text_of
 from core.experiments.parallel import CellTask, parse_parallel
 from core.experiments.plan import (
     BASELINES,
-    CELL_FILE,
     check_recipe,
     parse_strategy,
     resolve_sc_budget,
@@ -171,14 +171,8 @@ def format_results(result: dict[str, Any]) -> str:
 
 
 def load_cells(run_dir: str | Path) -> list[dict[str, Any]]:
-    """Finished cells of an experiment run folder (also while it is still running)."""
-    cells = []
-    for path in sorted(Path(run_dir).glob(f"cells/*/seed-*/{CELL_FILE}")):
-        try:
-            cells.append(json.loads(path.read_text("utf-8")))
-        except (OSError, json.JSONDecodeError):
-            continue
-    return cells
+    """Finished cells of an experiment run folder (also while it is still running), as the result JSON holds them."""
+    return [c.to_dict() for c in records.load_cells(run_dir)]
 
 
 def experiment_job(params: ExperimentParams, ctx: JobContext) -> dict[str, Any]:

@@ -151,9 +151,11 @@ def check_recipe(run_dir: str | Path, params: Any, lc_sentences: int | None = No
 
     folder = Path(run_dir)
     recipe = recipe_of(params)
-    finished = [json.loads(p.read_text("utf-8")) for p in folder.glob(f"cells/*/seed-*/{CELL_FILE}")]
-    if lc_sentences and (old := [c for c in finished if c.get("pick") and "probe_lc" not in c["pick"]
-                                 and (c.get("lc_size") or lc_sentences) < lc_sentences]):
+    from core.experiments.records import load_cells
+
+    finished = load_cells(folder)
+    if lc_sentences and (old := [c for c in finished if c.pick and "probe_lc" not in c.pick
+                                 and (c.lc_size or lc_sentences) < lc_sentences]):
         raise UserError(f"run folder {folder} holds {len(old)} LC-sweep cells whose checkpoint pick probed on all of LC, "
                         "not on the cell's own LC sample as pick does now: continue this sweep in a new folder")
     stored_path = folder / RECIPE_FILE
@@ -165,8 +167,8 @@ def check_recipe(run_dir: str | Path, params: Any, lc_sentences: int | None = No
             raise UserError(f"run folder {folder} holds cells of another recipe ({'; '.join(diff)}): continue it with "
                             "the same settings, or give a new folder (--out) for this recipe")
         return
-    mlm_cells = [c for c in finished if c.get("row") != "none"]
-    picked = {bool(c.get("pick")) for c in mlm_cells}
+    mlm_cells = [c for c in finished if c.row != "none"]
+    picked = {bool(c.pick) for c in mlm_cells}
     if picked and picked != {bool(recipe["pick_checkpoint"])}:
         was = "with" if True in picked else "without"
         raise UserError(f"run folder {folder} holds cells made {was} checkpoint pick, and this run has pick_checkpoint "

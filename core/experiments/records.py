@@ -1,0 +1,105 @@
+"""A finished experiment cell as one typed record, saved and loaded here only (`cell.json`).
+
+A cell used to be a dict built by many updates, and its "budget" meant three things: the DC sentences fed to
+MLM for DAPT, the SC sentences a strategy kept after the leak drop, and (in its folder key) the count asked
+for before that drop. Now:
+
+- `budget` is the SC sentences a strategy row pretrained on (after the leak drop); None for a baseline row;
+- `budget_requested` is what was asked for (a count or a ratio of DC; None: |TC|), and `key` is named by the
+  count it resolved to before the drop, so a rerun of the same request finds the same folder;
+- `mlm_sentences` is every sentence of the MLM corpus (for DAPT: its DC sentences).
+
+A cell.json written before this (a baseline with "budget" 0 or |DC|) loads with the meaning above; fields a
+newer or older writer added are kept in `extra` and written back as they were.
+
+>>> old = {"row": "dapt", "seed": 1, "key": "dapt.lc100", "lc_size": 100, "budget": 4614, "mlm_sentences": 4614,
+...        "f1": 0.53, "precision": 0.52, "recall": 0.55, "per_type": {}, "probe": "kept"}
+>>> cell = Cell.from_dict(old)
+>>> cell.budget, cell.mlm_sentences, cell.extra
+(None, 4614, {'probe': 'kept'})
+>>> Cell.from_dict(cell.to_dict()) == cell
+True
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from core.data.atomic import atomic_write_json
+from core.experiments.plan import BASELINES, CELL_FILE
+
+
+@dataclass
+class Cell:
+    row: str
+    seed: int
+    key: str
+    f1: float
+    lc_size: int | None = None
+    precision: float | None = None
+    recall: float | None = None
+    per_type: dict[str, Any] = field(default_factory=dict)
+    budget: int | None = None  # SC sentences pretrained on (strategy rows, after the leak drop); None: a baseline
+    budget_requested: int | float | str | None = None  # what was asked for (count or ratio of DC; None: |TC|)
+    selection_key: str | None = None
+    mlm_sentences: int = 0  # every sentence of the MLM corpus (DAPT: its DC sentences); 0 without pretraining
+    mlm_seconds: float = 0.0
+    b1_mlm_seconds: float | None = None  # the TAPT model a strategy read (B1), when it needed one
+    drift: dict[str, Any] | None = None
+    pick: dict[str, Any] | None = None  # the checkpoint pick's record (core.experiments.cells.pick_record)
+    predictions: str | None = None
+    test_counts: Any = None  # per-sentence TEST counts inline: intervals survive the run folder
+    best_dev_f1: float | None = None
+    ner_epochs: int | None = None
+    encoder: str | None = None
+    numerics: dict[str, Any] | None = None
+    started: float | None = None
+    finished: float | None = None
+    device: str | None = None
+    run: str | None = None
+    restored_from: dict[str, Any] | None = None  # a cell put back from a result file: which, at what commit
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Cell:
+        names = {f.name for f in dataclasses.fields(cls)} - {"extra"}
+        known = {k: v for k, v in data.items() if k in names}
+        extra = {k: v for k, v in data.items() if k not in names and k not in ("selected", "extra")}
+        extra.update(data.get("extra") or {})
+        if str(known.get("row")) in BASELINES:  # before this record: 0 (none, TAPT) or |DC| (DAPT) for a baseline
+            known["budget"] = None
+        elif known.get("budget") is None and data.get("selected") is not None:
+            known["budget"] = data["selected"]
+        return cls(**known, extra=extra)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form: every field (None ones left out, but for `budget` and `lc_size`, which every reader groups
+        on), `extra` merged back in as it came."""
+        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "extra"}
+        return {**{k: v for k, v in out.items() if v is not None or k in ("budget", "lc_size")}, **self.extra}
+
+
+def cell_path(run_dir: str | Path, key: str, seed: int) -> Path:
+    return Path(run_dir) / "cells" / key / f"seed-{seed}" / CELL_FILE
+
+
+def save_cell(path: str | Path, cell: Cell) -> None:
+    atomic_write_json(Path(path), cell.to_dict())
+
+
+def load_cell(path: str | Path) -> Cell | None:
+    """The cell kept at `path`, or None when there is none (or it is being written)."""
+    try:
+        return Cell.from_dict(json.loads(Path(path).read_text("utf-8")))
+    except (OSError, json.JSONDecodeError):
+        return None
+
+
+def load_cells(run_dir: str | Path) -> list[Cell]:
+    """Finished cells of an experiment run folder (also while it is still running)."""
+    cells = (load_cell(p) for p in sorted(Path(run_dir).glob(f"cells/*/seed-*/{CELL_FILE}")))
+    return [c for c in cells if c is not None]
