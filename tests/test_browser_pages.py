@@ -36,8 +36,13 @@ def test_inspect_accept_and_reject_survive_a_reload(inspect_ws):
         page.goto(f"{url}/inspect")
         wait_for_app(page, "sentences reviewed")
         page.get_by_role("button", name="Accept", exact=True).first.click()
-        wait_for_app(page, "1 of 600 sentences reviewed")  # the rerun has finished, not just begun: buttons are current
-        page.get_by_role("button", name="Reject", exact=True).nth(1).click()
+        # state, not the counter alone: the counter is drawn before the cards, so under load it shows while the cards
+        # below it are still the previous run's; the accepted card is drawn by the run that also draws every button
+        page.locator("[class*='st-key-insp_card_accepted_']").first.wait_for()
+        wait_for_app(page, "1 of 600 sentences reviewed")
+        unreviewed = page.locator("[class*='st-key-insp_card_unreviewed_']").first
+        unreviewed.get_by_role("button", name="Reject").click()  # the current card's name carries its key hint
+        page.locator("[class*='st-key-insp_card_rejected_']").first.wait_for()
         wait_for_app(page, "2 of 600 sentences reviewed")
         page.reload()
         wait_for_app(page, "sentences reviewed")
