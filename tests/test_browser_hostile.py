@@ -81,7 +81,6 @@ def test_a_hostile_corpus_runs_no_script_on_any_page_for_any_role(hostile_ws):
             picker = page.locator(".st-key-corpus_view")
             picker.get_by_role("combobox").click()
             page.get_by_role("option", name="evil-dc").first.click()
-            expect(picker).to_contain_text("evil-dc", timeout=90_000)  # state, not time: the pick has taken
             page.wait_for_function(IDLE)
             # the sentence browser (not a chart's tick label, which may be laid out hidden) shows the payload as text
             expect(page.locator(".nx-sent").filter(has_text="<svg onload=window.__xss=2>").first).to_be_visible(

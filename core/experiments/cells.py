@@ -21,14 +21,13 @@ from core.experiments.plan import (
     CELL_FILE,
     PICK_FILE,
     cell_key,
-    check_recipe,
     parse_strategy,
     resolve_sc_budget,
     slug,
     strategy_models,
     sweep_budgets,
 )
-from core.experiments.records import Cell, load_cell, save_cell
+from core.experiments.records import Cell, check_recipe, load_cell, save_cell
 from core.experiments.summary import keep_predictions
 from core.progress import sub
 from core.selection.strategies import select

@@ -48,12 +48,12 @@ from core.experiments.guard import GUARD_FILE, guard_mlm_corpora, guard_text, gu
 from core.experiments.parallel import CellTask, parse_parallel
 from core.experiments.plan import (
     BASELINES,
-    check_recipe,
     parse_strategy,
     resolve_sc_budget,
     strategy_models,
     sweep_budgets,
 )
+from core.experiments.records import check_recipe
 from core.experiments.statistics import N_RESAMPLES
 from core.experiments.summary import (
     comparison_rows,

@@ -30,7 +30,8 @@ from pathlib import Path
 from typing import Any
 
 from core.data.atomic import atomic_write_json
-from core.experiments.plan import BASELINES, CELL_FILE
+from core.errors import UserError
+from core.experiments.plan import BASELINES, CELL_FILE, RECIPE_FIELDS, RECIPE_FILE, recipe_differences, recipe_of
 
 
 @dataclass
@@ -103,3 +104,36 @@ def load_cells(run_dir: str | Path) -> list[Cell]:
     """Finished cells of an experiment run folder (also while it is still running)."""
     cells = (load_cell(p) for p in sorted(Path(run_dir).glob(f"cells/*/seed-*/{CELL_FILE}")))
     return [c for c in cells if c is not None]
+
+
+def check_recipe(run_dir: str | Path, params: Any, lc_sentences: int | None = None) -> None:
+    """Refuse to continue a run folder with another recipe than the one its finished cells ran with, naming each
+    differing setting; a first run records its recipe. A folder from before recipe.json is checked on checkpoint
+    pick alone, read from its finished cells (a cell that picked has a `pick` record). An LC-size sweep whose finished
+    smaller cells chose their checkpoint on all of LC (before the probe used each cell's own sample, which their pick
+    record says in `probe_lc`) is refused too: its new cells would choose the other way."""
+    folder = Path(run_dir)
+    recipe = recipe_of(params)
+    finished = load_cells(folder)
+    if lc_sentences and (old := [c for c in finished if c.pick and "probe_lc" not in c.pick
+                                 and (c.lc_size or lc_sentences) < lc_sentences]):
+        raise UserError(f"run folder {folder} holds {len(old)} LC-sweep cells whose checkpoint pick probed on all of LC, "
+                        "not on the cell's own LC sample as pick does now: continue this sweep in a new folder")
+    stored_path = folder / RECIPE_FILE
+    if stored_path.is_file():
+        raw = json.loads(stored_path.read_text("utf-8"))
+        # only the fields the file names: a field added to the recipe later does not refuse older folders
+        diff = recipe_differences(recipe_of(raw, tuple(f for f in RECIPE_FIELDS if f in raw)), recipe)
+        if diff:
+            raise UserError(f"run folder {folder} holds cells of another recipe ({'; '.join(diff)}): continue it with "
+                            "the same settings, or give a new folder (--out) for this recipe")
+        return
+    mlm_cells = [c for c in finished if c.row != "none"]
+    picked = {bool(c.pick) for c in mlm_cells}
+    if picked and picked != {bool(recipe["pick_checkpoint"])}:
+        was = "with" if True in picked else "without"
+        raise UserError(f"run folder {folder} holds cells made {was} checkpoint pick, and this run has pick_checkpoint "
+                        f"{recipe['pick_checkpoint']} (the default of preset {recipe['preset']!r} since issue 26): continue "
+                        f"it with {'--pick-checkpoint' if was == 'with' else '--no-pick-checkpoint'} (Runs page: Checkpoint "
+                        f"pick {'on' if was == 'with' else 'off'}), or give a new folder")
+    atomic_write_json(stored_path, recipe)
