@@ -65,7 +65,8 @@ def sweep_frame(cells: Sequence[dict[str, Any]]) -> pd.DataFrame:
                      "seeds": sorted(c["seed"] for c in cs),
                      "mlm_seconds": sum(float(c.get("mlm_seconds") or 0.0) for c in cs) / len(cs),
                      "mlm_sentences": int(round(sum(int(c.get("mlm_sentences") or 0) for c in cs) / len(cs)))})
-    frame = pd.DataFrame(rows, columns=COLUMNS)
+    # counts stay counts ("SC 8", not "SC 8.0") where a baseline has no budget or an old cell no LC size
+    frame = pd.DataFrame(rows, columns=COLUMNS).astype({"budget": "Int64", "lc_size": "Int64"})
     order = {r: i for i, r in enumerate(row_order(list(dict.fromkeys(frame["row"]))))}
     frame["_order"] = frame["row"].map(order)
     frame = frame.sort_values(["_order", "budget", "lc_size"], na_position="first", kind="stable")
@@ -89,8 +90,8 @@ def _series(frame: pd.DataFrame, split: str, label: str) -> pd.Series:
 
 def sc_amount_frame(cells: Sequence[dict[str, Any]], lc_size: int | None = None) -> pd.DataFrame:
     """Fig. 2: test F1 (mean ± std over seeds) against SC sentences, one series per row, at one LC
-    size (default the largest). Baselines are there too (budget 0 for none/tapt, |DC| for DAPT):
-    the page draws them as reference lines."""
+    size (default the largest). Baselines are there too (no budget: they select nothing); the page draws
+    them as reference lines."""
     frame = sweep_frame(cells)
     if lc_size is None and frame["lc_size"].notna().any():
         lc_size = int(frame["lc_size"].max())
@@ -118,7 +119,7 @@ def mlm_time_frame(cells: Sequence[dict[str, Any]], lc_size: int | None = None, 
     labels = _series(frame, "budget", "SC") if len(frame) else frame["row"]
     out = pd.DataFrame({
         "method": labels,
-        "MLM corpus": [CORPUS.get(r, f"TC + SC ({r}, {b:,} sentences), 1:1" if isinstance(b, (int, float)) and b == b
+        "MLM corpus": [CORPUS.get(r, f"TC + SC ({r}, {int(b):,} sentences), 1:1" if pd.notna(b)
                                   else f"TC + SC ({r}), 1:1") for r, b in zip(frame["row"], frame["budget"], strict=True)],
         "sentences": frame["mlm_sentences"].astype(int),
         "F1 (%)": [f"{m * scale:.2f} ± {s * scale:.2f}" for m, s in zip(frame["f1_mean"], frame["f1_std"], strict=True)],
