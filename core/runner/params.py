@@ -22,12 +22,12 @@ from core.train.presets import DEFAULT_PRESET, PRESETS, experiment_settings
 SCHEMA_VERSION = 2
 
 # A count or a ratio (core.selection.budget.Budget). Text ("500", "0.1") is parsed when the job is submitted, by
-# the one rule set, and stored as the number; the metadata names the field in the message.
+# the one rule set, and stored as the number; the message names the field.
 Amount = int | float
 
 
-def amount_field(what: str, default: Any = dataclasses.MISSING, many: bool = False) -> Any:
-    meta = {"amount": what, "many": many}
+def amount_field(default: Any = dataclasses.MISSING, many: bool = False) -> Any:
+    meta = {"amount": True, "many": many}
     if default is dataclasses.MISSING:
         return field(metadata=meta)
     return field(default=default, metadata=meta)
@@ -94,7 +94,7 @@ class SelectParams:
     tc: str
     dc: str
     strategy: str
-    budget: Amount = amount_field("budget")
+    budget: Amount = amount_field()
     model: str | None = "default"
     model2: str | None = None
     ner_model: str | None = None
@@ -172,10 +172,10 @@ class ExperimentParams:
     strategies: list[str] = field(default_factory=list)
     baselines: list[str] = field(default_factory=lambda: ["none", "tapt", "dapt", "tapt+dapt"])
     seeds: list[int] = field(default_factory=lambda: [1])
-    budget: Amount | None = amount_field("budget", None)  # one SC size (count or ratio of DC; None: |TC|) ...
-    budgets: list[Amount] | None = amount_field("budgets", None, many=True)  # ... or a sweep of them (Fig. 2); not both
+    budget: Amount | None = amount_field(None)  # one SC size (count or ratio of DC; None: |TC|) ...
+    budgets: list[Amount] | None = amount_field(None, many=True)  # ... or a sweep of them (Fig. 2); not both
     # LC sub-samples (counts or ratios of LC; None: all), drawn with the seed (Fig. 4)
-    lc_sizes: list[Amount] | None = amount_field("lc_sizes", None, many=True)
+    lc_sizes: list[Amount] | None = amount_field(None, many=True)
     model: str = "default"
     preset: str = DEFAULT_PRESET
     mlm_config: dict[str, Any] | None = config_field("mlm", None)
