@@ -90,7 +90,7 @@ def test_inspect_span_edit_by_tokens_survives_reload_and_exports(inspect_ws):
         assert "B-band" in text
         import sqlite3
 
-        with sqlite3.connect(inspect_ws / "review.sqlite") as con:
+        with sqlite3.connect(inspect_ws / "team.sqlite") as con:
             kept = con.execute("SELECT COUNT(*) FROM review WHERE status IN ('accepted', 'corrected')").fetchone()[0]
         assert len([b for b in text.split("\n\n") if b.strip()]) == kept  # only reviewed sentences, no rejected one
 

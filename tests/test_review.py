@@ -52,6 +52,39 @@ def test_concurrent_edit_is_detected_not_silently_overwritten(tmp_path):
     assert alice.get(1).version == 3
 
 
+def test_one_annotation_database_and_the_old_review_file_merged_once(tmp_path):
+    """Issue 44: Inspect's decisions and the team's tasks share one database; a workspace written before keeps
+    its decisions (merged once, even when several processes open it, and the old file kept renamed)."""
+    import sqlite3
+
+    from core.data.annotation_db import FILE, connect
+
+    ws = Workspace(tmp_path)
+    ReviewStore(ws, "s").save(1, "accepted", TOKS_B, [Span(0, 1, "LOC")], expected_version=0, reviewer="ann")
+    assert sorted(p.name for p in tmp_path.glob("*.sqlite")) == [FILE]  # no second file
+    # a workspace from before: its decisions in review.sqlite
+    old_ws = Workspace(tmp_path / "old")
+    with sqlite3.connect(old_ws.root / "review.sqlite") as con:
+        con.executescript("""CREATE TABLE review (set_key TEXT, idx INTEGER, status TEXT, tokens TEXT, spans TEXT,
+            version INTEGER, reviewer TEXT, model TEXT, updated REAL, PRIMARY KEY (set_key, idx));
+            CREATE TABLE review_history (set_key TEXT, idx INTEGER, version INTEGER, status TEXT, spans TEXT,
+            reviewer TEXT, updated REAL);""")
+        con.execute("INSERT INTO review VALUES ('s', 4, 'corrected', '[\"Paris\", \"is\"]', "
+                    "'[{\"start\": 0, \"end\": 1, \"type\": \"LOC\"}]', 2, 'bob', 'm', 1.0)")
+        con.executemany("INSERT INTO review_history VALUES ('s', 4, ?, ?, '[]', 'bob', 1.0)", [(1, "rejected"), (2, "corrected")])
+    con.close()
+    threads = [threading.Thread(target=lambda: connect(old_ws).close()) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    store = ReviewStore(old_ws, "s")
+    assert store.get(4).status == "corrected" and store.get(4).spans == [Span(0, 1, "LOC")] and store.get(4).version == 2
+    assert [h["status"] for h in store.history(4)] == ["rejected", "corrected"]  # merged once, not four times
+    assert not (old_ws.root / "review.sqlite").exists() and (old_ws.root / "review.sqlite.merged").exists()
+    store.save(4, "accepted", ["Paris", "is"], [], expected_version=2)  # and it goes on from the merged version
+
+
 def test_racing_writers_only_one_wins(tmp_path):
     ws = Workspace(tmp_path)
     ReviewStore(ws, "race")  # create the database before the race

@@ -12,11 +12,12 @@ from hypothesis import strategies as st
 
 from core.access import LOCAL, AccessDenied, Actor, Role
 from core.cli import main
+from core.data.annotation_db import connect
 from core.data.tags import Span
 from core.errors import UserError
 from core.team import adjudicate, tasks, users
 from core.team.agreement import agreement, agreement_files
-from core.team.db import connect, read_audit
+from core.team.db import read_audit
 
 PASSWORD = "correct horse"
 

@@ -1,10 +1,10 @@
 """Annotator review state: accept / reject / correct predicted entity spans, per sentence.
 
-Stored in the workspace as SQLite (`review.sqlite`, WAL mode) so every click is saved as it
-happens, a reload or a second browser sees it, and several processes can share it. Each item
-carries a version number: a save names the version its author saw, and if someone saved in
-between the store raises `ReviewConflict` instead of silently erasing the earlier decision
-(optimistic concurrency). Every save is also appended to a history table, so nothing a
+Stored in the workspace's one annotation database (core.data.annotation_db, SQLite in WAL mode)
+so every click is saved as it happens, a reload or a second browser sees it, and several processes
+can share it. Each item carries a version number: a save names the version its author saw, and if
+someone saved in between the store raises `ReviewConflict` instead of silently erasing the earlier
+decision (optimistic concurrency, the same check as a task's answers). Every save is also appended to a history table, so nothing a
 reviewer decided is ever lost, even after an explicit overwrite.
 
 A review set is one corpus at one content hash (`review_set_key`): the same sentence keeps its
@@ -22,13 +22,12 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from core.access import LOCAL, Actor, require
-from core.data.atomic import open_sqlite, write_transaction
+from core.data.annotation_db import StaleVersion, connect, next_version, spans_from_json, spans_json, transaction
 from core.data.corpus import Corpus
 from core.data.tags import Span, TagScheme, tags_from_spans
 from core.data.workspace import Workspace
@@ -36,31 +35,6 @@ from core.errors import UserError
 
 STATUSES = ("accepted", "rejected", "corrected", "pending")  # "pending" = a decision taken back
 EXPORTED = ("accepted", "corrected")
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS review (
-    set_key TEXT NOT NULL,
-    idx INTEGER NOT NULL,
-    status TEXT NOT NULL,
-    tokens TEXT NOT NULL,
-    spans TEXT NOT NULL,
-    version INTEGER NOT NULL,
-    reviewer TEXT NOT NULL DEFAULT '',
-    model TEXT NOT NULL DEFAULT '',
-    updated REAL NOT NULL,
-    PRIMARY KEY (set_key, idx)
-);
-CREATE TABLE IF NOT EXISTS review_history (
-    set_key TEXT NOT NULL,
-    idx INTEGER NOT NULL,
-    version INTEGER NOT NULL,
-    status TEXT NOT NULL,
-    spans TEXT NOT NULL,
-    reviewer TEXT NOT NULL DEFAULT '',
-    updated REAL NOT NULL
-);
-"""
-
 
 @dataclass
 class ReviewItem:
@@ -95,14 +69,6 @@ def review_set_key(corpus_name: str, corpus_hash: str) -> str:
     return f"{corpus_name}@{corpus_hash}"
 
 
-def _spans_json(spans: Iterable[Span]) -> str:
-    return json.dumps([s.to_dict() for s in sorted(spans)])
-
-
-def _spans_from_json(text: str) -> list[Span]:
-    return [Span.from_dict(d) for d in json.loads(text)]
-
-
 def check_spans(spans: Sequence[Span], n_tokens: int) -> list[Span]:
     """Spans must lie inside the sentence, be non-empty, have a type and not overlap (BIO
     cannot encode overlaps, and an export must round-trip)."""
@@ -121,10 +87,7 @@ def check_spans(spans: Sequence[Span], n_tokens: int) -> list[Span]:
 
 def list_review_sets(ws: Workspace) -> list[str]:
     """Every review set of the workspace with at least one decision (the set key names the corpus and its hash)."""
-    path = ws.root / "review.sqlite"
-    if not path.exists():
-        return []
-    con = open_sqlite(path, _SCHEMA)
+    con = connect(ws)
     try:
         return [r["set_key"] for r in con.execute("SELECT DISTINCT set_key FROM review ORDER BY set_key")]
     finally:
@@ -141,16 +104,12 @@ class ReviewStore:
         con = self._connect()
         con.close()
 
-    @property
-    def path(self) -> Path:
-        return self.ws.root / "review.sqlite"
-
     def _connect(self) -> sqlite3.Connection:
-        return open_sqlite(self.path, _SCHEMA)
+        return connect(self.ws)
 
     def _item(self, row: sqlite3.Row) -> ReviewItem:
         return ReviewItem(set_key=row["set_key"], index=row["idx"], status=row["status"], tokens=json.loads(row["tokens"]),
-                          spans=_spans_from_json(row["spans"]), version=row["version"], reviewer=row["reviewer"],
+                          spans=spans_from_json(row["spans"]), version=row["version"], reviewer=row["reviewer"],
                           model=row["model"], updated=row["updated"])
 
     def get(self, index: int) -> ReviewItem | None:
@@ -180,19 +139,18 @@ class ReviewStore:
             raise UserError(f"unknown review status {status!r}: expected one of {', '.join(STATUSES)}")
         spans = check_spans(list(spans), len(tokens))
         now = time.time()
-        with write_transaction(self._connect()) as con:  # read-compare-write under one write lock: no lost update
-            row = con.execute("SELECT * FROM review WHERE set_key = ? AND idx = ?", (self.set_key, int(index))).fetchone()
-            current = row["version"] if row else 0
-            if expected_version is not None and current != expected_version:
-                raise ReviewConflict(index=int(index), expected_version=int(expected_version),
-                                     current=self._item(row) if row else None)
-            version = current + 1
+        with transaction(self.ws) as con:  # read-compare-write under one write lock: no lost update
+            try:
+                _, version = next_version(con, "review", {"set_key": self.set_key, "idx": int(index)}, expected_version)
+            except StaleVersion as stale:
+                raise ReviewConflict(index=int(index), expected_version=int(expected_version or 0),
+                                     current=self._item(stale.row) if stale.row else None) from None
             con.execute("INSERT OR REPLACE INTO review (set_key, idx, status, tokens, spans, version, reviewer, model, updated) "
                         "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                        (self.set_key, int(index), status, json.dumps(list(tokens)), _spans_json(spans), version, reviewer,
+                        (self.set_key, int(index), status, json.dumps(list(tokens)), spans_json(spans), version, reviewer,
                          model, now))
             con.execute("INSERT INTO review_history (set_key, idx, version, status, spans, reviewer, updated) "
-                        "VALUES (?, ?, ?, ?, ?, ?, ?)", (self.set_key, int(index), version, status, _spans_json(spans),
+                        "VALUES (?, ?, ?, ?, ?, ?, ?)", (self.set_key, int(index), version, status, spans_json(spans),
                                                          reviewer, now))
         return ReviewItem(self.set_key, int(index), status, list(tokens), spans, version, reviewer, model, now)
 

@@ -9,14 +9,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from core.access import Actor, require
+from core.data.annotation_db import connect, spans_from_json, spans_json, transaction
 from core.data.corpus import Corpus, corpus_bytes
 from core.data.tags import Span, tags_from_spans
 from core.data.workspace import CorpusInfo, Workspace
 from core.errors import UserError
 from core.review.store import check_spans
 from core.team.agreement import task_agreement
-from core.team.db import audit, connect, transaction
-from core.team.tasks import answers, get_task, item_tokens, spans_from_json, spans_json
+from core.team.db import audit
+from core.team.tasks import answers, get_task, item_tokens
 
 
 @dataclass

@@ -3,7 +3,7 @@ overlap share reviewed twice so agreement can be measured; each annotator works 
 
 Items keep their tokens in the task, so a task outlives the selection it came from. Every annotator has their
 own row per item (two annotators never overwrite each other); one annotator saving the same item from two
-tabs is caught by the item's version (optimistic concurrency, as in core.review.store). Every change goes to
+tabs is caught by the item's version (optimistic concurrency: core.data.annotation_db.next_version). Every change goes to
 the append-only audit log.
 """
 
@@ -21,12 +21,13 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from core.access import AccessDenied, Actor, Role, require
+from core.data.annotation_db import StaleVersion, connect, next_version, spans_from_json, spans_json, transaction
 from core.data.showtext import isolated
 from core.data.tags import Span
 from core.data.workspace import CorpusRole, Workspace
 from core.errors import UserError
 from core.review.store import check_spans
-from core.team.db import audit, connect, transaction
+from core.team.db import audit
 from core.team.users import get_user
 
 ITEM_STATES = ("done", "skipped")  # "done": the spans are the annotator's answer (none = no entity)
@@ -70,14 +71,6 @@ class QueueItem:
     spans: list[Span] = field(default_factory=list)
     version: int = 0
     annotators: int = 1  # how many annotators have this item
-
-
-def spans_json(spans: Sequence[Span]) -> str:
-    return json.dumps([s.to_dict() for s in spans])
-
-
-def spans_from_json(text: str) -> list[Span]:
-    return [Span.from_dict(d) for d in json.loads(text)]
 
 
 def _task(row: sqlite3.Row, items: int = 0) -> Task:
@@ -261,16 +254,16 @@ def save_annotation(ws: Workspace, actor: Actor, task_id: str, index: int, spans
         if item is None or mine is None:
             raise AccessDenied(f"sentence {index} of task {task_id} is not in {actor.name}'s queue")
         spans = check_spans(list(spans), len(json.loads(item["tokens"]))) if status == "done" else []
-        row = con.execute("SELECT version FROM annotations WHERE task_id = ? AND idx = ? AND annotator = ?",
-                          (task_id, index, actor.name)).fetchone()
-        current = row["version"] if row else 0
-        if current != expected_version:
+        try:
+            _, version = next_version(con, "annotations", {"task_id": task_id, "idx": index, "annotator": actor.name},
+                                      expected_version)
+        except StaleVersion:
             raise TaskConflict(f"sentence {index} of task {task_id} was saved meanwhile (another tab of yours?): "
-                                 "reload it to see that answer before changing it")
+                               "reload it to see that answer before changing it") from None
         con.execute("INSERT OR REPLACE INTO annotations (task_id, idx, annotator, status, spans, version, updated) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?)", (task_id, index, actor.name, status, spans_json(spans), current + 1, time.time()))
+                    "VALUES (?, ?, ?, ?, ?, ?, ?)", (task_id, index, actor.name, status, spans_json(spans), version, time.time()))
         offered = spans_from_json(item["suggested"])
-        audit(con, actor, "annotation saved", f"{task_id}/{index}", status=status, version=current + 1,
+        audit(con, actor, "annotation saved", f"{task_id}/{index}", status=status, version=version,
               spans=[s.to_dict() for s in spans], **({"suggestions": suggestion_outcome(offered, spans)} if offered else {}))
     return next(q for q in queue(ws, actor, task_id) if q.index == index)
 

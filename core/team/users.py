@@ -26,9 +26,10 @@ from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
 
 from core.access import LOCAL, Actor, Role, require
+from core.data.annotation_db import connect, transaction
 from core.data.workspace import Workspace
 from core.errors import UserError
-from core.team.db import audit, connect, transaction
+from core.team.db import audit
 
 FREE_FAILURES = 5  # wrong attempts for one name before its sign-in slows down ...
 CLIENT_FREE_FAILURES = 20  # ... and from one address, which many people may share (a NAT, a proxy, this machine)
