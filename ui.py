@@ -231,7 +231,7 @@ def predictions_ready(req: predictions.PredictionRequest, state_key: str, what: 
     if req.done:
         return True
     job = latest_job("predict", state_key)
-    if job is not None and job.params.get("out") == str(req.predictions_path):
+    if job is not None and job.spec.out == str(req.predictions_path):
         job_status(job, cancel_key=state_key)
         if job.active:
             return False

@@ -88,8 +88,8 @@ def pick_panel(ws: Workspace, job: jobstore.Job) -> None:
     if c[2].button("Pick the checkpoint", key=f"pick_go_{job.id}", help="one short NER fine-tune per snapshot and for "
                    "the base encoder; a snapshot is used only if it beats the base on DEV F1"):
         show_launched(submit_job("pick-checkpoint", {"snapshots": str(snapshots), "final": job.result.get("out_dir"),
-                                                     "base": job.params.get("model") or "default", "lc": lc, "dev": dev,
-                                                     "preset": job.params.get("preset") or presets.DEFAULT_PRESET},
+                                                     "base": job.spec.model or "default", "lc": lc, "dev": dev,
+                                                     "preset": job.spec.preset or presets.DEFAULT_PRESET},
                                  "runs_job"))
 
 

@@ -219,7 +219,7 @@ def calibration_peaks(ws: Any, calib: list[Any]) -> list[int]:
     from core.runner import devices
 
     memory = devices.measured_peaks(ws.runs_dir)
-    return [memory.get(devices.recipe_key(j.kind, j.params), 0) for j in calib]
+    return [memory.get(devices.recipe_key(j.kind, j.spec), 0) for j in calib]
 
 
 def _job_row(job: Any, pid_peaks: dict[int, int]) -> dict[str, Any]:
@@ -231,7 +231,7 @@ def _job_row(job: Any, pid_peaks: dict[int, int]) -> dict[str, Any]:
     return {"id": job.id, "kind": job.kind, "status": job.status, "error": job.error, "attempts": job.attempts,
             "device": devices.describe(devices.read_device(job.run_dir)), "seconds": job.elapsed,
             "started": job.started, "finished": job.finished, "f1": f1, "smi_peak_mib": pid_peaks.get(job.pid or -1),
-            "grad_accum": (job.params.get("config") or {}).get("grad_accum", 1),
+            "grad_accum": (getattr(job.spec, "config", None) or {}).get("grad_accum", 1),
             "out_of_memory_lines": [ln for ln in log.splitlines() if "out of GPU memory" in ln]}
 
 

@@ -56,8 +56,8 @@ def test_jobs_go_to_the_card_with_the_most_room_and_a_measured_peak_replaces_the
     monkeypatch.setenv("NERSELECT_GPU_BUDGET", "0:20000,1:10000")
     a, b, c = _submit(ws, 3)
     assert [_device(ws, j)["gpu"] for j in (a, b, c)] == [0, 0, 1]  # rooms 20000/10000, then 12000/10000, then 4000/10000
-    devices.record_peak(ws.runs_dir, "sleep", jobstore.get_job(ws, a).params, 1000)  # measured: far below the guess
-    assert devices.need_mib(ws.runs_dir, "sleep", jobstore.get_job(ws, a).params) == 1200  # peak + 20% margin
+    devices.record_peak(ws.runs_dir, "sleep", jobstore.get_job(ws, a).spec, 1000)  # measured: far below the guess
+    assert devices.need_mib(ws.runs_dir, "sleep", jobstore.get_job(ws, a).spec) == 1200  # peak + 20% margin
     d = _submit(ws, 1)[0]
     assert jobstore.get_job(ws, d).status == "running" and _device(ws, d)["reserved_mib"] == 1200
 

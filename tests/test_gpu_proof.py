@@ -48,7 +48,7 @@ def test_calibration_finds_the_peaks_the_runner_recorded(tmp_path: Path) -> None
     calib = [jobs.submit(ws, "mlm", {"train": ["dc"], "preset": "demo", "config": {"batch_size": b, "block_size": 256}},
                          start=False) for b in (16, 32)]
     for job, peak in zip(calib, (1000, 1800)):
-        devices.record_peak(ws.runs_dir, job.kind, job.params, peak)  # what record_job_peak does in the job process
+        devices.record_peak(ws.runs_dir, job.kind, job.spec, peak)  # what record_job_peak does in the job process
     assert gpu_proof.calibration_peaks(ws, calib) == [1000, 1800]
     assert gpu_proof.calibration_peaks(ws, calib[:1] + [jobs.submit(ws, "mlm", {"train": ["dc"]}, start=False)]) == [1000, 0]
 

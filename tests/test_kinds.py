@@ -35,7 +35,10 @@ def test_the_runner_and_the_pages_read_the_row():
     assert lane("select") == "interactive" and lane("ner") == "training"
     job = jobstore.Job("20250101-000000-abc123", "compare-sources", {"sources": ["a", "b"], "target": "tc"}, "queued",
                    None, 0.0, "", 0.0, None, None, None, ".", None, 0)
-    assert jobview.describe_job(job) == "Compare sources · sources a, b · target tc"
+    # read through the typed params, as a submitted row stores them: defaults filled in
+    assert jobview.describe_job(job) == "Compare sources · sources a, b · target tc · seeds 1 · preset demo"
+    broken = dataclasses.replace(job, params={"sources": 3}, params_error="stored with schema 1; sources must be a list")
+    assert jobview.describe_job(broken) == "Compare sources · (its settings no longer validate)"
 
 
 def test_validation_names_the_field():

@@ -32,17 +32,17 @@ def test_corpora_jobs_and_their_params(old_ws):
     assert sorted(j.kind for j in listed) == ["ner", "select", "sleep"]
     for job in listed:
         assert job.status == "done" and job.params_error is None
-        assert job.typed_params() is not None
+        assert job.spec is not None
         assert job.run_dir.is_dir(), "a moved workspace finds its run folders"
     ner = next(j for j in listed if j.kind == "ner")
     assert describe_job(ner).startswith("NER training · train v1-lc")
-    assert ner.typed_params().preset == "tiny"
+    assert ner.spec.preset == "tiny"
 
 
 def test_runs_selections_and_reviews(old_ws):
     runs = lineage.list_runs(old_ws)
-    assert [r["kind"] for r in runs] == ["ner"] and runs[0]["lineage"]["lc"]["name"] == "v1-lc"
-    assert lineage.model_preset(old_ws.runs_dir / runs[0]["id"] / "model") == "tiny"
+    assert [r.kind for r in runs] == ["ner"] and runs[0].lineage.lc["name"] == "v1-lc"
+    assert lineage.model_preset(old_ws.runs_dir / runs[0].id / "model") == "tiny"
     selections = store.list_selections(old_ws)
     assert [s["strategy"] for s in selections] == ["random"]
     key = selections[0]["key"]

@@ -150,13 +150,13 @@ def test_results_page_draws_sweep_figures_table5_and_lineage(sweep_ws, monkeypat
     results = next(t for t in tables if "toy" in getattr(t, "columns", []))
     assert list(results.index) == ["none", "random · SC 4", "random · SC 8"]  # Table 3 at the largest LC size
 
-    runs = {e["id"]: e for e in list_runs(Workspace(sweep_ws), "ner")}
-    half = next(i for i, e in runs.items() if e.get("lc_size") == 12 and e.get("budget") == 4)
+    runs = {e.id: e for e in list_runs(Workspace(sweep_ws), "ner")}
+    half = next(i for i, e in runs.items() if e.extra["lc_size"] == 12 and e.extra["budget"] == 4)
     at.selectbox(key="lineage_run").select(half).run()
     assert not at.exception, [e.value for e in at.exception]
     facts = next(t for t in (df.value for df in at.dataframe) if list(getattr(t, "columns", [])) == ["field", "value"])
     facts = dict(zip(facts["field"], facts["value"], strict=True))
-    assert facts["run"] == half and facts["seed"] == "1" and facts["preset"] == "tiny" and facts["test F1"] == f"{runs[half]['f1']:.4f}"
+    assert facts["run"] == half and facts["seed"] == "1" and facts["preset"] == "tiny" and facts["test F1"] == f"{runs[half].f1:.4f}"
     assert "random" in facts["selection"] and "4 sentences" in facts["selection"]
     phases = next(t for t in (df.value for df in at.dataframe) if "phase" in getattr(t, "columns", []))
     assert list(phases["phase"]) == ["tc+sc", "tc+sc"] and all(h for h in phases["hash"])

@@ -198,13 +198,13 @@ def test_dev_lines_compare_each_pretraining_cell_with_none_of_its_seed_and_lc_si
     """Issue 26: whether the DEV guard of checkpoint pick held after the full fine-tune, said without TEST."""
     from core.experiments.summary import dev_lines, diagnostic_lines
 
-    cells = [{"row": "none", "seed": 1, "lc_size": 100, "best_dev_f1": 0.60},
-             {"row": "none", "seed": 2, "lc_size": 100, "best_dev_f1": 0.62},
-             {"row": "none", "seed": 1, "lc_size": 50, "best_dev_f1": 0.40},
-             {"row": "tapt", "seed": 1, "lc_size": 100, "best_dev_f1": 0.61},
-             {"row": "tapt", "seed": 2, "lc_size": 100, "best_dev_f1": 0.60},
-             {"row": "tapt", "seed": 1, "lc_size": 50, "best_dev_f1": 0.43},
-             {"row": "dsir", "seed": 3, "lc_size": 100, "best_dev_f1": 0.70}]  # no none of seed 3: not compared
+    cells = [{"row": "none", "seed": 1, "lc_size": 100, "f1": 0.5, "best_dev_f1": 0.60},
+             {"row": "none", "seed": 2, "lc_size": 100, "f1": 0.5, "best_dev_f1": 0.62},
+             {"row": "none", "seed": 1, "lc_size": 50, "f1": 0.5, "best_dev_f1": 0.40},
+             {"row": "tapt", "seed": 1, "lc_size": 100, "f1": 0.5, "best_dev_f1": 0.61},
+             {"row": "tapt", "seed": 2, "lc_size": 100, "f1": 0.5, "best_dev_f1": 0.60},
+             {"row": "tapt", "seed": 1, "lc_size": 50, "f1": 0.5, "best_dev_f1": 0.43},
+             {"row": "dsir", "seed": 3, "lc_size": 100, "f1": 0.5, "best_dev_f1": 0.70}]  # no none of seed 3: not compared
     assert dev_lines(cells) == ["tapt: DEV F1 after the full fine-tune +0.67 points against none (mean of 3 cells, "
                                 "each against none of its seed; below none in 1)"]
     assert dev_lines(cells) == diagnostic_lines(cells)  # no pick or drift records in these cells

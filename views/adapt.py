@@ -82,7 +82,7 @@ def selftrain_tab() -> None:
             m[0].metric("Threshold", f"{r['threshold']:.3f}", help=f"CER-optimal: {r['optimal_threshold']:.3f}")
             m[1].metric("Pseudo-labeled", r["pseudo_labeled"], help=f"{r['confident']} confident of {r['unlabeled']}")
             if "baseline_f1" in r:
-                base_preset, new_preset = lineage.model_preset(job.params["model"]), job.typed_params().preset
+                base_preset, new_preset = lineage.model_preset(job.params["model"]), job.spec.preset
                 m[2].metric(f"TEST F1, LC model ({base_preset or 'preset unknown'})", f"{r['baseline_f1']:.4f}")
                 m[3].metric(f"TEST F1, self-trained ({new_preset})", f"{r['selftrain_f1']:.4f}",
                             f"{r['selftrain_f1'] - r['baseline_f1']:+.4f}")

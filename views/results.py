@@ -11,6 +11,7 @@ import streamlit as st
 
 from core.experiments.compare import collect_comparisons, comparison_label
 from core.experiments.experiment import collect_results, per_type_table, results_table
+from core.experiments.records import Cell
 from core.experiments.summary import (
     comparison_rows,
     diagnostic_lines,
@@ -56,29 +57,29 @@ if not experiments:
 else:
     st.markdown("**Test F1 (%), mean ± std over seeds [95% CI]** (as the seed paper's Table 3)",
                 help=INTERVAL_HELP)
-    st.dataframe(_table(json.dumps(experiments, sort_keys=True, default=str)), key="results_table")
-    labels = {i: f"{e['domain']} · job {e['job']}" + (" (partial)" if e.get("partial") else "") for i, e in enumerate(experiments)}
+    st.dataframe(_table(json.dumps([e.to_dict() for e in experiments], sort_keys=True, default=str)), key="results_table")
+    labels = {i: f"{e.domain} · job {e.job}" + (" (partial)" if e.partial else "") for i, e in enumerate(experiments)}
     st.caption("A strategy run at several SC budgets has one row per budget; sweeps enter at their largest LC size.")
     pick = st.selectbox("Experiment", list(labels), format_func=labels.get, key="per_type_pick",
                         help="Its per-type F1 (Table 4), sweep figures (Fig. 2, Fig. 4) and Table 5 below.")
-    for name, leak in (experiments[pick].get("leakage") or {}).items():
-        if test := (leak.get("per_against") or {}).get("test"):
-            st.warning(f"{name.upper()} of this experiment holds {test['exact']} exact and {test['near']} near duplicates of "
-                       "TEST sentences" + (" (dropped before MLM)." if experiments[pick].get("protocol") else
-                                           ": this run predates the MLM guard and its MLM saw evaluation text; rerun it."))
     chosen = experiments[pick]
-    entries = _summary(json.dumps(chosen, sort_keys=True, default=str))
-    verdict = chosen.get("verdict") or experiment_verdict(entries, chosen.get("preset"), chosen.get("cells"))
+    for name, test in chosen.test_leaks():
+        st.warning(f"{name.upper()} of this experiment holds {test['exact']} exact and {test['near']} near duplicates of "
+                   "TEST sentences" + (" (dropped before MLM)." if chosen.protocol else
+                                       ": this run predates the MLM guard and its MLM saw evaluation text; rerun it."))
+    entries = _summary(json.dumps(chosen.to_dict(), sort_keys=True, default=str))
+    fresh = experiment_verdict(entries, chosen.preset, chosen.cells)  # what a result from before verdicts lacks
+    verdict = chosen.verdict or fresh
     (st.info if verdict["evidence"] else st.warning)(f"**Verdict**: {verdict['text']}")
-    advice = verdict.get("advice") or experiment_verdict(entries, chosen.get("preset"), chosen.get("cells"))["advice"]
+    advice = verdict.get("advice") or fresh["advice"]
     tone = {"helps": st.success, "no help": st.info}.get(advice["case"], st.warning) if verdict["evidence"] else st.warning
     tone(f"**What to do**: {advice['text']}")
-    if (chosen.get("protocol") or {}).get("dev_in_mlm"):
+    if chosen.dev_in_mlm:
         st.warning("This run allowed DEV text in its MLM corpus (--allow-dev-in-mlm): DEV F1 and the checkpoint pick "
                    "are optimistic for its pretraining rows, marked '(DEV in MLM)'.")
     for v in pretraining_verdicts(entries, evidence=verdict["evidence"]):
         getattr(st, v["tone"])(v["text"])
-    for line in diagnostic_lines(experiments[pick].get("cells", [])):
+    for line in diagnostic_lines(chosen.cells):
         st.caption(line)
     comparisons = comparison_rows(entries)
     st.markdown("**Against TAPT, no pretraining and, for a selection, the random control**: difference in test F1 "
@@ -90,10 +91,10 @@ else:
         st.caption("No paired comparison: the experiment has no `tapt` or `none` row, or its runs kept no per-sentence "
                    "TEST predictions (runs made before they were kept: rerun them for intervals).")
     st.markdown("**Per entity type, test F1 (%) mean over seeds** (as Table 4)")
-    st.dataframe(per_type_table(experiments[pick]), key="per_type_table")
+    st.dataframe(per_type_table(chosen), key="per_type_table")
 
 
-def sweep_section(cells: list[dict]) -> None:
+def sweep_section(cells: list[Cell]) -> None:
     """Fig. 2, Fig. 4 and Table 5 of the seed paper for one experiment (frames from core.experiments.sweeps)."""
     axes = sweep_axes(cells)
     lc_size = None
@@ -130,7 +131,7 @@ def sweep_section(cells: list[dict]) -> None:
 
 
 if experiments:
-    sweep_section(experiments[pick].get("cells", []))
+    sweep_section(experiments[pick].cells)
 
 
 st.subheader("Source comparisons")
@@ -166,13 +167,13 @@ st.subheader("Lineage")
 st.caption("Where a model came from: base model, every MLM phase with its corpora (name + content hash), the selection, "
            "LC/DEV/TEST hashes, seed, preset and wall time — the data `python -m core runs show RUN --json` prints.")
 index = [e for e in (run_guarded(lambda: list_runs(ws), "could not read the run index") or [])
-         if e.get("kind") in ("mlm", "ner", "selftrain")]
+         if e.kind in ("mlm", "ner", "selftrain")]
 if not index:
     st.info("No finished training run yet: MLM and NER jobs, CLI runs and experiment / compare-sources cells list their "
             "lineage here when they finish.")
 else:
-    ids = [e["id"] for e in index]
-    described = {e["id"]: f"{e['id']} · {e['kind']}" + (f" · test F1 {e['f1']:.3f}" if isinstance(e.get("f1"), (int, float)) else "")
+    ids = [e.id for e in index]
+    described = {e.id: f"{e.id} · {e.kind}" + (f" · test F1 {e.f1:.3f}" if isinstance(e.f1, (int, float)) else "")
                  for e in index}
     if st.session_state.get("lineage_run") not in ids:
         chosen = st.session_state.get("runs_selected")  # the job last opened on the Runs page
@@ -193,7 +194,7 @@ else:
                 st.markdown("**Labeled data**")
                 st.dataframe(readable(shown["data"]), hide_index=True, key="lineage_data")
         with st.expander("JSON (as `runs show --json`)"):
-            st.json(entry, expanded=False)
+            st.json(entry.to_dict(), expanded=False)
 
 st.subheader("Test-set predictions")
 with_preds = {r["id"]: r for r in runs_with_test_predictions(ws)}  # NER jobs, CLI runs, experiment/compare cells

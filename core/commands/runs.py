@@ -124,17 +124,17 @@ def cmd_compare_pool(args: argparse.Namespace) -> int:
 
 
 def cmd_runs_list(args: argparse.Namespace) -> int:
-    from core.train.lineage import list_runs, pretraining_source
+    from core.train.lineage import list_runs
 
     entries = list_runs(Workspace(args.workspace), args.kind)
     if args.json:
-        print_json(entries)
+        print_json([e.to_dict() for e in entries])
         return 0
     for e in entries:
-        src = pretraining_source(e)
-        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(e.get("created") or 0))
-        f1 = f"F1 {e['f1']:.4f}" if e.get("f1") is not None else ""
-        print(f"{e['id']:<40} {e.get('kind') or '-':<5} {when}  {src['name'] if src else '(no MLM)':<24} {f1}")
+        src = e.pretraining_source
+        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(e.created))
+        f1 = f"F1 {e.f1:.4f}" if e.f1 is not None else ""
+        print(f"{e.id:<40} {e.kind or '-':<5} {when}  {src['name'] if src else '(no MLM)':<24} {f1}")
     return 0
 
 
@@ -143,7 +143,7 @@ def cmd_runs_show(args: argparse.Namespace) -> int:
 
     entry = get_run(Workspace(args.workspace), args.run)
     if args.json:
-        print_json(entry)
+        print_json(entry.to_dict())
         return 0
     shown = describe_run(entry)  # the same three tables the Runs page draws
     width = max(len(k) for k, _ in shown["facts"])
@@ -152,7 +152,7 @@ def cmd_runs_show(args: argparse.Namespace) -> int:
     for p in shown["phases"]:
         print(f"MLM {p['phase']}: {p['corpus']} ({p['hash']})" + (f", sentences: {p['sentences']}" if p["sentences"] else ""))
     if not shown["phases"]:
-        print("MLM: none (NER straight from the base model)" if entry.get("kind") == "ner" else "MLM: none")
+        print("MLM: none (NER straight from the base model)" if entry.kind == "ner" else "MLM: none")
     for d in shown["data"]:
         print(f"{d['role']} {d['corpus']} ({d['hash']})" + (f", sentences: {d['sentences']}" if d["sentences"] else ""))
     return 0

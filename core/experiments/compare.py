@@ -292,7 +292,7 @@ def collect_comparisons(ws) -> list[dict[str, Any]]:
             except UserError:  # a result from an older version without what pooling reads: not listed
                 continue
     for entry in list_runs(ws, "ner"):
-        folder = entry.get("compare_sources")
+        folder = entry.compare_sources
         path = Path(folder) / "compare.json" if folder else None
         if path is not None and folder not in seen and path.exists():
             seen.add(folder)

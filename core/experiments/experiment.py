@@ -33,7 +33,7 @@ from __future__ import annotations
 import json
 import os
 import statistics
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -53,7 +53,7 @@ from core.experiments.plan import (
     strategy_models,
     sweep_budgets,
 )
-from core.experiments.records import check_recipe
+from core.experiments.records import Cell, ExperimentResult, as_cells, as_result, check_recipe
 from core.experiments.statistics import N_RESAMPLES
 from core.experiments.summary import (
     comparison_rows,
@@ -69,33 +69,34 @@ if TYPE_CHECKING:
     from core.runner.jobs import JobContext
     from core.runner.params import ExperimentParams
 
-def table_cells(cells: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+def table_cells(cells: Iterable[Cell | Mapping[str, Any]]) -> list[Cell]:
     """Cells for Table 3 / Table 4: those at the largest LC size, and a strategy that ran several SC
     budgets split into one row per budget ('dsir · SC 500'). Cells without the fields (results
     from before sweeps) pass unchanged."""
-    sizes = [c["lc_size"] for c in cells if c.get("lc_size") is not None]
+    cells = as_cells(cells)
+    sizes = [c.lc_size for c in cells if c.lc_size is not None]
     top = max(sizes) if sizes else None
-    kept = [c for c in cells if c.get("lc_size") in (None, top)]
+    kept = [c for c in cells if c.lc_size in (None, top)]
     budgets: dict[str, set] = {}
     for c in kept:
-        budgets.setdefault(c["row"], set()).add(c.get("budget"))
-    return [{**c, "row": f"{c['row']} · SC {c['budget']}"} if len(budgets[c["row"]]) > 1 else c for c in kept]
+        budgets.setdefault(c.row, set()).add(c.budget)
+    return [replace(c, row=f"{c.row} · SC {c.budget}") if len(budgets[c.row]) > 1 else c for c in kept]
 
 
-def summarize(cells: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+def summarize(cells: Iterable[Cell | Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
     """Per row: mean and (sample) std of test F1 over seeds, and mean per-type F1."""
-    rows: dict[str, list[dict[str, Any]]] = {}
-    for c in cells:
-        rows.setdefault(c["row"], []).append(c)
+    rows: dict[str, list[Cell]] = {}
+    for c in as_cells(cells):
+        rows.setdefault(c.row, []).append(c)
     out = {}
     for row, cs in rows.items():
-        f1s = [c["f1"] for c in cs]
+        f1s = [c.f1 for c in cs]
         types: dict[str, list[float]] = {}
         for c in cs:
-            for t, s in (c.get("per_type") or {}).items():
+            for t, s in c.per_type.items():
                 types.setdefault(t, []).append(s["f1"])
         out[row] = {"mean": statistics.fmean(f1s), "std": statistics.stdev(f1s) if len(f1s) > 1 else 0.0, "n": len(f1s),
-                    "seeds": [c["seed"] for c in cs], "per_type": {t: statistics.fmean(v) for t, v in sorted(types.items())}}
+                    "seeds": [c.seed for c in cs], "per_type": {t: statistics.fmean(v) for t, v in sorted(types.items())}}
     return out
 
 
@@ -104,19 +105,19 @@ def row_order(rows: Sequence[str]) -> list[str]:
     return [r for r in BASELINES if r in rows] + [r for r in rows if r not in BASELINES]
 
 
-def results_table(experiments: Sequence[dict[str, Any]], percent: bool = True):
+def results_table(experiments: Iterable[ExperimentResult | Mapping[str, Any]], percent: bool = True):
     """The seed's Table 3: rows strategies and baselines, columns domains, cells 'mean ± std [95% CI]' of
     test F1 over seeds ('(1 seed)' instead of a spread; no interval for runs without kept predictions).
     `experiments` are experiment results (each with `domain` and `cells`);
     two experiments on one domain are pooled; sweeps enter as `table_cells` gives them."""
     import pandas as pd
 
-    by_domain: dict[str, list[dict[str, Any]]] = {}
+    by_domain: dict[str, list[Cell]] = {}
     dev_in_mlm: set[str] = set()  # domains with a run that allowed DEV text in its MLM corpora: marked on their rows
-    for exp in experiments:
-        by_domain.setdefault(exp.get("domain") or "?", []).extend(table_cells(exp.get("cells", [])))
-        if (exp.get("protocol") or {}).get("dev_in_mlm"):
-            dev_in_mlm.add(exp.get("domain") or "?")
+    for exp in map(as_result, experiments):
+        by_domain.setdefault(exp.domain, []).extend(table_cells(exp.cells))
+        if exp.dev_in_mlm:
+            dev_in_mlm.add(exp.domain)
     scale = 100.0 if percent else 1.0
     all_rows: list[str] = []
     columns: dict[str, dict[str, str]] = {}
@@ -129,11 +130,11 @@ def results_table(experiments: Sequence[dict[str, Any]], percent: bool = True):
     return frame.fillna("–")
 
 
-def per_type_table(experiment: dict[str, Any], percent: bool = True):
+def per_type_table(experiment: ExperimentResult | Mapping[str, Any], percent: bool = True):
     """The seed's Table 4: per entity type (rows) the mean test F1 over seeds of each method (columns)."""
     import pandas as pd
 
-    summary = summarize(table_cells(experiment.get("cells", [])))
+    summary = summarize(table_cells(as_result(experiment).cells))
     scale = 100.0 if percent else 1.0
     data = {row: {t: round(v * scale, 2) for t, v in summary[row]["per_type"].items()} for row in row_order(list(summary))}
     frame = pd.DataFrame(data)
@@ -141,32 +142,31 @@ def per_type_table(experiment: dict[str, Any], percent: bool = True):
     return frame.sort_index()
 
 
-def format_results(result: dict[str, Any]) -> str:
+def format_results(result: ExperimentResult | Mapping[str, Any]) -> str:
+    result = as_result(result)
     table = results_table([result])
-    lines = [f"test F1 (%) mean ± std over seeds {result.get('seeds')} [95% CI: seeds and test sentences resampled] on "
-             f"{result.get('domain')}:",
+    lines = [f"test F1 (%) mean ± std over seeds {result.seeds} [95% CI: seeds and test sentences resampled] on "
+             f"{result.domain}:",
              table.to_string()]
-    for name, leak in (result.get("leakage") or {}).items():
-        test = (leak.get("per_against") or {}).get("test")
-        if test:
-            lines.append(f"{name.upper()} held {test['exact']} exact and {test['near']} near duplicates of TEST sentences"
-                         + (": dropped before any MLM" if result.get("protocol") else ": its MLM saw them (run before the guard)"))
-    lines += guard_text_of(result.get("protocol"))
-    comparisons = comparison_rows(result.get("summary") or [])
+    for name, test in result.test_leaks():
+        lines.append(f"{name.upper()} held {test['exact']} exact and {test['near']} near duplicates of TEST sentences"
+                     + (": dropped before any MLM" if result.protocol else ": its MLM saw them (run before the guard)"))
+    lines += guard_text_of(result.protocol)
+    comparisons = comparison_rows(result.summary)
     if comparisons:
         import pandas as pd
 
         lines += ["paired differences (test F1 points; paired two-level bootstrap over seeds and test sentences):",
                   pd.DataFrame(comparisons).to_string(index=False)]
-    verdict = result.get("verdict") or {}
-    lines += [v["text"] for v in pretraining_verdicts(result.get("summary") or [], evidence=verdict.get("evidence", True))]
+    verdict = result.verdict or {}
+    lines += [v["text"] for v in pretraining_verdicts(result.summary, evidence=verdict.get("evidence", True))]
     if verdict:
         lines.append(f"verdict: {verdict['text']}")
         if verdict.get("advice"):
             lines.append(f"what to do: {verdict['advice']['text']}")
-    lines += diagnostic_lines(result.get("cells") or [])
-    if result.get("skipped"):
-        lines.append("skipped: " + "; ".join(result["skipped"]))
+    lines += diagnostic_lines(result.cells)
+    if result.skipped:
+        lines.append("skipped: " + "; ".join(result.skipped))
     return "\n".join(lines)
 
 
@@ -230,7 +230,7 @@ def experiment_job(params: ExperimentParams, ctx: JobContext) -> dict[str, Any]:
     for entry in summary:
         if (vs := entry["vs"].get("tapt")) and vs["delta"] < 0 and vs["p_holm"] < 0.05:
             ctx.log(f"{entry['row']}: significantly below TAPT ({vs['delta'] * 100:+.2f} points, Holm-adjusted p {vs['p_holm']:.3f})")
-    return {"domain": domain, "rows": row_order(rows), "seeds": seeds, "cells": cells,
+    return {"domain": domain, "rows": row_order(rows), "seeds": seeds, "cells": cells, "preset": params.preset,
             "budgets": sorted({c["budget"] for c in cells if c["row"] not in BASELINES}), "lc_sizes": lc_sizes,
             "corpora": {k: {**r.to_dict(), "sentences": len(corpora[k])} for k, r in refs.items()},
             "summary": summary, "protocol": guard.protocol, "verdict": experiment_verdict(summary, params.preset, cells),
@@ -302,37 +302,41 @@ def pretraining_leakage(corpora: dict[str, Corpus], ctx: JobContext) -> dict[str
     return out
 
 
-def collect_results(ws, include_running: bool = True) -> list[dict[str, Any]]:
+def collect_results(ws, include_running: bool = True) -> list[ExperimentResult]:
     """Experiment results of a workspace for the results tables and sweep figures: finished jobs'
     results, experiments run from the CLI (found through the run index, core.train.lineage), and the
     cells finished so far of running (or failed/cancelled) ones."""
     from core.runner import jobs
+    from core.runner.kinds import validate
     from core.train.lineage import list_runs
 
     out, seen = [], set()
     for job in jobs.list_jobs(ws, "experiment"):
         seen.add(str(Path(job.run_dir).resolve()))
         if job.status == "done" and job.result:
-            out.append({**job.result, "job": job.id})
-        elif include_running:
-            cells = load_cells(job.run_dir)
-            if cells:
-                domain = job.params.get("domain") or ws.settings().get("target_domain") or job.params.get("test", "test")
-                out.append({"domain": domain, "cells": cells, "job": job.id, "partial": True})
+            out.append(ExperimentResult.from_dict(job.result, job=job.id))
+        elif include_running and (cells := records.load_cells(job.run_dir)):
+            spec = None if job.params_error else job.spec
+            out.append(ExperimentResult(domain=_domain_of(ws, spec), cells=cells, job=job.id, partial=True))
     for entry in list_runs(ws, "ner"):
-        folder = entry.get("experiment")
+        folder = entry.experiment
         if not folder or str(Path(folder).resolve()) in seen:
             continue
         seen.add(str(Path(folder).resolve()))
         done = Path(folder) / "result.json"
         try:
             if done.is_file():
-                out.append({**json.loads(done.read_text("utf-8")), "job": Path(folder).name})
-            elif include_running and (cells := load_cells(folder)):
-                params = json.loads((Path(folder) / "params.json").read_text("utf-8")).get("params", {}) \
-                    if (Path(folder) / "params.json").is_file() else {}
-                out.append({"domain": params.get("domain") or params.get("test", "test"), "cells": cells,
-                            "job": Path(folder).name, "partial": True})
-        except (OSError, json.JSONDecodeError):
+                out.append(ExperimentResult.from_dict(json.loads(done.read_text("utf-8")), job=Path(folder).name))
+            elif include_running and (cells := records.load_cells(folder)):
+                stored = Path(folder) / "params.json"
+                spec = validate("experiment", json.loads(stored.read_text("utf-8"))["params"]) if stored.is_file() else None
+                out.append(ExperimentResult(domain=_domain_of(ws, spec), cells=cells, job=Path(folder).name, partial=True))
+        except (OSError, KeyError, UserError, json.JSONDecodeError):
             continue
     return out
+
+
+def _domain_of(ws, spec: ExperimentParams | None) -> str:
+    """The domain a running experiment's result will name (as experiment_job decides it): its --domain, else the
+    workspace's target domain, else its TEST corpus."""
+    return (spec and spec.domain) or ws.settings().get("target_domain") or (spec and spec.test) or "test"

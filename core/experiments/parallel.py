@@ -197,7 +197,7 @@ def run_task(task: CellTask, slot: Slot | None = None, spec: WorkerSpec | None =
     finally:
         progress.path.unlink(missing_ok=True)  # the parent counts a running cell's fraction, not a finished one's
     # the runner's own recording of a job's peak (its largest over the worker's cells is kept); Ray chose the card
-    record_job_peak(Path(cells.ctx.workspace.runs_dir), "experiment", _params_dict(spec.params),
+    record_job_peak(Path(cells.ctx.workspace.runs_dir), "experiment", spec.params,
                     {"gpu": slot.gpu if slot.gpu is not None else "ray"})
     return {**cell, "slot": {"index": slot.index, "gpu": slot.gpu}}
 
@@ -207,12 +207,6 @@ def _ray_task(spec: WorkerSpec, task: CellTask, *after: Any) -> dict[str, Any]:
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     os.environ.setdefault("NERSELECT_TORCH_THREADS", "1")
     return run_task(task, Slot(-1, None, 1), spec)
-
-
-def _params_dict(params: Any) -> dict[str, Any]:
-    import dataclasses
-
-    return dataclasses.asdict(params) if dataclasses.is_dataclass(params) else dict(params)
 
 
 # --------------------------------------------------------------------------- the parent side
@@ -385,4 +379,4 @@ def run_ray(tasks: Sequence[CellTask], spec: WorkerSpec, address: str, need: int
 
 def cell_need(ctx: JobContext, params: ExperimentParams) -> int:
     """MiB a cell needs on a card: the peak measured for this recipe in the workspace, else the first-time estimate."""
-    return need_mib(Path(ctx.workspace.runs_dir), "experiment", _params_dict(params))
+    return need_mib(Path(ctx.workspace.runs_dir), "experiment", params)

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -38,8 +39,8 @@ from core.experiments.plan import BASELINES, CELL_FILE, RECIPE_FIELDS, RECIPE_FI
 class Cell:
     row: str
     seed: int
-    key: str
     f1: float
+    key: str = ""  # the cell's folder key ("" for a cell typed into a table by hand, e.g. in a test)
     lc_size: int | None = None
     precision: float | None = None
     recall: float | None = None
@@ -82,6 +83,60 @@ class Cell:
         on), `extra` merged back in as it came."""
         out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "extra"}
         return {**{k: v for k, v in out.items() if v is not None or k in ("budget", "lc_size")}, **self.extra}
+
+
+def as_cells(cells: Iterable[Cell | Mapping[str, Any]]) -> list[Cell]:
+    """Cells as records however they came (a result JSON's dicts, a run folder's records): read once, here, so the
+    summaries, tables and figures read fields, not keys."""
+    return [c if isinstance(c, Cell) else Cell.from_dict(dict(c)) for c in cells]
+
+
+@dataclass
+class ExperimentResult:
+    """An experiment's result as a page, the CLI and the tables read it: a finished job's result.json, one found
+    through the run index, or the cells so far of a running one (`partial`). Read once from its JSON here;
+    fields this record does not name (command, commit, study, ...) stay in `extra`."""
+
+    domain: str
+    cells: list[Cell]
+    job: str = ""  # the job (or run folder) it came from
+    partial: bool = False  # the cells finished so far of a run still going (or stopped)
+    rows: list[str] = field(default_factory=list)
+    seeds: list[int] = field(default_factory=list)
+    summary: list[dict[str, Any]] = field(default_factory=list)  # core.experiments.summary.interval_summary entries
+    protocol: dict[str, Any] | None = None  # the MLM guard's record (core.experiments.guard); None: a run before it
+    verdict: dict[str, Any] | None = None
+    leakage: dict[str, dict[str, Any]] = field(default_factory=dict)
+    skipped: list[str] = field(default_factory=list)
+    preset: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], job: str = "", partial: bool = False) -> ExperimentResult:
+        names = {f.name for f in dataclasses.fields(cls)} - {"extra", "cells", "domain", "preset"}
+        known = {k: v for k, v in data.items() if k in names and v is not None}
+        stored = data.get("params")  # a result from before "preset" was written beside it: the params it kept
+        preset = data.get("preset") or (stored["preset"] if isinstance(stored, Mapping) and "preset" in stored else None)
+        return cls(domain=str(data.get("domain") or "?"), cells=as_cells(data.get("cells") or []),
+                   preset=preset, **{"job": job, "partial": partial, **known},
+                   extra={k: v for k, v in data.items() if k not in names and k not in ("cells", "domain", "preset")})
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name not in ("extra", "cells")}
+        return {**self.extra, **out, "cells": [c.to_dict() for c in self.cells]}
+
+    @property
+    def dev_in_mlm(self) -> bool:
+        """The run allowed DEV text in its MLM corpora (--allow-dev-in-mlm): its DEV figures are optimistic."""
+        return bool(self.protocol and self.protocol.get("dev_in_mlm"))
+
+    def test_leaks(self) -> list[tuple[str, dict[str, Any]]]:
+        """(corpus, its exact/near duplicate counts of TEST) for each MLM corpus that held TEST sentences."""
+        return [(name, test) for name, leak in self.leakage.items() if (test := (leak.get("per_against") or {}).get("test"))]
+
+
+def as_result(result: ExperimentResult | Mapping[str, Any]) -> ExperimentResult:
+    return result if isinstance(result, ExperimentResult) else ExperimentResult.from_dict(result)
 
 
 def cell_path(run_dir: str | Path, key: str, seed: int) -> Path:

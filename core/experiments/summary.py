@@ -9,9 +9,10 @@ Entries follow the experiment JSON's `summary` list: one per row, and per SC bud
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import statistics
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from core.experiments.plan import BASELINES
+from core.experiments.records import Cell, ExperimentResult, as_cells, as_result
 from core.experiments.statistics import (
     ALPHA,
     N_RESAMPLES,
@@ -50,12 +52,12 @@ def _counts(path: str, mtime_ns: int) -> np.ndarray:
     return counts_from_predictions(rows, path)
 
 
-def cell_counts(cell: dict[str, Any]) -> np.ndarray | None:
+def cell_counts(cell: Cell) -> np.ndarray | None:
     """(n, 3) span counts of a cell's TEST predictions (kept in the cell itself, else read from its predictions file),
     or None when the cell kept neither."""
-    if cell.get("test_counts"):
-        return decode_counts(cell["test_counts"], f"cell {cell.get('row')} seed {cell.get('seed')}: test_counts")
-    path = cell.get("predictions")
+    if cell.test_counts:
+        return decode_counts(cell.test_counts, f"cell {cell.row} seed {cell.seed}: test_counts")
+    path = cell.predictions
     if not path or not Path(path).is_file():
         return None
     return _counts(str(path), Path(path).stat().st_mtime_ns)
@@ -70,30 +72,29 @@ def keep_predictions(folder: Path, predictions: Sequence[Any], test: Any) -> dic
     return {"predictions": str(path), "test_counts": encode_counts(_counts(str(path), path.stat().st_mtime_ns))}
 
 
-def portable_cells(cells: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+def portable_cells(cells: Iterable[Cell | Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Cells as a result file keeps them: each with its `test_counts` inline (read from its predictions file when a
     cell was finished before cells kept them), so the file still gives intervals once the run folder is gone."""
     out = []
-    for cell in cells:
-        if not cell.get("test_counts") and (counts := cell_counts(cell)) is not None:
-            cell = {**cell, "test_counts": encode_counts(counts)}
-        out.append(cell)
+    for cell in as_cells(cells):
+        if not cell.test_counts and (counts := cell_counts(cell)) is not None:
+            cell = dataclasses.replace(cell, test_counts=encode_counts(counts))
+        out.append(cell.to_dict())
     return out
 
 
-def _label(cell: dict[str, Any], split_budgets: set[str], lc_sizes: list[int]) -> str:
-    row = cell["row"]
-    label = f"{row} · SC {cell['budget']}" if row in split_budgets else row
-    return label + (f" · LC {cell['lc_size']}" if len(lc_sizes) > 1 else "")
+def _label(cell: Cell, split_budgets: set[str], lc_sizes: list[int]) -> str:
+    label = f"{cell.row} · SC {cell.budget}" if cell.row in split_budgets else cell.row
+    return label + (f" · LC {cell.lc_size}" if len(lc_sizes) > 1 else "")
 
 
-def interval_summary(cells: Sequence[dict[str, Any]], baselines: Sequence[str] = BASELINE_ROWS, n_boot: int = N_RESAMPLES,
+def interval_summary(cells: Iterable[Cell | Mapping[str, Any]], baselines: Sequence[str] = BASELINE_ROWS, n_boot: int = N_RESAMPLES,
                      seed: int = 0, dev_in_mlm: bool = False) -> list[dict[str, Any]]:
     """One entry per row (per SC budget when a strategy ran several, per LC size when there were several), each
     compared with the `baselines` present and, for a selection strategy, with the random control (CONTROL_ROW); every
     comparison carries `p_holm`, Holm-adjusted over all comparisons of these cells. `dev_in_mlm`: the run allowed DEV
     text in its MLM corpora, marked on every pretraining row."""
-    out = _entries(cells, baselines, n_boot, seed)
+    out = _entries(as_cells(cells), baselines, n_boot, seed)
     tests = [t for e in out for t in (e.get("vs") or {}).values()]
     for t, adjusted in zip(tests, holm([t["p"] for t in tests])):
         t["p_holm"] = adjusted
@@ -105,43 +106,43 @@ def interval_summary(cells: Sequence[dict[str, Any]], baselines: Sequence[str] =
     return out
 
 
-def _entries(cells: Sequence[dict[str, Any]], baselines: Sequence[str], n_boot: int, seed: int) -> list[dict[str, Any]]:
-    lc_sizes = sorted({c["lc_size"] for c in cells if c.get("lc_size") is not None})
+def _entries(cells: Sequence[Cell], baselines: Sequence[str], n_boot: int, seed: int) -> list[dict[str, Any]]:
+    lc_sizes = sorted({c.lc_size for c in cells if c.lc_size is not None})
     budgets: dict[str, set] = {}
     for c in cells:
-        budgets.setdefault(c["row"], set()).add(c.get("budget"))
+        budgets.setdefault(c.row, set()).add(c.budget)
     split = {r for r, b in budgets.items() if len(b) > 1}
     out = []
     for size in lc_sizes or [None]:
-        group = [c for c in cells if c.get("lc_size") == size]
-        by_label: dict[str, list[dict[str, Any]]] = {}
+        group = [c for c in cells if c.lc_size == size]
+        by_label: dict[str, list[Cell]] = {}
         for c in group:
             by_label.setdefault(_label(c, split, lc_sizes), []).append(c)
-        counts = {label: {c["seed"]: cell_counts(c) for c in cs} for label, cs in by_label.items()}
+        counts = {label: {c.seed: cell_counts(c) for c in cs} for label, cs in by_label.items()}
         complete = {label: runs for label, runs in counts.items() if all(v is not None for v in runs.values())}
         suffix = f" · LC {size}" if len(lc_sizes) > 1 else ""
         names = {b: b + suffix for b in (*baselines, CONTROL_ROW)}
         for label, cs in by_label.items():
-            f1s = [c["f1"] for c in cs]
-            bases = [b for b in baselines if names[b] != label] + ([CONTROL_ROW] if is_selection(cs[0]["row"]) else [])
+            f1s = [c.f1 for c in cs]
+            bases = [b for b in baselines if names[b] != label] + ([CONTROL_ROW] if is_selection(cs[0].row) else [])
             if label in complete:
                 entry = summary_entry(label, {**complete, **{b: complete[n] for b, n in names.items() if n in complete}},
                                       baselines=bases, n_boot=n_boot, seed=seed)
             else:
                 entry = {"row": label, "f1_mean": statistics.fmean(f1s), "f1_std": statistics.stdev(f1s) if len(f1s) > 1 else None,
                          "f1_ci": None, "seeds": len(f1s), "vs": {}, "note": NO_PREDICTIONS}
-            entry.update(row=label, budget=cs[0].get("budget"), lc_size=size)
+            entry.update(row=label, budget=cs[0].budget, lc_size=size)
             out.append(entry)
     return out
 
 
-def result_summary(result: dict[str, Any]) -> list[dict[str, Any]]:
+def result_summary(result: ExperimentResult | Mapping[str, Any]) -> list[dict[str, Any]]:
     """An experiment result's entries: the stored summary when it carries Holm-adjusted p (made by this code), else
     recomputed from its cells (a partial result, or one from before Holm)."""
-    stored = result.get("summary") or []
-    if stored and all("p_holm" in t for e in stored for t in (e.get("vs") or {}).values()):
-        return stored
-    return interval_summary(result.get("cells") or [], dev_in_mlm=bool((result.get("protocol") or {}).get("dev_in_mlm")))
+    result = as_result(result)
+    if result.summary and all("p_holm" in t for e in result.summary for t in (e.get("vs") or {}).values()):
+        return result.summary
+    return interval_summary(result.cells, dev_in_mlm=result.dev_in_mlm)
 
 
 def interval_text(entry: dict[str, Any], scale: float = 100.0) -> str:
@@ -246,7 +247,7 @@ def _against_none(entries: Sequence[dict[str, Any]], scale: float) -> list[dict[
 
 
 def experiment_verdict(entries: Sequence[dict[str, Any]], preset: str | None,
-                       cells: Sequence[dict[str, Any]] | None = None) -> dict[str, Any]:
+                       cells: Iterable[Cell | Mapping[str, Any]] | None = None) -> dict[str, Any]:
     """The experiment's answer in one object and one sentence, read from Holm-adjusted p only: does pretraining help
     against none, does a selection beat the random control. `evidence` is False for a smoke-test preset."""
     from core.train.presets import SMOKE_PRESETS
@@ -280,7 +281,7 @@ def experiment_verdict(entries: Sequence[dict[str, Any]], preset: str | None,
 MIN_GAIN = 0.01  # a gain over no pretraining below one F1 point does not pay for pretraining: "no recipe helps" below it
 
 
-def user_advice(entries: Sequence[dict[str, Any]], cells: Sequence[dict[str, Any]], family: int = 1) -> dict[str, Any]:
+def user_advice(entries: Sequence[dict[str, Any]], cells: Iterable[Cell | Mapping[str, Any]], family: int = 1) -> dict[str, Any]:
     """What the user should do, read from Holm-adjusted p and intervals, never from a point estimate alone: "helps"
     (the best row that beats none significantly, with its gain and interval), "no help" (every row's gain over none is
     below MIN_GAIN with 95% confidence, or significantly negative: fine-tune without pretraining), else "cannot say"
@@ -303,7 +304,7 @@ def user_advice(entries: Sequence[dict[str, Any]], cells: Sequence[dict[str, Any
                                            f"{MIN_GAIN * 100:g} F1 point with 95% confidence): fine-tune without pretraining"}
     e, t = max(open_rows, key=lambda et: et[1]["delta"])
     seeds = t.get("seeds") or e.get("seeds") or 0
-    runs = _row_runs(cells, e["row"]), _row_runs(cells, "none")
+    runs = _row_runs(as_cells(cells), e["row"]), _row_runs(as_cells(cells), "none")
     settle = seeds_to_settle(runs[0], runs[1], family=family) if all(runs) and len(runs[0]) == len(runs[1]) else None
     figures = f"best: {e['row']} {t['delta'] * 100:+.2f} [{t['ci'][0] * 100:+.2f}, {t['ci'][1] * 100:+.2f}]"
     if settle and settle["needed"]:
@@ -315,23 +316,23 @@ def user_advice(entries: Sequence[dict[str, Any]], cells: Sequence[dict[str, Any
             "text": f"cannot say with {seeds} seeds whether pretraining helps ({figures}): {why}"}
 
 
-def _row_runs(cells: Sequence[dict[str, Any]], row: str) -> list[np.ndarray]:
+def _row_runs(cells: Sequence[Cell], row: str) -> list[np.ndarray]:
     """One row's per-sentence counts, seed by seed in seed order (empty when a cell has none)."""
-    mine = sorted((c for c in cells if c.get("row") == row), key=lambda c: c["seed"])
+    mine = sorted((c for c in cells if c.row == row), key=lambda c: c.seed)
     runs = [cell_counts(c) for c in mine]
     return runs if runs and all(r is not None for r in runs) else []
 
 
-def _by_row(cells: Sequence[dict[str, Any]], key: str) -> dict[str, list[dict[str, Any]]]:
+def _by_row(cells: Sequence[Cell], key: str) -> dict[str, list[dict[str, Any]]]:
     """The cells' `key` records (pick, drift) grouped by row, in the cells' order; cells without one left out."""
     rows: dict[str, list[dict[str, Any]]] = {}
     for c in cells:
-        if c.get(key):
-            rows.setdefault(c["row"], []).append(c[key])
+        if record := getattr(c, key):
+            rows.setdefault(c.row, []).append(record)
     return rows
 
 
-def pick_lines(cells: Sequence[dict[str, Any]]) -> list[str]:
+def pick_lines(cells: Sequence[Cell]) -> list[str]:
     """One line per row that picked checkpoints: in how many seeds the base encoder was kept, and which steps won."""
     out = []
     for row, picks in _by_row(cells, "pick").items():
@@ -342,19 +343,19 @@ def pick_lines(cells: Sequence[dict[str, Any]]) -> list[str]:
     return out
 
 
-def dev_deltas(cells: Sequence[dict[str, Any]]) -> dict[str, list[float]]:
+def dev_deltas(cells: Iterable[Cell | Mapping[str, Any]]) -> dict[str, list[float]]:
     """Per pretraining row: each cell's converged DEV F1 minus `none`'s of the same seed and LC size."""
-    base = {(c["seed"], c.get("lc_size")): c["best_dev_f1"] for c in cells
-            if c["row"] == "none" and c.get("best_dev_f1") is not None}
+    cells = as_cells(cells)
+    base = {(c.seed, c.lc_size): c.best_dev_f1 for c in cells if c.row == "none" and c.best_dev_f1 is not None}
     rows: dict[str, list[float]] = {}
     for c in cells:
-        key = (c["seed"], c.get("lc_size"))
-        if c["row"] != "none" and c.get("best_dev_f1") is not None and key in base:
-            rows.setdefault(c["row"], []).append(c["best_dev_f1"] - base[key])
+        key = (c.seed, c.lc_size)
+        if c.row != "none" and c.best_dev_f1 is not None and key in base:
+            rows.setdefault(c.row, []).append(c.best_dev_f1 - base[key])
     return rows
 
 
-def dev_lines(cells: Sequence[dict[str, Any]], scale: float = 100.0) -> list[str]:
+def dev_lines(cells: Sequence[Cell], scale: float = 100.0) -> list[str]:
     """Per pretraining row: its converged DEV F1 against `none`'s of the same seed and LC size. Checkpoint pick
     guards DEV F1 after a short probe; this says whether the guard held after the full fine-tune, without TEST."""
     out = []
@@ -365,13 +366,14 @@ def dev_lines(cells: Sequence[dict[str, Any]], scale: float = 100.0) -> list[str
     return out
 
 
-def diagnostic_lines(cells: Sequence[dict[str, Any]]) -> list[str]:
+def diagnostic_lines(cells: Iterable[Cell | Mapping[str, Any]]) -> list[str]:
     """What the log, `experiment`, the Runs page and the Results page say under the verdicts: checkpoint pick,
     DEV F1 against none, encoder drift."""
+    cells = as_cells(cells)
     return pick_lines(cells) + dev_lines(cells) + drift_lines(cells)
 
 
-def drift_lines(cells: Sequence[dict[str, Any]]) -> list[str]:
+def drift_lines(cells: Sequence[Cell]) -> list[str]:
     """Per pretraining row: how far MLM moved the encoder on TC (mean over its cells), beside its F1 change."""
     return [f"{row}: encoder drift on TC after MLM, mean of {len(ds)} cell{'s' if len(ds) != 1 else ''}: sentence cosine "
             f"{statistics.fmean(d['cosine'] for d in ds):.3f}, CKA {statistics.fmean(d['cka'] for d in ds):.3f} (1 = unchanged)"

@@ -15,13 +15,14 @@ them here. F1 values are fractions (0-1) except in Table 5, which prints percent
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import pandas as pd
 
 from core.experiments.experiment import row_order
 from core.experiments.plan import BASELINES
+from core.experiments.records import Cell, as_cells
 
 COLUMNS = ["row", "kind", "budget", "lc_size", "f1_mean", "f1_std", "f1_lo", "f1_hi", "ci_plus", "ci_minus", "n",
            "seeds_label", "seeds", "mlm_seconds", "mlm_sentences"]
@@ -33,38 +34,38 @@ def _std(values: Sequence[float]) -> float:
     return float(pd.Series(values).std(ddof=1)) if len(values) > 1 else 0.0
 
 
-def _interval(cs: Sequence[dict[str, Any]]) -> tuple[float, float]:
+def _interval(cs: Sequence[Cell]) -> tuple[float, float]:
     """95% CI of the seed-mean F1 of one sweep point (core.experiments.statistics: seeds, then TEST sentences
     resampled); NaN when a cell kept no TEST predictions (runs from before they were kept)."""
     from core.experiments.statistics import f1_interval
     from core.experiments.summary import cell_counts
 
-    counts = [cell_counts(c) for c in sorted(cs, key=lambda c: c["seed"])]
+    counts = [cell_counts(c) for c in sorted(cs, key=lambda c: c.seed)]
     if any(c is None for c in counts):
         return math.nan, math.nan
     _, lo, hi = f1_interval(counts)
     return lo, hi
 
 
-def sweep_frame(cells: Sequence[dict[str, Any]]) -> pd.DataFrame:
+def sweep_frame(cells: Iterable[Cell | Mapping[str, Any]]) -> pd.DataFrame:
     """One line per (row, SC budget, LC size): F1 mean and std over seeds, its 95% CI (f1_lo, f1_hi), seeds,
     mean MLM seconds and sentences. Cells from before sweeps (no budget / lc_size) group under a missing value."""
-    groups: dict[tuple[str, Any, Any], list[dict[str, Any]]] = {}
-    for c in cells:
-        if isinstance(c.get("f1"), (int, float)) and math.isfinite(c["f1"]):
-            groups.setdefault((c["row"], c.get("budget"), c.get("lc_size")), []).append(c)
+    groups: dict[tuple[str, Any, Any], list[Cell]] = {}
+    for c in as_cells(cells):
+        if isinstance(c.f1, (int, float)) and math.isfinite(c.f1):
+            groups.setdefault((c.row, c.budget, c.lc_size), []).append(c)
     rows = []
     for (row, budget, lc_size), cs in groups.items():
-        f1s = [float(c["f1"]) for c in cs]
+        f1s = [float(c.f1) for c in cs]
         lo, hi = _interval(cs)
         rows.append({"row": row, "kind": "baseline" if row in BASELINES else "strategy", "budget": budget, "lc_size": lc_size,
                      "f1_mean": sum(f1s) / len(f1s), "f1_std": _std(f1s), "f1_lo": lo, "f1_hi": hi, "n": len(f1s),
                      # the figures' error bars: the CI around the mean (no bar when no predictions were kept)
                      "ci_plus": hi - sum(f1s) / len(f1s), "ci_minus": sum(f1s) / len(f1s) - lo,
                      "seeds_label": "1 seed" if len(f1s) == 1 else f"{len(f1s)} seeds",
-                     "seeds": sorted(c["seed"] for c in cs),
-                     "mlm_seconds": sum(float(c.get("mlm_seconds") or 0.0) for c in cs) / len(cs),
-                     "mlm_sentences": int(round(sum(int(c.get("mlm_sentences") or 0) for c in cs) / len(cs)))})
+                     "seeds": sorted(c.seed for c in cs),
+                     "mlm_seconds": sum(float(c.mlm_seconds or 0.0) for c in cs) / len(cs),
+                     "mlm_sentences": int(round(sum(int(c.mlm_sentences or 0) for c in cs) / len(cs)))})
     # counts stay counts ("SC 8", not "SC 8.0") where a baseline has no budget or an old cell no LC size
     frame = pd.DataFrame(rows, columns=COLUMNS).astype({"budget": "Int64", "lc_size": "Int64"})
     order = {r: i for i, r in enumerate(row_order(list(dict.fromkeys(frame["row"]))))}
@@ -73,11 +74,12 @@ def sweep_frame(cells: Sequence[dict[str, Any]]) -> pd.DataFrame:
     return frame.drop(columns="_order").reset_index(drop=True)
 
 
-def sweep_axes(cells: Sequence[dict[str, Any]]) -> dict[str, list[int]]:
+def sweep_axes(cells: Iterable[Cell | Mapping[str, Any]]) -> dict[str, list[int]]:
     """The distinct SC budgets of strategy rows and the distinct LC sizes: a figure is worth drawing
     when its axis has two or more."""
-    budgets = sorted({c["budget"] for c in cells if c["row"] not in BASELINES and c.get("budget") is not None})
-    sizes = sorted({c["lc_size"] for c in cells if c.get("lc_size") is not None})
+    cells = as_cells(cells)
+    budgets = sorted({c.budget for c in cells if c.row not in BASELINES and c.budget is not None})
+    sizes = sorted({c.lc_size for c in cells if c.lc_size is not None})
     return {"budgets": budgets, "lc_sizes": sizes}
 
 
@@ -88,7 +90,7 @@ def _series(frame: pd.DataFrame, split: str, label: str) -> pd.Series:
                                                                     zip(frame[split], several, strict=True)]
 
 
-def sc_amount_frame(cells: Sequence[dict[str, Any]], lc_size: int | None = None) -> pd.DataFrame:
+def sc_amount_frame(cells: Iterable[Cell | Mapping[str, Any]], lc_size: int | None = None) -> pd.DataFrame:
     """Fig. 2: test F1 (mean ± std over seeds) against SC sentences, one series per row, at one LC
     size (default the largest). Baselines are there too (no budget: they select nothing); the page draws
     them as reference lines."""
@@ -101,7 +103,7 @@ def sc_amount_frame(cells: Sequence[dict[str, Any]], lc_size: int | None = None)
     return frame[["series", *COLUMNS]].reset_index(drop=True)
 
 
-def lc_amount_frame(cells: Sequence[dict[str, Any]], budget: int | None = None) -> pd.DataFrame:
+def lc_amount_frame(cells: Iterable[Cell | Mapping[str, Any]], budget: int | None = None) -> pd.DataFrame:
     """Fig. 4: test F1 (mean ± std over seeds) against LC sentences, one series per row; a strategy
     run at several SC budgets gives one series per budget ('dsir · SC 500') unless `budget` picks one."""
     frame = sweep_frame(cells)
@@ -111,7 +113,7 @@ def lc_amount_frame(cells: Sequence[dict[str, Any]], budget: int | None = None) 
     return frame[["series", *COLUMNS]].sort_values(["series", "lc_size"], kind="stable").reset_index(drop=True)
 
 
-def mlm_time_frame(cells: Sequence[dict[str, Any]], lc_size: int | None = None, percent: bool = True) -> pd.DataFrame:
+def mlm_time_frame(cells: Iterable[Cell | Mapping[str, Any]], lc_size: int | None = None, percent: bool = True) -> pd.DataFrame:
     """Table 5: per row (and SC budget), the MLM corpus, its sentences, test F1 'mean ± std' over
     seeds and the mean MLM wall time, at one LC size (default the largest)."""
     frame = sc_amount_frame(cells, lc_size)

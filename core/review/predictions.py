@@ -47,7 +47,7 @@ def list_ner_models(ws: Workspace) -> list[Path]:
         for pattern in ("*/ner_config.json", "*/*/ner_config.json", "*/*/*/ner_config.json"):
             found.update(p.parent for p in base.glob(pattern))
     for entry in list_runs(ws):
-        folder = Path(entry["model_dir"]) if entry.get("model_dir") else None
+        folder = Path(entry.model_dir) if entry.model_dir else None
         if folder is not None and (folder / "ner_config.json").is_file():
             found.add(folder)
     return sorted(found, key=lambda p: p.stat().st_mtime, reverse=True)

@@ -100,14 +100,15 @@ def used_by_pid() -> dict[int, int]:
     return out
 
 
-def recipe_key(kind: str, params: Mapping[str, Any]) -> str:
+def recipe_key(kind: str, spec: Any) -> str:
     """What decides a job's memory: its kind, preset and encoder (and batch settings when overridden), read from the
-    fields the kind's row names (core.runner.kinds: config_fields, encoder_field)."""
+    typed params (`Job.spec`; None for a row that no longer validates) through the fields the kind's row names
+    (core.runner.kinds: config_fields, encoder_field)."""
     facts = KINDS.get(kind)
     fields, encoder = (facts.config_fields, facts.encoder_field) if facts else ((), "model")
-    config = (params.get(fields[0]) if fields else None) or {}
+    config = (getattr(spec, fields[0], None) if fields else None) or {}
     batch = "|".join(f"{k}={config[k]}" for k in ("batch_size", "block_size", "grad_accum") if k in config)
-    return f"{kind}|{params.get('preset', '')}|{params.get(encoder, '')}|{batch}"
+    return f"{kind}|{getattr(spec, 'preset', '')}|{getattr(spec, encoder, '') or ''}|{batch}"
 
 
 def measured_peaks(runs_dir: Path) -> dict[str, int]:
@@ -119,19 +120,19 @@ def measured_peaks(runs_dir: Path) -> dict[str, int]:
         return {}
 
 
-def need_mib(runs_dir: Path, kind: str, params: Mapping[str, Any]) -> int:
+def need_mib(runs_dir: Path, kind: str, spec: Any) -> int:
     """MiB to reserve for a job: the measured peak of the same recipe with a margin, else the first-time estimate."""
-    peak = measured_peaks(runs_dir).get(recipe_key(kind, params))
+    peak = measured_peaks(runs_dir).get(recipe_key(kind, spec))
     if peak:
         return int(peak * MARGIN)
     return int(os.environ.get("NERSELECT_JOB_GPU_MIB") or DEFAULT_NEED_MIB)
 
 
-def record_peak(runs_dir: Path, kind: str, params: Mapping[str, Any], peak_mib: int) -> None:
+def record_peak(runs_dir: Path, kind: str, spec: Any, peak_mib: int) -> None:
     """Keep the largest peak measured for this recipe (read-modify-write of a small file; a lost update between
     two jobs ending together only keeps the smaller of two similar peaks)."""
     memory = measured_peaks(runs_dir)
-    key = recipe_key(kind, params)
+    key = recipe_key(kind, spec)
     if peak_mib > memory.get(key, 0):
         memory[key] = int(peak_mib)
         atomic_write_json(runs_dir / MEMORY_FILE, memory)
@@ -158,14 +159,14 @@ def place(need: int, cards: Sequence[Gpu], promised: Mapping[int, int], busy: Se
     return max(idle, key=lambda i: room[i]) if idle else None
 
 
-def assign(runs_dir: Path, kind: str, params: Mapping[str, Any], run_dir: Path, cards: Sequence[Gpu],
+def assign(runs_dir: Path, kind: str, spec: Any, run_dir: Path, cards: Sequence[Gpu],
            promised: dict[int, int], busy: list[int]) -> dict[str, Any] | None:
     """The device a queued training job gets, written to its run folder (`promised` and `busy` are updated, so
     the next job of the same pass sees the room taken); None when it must wait for room. No card: the CPU."""
     if not cards:
         device: dict[str, Any] = {"gpu": None, "device": "cpu"}
     else:
-        need = need_mib(runs_dir, kind, params)
+        need = need_mib(runs_dir, kind, spec)
         index = place(need, cards, promised, busy)
         if index is None:
             return None
@@ -177,7 +178,7 @@ def assign(runs_dir: Path, kind: str, params: Mapping[str, Any], run_dir: Path, 
     return device
 
 
-def record_job_peak(runs_dir: Path, kind: str, params: Mapping[str, Any], device: Mapping[str, Any] | None) -> None:
+def record_job_peak(runs_dir: Path, kind: str, spec: Any, device: Mapping[str, Any] | None) -> None:
     """After a job on a card (in its own process): its peak memory, so the next job of the recipe reserves that."""
     import sys
 
@@ -188,7 +189,7 @@ def record_job_peak(runs_dir: Path, kind: str, params: Mapping[str, Any], device
     if torch.cuda.is_available() and torch.cuda.is_initialized():
         peak = int(torch.cuda.max_memory_reserved() / 2**20)
         if peak:
-            record_peak(runs_dir, kind, params, peak)
+            record_peak(runs_dir, kind, spec, peak)
 
 
 def read_device(run_dir: Path) -> dict[str, Any] | None:

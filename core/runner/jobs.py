@@ -153,8 +153,8 @@ def _start_queued(ws: Workspace) -> None:
                     continue
                 device = None
                 if name == "training":
-                    params, _ = decode(r["params"], "params")
-                    device = devices.assign(ws.runs_dir, r["kind"], params or {}, Path(r["run_dir"]), cards, promised, busy)
+                    device = devices.assign(ws.runs_dir, r["kind"], _spec_or_none(r["kind"], r["params"]), Path(r["run_dir"]),
+                                            cards, promised, busy)
                     if device is None:
                         training_blocked = True
                         continue
@@ -170,6 +170,17 @@ def _start_queued(ws: Workspace) -> None:
         con.close()
     for job_id, kind, device in to_start:
         _spawn(ws, job_id, lane(kind), gpu=None if device is None else device.get("gpu"))
+
+
+def _spec_or_none(kind: str, params: str | dict[str, Any]) -> Any | None:
+    """A row's typed params (stored text or a dict); None for a row that no longer validates: the scheduler still
+    places it (by its kind alone) and the job then fails with the reason."""
+    if isinstance(params, str):
+        params = decode(params, "params")[0] or {}
+    try:
+        return validate(kind, params)
+    except UserError:
+        return None
 
 
 def _spawn(ws: Workspace, job_id: str, lane_name: str = "training", gpu: int | None = None) -> None:
@@ -345,9 +356,7 @@ def _run_job(ws: Workspace, job_id: str) -> int:
     ctx.log(f"job {job.id} ({job.kind}) started, attempt {job.attempts}, pid {os.getpid()}"
             + (f", device {devices.describe(device)}" if device else ""))
     try:
-        if job.params_error:
-            raise UserError(job.params_error)
-        result = load_job_function(job.kind)(validate(job.kind, job.params), ctx) or {}
+        result = load_job_function(job.kind)(job.spec, ctx) or {}
         atomic_write_json(job.run_dir / "result.json", result)
         update(ws, job.id, status="done", progress=1.0, finished=time.time(), result=encode(result, "result"),
                 message="done")
@@ -368,7 +377,7 @@ def _run_job(ws: Workspace, job_id: str) -> int:
         update(ws, job.id, status="failed", finished=time.time(), error=f"{type(exc).__name__}: {exc}")
         return 1
     finally:
-        devices.record_job_peak(ws.runs_dir, job.kind, job.params, device)
+        devices.record_job_peak(ws.runs_dir, job.kind, _spec_or_none(job.kind, job.params), device)
         _start_queued(ws)
 
 

@@ -6,6 +6,7 @@ only stores and reads, so a page or a report can look at jobs without the runner
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import os
 import sqlite3
@@ -90,8 +91,12 @@ class Job:
     def metrics(self) -> list[dict[str, Any]]:
         return read_metrics(self.run_dir)
 
-    def typed_params(self) -> Any:
-        """The params as the kind's dataclass (a UserError says why an old row does not fit)."""
+    @functools.cached_property
+    def spec(self) -> Any:
+        """The params as the kind's dataclass, every default filled in: what the job function gets, and how a page,
+        the scheduler or a report reads a job's settings (a UserError says why an old row does not fit)."""
+        if self.params_error:
+            raise UserError(self.params_error)
         return validate(self.kind, self.params)
 
 

@@ -46,8 +46,10 @@ def describe_job(job: Job, max_len: int = 120) -> str:
     """'<Kind> · <key input> <value> · ...' from the job's parameters (never the timestamp id)."""
     kind = KINDS.get(job.kind)
     parts = [kind.label if kind else job.kind]
-    for key in kind.inputs if kind else ():
-        value = job.params.get(key)
+    if kind and job.params_error:
+        parts.append("(its settings no longer validate)")
+    for key in kind.inputs if kind and not job.params_error else ():
+        value = getattr(job.spec, key)
         if value in (None, "", [], ()):
             continue
         parts.append(f"{key} {_value(key, value)}")

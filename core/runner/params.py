@@ -346,9 +346,10 @@ def validate_params(cls: type, params: dict[str, Any] | Any, kind: str = "") -> 
             raise UserError(f"{kind} params: field {name!r} must be {_type_name(hints[name])}, got {value!r}")
     if "preset" in params and params["preset"] not in PRESETS:
         raise UserError(f"{kind} params: field 'preset' must be one of {', '.join(PRESETS)}, got {params['preset']!r}")
-    for name, f in fields.items():
-        if "config" in f.metadata and params.get(name):
-            _check_config(f.metadata["config"], params[name], params.get("preset", DEFAULT_PRESET), f"{kind} params: field {name!r}")
+    preset = params["preset"] if "preset" in params else DEFAULT_PRESET
+    for name, value in params.items():
+        if "config" in fields[name].metadata and value:
+            _check_config(fields[name].metadata["config"], value, preset, f"{kind} params: field {name!r}")
     return cls(**{k: list(v) if isinstance(v, tuple) else v for k, v in params.items()})
 
 
@@ -376,8 +377,8 @@ def _parsed_amounts(fields: dict[str, dataclasses.Field], params: dict[str, Any]
     from core.selection.budget import Budget
 
     out: dict[str, Any] = {}
-    for name, f in fields.items():
-        value = params.get(name)
+    for name, value in params.items():
+        f = fields[name]
         if "amount" not in f.metadata or value is None:
             continue
         what = f"{kind} params: field {name!r}"

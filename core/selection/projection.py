@@ -175,7 +175,7 @@ def prepare_first_map(ws: Workspace, model: str = "default", max_sentences: int 
     from core.runner import jobs
 
     start_warm_up()
-    busy = {j.params.get("corpus") for j in jobs.list_jobs(ws, "embed") if j.active}
+    busy = {j.spec.corpus for j in jobs.list_jobs(ws, "embed") if j.active}
     queued = []
     for role in (CorpusRole.TC, CorpusRole.DC):
         name = ws.roles().get(role)
@@ -219,11 +219,11 @@ def await_background_embeddings(ws: Workspace, names: Sequence[str], model: str,
     from core.runner import jobs
 
     while True:
-        busy = [j for j in jobs.list_jobs(ws, "embed") if j.status == "running" and j.params.get("corpus") in names
-                and (j.params.get("model") or "default") == model]
+        busy = [j for j in jobs.list_jobs(ws, "embed") if j.status == "running" and j.spec.corpus in names
+                and (j.spec.model or "default") == model]
         if not busy:
             return
-        progress(0.0, f"waiting for the background embedding of {busy[0].params['corpus']} ({busy[0].progress:.0%})")
+        progress(0.0, f"waiting for the background embedding of {busy[0].spec.corpus} ({busy[0].progress:.0%})")
         time.sleep(poll)
 
 

@@ -19,7 +19,7 @@ def finished_f1_runs(ws: Workspace) -> list[dict[str, Any]]:
     so compare-sources runs, experiment cells and any NER run trained from an MLM folder all count;
     `data` names the LC (and its size when a subset) and TEST the run was trained and tested on, since
     F1 gains only compare runs on the same data."""
-    from core.train.lineage import list_runs, pretraining_source
+    from core.train.lineage import list_runs
 
     def label(ref: dict[str, Any] | None, role: str) -> str:
         if not ref:
@@ -29,13 +29,12 @@ def finished_f1_runs(ws: Workspace) -> list[dict[str, Any]]:
 
     runs = []
     for entry in list_runs(ws, "ner"):
-        f1 = entry.get("f1")
+        f1 = entry.f1
         if not isinstance(f1, (int, float)) or not math.isfinite(f1):
             continue
-        src = pretraining_source(entry)
-        lin = entry.get("lineage") or {}
-        runs.append({"job": entry["id"], "kind": "ner", "source": src["name"] if src else None, "f1": float(f1),
-                     "data": f"{label(lin.get('lc'), 'LC')} · {label(lin.get('test'), 'TEST')}"})
+        src, lin = entry.pretraining_source, entry.lineage
+        runs.append({"job": entry.id, "kind": "ner", "source": src["name"] if src else None, "f1": float(f1),
+                     "data": f"{label(lin and lin.lc, 'LC')} · {label(lin and lin.test, 'TEST')}"})
     return runs
 
 

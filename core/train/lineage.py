@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -61,11 +61,20 @@ class Lineage:
         seen, out = set(), []
         for phase in self.mlm_phases:
             for c in phase.corpora:
-                key = (c.get("name"), c.get("hash"))
+                key = (c["name"], c["hash"])
                 if key not in seen:
                     seen.add(key)
-                    out.append({"name": c.get("name"), "hash": c.get("hash")})
+                    out.append({"name": c["name"], "hash": c["hash"]})
         return out
+
+    @property
+    def pretraining_source(self) -> dict[str, Any] | None:
+        """The source corpus the model was pretrained on, as Dai et al. compare them: the last MLM phase's corpora
+        ({name, hash}, names joined by '+'); None without MLM."""
+        corpora = self.mlm_phases[-1].corpora if self.mlm_phases else []
+        if not corpora:
+            return None
+        return {"name": "+".join(str(c["name"]) for c in corpora), "hash": "+".join(str(c["hash"]) for c in corpora)}
 
     def to_dict(self) -> dict[str, Any]:
         return {**asdict(self), "pretraining_corpora": self.pretraining_corpora}
@@ -73,8 +82,46 @@ class Lineage:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Lineage:
         known = {k: v for k, v in d.items() if k in cls.__dataclass_fields__}
-        known["mlm_phases"] = [MlmPhase(**p) for p in known.get("mlm_phases", [])]
+        known["mlm_phases"] = [MlmPhase(**p) for p in known.get("mlm_phases") or []]
+        for phase in known["mlm_phases"]:  # every corpus stamp has both keys, read by name from here on
+            phase.corpora = [{"name": None, "hash": None, **c} for c in phase.corpora or []]
         return cls(**known)
+
+
+@dataclass
+class RunEntry:
+    """One finished run as the run index keeps it (`lineage/RUN.json`), or a job or model folder `get_run` found
+    outside it. Read once here; the pages, `runs list/show`, the F1 panel and the model pickers read fields."""
+
+    id: str
+    kind: str | None
+    lineage: Lineage | None = None
+    run_dir: str | None = None
+    model_dir: str | None = None
+    f1: float | None = None  # TEST F1 of an NER run
+    created: float = 0.0
+    status: str | None = None  # a job's, when the run was found as a job
+    experiment: str | None = None  # the experiment folder this cell's run belongs to
+    compare_sources: str | None = None  # the compare-sources folder this run belongs to
+    extra: dict[str, Any] = field(default_factory=dict)  # row, budget, source, ...: what the recorder added
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> RunEntry:
+        names = {f.name for f in fields(cls)} - {"extra", "lineage", "created"}
+        lin = d.get("lineage")
+        return cls(**{k: v for k, v in d.items() if k in names}, created=float(d.get("created") or 0.0),
+                   lineage=Lineage.from_dict(lin) if isinstance(lin, dict) else None,
+                   extra={k: v for k, v in d.items() if k not in names and k not in ("lineage", "created")})
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("extra", "lineage")}
+        optional = ("status", "experiment", "compare_sources")  # only where the run has one
+        return {**{k: v for k, v in out.items() if v is not None or k not in optional}, **self.extra,
+                "lineage": self.lineage.to_dict() if self.lineage else None}
+
+    @property
+    def pretraining_source(self) -> dict[str, Any] | None:
+        return self.lineage.pretraining_source if self.lineage else None
 
 
 def corpus_hash(ws: Workspace, ref: str | None) -> dict[str, Any] | None:
@@ -119,42 +166,42 @@ def _index_path(ws: Workspace, run_id: str) -> Path:
 
 
 def record_run(ws: Workspace, run_id: str, kind: str, lineage: Lineage, run_dir: str | Path | None = None,
-               model_dir: str | Path | None = None, f1: float | None = None, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+               model_dir: str | Path | None = None, f1: float | None = None, extra: dict[str, Any] | None = None) -> RunEntry:
     """Write lineage.json beside the model (and into the run folder) and the run's index entry."""
     for folder in {str(p) for p in (model_dir, run_dir) if p}:
         if Path(folder).is_dir():
             write_lineage(folder, lineage)
-    entry = {"id": run_id, "kind": kind, "run_dir": str(run_dir) if run_dir else None,
-             "model_dir": str(model_dir) if model_dir else None, "f1": f1, "created": time.time(),
-             **(extra or {}), "lineage": lineage.to_dict()}
-    atomic_write_json(_index_path(ws, run_id), entry)
+    entry = RunEntry.from_dict({"id": run_id, "kind": kind, "run_dir": str(run_dir) if run_dir else None,
+                                "model_dir": str(model_dir) if model_dir else None, "f1": f1, "created": time.time(),
+                                **(extra or {}), "lineage": lineage.to_dict()})
+    atomic_write_json(_index_path(ws, run_id), entry.to_dict())
     return entry
 
 
-def list_runs(ws: Workspace, kind: str | None = None) -> list[dict[str, Any]]:
+def list_runs(ws: Workspace, kind: str | None = None) -> list[RunEntry]:
     """Index entries, newest first."""
     folder = ws.root / INDEX_DIR
     out = []
     for path in folder.glob("*.json") if folder.is_dir() else []:
         try:
-            entry = json.loads(path.read_text("utf-8"))
-        except (OSError, json.JSONDecodeError):
+            entry = RunEntry.from_dict(json.loads(path.read_text("utf-8")))
+        except (OSError, TypeError, json.JSONDecodeError):
             continue
-        if kind is None or entry.get("kind") == kind:
+        if kind is None or entry.kind == kind:
             out.append(entry)
-    return sorted(out, key=lambda e: e.get("created") or 0, reverse=True)
+    return sorted(out, key=lambda e: e.created, reverse=True)
 
 
-def get_run(ws: Workspace, run_id: str) -> dict[str, Any]:
+def get_run(ws: Workspace, run_id: str) -> RunEntry:
     """A run by its id (or a unique prefix), by job id, or by a folder holding lineage.json."""
     path = _index_path(ws, run_id)
     if path.is_file():
-        return json.loads(path.read_text("utf-8"))
-    matches = [e for e in list_runs(ws) if str(e["id"]).startswith(run_id)]
+        return RunEntry.from_dict(json.loads(path.read_text("utf-8")))
+    matches = [e for e in list_runs(ws) if e.id.startswith(run_id)]
     if len(matches) == 1:
         return matches[0]
     if len(matches) > 1:
-        raise UserError(f"run id {run_id!r} is ambiguous: {', '.join(e['id'] for e in matches[:5])} ...")
+        raise UserError(f"run id {run_id!r} is ambiguous: {', '.join(e.id for e in matches[:5])} ...")
     from core.runner import jobstore
 
     try:
@@ -162,13 +209,11 @@ def get_run(ws: Workspace, run_id: str) -> dict[str, Any]:
     except UserError:
         job = None
     if job is not None:
-        lin = read_lineage(job.run_dir)
-        return {"id": job.id, "kind": job.kind, "run_dir": str(job.run_dir), "status": job.status,
-                "model_dir": (job.result or {}).get("out_dir"), "f1": None, "lineage": lin.to_dict() if lin else None}
+        return RunEntry(id=job.id, kind=job.kind, run_dir=str(job.run_dir), status=job.status,
+                        model_dir=(job.result or {}).get("out_dir"), lineage=read_lineage(job.run_dir))
     lin = read_lineage(run_id)
     if lin is not None:
-        return {"id": str(run_id), "kind": None, "run_dir": str(run_id), "model_dir": str(run_id), "f1": None,
-                "lineage": lin.to_dict()}
+        return RunEntry(id=str(run_id), kind=None, run_dir=str(run_id), model_dir=str(run_id), lineage=lin)
     raise UserError(f"no run {run_id!r} in workspace {ws.root}: tried the run index ({ws.root / INDEX_DIR}), "
                     "job ids, and a folder with lineage.json")
 
@@ -200,7 +245,7 @@ def mlm_phases_of(ws: Workspace, params: MlmParams) -> list[MlmPhase]:
 
 
 def record_mlm(ws: Workspace, run_id: str, params: MlmParams, result: dict[str, Any], run_dir: Path,
-               seconds: float, seed: int) -> dict[str, Any]:
+               seconds: float, seed: int) -> RunEntry:
     """The lineage of a finished MLM job: beside its model, in its run folder and in the run index; `seed` is the
     one its resolved MlmConfig trained with."""
     lin = from_base(params.model)
@@ -212,7 +257,7 @@ def record_mlm(ws: Workspace, run_id: str, params: MlmParams, result: dict[str, 
 
 def record_ner(ws: Workspace, run_id: str, *, model: str, train: str | None, dev: str | None, test: str | None,
                seed: int | None, preset: str | None, result: dict[str, Any], run_dir: Path, seconds: float,
-               kind: str = "ner") -> dict[str, Any]:
+               kind: str = "ner") -> RunEntry:
     """The lineage of a finished NER model (a "ner" job, or a self-trained one, `kind`): its base `model`,
     LC/DEV/TEST hashes, seed, preset and test F1."""
     lin = from_base(model)
@@ -242,45 +287,34 @@ def model_preset(model_dir: str | Path) -> str | None:
     return None
 
 
-def pretraining_source(entry: dict[str, Any]) -> dict[str, Any] | None:
-    """The source corpus an NER run was pretrained on, as Dai et al. compare them: the last MLM
-    phase's corpora ({name, hash}, names joined by '+'); None for a run without MLM."""
-    phases = (entry.get("lineage") or {}).get("mlm_phases") or []
-    if not phases:
-        return None
-    corpora = phases[-1].get("corpora") or []
-    if not corpora:
-        return None
-    return {"name": "+".join(str(c.get("name")) for c in corpora), "hash": "+".join(str(c.get("hash")) for c in corpora)}
-
-
-def describe_run(entry: dict[str, Any]) -> dict[str, Any]:
+def describe_run(entry: RunEntry) -> dict[str, Any]:
     """A run (an index entry, as `get_run` returns it) in three tables, for the Runs page and the text
     of `runs show`: `facts` [(field, value)], `phases` [{phase, corpus, hash, sentences}] (every MLM
     phase of the model's history, in order) and `data` [{role, corpus, hash, sentences}] (LC/DEV/TEST)."""
-    lin = entry.get("lineage") or {}
-    f1, wall = entry.get("f1"), lin.get("wall_seconds")
-    facts = [("run", str(entry.get("id"))), ("kind", str(entry.get("kind") or "-")),
-             ("test F1", f"{f1:.4f}" if isinstance(f1, (int, float)) else "-"), ("base model", str(lin.get("base_model", "-"))),
-             ("seed", str(lin.get("seed", "-"))), ("preset", str(lin.get("preset") or "-")),
+    lin = entry.lineage or Lineage(base_model="-")
+    f1, wall = entry.f1, lin.wall_seconds
+    facts = [("run", entry.id), ("kind", entry.kind or "-"),
+             ("test F1", f"{f1:.4f}" if isinstance(f1, (int, float)) else "-"), ("base model", lin.base_model),
+             ("seed", "-" if lin.seed is None else str(lin.seed)), ("preset", lin.preset or "-"),
              ("wall time", f"{wall:.1f} s" if isinstance(wall, (int, float)) else "-")]
-    sel = lin.get("selection")
-    if sel:
+    if sel := lin.selection:
         facts.append(("selection", " · ".join(str(x) for x in (sel.get("strategy"), f"{sel.get('budget')} sentences",
                                                                  f"model {sel.get('model')}", sel.get("id")) if x)))
-    if lin.get("parent"):
-        facts.append(("trained from", str(lin["parent"])))
-    for name, key in (("model folder", "model_dir"), ("run folder", "run_dir")):
-        if entry.get(key):
-            facts.append((name, str(entry[key])))
-    phases = [{"phase": p.get("name"), "corpus": c.get("name"), "hash": c.get("hash"), "sentences": p.get("sentences")}
-              for p in lin.get("mlm_phases") or [] for c in (p.get("corpora") or [{}])]
+    if lin.parent:
+        facts.append(("trained from", lin.parent))
+    facts += [(name, folder) for name, folder in (("model folder", entry.model_dir), ("run folder", entry.run_dir)) if folder]
+    phases = [{"phase": p.name, "corpus": c["name"], "hash": c["hash"], "sentences": p.sentences}
+              for p in lin.mlm_phases for c in (p.corpora or [{"name": None, "hash": None}])]
     data = []
-    for key in ("lc", "dev", "test"):
-        ref = lin.get(key)
+    for role, ref in (("LC", lin.lc), ("DEV", lin.dev), ("TEST", lin.test)):
         if ref:
-            sentences = ref.get("sentences")
-            if sentences is not None and ref.get("of") and sentences < ref["of"]:
-                sentences = f"{sentences} of {ref['of']} (drawn with seed {ref.get('sample_seed')})"
-            data.append({"role": key.upper(), "corpus": ref.get("name"), "hash": ref.get("hash"), "sentences": sentences})
+            data.append({"role": role, "corpus": ref.get("name"), "hash": ref.get("hash"), "sentences": sample_text(ref)})
     return {"facts": facts, "phases": phases, "data": data}
+
+
+def sample_text(ref: dict[str, Any]) -> Any:
+    """A lineage corpus stamp's size: its sentences, or '50 of 100 (drawn with seed 1)' for a drawn subset."""
+    sentences, whole = ref.get("sentences"), ref.get("of")
+    if sentences is not None and whole and sentences < whole:
+        return f"{sentences} of {whole} (drawn with seed {ref.get('sample_seed')})"
+    return sentences

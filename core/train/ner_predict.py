@@ -194,7 +194,7 @@ def runs_with_test_predictions(ws: Any) -> list[dict[str, Any]]:
 
     out = []
     for entry in list_runs(ws):
-        path = Path(entry["run_dir"]) / TEST_PREDICTIONS if entry.get("run_dir") else None
-        if entry.get("kind") in ("ner", "selftrain") and path is not None and path.is_file():
-            out.append({"id": entry["id"], "kind": entry["kind"], "f1": entry.get("f1"), "path": path})
+        path = Path(entry.run_dir) / TEST_PREDICTIONS if entry.run_dir else None
+        if entry.kind in ("ner", "selftrain") and path is not None and path.is_file():
+            out.append({"id": entry.id, "kind": entry.kind, "f1": entry.f1, "path": path})
     return out
