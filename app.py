@@ -8,14 +8,13 @@ pages/ folder sits beside the entry script, and then a first visit straight to a
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import streamlit as st
 
 from core.access import LOCAL, Actor, Role
 from core.data.demo import ensure_demo_workspace
-from core.data.workspace import Workspace, folder_state
+from core.data.workspace import Workspace, default_root, folder_state
 from core.errors import UserError
 from core.runner import jobs
 from core.runner.jobview import LIST_POLL_S, active_ids, ended_since, running_summary
@@ -91,9 +90,9 @@ def ask_to_create(pending: str) -> None:
 
 def sidebar_workspace(team: bool) -> None:
     """The workspace picker; with accounts or OIDC the workspace is the server's and no folder can be typed."""
-    default_root = os.environ.get("NERSELECT_WORKSPACE") or str(ROOT / "workspace")
+    home = str(default_root(ROOT / "workspace"))
     if WS_KEY not in st.session_state or team:
-        st.session_state[WS_KEY] = default_root
+        st.session_state[WS_KEY] = home
     with st.sidebar:
         st.markdown("### Workspace")
         typed = None if team else st.text_input(
@@ -109,13 +108,13 @@ def sidebar_workspace(team: bool) -> None:
             ask_to_create(pending)
         root = st.session_state[WS_KEY]
         try:
-            _prepare(root, demo=root == default_root or root in st.session_state.get("ws_with_demo", ()))
+            _prepare(root, demo=root == home or root in st.session_state.get("ws_with_demo", ()))
             ws = Workspace(st.session_state[WS_KEY])
         except (UserError, OSError) as exc:
             st.error(f"Cannot use this workspace: {exc}")
-            st.session_state[WS_KEY] = default_root
-            _prepare(default_root)
-            ws = Workspace(default_root)
+            st.session_state[WS_KEY] = home
+            _prepare(home)
+            ws = Workspace(home)
         roles = ws.roles()
         st.caption(f"{len(ws.list_corpora())} corpora · target domain: {ws.settings().get('target_domain', '-')}")
         for role, name in roles.items():
@@ -182,7 +181,7 @@ def not_for_this_role() -> None:
     st.page_link(ANNOTATOR_PAGES[0], label="Open my review queue", icon="✍️")
 
 
-who = signed_in(Workspace(os.environ.get("NERSELECT_WORKSPACE") or ROOT / "workspace"), ROOT)
+who = signed_in(Workspace(default_root(ROOT / "workspace")), ROOT)
 if who is None:  # signed out: the sign-in form is the only page, whatever the URL
     st.navigation([st.Page(sign_in_page, title="Sign in", icon="🔑", default=True),
                    *_under_every_url(sign_in_page, "Sign in")], position="hidden").run()
@@ -196,7 +195,7 @@ if who.role != Role.ANNOTATOR:
     sidebar_workspace(team)
     sidebar_jobs()
 else:
-    st.session_state[WS_KEY] = os.environ.get("NERSELECT_WORKSPACE") or str(ROOT / "workspace")
+    st.session_state[WS_KEY] = str(default_root(ROOT / "workspace"))
 if team:
     sidebar_account(who)
 page.run()

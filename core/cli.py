@@ -14,6 +14,7 @@ import pkgutil
 import sys
 
 import core.commands
+from core.environment import variable
 from core.errors import UserError
 
 
@@ -55,7 +56,7 @@ def check_workspace_arg(args: argparse.Namespace) -> None:
     from core.data.workspace import folder_state
 
     given = getattr(args, "workspace", None)
-    if not given or getattr(args, "create_workspace", False) or os.environ.get(CREATE_ENV) == "1":
+    if not given or getattr(args, "create_workspace", False) or variable(CREATE_ENV).text() == "1":
         return
     state = folder_state(given)
     if state == "missing":

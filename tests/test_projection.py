@@ -76,10 +76,11 @@ def test_a_map_waits_for_the_running_background_embedding_of_its_corpora(tmp_pat
     from types import SimpleNamespace
 
     from core.runner import jobs
+    from core.runner.params import EmbedParams
     from core.selection.projection import await_background_embeddings
 
-    embed = SimpleNamespace(status="running", params={"corpus": "demo-dc", "model": "default"}, progress=0.4)
-    other = SimpleNamespace(status="running", params={"corpus": "other", "model": "default"}, progress=0.1)
+    embed = SimpleNamespace(status="running", spec=EmbedParams(corpus="demo-dc"), progress=0.4)
+    other = SimpleNamespace(status="running", spec=EmbedParams(corpus="other"), progress=0.1)
     polls = iter([[embed, other], [embed, other], [other]])
     monkeypatch.setattr(jobs, "list_jobs", lambda ws, kind=None: next(polls))
     seen = []

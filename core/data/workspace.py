@@ -38,11 +38,18 @@ from core.data.atomic import (
 )
 from core.data.corpus import Corpus, iter_corpus, read_corpus, write_corpus
 from core.data.tags import TagScheme, split_tag
+from core.environment import variable
 from core.errors import CorpusError, UserError
 from core.progress import Progress
 
 ENV_VAR = "NERSELECT_WORKSPACE"
 DEFAULT_ROOT = "workspace"
+
+
+def default_root(fallback: str | Path = DEFAULT_ROOT) -> str | Path:
+    """The workspace folder when none is named: $NERSELECT_WORKSPACE, else `fallback` (./workspace; the app passes
+    the one beside its checkout)."""
+    return variable(ENV_VAR).text() or fallback
 
 
 class CorpusRole(str, Enum):
@@ -192,7 +199,7 @@ def resolve_corpus_ref(ref: str | Path | CorpusRef, workspace: Workspace | str |
     if isinstance(workspace, Workspace):
         ws = workspace
     else:
-        root = Path(workspace or os.environ.get(ENV_VAR) or DEFAULT_ROOT).resolve()
+        root = Path(workspace or default_root()).resolve()
         ws = Workspace(root) if (root / "corpora").is_dir() else None
     tried = []
     if ws is not None:
@@ -214,7 +221,7 @@ def resolve_corpus_ref(ref: str | Path | CorpusRef, workspace: Workspace | str |
             tried.append(f"role: {text!r} is not one of {', '.join(r.value for r in CorpusRole)}")
     else:
         tried.append("workspace names and roles: no workspace at "
-                     f"{Path(workspace or os.environ.get(ENV_VAR) or DEFAULT_ROOT).resolve()}")
+                     f"{Path(workspace or default_root()).resolve()}")
     path = Path(text).expanduser()
     if path.is_file():
         return CorpusRef(text, "path", path.stem, path.resolve(), file_hash(path), None, fmt)
@@ -242,7 +249,7 @@ class Workspace:
     several processes (the app, the CLI, job subprocesses) can share it."""
 
     def __init__(self, root: str | Path | None = None):
-        self.root = Path(root or os.environ.get(ENV_VAR) or DEFAULT_ROOT).expanduser().resolve()
+        self.root = Path(root or default_root()).expanduser().resolve()
         if self.root.exists() and not self.root.is_dir():
             raise UserError(f"workspace {self.root} is a file, not a folder: give a folder (new or existing)")
         try:

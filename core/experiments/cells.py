@@ -16,6 +16,7 @@ import numpy as np
 
 from core.data.atomic import atomic_write_json, exclusive
 from core.data.corpus import Corpus
+from core.environment import visible_devices
 from core.experiments.plan import (
     BASELINES,
     CELL_FILE,
@@ -70,12 +71,11 @@ def numerics(summary: dict[str, Any]) -> dict[str, Any]:
 
 def where_ran(summary: dict[str, Any]) -> str:
     """The device a cell's NER ran on, with the card's nvidia-smi index ('cuda:3'), not the process's own 'cuda:0'."""
-    import os
 
     device = str(summary.get("device") or "cpu")
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES", "")
-    if device.startswith("cuda") and visible.split(",")[0].strip().isdigit():
-        return f"cuda:{visible.split(',')[0].strip()}"
+    visible = visible_devices() or [""]
+    if device.startswith("cuda") and visible[0].isdigit():
+        return f"cuda:{visible[0]}"
     return device
 
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from core.environment import visible_devices
 from core.errors import UserError
 from core.runner.devices import Gpu, gpus, is_out_of_memory, need_mib, record_job_peak
 
@@ -67,10 +68,10 @@ def visible_cards() -> list[Gpu]:
     """The cards this process may hand to workers: all, or those CUDA_VISIBLE_DEVICES names (a background job
     sees the card the runner placed it on)."""
     cards = gpus()
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    visible = visible_devices()
     if visible is None or not cards:
         return cards
-    wanted = {int(v) for v in visible.split(",") if v.strip().isdigit()}
+    wanted = {int(v) for v in visible if v.isdigit()}
     return [g for g in cards if g.index in wanted]
 
 

@@ -20,7 +20,6 @@ or caps what the runner may use on a shared one. `NERSELECT_JOB_GPU_MIB` sets th
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 from collections.abc import Mapping, Sequence
@@ -29,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from core.data.atomic import atomic_write_json
+from core.environment import variable
 from core.errors import UserError
 from core.runner.kinds import KINDS
 
@@ -75,7 +75,7 @@ def _smi(query: str, what: str) -> list[list[str]]:
 
 def gpus() -> list[Gpu]:
     """The cards jobs may use, with their free memory now; [] on a machine without one (jobs run on CPU)."""
-    budget = os.environ.get("NERSELECT_GPU_BUDGET")
+    budget = variable("NERSELECT_GPU_BUDGET").text()
     if budget is not None:
         return parse_budget(budget)
     out = []
@@ -89,7 +89,7 @@ def gpus() -> list[Gpu]:
 
 def used_by_pid() -> dict[int, int]:
     """MiB each process holds on the cards (nvidia-smi compute apps); {} when simulated or unknown."""
-    if os.environ.get("NERSELECT_GPU_BUDGET") is not None:
+    if variable("NERSELECT_GPU_BUDGET").text() is not None:
         return {}
     out: dict[int, int] = {}
     for row in _smi("pid,used_memory", "compute-apps"):
@@ -125,7 +125,7 @@ def need_mib(runs_dir: Path, kind: str, spec: Any) -> int:
     peak = measured_peaks(runs_dir).get(recipe_key(kind, spec))
     if peak:
         return int(peak * MARGIN)
-    return int(os.environ.get("NERSELECT_JOB_GPU_MIB") or DEFAULT_NEED_MIB)
+    return variable("NERSELECT_JOB_GPU_MIB").integer(minimum=1) or DEFAULT_NEED_MIB
 
 
 def record_peak(runs_dir: Path, kind: str, spec: Any, peak_mib: int) -> None:

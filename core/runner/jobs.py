@@ -36,6 +36,7 @@ from typing import Any
 from core.access import LOCAL, Actor, check_param_paths, require
 from core.data.atomic import atomic_write_json, json_default
 from core.data.workspace import Workspace
+from core.environment import variable
 from core.errors import UserError
 from core.progress import Progress, sub
 from core.runner import devices
@@ -83,10 +84,9 @@ def max_concurrent(lane_name: str = "training") -> int:
     """Training lane: 1 on CPU (two trainings on 2 cores only slow each other), one per GPU otherwise
     (NERSELECT_MAX_JOBS overrides). Interactive lane: 2 (NERSELECT_MAX_INTERACTIVE_JOBS overrides)."""
     if lane_name == "interactive":
-        return max(1, int(os.environ.get("NERSELECT_MAX_INTERACTIVE_JOBS") or 2))
-    env = os.environ.get("NERSELECT_MAX_JOBS")
-    if env:
-        return max(1, int(env))
+        return variable("NERSELECT_MAX_INTERACTIVE_JOBS").integer(minimum=1) or 2
+    if (cap := variable("NERSELECT_MAX_JOBS").integer(minimum=1)) is not None:
+        return cap
     try:
         import torch
 
@@ -130,7 +130,7 @@ def _start_queued(ws: Workspace) -> None:
     oldest that fits nowhere waits, and the younger ones wait behind it (no job is starved by smaller ones)."""
     cards = devices.gpus()
     free = {name: max_concurrent(name) for name in ("interactive", "training")}  # per lane
-    if cards and not os.environ.get("NERSELECT_MAX_JOBS"):
+    if cards and variable("NERSELECT_MAX_JOBS").text() is None:
         free["training"] = 10_000  # memory decides
     con = connect(ws)
     try:
@@ -192,7 +192,8 @@ def _spawn(ws: Workspace, job_id: str, lane_name: str = "training", gpu: int | N
         env["CUDA_VISIBLE_DEVICES"] = str(gpu)  # the job sees its card as cuda:0
     run_dir = ws.runs_dir / job_id
     command = [sys.executable, "-m", "core.runner.jobs", "run", job_id, "--workspace", str(ws.root)]
-    niceness = int(os.environ.get("NERSELECT_TRAINING_NICE") or TRAINING_NICE)
+    niceness = variable("NERSELECT_TRAINING_NICE").integer()
+    niceness = TRAINING_NICE if niceness is None else niceness
     if lane_name == "training" and niceness > 0 and shutil.which("nice"):
         command = ["nice", "-n", str(niceness), *command]  # nice execs python: same pid, lower priority from the start
     with open(run_dir / "stderr.txt", "ab") as err:

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from core.data.workspace import Workspace
+from core.environment import variable
 from core.progress import Progress
 
 
@@ -132,8 +133,8 @@ class _EpochSink:
 def numba_cache_dir() -> Path:
     """Where numba keeps UMAP's compiled code between processes: $NUMBA_CACHE_DIR, else
     `numba-cache` inside the virtual environment (scripts/setup.sh fills it), else the user's cache."""
-    if os.environ.get("NUMBA_CACHE_DIR"):
-        return Path(os.environ["NUMBA_CACHE_DIR"])
+    if cache := variable("NUMBA_CACHE_DIR").text():
+        return Path(cache)
     if sys.prefix != sys.base_prefix and os.access(sys.prefix, os.W_OK):
         return Path(sys.prefix) / "numba-cache"
     return Path.home() / ".cache" / "nerselect" / "numba"

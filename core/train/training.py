@@ -31,6 +31,7 @@ import numpy as np
 import torch
 
 from core.data.atomic import honour_umask
+from core.environment import variable
 from core.lm.models import pick_device
 from core.progress import Progress
 
@@ -131,9 +132,8 @@ def apply_cpu_threads() -> None:
     """Honour $NERSELECT_TORCH_THREADS. On a 2-core machine shared with other work, torch's
     default (one thread per core) spin-waits at every op: one train step of MiniLM measured
     ~10x slower with 2 threads than with 1 while another process used a core."""
-    value = os.environ.get("NERSELECT_TORCH_THREADS")
-    if value:
-        torch.set_num_threads(max(1, int(value)))
+    if (threads := variable("NERSELECT_TORCH_THREADS").integer(minimum=1)) is not None:
+        torch.set_num_threads(threads)
 
 
 # --------------------------------------------------------------------------- atomic folders and checkpoints
@@ -243,7 +243,7 @@ def adamw(groups: list[dict[str, Any]], **kwargs: Any) -> torch.optim.AdamW:
     CUDA): one pass over each tensor instead of ~10 elementwise ops. Measured on the default MiniLM's
     22M parameters, 1 CPU thread: 39 ms per step fused vs 185 ms with foreach (the default), same
     weights to 1.5e-8. $NERSELECT_ADAMW=foreach restores the default (bench_training compares both)."""
-    if os.environ.get("NERSELECT_ADAMW", "fused") == "fused":
+    if (variable("NERSELECT_ADAMW").text() or "fused") == "fused":
         try:
             return torch.optim.AdamW(groups, fused=True, **kwargs)
         except (RuntimeError, TypeError, ValueError):  # a device or dtype without the fused kernel
