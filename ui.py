@@ -15,6 +15,7 @@ import streamlit as st
 
 from core.access import LOCAL, Actor
 from core.data import selection_store
+from core.data.selection import SelectionMeta
 from core.data.workspace import CorpusRole, Workspace
 from core.errors import UserError
 from core.review import predictions
@@ -39,12 +40,12 @@ def get_workspace() -> Workspace:
 CURRENT_SELECTION = "current_selection"  # the saved selection this session works with, shared by Selection and Map
 
 
-def selection_picker(label: str, metas: list[dict[str, Any]], key: str, col: Any = None) -> str:
+def selection_picker(label: str, metas: list[SelectionMeta], key: str, col: Any = None) -> str:
     """A selectbox over saved selections (`metas` newest first, as core.data.selection_store lists them) that opens on
     the selection this session worked with last (picked on Selection or Map, or just computed here), else the
     newest; picking one makes it the current one for the other page too."""
-    keys = [m["key"] for m in metas]
-    labels = {m["key"]: m["label"] for m in metas}
+    keys = [m.key for m in metas]
+    labels = {m.key: m.label for m in metas}
     current = st.session_state.get(CURRENT_SELECTION)
     st.session_state[key] = current if current in keys else keys[0]
     st.session_state[CURRENT_SELECTION] = st.session_state[key]
@@ -219,7 +220,7 @@ def model_picker(label: str, key: str, models: list, optional: bool = False) -> 
 
 def source_picker(ws: Workspace, prefix: str, role: CorpusRole) -> tuple[str | None, str | None]:
     """(corpus, selection key): sentences of a workspace corpus or of a saved selection."""
-    sels = {m["key"]: m["label"] for m in selection_store.list_selections(ws, in_workspace=True)}
+    sels = {m.key: m.label for m in selection_store.list_selections(ws, in_workspace=True)}
     if sels and st.radio("Sentences from", ["corpus", "saved selection"], key=f"{prefix}_source", horizontal=True) != "corpus":
         return None, st.selectbox("Selection", list(sels), key=f"{prefix}_sel", format_func=sels.get)
     return corpus_picker(ws, "Corpus", role, key=f"{prefix}_corpus"), None

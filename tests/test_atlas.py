@@ -3,6 +3,7 @@ without a job, regions and searches saved as selections or corpora with lineage,
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import numpy as np
@@ -127,7 +128,7 @@ def test_which_corpora_a_map_shows_is_decided_in_one_place(mapped, monkeypatch):
 
     def unnamed(ws, key):  # a selection saved without its TC/DC names (made outside a job)
         sel = load_selection(ws, key)
-        sel.meta = {**sel.meta, "tc_name": None}
+        sel.meta = dataclasses.replace(sel.meta, tc_name=None)
         return sel
 
     monkeypatch.setattr(store, "load_selection", unnamed)
@@ -163,7 +164,7 @@ def test_a_selection_of_another_dc_is_refused_with_its_reason(mapped, tiny_bert_
     ws, atlas, _, _, _ = mapped
     ws.save_corpus(Corpus(tokens=[["other", "dc", str(i)] for i in range(30)]), "dc2")
     other = jobs.run_inline(ws, "select", {"tc": "tc", "dc": "dc2", "strategy": "random", "budget": 5})
-    meta = next(m for m in list_selections(ws) if m["key"] == other["key"])
+    meta = next(m for m in list_selections(ws) if m.key == other["key"])
     assert not selection_matches(atlas, meta)
     with pytest.raises(UserError, match="not on this map"):
         selection_layer(ws, atlas, other["key"])
@@ -178,9 +179,9 @@ def test_a_region_becomes_a_selection_and_a_corpus_with_lineage(mapped):
     how = {"query": "election"}
     sel = save_region_selection(ws, atlas, mask, "dc", how)
     saved = load_selection(ws, sel.key)
-    assert saved.strategy == "map-region" and saved.budget == 20 and saved.meta["lineage"]["region"] == how
-    assert sorted(saved.indices.tolist()) == list(range(1, 60, 3)) and saved.meta["dc_name"] == "dc"
-    assert any(m["key"] == sel.key for m in list_selections(ws))
+    assert saved.strategy == "map-region" and saved.budget == 20 and saved.meta.lineage["region"] == how
+    assert sorted(saved.indices.tolist()) == list(range(1, 60, 3)) and saved.meta.dc_name == "dc"
+    assert any(m.key == sel.key for m in list_selections(ws))
     info = save_region_corpus(ws, atlas, mask, "election-region", how)
     assert info.sentences == 24 and "search “election”" in info.source and atlas.key[:8] in info.source
     with pytest.raises(UserError, match="exists already"):

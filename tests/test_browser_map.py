@@ -26,7 +26,7 @@ def map_ws(tmp_path_factory):
         jobs.run_inline(ws, "select", {"tc": "demo-tc", "dc": "demo-dc", "strategy": strategy, "budget": 0.2})
     out = jobs.run_inline(ws, "project", {"corpora": ["tc", "dc"]})
     assert out["points"] == 1000 and not out["reused"]
-    assert jobs.run_inline(ws, "project", {"selection": list_selections(ws)[0]["key"]})["reused"]
+    assert jobs.run_inline(ws, "project", {"selection": list_selections(ws)[0].key})["reused"]
     return root
 
 
@@ -63,19 +63,19 @@ def test_switching_selection_runs_no_job_and_a_lasso_becomes_a_selection(map_ws)
 
     ws = Workspace(map_ws)
     before = len(jobs.list_jobs(ws))
-    dsir, random = (next(m for m in list_selections(ws) if m["strategy"] == s) for s in ("dsir", "random"))
+    dsir, random = (next(m for m in list_selections(ws) if m.strategy == s) for s in ("dsir", "random"))
     with streamlit_server(map_ws) as url, browser_page(height=1800) as page:
         page.goto(f"{url}/map")
         wait_for_app(page, "Colour by")
         page.wait_for_function("() => window.__atlasStats && window.__atlasStats.renders >= 1")
         first = _stats(page)
         assert first["points"] == 1000 and first["renderer"] in ("webgl2", "canvas2d")
-        _wait_layer(page, random["key"][:8])  # the newest selection is the current one
+        _wait_layer(page, random.key[:8])  # the newest selection is the current one
         picker = page.locator(".st-key-map_selection").get_by_role("combobox")
         assert picker.input_value() == random["label"]
         picker.click()  # open the selection picker and take the other one
         page.get_by_role("option", name=dsir["label"]).click()
-        _wait_layer(page, dsir["key"][:8])
+        _wait_layer(page, dsir.key[:8])
         switched = _stats(page)
         assert switched["renders"] > first["renders"] and switched["points"] == 1000
         assert len(jobs.list_jobs(ws)) == before, "switching the selection started a job"
@@ -91,14 +91,14 @@ def test_switching_selection_runs_no_job_and_a_lasso_becomes_a_selection(map_ws)
         page.get_by_role("button", name="Save as selection").click()
         wait_for_app(page, "Saved selection")
         screenshot(page, "map_lasso_saved")
-    region = [m for m in list_selections(ws) if m["strategy"] == "map-region"]
-    assert len(region) == 1 and region[0]["lineage"]["region"]["mode"] == "lasso" and region[0]["budget"] > 0
+    region = [m for m in list_selections(ws) if m.strategy == "map-region"]
+    assert len(region) == 1 and region[0].lineage["region"]["mode"] == "lasso" and region[0].budget > 0
     assert len(jobs.list_jobs(ws)) == before
     with streamlit_server(map_ws) as url, browser_page(height=1400) as page:
         page.goto(f"{url}/selection")
         wait_for_app(page, "Compare saved selections")
         picker = page.locator(".st-key-sel_view").get_by_role("combobox")
-        assert picker.input_value() == region[0]["label"]  # the newest selection opens on the Selection page
+        assert picker.input_value() == region[0].label  # the newest selection opens on the Selection page
 
 
 def test_search_highlights_and_a_click_lists_neighbours(map_ws):

@@ -34,7 +34,7 @@ def test_entity_gain_prefers_new_mentions_and_mix_zero_is_the_cosine_order(tmp_p
                  ["mary", "visited", "rome"]])  # one new word
     only_gain = select(tc, dc, "entity-gain", 3, model=str(tiny_bert_dir), ner_model=str(ner), options={"mix": 1.0})
     assert only_gain.order.tolist() == [1, 2, 0]
-    assert only_gain.meta["extra"]["tc_mentions"] == 7 and only_gain.meta["extra"]["dc_with_gain"] == 2
+    assert only_gain.meta.extra["tc_mentions"] == 7 and only_gain.meta.extra["dc_with_gain"] == 2
     only_domain = select(tc, dc, "entity-gain", 3, model=str(tiny_bert_dir), ner_model=str(ner), options={"mix": 0.0})
     cosine = select(tc, dc, "cosine", 3, model=str(tiny_bert_dir))
     assert only_domain.order.tolist() == cosine.order.tolist()
@@ -70,4 +70,4 @@ def test_an_experiment_row_reads_b1_and_b2_and_weighs_types_by_the_cells_lc(tmp_
     from core.data.selection_store import selection_meta
 
     meta = selection_meta(Workspace(tmp_path / "ws"), cell["selection_key"])
-    assert meta["ner_model"] and meta["options"]["type_weights"] == pytest.approx(label_shares(read_corpus(labeled)))
+    assert meta.ner_model and meta.options["type_weights"] == pytest.approx(label_shares(read_corpus(labeled)))

@@ -44,8 +44,8 @@ def test_runs_selections_and_reviews(old_ws):
     assert [r.kind for r in runs] == ["ner"] and runs[0].lineage.lc["name"] == "v1-lc"
     assert lineage.model_preset(old_ws.runs_dir / runs[0].id / "model") == "tiny"
     selections = store.list_selections(old_ws)
-    assert [s["strategy"] for s in selections] == ["random"]
-    key = selections[0]["key"]
+    assert [s.strategy for s in selections] == ["random"]
+    key = selections[0].key
     assert len(list(store.selection_texts(old_ws, key[:8]))) == 20
     assert len(store.selected_indices(old_ws, key)) == 20
     assert "v1-review-set" in list_review_sets(old_ws)

@@ -90,13 +90,13 @@ def test_selection_store_one_place(tmp_path):
     ws.save_corpus(dc, "mydc", role="dc")
     sel = select(tc, open_corpus_stream(ws, "dc"), "ppl", 2, workspace=ws, names={"tc": "tc", "dc": "mydc"})
     metas = list_selections(ws)
-    assert [m["key"] for m in metas] == [sel.key]
+    assert [m.key for m in metas] == [sel.key]
     assert find_selection(ws, sel.key[:8]) == sel.folder and find_selection(ws, "dc") is None
     texts = list(selection_texts(ws, sel.key))
     assert texts == [" ".join(dc.tokens[i]) for i in sel.indices]
     assert store.selected_indices(ws, sel.key) == sel.indices.tolist()
     listed = store.list_selections(ws, in_workspace=True)
-    assert [m["key"] for m in listed] == [sel.key] and listed[0]["budget"] == 2 and listed[0]["label"].endswith(f"[{sel.key[:8]}]")
+    assert [m.key for m in listed] == [sel.key] and listed[0].budget == 2 and listed[0].label.endswith(f"[{sel.key[:8]}]")
     out = tmp_path / "sc.csv"
     load_selection(ws, sel.key).write_export(out)
     assert out.read_text().splitlines()[0] == "text,score,rank,dc_index,domain"

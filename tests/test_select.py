@@ -133,7 +133,7 @@ def test_cosine_with_b1_uses_the_given_model_folder(monkeypatch, tiny_bert_dir):
     table = {t: unit(a) for t, a in ANGLES.items()}
     calls = fake_embeddings(monkeypatch, {str(tiny_bert_dir): table})
     sel = select(corpus(TC), corpus(DC), "cosine", 2, model=str(tiny_bert_dir))
-    assert calls == [str(tiny_bert_dir)] * 2 and sel.meta["model"] == str(tiny_bert_dir)
+    assert calls == [str(tiny_bert_dir)] * 2 and sel.meta.model == str(tiny_bert_dir)
 
 
 def test_knn_unions_nearest_neighbours_of_each_tc_sentence(monkeypatch):
@@ -240,7 +240,7 @@ def test_ppl_strategy_with_the_real_ngram_lm():
     dc = corpus(["parliament passed the budget law", "the band played the album", "zebra quantum tax vote"])
     sel = select(tc, dc, "ppl", 1)
     assert sel.indices.tolist() == [1]
-    assert sel.meta["higher_is_better"] is False
+    assert sel.meta.higher_is_better is False
 
 
 def test_mlm_ppl_needs_a_trained_mlm_head(tiny_bert_dir):
@@ -354,7 +354,7 @@ def test_selection_is_saved_reused_and_exported(monkeypatch, tmp_path):
     assert len(sel.export_bytes("jsonl").decode().splitlines()) == 3
     with pytest.raises(UserError):
         sel.export_bytes("xml")
-    assert [m["key"] for m in list_selections(ws)] == [sel.key]
+    assert [m.key for m in list_selections(ws)] == [sel.key]
 
 
 def test_overlap_matrix_is_jaccard():
@@ -379,7 +379,7 @@ def test_selection_job_runs_on_workspace_corpora(tmp_path):
     result = jobs.run_inline(ws, "select", {"tc": "tc", "dc": "dc", "strategy": "random", "budget": 0.5, "seed": 2})
     assert result["selected"] == 10 and result["dc_size"] == 20 and result["target_domain"] == "x"
     assert result["random_domain_precision"] == 0.5 and 0 <= result["domain_precision"] <= 1
-    assert load_selection(ws, result["key"]).meta["dc_name"] == "dc"
+    assert load_selection(ws, result["key"]).meta.dc_name == "dc"
     with pytest.raises(UserError, match="budget"):
         jobs.run_inline(ws, "select", {"tc": "tc", "dc": "dc", "strategy": "random", "budget": -1})
 
@@ -457,7 +457,7 @@ def test_map_and_selection_open_on_the_selection_the_user_was_on_and_compare_lis
     names = {"tc": ws.corpus_for_role("tc"), "dc": ws.corpus_for_role("dc")}
     for strategy in ("random", "dsir"):
         select(tc, dc, strategy, 0.1, workspace=ws, names=names)
-    newest, oldest = [m["key"] for m in list_selections(ws)]
+    newest, oldest = [m.key for m in list_selections(ws)]
     build_atlas(ws, [names["tc"], names["dc"]], str(tiny_bert_dir))  # the Map colours a map that exists
     at = open_app(ws.root, monkeypatch, "views/selection.py")
     assert at.selectbox(key="sel_view").value == newest  # nothing picked yet: the newest
@@ -469,7 +469,7 @@ def test_map_and_selection_open_on_the_selection_the_user_was_on_and_compare_lis
     assert at.selectbox(key="sel_view").value == oldest
     select(tc, dc, "cosine", 0.1, workspace=ws, names=names)  # a third one appears (e.g. from the CLI)
     at.run()
-    third = list_selections(ws)[0]["key"]
+    third = list_selections(ws)[0].key
     assert third in at.multiselect(key="sel_compare_3").value and at.selectbox(key="sel_view").value == oldest
 
 
@@ -510,7 +510,7 @@ def test_selection_page_opens_the_selection_saved_on_the_map(tmp_path, monkeypat
     from_map = select(tc, dc, "random", 0.05, workspace=ws, names=names).key  # stands for the Map's region
     job = jobs.submit(ws, "select", {"tc": names["tc"], "dc": names["dc"], "strategy": "dsir", "budget": 0.1}, start=False)
     jobstore.update(ws, job.id, status="done", progress=1.0, result=json.dumps({"key": dsir}))
-    assert {m["key"] for m in list_selections(ws)} >= {dsir, from_map}
+    assert {m.key for m in list_selections(ws)} >= {dsir, from_map}
     monkeypatch.setenv("NERSELECT_WORKSPACE", str(ws.root))
     from streamlit.testing.v1 import AppTest
 

@@ -159,7 +159,7 @@ def test_dsir_ranking_shows_the_sampled_key(small_ws, monkeypatch):
 
     ws = Workspace(small_ws)
     jobs.run_inline(ws, "select", {"tc": "demo-tc", "dc": "demo-dc", "strategy": "dsir", "budget": 0.2, "seed": 3})
-    sel = load_selection(ws, list_selections(ws)[-1]["key"])
+    sel = load_selection(ws, list_selections(ws)[-1].key)
     table = ranking_table(sel, head=15, tail=0)
     keys = list(table["sampled_key"])
     assert keys == sorted(keys, reverse=True)  # the rank follows the key, whatever the scores do

@@ -78,7 +78,7 @@ REMEMBERED = ("insp_model", "insp_source", "insp_sel", "insp_corpus", "insp_revi
 def review_tab() -> None:
     models = predictions.list_ner_models(ws)
     restore_from_url({"insp_model": [str(m) for m in models], "insp_source": ["corpus", "saved selection"],
-                      "insp_sel": [m["key"] for m in selection_store.list_selections(ws, in_workspace=True)],
+                      "insp_sel": [m.key for m in selection_store.list_selections(ws, in_workspace=True)],
                       "insp_corpus": [i.name for i in ws.list_corpora()], "insp_reviewer": None})
     c = st.columns([2, 2, 2, 1])
     with c[0]:
@@ -86,8 +86,8 @@ def review_tab() -> None:
     with c[1]:
         corpus, sel_key = source_picker(ws, "insp", CorpusRole.DC)
     status_sel = None
-    if corpus and (over := [m["key"] for m in selection_store.list_selections(ws, dc=corpus)]):
-        labels = {m["key"]: m["label"] for m in selection_store.list_selections(ws, dc=corpus)}
+    if corpus and (over := [m.key for m in selection_store.list_selections(ws, dc=corpus)]):
+        labels = {m.key: m.label for m in selection_store.list_selections(ws, dc=corpus)}
         with c[2]:
             status_sel = st.selectbox("Selected-vs-filtered status from", [None, *over], key="insp_status_sel",
                                       format_func=lambda k: "(no selection)" if k is None else labels[k])

@@ -57,10 +57,10 @@ if not names:
     st.info("No corpora yet: load a TC and a DC on the Corpora page.")
     st.stop()
 saved = list_selections(ws)  # matched to the map by DC content hash, however they named their DC
-current = next((m for m in saved if m["key"] == st.session_state.get(CURRENT_SELECTION)), saved[0] if saved else None)
+current = next((m for m in saved if m.key == st.session_state.get(CURRENT_SELECTION)), saved[0] if saved else None)
 
 
-default = [n for n in map_corpora(ws, selection=current["key"] if current else None, strict=False) if n in names]
+default = [n for n in map_corpora(ws, selection=current.key if current else None, strict=False) if n in names]
 c1, c2 = st.columns([3, 2])
 corpora = c1.multiselect("Corpora on the map", names, default=default, key="map_corpora",
                          help="Every sentence of these corpora is on the map. By default: TC and DC of the current selection.")
@@ -230,4 +230,4 @@ if st.button("Clear the choice", key="map_clear"):
     state.update(region=None, query="")
     st.rerun()
 
-save_panel(ws, atlas, mask, how, per_corpus, sel_key and next((selection_dc(atlas, m) for m in matching if m["key"] == sel_key), None))
+save_panel(ws, atlas, mask, how, per_corpus, sel_key and next((selection_dc(atlas, m) for m in matching if m.key == sel_key), None))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from core.data.selection_store import list_selections, selection_label
+from core.data.selection_store import list_selections
 from core.data.workspace import CorpusRole
 from core.experiments.plan import BASELINES, parse_seeds
 from core.runner import jobs, jobstore
@@ -67,7 +67,7 @@ with mlm_tab, st.form("mlm_form"):
         m_tc = corpus_picker(ws, "TC", CorpusRole.TC, "mlm_tc")
     with c[2]:
         m_dc = corpus_picker(ws, "DC", CorpusRole.DC, "mlm_dc")
-    sels = {m["key"]: selection_label(m) for m in list_selections(ws)}
+    sels = {m.key: m.label for m in list_selections(ws)}
     m_sel = st.selectbox("Selection (SC) for TC + SC", [None, *sels], key="mlm_selection",
                          format_func=lambda k: "(none saved yet: run one on the Selection page)" if k is None else sels[k])
     c = st.columns(3)

@@ -8,7 +8,7 @@ import plotly.express as px
 import streamlit as st
 
 from core.data.selection import EXPORT_FORMATS
-from core.data.selection_store import list_selections, load_selection, selection_label
+from core.data.selection_store import list_selections, load_selection
 from core.data.workspace import CorpusRole
 from core.errors import UserError
 from core.selection.budget import Budget
@@ -93,8 +93,8 @@ if not saved:
     st.stop()
 
 st.subheader("Saved selection")
-keys = [m["key"] for m in saved]  # newest first
-labels = {m["key"]: selection_label(m) for m in saved}
+keys = [m.key for m in saved]  # newest first
+labels = {m.key: m.label for m in saved}
 just_done = job.result.get("key") if job is not None and job.status == "done" and job.result else None
 # a selection this session started finished: show it, once (another session's job, e.g. the newest in the workspace,
 # must not take the picker off the selection this session saved on the Map)
@@ -135,13 +135,13 @@ why_panel(ws, sel, view_key)
 
 left, right = st.columns([3, 2])
 with left:
-    st.markdown(f"**Top and bottom of the ranking** · score: {sel.meta.get('score_name')} "
-                f"({'higher' if sel.meta.get('higher_is_better', True) else 'lower'} is better)")
+    st.markdown(f"**Top and bottom of the ranking** · score: {sel.meta.score_name} "
+                f"({'higher' if sel.meta.higher_is_better else 'lower'} is better)")
     ranking = ranking_table(sel, head=15, tail=15, workspace=ws)
     if "sampled_key" in ranking:
         ranking.insert(ranking.columns.get_loc("score") + 1, "sampled_key", ranking.pop("sampled_key"))
         st.caption(f"DSIR with Gumbel sampling: the rank follows the **sampled key** = score + Gumbel noise (seed "
-                   f"{sel.meta.get('seed', 0)}), an importance resample, so a lower score can rank above a higher one. "
+                   f"{sel.meta.seed or 0}), an importance resample, so a lower score can rank above a higher one. "
                    "Choose the topk ranking for an order by score alone.")
     st.dataframe(ranking, hide_index=True, width="stretch", key="sel_ranking")
 with right:

@@ -29,8 +29,9 @@ with st.expander("New task", expanded=not tasks.list_tasks(ws, me)):
         kind = st.radio("Sentences from", ["a saved selection", "a corpus"], horizontal=True, key="task_kind")
         sels = list_selections(ws)
         c = st.columns(2)
-        selection = c[0].selectbox("Selection (its best-ranked sentences)", [m["key"] for m in sels],
-                                   format_func=lambda k: next(m["label"] for m in sels if m["key"] == k), key="task_sel")
+        labels = {m.key: m.label for m in sels}
+        selection = c[0].selectbox("Selection (its best-ranked sentences)", list(labels), format_func=labels.get,
+                                   key="task_sel")
         corpus = c[1].selectbox("Corpus (a seeded sample)", corpus_names(ws), key="task_corpus")
         annotators = st.multiselect("Annotators", [u.name for u in people],
                                     default=[u.name for u in people if u.role == Role.ANNOTATOR], key="task_annotators")

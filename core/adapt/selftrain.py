@@ -209,7 +209,7 @@ def selftrain_job(params: SelftrainParams, ctx: JobContext) -> dict[str, Any]:
         raise UserError("self-training needs unlabeled sentences: a corpus (unlabeled) or a saved selection")
     if params.selection:  # the sentences a saved selection picked from its DC, through the selection store
         meta = selection_meta(ws, params.selection)
-        unlabeled = ws.resolve_corpus(meta.get("dc_name") or "dc").subset(sorted(selected_indices(ws, params.selection)))
+        unlabeled = ws.resolve_corpus(meta.dc_name or "dc").subset(sorted(selected_indices(ws, params.selection)))
     else:
         unlabeled = ws.resolve_corpus(params.unlabeled)
     test = ws.resolve_corpus(params.test) if params.test else None

@@ -64,6 +64,8 @@ def json_default(o: Any) -> Any:
     numbers and arrays lists (not strings, so a result.json reads back as numbers), paths and the rest text."""
     if hasattr(o, "tolist"):  # numpy arrays and scalars alike
         return o.tolist()
+    if callable(getattr(o, "to_dict", None)):  # a typed record (Cell, SelectionMeta, RunEntry, ...): its JSON form
+        return o.to_dict()
     if hasattr(o, "item"):
         return o.item()
     if isinstance(o, (set, frozenset)):

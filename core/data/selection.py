@@ -7,7 +7,7 @@ import json
 import math
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +22,64 @@ EXPORT_FORMATS = ("txt", "jsonl", "csv")
 
 
 @dataclass
+class SelectionMeta:
+    """What a saved selection records beside its arrays (meta.json), read once here: the pages, the CLI, lineage,
+    review tasks and the map read fields. `key` and `path` name where it is saved; unknown fields (a newer or
+    older writer's) stay in `other` and are written back."""
+
+    strategy: str | None = None
+    budget: int = 0  # sentences kept
+    key: str = ""
+    path: str | None = None  # its folder, when read from the store
+    budget_requested: Any = None  # what was asked for (a count or a ratio of DC)
+    dc_size: int | None = None
+    tc_size: int | None = None
+    model: str | None = None
+    model2: str | None = None
+    ner_model: str | None = None
+    seed: int | None = None
+    options: dict[str, Any] | None = None
+    tc_hash: str | None = None
+    dc_hash: str | None = None
+    tc_name: str | None = None
+    dc_name: str | None = None
+    score_name: str | None = None
+    higher_is_better: bool = True
+    notes: list[str] = field(default_factory=list)
+    target_domain: str | None = None
+    dc_domain_counts: dict[str, int] | None = None
+    selected_domain_counts: dict[str, int] | None = None
+    extra: dict[str, Any] = field(default_factory=dict)  # the ranking's own facts (DSIR's sampling, ...)
+    lineage: dict[str, Any] | None = None  # a map region: the map and the region it came from
+    created: float | None = None
+    created_by: str | None = None
+    seconds: float | None = None
+    other: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> SelectionMeta:
+        names = {f.name for f in fields(cls)} - {"other"}
+        known = {k: v for k, v in data.items() if k in names}
+        for name in ("notes", "extra"):
+            if known.get(name) is None:
+                known.pop(name, None)
+        return cls(**known, other={k: v for k, v in data.items() if k not in names and k not in ("folder", "label")})
+
+    def to_dict(self) -> dict[str, Any]:
+        """meta.json's form: every field but `path` (where it lies is not part of it) and `other` merged back in."""
+        out = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("other", "path")}
+        return {**out, **self.other}
+
+    @property
+    def label(self) -> str:
+        """How a person reads a selection everywhere: strategy, model, size of DC, DC and the key's start."""
+        model = f" · {Path(str(self.model)).name}" if self.model and self.model != "default" else ""
+        size = self.dc_size
+        amount = f"{self.budget:,}/{size:,}" if isinstance(self.budget, int) and isinstance(size, int) else f"{self.budget or '?'}"
+        return f"{self.strategy or 'selection'}{model} · {amount} · {self.dc_name or '?'} [{self.key[:8]}]"
+
+
+@dataclass
 class Selection:
     """Selected DC sentences (best first) with the full score array and ranking over DC."""
 
@@ -29,7 +87,7 @@ class Selection:
     indices: np.ndarray  # (k,) DC indices of the selected sentences, rank order
     scores: np.ndarray  # (N,) score of every DC sentence
     order: np.ndarray  # (N,) every DC index, best first
-    meta: dict[str, Any]
+    meta: SelectionMeta
     key: str | None = None
     folder: Path | None = None
     source: CorpusStream | None = None  # DC, to read the selected rows from when they are needed
@@ -47,7 +105,7 @@ class Selection:
                 fixed = {"text", "tokens", "score", "rank", "dc_index"}
                 fields = {k: [r.get(k) for r in rows] for k in (rows[0] if rows else {}) if k not in fixed}
                 self.selected_corpus = Corpus(tokens=[r["tokens"] for r in rows], fields=fields,
-                                              name=self.meta.get("dc_name", ""))
+                                              name=self.meta.dc_name or "")
             else:
                 raise UserError(f"selection {self.key} has neither its DC nor a saved selected.jsonl")
         return self.selected_corpus
@@ -64,7 +122,7 @@ class Selection:
 
     @property
     def dc_size(self) -> int:
-        return int(self.meta["dc_size"])
+        return int(self.meta.dc_size or 0)
 
     @property
     def budget(self) -> int:
@@ -72,7 +130,7 @@ class Selection:
 
     @property
     def notes(self) -> list[str]:
-        return list(self.meta.get("notes", []))
+        return list(self.meta.notes)
 
     def records(self) -> Iterator[dict[str, Any]]:
         """JSON-ready rows in rank order, streamed: from selected.jsonl when saved, else from DC."""
@@ -125,11 +183,11 @@ class Selection:
     def domain_precision(self, target_domain: str | None = None) -> dict[str, Any] | None:
         """Share of selected sentences from the target domain, next to random's expectation
         (the domain's share of DC). None when DC carries no `domain` field or no target is known."""
-        counts: dict[str, int] = self.meta.get("dc_domain_counts") or {}
-        target = target_domain or self.meta.get("target_domain")
+        counts: dict[str, int] = self.meta.dc_domain_counts or {}
+        target = target_domain or self.meta.target_domain
         if not counts or target is None:
             return None
-        selected_counts = self.meta.get("selected_domain_counts")
+        selected_counts = self.meta.selected_domain_counts
         if selected_counts is not None:  # counted while selecting: no need to read the selected rows
             hits = int(selected_counts.get(str(target), 0))
         elif "domain" in self.selected.fields:
@@ -141,7 +199,7 @@ class Selection:
 
     def summary(self, target_domain: str | None = None) -> dict[str, Any]:
         out = {"strategy": self.strategy, "selected": len(self.indices), "dc_size": self.dc_size,
-               "seconds": self.meta.get("seconds"), "key": self.key, "score_name": self.meta.get("score_name"),
+               "seconds": self.meta.seconds, "key": self.key, "score_name": self.meta.score_name,
                "notes": self.notes}
         dp = self.domain_precision(target_domain)
         if dp is not None:

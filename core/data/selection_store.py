@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from core.data.atomic import atomic_write_json, temp_path_for
-from core.data.selection import Selection
+from core.data.selection import Selection, SelectionMeta
 from core.data.stream import CorpusStream
 from core.data.workspace import Workspace, content_hash
 from core.errors import UserError
@@ -28,15 +27,16 @@ def save_selection(ws: Workspace, sel: Selection) -> Path:
     """selected.jsonl + scores.npy + order.npy + meta.json under artifacts/selection/KEY; meta.json last
     (its presence marks a complete artifact). The selected rows are written one by one, read
     from DC in a single pass when DC is streamed."""
-    folder = ws.artifact_dir(ARTIFACT, sel.key or content_hash(sel.meta))
+    folder = ws.artifact_dir(ARTIFACT, sel.key or content_hash(sel.meta.to_dict()))
     for name, arr in (("scores.npy", sel.scores), ("order.npy", sel.order)):
         tmp = temp_path_for(folder / name)
         with open(tmp, "wb") as fh:
             np.save(fh, np.asarray(arr, dtype=np.float32 if name == "scores.npy" else np.int64))
         os.replace(tmp, folder / name)
     sel.write_export(folder / "selected.jsonl", "jsonl")
-    atomic_write_json(folder / "meta.json", {**sel.meta, "key": folder.name})
-    sel.folder, sel.key = folder, folder.name
+    sel.meta.key = folder.name
+    atomic_write_json(folder / "meta.json", sel.meta.to_dict())
+    sel.folder, sel.key, sel.meta.path = folder, folder.name, str(folder)
     return folder
 
 
@@ -47,9 +47,11 @@ def load_selection(ws: Workspace, ref: str | Path) -> Selection:
     folder = selection_folder(ws, ref)
     if not (folder / "meta.json").exists():
         raise UserError(f"selection {str(ref)!r} has no meta.json (unfinished or hand-made): only its texts can be read")
-    meta = json.loads((folder / "meta.json").read_text("utf-8"))
+    meta = _read_meta(folder)
+    if meta is None:
+        raise UserError(f"selection {str(ref)!r}: {folder / 'meta.json'} is not readable JSON")
     order = np.load(folder / "order.npy", mmap_mode="r")
-    return Selection(strategy=meta["strategy"], indices=np.asarray(order[:int(meta["budget"])], dtype=np.int64),
+    return Selection(strategy=str(meta.strategy), indices=np.asarray(order[:int(meta.budget)], dtype=np.int64),
                      scores=np.load(folder / "scores.npy", mmap_mode="r"), order=order, meta=meta, key=folder.name,
                      folder=folder)
 
@@ -61,33 +63,37 @@ def cached_selection(ws: Workspace, key: str, dc: CorpusStream) -> Selection | N
     sel = load_selection(ws, folder)
     if not dc.streamed:
         sel.source = dc  # carried fields with their original types, read from DC on first use
-    sel.meta["notes"] = [*sel.notes, "loaded from the workspace (same inputs and parameters)"]
+    sel.meta.notes = [*sel.notes, "loaded from the workspace (same inputs and parameters)"]
     return sel
 
 
-def list_selections(ws: Workspace, dc: str | None = None, in_workspace: bool = False) -> list[dict[str, Any]]:
-    """Metadata of every saved selection, newest first: the one listing of the selection store. Each holds
-    meta.json's fields plus "key", "path" (and "folder", its older name) and "label". `dc`: only selections over
-    that corpus; `in_workspace`: only those whose DC is a workspace corpus (their dc_index values resolve here)."""
+def list_selections(ws: Workspace, dc: str | None = None, in_workspace: bool = False) -> list[SelectionMeta]:
+    """Metadata of every saved selection, newest first: the one listing of the selection store (`key`, `path` and
+    `label` included). `dc`: only selections over that corpus; `in_workspace`: only those whose DC is a workspace
+    corpus (their dc_index values resolve here)."""
     out = []
     for folder in reversed(ws.list_artifacts(ARTIFACT)):
         meta = _read_meta(folder)
         if meta is None:
             continue  # a half-written or foreign folder is not a selection
-        if dc is not None and meta.get("dc_name") != dc:
+        if dc is not None and meta.dc_name != dc:
             continue
-        if in_workspace and not (meta.get("dc_name") and ws.has_corpus(str(meta["dc_name"]))):
+        if in_workspace and not (meta.dc_name and ws.has_corpus(meta.dc_name)):
             continue
-        out.append({**meta, "key": folder.name, "path": str(folder), "folder": str(folder), "label": selection_label(
-            {**meta, "key": folder.name})})
+        out.append(meta)
     return out
 
 
-def _read_meta(folder: Path) -> dict[str, Any] | None:
+def _read_meta(folder: Path) -> SelectionMeta | None:
     try:
-        return json.loads((folder / "meta.json").read_text("utf-8"))
+        data = json.loads((folder / "meta.json").read_text("utf-8"))
     except (OSError, json.JSONDecodeError):
         return None
+    if not isinstance(data, dict):
+        return None
+    meta = SelectionMeta.from_dict(data)
+    meta.key, meta.path = folder.name, str(folder)
+    return meta
 
 
 def find_selection(ws: Workspace, ref: str | Path) -> Path | None:
@@ -104,7 +110,7 @@ def find_selection(ws: Workspace, ref: str | Path) -> Path | None:
     text = str(ref)
     if len(text) < 6 or any(c not in "0123456789abcdef" for c in text):
         return None  # only a key prefix of 6+ hex digits, so a corpus name never matches by accident
-    matches = [Path(m["folder"]) for m in list_selections(ws) if str(m["key"]).startswith(text)]
+    matches = [Path(str(m.path)) for m in list_selections(ws) if m.key.startswith(text)]
     return matches[0] if len(matches) == 1 else None
 
 
@@ -128,15 +134,16 @@ def selection_texts(ws: Workspace, ref: str | Path) -> Iterator[str]:
                 yield rec["text"] if rec.get("text") is not None else " ".join(rec.get("tokens") or [])
 
 
-def selection_meta(ws: Workspace, ref: str | Path) -> dict[str, Any]:
-    """meta.json of a saved selection (strategy, budget, model, dc_name, ...) plus its "key"; a selection with
-    only selected.jsonl (older or hand-made) gets what can be counted from it."""
+def selection_meta(ws: Workspace, ref: str | Path) -> SelectionMeta:
+    """meta.json of a saved selection (strategy, budget, model, dc_name, ...) with its key and folder; a selection
+    with only selected.jsonl (older or hand-made) gets what can be counted from it."""
     folder = selection_folder(ws, ref)
     meta = _read_meta(folder)
     if meta is None:
         with open(folder / "selected.jsonl", encoding="utf-8") as fh:
-            meta = {"strategy": None, "budget": sum(1 for line in fh if line.strip())}
-    return {**meta, "key": folder.name, "path": str(folder)}
+            meta = SelectionMeta(budget=sum(1 for line in fh if line.strip()))
+        meta.key, meta.path = folder.name, str(folder)
+    return meta
 
 
 def selected_indices(ws: Workspace, ref: str | Path) -> list[int]:
@@ -144,11 +151,3 @@ def selected_indices(ws: Workspace, ref: str | Path) -> list[int]:
     folder = selection_folder(ws, ref)
     with open(folder / "selected.jsonl", encoding="utf-8") as fh:
         return [int(json.loads(line)["dc_index"]) for line in fh if line.strip()]
-
-
-def selection_label(meta: Mapping[str, Any]) -> str:
-    """How a person reads a selection everywhere: strategy, model, size of DC, DC and the key's start."""
-    model = f" · {Path(str(meta['model'])).name}" if meta.get("model") and meta.get("model") != "default" else ""
-    budget, size = meta.get("budget"), meta.get("dc_size")
-    amount = f"{budget:,}/{size:,}" if isinstance(budget, int) and isinstance(size, int) else f"{budget or '?'}"
-    return f"{meta.get('strategy') or 'selection'}{model} · {amount} · {meta.get('dc_name') or '?'} [{str(meta['key'])[:8]}]"

@@ -111,7 +111,7 @@ def prediction_request(ws: Workspace, model: str | Path, corpus: str | None = No
         raise UserError(f"{model} is not a fine-tuned NER model folder (no ner_config.json): pick a finished NER run")
     indices = None
     if selection:
-        corpus = selection_meta(ws, selection).get("dc_name")
+        corpus = selection_meta(ws, selection).dc_name
         indices = sorted(set(selected_indices(ws, selection)))
         if not corpus or not ws.has_corpus(str(corpus)):
             raise UserError(f"selection {selection!r} was made from {corpus!r}, which is not a workspace corpus: "

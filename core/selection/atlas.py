@@ -445,7 +445,7 @@ def selection_corpora(ws: Workspace, selection: str) -> list[str]:
     from core.data.selection_store import load_selection
 
     sel = load_selection(ws, selection)
-    tc_name, dc_name = sel.meta.get("tc_name"), sel.meta.get("dc_name")
+    tc_name, dc_name = sel.meta.tc_name, sel.meta.dc_name
     if not tc_name or not dc_name:
         raise UserError("this selection does not record its TC/DC names; run the selection from the Selection page or a job")
     return [ws.ref(str(tc_name)).param, ws.ref(str(dc_name)).param]  # a role or name as the workspace names it now

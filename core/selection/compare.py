@@ -23,7 +23,7 @@ def overlap_matrix(selections: Sequence[Selection], labels: Sequence[str] | None
     m = np.full((len(sets), len(sets)), np.nan)
     for i, a in enumerate(sets):
         for j, b in enumerate(sets):
-            if selections[i].meta.get("dc_hash") == selections[j].meta.get("dc_hash"):
+            if selections[i].meta.dc_hash == selections[j].meta.dc_hash:
                 m[i, j] = len(a & b) / max(1, len(a | b))
     return pd.DataFrame(m, index=labels, columns=labels)
 
@@ -42,10 +42,10 @@ def ranking_table(sel: Selection, dc: Corpus | None = None, head: int = 20, tail
     elif workspace is not None:
         rows_corpus = _dc_rows(workspace, sel, idx)
     keys = None
-    if (sel.meta.get("extra") or {}).get("sampling") == "gumbel":  # the order sorts on score + Gumbel noise: show it
+    if sel.meta.extra.get("sampling") == "gumbel":  # the order sorts on score + Gumbel noise: show it
         from core.lm.dsir import gumbel_keys
 
-        keys = gumbel_keys(sel.scores, int(sel.meta.get("seed") or 0))
+        keys = gumbel_keys(sel.scores, int(sel.meta.seed or 0))
     rows = []
     for j, (r, i) in enumerate(zip(picks, idx)):
         row = {"rank": r + 1, "dc_index": i, "score": finite_or_none(sel.scores[i]), "selected": r < sel.budget,
@@ -59,7 +59,7 @@ def ranking_table(sel: Selection, dc: Corpus | None = None, head: int = 20, tail
 
 
 def _dc_rows(ws: Workspace, sel: Selection, idx: list[int]) -> Corpus | None:
-    name = sel.meta.get("dc_name")
+    name = sel.meta.dc_name
     try:  # the one resolver: a name, or a role ("dc") the CLI accepted
         ref = resolve_corpus_ref(name, ws) if name else None
     except UserError:

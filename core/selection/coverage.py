@@ -130,14 +130,14 @@ def selection_coverage(ws: Any, labeled: str, tc: str, selections: Sequence[str]
                        corpora: Sequence[str] = ()) -> EntityCoverage:
     """`entity_coverage` for workspace references: the labeled corpus and TC by name, role or path; each
     selection by key (or key prefix); each extra source corpus (e.g. DC as a whole) by name, role or path."""
-    from core.data.selection_store import load_selection, selection_label
+    from core.data.selection_store import load_selection
     from core.data.stream import open_corpus_stream
 
     labeled_corpus = ws.resolve_corpus(labeled)
     sources: dict[str, Tokens] = {}
     for ref in selections:
         sel = load_selection(ws, ref)
-        sources[selection_label(sel.meta)] = (rec["tokens"] for rec in sel.records())
+        sources[sel.meta.label] = (rec["tokens"] for rec in sel.records())
     for ref in corpora:  # a workspace corpus (a whole DC, say) is streamed in record batches
         sources[str(ref)] = (t for chunk in open_corpus_stream(ws, ref).token_batches() for t in chunk)
     return entity_coverage(labeled_corpus, ws.resolve_corpus(tc).tokens, sources, tc_name=str(tc))

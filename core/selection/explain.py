@@ -27,12 +27,12 @@ def ranks_under_saved_selections(ws: Workspace, dc_hash: str, dc_index: int) -> 
     """The sentence's rank in every saved selection over the same DC (by content hash), best first."""
     out = []
     for meta in store.list_selections(ws):
-        if meta.get("dc_hash") != dc_hash:
+        if meta.dc_hash != dc_hash:
             continue
-        sel = store.load_selection(ws, meta["key"])
+        sel = store.load_selection(ws, meta.key)
         n = len(sel.order)
         rank = int(np.flatnonzero(np.asarray(sel.order) == dc_index)[0]) + 1
-        out.append({"selection": meta["key"], "label": meta["label"], "strategy": meta.get("strategy"), "rank": rank, "of": n,
+        out.append({"selection": meta.key, "label": meta.label, "strategy": meta.strategy, "rank": rank, "of": n,
                     "percentile": round(100.0 * (n - rank) / max(n - 1, 1), 2), "selected": rank <= sel.budget,
                     "score": float(sel.scores[dc_index])})
     return sorted(out, key=lambda r: -r["percentile"])
@@ -105,18 +105,18 @@ def explain_sentence(ws: Workspace, selection: str, dc_index: int, labeled: str 
     """Everything above for DC row `dc_index` of a saved selection's DC; nearest TC sentences by the selection's
     encoder (or `model`, else the default one)."""
     meta = store.selection_meta(ws, selection)
-    dc_name, tc_name = meta.get("dc_name"), meta.get("tc_name")
+    dc_name, tc_name = meta.dc_name, meta.tc_name
     if not dc_name or not tc_name:
-        raise UserError(f"selection {meta['key'][:8]} does not name a workspace TC and DC: its sentences cannot be explained here")
+        raise UserError(f"selection {meta.key[:8]} does not name a workspace TC and DC: its sentences cannot be explained here")
     dc = open_corpus_stream(ws, dc_name)
     if not 0 <= dc_index < len(dc):
         raise UserError(f"index {dc_index} is outside DC {dc_name!r} (0 to {len(dc) - 1})")
     tc = ws.resolve_corpus(tc_name)
     sentence = dc.take([dc_index]).tokens[0]
     text = " ".join(sentence)
-    model = model or meta.get("model") or "default"
-    out: dict[str, Any] = {"selection": meta["key"], "dc": dc_name, "dc_index": dc_index, "text": text,
-                           "ranks": ranks_under_saved_selections(ws, meta.get("dc_hash"), dc_index),
+    model = model or meta.model or "default"
+    out: dict[str, Any] = {"selection": meta.key, "dc": dc_name, "dc_index": dc_index, "text": text,
+                           "ranks": ranks_under_saved_selections(ws, meta.dc_hash or "", dc_index),
                            "nearest_tc": nearest_tc(ws, tc_name, text, model, neighbours), "encoder": model,
                            "dsir": dsir_ngrams(tc.tokens, dc, sentence, top_ngrams, ws=ws)}
     if labeled:

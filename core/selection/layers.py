@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from core.data.selection import SelectionMeta
 from core.data.stream import open_corpus_stream
 from core.data.workspace import Workspace
 from core.errors import UserError
@@ -67,11 +68,11 @@ def selection_layer(ws: Workspace, atlas: Atlas, selection: str) -> Layer:
     codes = np.full(len(atlas), 2, dtype=np.uint8)  # TC / other corpora
     codes[lo:hi] = 0
     codes[lo + np.asarray(sel.indices, dtype=np.int64)] = 1
-    return _categorical(f"selection {sel.meta.get('strategy')} [{sel.key[:8]}]", codes, ["filtered", "selected", "TC"],
+    return _categorical(f"selection {sel.meta.strategy} [{sel.key[:8]}]", codes, ["filtered", "selected", "TC"],
                         [GROUP_COLORS["filtered"], GROUP_COLORS["selected"], GROUP_COLORS["TC"]], [0, 1, 2])
 
 
-def selection_percentiles(ws: Workspace, atlas: Atlas, selection: str) -> tuple[np.ndarray, dict[str, Any]]:
+def selection_percentiles(ws: Workspace, atlas: Atlas, selection: str) -> tuple[np.ndarray, SelectionMeta]:
     """(per point: the selection's rank of the sentence as a percentile, 100 = ranked first, NaN off its DC; its meta)."""
     from core.data.selection_store import load_selection
 
@@ -82,13 +83,13 @@ def selection_percentiles(ws: Workspace, atlas: Atlas, selection: str) -> tuple[
     pct[order] = 100.0 * (len(order) - 1 - np.arange(len(order))) / max(len(order) - 1, 1)
     values = np.full(len(atlas), np.nan)
     values[lo:hi] = pct
-    return values, {**sel.meta, "key": sel.key}
+    return values, sel.meta
 
 
 def selection_score_layer(ws: Workspace, atlas: Atlas, selection: str) -> Layer:
     """The selection's score of every DC sentence as a percentile; other corpora have none."""
     values, meta = selection_percentiles(ws, atlas, selection)
-    return score_layer(f"{meta.get('score_name') or meta.get('strategy')} percentile [{meta['key'][:8]}]", values)
+    return score_layer(f"{meta.score_name or meta.strategy} percentile [{meta.key[:8]}]", values)
 
 
 def score_layer(name: str, values: np.ndarray) -> Layer:
@@ -194,18 +195,18 @@ def map_fields(ws: Workspace, atlas: Atlas) -> list[str]:
     return out
 
 
-def selection_dc(atlas: Atlas, meta: dict[str, Any]) -> str:
+def selection_dc(atlas: Atlas, meta: SelectionMeta) -> str:
     """The corpus on the map a selection was made on, matched by content hash (a selection may name its DC by a
     role or a file, and a corpus may have changed since under the same name)."""
     for c in atlas.corpora:
-        if meta.get("dc_hash") and c.get("digest") == meta.get("dc_hash") and int(c["sentences"]) == int(meta["dc_size"]):
+        if meta.dc_hash and c.get("digest") == meta.dc_hash and int(c["sentences"]) == int(meta.dc_size or -1):
             return str(c["name"])
-    raise UserError(f"selection {str(meta.get('key', ''))[:8]} was made on a DC ({meta.get('dc_name')!r}, "
-                    f"{int(meta.get('dc_size') or 0):,} sentences) that is not on this map "
+    raise UserError(f"selection {meta.key[:8]} was made on a DC ({meta.dc_name!r}, "
+                    f"{int(meta.dc_size or 0):,} sentences) that is not on this map "
                     f"({', '.join(c['name'] for c in atlas.corpora)}), or that corpus changed since: map its TC and DC")
 
 
-def selection_matches(atlas: Atlas, meta: dict[str, Any]) -> bool:
+def selection_matches(atlas: Atlas, meta: SelectionMeta) -> bool:
     try:
         selection_dc(atlas, meta)
         return True

@@ -10,7 +10,7 @@ import numpy as np
 
 from core.access import LOCAL, Actor, require
 from core.data.corpus import Corpus
-from core.data.selection import Selection
+from core.data.selection import Selection, SelectionMeta
 from core.data.stream import open_corpus_stream
 from core.data.workspace import CorpusInfo, Workspace, content_hash, valid_name
 from core.errors import UserError
@@ -49,13 +49,12 @@ def save_region_selection(ws: Workspace, atlas: Atlas, mask: np.ndarray, dc: str
     lineage = {"atlas": atlas.key, "region": how, "points_in_region": int(np.asarray(mask).sum()),
                "corpora": [c["name"] for c in atlas.corpora]}
     key = content_hash("map-region", atlas.key, dc, stream.digest(), np.asarray(rows).tobytes())
-    meta = {"strategy": "map-region", "budget_requested": int(len(rows)), "budget": int(len(rows)), "dc_size": n,
-            "tc_size": sum(int(c["sentences"]) for c in atlas.corpora if c["name"] != dc), "model": atlas.meta.get("model"),
-            "model2": None, "ner_model": None, "seed": 0, "options": None, "tc_hash": None, "dc_hash": stream.digest(),
-            "tc_name": others[0] if others else None, "dc_name": dc, "score_name": "in the map region",
-            "higher_is_better": True, "target_domain": None,
-            "notes": [f"{len(rows):,} sentences of {dc} chosen on the map ({_describe(how)})"],
-            "lineage": lineage, "created": time.time(), "created_by": actor.name}
+    meta = SelectionMeta(
+        strategy="map-region", budget_requested=int(len(rows)), budget=int(len(rows)), dc_size=n,
+        tc_size=sum(int(c["sentences"]) for c in atlas.corpora if c["name"] != dc), model=atlas.meta.get("model"), seed=0,
+        dc_hash=stream.digest(), tc_name=others[0] if others else None, dc_name=dc, score_name="in the map region",
+        notes=[f"{len(rows):,} sentences of {dc} chosen on the map ({_describe(how)})"], lineage=lineage,
+        created=time.time(), created_by=actor.name)
     sel = Selection(strategy="map-region", indices=np.asarray(rows, dtype=np.int64), scores=scores, order=order, meta=meta,
                     key=key, source=stream)
     save_selection(ws, sel)

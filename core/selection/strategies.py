@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from core.data.corpus import Corpus
-from core.data.selection import Selection
+from core.data.selection import Selection, SelectionMeta
 from core.data.selection_store import cached_selection, save_selection
 from core.data.stream import PARALLEL_MIN, CorpusStream, map_row_groups, open_corpus_stream
 from core.data.workspace import Workspace, content_hash
@@ -379,9 +379,9 @@ def select(tc: Corpus | CorpusStream, dc: Corpus | CorpusStream, strategy: str |
     if workspace is not None:
         cached = cached_selection(workspace, key, stream)
         if cached is not None:
-            cached.meta["seconds"] = time.time() - t0
+            cached.meta.seconds = time.time() - t0
             if target is not None:
-                cached.meta["target_domain"] = target
+                cached.meta.target_domain = target
             report(1.0, "loaded from the workspace")
             return cached
 
@@ -392,20 +392,20 @@ def select(tc: Corpus | CorpusStream, dc: Corpus | CorpusStream, strategy: str |
     indices = order[:count]
     dc_domains = stream.field_counts("domain")
     selected_domains = stream.field_counts("domain", indices) if dc_domains is not None else None
-    meta = {"strategy": strat.value, "budget_requested": budget if not isinstance(budget, np.generic) else budget.item(),
-            "budget": count, "dc_size": n, "tc_size": len(tc), "model": model if "model" in info.models else None,
-            "model2": model2 if "model2" in info.models else None,
-            "ner_model": ner_model if "ner_model" in info.models else None, "seed": seed, "options": options,
-            "tc_hash": tc_hash, "dc_hash": dc_hash, "tc_name": (names or {}).get("tc", tc.name),
-            "dc_name": (names or {}).get("dc", stream.name), "score_name": info.score_name,
-            "higher_is_better": info.higher_is_better, "notes": notes, "target_domain": target,
-            "dc_domain_counts": dict(dc_domains) if dc_domains is not None else None,
-            "selected_domain_counts": dict(selected_domains) if selected_domains is not None else None,
-            "extra": {k: v for k, v in ranking.extra.items() if not isinstance(v, np.ndarray)},
-            "created": time.time()}
+    names = names or {}
+    meta = SelectionMeta(
+        strategy=strat.value, budget_requested=budget if not isinstance(budget, np.generic) else budget.item(),
+        budget=count, dc_size=n, tc_size=len(tc), model=model if "model" in info.models else None,
+        model2=model2 if "model2" in info.models else None, ner_model=ner_model if "ner_model" in info.models else None,
+        seed=seed, options=options, tc_hash=tc_hash, dc_hash=dc_hash, tc_name=names["tc"] if "tc" in names else tc.name,
+        dc_name=names["dc"] if "dc" in names else stream.name, score_name=info.score_name,
+        higher_is_better=info.higher_is_better, notes=notes, target_domain=target,
+        dc_domain_counts=dict(dc_domains) if dc_domains is not None else None,
+        selected_domain_counts=dict(selected_domains) if selected_domains is not None else None,
+        extra={k: v for k, v in ranking.extra.items() if not isinstance(v, np.ndarray)}, created=time.time())
     sel = Selection(strategy=strat.value, indices=indices, scores=np.asarray(ranking.scores), order=order, meta=meta, key=key,
                     source=stream)
-    meta["seconds"] = time.time() - t0
+    meta.seconds = time.time() - t0
     if workspace is not None:
         report(0.99, f"writing {count:,} selected sentences")
         save_selection(workspace, sel)

@@ -118,7 +118,7 @@ def _source_items(ws: Workspace, selection: str | None, corpus: str | None, n_it
         take = indices[:n_items] if n_items else indices  # best-ranked first
         rows = sel.selected
         tokens = [list(t) for t in rows.tokens[: len(take)]]
-        return f"selection {sel.key}", sel.meta.get("dc_name", ""), sel.meta.get("dc_hash", ""), take, tokens
+        return f"selection {sel.key}", sel.meta.dc_name or "", sel.meta.dc_hash or "", take, tokens
     ref = ws.ref(corpus)
     data = ws.load_corpus(ref.name)
     indices = list(range(len(data)))

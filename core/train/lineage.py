@@ -230,8 +230,7 @@ def selection_info(ws: Workspace, ref: str | None) -> dict[str, Any] | None:
         meta = selection_meta(ws, ref)
     except UserError:
         return {"id": str(ref), "strategy": None, "budget": None, "model": None, "dc": None}
-    return {"id": meta["key"], "strategy": meta.get("strategy"), "budget": meta.get("budget"), "model": meta.get("model"),
-            "dc": meta.get("dc_name")}
+    return {"id": meta.key, "strategy": meta.strategy, "budget": meta.budget, "model": meta.model, "dc": meta.dc_name}
 
 
 def mlm_phases_of(ws: Workspace, params: MlmParams) -> list[MlmPhase]:
