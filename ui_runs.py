@@ -11,9 +11,9 @@ import streamlit as st
 from core.data.workspace import CorpusRole, Workspace
 from core.experiments.disk import disk_use, format_freed, free_snapshots, human_bytes
 from core.experiments.summary import diagnostic_lines, pretraining_verdicts
+from core.recipes import presets
 from core.runner import jobs, jobstore
 from core.runner.jobview import describe_job, device_text, job_charts, status_text
-from core.train import presets
 from core.train.checkpoint_pick import mlm_snapshots
 from ui import actor, corpus_picker, fmt_seconds, run_guarded, slow_down_polling, submit_job
 

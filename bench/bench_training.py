@@ -481,7 +481,8 @@ def main() -> None:
 
     from core.data.corpus import write_corpus
     from core.experiments.study import crossner_protocol, demo_protocol
-    from core.train import mlm, presets
+    from core.recipes import presets
+    from core.train import mlm
 
     study = crossner_protocol(CROSSNER, args.domain) if (CROSSNER / args.domain / "train.txt").exists() else demo_protocol(args.domain)
     rng = random.Random(0)

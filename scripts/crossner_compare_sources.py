@@ -71,7 +71,7 @@ def main() -> int:
     ap.add_argument("--target", default="music", help=f"target domain(s): one of {', '.join(DOMAINS)}, a comma-separated "
                     "list, or all (the 25 (source, target) pairs; each source's MLM model is trained once and shared)")
     ap.add_argument("--seeds", default="1,2", help="comma-separated seeds")
-    ap.add_argument("--preset", default="study", help="MLM and NER preset (core.train.presets.PRESETS)")
+    ap.add_argument("--preset", default="study", help="MLM and NER preset (core.recipes.presets.PRESETS)")
     ap.add_argument("--measures", default="tvc,tvcc,ppl,jsd,wvv")
     ap.add_argument("--model", default="default", help="base encoder")
     ap.add_argument("--workspace", default=str(ROOT.parent / "runs" / "crossner-compare"),

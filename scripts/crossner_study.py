@@ -294,8 +294,8 @@ def recipe_variant(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
     so two recipes never share a folder. A bad setting raises UserError here, before any work."""
     from core.errors import UserError
     from core.experiments.plan import model_tag
+    from core.recipes.presets import experiment_settings
     from core.train.mlm import preset_config
-    from core.train.presets import experiment_settings
 
     recipe: dict[str, Any] = {}
     variant = args.preset
@@ -328,13 +328,13 @@ def recipe_variant(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
 
 
 def main() -> int:
-    from core.train.presets import pick_defaults  # light: no torch before the arguments are read
+    from core.recipes.presets import pick_defaults  # light: no torch before the arguments are read
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--domain", default="music", help="target CrossNER domain (ai, literature, music, politics, science)")
     parser.add_argument("--workspace", help="study workspace (default: workspace/study-<domain>-v2 in the checkout, git-ignored)")
     parser.add_argument("--seeds", default="1,2,3")
-    parser.add_argument("--preset", default="study", help="training preset of every cell (core.train.presets.PRESETS)")
+    parser.add_argument("--preset", default="study", help="training preset of every cell (core.recipes.presets.PRESETS)")
     parser.add_argument("--rows", default=",".join(ROWS), help="baselines (none, tapt, dapt, tapt+dapt) and selection strategies")
     parser.add_argument("--budget", help="SC size (count or ratio of DC); default |TC|, TC:SC 1:1 as in the seed paper")
     parser.add_argument("--model", default="default", help="encoder: default (the embedded MiniLM), a Hugging Face id or a "
@@ -345,7 +345,7 @@ def main() -> int:
                              "layer_lr_decay=0.8, freeze_layers=2, lr=5e-5; repeatable; own run folder and JSON")
     parser.add_argument("--rehearsal-share", type=float, default=0.0, dest="rehearsal_share",
                         help="share of every MLM corpus made of random DC sentences (general-text replay; own run folder)")
-    from core.train.presets import PICK_SNAPSHOTS
+    from core.recipes.presets import PICK_SNAPSHOTS
 
     parser.add_argument("--pick-checkpoint", type=int, nargs="?", const=PICK_SNAPSHOTS, default=None, dest="pick_checkpoint",
                         metavar="N", help=f"keep N MLM snapshots per cell ({PICK_SNAPSHOTS} when given without N) and "
@@ -395,8 +395,8 @@ def main() -> int:
     from core.experiments.plan import BASELINES
     from core.experiments.study import PROTOCOL, PROTOCOLS, SPLIT_SEED, crossner_protocol
     from core.experiments.summary import experiment_verdict, interval_summary, portable_cells
+    from core.recipes.presets import PRESETS
     from core.runner import jobs
-    from core.train.presets import PRESETS
 
     if args.preset not in PRESETS:
         raise SystemExit(f"error: --preset must be one of {', '.join(PRESETS)}")

@@ -198,9 +198,35 @@ def stale_references(root: Path = ROOT) -> list[str]:
     return out
 
 
+# Stages and top-level modules from the bottom up: a unit imports only units before it (lazy and type-only imports
+# included), so a lower stage never needs a higher one to be read or tested.
+STAGE_ORDER = ("__init__", "errors", "access", "environment", "progress", "tables", "data", "cliutil", "recipes", "runner", "lm",
+               "train", "review", "selection", "similarity", "team", "adapt", "experiments", "commands", "cli", "__main__")
+
+
+def unit_of(module: str) -> str:
+    """'core.train.mlm' -> 'train'; 'core.errors' -> 'errors' (a top-level module is its own unit)."""
+    return module.split(".")[1] if "." in module else "__init__"
+
+
+def upward_imports(graph: dict[str, set[str]]) -> list[str]:
+    """'a -> b' for every import from a unit to one at its level or above in STAGE_ORDER (a unit missing from the
+    order counts as above everything, so a new stage must be placed)."""
+    rank = {u: i for i, u in enumerate(STAGE_ORDER)}
+    out = []
+    for module, targets in sorted(graph.items()):
+        here = unit_of(module)
+        for t in sorted(targets):
+            there = unit_of(t)
+            if there != here and rank.get(there, len(rank)) >= rank.get(here, len(rank)):
+                out.append(f"{module} -> {t}")
+    return out
+
+
 def report(root: Path = ROOT) -> dict:
     counts = line_counts(root)
-    return {"modules": len(counts), "import_cycles": cycles(import_graph(root)),
+    graph = import_graph(root)
+    return {"modules": len(counts), "import_cycles": cycles(graph), "upward_imports": upward_imports(graph),
             "largest": counts[:8], "over_limit": [(p, n) for p, n in counts if n > MAX_LINES and p not in LONG_ALLOWED],
             "hand_read_params": hand_read_params(root), "stale_references": stale_references(root)}
 
@@ -218,6 +244,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"import cycles: {len(rep['import_cycles'])}")
     for c in rep["import_cycles"]:
         print("  " + " <-> ".join(c))
+    print(f"imports against the stage order ({' < '.join(STAGE_ORDER)}): {len(rep['upward_imports'])}")
+    for f in rep["upward_imports"]:
+        print("  " + f)
     print(f"modules over {MAX_LINES} lines of code (besides {', '.join(sorted(LONG_ALLOWED))}): {len(rep['over_limit'])}")
     print("largest modules:")
     for p, n in rep["largest"]:

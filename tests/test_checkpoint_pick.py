@@ -128,7 +128,7 @@ def test_checkpoint_pick_is_the_default_of_demo_and_study_and_off_in_paper(tmp_p
     base = {"tc": "tc", "dc": "dc", "lc": "lc", "dev": "dev", "test": "test"}
     picks = {p: validate("experiment", {**base, "preset": p}).pick_checkpoint for p in ("demo", "study", "paper", "tiny")}
     assert picks == {"demo": 4, "study": 4, "paper": 0, "tiny": 0}
-    from core.train.presets import pick_defaults  # what help texts and the Runs page say, read from the same table
+    from core.recipes.presets import pick_defaults  # what help texts and the Runs page say, read from the same table
 
     assert pick_defaults() == "on (4 snapshots) in demo and study; off in tiny and paper"
     assert validate("experiment", base).pick_checkpoint == 4  # no preset named: the default preset's

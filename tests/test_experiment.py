@@ -125,7 +125,7 @@ def test_parse_seeds_one_rule_for_cli_and_page():
 
 def test_parse_and_resolve_amounts():
     from core.experiments.plan import resolve_sc_budget, sweep_budgets
-    from core.selection.budget import Budget
+    from core.recipes.budget import Budget
 
     assert Budget.parse_list("500, 0.1,1.0", "--budgets") == [Budget(500), Budget(0.1), Budget(1.0)]
     assert Budget.parse_list(None, "x") == [] and Budget.parse_list([3, "0.5"], "x") == [Budget(3), Budget(0.5)]

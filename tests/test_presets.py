@@ -9,6 +9,7 @@ import dataclasses
 import pytest
 
 from core.cli import build_parser
+from core.recipes.presets import DEFAULT_PRESET, preset_choices
 from core.runner.kinds import validate
 from core.runner.params import (
     AugmentParams,
@@ -21,7 +22,6 @@ from core.runner.params import (
     field_default,
 )
 from core.train import mlm, ner_train
-from core.train.presets import DEFAULT_PRESET, preset_choices
 
 # (the command's words, the params dataclass its options fill, options whose CLI meaning differs on purpose)
 COMMANDS = [

@@ -19,7 +19,7 @@ from core.data.selection_store import list_selections, load_selection
 from core.data.workspace import Workspace
 from core.errors import UserError
 from core.lm import embed
-from core.selection.budget import Budget
+from core.recipes.budget import Budget
 from core.selection.compare import overlap_matrix
 from core.selection.kernels import topk_cosine
 from core.selection.strategies import Strategy, rank_order, select

@@ -16,6 +16,14 @@ def test_no_import_cycles_in_core():
     assert structure.cycles(structure.import_graph()) == []
 
 
+def test_stages_import_one_way():
+    """Issue 44: a lower stage never imports a higher one, not even lazily or for types (the runner runs the stages'
+    job functions by name; what they share sits below both, in core/recipes)."""
+    assert structure.upward_imports(structure.import_graph()) == []
+    graph = {"core.data.x": {"core.runner.y"}, "core.runner.y": {"core.data.x"}, "core.newstage.z": {"core.data.x"}}
+    assert structure.upward_imports(graph) == ["core.data.x -> core.runner.y"]
+
+
 def test_no_module_over_the_line_limit():
     counts = structure.line_counts()
     assert [(p, n) for p, n in counts if n > structure.MAX_LINES and p not in structure.LONG_ALLOWED] == []

@@ -13,7 +13,8 @@ import torch
 from core.cli import build_parser
 from core.data.corpus import Corpus, write_corpus
 from core.experiments.study import DOMAINS, crossner_protocol, dev_halves
-from core.train import mlm, ner_train, presets
+from core.recipes import presets
+from core.train import mlm, ner_train
 from core.train.training import adamw
 from tests.conftest import load_script
 

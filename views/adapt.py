@@ -10,11 +10,11 @@ from core.adapt import selftrain as self_training
 from core.data.corpus import corpus_bytes, read_corpus
 from core.data.tags import spans_from_tags
 from core.data.workspace import CorpusRole
+from core.recipes.presets import preset_choices
 from core.review import predictions
 from core.review.highlight import CSS, augmented_html, type_colors
 from core.tables import count
 from core.train import lineage
-from core.train.presets import preset_choices
 from ui import (
     corpus_picker,
     get_workspace,
@@ -48,7 +48,7 @@ def selftrain_tab() -> None:
     with c[2]:
         unlabeled, sel_key = source_picker(ws, "st", CorpusRole.DC)
         ratio = st.selectbox("k = ratio x |LC|", self_training.RATIOS, index=1, key="st_ratio")
-        presets = preset_choices()  # core.train.presets: one list, the default first
+        presets = preset_choices()  # core.recipes.presets: one list, the default first
         trained_with = lineage.model_preset(model) if model else None
         preset = st.selectbox("Retraining preset", presets, key=f"st_preset_{trained_with}",
                               index=presets.index(trained_with) if trained_with in presets else 0,

@@ -7,6 +7,9 @@ import streamlit as st
 from core.data.selection_store import list_selections
 from core.data.workspace import CorpusRole
 from core.experiments.plan import BASELINES, parse_seeds
+from core.recipes import presets
+from core.recipes.budget import Budget
+from core.recipes.presets import preset_help
 from core.runner import jobs, jobstore
 from core.runner.jobview import (
     CHART_POLL_S,
@@ -17,16 +20,13 @@ from core.runner.jobview import (
     job_rows,
 )
 from core.runner.kinds import KINDS
-from core.selection.budget import Budget
 from core.selection.strategies import Strategy
-from core.train import presets
 from core.train.modes import MODES
-from core.train.presets import preset_help
 from ui import corpus_picker, fmt_seconds, get_workspace, job_poll, run_guarded, submit_job
 from ui_runs import disk_panel, job_curves, job_detail, show_launched
 
 PRESET_CHOICES = presets.preset_choices()  # the default first, then cheapest first (one list for pages and CLI)
-# checkpoint pick (ExperimentParams.pick_checkpoint): None takes the preset's (core.train.presets.EXPERIMENT)
+# checkpoint pick (ExperimentParams.pick_checkpoint): None takes the preset's (core.recipes.presets.EXPERIMENT)
 PICK_CHOICES = {f"the preset's ({presets.pick_defaults()})": None, f"on: {presets.PICK_SNAPSHOTS} snapshots": presets.PICK_SNAPSHOTS,
                 "off: the last MLM model": 0}
 

@@ -11,7 +11,7 @@ from core.data.selection import EXPORT_FORMATS
 from core.data.selection_store import list_selections, load_selection
 from core.data.workspace import CorpusRole
 from core.errors import UserError
-from core.selection.budget import Budget
+from core.recipes.budget import Budget
 from core.selection.compare import overlap_matrix, ranking_table, score_histogram
 from core.selection.strategies import Strategy
 from core.tables import readable

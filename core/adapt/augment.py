@@ -33,10 +33,10 @@ from core.data.corpus import Corpus, write_corpus
 from core.data.tags import spans_from_tags
 from core.errors import ModelError, UserError
 from core.progress import Progress
+from core.recipes.presets import DEFAULT_PRESET, MLM
 from core.runner.params import AugmentSettings
 from core.train.ner_model import load_ner_model
 from core.train.ner_predict import predict_corpus
-from core.train.presets import DEFAULT_PRESET, MLM
 
 if TYPE_CHECKING:
     from core.runner.jobs import JobContext
@@ -373,7 +373,7 @@ def judge_augmentation(quality: dict[str, Any], mlm_accuracy: float | None, mode
     trained = f"it was trained for {steps} steps" + (" from a fresh MLM head" if (mlm_info or {}).get("fresh_head") else "") \
         if steps is not None else ""
     # One advice for the page and the CLI (the job cannot know which started it): both names of the setting, and the
-    # presets' own figures (core.train.presets), not a number that contradicts README.
+    # presets' own figures (core.recipes.presets), not a number that contradicts README.
     demo_steps = MLM[DEFAULT_PRESET]["max_steps"]
     more = max(demo_steps, 2 * int(steps or 0))
     how = (f"train B1 (MLM on TC) for at least {more} steps: the `{DEFAULT_PRESET}` preset's {demo_steps} steps were enough on the "

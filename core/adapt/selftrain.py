@@ -29,11 +29,11 @@ from core.data.selection_store import selected_indices, selection_meta
 from core.data.tags import spans_from_tags
 from core.errors import UserError
 from core.progress import Progress, sub
+from core.recipes.presets import DEFAULT_PRESET
 from core.train import lineage
 from core.train.ner_model import load_ner_model
 from core.train.ner_predict import evaluate, predict_corpus
 from core.train.ner_train import preset_config, train_ner
-from core.train.presets import DEFAULT_PRESET
 from core.train.quality import weak_f1_reason
 
 if TYPE_CHECKING:

@@ -15,9 +15,9 @@ from core.adapt.selftrain import MEASURES
 from core.cliutil import add_workspace_arg, print_json, progress_wanted, tqdm_progress
 from core.data.workspace import Workspace
 from core.errors import UserError
+from core.recipes.presets import PRESETS, preset_help
 from core.runner import jobs
 from core.runner.params import AugmentParams, SelftrainParams, field_default
-from core.train.presets import PRESETS, preset_help
 
 
 def register(sub: argparse._SubParsersAction) -> None:

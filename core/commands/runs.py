@@ -8,9 +8,9 @@ from pathlib import Path
 
 from core.cliutil import add_workspace_arg, comma_list, print_json, progress_wanted, tqdm_progress
 from core.data.workspace import Workspace
+from core.recipes.presets import PRESETS
 from core.runner.params import CompareSourcesParams, field_default
 from core.similarity.measures import PAIRWISE
-from core.train.presets import PRESETS
 
 
 def register(sub: argparse._SubParsersAction) -> None:

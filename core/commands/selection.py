@@ -150,8 +150,8 @@ def _parse_options(items: list[str]) -> dict[str, object]:
 
 
 def cmd_select(args: argparse.Namespace) -> int:
+    from core.recipes.budget import Budget
     from core.runner.kinds import validate
-    from core.selection.budget import Budget
     from core.selection.strategies import run_selection
 
     ws = Workspace(args.workspace)

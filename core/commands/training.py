@@ -17,9 +17,9 @@ from core.data.workspace import Workspace, resolve_corpus_ref
 from core.errors import UserError
 from core.experiments.parallel import parse_parallel
 from core.experiments.plan import BASELINES
+from core.recipes.budget import Budget
+from core.recipes.presets import DEFAULT_PRESET, PICK_SNAPSHOTS, PRESETS, pick_defaults, preset_help
 from core.runner.params import ExperimentParams, MlmParams, NerParams, PickParams, PredictParams, field_default
-from core.selection.budget import Budget
-from core.train.presets import DEFAULT_PRESET, PICK_SNAPSHOTS, PRESETS, pick_defaults, preset_help
 
 
 def _run(args: argparse.Namespace, kind: str, params: dict, desc: str) -> dict:
@@ -298,7 +298,7 @@ def cmd_ner_eval(args: argparse.Namespace) -> int:
 
 
 def _amounts(text: str | None, option: str) -> list[int | float]:
-    """A comma list of counts or ratios (core.selection.budget.Budget); None: none given."""
+    """A comma list of counts or ratios (core.recipes.budget.Budget); None: none given."""
     return [b.value for b in Budget.parse_list(text, option)] if text is not None else []
 
 

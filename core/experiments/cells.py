@@ -50,8 +50,8 @@ def pick_record(pick: dict[str, Any]) -> dict[str, Any]:
 
 def mlm_key(model: str, corpus_hash: str, config: Any, seed: int) -> str:
     """The name of a shared MLM model's folder: the seed, then a hash of the encoder, the corpus content and the
-    recipe less the settings that do not change the model (core.train.presets.RUN_ONLY_SETTINGS)."""
-    from core.train.presets import model_settings
+    recipe less the settings that do not change the model (core.recipes.presets.RUN_ONLY_SETTINGS)."""
+    from core.recipes.presets import model_settings
 
     recipe = model_settings(config) | {"seed": seed}
     digest = hashlib.sha256(json.dumps({"model": model, "corpus": corpus_hash, "recipe": recipe}, sort_keys=True).encode())

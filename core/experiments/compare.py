@@ -123,7 +123,7 @@ class Comparison:
     def cell_key(self, seed: int, src: CorpusRef | None) -> str:
         """What decides a cell's F1, as a digest: the encoder, the MLM and NER recipes less their run-only settings,
         the LC/DEV/TEST and source contents and the seed. A kept cell comes back into a run folder only under its key."""
-        from core.train.presets import model_settings
+        from core.recipes.presets import model_settings
 
         what = {"model": self.model, "mlm": model_settings(self.trainer.mlm_config) if src is not None else None,
                 "ner": model_settings(self.trainer.ner_config), "lc": self.lc_ref.hash, "dev": self.dev_ref.hash,

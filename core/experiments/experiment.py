@@ -63,7 +63,7 @@ from core.experiments.summary import (
     interval_text,
     pretraining_verdicts,
 )
-from core.selection.budget import Budget
+from core.recipes.budget import Budget
 
 if TYPE_CHECKING:
     from core.runner.jobs import JobContext

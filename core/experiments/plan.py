@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import UserError
-from core.selection.budget import Budget
+from core.recipes.budget import Budget
 
 BASELINES = ("none", "tapt", "dapt", "tapt+dapt")
 CELL_FILE = "cell.json"
@@ -86,7 +86,7 @@ NONE_RECIPE_FIELDS = ("model", "preset", "ner_config")
 def recipe_of(params: Any, fields: tuple[str, ...] = RECIPE_FIELDS) -> dict[str, Any]:
     """The recipe of an experiment's params (ExperimentParams, or the params dict a result JSON or recipe.json keeps):
     how a cell runs (device, grad_accum raised after an out-of-memory retry, ...) is not part of it."""
-    from core.train.presets import model_settings
+    from core.recipes.presets import model_settings
 
     def get(f: str) -> Any:
         return params.get(f) if isinstance(params, dict) else getattr(params, f, None)

@@ -250,7 +250,7 @@ def experiment_verdict(entries: Sequence[dict[str, Any]], preset: str | None,
                        cells: Iterable[Cell | Mapping[str, Any]] | None = None) -> dict[str, Any]:
     """The experiment's answer in one object and one sentence, read from Holm-adjusted p only: does pretraining help
     against none, does a selection beat the random control. `evidence` is False for a smoke-test preset."""
-    from core.train.presets import SMOKE_PRESETS
+    from core.recipes.presets import SMOKE_PRESETS
 
     verdicts = pretraining_verdicts(entries)
     vs_none = [v for v in verdicts if v["against"] == "none"]

@@ -6,7 +6,7 @@ all name jobs through `describe_job`, so a job reads the same everywhere.
 >>> job = Job("20250101-000000-abc123", "ner", {"train": "demo-lc", "preset": "tiny"}, "queued", None, 0.0, "", 0.0,
 ...           None, None, None, Path("."), None, 0)
 >>> describe_job(job)
-'NER training · train demo-lc · preset tiny'
+'NER training · train demo-lc · model default · preset tiny'
 """
 
 from __future__ import annotations
@@ -146,8 +146,6 @@ def job_charts(job: Job) -> list[tuple[str, Any]]:
         return _CHART_CACHE[key]
     import plotly.express as px
 
-    from core.train.training import metric_frames
-
     train, evals = metric_frames(job.metrics())
     charts: list[tuple[str, Any]] = []
     if not train.empty:
@@ -179,3 +177,18 @@ def model_labels(models: Sequence[str | Path], jobs: Sequence[Job]) -> dict[str,
         else:  # the full path: one shown relative to the checkout read as a path missing its leading slash
             out[str(m)] = str(m)
     return out
+
+
+def metric_frames(rows: list[dict[str, Any]]):
+    """Split a run's metrics.jsonl rows into (train, eval) DataFrames for plotting: train rows carry
+    a loss, eval rows a dev/test F1. A `series` column names the phase / cell / stage a row
+    belongs to, so multi-part runs (MLM phases, experiment cells) draw one line each."""
+    import pandas as pd
+
+    def series(r: dict[str, Any]) -> str:
+        parts = [str(r[k]) for k in ("cell", "seed", "stage", "phase") if k in r]
+        return " · ".join(parts) if parts else "run"
+
+    train = [{**r, "series": series(r)} for r in rows if "loss" in r]
+    evals = [{**r, "series": series(r)} for r in rows if "dev_f1" in r or "test_f1" in r]
+    return pd.DataFrame(train), pd.DataFrame(evals)

@@ -17,11 +17,11 @@ from pathlib import Path
 from typing import Any, Union
 
 from core.errors import UserError
-from core.train.presets import DEFAULT_PRESET, PRESETS, experiment_settings
+from core.recipes.presets import DEFAULT_PRESET, PRESETS, experiment_settings
 
 SCHEMA_VERSION = 2
 
-# A count or a ratio (core.selection.budget.Budget). Text ("500", "0.1") is parsed when the job is submitted, by
+# A count or a ratio (core.recipes.budget.Budget). Text ("500", "0.1") is parsed when the job is submitted, by
 # the one rule set, and stored as the number; the message names the field.
 Amount = int | float
 
@@ -34,7 +34,7 @@ def amount_field(default: Any = dataclasses.MISSING, many: bool = False) -> Any:
 
 
 def config_field(trainer: str, default: Any = dataclasses.MISSING) -> Any:
-    """A field holding overrides of a training recipe (core.train.configs.CONFIGS[trainer]) on top of the job's
+    """A field holding overrides of a training recipe (core.recipes.configs.CONFIGS[trainer]) on top of the job's
     preset: checked at submit (names, types, ranges), and what core.runner.devices reads the memory key from."""
     meta = {"config": trainer}
     if default is dataclasses.MISSING:
@@ -188,7 +188,7 @@ class ExperimentParams:
     allow_dev_in_mlm: bool = False
     # keep this many MLM snapshots per cell and fine-tune NER from the one (or the base encoder) a short DEV-F1 probe
     # scores best (core.train.checkpoint_pick), so a pretraining phase never silently hands on a worse encoder; 0: off;
-    # None: the preset's (core.train.presets.EXPERIMENT, pick_defaults), filled in when the job is submitted
+    # None: the preset's (core.recipes.presets.EXPERIMENT, pick_defaults), filled in when the job is submitted
     pick_checkpoint: int | None = None
     # a share of every MLM corpus replayed from DC (random sentences: general text for the encoder to keep; issue 26)
     rehearsal_share: float = 0.0
@@ -356,8 +356,8 @@ def validate_params(cls: type, params: dict[str, Any] | Any, kind: str = "") -> 
 def _check_config(trainer: str, overrides: dict[str, Any], preset: str, what: str) -> None:
     """A config dict as the job will read it (the preset's settings with these on top): an unknown setting, a value
     of the wrong type or out of range is refused here, at submit, not minutes into the job."""
-    from core.train.configs import CONFIGS, check_settings
-    from core.train.presets import mlm_settings, ner_settings
+    from core.recipes.configs import CONFIGS, check_settings
+    from core.recipes.presets import mlm_settings, ner_settings
 
     cls = CONFIGS[trainer]
     try:
@@ -373,8 +373,8 @@ def _check_config(trainer: str, overrides: dict[str, Any], preset: str, what: st
 
 
 def _parsed_amounts(fields: dict[str, dataclasses.Field], params: dict[str, Any], kind: str) -> dict[str, Any]:
-    """The count-or-ratio fields parsed by core.selection.budget.Budget (text to numbers, bad values refused)."""
-    from core.selection.budget import Budget
+    """The count-or-ratio fields parsed by core.recipes.budget.Budget (text to numbers, bad values refused)."""
+    from core.recipes.budget import Budget
 
     out: dict[str, Any] = {}
     for name, value in params.items():

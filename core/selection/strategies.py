@@ -39,7 +39,7 @@ from core.data.workspace import Workspace, content_hash
 from core.errors import UserError
 from core.lm.pseudo_ppl import pseudo_perplexities
 from core.progress import Progress, sub
-from core.selection.budget import Budget
+from core.recipes.budget import Budget
 from core.selection.kernels import cosine_to_vector, normalize_rows, topk_cosine
 
 if TYPE_CHECKING:

@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING, Any
 
 from core.data.corpus import Corpus
 from core.errors import UserError
+from core.recipes.presets import DEFAULT_PRESET
 from core.runner.params import PickParams, field_default
-from core.train.presets import DEFAULT_PRESET
 
 if TYPE_CHECKING:
     from core.runner.jobs import JobContext

@@ -24,8 +24,8 @@ from core.data.atomic import atomic_write_json
 from core.data.selection_store import selection_meta
 from core.data.workspace import Workspace, resolve_corpus_ref
 from core.errors import UserError
+from core.recipes.presets import DEFAULT_PRESET
 from core.train.modes import phases_of
-from core.train.presets import DEFAULT_PRESET
 
 if TYPE_CHECKING:
     from core.runner.params import MlmParams

@@ -35,11 +35,11 @@ from core.data.selection_store import selection_texts
 from core.data.stream import open_corpus_stream
 from core.errors import ModelError, UserError
 from core.lm.models import ModelRef, load_masked_lm, load_tokenizer, resolve_model
+from core.recipes.configs import MlmConfig
+from core.recipes.presets import DEFAULT_PRESET, RUN_ONLY_SETTINGS, mlm_settings
 from core.train import lineage
-from core.train.configs import MlmConfig
 from core.train.mlm_recipe import chain, head_warmup, l2sp_anchor, param_groups
 from core.train.modes import phases_of
-from core.train.presets import DEFAULT_PRESET, RUN_ONLY_SETTINGS, mlm_settings
 from core.train.training import (
     Checkpointer,
     Log,
@@ -64,7 +64,7 @@ INFO_FILE = "mlm_info.json"
 
 
 def preset_config(name: str = DEFAULT_PRESET, **overrides: Any) -> MlmConfig:
-    """The recipe of a preset (core.train.presets, the one table) with the overrides that are set."""
+    """The recipe of a preset (core.recipes.presets, the one table) with the overrides that are set."""
     return MlmConfig.from_dict(mlm_settings(name, **overrides))
 
 

@@ -29,6 +29,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from core.errors import UserError
+from core.recipes.configs import check_mlm_recipe
 
 _LAYER = re.compile(r"\.layers?\.(\d+)\.")
 NO_DECAY = ("bias", "LayerNorm.weight", "layer_norm.weight")
@@ -43,19 +44,6 @@ def layer_of(name: str, base_prefix: str, n_layers: int) -> int:
     if "embeddings" in name:
         return 0
     return n_layers + 1  # pooler, final norms: with the top
-
-
-def check_recipe(config: Any, n_layers: int | None) -> None:
-    """The recipe settings in range; `n_layers` None (the encoder not loaded yet) checks freeze_layers >= 0 only."""
-    if not 0 < config.layer_lr_decay <= 1:
-        raise UserError(f"layer_lr_decay must be in (0, 1], got {config.layer_lr_decay}")
-    if config.freeze_layers < 0 or (n_layers is not None and config.freeze_layers > n_layers):
-        raise UserError(f"freeze_layers must be between 0 and the encoder's {n_layers or 'number of'} layers, "
-                        f"got {config.freeze_layers}")
-    if config.head_warmup_steps < 0:
-        raise UserError(f"head_warmup_steps must be >= 0, got {config.head_warmup_steps}")
-    if getattr(config, "l2sp", 0.0) < 0:
-        raise UserError(f"l2sp must be >= 0 (the pull towards the starting weights), got {config.l2sp}")
 
 
 def l2sp_anchor(model: Any, strength: float) -> Callable[[], Any] | None:
@@ -86,7 +74,7 @@ def param_groups(model: Any, config: Any) -> list[dict[str, Any]]:
     """AdamW groups: weight decay except on biases and norms, lr scaled per layer by `layer_lr_decay`, and the
     embeddings plus the lowest `freeze_layers` layers left out (and set not to need gradients)."""
     n_layers = int(getattr(model.config, "num_hidden_layers", 0) or getattr(model.config, "n_layers", 0))
-    check_recipe(config, n_layers)
+    check_mlm_recipe(config, n_layers)
     prefix = getattr(model, "base_model_prefix", "")
     groups: dict[tuple[int, bool], list[Any]] = {}
     for name, p in model.named_parameters():

@@ -21,12 +21,12 @@ from core.data.corpus import Corpus
 from core.data.tags import TagScheme, spans_from_tags, tags_from_spans
 from core.errors import UserError
 from core.lm.models import ModelRef
+from core.recipes.configs import NerConfig
+from core.recipes.presets import DEFAULT_PRESET, ner_settings
 from core.train import lineage
-from core.train.configs import NerConfig
 from core.train.crf import constrain_bioes, viterbi_decode
 from core.train.ner_model import Batch, NerModel, build_ner_model, label_set, load_ner_model
 from core.train.ner_predict import evaluate, predict_corpus, scores_from_tags, write_predictions
-from core.train.presets import DEFAULT_PRESET, ner_settings
 from core.train.quality import weak_f1_reason
 from core.train.training import (
     Checkpointer,
@@ -48,7 +48,7 @@ if TYPE_CHECKING:
 
 
 def preset_config(name: str = DEFAULT_PRESET, **overrides: Any) -> NerConfig:
-    """The recipe of a preset (core.train.presets, the one table) with the overrides that are set."""
+    """The recipe of a preset (core.recipes.presets, the one table) with the overrides that are set."""
     return NerConfig.from_dict(ner_settings(name, **overrides))
 
 

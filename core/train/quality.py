@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from core.train.presets import PLUMBING_PRESETS, TRAINING_PRESETS
+from core.recipes.presets import PLUMBING_PRESETS, TRAINING_PRESETS
 
 NEAR_ZERO_F1 = 0.05  # below this a NER model has learned (almost) nothing
 MIN_STEPS = 100  # fewer optimisation steps than this rarely get a fresh CRF head off the ground

@@ -266,21 +266,6 @@ def epoch_order(n: int, seed: int, epoch: int) -> list[int]:
     return torch.randperm(n, generator=g).tolist()
 
 
-def metric_frames(rows: list[dict[str, Any]]):
-    """Split a run's metrics.jsonl rows into (train, eval) DataFrames for plotting: train rows carry
-    a loss, eval rows a dev/test F1. A `series` column names the phase / cell / stage a row
-    belongs to, so multi-part runs (MLM phases, experiment cells) draw one line each."""
-    import pandas as pd
-
-    def series(r: dict[str, Any]) -> str:
-        parts = [str(r[k]) for k in ("cell", "seed", "stage", "phase") if k in r]
-        return " · ".join(parts) if parts else "run"
-
-    train = [{**r, "series": series(r)} for r in rows if "loss" in r]
-    evals = [{**r, "series": series(r)} for r in rows if "dev_f1" in r or "test_f1" in r]
-    return pd.DataFrame(train), pd.DataFrame(evals)
-
-
 # --------------------------------------------------------------------------- the shared training loop
 
 

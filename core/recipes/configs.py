@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from core.errors import UserError
-from core.train.mlm_recipe import check_recipe
 
 
 def check_settings(cls: type, d: dict[str, Any], what: str) -> None:
@@ -95,7 +94,7 @@ class MlmConfig:
     precision: str = "auto"  # bf16/fp16 autocast on GPU, fp32 on CPU
 
     def __post_init__(self) -> None:  # a bad recipe value is refused where the config is made (submit), not minutes in
-        check_recipe(self, None)
+        check_mlm_recipe(self, None)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> MlmConfig:
@@ -104,3 +103,16 @@ class MlmConfig:
 
 
 CONFIGS: dict[str, type] = {"ner": NerConfig, "mlm": MlmConfig}  # what a job's config field holds (core.runner.params)
+
+
+def check_mlm_recipe(config: Any, n_layers: int | None) -> None:
+    """The recipe settings in range; `n_layers` None (the encoder not loaded yet) checks freeze_layers >= 0 only."""
+    if not 0 < config.layer_lr_decay <= 1:
+        raise UserError(f"layer_lr_decay must be in (0, 1], got {config.layer_lr_decay}")
+    if config.freeze_layers < 0 or (n_layers is not None and config.freeze_layers > n_layers):
+        raise UserError(f"freeze_layers must be between 0 and the encoder's {n_layers or 'number of'} layers, "
+                        f"got {config.freeze_layers}")
+    if config.head_warmup_steps < 0:
+        raise UserError(f"head_warmup_steps must be >= 0, got {config.head_warmup_steps}")
+    if getattr(config, "l2sp", 0.0) < 0:
+        raise UserError(f"l2sp must be >= 0 (the pull towards the starting weights), got {config.l2sp}")
