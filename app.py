@@ -116,13 +116,13 @@ def sidebar_workspace(team: bool) -> None:
             _prepare(home)
             ws = Workspace(home)
         roles = ws.roles()
-        st.caption(f"{len(ws.list_corpora())} corpora · target domain: {ws.settings().get('target_domain', '-')}")
+        st.caption(f"{len(ws.list_corpora())} corpora · target domain: {ws.settings().target_domain or '-'}")
         for role, name in roles.items():
             st.caption(f"**{role.value.upper()}** → {name}")
         if actor().role != Role.ADMIN:
             return
         with st.expander("Compute (Ray)"):
-            current = str(ws.settings().get("ray_address") or "")
+            current = str(ws.settings().ray_address or "")
             addr = st.text_input("Ray address", value=current, key="ray_address", placeholder="empty: this machine, no Ray",
                                  help="Embedding and selection jobs run their passes over DC on this Ray cluster: "
                                       "'local' starts one on this machine's cores, or e.g. ray://head:10001 (see README).")

@@ -176,7 +176,7 @@ def test_write_demo_workspace_is_idempotent(tmp_path):
     assert isinstance(ws, Workspace)
     assert ws.roles() == DEMO_NAMES
     settings = ws.settings()
-    assert settings["target_domain"] == "music" and settings["demo_seed"] == 13
+    assert settings.target_domain == "music" and settings.demo_seed == 13
     infos = {i.name: i for i in ws.list_corpora()}
     assert set(infos) == set(DEMO_NAMES.values())
     assert all(i.source == "demo (seed 13)" for i in infos.values())
@@ -202,7 +202,7 @@ def test_write_demo_workspace_replaces_an_older_demo_but_not_user_data(tmp_path)
     write_demo_workspace(tmp_path, seed=13, dc_size=200)
     ws = write_demo_workspace(tmp_path, seed=14, dc_size=200)
     assert {i.source for i in ws.list_corpora()} == {"demo (seed 14)"}
-    assert ws.settings()["demo_seed"] == 14
+    assert ws.settings().demo_seed == 14
 
     other = tmp_path / "other"
     ws = Workspace(other)

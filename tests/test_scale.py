@@ -33,7 +33,7 @@ def test_streamed_demo_equals_generate_demo(tmp_path, monkeypatch):
     dc = ws.load_corpus("demo-dc")
     assert dc.tokens == ref.dc.tokens and dc.fields == ref.dc.fields
     assert ws.load_corpus("demo-tc").tokens == ref.tc.tokens and ws.load_corpus("demo-test").tags == ref.test.tags
-    assert ws.corpus_for_role("dc") == "demo-dc" and ws.settings()["demo"]["dc_size"] == 300
+    assert ws.corpus_for_role("dc") == "demo-dc" and ws.settings().demo["dc_size"] == 300
 
 
 def test_corpus_stream_reads_batches_and_rows(ws20k):

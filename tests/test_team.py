@@ -148,7 +148,7 @@ def test_an_annotator_calling_researcher_functions_is_refused_and_nothing_change
         with pytest.raises(AccessDenied, match="ann \\(annotator\\) may not"):
             call()
     assert [i.name for i in team_ws.list_corpora()] == corpora and len(jobs.list_jobs(team_ws)) == len(listed)
-    assert users.get_user(team_ws, "ann").role == Role.ANNOTATOR and team_ws.settings().get("ray_address") is None
+    assert users.get_user(team_ws, "ann").role == Role.ANNOTATOR and team_ws.settings().ray_address is None
     job = jobs.submit(team_ws, "sleep", {"seconds": 0}, start=False, actor=Actor("rita", Role.RESEARCHER))  # staff may
     with pytest.raises(AccessDenied):
         jobs.delete(team_ws, job.id, actor=ann)

@@ -186,3 +186,21 @@ def test_exclusive_waits_for_the_holder_and_its_wait_can_be_cancelled(tmp_path):
         assert not got_in.is_set()  # held here: the other side gave up, its cancel raised out of the wait
     with exclusive(path, poll_seconds=0.01):
         pass  # released on exit
+
+
+def test_settings_are_a_typed_record_that_refuses_a_misspelt_name(tmp_path):
+    """Issue 44: workspace.json is read in one place; a misspelt setting is refused instead of stored and ignored,
+    and a setting a newer version wrote survives a change."""
+    ws = Workspace(tmp_path / "ws")
+    assert ws.settings().target_domain is None and ws.settings().roles == {}
+    ws.update_settings(target_domain="music")
+    with pytest.raises(UserError, match="unknown workspace setting.*'target_domian'"):
+        ws.update_settings(target_domian="ai")
+    data = json.loads(ws.settings_path.read_text("utf-8"))
+    ws.settings_path.write_text(json.dumps({**data, "from_the_future": 1}), "utf-8")
+    ws.update_settings(ray_address="local")
+    again = json.loads(ws.settings_path.read_text("utf-8"))
+    assert again["from_the_future"] == 1 and again["target_domain"] == "music" and again["ray_address"] == "local"
+    ws.settings_path.write_text("{not json", "utf-8")
+    with pytest.raises(UserError, match="workspace.json: not readable JSON"):
+        ws.settings()

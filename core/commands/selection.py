@@ -123,7 +123,7 @@ def cmd_embed(args: argparse.Namespace) -> int:
     with tqdm_progress(f"embed {Path(args.file).name}") as progress:
         vecs = embed_corpus(corpus, args.model, pooling=args.pooling, device=args.device, precision=args.precision,
                             workspace=ws, batch_size=args.batch_size, progress=progress,
-                            ray=args.ray or ws.settings().get("ray_address") or None)
+                            ray=args.ray or ws.settings().ray_address or None)
     out = Path(args.out)
     tmp = temp_path_for(out)
     arr = np.lib.format.open_memmap(tmp, mode="w+", dtype=np.float32, shape=vecs.shape)

@@ -88,7 +88,7 @@ def cmd_lm_score(args: argparse.Namespace) -> int:
     ws = Workspace(args.workspace)
     corpus = open_corpus_stream(ws, args.file)  # a workspace corpus is read in record batches
     lm = lm_from(args.arpa, order=args.order, workspace=args.workspace)
-    ray = args.ray or ws.settings().get("ray_address") or None
+    ray = args.ray or ws.settings().ray_address or None
     if ray:
         from core.lm.distributed import ray_lm_scores
 

@@ -456,10 +456,10 @@ def _demo_stamp(seed: int, target_domain: str, dc_size: int) -> dict:
 def _demo_in_place(ws: Workspace, stamp: dict) -> bool:
     """True when the workspace already holds exactly this demo with its roles (then nothing is written)."""
     settings = ws.settings()
-    recorded = settings.get("demo") or {}
+    recorded = settings.demo or {}
     if any(recorded.get(k) != v for k, v in stamp.items()):
         return False
-    if settings.get("target_domain") != stamp["target_domain"] or settings.get("demo_seed") != stamp["seed"]:
+    if settings.target_domain != stamp["target_domain"] or settings.demo_seed != stamp["seed"]:
         return False
     roles = ws.roles()
     hashes = recorded.get("hashes") or {}

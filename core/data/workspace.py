@@ -23,7 +23,7 @@ import shutil
 import tempfile
 import time
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields, replace
 from enum import Enum
 from pathlib import Path
 from typing import Any
@@ -50,6 +50,31 @@ def default_root(fallback: str | Path = DEFAULT_ROOT) -> str | Path:
     """The workspace folder when none is named: $NERSELECT_WORKSPACE, else `fallback` (./workspace; the app passes
     the one beside its checkout)."""
     return variable(ENV_VAR).text() or fallback
+
+
+@dataclass
+class Settings:
+    """A workspace's settings (workspace.json), read and written here only."""
+
+    roles: dict[str, str] = field(default_factory=dict)  # role value -> corpus name
+    target_domain: str | None = None  # the domain a selection's precision and an experiment's name refer to
+    ray_address: str | None = None  # a Ray cluster for embedding and scoring ("local" starts one)
+    demo_seed: int | None = None
+    demo: dict[str, Any] | None = None  # the demo generator's stamp and corpus hashes, when the demo was written
+    other: dict[str, Any] = field(default_factory=dict)  # a newer version's settings, kept as they were
+
+    @classmethod
+    def names(cls) -> set[str]:
+        return {f.name for f in fields(cls)} - {"other"}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Settings:
+        known = {k: v for k, v in data.items() if k in cls.names()}
+        known["roles"] = dict(known.get("roles") or {})
+        return cls(**known, other={k: v for k, v in data.items() if k not in cls.names()})
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**self.other, **{name: getattr(self, name) for name in sorted(self.names())}}
 
 
 class CorpusRole(str, Enum):
@@ -270,20 +295,30 @@ class Workspace:
     def settings_path(self) -> Path:
         return self.root / "workspace.json"
 
-    def settings(self) -> dict[str, Any]:
+    def settings(self) -> Settings:
         if not self.settings_path.exists():
-            return {"roles": {}}
-        return json.loads(self.settings_path.read_text("utf-8"))
+            return Settings()
+        try:
+            data = json.loads(self.settings_path.read_text("utf-8"))
+        except json.JSONDecodeError as exc:
+            raise UserError(f"{self.settings_path}: not readable JSON (line {exc.lineno}: {exc.msg}); fix or remove it") from None
+        if not isinstance(data, dict):
+            raise UserError(f"{self.settings_path}: expected a JSON object of settings")
+        return Settings.from_dict(data)
 
-    def update_settings(self, actor: Actor = LOCAL, **changes: Any) -> dict[str, Any]:
+    def update_settings(self, actor: Actor = LOCAL, **changes: Any) -> Settings:
+        """Change named settings (an unknown name is refused: a typo must not be stored and silently ignored)."""
         require(actor, "change workspace settings")
-        s = self.settings()
-        s.update(changes)
-        atomic_write_json(self.settings_path, s)
-        return s
+        unknown = sorted(set(changes) - Settings.names())
+        if unknown:
+            raise UserError(f"unknown workspace setting(s) {', '.join(map(repr, unknown))}: expected some of "
+                            f"{', '.join(sorted(Settings.names()))}")
+        settings = replace(self.settings(), **changes)
+        atomic_write_json(self.settings_path, settings.to_dict())
+        return settings
 
     def roles(self) -> dict[CorpusRole, str]:
-        return {CorpusRole(k): v for k, v in self.settings().get("roles", {}).items() if (self.corpora_dir / f"{v}.parquet").exists()}
+        return {CorpusRole(k): v for k, v in self.settings().roles.items() if (self.corpora_dir / f"{v}.parquet").exists()}
 
     def corpus_for_role(self, role: CorpusRole | str) -> str | None:
         return self.roles().get(CorpusRole(role))
@@ -291,8 +326,8 @@ class Workspace:
     def set_role(self, name: str, role: CorpusRole | str | None, actor: Actor = LOCAL) -> None:
         require(actor, "change corpora or roles")
         info = self.corpus_info(name)
-        s = self.settings()
-        roles = {k: v for k, v in s.get("roles", {}).items() if v != name}
+        settings = self.settings()
+        roles = {k: v for k, v in settings.roles.items() if v != name}
         if role is not None:
             role = CorpusRole(role)
             if role.needs_labels and not info.labeled:
@@ -304,8 +339,7 @@ class Workspace:
                 old.role = None
                 atomic_write_json(self._info_path(previous), asdict(old))
             roles[role.value] = name
-        s["roles"] = roles
-        atomic_write_json(self.settings_path, s)
+        atomic_write_json(self.settings_path, replace(settings, roles=roles).to_dict())
         info.role = role.value if role is not None else None
         atomic_write_json(self._info_path(name), asdict(info))
 

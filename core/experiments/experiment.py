@@ -214,7 +214,7 @@ def experiment_job(params: ExperimentParams, ctx: JobContext) -> dict[str, Any]:
     lc_sizes = sorted({Budget.parse(s, "LC size").count(n_lc, what="LC size") for s in params.lc_sizes or [n_lc]})
     runner = ExperimentCells(params, ctx, {k: r.to_dict() for k, r in refs.items()}, corpora["tc"], corpora["dc"], corpora["lc"],
                              corpora["dev"], corpora["test"])
-    domain = params.domain or ws.settings().get("target_domain") or refs["test"].name or "test"
+    domain = params.domain or ws.settings().target_domain or refs["test"].name or "test"
     ctx.log(f"experiment on {domain}: rows {', '.join(rows)} x seeds {seeds} x SC budgets {budgets} x LC sizes {lc_sizes}; "
             f"|TC| {n_tc}, |DC| {n_dc}, |LC| {n_lc}, |DEV| {len(corpora['dev'])}, |TEST| {len(corpora['test'])}")
     tasks = cell_tasks(rows, seeds, budgets, lc_sizes)
@@ -339,4 +339,4 @@ def collect_results(ws, include_running: bool = True) -> list[ExperimentResult]:
 def _domain_of(ws, spec: ExperimentParams | None) -> str:
     """The domain a running experiment's result will name (as experiment_job decides it): its --domain, else the
     workspace's target domain, else its TEST corpus."""
-    return (spec and spec.domain) or ws.settings().get("target_domain") or (spec and spec.test) or "test"
+    return (spec and spec.domain) or ws.settings().target_domain or (spec and spec.test) or "test"

@@ -244,7 +244,7 @@ def embed_job(params: EmbedParams, ctx: JobContext) -> dict[str, Any]:
     ws: Workspace = ctx.workspace
     ws.corpus_path(params.corpus)  # a clear error for an unknown name
     t0 = time.time()
-    ray = params.ray or ws.settings().get("ray_address") or None
+    ray = params.ray or ws.settings().ray_address or None
     vecs = embed_corpus(params.corpus, params.model, pooling=params.pooling, device=params.device, precision=params.precision,
                         workspace=ws, chunk_size=params.chunk_size or DEFAULT_CHUNK, progress=ctx.progress, ray=ray)
     ctx.log(f"embedded {len(vecs)} sentences of {params.corpus} -> {vecs.shape}")

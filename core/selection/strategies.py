@@ -445,8 +445,8 @@ def run_selection(ws: Workspace, params: SelectParams, progress: Progress | None
     TC whole, DC streamed, the target domain and the Ray address from the workspace settings when not given."""
     tc = ws.resolve_corpus(params.tc)
     dc = open_corpus_stream(ws, params.dc)  # a workspace DC is read in record batches
-    target = params.target_domain or resolve_target_domain(tc, None) or ws.settings().get("target_domain")
-    ray = params.ray or ws.settings().get("ray_address") or None
+    target = params.target_domain or resolve_target_domain(tc, None) or ws.settings().target_domain
+    ray = params.ray or ws.settings().ray_address or None
     if log is not None:
         log(f"select {params.strategy} budget {params.budget}: TC {params.tc} ({len(tc)}), DC {params.dc} ({len(dc)})"
             + (f" on Ray {ray}" if ray else ""))
