@@ -53,7 +53,7 @@ from core.experiments.plan import (
     strategy_models,
     sweep_budgets,
 )
-from core.experiments.records import Cell, ExperimentResult, as_cells, as_result, check_recipe
+from core.experiments.records import Cell, ExperimentResult, as_cells, as_entries, as_result, check_recipe
 from core.experiments.statistics import N_RESAMPLES
 from core.experiments.summary import (
     comparison_rows,
@@ -227,9 +227,9 @@ def experiment_job(params: ExperimentParams, ctx: JobContext) -> dict[str, Any]:
             sub = ctx.sub(k / len(tasks), (k + 1) / len(tasks), f"{t.label} seed {t.seed}: ")
             cells.append(runner.run_cell(t.row, t.seed, sub, budget=t.budget, lc_size=t.lc_size))
     summary = interval_summary(cells, dev_in_mlm=guard.dev_in_tc > 0)
-    for entry in summary:
-        if (vs := entry["vs"].get("tapt")) and vs["delta"] < 0 and vs["p_holm"] < 0.05:
-            ctx.log(f"{entry['row']}: significantly below TAPT ({vs['delta'] * 100:+.2f} points, Holm-adjusted p {vs['p_holm']:.3f})")
+    for entry in as_entries(summary):
+        if "tapt" in entry.vs and (vs := entry.vs["tapt"]).delta < 0 and vs.adjusted < 0.05:
+            ctx.log(f"{entry.row}: significantly below TAPT ({vs.delta * 100:+.2f} points, Holm-adjusted p {vs.adjusted:.3f})")
     return {"domain": domain, "rows": row_order(rows), "seeds": seeds, "cells": cells, "preset": params.preset,
             "budgets": sorted({c["budget"] for c in cells if c["row"] not in BASELINES}), "lc_sizes": lc_sizes,
             "corpora": {k: {**r.to_dict(), "sentences": len(corpora[k])} for k, r in refs.items()},

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -92,6 +93,79 @@ def as_cells(cells: Iterable[Cell | Mapping[str, Any]]) -> list[Cell]:
 
 
 @dataclass
+class PairTest:
+    """One row against one baseline (a `vs` entry of a summary): the paired difference of test F1, its 95% interval,
+    p and, over a whole experiment, the Holm-adjusted p (core.experiments.summary.interval_summary adds it)."""
+
+    delta: float
+    ci: list[float]
+    p: float
+    seeds: int = 0  # seeds both rows ran
+    p_holm: float | None = None
+    holm_family: int = 1  # how many comparisons the Holm adjustment ran over
+    other: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def adjusted(self) -> float:
+        """The p a verdict or a star reads: Holm-adjusted where the comparison has one, else the raw p."""
+        return float(self.p if self.p_holm is None else self.p_holm)
+
+    @classmethod
+    def of(cls, data: PairTest | Mapping[str, Any]) -> PairTest:
+        if isinstance(data, PairTest):
+            return data
+        names = {f.name for f in dataclasses.fields(cls)} - {"other"}
+        return cls(**{k: v for k, v in data.items() if k in names and v is not None},
+                   other={k: v for k, v in data.items() if k not in names})
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "other"}
+        return {**{k: v for k, v in out.items() if v is not None}, **self.other}
+
+
+@dataclass
+class SummaryEntry:
+    """One row of an experiment's summary (per SC budget and LC size in sweeps): seed-mean test F1 with its spread and
+    interval, and its paired tests against the baselines (`vs`). The result JSON keeps the dict form (`to_dict`)."""
+
+    row: str
+    f1_mean: float = math.nan
+    f1_std: float | None = None
+    f1_ci: list[float] | None = None
+    seeds: int = 0
+    vs: dict[str, PairTest] = field(default_factory=dict)
+    label: str | None = None  # the row's longer name, when it has one
+    dev_in_mlm: bool = False  # the run allowed DEV text in this row's MLM corpora
+    budget: int | None = None
+    lc_size: int | None = None
+    note: str | None = None  # why it has no interval
+    other: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, data: SummaryEntry | Mapping[str, Any]) -> SummaryEntry:
+        if isinstance(data, SummaryEntry):
+            return data
+        names = {f.name for f in dataclasses.fields(cls)} - {"other", "vs"}
+        known = {k: v for k, v in data.items() if k in names and v is not None}
+        return cls(**known, vs={b: PairTest.of(t) for b, t in (data.get("vs") or {}).items()},
+                   other={k: v for k, v in data.items() if k not in names and k != "vs"})
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name not in ("other", "vs")}
+        kept = {k: v for k, v in out.items() if v is not None and (k != "dev_in_mlm" or v)}
+        return {**kept, "vs": {b: t.to_dict() for b, t in self.vs.items()}, **self.other}
+
+    @property
+    def holm_ready(self) -> bool:
+        """Every comparison carries its Holm-adjusted p (made by this code, not a result from before Holm)."""
+        return all(t.p_holm is not None for t in self.vs.values())
+
+
+def as_entries(entries: Iterable[SummaryEntry | Mapping[str, Any]]) -> list[SummaryEntry]:
+    return [SummaryEntry.of(e) for e in entries]
+
+
+@dataclass
 class ExperimentResult:
     """An experiment's result as a page, the CLI and the tables read it: a finished job's result.json, one found
     through the run index, or the cells so far of a running one (`partial`). Read once from its JSON here;
@@ -103,7 +177,7 @@ class ExperimentResult:
     partial: bool = False  # the cells finished so far of a run still going (or stopped)
     rows: list[str] = field(default_factory=list)
     seeds: list[int] = field(default_factory=list)
-    summary: list[dict[str, Any]] = field(default_factory=list)  # core.experiments.summary.interval_summary entries
+    summary: list[SummaryEntry] = field(default_factory=list)  # as stored (core.experiments.summary.interval_summary)
     protocol: dict[str, Any] | None = None  # the MLM guard's record (core.experiments.guard); None: a run before it
     verdict: dict[str, Any] | None = None
     leakage: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -115,6 +189,7 @@ class ExperimentResult:
     def from_dict(cls, data: Mapping[str, Any], job: str = "", partial: bool = False) -> ExperimentResult:
         names = {f.name for f in dataclasses.fields(cls)} - {"extra", "cells", "domain", "preset"}
         known = {k: v for k, v in data.items() if k in names and v is not None}
+        known["summary"] = as_entries(known.get("summary") or [])
         stored = data.get("params")  # a result from before "preset" was written beside it: the params it kept
         preset = data.get("preset") or (stored["preset"] if isinstance(stored, Mapping) and "preset" in stored else None)
         return cls(domain=str(data.get("domain") or "?"), cells=as_cells(data.get("cells") or []),
@@ -122,8 +197,8 @@ class ExperimentResult:
                    extra={k: v for k, v in data.items() if k not in names and k not in ("cells", "domain", "preset")})
 
     def to_dict(self) -> dict[str, Any]:
-        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name not in ("extra", "cells")}
-        return {**self.extra, **out, "cells": [c.to_dict() for c in self.cells]}
+        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name not in ("extra", "cells", "summary")}
+        return {**self.extra, **out, "cells": [c.to_dict() for c in self.cells], "summary": [e.to_dict() for e in self.summary]}
 
     @property
     def dev_in_mlm(self) -> bool:

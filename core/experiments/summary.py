@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from core.experiments.plan import BASELINES
-from core.experiments.records import Cell, ExperimentResult, as_cells, as_result
+from core.experiments.records import Cell, ExperimentResult, PairTest, SummaryEntry, as_cells, as_entries, as_result
 from core.experiments.statistics import (
     ALPHA,
     N_RESAMPLES,
@@ -95,7 +95,7 @@ def interval_summary(cells: Iterable[Cell | Mapping[str, Any]], baselines: Seque
     comparison carries `p_holm`, Holm-adjusted over all comparisons of these cells. `dev_in_mlm`: the run allowed DEV
     text in its MLM corpora, marked on every pretraining row."""
     out = _entries(as_cells(cells), baselines, n_boot, seed)
-    tests = [t for e in out for t in (e.get("vs") or {}).values()]
+    tests = [t for e in out for t in e["vs"].values()]
     for t, adjusted in zip(tests, holm([t["p"] for t in tests])):
         t["p_holm"] = adjusted
         t["holm_family"] = len(tests)
@@ -136,61 +136,65 @@ def _entries(cells: Sequence[Cell], baselines: Sequence[str], n_boot: int, seed:
     return out
 
 
-def result_summary(result: ExperimentResult | Mapping[str, Any]) -> list[dict[str, Any]]:
+def result_summary(result: ExperimentResult | Mapping[str, Any]) -> list[SummaryEntry]:
     """An experiment result's entries: the stored summary when it carries Holm-adjusted p (made by this code), else
     recomputed from its cells (a partial result, or one from before Holm)."""
     result = as_result(result)
-    if result.summary and all("p_holm" in t for e in result.summary for t in (e.get("vs") or {}).values()):
+    if result.summary and all(e.holm_ready for e in result.summary):
         return result.summary
-    return interval_summary(result.cells, dev_in_mlm=result.dev_in_mlm)
+    return as_entries(interval_summary(result.cells, dev_in_mlm=result.dev_in_mlm))
 
 
-def interval_text(entry: dict[str, Any], scale: float = 100.0) -> str:
+def interval_text(entry: SummaryEntry | Mapping[str, Any], scale: float = 100.0) -> str:
     """'61.00 ± 1.23 [59.10, 62.80]'; '61.00 [59.10, 62.80] (1 seed)'; without predictions no interval."""
-    text = f"{entry['f1_mean'] * scale:.2f}"
-    if entry.get("f1_std") is not None:
-        text += f" ± {entry['f1_std'] * scale:.2f}"
-    if entry.get("f1_ci"):
-        lo, hi = entry["f1_ci"]
+    entry = SummaryEntry.of(entry)
+    text = f"{entry.f1_mean * scale:.2f}"
+    if entry.f1_std is not None:
+        text += f" ± {entry.f1_std * scale:.2f}"
+    if entry.f1_ci:
+        lo, hi = entry.f1_ci
         text += f" [{lo * scale:.2f}, {hi * scale:.2f}]"
-    if entry.get("seeds", 0) < 2:
+    if entry.seeds < 2:
         text += " (1 seed)"
-    if entry.get("dev_in_mlm"):
+    if entry.dev_in_mlm:
         text += " (DEV in MLM)"
     return text
 
 
-def adjusted_p(t: dict[str, Any]) -> float:
+def adjusted_p(t: PairTest | Mapping[str, Any]) -> float:
     """The p a verdict or a star reads: Holm-adjusted where the comparison has one, else the raw p (a single test)."""
-    return float(t.get("p_holm", t["p"]))
+    return PairTest.of(t).adjusted
 
 
-def p_text(t: dict[str, Any]) -> str:
+def p_text(t: PairTest | Mapping[str, Any]) -> str:
     """'p 0.012 (Holm 0.048)' with a star from the adjusted p only."""
-    star = " *" if adjusted_p(t) < ALPHA else ""
-    holm_part = f" (Holm {t['p_holm']:.3f})" if "p_holm" in t else ""
-    return f"p {t['p']:.3f}{holm_part}{star}"
+    t = PairTest.of(t)
+    star = " *" if t.adjusted < ALPHA else ""
+    holm_part = f" (Holm {t.p_holm:.3f})" if t.p_holm is not None else ""
+    return f"p {t.p:.3f}{holm_part}{star}"
 
 
-def comparison_rows(entries: Sequence[dict[str, Any]], scale: float = 100.0) -> list[dict[str, Any]]:
+def comparison_rows(entries: Iterable[SummaryEntry | Mapping[str, Any]], scale: float = 100.0) -> list[dict[str, Any]]:
     """One table row per (row, baseline) pair: the difference, its interval, p, Holm-adjusted p and whether that is
     below 0.05."""
     rows = []
-    for e in entries:
-        for base, t in (e.get("vs") or {}).items():
-            rows.append({"row": e["row"], "vs": base, "delta": round(t["delta"] * scale, 2),
-                         "95% CI": f"[{t['ci'][0] * scale:.2f}, {t['ci'][1] * scale:.2f}]", "p": round(t["p"], 4),
-                         "p (Holm)": round(adjusted_p(t), 4), "significant (Holm p < 0.05)": adjusted_p(t) < ALPHA,
-                         "seeds": t.get("seeds")})
+    for e in as_entries(entries):
+        for base, t in e.vs.items():
+            rows.append({"row": e.row, "vs": base, "delta": round(t.delta * scale, 2),
+                         "95% CI": f"[{t.ci[0] * scale:.2f}, {t.ci[1] * scale:.2f}]", "p": round(t.p, 4),
+                         "p (Holm)": round(t.adjusted, 4), "significant (Holm p < 0.05)": t.adjusted < ALPHA,
+                         "seeds": t.seeds or None})
     return rows
 
 
-def pretraining_verdicts(entries: Sequence[dict[str, Any]], scale: float = 100.0, evidence: bool = True) -> list[dict[str, Any]]:
+def pretraining_verdicts(entries: Iterable[SummaryEntry | Mapping[str, Any]], scale: float = 100.0,
+                         evidence: bool = True) -> list[dict[str, Any]]:
     """For every pretraining row (TAPT, DAPT, a selection): did it beat no pretraining, by how much and how
     sure. "harmed" / "helped" when the Holm-adjusted p is below 0.05 and the difference is below / above 0; else
     "did not help" (point estimate below none) or "no clear gain". A default recipe that can lower F1 must say so.
     Then, for every selection held against the random control, whether choosing beat drawing at random. A smoke-test
     preset's rows (`evidence` False) are said to be no evidence, whatever the figures."""
+    entries = as_entries(entries)
     verdicts = _against_none(entries, scale) + _against_control(entries, scale)
     for v in verdicts:  # how a page shows it: st.warning / st.success / st.info
         if not evidence:
@@ -199,18 +203,18 @@ def pretraining_verdicts(entries: Sequence[dict[str, Any]], scale: float = 100.0
     return verdicts
 
 
-def _paired(entries: Sequence[dict[str, Any]], base: str,
-            scale: float) -> list[tuple[dict[str, Any], dict[str, Any], tuple[float, float, float]]]:
+def _paired(entries: Sequence[SummaryEntry], base: str,
+            scale: float) -> list[tuple[SummaryEntry, dict[str, Any], tuple[float, float, float]]]:
     """(entry, verdict record without its words, unrounded (difference, CI low, CI high)) for every row tested against
     `base`; the verdicts judge and print the unrounded figures."""
     out = []
     for e in entries:
-        t = (e.get("vs") or {}).get(base)
-        if e.get("row") == base or t is None:
+        t = e.vs.get(base)
+        if e.row == base or t is None:
             continue
-        d, lo, hi = t["delta"] * scale, t["ci"][0] * scale, t["ci"][1] * scale
-        out.append((e, {"row": e["row"], "against": base, "delta": round(d, 2), "ci": [round(lo, 2), round(hi, 2)],
-                        "p": t["p"], "p_holm": adjusted_p(t), "seeds": t.get("seeds") or e.get("seeds") or 0}, (d, lo, hi)))
+        d, lo, hi = t.delta * scale, t.ci[0] * scale, t.ci[1] * scale
+        out.append((e, {"row": e.row, "against": base, "delta": round(d, 2), "ci": [round(lo, 2), round(hi, 2)],
+                        "p": t.p, "p_holm": t.adjusted, "seeds": t.seeds or e.seeds}, (d, lo, hi)))
     return out
 
 
@@ -223,7 +227,7 @@ def _significant(v: dict[str, Any]) -> bool:
     return v["p_holm"] < ALPHA
 
 
-def _against_control(entries: Sequence[dict[str, Any]], scale: float) -> list[dict[str, Any]]:
+def _against_control(entries: Sequence[SummaryEntry], scale: float) -> list[dict[str, Any]]:
     """"beat" / "fell below" the random control when the Holm-adjusted p is below 0.05, else "no clear difference":
     then the selection's gain, if any, came from more DC text, not from what it chose."""
     out = []
@@ -231,27 +235,28 @@ def _against_control(entries: Sequence[dict[str, Any]], scale: float) -> list[di
         verdict = ("beat" if d > 0 else "fell below") if _significant(v) else "no clear difference"
         words = "was not clearly better than" if verdict == "no clear difference" else verdict
         out.append({**v, "verdict": verdict, "bad": verdict == "fell below",
-                    "text": f"{e['row']}: the selection {words} the random control (the same number of DC sentences "
+                    "text": f"{e.row}: the selection {words} the random control (the same number of DC sentences "
                             f"drawn at random): {_figures(v, d, lo, hi)}"})
     return out
 
 
-def _against_none(entries: Sequence[dict[str, Any]], scale: float) -> list[dict[str, Any]]:
+def _against_none(entries: Sequence[SummaryEntry], scale: float) -> list[dict[str, Any]]:
     out = []
     for e, v, (d, lo, hi) in _paired(entries, "none", scale):
         verdict = ("helped" if d > 0 else "harmed") if _significant(v) else "did not help" if d < 0 else "no clear gain"
-        label = e["row"] + (f" ({e['label']})" if e.get("label") and e.get("label") != e["row"] else "")
+        label = e.row + (f" ({e.label})" if e.label and e.label != e.row else "")
         out.append({**v, "verdict": verdict, "bad": verdict in ("harmed", "did not help"),
                     "text": f"{label}: pretraining {verdict} against no pretraining: {_figures(v, d, lo, hi)}"})
     return out
 
 
-def experiment_verdict(entries: Sequence[dict[str, Any]], preset: str | None,
+def experiment_verdict(entries: Iterable[SummaryEntry | Mapping[str, Any]], preset: str | None,
                        cells: Iterable[Cell | Mapping[str, Any]] | None = None) -> dict[str, Any]:
     """The experiment's answer in one object and one sentence, read from Holm-adjusted p only: does pretraining help
     against none, does a selection beat the random control. `evidence` is False for a smoke-test preset."""
     from core.recipes.presets import SMOKE_PRESETS
 
+    entries = as_entries(entries)
     verdicts = pretraining_verdicts(entries)
     vs_none = [v for v in verdicts if v["against"] == "none"]
     vs_random = [v for v in verdicts if v["against"] == CONTROL_ROW]
@@ -263,7 +268,7 @@ def experiment_verdict(entries: Sequence[dict[str, Any]], preset: str | None,
                    else "cannot say" if vs_none else "not tested")
     selection = ("mixed" if beat and below else "yes" if beat else "no, below random" if below
                  else "cannot say" if vs_random else "not tested")
-    family = max([int(t.get("holm_family", 1)) for e in entries for t in (e.get("vs") or {}).values()] or [0])
+    family = max([t.holm_family for e in entries for t in e.vs.values()] or [0])
     text = (f"pretraining helps against none: {pretraining}"
             + (f" ({', '.join(helped or harmed)})" if helped or harmed else "")
             + f"; selection beats random: {selection}" + (f" ({', '.join(beat or below)})" if beat or below else "")
@@ -281,38 +286,40 @@ def experiment_verdict(entries: Sequence[dict[str, Any]], preset: str | None,
 MIN_GAIN = 0.01  # a gain over no pretraining below one F1 point does not pay for pretraining: "no recipe helps" below it
 
 
-def user_advice(entries: Sequence[dict[str, Any]], cells: Iterable[Cell | Mapping[str, Any]], family: int = 1) -> dict[str, Any]:
+def user_advice(entries: Iterable[SummaryEntry | Mapping[str, Any]], cells: Iterable[Cell | Mapping[str, Any]],
+                family: int = 1) -> dict[str, Any]:
     """What the user should do, read from Holm-adjusted p and intervals, never from a point estimate alone: "helps"
     (the best row that beats none significantly, with its gain and interval), "no help" (every row's gain over none is
     below MIN_GAIN with 95% confidence, or significantly negative: fine-tune without pretraining), else "cannot say"
     with the seeds it would take (core.experiments.statistics.seeds_to_settle) or why more seeds would not settle it."""
     from core.experiments.statistics import seeds_to_settle
 
-    tests = [(e, e["vs"]["none"]) for e in entries if (e.get("vs") or {}).get("none") and not str(e["row"]).startswith("none")]
+    tests = [(e, e.vs["none"]) for e in as_entries(entries) if "none" in e.vs and not e.row.startswith("none")]
     if not tests:
         return {"case": "not tested", "text": "no pretraining row was compared with none"}
-    helped = [(e, t) for e, t in tests if t["delta"] > 0 and adjusted_p(t) < ALPHA]
+    helped = [(e, t) for e, t in tests if t.delta > 0 and t.adjusted < ALPHA]
     if helped:
-        e, t = max(helped, key=lambda et: et[1]["delta"])
-        what = "pretraining on selected data" if is_selection(e["row"]) else f"pretraining ({e['row']})"
-        return {"case": "helps", "row": e["row"], "delta": t["delta"], "ci": t["ci"],
-                "text": f"{what} helps here: {t['delta'] * 100:+.2f} test F1 points [{t['ci'][0] * 100:+.2f}, "
-                        f"{t['ci'][1] * 100:+.2f}] over none ({e['row']}, Holm-adjusted p {adjusted_p(t):.3f})"}
-    open_rows = [(e, t) for e, t in tests if t["ci"][1] >= MIN_GAIN]
+        e, t = max(helped, key=lambda et: et[1].delta)
+        what = "pretraining on selected data" if is_selection(e.row) else f"pretraining ({e.row})"
+        return {"case": "helps", "row": e.row, "delta": t.delta, "ci": t.ci,
+                "text": f"{what} helps here: {t.delta * 100:+.2f} test F1 points [{t.ci[0] * 100:+.2f}, "
+                        f"{t.ci[1] * 100:+.2f}] over none ({e.row}, Holm-adjusted p {t.adjusted:.3f})"}
+    open_rows = [(e, t) for e, t in tests if t.ci[1] >= MIN_GAIN]
     if not open_rows:
         return {"case": "no help", "text": f"no recipe tried helps on this task (every gain over none is below "
                                            f"{MIN_GAIN * 100:g} F1 point with 95% confidence): fine-tune without pretraining"}
-    e, t = max(open_rows, key=lambda et: et[1]["delta"])
-    seeds = t.get("seeds") or e.get("seeds") or 0
-    runs = _row_runs(as_cells(cells), e["row"]), _row_runs(as_cells(cells), "none")
+    e, t = max(open_rows, key=lambda et: et[1].delta)
+    seeds = t.seeds or e.seeds
+    cells = as_cells(cells)
+    runs = _row_runs(cells, e.row), _row_runs(cells, "none")
     settle = seeds_to_settle(runs[0], runs[1], family=family) if all(runs) and len(runs[0]) == len(runs[1]) else None
-    figures = f"best: {e['row']} {t['delta'] * 100:+.2f} [{t['ci'][0] * 100:+.2f}, {t['ci'][1] * 100:+.2f}]"
+    figures = f"best: {e.row} {t.delta * 100:+.2f} [{t.ci[0] * 100:+.2f}, {t.ci[1] * 100:+.2f}]"
     if settle and settle["needed"]:
         more = settle["needed"] - seeds
-        return {"case": "cannot say", "row": e["row"], "seeds": seeds, "more_seeds": more,
+        return {"case": "cannot say", "row": e.row, "seeds": seeds, "more_seeds": more,
                 "text": f"cannot say with {seeds} seeds whether pretraining helps ({figures}): run {more} more"}
     why = settle["reason"] if settle else "run more seeds"
-    return {"case": "cannot say", "row": e["row"], "seeds": seeds, "more_seeds": None,
+    return {"case": "cannot say", "row": e.row, "seeds": seeds, "more_seeds": None,
             "text": f"cannot say with {seeds} seeds whether pretraining helps ({figures}): {why}"}
 
 
