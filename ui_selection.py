@@ -51,9 +51,7 @@ def coverage_panel(ws: Workspace, view_key: str) -> None:
 @st.cache_data(show_spinner="Checking for DEV/TEST text in the selection...", max_entries=16)
 def _leakage(key: str, against: tuple[str, ...], root: str, hashes: tuple[str, ...]):
     del hashes  # part of the cache key
-    report = check_leakage(Workspace(root), key, list(against))
-    report.pop("leaked_indices")
-    return report
+    return check_leakage(Workspace(root), key, list(against))
 
 
 def leakage_panel(ws: Workspace, view_key: str) -> None:
@@ -69,12 +67,12 @@ def leakage_panel(ws: Workspace, view_key: str) -> None:
             leak = run_guarded(lambda: _leakage(view_key, tuple(against), str(ws.root),
                                                 tuple(ws.corpus_info(a).hash for a in against)), "Could not check leakage")
             if leak is not None:
-                if leak["exact"] or leak["near"]:
-                    st.warning(f"{leak['exact']:,} exact and {leak['near']:,} near duplicates of {', '.join(against)} among "
-                               f"{leak['sentences']:,} selected sentences.")
-                    st.dataframe(pd.DataFrame(leak["examples"]), hide_index=True, key="sel_leak_examples")
+                if leak.exact or leak.near:
+                    st.warning(f"{leak.exact:,} exact and {leak.near:,} near duplicates of {', '.join(against)} among "
+                               f"{leak.sentences:,} selected sentences.")
+                    st.dataframe(pd.DataFrame(leak.examples), hide_index=True, key="sel_leak_examples")
                 else:
-                    st.success(f"No sentence of {', '.join(against)} among the {leak['sentences']:,} selected sentences.")
+                    st.success(f"No sentence of {', '.join(against)} among the {leak.sentences:,} selected sentences.")
 
 
 @st.cache_data(show_spinner="Explaining the sentence...", max_entries=32)

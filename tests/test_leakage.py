@@ -44,16 +44,16 @@ def ws(tmp_path):
 
 def test_planted_duplicates_are_found_with_their_indices(ws):
     report = check_leakage(ws, "dc", ["dev", "test"])
-    assert (report["exact"], report["near"]) == (2, 1) and sorted(report["leaked_indices"]) == [3, 7, 8]
-    found = {e["corpus_index"]: (e["against"], e["index"], e["similarity"]) for e in report["examples"]}
+    assert (report.exact, report.near) == (2, 1) and sorted(report.leaked_indices) == [3, 7, 8]
+    found = {e["corpus_index"]: (e["against"], e["index"], e["similarity"]) for e in report.examples}
     assert found[3] == ("test", 0, 1.0) and found[8] == ("dev", 0, 1.0)
-    assert found[7][:2] == ("test", 1) and report["threshold"] <= found[7][2] < 1.0
-    assert report["per_against"] == {"test": {"exact": 1, "near": 1}, "dev": {"exact": 1, "near": 0}}
+    assert found[7][:2] == ("test", 1) and report.threshold <= found[7][2] < 1.0
+    assert report.per_against == {"test": {"exact": 1, "near": 1}, "dev": {"exact": 1, "near": 0}}
 
 
 def test_disjoint_text_raises_nothing():
     report = texts_leakage(DISJOINT, {"test": TEST, "dev": DEV})
-    assert (report["exact"], report["near"], report["leaked_indices"]) == (0, 0, [])
+    assert (report.exact, report.near, report.leaked_indices) == (0, 0, [])
 
 
 def test_a_streamed_corpus_is_read_in_batches(ws, monkeypatch):
@@ -61,7 +61,7 @@ def test_a_streamed_corpus_is_read_in_batches(ws, monkeypatch):
 
     monkeypatch.setattr(stream, "BATCH", 2)
     report = check_leakage(ws, "dc", ["test"])
-    assert sorted(report["leaked_indices"]) == [3, 7]
+    assert sorted(report.leaked_indices) == [3, 7]
 
 
 def test_normalisation_and_refusals(ws):
@@ -70,7 +70,7 @@ def test_normalisation_and_refusals(ws):
         check_leakage(ws, "test", ["dc"])
     with pytest.raises(UserError, match="threshold"):
         check_leakage(ws, "dc", ["test"], threshold=0)
-    assert texts_leakage(["a b"], {"t": ["a b"]})["exact"] == 1  # short sentences: exact only
+    assert texts_leakage(["a b"], {"t": ["a b"]}).exact == 1  # short sentences: exact only
     assert Corpus(tokens=[["x"]]).texts() == ["x"]
 
 

@@ -223,13 +223,12 @@ def cmd_leakage(args: argparse.Namespace) -> int:
     threshold = args.threshold
     with tqdm_progress("leakage", enabled=progress_wanted(args)) as progress:
         report = check_leakage(ws, args.corpus, comma_list(args.against), threshold, progress, args.examples)
-    report.pop("leaked_indices")
     if args.json:
-        print_json(report)
+        print_json(report.to_dict(indices=False))
         return 0
-    print(f"{report['corpus']}: {report['exact']:,} exact and {report['near']:,} near duplicates (Jaccard >= {threshold}) of "
-          f"{args.against} among {report['sentences']:,} sentences")
-    for ex in report["examples"][:10]:
+    print(f"{report.corpus}: {report.exact:,} exact and {report.near:,} near duplicates (Jaccard >= {threshold}) of "
+          f"{args.against} among {report.sentences:,} sentences")
+    for ex in report.examples[:10]:
         print(f"  #{ex['corpus_index']} ~ {ex['against']} #{ex['index']} ({ex['similarity']:.2f}): {ex['text'][:100]}")
     return 0
 

@@ -64,6 +64,7 @@ from core.experiments.summary import (
     pretraining_verdicts,
 )
 from core.recipes.budget import Budget
+from core.selection.leakage import LeakageReport
 
 if TYPE_CHECKING:
     from core.runner.jobs import JobContext
@@ -234,7 +235,7 @@ def experiment_job(params: ExperimentParams, ctx: JobContext) -> dict[str, Any]:
             "budgets": sorted({c["budget"] for c in cells if c["row"] not in BASELINES}), "lc_sizes": lc_sizes,
             "corpora": {k: {**r.to_dict(), "sentences": len(corpora[k])} for k, r in refs.items()},
             "summary": summary, "protocol": guard.protocol, "verdict": experiment_verdict(summary, params.preset, cells),
-            "leakage": {k: {f: v[f] for f in ("exact", "near", "threshold", "per_against")} for k, v in leakage.items()},
+            "leakage": {k: v.stored() for k, v in leakage.items()},
             "summary_method": "95% CI: percentile bootstrap of the seed-mean F1, seeds then TEST sentences resampled "
                               f"({N_RESAMPLES:,} resamples); vs: the same draws for both rows (paired over sentences and seeds), p by the "
                               "shifted null (Berg-Kirkpatrick et al. 2012)"}
@@ -284,7 +285,7 @@ def run_at_once(tasks: list[CellTask], runner: ExperimentCells, params: Experime
     return [done[i] for i in range(len(tasks))]
 
 
-def pretraining_leakage(corpora: dict[str, Corpus], ctx: JobContext) -> dict[str, dict[str, Any]]:
+def pretraining_leakage(corpora: dict[str, Corpus], ctx: JobContext) -> dict[str, LeakageReport]:
     """TC's and DC's exact and near duplicates of DEV/TEST sentences (core.selection.leakage), checked before any
     training; a pretraining corpus holding TEST text is warned about in the log (the Runs page and the CLI show it)."""
     from core.selection.leakage import texts_leakage
@@ -294,10 +295,9 @@ def pretraining_leakage(corpora: dict[str, Corpus], ctx: JobContext) -> dict[str
     for name in ("tc", "dc"):
         ctx.progress(0.0, f"leakage check: {name.upper()} against DEV/TEST")
         out[name] = report = texts_leakage(corpora[name].texts(), against)
-        test = report["per_against"].get("test", {})
-        if test:
-            ctx.log(f"warning: {name.upper()} holds {test.get('exact', 0)} exact and {test.get('near', 0)} near duplicates of "
-                    f"TEST sentences (near: verified word-2-gram Jaccard >= {report['threshold']}): they are dropped before "
+        if test := report.counts("test"):
+            ctx.log(f"warning: {name.upper()} holds {test['exact']} exact and {test['near']} near duplicates of "
+                    f"TEST sentences (near: verified word-2-gram Jaccard >= {report.threshold}): they are dropped before "
                     "any MLM (core.experiments.guard)")
     return out
 

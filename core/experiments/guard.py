@@ -19,6 +19,7 @@ from typing import Any
 
 from core.data.corpus import Corpus
 from core.errors import UserError
+from core.selection.leakage import LeakageReport
 
 GUARD_FILE = "mlm_guard.json"  # in the run folder: what was dropped, what was allowed
 
@@ -36,12 +37,12 @@ class GuardReport:
         return {"dev_in_mlm": self.dev_in_tc, "allow_dev_in_mlm": self.allow_dev_in_mlm, "dropped_from_mlm": self.dropped}
 
 
-def _example(report: dict[str, Any], against: str) -> str:
-    found = next((e for e in report.get("examples", []) if e["against"] == against), None)
+def _example(report: LeakageReport, against: str) -> str:
+    found = report.example(against)
     return f" (e.g. {found['text'][:80]!r}, {found['similarity']:.2f} similar)" if found else ""
 
 
-def guard_mlm_corpora(tc: Corpus, dc: Corpus, leakage: dict[str, dict[str, Any]], allow_dev_in_mlm: bool,
+def guard_mlm_corpora(tc: Corpus, dc: Corpus, leakage: dict[str, LeakageReport], allow_dev_in_mlm: bool,
                       pretrains: bool, tc_name: str = "TC", drop_dev_from_dc: bool = False) -> tuple[Corpus, Corpus, GuardReport]:
     """(TC, DC, report) with evaluation text removed as the module says; UserError for DEV text in TC when any row
     pretrains and the run does not allow it. `leakage`: core.selection.leakage reports of TC and DC against
@@ -51,28 +52,27 @@ def guard_mlm_corpora(tc: Corpus, dc: Corpus, leakage: dict[str, dict[str, Any]]
     report = GuardReport(allow_dev_in_mlm=allow_dev_in_mlm, dev_in_tc=dev_in_tc)
     if tc_test:
         report.dropped["tc"] = {"dev": 0, "test": tc_test}
-    dc_by = leakage["dc"].get("indices_per_against", {})
+    dc_leak = leakage["dc"]
     keep_dev = allow_dev_in_mlm and not drop_dev_from_dc
-    dc_drop = set(dc_by.get("test", [])) | (set() if keep_dev else set(dc_by.get("dev", [])))
+    dc_drop = dc_leak.rows("test") | (set() if keep_dev else dc_leak.rows("dev"))
     if dc_drop:
         dc = _without(dc, dc_drop)
-        report.dropped["dc"] = {"dev": 0 if keep_dev else len(set(dc_by.get("dev", []))), "test": len(set(dc_by.get("test", [])))}
+        report.dropped["dc"] = {"dev": 0 if keep_dev else len(dc_leak.rows("dev")), "test": len(dc_leak.rows("test"))}
     return tc, dc, report
 
 
-def guard_chosen_corpus(corpus: Corpus, leak: dict[str, Any], allow_dev_in_mlm: bool, pretrains: bool,
+def guard_chosen_corpus(corpus: Corpus, leak: LeakageReport, allow_dev_in_mlm: bool, pretrains: bool,
                         name: str) -> tuple[Corpus, int, int]:
     """An MLM corpus the user chose (TC, a compare-sources source): (it without its TEST duplicates, its DEV duplicates
     kept, TEST duplicates dropped); UserError for DEV text when it pretrains and the run does not allow it."""
-    by = leak.get("indices_per_against", {})
-    dev_rows = set(by.get("dev", []))
+    dev_rows = leak.rows("dev")
     if dev_rows and pretrains and not allow_dev_in_mlm:
-        per = leak["per_against"]["dev"]
+        per = leak.per_against["dev"]
         raise UserError(f"DEV text in the MLM corpus {name}: {per['exact']} exact and {per['near']} near duplicates of "
                         f"DEV sentences{_example(leak, 'dev')}. DEV drives early stopping and the checkpoint pick, so "
                         "pretraining on it flatters DEV F1 and the pick. Use a TC without DEV text (e.g. TC = train), or "
                         "allow it explicitly (--allow-dev-in-mlm; recorded with the results)")
-    test_rows = set(by.get("test", []))
+    test_rows = leak.rows("test")
     return (_without(corpus, test_rows) if test_rows else corpus), (len(dev_rows) if pretrains else 0), len(test_rows)
 
 

@@ -17,7 +17,9 @@ index plus one batch for millions of sentences.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from core.data.corpus import Corpus
@@ -76,8 +78,45 @@ class LeakageIndex:
         return out
 
 
+@dataclass
+class LeakageReport:
+    """A corpus's exact and near duplicates of labeled corpora (DEV, TEST), counted overall and per labeled corpus."""
+
+    sentences: int
+    exact: int
+    near: int
+    threshold: float
+    per_against: dict[str, dict[str, int]]  # labeled corpus -> {"exact": n, "near": n}
+    examples: list[dict[str, Any]]  # {corpus_index, against, index, similarity, text}
+    leaked_indices: list[int]
+    indices_per_against: dict[str, list[int]]  # labeled corpus -> the rows duplicating one of its sentences
+    corpus: str = ""
+
+    def rows(self, against: str) -> set[int]:
+        """The rows duplicating a sentence of `against` (none when it named no such corpus)."""
+        return set(self.indices_per_against[against]) if against in self.indices_per_against else set()
+
+    def counts(self, against: str) -> dict[str, int] | None:
+        """{"exact", "near"} duplicates of `against`; None when there are none."""
+        return self.per_against[against] if against in self.per_against else None
+
+    def example(self, against: str) -> dict[str, Any] | None:
+        return next((e for e in self.examples if e["against"] == against), None)
+
+    def to_dict(self, indices: bool = True) -> dict[str, Any]:
+        """Every field; without `indices` the row lists are left out (what the CLI and a page show)."""
+        out = dataclasses.asdict(self)
+        if not indices:
+            del out["leaked_indices"], out["indices_per_against"]
+        return out
+
+    def stored(self) -> dict[str, Any]:
+        """What an experiment's result keeps of it."""
+        return {"exact": self.exact, "near": self.near, "threshold": self.threshold, "per_against": self.per_against}
+
+
 def scan(corpus: Corpus | CorpusStream, index: LeakageIndex, progress: Progress | None = None,
-         max_examples: int = MAX_EXAMPLES) -> dict[str, Any]:
+         max_examples: int = MAX_EXAMPLES, name: str = "") -> LeakageReport:
     """Exact and near duplicates of `index`'s corpora in `corpus`, read batch by batch."""
     stream = CorpusStream.of(corpus)
     progress = progress or silent
@@ -105,8 +144,8 @@ def scan(corpus: Corpus | CorpusStream, index: LeakageIndex, progress: Progress 
                                  "text": texts[k]})
         done += len(texts)
         progress(done / max(n, 1), f"{done:,} of {n:,} sentences checked, {exact + near:,} leaked")
-    return {"sentences": n, "exact": exact, "near": near, "threshold": index.threshold, "per_against": per,
-            "examples": examples, "leaked_indices": leaked, "indices_per_against": by}
+    return LeakageReport(sentences=n, exact=exact, near=near, threshold=index.threshold, per_against=per,
+                         examples=examples, leaked_indices=leaked, indices_per_against=by, corpus=name)
 
 
 def labeled_texts(ws: Workspace | None, refs: Iterable[str]) -> dict[str, list[str]]:
@@ -122,9 +161,8 @@ def labeled_texts(ws: Workspace | None, refs: Iterable[str]) -> dict[str, list[s
 
 
 def check_leakage(ws: Workspace, corpus_ref: str, against: Sequence[str], threshold: float = THRESHOLD,
-                  progress: Progress | None = None, max_examples: int = MAX_EXAMPLES) -> dict[str, Any]:
-    """`python -m core leakage` and the Selection page's panel: {"exact", "near", "threshold", "examples": [{corpus_index,
-    against, index, similarity}], "per_against", "sentences", "corpus"}. The leaked indices are in "leaked_indices"."""
+                  progress: Progress | None = None, max_examples: int = MAX_EXAMPLES) -> LeakageReport:
+    """`python -m core leakage` and the Selection page's panel."""
     if not against:
         raise UserError("name the labeled corpora to check against (e.g. dev,test)")
     index = LeakageIndex(labeled_texts(ws, against), threshold)
@@ -134,9 +172,9 @@ def check_leakage(ws: Workspace, corpus_ref: str, against: Sequence[str], thresh
         stream = open_corpus_stream(ws, corpus_ref)
     if len(stream) == 0:
         raise UserError(f"{corpus_ref}: the corpus is empty")
-    return {"corpus": str(corpus_ref), **scan(stream, index, progress, max_examples)}
+    return scan(stream, index, progress, max_examples, name=str(corpus_ref))
 
 
-def texts_leakage(texts: Sequence[str], against: dict[str, Sequence[str]], threshold: float = THRESHOLD) -> dict[str, Any]:
+def texts_leakage(texts: Sequence[str], against: dict[str, Sequence[str]], threshold: float = THRESHOLD) -> LeakageReport:
     """The same check for sentences in memory (an experiment's TC or SC before MLM)."""
     return scan(Corpus(tokens=[t.split() for t in texts]), LeakageIndex(dict(against), threshold))
