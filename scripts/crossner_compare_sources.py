@@ -253,9 +253,9 @@ def finished_earlier(path: Path, seeds: list[int], measures: list[str]) -> str |
         done = read_comparison(path)
     except UserError:
         return None
-    if done.get("seeds") != seeds or sorted(done["measures"]) != sorted(measures):
+    if done.seeds != seeds or sorted(done.measures) != sorted(measures):
         return None
-    return str(done.get("commit") or "?")
+    return str(done.other.get("commit") or "?")
 
 
 def pool_results(variant: str) -> None:

@@ -131,6 +131,7 @@ def test_pooled_pairs_separate_source_fit_from_target_gain_and_the_in_domain_pai
 def test_pooling_refuses_two_recipes_a_target_twice_and_bad_files(tmp_path, capsys):
     from core.errors import UserError
     from core.experiments.compare import read_comparison
+    from core.similarity.comparison import ComparisonResult
     from core.similarity.correlation import default_pool, pool_comparisons
 
     a = _comparison("a", {"a": 0.03, "x": 0.02, "y": 0.01}, {"a": 0.9, "x": 0.8, "y": 0.7})
@@ -142,7 +143,8 @@ def test_pooling_refuses_two_recipes_a_target_twice_and_bad_files(tmp_path, caps
         pool_comparisons([])
     newer = _comparison("a", {"a": 0.05, "x": 0.02, "y": 0.01}, {"a": 0.9, "x": 0.8, "y": 0.7})
     demo = _comparison("b", {"b": 0.1}, {"b": 0.3}, preset="demo")
-    assert default_pool([newer, demo, a]) == [newer]  # the recipe with most targets, the newest run per target
+    typed = [ComparisonResult.of(c, "test") for c in (newer, demo, a)]
+    assert default_pool(typed) == typed[:1]  # the recipe with most targets, the newest run per target
     bad = tmp_path / "bad.json"
     for text, says in (("{", "not a JSON file"), (json.dumps({"target": "a"}), "no baseline_f1, sources, measures"),
                        (json.dumps({**a, "sources": [{"name": "x"}]}), "source 1 has no name or F1")):

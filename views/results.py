@@ -9,7 +9,7 @@ import pandas as pd
 import plotly.express as px
 import streamlit as st
 
-from core.experiments.compare import collect_comparisons, comparison_label
+from core.experiments.compare import collect_comparisons
 from core.experiments.experiment import collect_results, per_type_table, results_table
 from core.experiments.records import Cell
 from core.experiments.summary import (
@@ -146,7 +146,7 @@ else:
     default = default_pool(comparisons)
     picked = st.multiselect("Comparisons to pool (one per target, one recipe)", list(range(len(comparisons))),
                             default=[i for i, c in enumerate(comparisons) if any(c is d for d in default)],
-                            format_func=lambda i: comparison_label(comparisons[i]), key="pool_pick")
+                            format_func=lambda i: comparisons[i].label, key="pool_pick")
     pooled = run_guarded(lambda: pool_comparisons([comparisons[i] for i in picked]), "cannot pool these") if picked else None
     if pooled:
         st.markdown(f"**Does a measure predict the gain?** Pearson r over {pooled['pairs']} (source, target) pairs of "

@@ -104,7 +104,7 @@ def cmd_compare_sources(args: argparse.Namespace) -> int:
 
 def cmd_compare_pool(args: argparse.Namespace) -> int:
     from core.data.atomic import atomic_write_json
-    from core.experiments.compare import collect_comparisons, comparison_label, read_comparison
+    from core.experiments.compare import collect_comparisons, read_comparison
     from core.similarity.correlation import default_pool, format_pooled, pool_comparisons
 
     if args.results:
@@ -112,7 +112,7 @@ def cmd_compare_pool(args: argparse.Namespace) -> int:
     else:  # the workspace's: one recipe, the newest run per target, as the Results page pools by default
         results = default_pool(collect_comparisons(Workspace(args.workspace)))
         if results and not args.json:
-            print("pooled from the workspace: " + "; ".join(comparison_label(r) for r in results))
+            print("pooled from the workspace: " + "; ".join(r.label for r in results))
     pooled = pool_comparisons(results)
     if args.out:
         atomic_write_json(Path(args.out), pooled)

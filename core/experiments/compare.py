@@ -34,6 +34,7 @@ from core.experiments.plan import slug
 from core.experiments.records import Cell, cell_path, load_cell, save_cell
 from core.experiments.summary import interval_summary, keep_predictions
 from core.progress import sub
+from core.similarity.comparison import ComparisonResult
 from core.similarity.correlation import correlate_with_f1
 from core.similarity.measures import PAIRWISE, SimilarityParams, compare_corpora, corpus_text
 from core.train.lineage import Lineage, MlmPhase, from_base, record_run, write_lineage
@@ -242,7 +243,7 @@ def compare_sources_job(params: CompareSourcesParams, ctx: JobContext) -> dict[s
     return result
 
 
-def read_comparison(path: str | Path) -> dict[str, Any]:
+def read_comparison(path: str | Path) -> ComparisonResult:
     """A compare-sources result from a file (a run folder's compare.json, `--json` output, a docs/results JSON), checked
     for what pooling reads; a bad file is a UserError naming it."""
     path = Path(path)
@@ -252,43 +253,21 @@ def read_comparison(path: str | Path) -> dict[str, Any]:
         raise UserError(f"{path}: no such file") from exc
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise UserError(f"{path}: not a JSON file ({exc})") from exc
-    return check_comparison(result, str(path))
+    return ComparisonResult.of(result, str(path))
 
 
-def check_comparison(result: Any, where: str) -> dict[str, Any]:
-    """`result` if it has what pooling reads (target, a numeric baseline F1, a list of measures, sources with a name and
-    F1), else a UserError naming `where`."""
-    missing = [k for k in ("target", "baseline_f1", "sources", "measures") if not isinstance(result, dict) or k not in result]
-    if missing:
-        raise UserError(f"{where}: not a compare-sources result (no {', '.join(missing)})")
-    if not isinstance(result["baseline_f1"], (int, float)) or not isinstance(result["measures"], list) \
-            or not isinstance(result["sources"], list):
-        raise UserError(f"{where}: expected a number as baseline_f1 and lists as measures and sources")
-    for i, s in enumerate(result["sources"]):
-        if not isinstance(s, dict) or "name" not in s or not isinstance(s.get("f1_mean"), (int, float)):
-            raise UserError(f"{where}: source {i + 1} has no name or F1 (expected name and f1_mean)")
-    return result
-
-
-def comparison_label(result: dict[str, Any]) -> str:
-    """How a page names one compare-sources result: target, sources, seeds, preset and its run folder."""
-    folder = Path(result["run_dir"]).name if result.get("run_dir") else "?"
-    return (f"{result['target']} · {len(result['sources'])} sources · {len(result.get('seeds') or [])} seeds · "
-            f"preset {result.get('preset')} · {folder}")
-
-
-def collect_comparisons(ws) -> list[dict[str, Any]]:
+def collect_comparisons(ws) -> list[ComparisonResult]:
     """Results of finished compare-sources runs of a workspace (jobs, and CLI runs through the run index), newest first."""
     from core.runner import jobs
     from core.train.lineage import list_runs
 
-    found: list[tuple[float, dict[str, Any]]] = []
+    found: list[tuple[float, ComparisonResult]] = []
     seen: set[str] = set()
     for job in jobs.list_jobs(ws, "compare-sources"):
         if job.status == "done" and job.result:
             seen.add(str(job.run_dir))
             try:
-                found.append((job.finished or job.created, check_comparison(job.result, f"job {job.id}")))
+                found.append((job.finished or job.created, ComparisonResult.of(job.result, f"job {job.id}")))
             except UserError:  # a result from an older version without what pooling reads: not listed
                 continue
     for entry in list_runs(ws, "ner"):
@@ -303,4 +282,4 @@ def collect_comparisons(ws) -> list[dict[str, Any]]:
     return [result for _, result in sorted(found, key=lambda pair: -pair[0])]
 
 
-__all__ = ["Comparison", "check_comparison", "collect_comparisons", "comparison_label", "compare_sources_job", "read_comparison"]
+__all__ = ["Comparison", "collect_comparisons", "compare_sources_job", "read_comparison"]

@@ -11,6 +11,7 @@ import numpy as np
 
 from core.data.workspace import Workspace
 from core.errors import UserError
+from core.similarity.comparison import ComparisonResult
 
 
 def finished_f1_runs(ws: Workspace) -> list[dict[str, Any]]:
@@ -106,7 +107,7 @@ def r_interval(xy: Sequence[tuple[float, float]], n_boot: int = 1000, seed: int 
     return [float(np.quantile(rs, alpha / 2)), float(np.quantile(rs, 1 - alpha / 2))]
 
 
-def pool_comparisons(results: Sequence[dict[str, Any]]) -> dict[str, Any]:
+def pool_comparisons(results: Sequence[ComparisonResult | dict[str, Any]]) -> dict[str, Any]:
     """Every (source, target) pair of several compare-sources results with its F1 gain over the target's own no-pretraining
     baseline, and each measure's Pearson r against that gain over all pairs (Dai et al. 2020 pool five targets' pairs).
 
@@ -123,26 +124,27 @@ def pool_comparisons(results: Sequence[dict[str, Any]]) -> dict[str, Any]:
 
     if not results:
         raise UserError("no compare-sources results to pool: run `python -m core compare-sources` on at least one target")
-    recipes = {(r.get("preset"), r.get("model"), tuple(r.get("seeds") or ())) for r in results}
+    results = [ComparisonResult.of(r, f"comparison {i + 1}") for i, r in enumerate(results)]
+    recipes = {r.recipe for r in results}
     if len(recipes) > 1:
         shown = "; ".join(f"preset {p}, encoder {m}, seeds {list(s)}" for p, m, s in sorted(recipes, key=str))
         raise UserError(f"the results were trained with different recipes or seeds ({shown}): pool one recipe at a time")
-    results = sorted(results, key=lambda r: r["target"])  # pairs listed target by target, whatever order they came in
-    targets = [r["target"] for r in results]
+    results = sorted(results, key=lambda r: r.target)  # pairs listed target by target, whatever order they came in
+    targets = [r.target for r in results]
     if dup := sorted({t for t in targets if targets.count(t) > 1}):
         raise UserError(f"target {', '.join(dup)} appears in more than one result: pool one comparison per target")
-    measures = [m for m in results[0]["measures"] if all(m in r["measures"] for r in results)]
+    measures = [m for m in results[0].measures if all(m in r.measures for r in results)]
     points = []
     for r in results:
-        for s in r["sources"]:
-            vs = (s.get("vs") or {}).get("none") or {}
-            points.append({"target": r["target"], "source": s["name"], "in_domain": bool(
-                s["name"] == r["target"] or (s.get("hash") and s.get("hash") == r.get("target_hash"))),
-                "f1": s["f1_mean"], "baseline_f1": r["baseline_f1"], "gain": vs.get("delta", s["f1_mean"] - r["baseline_f1"]),
-                "gain_ci": vs.get("ci"), "gain_p": vs.get("p"), "seeds": len(r.get("seeds") or []) or len(s.get("runs") or []),
-                **{m: _finite(s.get(m)) for m in measures}})  # a NaN measure is missing, not a number in the JSON
-    out: dict[str, Any] = {"targets": targets, "preset": results[0].get("preset"), "model": results[0].get("model"),
-                           "seeds": results[0].get("seeds"), "pairs": len(points), "points": points, "measures": {}}
+        for s in r.sources:
+            gain, gain_ci, gain_p = s.gain(r.baseline_f1)
+            points.append({"target": r.target, "source": s.name, "in_domain": bool(
+                s.name == r.target or (s.hash and s.hash == r.target_hash)),
+                "f1": s.f1_mean, "baseline_f1": r.baseline_f1, "gain": gain, "gain_ci": gain_ci, "gain_p": gain_p,
+                "seeds": len(r.seeds) or len(s.runs),
+                **{m: _finite(s.values[m]) for m in measures}})  # a NaN measure is missing, not a number in the JSON
+    out: dict[str, Any] = {"targets": targets, "preset": results[0].preset, "model": results[0].model,
+                           "seeds": results[0].seeds, "pairs": len(points), "points": points, "measures": {}}
     for m in measures:
         info = MEASURES.get(m)
         usable = [p for p in points if p[m] is not None]
@@ -279,12 +281,12 @@ def pair_rows(pooled: dict[str, Any]) -> list[dict[str, Any]]:
              "p": None if p.get("gain_p") is None else f"{p['gain_p']:.2f}", "seeds": p["seeds"]} for p in pooled["points"]]
 
 
-def default_pool(results: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+def default_pool(results: Sequence[ComparisonResult]) -> list[ComparisonResult]:
     """The comparisons to pool when nobody chose: those of the recipe (preset, encoder, seeds) with the most targets, the
     first listed per target (`collect_comparisons` lists the newest first, so a rerun replaces an earlier run)."""
-    by_recipe: dict[tuple[Any, ...], dict[str, dict[str, Any]]] = {}
+    by_recipe: dict[tuple[Any, ...], dict[str, ComparisonResult]] = {}
     for r in results:
-        by_recipe.setdefault((r.get("preset"), r.get("model"), tuple(r.get("seeds") or ())), {}).setdefault(r["target"], r)
+        by_recipe.setdefault(r.recipe, {}).setdefault(r.target, r)
     if not by_recipe:
         return []
     return list(max(by_recipe.values(), key=len).values())
