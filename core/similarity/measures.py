@@ -23,10 +23,11 @@ counts, the LM), not the corpus as Python strings; values equal the in-memory pa
 from __future__ import annotations
 
 import copy
+import functools
 import itertools
 import math
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
@@ -351,44 +352,50 @@ def sample_subcorpora(tokens: Text, n_tokens: int | None, k: int = 1, seed: int 
 
 @dataclass
 class CorpusSide:
-    """One corpus (or one sub-sample of it) with what measures need, built at most once."""
+    """One corpus (or one sub-sample of it) with what measures need, each built at most once, on first use."""
 
     tokens: Text
     params: SimilarityParams
-    _cache: dict[str, Any] = field(default_factory=dict)
 
-    def get(self, what: str) -> Any:
-        if what not in self._cache:
-            p = self.params
-            self._cache[what] = {
-                "vocab": lambda: vocabulary(self.tokens),
-                "content": self._content_words,
-                # a stream: the LM from n-gram counts merged chunk by chunk (memory: distinct n-grams)
-                "lm": lambda: (build_lm_streamed(token_chunks(self.tokens), order=p.order)
-                               if isinstance(self.tokens, CorpusStream) else build_lm(self.tokens, order=p.order)),
-                "w2v": lambda: train_word_vectors(self.tokens, p),
-                "ngrams": lambda: NgramCounts.of(token_chunks(self.tokens), p.jsd_order),
-            }[what]()
-        return self._cache[what]
+    @functools.cached_property
+    def vocab(self) -> set[str]:
+        return vocabulary(self.tokens)
 
-    def _content_words(self) -> set[str]:
+    @functools.cached_property
+    def content(self) -> set[str]:
         method = content_word_method(self.params.tvcc_method)[0]
-        return content_vocabulary(self.tokens, method, self.get("vocab") if method == "approx" else None)
+        return content_vocabulary(self.tokens, method, self.vocab if method == "approx" else None)
+
+    @functools.cached_property
+    def lm(self) -> Any:
+        """A stream: the LM from n-gram counts merged chunk by chunk (memory: distinct n-grams)."""
+        order = self.params.order
+        if isinstance(self.tokens, CorpusStream):
+            return build_lm_streamed(token_chunks(self.tokens), order=order)
+        return build_lm(self.tokens, order=order)
+
+    @functools.cached_property
+    def w2v(self) -> Any:
+        return train_word_vectors(self.tokens, self.params)
+
+    @functools.cached_property
+    def ngrams(self) -> NgramCounts:
+        return NgramCounts.of(token_chunks(self.tokens), self.params.jsd_order)
 
 
 def pair_values(src: CorpusSide, tgt: CorpusSide, measures: Sequence[str]) -> dict[str, float]:
     out: dict[str, float] = {}
     for m in measures:
         if m == "tvc":
-            out["tvc"] = target_vocab_covered(src.get("vocab"), tgt.get("vocab"))
+            out["tvc"] = target_vocab_covered(src.vocab, tgt.vocab)
         elif m == "tvcc":
-            out["tvcc"] = target_vocab_covered(src.get("content"), tgt.get("content"))
+            out["tvcc"] = target_vocab_covered(src.content, tgt.content)
         elif m == "ppl":
-            out["ppl"], out["ppl_sum"] = lm_perplexities(src.get("lm"), tgt.tokens)
+            out["ppl"], out["ppl_sum"] = lm_perplexities(src.lm, tgt.tokens)
         elif m == "jsd":
-            out["jsd"] = ngram_jsd(src.tokens, tgt.tokens, src.params.jsd_order, source_counts=src.get("ngrams"))
+            out["jsd"] = ngram_jsd(src.tokens, tgt.tokens, src.params.jsd_order, source_counts=src.ngrams)
         elif m == "wvv":
-            out["wvv"] = word_vector_variance(src.get("w2v"), tgt.tokens, src.params.wvv_words)
+            out["wvv"] = word_vector_variance(src.w2v, tgt.tokens, src.params.wvv_words)
     return out
 
 
@@ -419,7 +426,7 @@ def compare_corpora(source: Text, target: Text, params: SimilarityParams | None 
         values = pair_values(src, tgt, params.pairwise)
         if "ttr" in params.measures:
             n = n_tokens(sample)
-            values["ttr_source"] = len(src.get("vocab")) / n if n else 0.0  # = type_token_ratio(sample), one pass fewer
+            values["ttr_source"] = len(src.vocab) / n if n else 0.0  # = type_token_ratio(sample), one pass fewer
         per_sample.append(values)
     result: dict[str, Any] = mean_over_samples(per_sample) if per_sample[0] else {}
     if "ttr" in params.measures:
