@@ -6,11 +6,12 @@ implementation without importing each other (core.data.workspace imports core.da
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import sqlite3
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -71,6 +72,26 @@ def json_default(o: Any) -> Any:
     if isinstance(o, (set, frozenset)):
         return sorted(o)
     return str(o)
+
+
+def split_fields(cls: type, data: Mapping[str, Any], own: Iterable[str] = (),
+                 drop_none: bool = False) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A typed record read from JSON, once for every record: (the values of dataclass `cls`'s fields found in `data`,
+    every other key, kept so a newer or older writer's fields are written back). `own`: keys the caller reads itself
+    (the catch-all field, nested records, renamed keys), in neither part; `drop_none`: a null leaves the default.
+
+    >>> from dataclasses import dataclass, field
+    >>> @dataclass
+    ... class R:
+    ...     a: int = 0
+    ...     other: dict = field(default_factory=dict)
+    >>> split_fields(R, {"a": 1, "b": 2, "other": {}}, own=("other",))
+    ({'a': 1}, {'b': 2})
+    """
+    skip = set(own)
+    names = {f.name for f in dataclasses.fields(cls)} - skip
+    known = {k: v for k, v in data.items() if k in names and not (drop_none and v is None)}
+    return known, {k: v for k, v in data.items() if k not in names and k not in skip}
 
 
 def plain_json(obj: Any) -> Any:

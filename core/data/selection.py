@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from core.data.atomic import temp_path_for
+from core.data.atomic import split_fields, temp_path_for
 from core.data.corpus import Corpus
 from core.data.stream import CorpusStream, selected_records
 from core.errors import UserError
@@ -58,12 +58,11 @@ class SelectionMeta:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> SelectionMeta:
-        names = {f.name for f in fields(cls)} - {"other"}
-        known = {k: v for k, v in data.items() if k in names}
+        known, other = split_fields(cls, data, own=("other", "folder", "label"))
         for name in ("notes", "extra"):
             if known.get(name) is None:
                 known.pop(name, None)
-        return cls(**known, other={k: v for k, v in data.items() if k not in names and k not in ("folder", "label")})
+        return cls(**known, other=other)
 
     def to_dict(self) -> dict[str, Any]:
         """meta.json's form: every field but `path` (where it lies is not part of it) and `other` merged back in."""

@@ -34,6 +34,7 @@ import pyarrow.parquet as pq
 from core.access import LOCAL, Actor, check_server_path, require
 from core.data.atomic import (
     atomic_write_json,
+    split_fields,
     temp_path_for,
 )
 from core.data.corpus import Corpus, iter_corpus, read_corpus, write_corpus
@@ -69,9 +70,9 @@ class Settings:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Settings:
-        known = {k: v for k, v in data.items() if k in cls.names()}
+        known, other = split_fields(cls, data, own=("other",))
         known["roles"] = dict(known.get("roles") or {})
-        return cls(**known, other={k: v for k, v in data.items() if k not in cls.names()})
+        return cls(**known, other=other)
 
     def to_dict(self) -> dict[str, Any]:
         return {**self.other, **{name: getattr(self, name) for name in sorted(self.names())}}

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from core.data.atomic import atomic_write_json
+from core.data.atomic import atomic_write_json, split_fields
 from core.errors import UserError
 from core.experiments.plan import BASELINES, CELL_FILE, RECIPE_FIELDS, RECIPE_FILE, recipe_differences, recipe_of
 
@@ -69,9 +69,7 @@ class Cell:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Cell:
-        names = {f.name for f in dataclasses.fields(cls)} - {"extra"}
-        known = {k: v for k, v in data.items() if k in names}
-        extra = {k: v for k, v in data.items() if k not in names and k not in ("selected", "extra")}
+        known, extra = split_fields(cls, data, own=("extra", "selected"))
         extra.update(data.get("extra") or {})
         if str(known.get("row")) in BASELINES:  # before this record: 0 (none, TAPT) or |DC| (DAPT) for a baseline
             known["budget"] = None
@@ -114,9 +112,8 @@ class PairTest:
     def of(cls, data: PairTest | Mapping[str, Any]) -> PairTest:
         if isinstance(data, PairTest):
             return data
-        names = {f.name for f in dataclasses.fields(cls)} - {"other"}
-        return cls(**{k: v for k, v in data.items() if k in names and v is not None},
-                   other={k: v for k, v in data.items() if k not in names})
+        known, other = split_fields(cls, data, own=("other",), drop_none=True)
+        return cls(**known, other=other)
 
     def to_dict(self) -> dict[str, Any]:
         out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "other"}
@@ -145,10 +142,8 @@ class SummaryEntry:
     def of(cls, data: SummaryEntry | Mapping[str, Any]) -> SummaryEntry:
         if isinstance(data, SummaryEntry):
             return data
-        names = {f.name for f in dataclasses.fields(cls)} - {"other", "vs"}
-        known = {k: v for k, v in data.items() if k in names and v is not None}
-        return cls(**known, vs={b: PairTest.of(t) for b, t in (data.get("vs") or {}).items()},
-                   other={k: v for k, v in data.items() if k not in names and k != "vs"})
+        known, other = split_fields(cls, data, own=("other", "vs"), drop_none=True)
+        return cls(**known, vs={b: PairTest.of(t) for b, t in (data.get("vs") or {}).items()}, other=other)
 
     def to_dict(self) -> dict[str, Any]:
         out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name not in ("other", "vs")}
@@ -187,14 +182,12 @@ class ExperimentResult:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], job: str = "", partial: bool = False) -> ExperimentResult:
-        names = {f.name for f in dataclasses.fields(cls)} - {"extra", "cells", "domain", "preset"}
-        known = {k: v for k, v in data.items() if k in names and v is not None}
+        known, extra = split_fields(cls, data, own=("extra", "cells", "domain", "preset"), drop_none=True)
         known["summary"] = as_entries(known.get("summary") or [])
         stored = data.get("params")  # a result from before "preset" was written beside it: the params it kept
         preset = data.get("preset") or (stored["preset"] if isinstance(stored, Mapping) and "preset" in stored else None)
         return cls(domain=str(data.get("domain") or "?"), cells=as_cells(data.get("cells") or []),
-                   preset=preset, **{"job": job, "partial": partial, **known},
-                   extra={k: v for k, v in data.items() if k not in names and k not in ("cells", "domain", "preset")})
+                   preset=preset, **{"job": job, "partial": partial, **known}, extra=extra)
 
     def to_dict(self) -> dict[str, Any]:
         out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name not in ("extra", "cells", "summary")}

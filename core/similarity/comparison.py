@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from core.data.atomic import split_fields
 from core.errors import UserError
 
 
@@ -74,10 +75,8 @@ class ComparisonResult:
             if not isinstance(s, Mapping) or "name" not in s or not isinstance(s.get("f1_mean"), (int, float)):
                 raise UserError(f"{where}: source {i + 1} has no name or F1 (expected name and f1_mean)")
             sources.append(_source(s, measures))
-        names = {f.name for f in dataclasses.fields(cls)} - {"other", "sources", "measures"}
-        known = {k: v for k, v in data.items() if k in names and v is not None}
-        return cls(**known, sources=sources, measures=measures,
-                   other={k: v for k, v in data.items() if k not in names and k not in ("sources", "measures")})
+        known, other = split_fields(cls, data, own=("other", "sources", "measures"), drop_none=True)
+        return cls(**known, sources=sources, measures=measures, other=other)
 
     def to_dict(self) -> dict[str, Any]:
         out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name not in ("other", "sources")}
@@ -98,7 +97,5 @@ class ComparisonResult:
 
 
 def _source(data: Mapping[str, Any], measures: list[str]) -> SourceResult:
-    names = {f.name for f in dataclasses.fields(SourceResult)} - {"other", "values"}
-    known = {k: v for k, v in data.items() if k in names and v is not None}
-    return SourceResult(**known, values={m: data[m] if m in data else None for m in measures},
-                        other={k: v for k, v in data.items() if k not in names and k not in measures})
+    known, other = split_fields(SourceResult, data, own=("other", "values", *measures), drop_none=True)
+    return SourceResult(**known, values={m: data[m] if m in data else None for m in measures}, other=other)

@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from core.data.atomic import atomic_write_json
+from core.data.atomic import atomic_write_json, split_fields
 from core.data.selection_store import selection_meta
 from core.data.workspace import Workspace, resolve_corpus_ref
 from core.errors import UserError
@@ -107,11 +107,10 @@ class RunEntry:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> RunEntry:
-        names = {f.name for f in fields(cls)} - {"extra", "lineage", "created"}
+        known, extra = split_fields(cls, d, own=("extra", "lineage", "created"))
         lin = d.get("lineage")
-        return cls(**{k: v for k, v in d.items() if k in names}, created=float(d.get("created") or 0.0),
-                   lineage=Lineage.from_dict(lin) if isinstance(lin, dict) else None,
-                   extra={k: v for k, v in d.items() if k not in names and k not in ("lineage", "created")})
+        return cls(**known, created=float(d.get("created") or 0.0),
+                   lineage=Lineage.from_dict(lin) if isinstance(lin, dict) else None, extra=extra)
 
     def to_dict(self) -> dict[str, Any]:
         out = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("extra", "lineage")}
