@@ -72,9 +72,9 @@ def test_switching_selection_runs_no_job_and_a_lasso_becomes_a_selection(map_ws)
         assert first["points"] == 1000 and first["renderer"] in ("webgl2", "canvas2d")
         _wait_layer(page, random.key[:8])  # the newest selection is the current one
         picker = page.locator(".st-key-map_selection").get_by_role("combobox")
-        assert picker.input_value() == random["label"]
+        assert picker.input_value() == random.label
         picker.click()  # open the selection picker and take the other one
-        page.get_by_role("option", name=dsir["label"]).click()
+        page.get_by_role("option", name=dsir.label).click()
         _wait_layer(page, dsir.key[:8])
         switched = _stats(page)
         assert switched["renders"] > first["renders"] and switched["points"] == 1000
