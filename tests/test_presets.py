@@ -71,3 +71,12 @@ def test_cli_options_default_to_the_job_params(words, params, differs):
         assert action.default == _cli_value(expected), f"{' '.join(words)} --{action.dest}"
         checked += 1
     assert checked, f"no option of {' '.join(words)} maps to {params.__name__}"
+
+
+def test_the_runs_page_says_each_presets_epochs_as_training_reads_them():
+    """Issue 44: the Runs page's help said 100 epochs for a preset without its own setting; NerConfig trains 200."""
+    from core.recipes import presets
+    from core.recipes.configs import NerConfig
+
+    assert presets.ner_epochs("paper") == NerConfig.from_dict({}).epochs == 200
+    assert presets.ner_epochs("tiny") == presets.NER["tiny"]["epochs"]

@@ -50,8 +50,7 @@ with ner_tab, st.form("ner_form"):
     n_preset = c[1].selectbox("Preset", PRESET_CHOICES, key="ner_preset", help=preset_help("ner"))
     # empty = the preset's own value: a fixed default here overrode every preset (tiny trained 20 epochs)
     n_epochs = c[2].number_input("Max epochs", 1, 200, None, key="ner_epochs", placeholder="preset's",
-                                 help="Empty: the preset decides (" + ", ".join(f"{k} {v.get('epochs', 100)}"
-                                                                                 for k, v in presets.NER.items()) + ").")
+                                 help="Empty: the preset decides (" + ", ".join(f"{k} {presets.ner_epochs(k)}" for k in presets.NER) + ").")
     n_seed = c[3].number_input("Seed", 0, 10_000, 1, key="ner_seed")
     if st.form_submit_button("Start NER training", type="primary") and n_train:
         config = {"seed": int(n_seed), **({"epochs": int(n_epochs)} if n_epochs is not None else {})}

@@ -145,6 +145,13 @@ def ner_settings(name: str = DEFAULT_PRESET, **overrides: Any) -> dict[str, Any]
     return _settings(NER, name, "NER", overrides)
 
 
+def ner_epochs(name: str = DEFAULT_PRESET) -> int:
+    """The most NER epochs a preset trains: its own setting, else the config's default (what the Runs page says)."""
+    from core.recipes.configs import NerConfig
+
+    return NerConfig.from_dict(ner_settings(name)).epochs
+
+
 def experiment_settings(name: str = DEFAULT_PRESET, **overrides: Any) -> dict[str, Any]:
     """The experiment preset's settings (checkpoint pick) with the overrides that are set (None keeps the preset's)."""
     return _settings(EXPERIMENT, name, "experiment", overrides)
