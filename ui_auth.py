@@ -69,10 +69,15 @@ def _cookie() -> str | None:
 
 
 def keep_session_in_browser() -> None:
-    """Run once on the first page after a password sign-in: the page hands its one-time code to the cookie route."""
-    code = st.session_state.pop(_HANDOFF_KEY, None)
-    if code:
+    """After a password sign-in the page hands its one-time code to the cookie route, on every run until the route
+    has redeemed it (a run cut short by a page switch may never reach the browser); a spent code is refused there."""
+    code = st.session_state.get(_HANDOFF_KEY)
+    if not code:
+        return
+    if websession.pending(code):
         st.html(websession.cookie_script(code), unsafe_allow_javascript=True)
+    else:
+        st.session_state.pop(_HANDOFF_KEY, None)
 
 
 def _client() -> str:

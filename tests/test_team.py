@@ -367,3 +367,19 @@ def test_a_task_carries_a_models_suggestions_and_only_answers_count(team_ws, tin
         tasks.create_task(team_ws, rita, "bad", ["ann"], corpus="demo-dc", n_items=1, overlap=0.0,
                           suggest_model=str(tmp_path / "nope"))
     assert len(tasks.list_tasks(team_ws, rita)) == 1  # the refused task left nothing behind
+
+
+def test_a_cookie_handoff_is_pending_until_redeemed_once():
+    """The page resends its code on every run while it is pending (a page switch can replace the first script before
+    the browser ran it); the route redeems it once, after which it is neither pending nor redeemable."""
+    import time
+
+    from core.team import websession
+
+    ends = time.time() + 60
+    code = websession.handoff("tok", ends)
+    assert websession.pending(code)
+    assert websession.redeem(code) == ("tok", ends)
+    assert not websession.pending(code)
+    assert websession.redeem(code) is None
+    assert not websession.pending("never issued")

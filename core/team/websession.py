@@ -51,6 +51,15 @@ def redeem(code: str) -> tuple[str, float] | None:
     return entry[0], entry[1]
 
 
+def pending(code: str) -> bool:
+    """Whether `code` is still waiting for the browser: the page sends it again on every run until it is redeemed,
+    because a run that switches pages at once (the home page moves to Corpora) can replace the script before the
+    browser ran it."""
+    with _lock:
+        entry = _handoffs.get(str(code or ""))
+    return entry is not None and entry[2] >= time.time()
+
+
 def cookie_script(code: str) -> str:
     """The script the page runs once after a sign-in: the code goes to the route, which answers with the cookie."""
     import json
