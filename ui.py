@@ -151,8 +151,8 @@ def job_status(job: jobstore.Job, on_done: Callable[[jobstore.Job], None] | None
                 st.rerun()
         elif current.status == "done":
             st.success(f"{label} — finished")
-            if current.result and current.result.get("warning"):  # quality gates: near-0 F1, a weak masked LM
-                st.warning(current.result["warning"])
+            if current.outcome.warning:  # quality gates: near-0 F1, a weak masked LM
+                st.warning(current.outcome.warning)
             if job.active:  # it finished while we were polling: redraw the whole page once
                 st.rerun()
             if on_done is not None:

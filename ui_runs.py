@@ -56,15 +56,15 @@ def job_detail(ws: Workspace, job_id: str, interval: float | None) -> None:
 
 
 def mlm_result(ws: Workspace, job: jobstore.Job) -> None:
-    st.caption(("A fresh MLM head was initialised. " if job.result.get("fresh_head") else "")
-               + f"Model folder (usable as B1): `{job.result.get('out_dir')}`")
+    st.caption(("A fresh MLM head was initialised. " if job.outcome.fresh_head else "")
+               + f"Model folder (usable as B1): `{job.outcome.out_dir}`")
     pick_panel(ws, job)
 
 
 def experiment_result(ws: Workspace, job: jobstore.Job) -> None:
-    for v in pretraining_verdicts(job.result.get("summary") or []):
+    for v in pretraining_verdicts(job.outcome.summary):
         getattr(st, v["tone"])(v["text"])
-    for line in diagnostic_lines(job.result.get("cells") or []):
+    for line in diagnostic_lines(job.outcome.cells):
         st.caption(line)
 
 
@@ -76,7 +76,7 @@ def pick_result(ws: Workspace, job: jobstore.Job) -> None:
 
 def pick_panel(ws: Workspace, job: jobstore.Job) -> None:
     """After an MLM run that kept snapshots: score them and the base encoder by DEV F1 (core.train.checkpoint_pick)."""
-    snapshots = mlm_snapshots(job.run_dir, job.result)
+    snapshots = mlm_snapshots(job.run_dir, job.outcome.phases)
     if snapshots is None:
         st.caption("No snapshots kept: start MLM with 'Keep a snapshot every N steps' to pick the best checkpoint.")
         return
@@ -87,7 +87,7 @@ def pick_panel(ws: Workspace, job: jobstore.Job) -> None:
         dev = corpus_picker(ws, "DEV the probe scores", CorpusRole.DEV, f"pick_dev_{job.id}", labeled=True)
     if c[2].button("Pick the checkpoint", key=f"pick_go_{job.id}", help="one short NER fine-tune per snapshot and for "
                    "the base encoder; a snapshot is used only if it beats the base on DEV F1"):
-        show_launched(submit_job("pick-checkpoint", {"snapshots": str(snapshots), "final": job.result.get("out_dir"),
+        show_launched(submit_job("pick-checkpoint", {"snapshots": str(snapshots), "final": job.outcome.out_dir,
                                                      "base": job.spec.model or "default", "lc": lc, "dev": dev,
                                                      "preset": job.spec.preset or presets.DEFAULT_PRESET},
                                  "runs_job"))

@@ -522,3 +522,20 @@ def test_selection_page_opens_the_selection_saved_on_the_map(tmp_path, monkeypat
     at.switch_page("views/selection.py").run()
     assert not at.exception, [e.value for e in at.exception]
     assert at.selectbox(key="sel_view").value == from_map
+
+
+def test_a_selection_option_no_strategy_reads_is_refused_at_submit(tmp_path):
+    """Issue 44: strategy knobs were a free dict read with .get(name, default), so `--option bucket=100` ran DSIR
+    with the default silently. SelectionOptions declares them; a job is refused at submit, naming the option."""
+    from core.recipes.selection_options import SelectionOptions
+    from core.runner.kinds import validate
+
+    base = {"tc": "tc", "dc": "dc", "strategy": "dsir", "budget": 10}
+    with pytest.raises(UserError, match="unknown selection option.*'bucket'"):
+        validate("select", {**base, "options": {"bucket": 100}})
+    with pytest.raises(UserError, match="'sampling' must be one of gumbel, topk"):
+        validate("select", {**base, "options": {"sampling": "top"}})
+    with pytest.raises(UserError, match="'buckets' must be an integer"):
+        validate("select", {**base, "options": {"buckets": "many"}})
+    assert validate("select", {**base, "options": {"buckets": 100}}).options == {"buckets": 100}  # kept as given
+    assert SelectionOptions.parse(None) == SelectionOptions()

@@ -128,7 +128,7 @@ def augment_tab() -> None:
     if job is None:
         return
     job_status(job, cancel_key="aug")
-    if job.status != "done" or not job.result or not job.result.get("generated"):
+    if job.status != "done" or not job.outcome.generated:
         return
     r = job.result
     st.caption(f"{r['generated']} generated from {count(r['input_sentences'], 'sentence')} · {r['masked_per_sentence']:.2f} masked per "

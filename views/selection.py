@@ -12,6 +12,7 @@ from core.data.selection_store import list_selections, load_selection
 from core.data.workspace import CorpusRole
 from core.errors import UserError
 from core.recipes.budget import Budget
+from core.recipes.selection_options import SAMPLINGS, SelectionOptions
 from core.selection.compare import overlap_matrix, ranking_table, score_histogram
 from core.selection.strategies import Strategy
 from core.tables import readable
@@ -60,10 +61,10 @@ target = b4.text_input("Target domain", value=str(ws.settings().target_domain or
                        help="For domain precision when DC carries a `domain` field; empty = TC's majority domain.").strip()
 options: dict[str, object] = {}
 if strategy == Strategy.DSIR:
-    options["sampling"] = st.radio("DSIR ranking", ["gumbel", "topk"], key="sel_dsir_sampling", horizontal=True,
+    options["sampling"] = st.radio("DSIR ranking", list(SAMPLINGS), key="sel_dsir_sampling", horizontal=True,
                                    help="gumbel: importance resampling as in the paper; topk: deterministic highest weights")
 if strategy == Strategy.ENTITY_GAIN:
-    options["mix"] = st.slider("Entity gain's share of the score", 0.0, 1.0, 0.5, 0.05, key="sel_gain_mix",
+    options["mix"] = st.slider("Entity gain's share of the score", 0.0, 1.0, SelectionOptions().mix, 0.05, key="sel_gain_mix",
                                help="1: only the new entity mentions count; 0: only the closeness to TC (cosine) counts")
 
 budget_problem = None
@@ -95,7 +96,7 @@ if not saved:
 st.subheader("Saved selection")
 keys = [m.key for m in saved]  # newest first
 labels = {m.key: m.label for m in saved}
-just_done = job.result.get("key") if job is not None and job.status == "done" and job.result else None
+just_done = job.outcome.key if job is not None and job.status == "done" else None
 # a selection this session started finished: show it, once (another session's job, e.g. the newest in the workspace,
 # must not take the picker off the selection this session saved on the Map)
 if just_done in keys and st.session_state.get("selection_job") == job.id and st.session_state.get("sel_done_seen") != job.id:

@@ -17,6 +17,7 @@ from core.data.workspace import Workspace
 from core.errors import UserError
 from core.recipes.presets import PRESETS, preset_help
 from core.runner import jobs
+from core.runner.jobresult import JobResult
 from core.runner.params import AugmentParams, SelftrainParams, field_default
 
 
@@ -111,8 +112,8 @@ def cmd_augment(args: argparse.Namespace) -> int:
               "allow_degenerate": args.allow_degenerate}
     with tqdm_progress("augment", enabled=progress_wanted(args)) as progress:
         result = jobs.run_inline(ws, "augment", params, progress=progress)
-    if result.get("warning"):
-        print(f"warning: {result['warning']}", file=sys.stderr)
+    if warning := JobResult.from_dict(result).warning:
+        print(f"warning: {warning}", file=sys.stderr)
     if args.json:
         print_json({k: v for k, v in result.items() if k != "config"})
         return 0

@@ -19,6 +19,7 @@ from core.experiments.parallel import parse_parallel
 from core.experiments.plan import BASELINES
 from core.recipes.budget import Budget
 from core.recipes.presets import DEFAULT_PRESET, PICK_SNAPSHOTS, PRESETS, pick_defaults, preset_help
+from core.runner.jobresult import JobResult
 from core.runner.params import ExperimentParams, MlmParams, NerParams, PickParams, PredictParams, field_default
 
 
@@ -226,9 +227,9 @@ def cmd_mlm(args: argparse.Namespace) -> int:
                                       "snapshot_every", "head_warmup_steps", "layer_lr_decay", "freeze_layers"))
     params = {"train": [_corpus(args, f) for f in args.train], "model": _model(args.model), "out": str(Path(args.out).resolve()),
               "preset": args.preset, "config": config}
-    result = _run(args, "mlm", params, "mlm")
-    print(f"model written to {result['out_dir']} ({result['steps']} steps"
-          + ("; a fresh MLM head was initialised" if result.get("fresh_head") else "") + ")")
+    result = JobResult.from_dict(_run(args, "mlm", params, "mlm"))
+    print(f"model written to {result.out_dir} ({result.steps} steps"
+          + ("; a fresh MLM head was initialised" if result.fresh_head else "") + ")")
     return 0
 
 
@@ -253,12 +254,12 @@ def cmd_ner_train(args: argparse.Namespace) -> int:
     params = {"train": _corpus(args, args.train), "dev": _corpus(args, args.dev), "test": _corpus(args, args.test),
               "model": _model(args.model),
               "out": str(out), "preset": args.preset, "config": config}
-    result = _run(args, "ner", params, "ner train")
-    msg = f"model written to {result['out_dir']}: {result['steps']} steps, {result['epochs_run']} epochs"
-    if result.get("best_dev_f1") is not None:
-        msg += f", best dev F1 {result['best_dev_f1']:.4f} (epoch {result['best_epoch']})"
-    if result.get("test"):
-        msg += f", test F1 {result['test']['f1']:.4f}"
+    result = JobResult.from_dict(_run(args, "ner", params, "ner train"))
+    msg = f"model written to {result.out_dir}: {result.steps} steps, {result.epochs_run} epochs"
+    if result.best_dev_f1 is not None:
+        msg += f", best dev F1 {result.best_dev_f1:.4f} (epoch {result.best_epoch})"
+    if result.test_f1 is not None:
+        msg += f", test F1 {result.test_f1:.4f}"
     print(msg)
     return 0
 

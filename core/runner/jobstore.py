@@ -18,6 +18,7 @@ from typing import Any
 from core.data.atomic import json_default, open_sqlite
 from core.data.workspace import Workspace
 from core.errors import UserError
+from core.runner.jobresult import JobResult
 from core.runner.kinds import KINDS, validate
 from core.runner.params import SCHEMA_VERSION
 
@@ -90,6 +91,11 @@ class Job:
 
     def metrics(self) -> list[dict[str, Any]]:
         return read_metrics(self.run_dir)
+
+    @functools.cached_property
+    def outcome(self) -> JobResult:
+        """What the job returned, typed (core.runner.jobresult); empty while it runs or after it failed."""
+        return JobResult.from_dict(self.result)
 
     @functools.cached_property
     def spec(self) -> Any:

@@ -12,12 +12,14 @@ from __future__ import annotations
 import dataclasses
 import types
 import typing
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Union
 
 from core.errors import UserError
 from core.recipes.presets import DEFAULT_PRESET, PRESETS, experiment_settings
+from core.recipes.selection_options import SelectionOptions
 
 SCHEMA_VERSION = 2
 
@@ -40,6 +42,11 @@ def config_field(trainer: str, default: Any = dataclasses.MISSING) -> Any:
     if default is dataclasses.MISSING:
         return field(default_factory=dict, metadata=meta)
     return field(default=default, metadata=meta)
+
+
+def checked_field(check: Callable[[Any], Any], default: Any = None) -> Any:
+    """A field whose value `check` parses at submit (a UserError says what is wrong), e.g. the selection options."""
+    return field(default=default, metadata={"check": check})
 
 
 def config_fields(cls: type) -> tuple[str, ...]:
@@ -100,7 +107,7 @@ class SelectParams:
     ner_model: str | None = None
     target_domain: str | None = None
     seed: int = 0
-    options: dict[str, Any] | None = None
+    options: dict[str, Any] | None = checked_field(SelectionOptions.parse)  # core.recipes.selection_options
     ray: str | None = None
 
 
@@ -348,6 +355,11 @@ def validate_params(cls: type, params: dict[str, Any] | Any, kind: str = "") -> 
         raise UserError(f"{kind} params: field 'preset' must be one of {', '.join(PRESETS)}, got {params['preset']!r}")
     preset = params["preset"] if "preset" in params else DEFAULT_PRESET
     for name, value in params.items():
+        if "check" in fields[name].metadata and value is not None:
+            try:
+                fields[name].metadata["check"](value)
+            except UserError as exc:
+                raise UserError(f"{kind} params: field {name!r}: {exc}") from None
         if "config" in fields[name].metadata and value:
             _check_config(fields[name].metadata["config"], value, preset, f"{kind} params: field {name!r}")
     return cls(**{k: list(v) if isinstance(v, tuple) else v for k, v in params.items()})

@@ -21,8 +21,8 @@ import numpy as np
 from core.data.corpus import Corpus
 from core.data.tags import Span, detect_scheme, spans_from_tags
 from core.errors import UserError
+from core.recipes.selection_options import SelectionOptions
 
-DEFAULT_MIX = 0.5
 UNSEEN_TYPE_WEIGHT = 0.5  # a predicted type LC never shows (B2 was trained on LC: rare) counts half an even share
 
 
@@ -71,7 +71,7 @@ def percentile_ranks(scores: np.ndarray) -> np.ndarray:
     return (rankdata(scores, method="average") - 1) / max(n - 1, 1)
 
 
-def entity_gain_scores(tc: Corpus, dc: Any, ner_model: str | None, cosine: np.ndarray, options: Mapping[str, Any],
+def entity_gain_scores(tc: Corpus, dc: Any, ner_model: str | None, cosine: np.ndarray, options: SelectionOptions,
                        progress: Any, batch_sentences: int) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
     """(mixed score, gain, what the selection records) for every DC sentence (DC read `batch_sentences` at a time);
     `cosine`: each DC sentence's cosine to the mean TC embedding (the strategy computes it as `cosine` does)."""
@@ -83,14 +83,12 @@ def entity_gain_scores(tc: Corpus, dc: Any, ner_model: str | None, cosine: np.nd
     if not ner_model or resolve_model(ner_model).ner_config() is None:
         raise UserError("strategy 'entity-gain' needs a fine-tuned NER model (B2, --ner-model DIR): it predicts the "
                         "mentions TC has and DC would add")
-    mix = float(options.get("mix", DEFAULT_MIX))
-    if not 0.0 <= mix <= 1.0:
-        raise UserError(f"entity-gain: mix is the entity gain's share of the score, between 0 and 1; got {mix}")
+    mix = options.mix
     model = load_ner_model(ner_model)
-    batch = int(options.get("batch_size", 32))
+    batch = options.batch_size or 32
     tc_preds = predict_corpus(model, tc, batch_size=batch, progress=sub(progress, 0.0, 0.1, "NER on TC: "))
     known = {mention(p.tokens, s) for p in tc_preds for s in p.spans}
-    shares = options.get("type_weights")  # LC's type shares (an experiment passes them); else B2's own on TC
+    shares = options.type_weights  # LC's type shares (an experiment passes them); else B2's own on TC
     if not shares:
         counts = Counter(s.type for p in tc_preds for s in p.spans)
         shares = {t: n / sum(counts.values()) for t, n in sorted(counts.items())} if counts else {}

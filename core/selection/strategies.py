@@ -40,6 +40,7 @@ from core.errors import UserError
 from core.lm.pseudo_ppl import pseudo_perplexities
 from core.progress import Progress, sub
 from core.recipes.budget import Budget
+from core.recipes.selection_options import SelectionOptions
 from core.selection.kernels import cosine_to_vector, normalize_rows, topk_cosine
 
 if TYPE_CHECKING:
@@ -157,7 +158,7 @@ class _Inputs:
     ner_model: str | None
     seed: int
     workspace: Workspace | None
-    options: Mapping[str, Any]
+    options: SelectionOptions
     progress: Progress
     ray: str | None = None  # a Ray address ("local" starts one): embedding and LM scoring run as Ray Data passes
 
@@ -183,7 +184,7 @@ def _embed_pair(x: _Inputs, model: str, start: float, end: float) -> tuple[np.nd
 
 def _by_cosine(x: _Inputs) -> _Ranking:
     tc_emb, dc_emb = _embed_pair(x, x.model, 0.0, 0.9)
-    mean = normalize_rows(tc_emb).mean(0) if x.options.get("normalize_tc") else np.asarray(tc_emb, dtype=np.float32).mean(0)
+    mean = normalize_rows(tc_emb).mean(0) if x.options.normalize_tc else np.asarray(tc_emb, dtype=np.float32).mean(0)
     scores = cosine_to_vector(dc_emb, mean)
     return _Ranking(scores, rank_order(scores))
 
@@ -208,7 +209,7 @@ def _by_knn(x: _Inputs) -> _Ranking:
     tc_emb, dc_emb = _embed_pair(x, x.model, 0.0, 0.9)
     n_tc = max(1, len(tc_emb))
     # Neighbours per TC sentence: enough that the union reaches the budget despite overlaps.
-    k = min(len(dc_emb), int(x.options.get("k") or 2 * math.ceil(x.budget / n_tc) + 1))
+    k = min(len(dc_emb), x.options.k or 2 * math.ceil(x.budget / n_tc) + 1)
     nn_idx, _, row_max = topk_cosine(dc_emb, tc_emb, k)
     # A DC sentence's kNN level = its best rank in any TC sentence's neighbour list; levels
     # 1, 2, ... are unioned in turn (ties by similarity, then index); sentences in no list
@@ -238,7 +239,7 @@ def _by_ner(x: _Inputs) -> _Ranking:
     for part in x.dc.batches(NER_BATCH):  # predictions of one batch at a time: memory flat in DC's size
         lo = done / n
         hi = (done + len(part)) / n
-        preds = predict_corpus(model, part, batch_size=int(x.options.get("batch_size", 32)),
+        preds = predict_corpus(model, part, batch_size=x.options.batch_size or 32,
                                progress=x.sub(0.05 + 0.9 * lo, 0.05 + 0.9 * hi, "NER: "))
         n_spans[done:done + len(part)] = [len(p.spans) for p in preds]
         c1[done:done + len(part)] = [p.c1 for p in preds]
@@ -260,7 +261,7 @@ def _by_entity_gain(x: _Inputs) -> _Ranking:
 def _by_ngram_ppl(x: _Inputs) -> _Ranking:
     from core.lm.ngram import build_lm
 
-    lm = build_lm(x.tc.tokens, order=int(x.options.get("order", 3)), progress=x.sub(0.0, 0.3, "LM: "))
+    lm = build_lm(x.tc.tokens, order=x.options.order, progress=x.sub(0.0, 0.3, "LM: "))
     x.progress(0.3, "scoring DC")
     if x.ray:
         from core.lm.distributed import ray_lm_perplexities
@@ -294,7 +295,7 @@ def _by_mlm_ppl(x: _Inputs) -> _Ranking:
     ppl = np.empty(len(x.dc), dtype=np.float64)
     done, n = 0, len(x.dc)
     for texts in x.dc.text_batches(MLM_BATCH):
-        ppl[done:done + len(texts)] = pseudo_perplexities(texts, x.model, batch_size=int(x.options.get("batch_size", 64)),
+        ppl[done:done + len(texts)] = pseudo_perplexities(texts, x.model, batch_size=x.options.batch_size or 64,
                                                           progress=x.sub(done / n, (done + len(texts)) / n))
         done += len(texts)
     return _Ranking(ppl, rank_order(ppl, higher_is_better=False))
@@ -303,8 +304,8 @@ def _by_mlm_ppl(x: _Inputs) -> _Ranking:
 def _by_dsir(x: _Inputs) -> _Ranking:
     from core.lm.dsir import dsir_log_weights, gumbel_top_order
 
-    logw = dsir_log_weights(x.tc, x.dc, buckets=int(x.options.get("buckets", 10_000)), progress=x.progress)
-    if x.options.get("sampling", "gumbel") == "topk":
+    logw = dsir_log_weights(x.tc, x.dc, buckets=x.options.buckets, progress=x.progress)
+    if x.options.sampling == "topk":
         return _Ranking(logw, rank_order(logw), {"sampling": "topk"})
     return _Ranking(logw, gumbel_top_order(logw, x.seed), {"sampling": "gumbel"})
 
@@ -367,7 +368,8 @@ def select(tc: Corpus | CorpusStream, dc: Corpus | CorpusStream, strategy: str |
         if count < n:
             notes.append(f"strategy 'all' ignores the budget ({count:,}): all {n:,} DC sentences selected")
         count = n
-    options = dict(options or {})
+    options = dict(options or {})  # as given: the key and the meta; the strategies read the parsed form
+    parsed = SelectionOptions.parse(options)
     report = progress or (lambda f, m="": None)
     target = resolve_target_domain(tc, target_domain)
 
@@ -386,7 +388,7 @@ def select(tc: Corpus | CorpusStream, dc: Corpus | CorpusStream, strategy: str |
             return cached
 
     x = _Inputs(tc=tc, dc=stream, budget=count, model=model, model2=model2, ner_model=ner_model, seed=seed,
-                workspace=workspace, options=options, progress=report, ray=ray)
+                workspace=workspace, options=parsed, progress=report, ray=ray)
     ranking = _SCORERS[strat](x)
     order = np.asarray(ranking.order, dtype=np.int64)
     indices = order[:count]

@@ -64,9 +64,9 @@ def candidates(base: str, snapshot_dir: str | Path | None = None, final: str | P
     return out
 
 
-def mlm_snapshots(run_dir: str | Path, result: dict[str, Any] | None) -> Path | None:
-    """The snapshot folder of an MLM job's last phase (the one its final model comes from), None when it kept none."""
-    phases = (result or {}).get("phases") or []
+def mlm_snapshots(run_dir: str | Path, phases: list[dict[str, Any]]) -> Path | None:
+    """The snapshot folder of an MLM job's last phase (the one its final model comes from; `phases`: its
+    JobResult's), None when it kept none."""
     if not phases:
         return None
     folder = Path(run_dir) / f"phase-{phases[-1]['phase']}" / "snapshots"

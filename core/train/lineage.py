@@ -25,6 +25,7 @@ from core.data.selection_store import selection_meta
 from core.data.workspace import Workspace, resolve_corpus_ref
 from core.errors import UserError
 from core.recipes.presets import DEFAULT_PRESET
+from core.runner.jobresult import JobResult
 from core.train.modes import phases_of
 
 if TYPE_CHECKING:
@@ -209,7 +210,7 @@ def get_run(ws: Workspace, run_id: str) -> RunEntry:
         job = None
     if job is not None:
         return RunEntry(id=job.id, kind=job.kind, run_dir=str(job.run_dir), status=job.status,
-                        model_dir=(job.result or {}).get("out_dir"), lineage=read_lineage(job.run_dir))
+                        model_dir=job.outcome.out_dir, lineage=read_lineage(job.run_dir))
     lin = read_lineage(run_id)
     if lin is not None:
         return RunEntry(id=str(run_id), kind=None, run_dir=str(run_id), model_dir=str(run_id), lineage=lin)
@@ -250,7 +251,7 @@ def record_mlm(ws: Workspace, run_id: str, params: MlmParams, result: dict[str, 
     lin.mlm_phases += mlm_phases_of(ws, params)
     lin.selection = selection_info(ws, params.selection) or lin.selection
     lin.seed, lin.preset, lin.wall_seconds = seed, params.preset, seconds
-    return record_run(ws, run_id, "mlm", lin, run_dir, result.get("out_dir"))
+    return record_run(ws, run_id, "mlm", lin, run_dir, JobResult.from_dict(result).out_dir)
 
 
 def record_ner(ws: Workspace, run_id: str, *, model: str, train: str | None, dev: str | None, test: str | None,
@@ -261,8 +262,8 @@ def record_ner(ws: Workspace, run_id: str, *, model: str, train: str | None, dev
     lin = from_base(model)
     lin.lc, lin.dev, lin.test = (corpus_hash(ws, r) for r in (train, dev, test))
     lin.seed, lin.preset, lin.wall_seconds = seed, preset, seconds
-    f1 = (result.get("test") or {}).get("f1")
-    return record_run(ws, run_id, kind, lin, run_dir, result.get("out_dir"), f1=f1)
+    outcome = JobResult.from_dict(result)
+    return record_run(ws, run_id, kind, lin, run_dir, outcome.out_dir, f1=outcome.test_f1)
 
 
 def model_preset(model_dir: str | Path) -> str | None:

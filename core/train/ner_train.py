@@ -23,6 +23,7 @@ from core.errors import UserError
 from core.lm.models import ModelRef
 from core.recipes.configs import NerConfig
 from core.recipes.presets import DEFAULT_PRESET, ner_settings
+from core.runner.jobresult import JobResult
 from core.train import lineage
 from core.train.crf import constrain_bioes, viterbi_decode
 from core.train.ner_model import Batch, NerModel, build_ner_model, label_set, load_ner_model
@@ -296,8 +297,9 @@ def ner_train_job(params: NerParams, ctx: JobContext) -> dict[str, Any]:
         ctx.metric(step=result["steps"], test_f1=scores["f1"])
         ctx.log(f"test F1 {scores['f1']:.4f} (P {scores['precision']:.4f} R {scores['recall']:.4f}) on {len(test)} sentences")
         result["test"] = scores
-    f1 = (result.get("test") or {}).get("f1", result.get("best_dev_f1"))
-    if warning := weak_f1_reason(f1, train, test or dev, steps=result.get("steps"), preset=params.preset):
+    outcome = JobResult.from_dict(result)
+    f1 = outcome.test_f1 if outcome.test else outcome.best_dev_f1
+    if warning := weak_f1_reason(f1, train, test or dev, steps=outcome.steps, preset=params.preset):
         ctx.log(f"warning: {warning}")  # the job panel and the terminal show it; Runs shows result["warning"]
         result["warning"] = warning
     lineage.record_ner(ws, ctx.run_id, model=params.model, train=params.train, dev=params.dev, test=params.test,

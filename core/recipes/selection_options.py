@@ -1,0 +1,84 @@
+"""The selection strategies' knobs, declared once: what the Selection page, the CLI's `--option KEY=VALUE` and an
+experiment may set, each with the default its strategy uses when nothing is set.
+
+They were a free dict read with `.get(name, default)` in each strategy, so a typo (`--option bucket=100`) ran the
+default silently. Now a name no strategy reads, a value of the wrong type or out of range is refused at submit
+(core.runner.params checks SelectParams.options here), naming the option and what was expected.
+
+The selection key and the saved meta keep the options exactly as given (an unset option stays unset), so a
+selection saved before this keeps its key.
+
+>>> SelectionOptions.parse({"sampling": "topk", "buckets": 500}).buckets
+500
+>>> SelectionOptions.parse({"bucket": 500})
+Traceback (most recent call last):
+...
+core.errors.UserError: unknown selection option(s) 'bucket'; known: sampling, buckets, k, order, normalize_tc, batch_size, mix, type_weights
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import typing
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from core.errors import UserError
+
+SAMPLINGS = ("gumbel", "topk")
+
+
+@dataclass(frozen=True)
+class SelectionOptions:
+    sampling: str = "gumbel"  # dsir: "gumbel" draws by importance weight without replacement (the DSIR paper's), "topk"
+    buckets: int = 10_000  # dsir: hashed n-gram buckets of the two bag-of-n-gram models
+    k: int | None = None  # knn: neighbours kept per TC sentence; None: 2 * ceil(budget / |TC|) + 1
+    order: int = 3  # ppl: n-gram order of TC's language model
+    normalize_tc: bool = False  # cosine: average TC's unit vectors instead of its raw embeddings (the paper's)
+    batch_size: int | None = None  # ner, mlm-ppl, entity-gain: sentences per forward pass; None: 32 (mlm-ppl 64)
+    mix: float = 0.5  # entity-gain: the entity gain's share of the score, the rest is cosine to TC
+    type_weights: dict[str, float] | None = None  # entity-gain: entity type shares (an experiment passes LC's);
+    # None: B2's own predictions on TC
+
+    def __post_init__(self) -> None:
+        hints = typing.get_type_hints(type(self))
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if not _fits(value, hints[f.name]):
+                raise UserError(f"selection option {f.name!r} must be {_expected(hints[f.name])}, got {value!r}")
+        if self.sampling not in SAMPLINGS:
+            raise UserError(f"selection option 'sampling' must be one of {', '.join(SAMPLINGS)}, got {self.sampling!r}")
+        for name in ("buckets", "k", "order", "batch_size"):
+            if (value := getattr(self, name)) is not None and value < 1:
+                raise UserError(f"selection option {name!r} must be at least 1, got {value}")
+        if not 0.0 <= self.mix <= 1.0:
+            raise UserError(f"selection option 'mix' is the entity gain's share of the score, between 0 and 1; "
+                            f"got {self.mix}")
+
+    @classmethod
+    def parse(cls, options: Mapping[str, Any] | None) -> SelectionOptions:
+        names = [f.name for f in dataclasses.fields(cls)]
+        unknown = [k for k in options or {} if k not in names]
+        if unknown:
+            raise UserError(f"unknown selection option(s) {', '.join(map(repr, unknown))}; known: {', '.join(names)}")
+        return cls(**dict(options or {}))
+
+
+def _fits(value: Any, tp: Any) -> bool:
+    if value is None:
+        return type(None) in typing.get_args(tp)
+    base = next((a for a in typing.get_args(tp) if a is not type(None)), tp)
+    base = typing.get_origin(base) or base
+    if base is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if base is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    return isinstance(value, base)
+
+
+def _expected(tp: Any) -> str:
+    base = next((a for a in typing.get_args(tp) if a is not type(None)), tp)
+    base = typing.get_origin(base) or base
+    return {str: "a string", int: "an integer", float: "a number", bool: "true or false", dict: "an object"}[base] \
+        + (" or null" if type(None) in typing.get_args(tp) else "")
