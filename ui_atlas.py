@@ -14,7 +14,7 @@ import streamlit as st
 
 from core.data.workspace import Workspace
 from core.selection.atlas import Atlas
-from core.selection.map_region import save_region_corpus, save_region_selection
+from core.selection.map_region import Region, save_region_corpus, save_region_selection
 from core.tables import count
 from ui import CURRENT_SELECTION, actor, run_guarded
 
@@ -33,7 +33,7 @@ def atlas_view(data: dict[str, Any], key: str, on_change: Callable[[str], None])
                         on_region_change=lambda: on_change("region"), on_query_change=lambda: on_change("query"))
 
 
-def save_panel(ws: Workspace, atlas: Atlas, mask: np.ndarray, how: dict[str, Any], per_corpus: dict[str, int],
+def save_panel(ws: Workspace, atlas: Atlas, mask: np.ndarray, how: Region, per_corpus: dict[str, int],
                dc_default: str | None) -> None:
     """The Map's chosen sentences saved as a selection of one of its corpora (the current selection's DC first) or as
     a corpus (core.selection.map_region)."""

@@ -26,7 +26,7 @@ from core.selection.layers import (
     selection_matches,
     view_data,
 )
-from core.selection.map_region import save_region_corpus, save_region_selection
+from core.selection.map_region import MapChoice, Region, save_region_corpus, save_region_selection
 from tests.apptest import open_app
 
 
@@ -176,10 +176,11 @@ def test_a_region_becomes_a_selection_and_a_corpus_with_lineage(mapped):
     ws, atlas, _, _, _ = mapped
     mask = search_points(atlas, "election")
     assert mask.sum() == 24  # 4 TC + 20 DC sentences
-    how = {"query": "election"}
+    how = Region(query="election")
+    assert how.mask(atlas).tolist() == mask.tolist()  # the page and `map --search` choose through the same record
     sel = save_region_selection(ws, atlas, mask, "dc", how)
     saved = load_selection(ws, sel.key)
-    assert saved.strategy == "map-region" and saved.budget == 20 and saved.meta.lineage["region"] == how
+    assert saved.strategy == "map-region" and saved.budget == 20 and saved.meta.lineage["region"] == {"query": "election"}
     assert sorted(saved.indices.tolist()) == list(range(1, 60, 3)) and saved.meta.dc_name == "dc"
     assert any(m.key == sel.key for m in list_selections(ws))
     info = save_region_corpus(ws, atlas, mask, "election-region", how)
@@ -231,7 +232,7 @@ def test_map_page_offers_the_job_then_draws_layers(mapped, tiny_bert_dir, monkey
     assert at.selectbox(key="map_selection").value == key
     at.selectbox(key="map_colour").select("field: domain").run()
     assert not at.exception, [e.value for e in at.exception]
-    at.session_state[f"map_state_{atlas.key}"] = {"pinned": 12, "region": None, "query": "vote"}
+    at.session_state[f"map_state_{atlas.key}"] = MapChoice(pinned=12, query="vote")
     at.run()
     assert not at.exception, [e.value for e in at.exception]
     assert any(m.value == "24" for m in at.metric)  # the search's sentences are listed, with the save controls
@@ -277,3 +278,18 @@ def test_an_ner_models_predictions_colour_the_map_from_the_inspect_cache(mapped,
     at.selectbox(key="map_colour").select("predictions: entities").run()
     assert not at.exception, [e.value for e in at.exception]
     assert at.selectbox(key="map_pred_model").value == str(model)
+
+
+def test_map_choice_keeps_one_of_region_and_search_and_ignores_another_maps_region():
+    """The Map page's state as the browser's events change it (this logic lived in the page)."""
+    choice = MapChoice()
+    choice.take("query", "election", "m1")
+    assert choice.active == Region(query="election")
+    square = [[0, 0], [1, 0], [1, 1], [0, 1]]
+    choice.take("region", {"map": "other", "mode": "box", "polygon": square}, "m1")  # drawn on another map
+    assert choice.active == Region(query="election")
+    choice.take("region", {"map": "m1", "mode": "box", "polygon": square}, "m1")
+    assert choice.query == "" and choice.active.mode == "box" and choice.active.describe() == "box of 4 corners"
+    choice.take("pinned", 3, "m1")
+    choice.clear()
+    assert choice.active is None and choice.pinned == 3

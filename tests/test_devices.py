@@ -76,7 +76,8 @@ def test_on_cpu_training_runs_one_at_a_time_on_the_cpu(ws, monkeypatch):
     monkeypatch.setattr(devices, "gpus", lambda: [])
     a, b = _submit(ws, 2)
     assert [jobstore.get_job(ws, j).status for j in (a, b)] == ["running", "queued"]
-    assert _device(ws, a) == {"gpu": None, "device": "cpu"} and devices.describe(_device(ws, a)) == "CPU"
+    assert _device(ws, a) == {"gpu": None, "device": "cpu"}
+    assert devices.describe(devices.read_device(jobstore.get_job(ws, a).run_dir)) == "CPU"
 
 
 def _run_out_of_memory(ws, monkeypatch, kind: str, params: dict) -> jobstore.Job:

@@ -41,7 +41,7 @@ def test_corpora_jobs_and_their_params(old_ws):
 
 def test_runs_selections_and_reviews(old_ws):
     runs = lineage.list_runs(old_ws)
-    assert [r.kind for r in runs] == ["ner"] and runs[0].lineage.lc["name"] == "v1-lc"
+    assert [r.kind for r in runs] == ["ner"] and runs[0].lineage.lc.name == "v1-lc"
     assert lineage.model_preset(old_ws.runs_dir / runs[0].id / "model") == "tiny"
     selections = store.list_selections(old_ws)
     assert [s.strategy for s in selections] == ["random"]

@@ -17,17 +17,15 @@ from core.selection.layers import (
     corpus_layer,
     field_layer,
     map_fields,
-    points_in_polygon,
     predicted_models,
     prediction_layer,
-    search_points,
     selection_dc,
     selection_layer,
     selection_matches,
     selection_score_layer,
     view_data,
 )
-from core.selection.map_region import region_rows
+from core.selection.map_region import MapChoice, region_rows
 from core.selection.mapview import atlas_neighbours
 from core.selection.projection import sample_rows
 from core.tables import count
@@ -154,34 +152,22 @@ if layer is None:
 
 # ---------------------------------------------------------------- region and search (from the browser)
 STATE = f"map_state_{atlas.key}"
-state = st.session_state.setdefault(STATE, {"pinned": None, "region": None, "query": ""})
+state: MapChoice = st.session_state.setdefault(STATE, MapChoice())
 
 
 def _from_browser(name: str) -> None:
-    value = (st.session_state.get("map_view") or {}).get(name)
-    if name == "region" and (not value or value.get("map") != atlas.key):
-        return
-    state[name] = value
-    if name in ("region", "query"):  # one choice at a time: a new region replaces a search and back
-        state["query" if name == "region" else "region"] = "" if name == "region" else None
+    state.take(name, (st.session_state.get("map_view") or {}).get(name), atlas.key)
 
 
-mask = None
-how: dict = {}
-if state.get("region"):
-    region = state["region"]
-    mask = points_in_polygon(atlas.xy, region["polygon"])
-    how = {"mode": region.get("mode"), "polygon": region["polygon"]}
-elif (state.get("query") or "").strip():
-    mask = search_points(atlas, state["query"])
-    how = {"query": state["query"].strip()}
+how = state.active
+mask = how.mask(atlas) if how is not None else None
 
 st.caption(f"{count(len(atlas), 'sentence')} · {atlas.meta.get('method')} · computed in {atlas.meta.get('seconds', 0):.0f}s · "
            + " · ".join(f"{c['name']}: {int(c['sentences']):,}" for c in atlas.corpora))
 atlas_view(view_data(atlas, layer, mask), key="map_view", on_change=_from_browser)
 
 # ---------------------------------------------------------------- nearest neighbours of a clicked point
-pinned = state.get("pinned")
+pinned = state.pinned
 if pinned is not None and 0 <= int(pinned) < len(atlas):
     pinned = int(pinned)
     st.subheader("Nearest neighbours")
@@ -198,7 +184,7 @@ if pinned is not None and 0 <= int(pinned) < len(atlas):
         st.caption(f"The {len(idx)} closest sentences on this map by cosine of their embeddings ({atlas.meta.get('model')}).")
         st.dataframe(table, hide_index=True, width="stretch", key="map_neighbours")
     if st.button("Unpin", key="map_unpin"):
-        state["pinned"] = None
+        state.pinned = None
         st.rerun()
 
 # ---------------------------------------------------------------- the chosen sentences, and saving them
@@ -209,7 +195,7 @@ if mask is None or not mask.any():
     st.stop()
 chosen = np.flatnonzero(mask)
 per_corpus = {name: len(rows) for name, rows in region_rows(atlas, mask).items()}
-what = f"search “{how['query']}”" if "query" in how else f"{how.get('mode') or 'region'}"
+what = how.short
 s1, s2 = st.columns([2, 3])
 s1.metric(f"Sentences ({what})", f"{len(chosen):,}")
 s2.write(pd.DataFrame([per_corpus], index=["sentences"]))
@@ -227,7 +213,7 @@ if len(chosen) > show:
         st.rerun()
     b2.caption(f"A random sample of {show} of the {len(chosen):,} chosen sentences.")
 if st.button("Clear the choice", key="map_clear"):
-    state.update(region=None, query="")
+    state.clear()
     st.rerun()
 
 save_panel(ws, atlas, mask, how, per_corpus, sel_key and next((selection_dc(atlas, m) for m in matching if m.key == sel_key), None))

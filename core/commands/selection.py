@@ -235,8 +235,8 @@ def cmd_leakage(args: argparse.Namespace) -> int:
 
 def cmd_project(args: argparse.Namespace) -> int:
     from core.selection.atlas import build_atlas, map_corpora, points_frame
-    from core.selection.layers import points_in_polygon, prediction_values, search_points, selection_layer, selection_percentiles
-    from core.selection.map_region import region_rows, save_region_corpus, save_region_selection
+    from core.selection.layers import prediction_values, selection_layer, selection_percentiles
+    from core.selection.map_region import Region, region_rows, save_region_corpus, save_region_selection
 
     ws = Workspace(args.workspace)
     corpora = map_corpora(ws, args.corpora, args.selection)
@@ -265,16 +265,17 @@ def cmd_project(args: argparse.Namespace) -> int:
                                  "mean": float(values[ok].mean()) if ok.any() else None}
         if frame is not None:
             frame[f"predicted_{args.measure}"] = values
-    mask, how = None, {}
+    how = None
     if args.region:
         try:
             polygon = [[float(v) for v in corner.split(",")] for corner in args.region.split()]
         except ValueError:
             raise UserError(f"--region: expected corners as 'x,y x,y x,y', got {args.region!r}") from None
-        mask, how = points_in_polygon(atlas.xy, polygon), {"mode": "polygon", "polygon": polygon}
+        how = Region(mode="polygon", polygon=polygon)
     elif args.search:
-        mask, how = search_points(atlas, args.search), {"query": args.search}
-    if mask is not None:
+        how = Region(query=args.search)
+    if how is not None:
+        mask = how.mask(atlas)
         report["chosen"] = {name: int(len(rows)) for name, rows in region_rows(atlas, mask).items()}
         if frame is not None:
             frame["chosen"] = mask

@@ -31,8 +31,9 @@ from core.experiments.plan import (
 from core.experiments.records import Cell, check_recipe, load_cell, save_cell
 from core.experiments.summary import keep_predictions
 from core.progress import sub
+from core.runner.jobresult import JobResult
 from core.selection.strategies import select
-from core.train.lineage import Lineage, MlmPhase, from_base, record_run, write_lineage
+from core.train.lineage import CorpusStamp, Lineage, MlmPhase, SelectionStamp, from_base, record_run, write_lineage
 from core.train.modes import MODE_PHASES
 
 if TYPE_CHECKING:
@@ -58,21 +59,21 @@ def mlm_key(model: str, corpus_hash: str, config: Any, seed: int) -> str:
     return f"seed-{seed}.{digest.hexdigest()[:16]}"
 
 
-def numerics(summary: dict[str, Any]) -> dict[str, Any]:
+def numerics(summary: JobResult) -> dict[str, Any]:
     """How a cell's NER ran, numerically: a rerun is bit-identical only with the same device, precision (bf16 where the
     CPU has AVX512-BF16/AMX, else fp32) and torch thread count, so a cell says which it had."""
     import platform
 
     import torch
 
-    return {"device": summary.get("device"), "dtype": summary.get("precision"), "torch_threads": torch.get_num_threads(),
+    return {"device": summary.device, "dtype": summary.precision, "torch_threads": torch.get_num_threads(),
             "machine": platform.machine(), "torch": torch.__version__}
 
 
-def where_ran(summary: dict[str, Any]) -> str:
+def where_ran(summary: JobResult) -> str:
     """The device a cell's NER ran on, with the card's nvidia-smi index ('cuda:3'), not the process's own 'cuda:0'."""
 
-    device = str(summary.get("device") or "cpu")
+    device = summary.device or "cpu"
     visible = visible_devices() or [""]
     if device.startswith("cuda") and visible[0].isdigit():
         return f"cuda:{visible[0]}"
@@ -315,7 +316,7 @@ class ExperimentCells(CellTrainer):
             made.update(selection_key=sel_key, budget=len(selected),
                         budget_requested=budget if budget is not None else len(self.tc))
             sc_ref = {"name": f"selection:{sel_key}" if sel_key else f"selection:{name}", "hash": sel_key}
-            lin.selection = {"id": sel_key, "strategy": name, "budget": len(selected), "model": model_tag or "base"}
+            lin.selection = SelectionStamp(sel_key, name, len(selected), model_tag or "base")
             phases = self.rehearse(mlm_phases("tc+sc", tc_texts, selected.texts(), None, seed), seed)
             mlm_folder = self.pretrain_dir(row, seed, count, lc_n if needs_b2 else None)
             encoder = self.mlm_model(phases, mlm_folder, seed, sub(progress, 0.4, 0.6))
@@ -333,7 +334,8 @@ class ExperimentCells(CellTrainer):
                     write_lineage(chosen, mlm_lineage)  # a snapshot: the same corpora and recipe, fewer steps
                 encoder = chosen
             lin = from_base(encoder)
-        ner_dir, summary = self.ner_model(encoder, folder, seed, sub(progress, 0.7 if self.pick else 0.6, 0.95), lc=lc)
+        ner_dir, trained = self.ner_model(encoder, folder, seed, sub(progress, 0.7 if self.pick else 0.6, 0.95), lc=lc)
+        summary = JobResult.from_dict(trained)
         model = load_ner_model(ner_dir)
         predictions = predict_corpus(model, self.test, batch_size=self.ner_config.eval_batch_size)
         scores = evaluate(model, self.test, predictions=predictions)
@@ -341,11 +343,12 @@ class ExperimentCells(CellTrainer):
         run_id = f"{self.run_dir.name}.{key}.s{seed}"
         cell = Cell(row=row, seed=seed, key=key, lc_size=len(lc), f1=scores["f1"], precision=scores["precision"],
                     recall=scores["recall"], per_type=scores["per_type"], predictions=kept["predictions"],
-                    test_counts=kept["test_counts"], best_dev_f1=summary.get("best_dev_f1"),
-                    ner_epochs=summary.get("epochs_run"), encoder=encoder, numerics=numerics(summary), started=t0,
+                    test_counts=kept["test_counts"], best_dev_f1=summary.best_dev_f1,
+                    ner_epochs=summary.epochs_run, encoder=encoder, numerics=numerics(summary), started=t0,
                     finished=time.time(), device=where_ran(summary), run=run_id, **made)
-        lin.lc = {**self.refs["lc"], "sentences": len(lc), "of": len(self.lc), **({"sample_seed": seed} if len(lc) < len(self.lc) else {})}
-        lin.dev, lin.test = self.refs["dev"], self.refs["test"]
+        lin.lc = CorpusStamp(**self.refs["lc"], sentences=len(lc), of=len(self.lc),
+                             sample_seed=seed if len(lc) < len(self.lc) else None)
+        lin.dev, lin.test = CorpusStamp(**self.refs["dev"]), CorpusStamp(**self.refs["test"])
         lin.seed, lin.preset, lin.wall_seconds = seed, self.preset, time.time() - t0
         record_run(self.ctx.workspace, run_id, "ner", lin, folder, ner_dir, f1=scores["f1"],
                    extra={"experiment": str(self.run_dir), "row": row, "budget": cell.budget, "lc_size": len(lc)})

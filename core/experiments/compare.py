@@ -34,10 +34,11 @@ from core.experiments.plan import slug
 from core.experiments.records import Cell, cell_path, load_cell, save_cell
 from core.experiments.summary import interval_summary, keep_predictions
 from core.progress import sub
+from core.runner.jobresult import JobResult
 from core.similarity.comparison import ComparisonResult
 from core.similarity.correlation import correlate_with_f1
 from core.similarity.measures import PAIRWISE, SimilarityParams, compare_corpora, corpus_text
-from core.train.lineage import Lineage, MlmPhase, from_base, record_run, write_lineage
+from core.train.lineage import CorpusStamp, Lineage, MlmPhase, from_base, record_run, write_lineage
 from core.train.mlm import finished_model
 from core.train.ner_model import load_ner_model
 from core.train.ner_predict import evaluate, predict_corpus
@@ -176,13 +177,13 @@ class Comparison:
         predictions = predict_corpus(ner, self.test_c, batch_size=trainer.ner_config.eval_batch_size)
         scores = evaluate(ner, self.test_c, predictions=predictions)
         kept = keep_predictions(folder, predictions, self.test_c)  # intervals and paired tests
-        lin.lc, lin.dev, lin.test = self.lc_ref.to_dict(), self.dev_ref.to_dict(), self.test_ref.to_dict()
+        lin.lc, lin.dev, lin.test = (CorpusStamp(**r.to_dict()) for r in (self.lc_ref, self.dev_ref, self.test_ref))
         lin.seed, lin.preset, lin.wall_seconds = seed, self.preset, time.time() - t0
         run_id = f"{self.run_dir.name}.{slug(row)}.s{seed}"
         record_run(ctx.workspace, run_id, "ner", lin, folder, ner_dir, f1=scores["f1"],
                    extra={"compare_sources": str(self.run_dir), "source": src.name if src else None})
         cell = Cell(row=row, seed=seed, key=self.cell_key(seed, src), f1=scores["f1"], run=run_id,
-                    best_dev_f1=summary.get("best_dev_f1"), mlm_seconds=trainer.mlm_seconds(mlm_home),
+                    best_dev_f1=JobResult.from_dict(summary).best_dev_f1, mlm_seconds=trainer.mlm_seconds(mlm_home),
                     predictions=kept["predictions"], test_counts=kept["test_counts"],
                     extra={"source": src.to_dict() if src else None, **({"mlm_model": encoder} if src is not None else {})})
         save_cell(done, cell)

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from core.environment import visible_devices
 from core.errors import UserError
-from core.runner.devices import Gpu, gpus, is_out_of_memory, need_mib, record_job_peak
+from core.runner.devices import Gpu, Grant, gpus, is_out_of_memory, need_mib, record_job_peak
 
 if TYPE_CHECKING:
     from core.data.corpus import Corpus
@@ -199,7 +199,7 @@ def run_task(task: CellTask, slot: Slot | None = None, spec: WorkerSpec | None =
         progress.path.unlink(missing_ok=True)  # the parent counts a running cell's fraction, not a finished one's
     # the runner's own recording of a job's peak (its largest over the worker's cells is kept); Ray chose the card
     record_job_peak(Path(cells.ctx.workspace.runs_dir), "experiment", spec.params,
-                    {"gpu": slot.gpu if slot.gpu is not None else "ray"})
+                    Grant(slot.gpu if slot.gpu is not None else "ray"))
     return {**cell, "slot": {"index": slot.index, "gpu": slot.gpu}}
 
 

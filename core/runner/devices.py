@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from core.data.atomic import atomic_write_json
+from core.data.atomic import atomic_write_json, split_fields
 from core.environment import variable
 from core.errors import UserError
 from core.runner.kinds import KINDS
@@ -45,6 +45,28 @@ class Gpu:
     name: str
     total_mib: int
     free_mib: int
+
+
+@dataclass(frozen=True)
+class Grant:
+    """The device a training job got, as its run folder keeps it (device.json): a card and the MiB reserved on it,
+    or the CPU. The scheduler adds the pid of the job holding it when it counts what is promised."""
+
+    gpu: int | str | None = None  # the card's index; "ray" when Ray chose the card; None: the CPU
+    name: str | None = None
+    total_mib: int | None = None
+    reserved_mib: int = 0
+    pid: int | None = None
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Grant:
+        known, _ = split_fields(cls, data, drop_none=True)
+        return cls(**known)
+
+    def to_dict(self) -> dict[str, Any]:
+        if self.gpu is None:
+            return {"gpu": None, "device": "cpu"}
+        return {"gpu": self.gpu, "name": self.name, "total_mib": self.total_mib, "reserved_mib": self.reserved_mib}
 
 
 def parse_budget(text: str) -> list[Gpu]:
@@ -138,13 +160,12 @@ def record_peak(runs_dir: Path, kind: str, spec: Any, peak_mib: int) -> None:
         atomic_write_json(runs_dir / MEMORY_FILE, memory)
 
 
-def outstanding(reservations: Sequence[Mapping[str, Any]], used: Mapping[int, int]) -> dict[int, int]:
+def outstanding(reservations: Sequence[Grant], used: Mapping[int, int]) -> dict[int, int]:
     """Per card: memory promised to running jobs that they do not hold yet (reserved minus what the pid uses)."""
     out: dict[int, int] = {}
     for r in reservations:
-        if r.get("gpu") is None:
-            continue
-        out[r["gpu"]] = out.get(r["gpu"], 0) + max(0, int(r["reserved_mib"]) - used.get(r.get("pid") or -1, 0))
+        if isinstance(r.gpu, int):
+            out[r.gpu] = out.get(r.gpu, 0) + max(0, r.reserved_mib - used.get(r.pid if r.pid is not None else -1, 0))
     return out
 
 
@@ -160,11 +181,11 @@ def place(need: int, cards: Sequence[Gpu], promised: Mapping[int, int], busy: Se
 
 
 def assign(runs_dir: Path, kind: str, spec: Any, run_dir: Path, cards: Sequence[Gpu],
-           promised: dict[int, int], busy: list[int]) -> dict[str, Any] | None:
+           promised: dict[int, int], busy: list[int]) -> Grant | None:
     """The device a queued training job gets, written to its run folder (`promised` and `busy` are updated, so
     the next job of the same pass sees the room taken); None when it must wait for room. No card: the CPU."""
     if not cards:
-        device: dict[str, Any] = {"gpu": None, "device": "cpu"}
+        device = Grant()
     else:
         need = need_mib(runs_dir, kind, spec)
         index = place(need, cards, promised, busy)
@@ -173,16 +194,16 @@ def assign(runs_dir: Path, kind: str, spec: Any, run_dir: Path, cards: Sequence[
         card = next(g for g in cards if g.index == index)
         promised[index] = promised.get(index, 0) + need
         busy.append(index)
-        device = {"gpu": index, "name": card.name, "total_mib": card.total_mib, "reserved_mib": need}
-    atomic_write_json(Path(run_dir) / DEVICE_FILE, device)
+        device = Grant(index, card.name, card.total_mib, need)
+    atomic_write_json(Path(run_dir) / DEVICE_FILE, device.to_dict())
     return device
 
 
-def record_job_peak(runs_dir: Path, kind: str, spec: Any, device: Mapping[str, Any] | None) -> None:
+def record_job_peak(runs_dir: Path, kind: str, spec: Any, device: Grant | None) -> None:
     """After a job on a card (in its own process): its peak memory, so the next job of the recipe reserves that."""
     import sys
 
-    if not device or device.get("gpu") is None or "torch" not in sys.modules:
+    if device is None or device.gpu is None or "torch" not in sys.modules:
         return
     import torch
 
@@ -192,18 +213,19 @@ def record_job_peak(runs_dir: Path, kind: str, spec: Any, device: Mapping[str, A
             record_peak(runs_dir, kind, spec, peak)
 
 
-def read_device(run_dir: Path) -> dict[str, Any] | None:
+def read_device(run_dir: Path) -> Grant | None:
     try:
-        return json.loads((Path(run_dir) / DEVICE_FILE).read_text("utf-8"))
+        data = json.loads((Path(run_dir) / DEVICE_FILE).read_text("utf-8"))
     except (OSError, ValueError):
         return None
+    return Grant.from_dict(data) if isinstance(data, dict) else None
 
 
-def describe(device: Mapping[str, Any] | None) -> str:
+def describe(device: Grant | None) -> str:
     """'GPU 1 (NVIDIA H100, 8,192 MiB reserved)' or 'CPU', as the Runs page and the log say it."""
-    if not device or device.get("gpu") is None:
+    if device is None or device.gpu is None:
         return "CPU"
-    return f"GPU {device['gpu']} ({device.get('name', '?')}, {int(device['reserved_mib']):,} MiB reserved)"
+    return f"GPU {device.gpu} ({device.name or '?'}, {device.reserved_mib:,} MiB reserved)"
 
 
 # --------------------------------------------------------------------------- out of memory

@@ -37,6 +37,8 @@ class JobResult:
     generated: int | None = None  # augment: sentences written
     key: str | None = None  # select: the saved selection's key
     selftrain_f1: float | None = None  # selftrain: TEST F1 of the self-trained model
+    device: str | None = None  # ner: where it trained ("cpu", "cuda:0")
+    precision: str | None = None  # ner: the autocast dtype (bf16 where the CPU or card has it, else fp32)
     extra: dict[str, Any] = field(default_factory=dict)
 
     @classmethod

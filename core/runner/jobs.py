@@ -141,9 +141,9 @@ def _start_queued(ws: Workspace) -> None:
             if pid_alive(r["pid"]) or spawning(r["pid"], r["started"]):
                 free[lane(r["kind"])] -= 1
                 if lane(r["kind"]) == "training" and (held := devices.read_device(Path(r["run_dir"]))):
-                    reservations.append({**held, "pid": r["pid"]})
+                    reservations.append(dataclasses.replace(held, pid=r["pid"]))
         promised = devices.outstanding(reservations, devices.used_by_pid() if reservations else {})
-        busy = [h["gpu"] for h in reservations if h.get("gpu") is not None]
+        busy = [h.gpu for h in reservations if isinstance(h.gpu, int)]
         to_start = []
         training_blocked = False
         if any(n > 0 for n in free.values()):
@@ -169,7 +169,7 @@ def _start_queued(ws: Workspace) -> None:
     finally:
         con.close()
     for job_id, kind, device in to_start:
-        _spawn(ws, job_id, lane(kind), gpu=None if device is None else device.get("gpu"))
+        _spawn(ws, job_id, lane(kind), gpu=None if device is None else device.gpu)
 
 
 def _spec_or_none(kind: str, params: str | dict[str, Any]) -> Any | None:
@@ -382,7 +382,7 @@ def _run_job(ws: Workspace, job_id: str) -> int:
         _start_queued(ws)
 
 
-def _after_out_of_memory(ws: Workspace, job: Job, ctx: JobContext, device: dict[str, Any] | None,
+def _after_out_of_memory(ws: Workspace, job: Job, ctx: JobContext, device: devices.Grant | None,
                          exc: BaseException) -> int:
     """Queue the job again with half the micro-batch (the same effective batch: the same recipe; it resumes from its
     checkpoint), or fail with what to do when it cannot shrink further."""

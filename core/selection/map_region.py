@@ -4,6 +4,7 @@ both record the map, how the region was drawn and how many of its points they ke
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -15,6 +16,75 @@ from core.data.stream import open_corpus_stream
 from core.data.workspace import CorpusInfo, Workspace, content_hash, valid_name
 from core.errors import UserError
 from core.selection.atlas import Atlas
+from core.selection.layers import points_in_polygon, search_points
+
+
+@dataclass(frozen=True)
+class Region:
+    """How a choice on the Map was made: a drawn polygon (the page's lasso or box, the CLI's `map --region`) or a
+    text search (`map --search`). Both the page and the CLI turn it into the chosen points here, and a saved
+    selection's or corpus's lineage records it."""
+
+    mode: str | None = None  # "lasso", "box" (the page), "polygon" (the CLI)
+    polygon: list[list[float]] | None = None  # corners in map coordinates
+    query: str | None = None
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Region:
+        polygon = data["polygon"] if "polygon" in data else None
+        return cls(mode=data["mode"] if "mode" in data else None, query=data["query"] if "query" in data else None,
+                   polygon=[[float(v) for v in corner] for corner in polygon] if polygon is not None else None)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: v for k, v in (("mode", self.mode), ("polygon", self.polygon), ("query", self.query)) if v is not None}
+
+    def mask(self, atlas: Atlas) -> np.ndarray:
+        """The map's points inside the polygon or matching the search."""
+        if self.polygon is not None:
+            return points_in_polygon(atlas.xy, self.polygon)
+        return search_points(atlas, self.query or "")
+
+    def describe(self) -> str:
+        if self.query:
+            return f"search “{self.query}”"
+        if self.polygon is not None:
+            return f"{self.mode or 'lasso'} of {len(self.polygon)} corners"
+        return "region"
+
+    @property
+    def short(self) -> str:
+        """'search “x”' or the drawing mode: the page's heading of the chosen sentences."""
+        return f"search “{self.query}”" if self.query else self.mode or "region"
+
+
+@dataclass
+class MapChoice:
+    """What the reader chose on one map, kept across reruns: a pinned point, and a drawn region or a search (one at
+    a time: a new region replaces the search and back). The browser reports each as an event (`take`)."""
+
+    pinned: int | None = None
+    region: Region | None = None
+    query: str = ""
+
+    def take(self, name: str, value: Any, map_key: str) -> None:
+        """One browser event ("pinned", "region" or "query"); a region drawn on another map is ignored."""
+        if name == "pinned":
+            self.pinned = None if value is None else int(value)
+        elif name == "region":
+            if isinstance(value, dict) and value.get("map") == map_key and value.get("polygon") is not None:
+                self.region, self.query = Region.from_dict(value), ""
+        elif name == "query":
+            self.query, self.region = str(value or ""), None
+
+    def clear(self) -> None:
+        self.region, self.query = None, ""
+
+    @property
+    def active(self) -> Region | None:
+        """The region or search that decides the chosen points, if any."""
+        if self.region is not None:
+            return self.region
+        return Region(query=self.query.strip()) if self.query.strip() else None
 
 
 def region_rows(atlas: Atlas, mask: np.ndarray) -> dict[str, np.ndarray]:
@@ -25,7 +95,7 @@ def region_rows(atlas: Atlas, mask: np.ndarray) -> dict[str, np.ndarray]:
     return {name: rows for name, rows, _ in atlas.locate(np.flatnonzero(mask))}
 
 
-def save_region_selection(ws: Workspace, atlas: Atlas, mask: np.ndarray, dc: str, how: dict[str, Any],
+def save_region_selection(ws: Workspace, atlas: Atlas, mask: np.ndarray, dc: str, how: Region,
                           actor: Actor = LOCAL) -> Selection:
     """The region's sentences of `dc` as a saved selection (strategy "map-region", scored 1 inside,
     0 outside), listed with every other selection. Points of other corpora in the region are not
@@ -46,14 +116,14 @@ def save_region_selection(ws: Workspace, atlas: Atlas, mask: np.ndarray, dc: str
     scores[rows] = 1.0
     order = np.concatenate([rows, np.flatnonzero(scores == 0)]).astype(np.int64)
     others = [c["name"] for c in atlas.corpora if c["name"] != dc]
-    lineage = {"atlas": atlas.key, "region": how, "points_in_region": int(np.asarray(mask).sum()),
+    lineage = {"atlas": atlas.key, "region": how.to_dict(), "points_in_region": int(np.asarray(mask).sum()),
                "corpora": [c["name"] for c in atlas.corpora]}
     key = content_hash("map-region", atlas.key, dc, stream.digest(), np.asarray(rows).tobytes())
     meta = SelectionMeta(
         strategy="map-region", budget_requested=int(len(rows)), budget=int(len(rows)), dc_size=n,
         tc_size=sum(int(c["sentences"]) for c in atlas.corpora if c["name"] != dc), model=atlas.meta.get("model"), seed=0,
         dc_hash=stream.digest(), tc_name=others[0] if others else None, dc_name=dc, score_name="in the map region",
-        notes=[f"{len(rows):,} sentences of {dc} chosen on the map ({_describe(how)})"], lineage=lineage,
+        notes=[f"{len(rows):,} sentences of {dc} chosen on the map ({how.describe()})"], lineage=lineage,
         created=time.time(), created_by=actor.name)
     sel = Selection(strategy="map-region", indices=np.asarray(rows, dtype=np.int64), scores=scores, order=order, meta=meta,
                     key=key, source=stream)
@@ -61,7 +131,7 @@ def save_region_selection(ws: Workspace, atlas: Atlas, mask: np.ndarray, dc: str
     return sel
 
 
-def save_region_corpus(ws: Workspace, atlas: Atlas, mask: np.ndarray, name: str, how: dict[str, Any],
+def save_region_corpus(ws: Workspace, atlas: Atlas, mask: np.ndarray, name: str, how: Region,
                        actor: Actor = LOCAL) -> CorpusInfo:
     """Every sentence in the region (of every corpus on the map, with the fields they share) as a new corpus."""
     require(actor, "import a corpus")
@@ -77,14 +147,7 @@ def save_region_corpus(ws: Workspace, atlas: Atlas, mask: np.ndarray, name: str,
     parts = [Corpus(tokens=p.tokens, fields={f: v for f, v in p.fields.items() if f in shared}, name=name)
              for p in parts]
     corpus = Corpus.concat(parts, name=name)
-    source = f"map region of {atlas.key[:8]} ({_describe(how)}; {len(corpus):,} sentences of " + \
+    source = f"map region of {atlas.key[:8]} ({how.describe()}; {len(corpus):,} sentences of " + \
         ", ".join(f"{c}" for c in region_rows(atlas, mask)) + ")"
     return ws.save_corpus(corpus, name, source=source, actor=actor)
 
-
-def _describe(how: dict[str, Any]) -> str:
-    if how.get("query"):
-        return f"search “{how['query']}”"
-    if how.get("polygon") is not None:
-        return f"{how.get('mode', 'lasso')} of {len(how['polygon'])} corners"
-    return "region"

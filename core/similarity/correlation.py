@@ -20,13 +20,10 @@ def finished_f1_runs(ws: Workspace) -> list[dict[str, Any]]:
     so compare-sources runs, experiment cells and any NER run trained from an MLM folder all count;
     `data` names the LC (and its size when a subset) and TEST the run was trained and tested on, since
     F1 gains only compare runs on the same data."""
-    from core.train.lineage import list_runs
+    from core.train.lineage import CorpusStamp, list_runs
 
-    def label(ref: dict[str, Any] | None, role: str) -> str:
-        if not ref:
-            return f"{role} ?"
-        part = f" ({ref['sentences']} of {ref['of']})" if ref.get("of") and (ref.get("sentences") or 0) < ref["of"] else ""
-        return f"{role} {ref.get('name')}{part}"
+    def label(ref: CorpusStamp | None, role: str) -> str:
+        return ref.label(role) if ref else f"{role} ?"
 
     runs = []
     for entry in list_runs(ws, "ner"):

@@ -35,6 +35,58 @@ LINEAGE_FILE = "lineage.json"
 INDEX_DIR = "lineage"
 
 
+@dataclass(frozen=True)
+class CorpusStamp:
+    """The LC, DEV or TEST a model was trained or scored on: its name and content hash (None when the reference no
+    longer resolves), and for an LC subset drawn by an experiment how many of how many sentences, with which seed."""
+
+    name: str | None
+    hash: str | None
+    sentences: int | None = None
+    of: int | None = None
+    sample_seed: int | None = None
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> CorpusStamp:
+        known, _ = split_fields(cls, {"name": None, "hash": None, **data})
+        return cls(**known)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: v for k, v in asdict(self).items() if v is not None or k in ("name", "hash")}
+
+    @property
+    def size(self) -> int | str | None:
+        """Its sentences, or '50 of 100 (drawn with seed 1)' for a drawn subset."""
+        if self.sentences is not None and self.of and self.sentences < self.of:
+            return f"{self.sentences} of {self.of} (drawn with seed {self.sample_seed})"
+        return self.sentences
+
+    def label(self, role: str) -> str:
+        """'LC ai-lc (50 of 100)': how the F1 panel tells runs on different data apart."""
+        part = f" ({self.sentences} of {self.of})" if self.of and (self.sentences or 0) < self.of else ""
+        return f"{role} {self.name}{part}"
+
+
+@dataclass(frozen=True)
+class SelectionStamp:
+    """The saved selection behind a model's SC (the selection store's meta); a selection since deleted keeps its id."""
+
+    id: str
+    strategy: str | None = None
+    budget: int | None = None
+    model: str | None = None
+    dc: str | None = None
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> SelectionStamp:
+        known, _ = split_fields(cls, data)
+        return cls(**known)
+
+    @property
+    def label(self) -> str:
+        return " · ".join(str(x) for x in (self.strategy, f"{self.budget} sentences", f"model {self.model}", self.id) if x)
+
+
 @dataclass
 class MlmPhase:
     name: str  # tapt, dapt, tc+sc, train, or a compare-sources source
@@ -46,10 +98,10 @@ class MlmPhase:
 class Lineage:
     base_model: str = "default"
     mlm_phases: list[MlmPhase] = field(default_factory=list)
-    selection: dict[str, Any] | None = None  # {id, strategy, budget, model}
-    lc: dict[str, Any] | None = None
-    dev: dict[str, Any] | None = None
-    test: dict[str, Any] | None = None
+    selection: SelectionStamp | None = None
+    lc: CorpusStamp | None = None
+    dev: CorpusStamp | None = None
+    test: CorpusStamp | None = None
     seed: int | None = None
     preset: str | None = None
     wall_seconds: float | None = None
@@ -78,12 +130,16 @@ class Lineage:
         return {"name": "+".join(str(c["name"]) for c in corpora), "hash": "+".join(str(c["hash"]) for c in corpora)}
 
     def to_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "pretraining_corpora": self.pretraining_corpora}
+        stamps = {k: getattr(self, k).to_dict() for k in ("lc", "dev", "test") if getattr(self, k) is not None}
+        return {**asdict(self), **stamps, "pretraining_corpora": self.pretraining_corpora}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Lineage:
         known = {k: v for k, v in d.items() if k in cls.__dataclass_fields__}
-        known["mlm_phases"] = [MlmPhase(**p) for p in known.get("mlm_phases") or []]
+        known["mlm_phases"] = [MlmPhase(**p) for p in known["mlm_phases"] or []] if "mlm_phases" in known else []
+        for k, stamp in (("lc", CorpusStamp), ("dev", CorpusStamp), ("test", CorpusStamp), ("selection", SelectionStamp)):
+            if k in known:
+                known[k] = stamp.from_dict(known[k]) if isinstance(known[k], dict) else None
         for phase in known["mlm_phases"]:  # every corpus stamp has both keys, read by name from here on
             phase.corpora = [{"name": None, "hash": None, **c} for c in phase.corpora or []]
         return cls(**known)
@@ -126,12 +182,17 @@ class RunEntry:
 
 def corpus_hash(ws: Workspace, ref: str | None) -> dict[str, Any] | None:
     """{name, hash} of a corpus reference; a reference that no longer resolves keeps its text and hash None."""
+    stamp = corpus_stamp(ws, ref)
+    return None if stamp is None else {"name": stamp.name, "hash": stamp.hash}
+
+
+def corpus_stamp(ws: Workspace, ref: str | None) -> CorpusStamp | None:
     if not ref:
         return None
     try:
-        return resolve_corpus_ref(ref, ws).to_dict()
+        return CorpusStamp(**resolve_corpus_ref(ref, ws).to_dict())
     except UserError:
-        return {"name": str(ref), "hash": None}
+        return CorpusStamp(str(ref), None)
 
 
 def read_lineage(model_dir: str | Path | None) -> Lineage | None:
@@ -221,16 +282,15 @@ def get_run(ws: Workspace, run_id: str) -> RunEntry:
 # --------------------------------------------------------------------------- recorded by the training jobs
 
 
-def selection_info(ws: Workspace, ref: str | None) -> dict[str, Any] | None:
-    """{id, strategy, budget, model, dc} of a saved selection (the selection store's meta); a selection that is
-    gone keeps its id."""
+def selection_info(ws: Workspace, ref: str | None) -> SelectionStamp | None:
+    """A saved selection as a model's lineage records it (the selection store's meta); one that is gone keeps its id."""
     if not ref:
         return None
     try:
         meta = selection_meta(ws, ref)
     except UserError:
-        return {"id": str(ref), "strategy": None, "budget": None, "model": None, "dc": None}
-    return {"id": meta.key, "strategy": meta.strategy, "budget": meta.budget, "model": meta.model, "dc": meta.dc_name}
+        return SelectionStamp(str(ref))
+    return SelectionStamp(meta.key, meta.strategy, meta.budget, meta.model, meta.dc_name)
 
 
 def mlm_phases_of(ws: Workspace, params: MlmParams) -> list[MlmPhase]:
@@ -260,7 +320,7 @@ def record_ner(ws: Workspace, run_id: str, *, model: str, train: str | None, dev
     """The lineage of a finished NER model (a "ner" job, or a self-trained one, `kind`): its base `model`,
     LC/DEV/TEST hashes, seed, preset and test F1."""
     lin = from_base(model)
-    lin.lc, lin.dev, lin.test = (corpus_hash(ws, r) for r in (train, dev, test))
+    lin.lc, lin.dev, lin.test = (corpus_stamp(ws, r) for r in (train, dev, test))
     lin.seed, lin.preset, lin.wall_seconds = seed, preset, seconds
     outcome = JobResult.from_dict(result)
     return record_run(ws, run_id, kind, lin, run_dir, outcome.out_dir, f1=outcome.test_f1)
@@ -296,9 +356,8 @@ def describe_run(entry: RunEntry) -> dict[str, Any]:
              ("test F1", f"{f1:.4f}" if isinstance(f1, (int, float)) else "-"), ("base model", lin.base_model),
              ("seed", "-" if lin.seed is None else str(lin.seed)), ("preset", lin.preset or "-"),
              ("wall time", f"{wall:.1f} s" if isinstance(wall, (int, float)) else "-")]
-    if sel := lin.selection:
-        facts.append(("selection", " · ".join(str(x) for x in (sel.get("strategy"), f"{sel.get('budget')} sentences",
-                                                                 f"model {sel.get('model')}", sel.get("id")) if x)))
+    if lin.selection:
+        facts.append(("selection", lin.selection.label))
     if lin.parent:
         facts.append(("trained from", lin.parent))
     facts += [(name, folder) for name, folder in (("model folder", entry.model_dir), ("run folder", entry.run_dir)) if folder]
@@ -307,13 +366,5 @@ def describe_run(entry: RunEntry) -> dict[str, Any]:
     data = []
     for role, ref in (("LC", lin.lc), ("DEV", lin.dev), ("TEST", lin.test)):
         if ref:
-            data.append({"role": role, "corpus": ref.get("name"), "hash": ref.get("hash"), "sentences": sample_text(ref)})
+            data.append({"role": role, "corpus": ref.name, "hash": ref.hash, "sentences": ref.size})
     return {"facts": facts, "phases": phases, "data": data}
-
-
-def sample_text(ref: dict[str, Any]) -> Any:
-    """A lineage corpus stamp's size: its sentences, or '50 of 100 (drawn with seed 1)' for a drawn subset."""
-    sentences, whole = ref.get("sentences"), ref.get("of")
-    if sentences is not None and whole and sentences < whole:
-        return f"{sentences} of {whole} (drawn with seed {ref.get('sample_seed')})"
-    return sentences
