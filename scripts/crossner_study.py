@@ -437,7 +437,7 @@ def main() -> int:
             "protocol": {"name": PROTOCOL, "split_seed": SPLIT_SEED, "sizes": study.sizes(),
                          "dc_in_domain": sum(d == args.domain for d in study.dc.fields["domain"]),
                          "description": PROTOCOLS[PROTOCOL], **guard_record(result, run_dir)},
-            "verdict": experiment_verdict(intervals, args.preset, cells),
+            "verdict": experiment_verdict(intervals, args.preset, cells).to_dict(),
             "params": params, "run_dir": str(run_dir),
             **({"restored_from": origins} if (origins := _origins(cells)) else {}),
             "rows": {r: {"mean": s["mean"], "std": s["std"], "n": s["n"], "seeds": s["seeds"]} for r, s in summary.items()},

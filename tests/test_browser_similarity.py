@@ -23,7 +23,7 @@ RUNS = [(None, 0.50), (None, 0.52), ("dc", 0.61), ("lc", 0.57), ("dev", 0.55)]
 def f1_ws(tmp_path_factory):
     from core.data.demo import write_demo_workspace
     from core.runner import jobs
-    from core.train.lineage import Lineage, MlmPhase, corpus_hash, record_run
+    from core.train.lineage import Lineage, MlmPhase, corpus_hash, corpus_stamp, record_run
 
     root = tmp_path_factory.mktemp("simf1ws")
     ws = write_demo_workspace(root, dc_size=600)
@@ -34,8 +34,8 @@ def f1_ws(tmp_path_factory):
     assert job.status == "done", job.error
     for i, (role, f1) in enumerate(RUNS):
         phases = [MlmPhase(roles[role], [corpus_hash(ws, roles[role])], sentences=100)] if role else []
-        lineage = Lineage(base_model="default", mlm_phases=phases, lc=corpus_hash(ws, roles["lc"]), dev=corpus_hash(ws, roles["dev"]),
-                          test=corpus_hash(ws, roles["test"]), seed=i + 1, preset="tiny", wall_seconds=1.0)
+        lineage = Lineage(base_model="default", mlm_phases=phases, lc=corpus_stamp(ws, roles["lc"]), dev=corpus_stamp(ws, roles["dev"]),
+                          test=corpus_stamp(ws, roles["test"]), seed=i + 1, preset="tiny", wall_seconds=1.0)
         record_run(ws, f"ner-{role or 'none'}-{i}", "ner", lineage, f1=f1)
     return root
 
@@ -53,10 +53,11 @@ def test_similarity_f1_panel_draws_scatter_with_r(f1_ws):
     from core.data.workspace import Workspace
     from core.runner import jobs
     from core.similarity.correlation import correlate_with_f1, finished_f1_runs
+    from core.similarity.matrix_result import SimilarityMatrix
 
     ws = Workspace(f1_ws)
-    result = jobs.list_jobs(ws, "similarity")[0].result
-    target = result["targets"][0]
+    result = SimilarityMatrix.from_dict(jobs.list_jobs(ws, "similarity")[0].result)
+    target = result.targets[0]
     expected = correlate_with_f1(finished_f1_runs(ws), result, target)["measures"]
     assert all(expected[m]["r"] is not None and expected[m]["n"] == 3 for m in MEASURES)
     with streamlit_server(f1_ws) as url, browser_page(height=2600) as page:

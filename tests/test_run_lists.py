@@ -7,7 +7,7 @@ import json
 
 from core.data.workspace import Workspace
 from core.review.predictions import list_ner_models
-from core.train.lineage import Lineage, record_run
+from core.train.lineage import CorpusStamp, Lineage, record_run
 from core.train.ner_predict import runs_with_test_predictions
 
 
@@ -33,7 +33,7 @@ def test_lineage_tables_show_counts_as_counts_and_missing_values_as_a_dash(tmp_p
     from tests.apptest import open_app
 
     ws = write_demo_workspace(tmp_path / "ws", dc_size=200)
-    lin = Lineage(lc={"name": "demo-lc", "hash": "h1", "sentences": 150}, test={"name": "demo-test", "hash": "h2"})
+    lin = Lineage(lc=CorpusStamp("demo-lc", "h1", sentences=150), test=CorpusStamp("demo-test", "h2"))
     record_run(ws, "ner-x", "ner", lin, tmp_path / "run", None, f1=0.5)
     at = open_app(ws.root, monkeypatch, "views/results.py")
     data = next(df.value for df in at.dataframe if getattr(df, "key", "") == "lineage_data" or

@@ -233,8 +233,8 @@ def test_similarity_streamed_equals_in_memory(ws2k, small_batches, monkeypatch, 
     assert ngram_jsd(dc_s, tc_s) == _reference_jsd(dc, tc)
     matrix = similarity_matrix(ws2k, ["demo-dc"], ["demo-tc"], params)
     for m in ("tvc", "tvcc", "ppl", "ppl_sum", "jsd", "wvv"):
-        assert matrix["values"][m][0][0] == mem[m], m
-    assert matrix["ttr"]["demo-dc"] == mem["ttr_source"] and matrix["ttr"]["demo-tc"] == mem["ttr_target"]
+        assert matrix.values[m][0][0] == mem[m], m
+    assert matrix.ttr["demo-dc"] == mem["ttr_source"] and matrix.ttr["demo-tc"] == mem["ttr_target"]
     from core.cli import main
 
     assert main(["similarity", "--source", "dc", "--target", "tc", "--workspace", str(ws2k.root), "--json",

@@ -16,6 +16,7 @@ from core.errors import UserError
 from core.runner import jobs, jobstore
 from core.similarity.correlation import correlate_with_f1, finished_f1_runs
 from core.similarity.matrix import similarity_matrix
+from core.similarity.matrix_result import SimilarityMatrix
 from core.similarity.measures import (
     SimilarityParams,
     compare_corpora,
@@ -144,13 +145,13 @@ def small_ws(tmp_path):
 def test_matrix_is_cached_per_measure(small_ws):
     params = SimilarityParams(measures=FAST, tvcc_method="approx")
     first = similarity_matrix(small_ws, ["dc", "other"], ["tc"], params)
-    assert first["computed"] == 2 * 4 and first["cached"] == 0
-    assert first["values"]["tvc"][0][0] > first["values"]["tvc"][1][0]  # dc shares tc's topics, other does not
+    assert first.computed == 2 * 4 and first.cached == 0
+    assert first.values["tvc"][0][0] > first.values["tvc"][1][0]  # dc shares tc's topics, other does not
     again = similarity_matrix(small_ws, ["dc", "other"], ["tc"], params)
-    assert again["cached"] == 8 and again["computed"] == 0 and again["values"] == first["values"]
+    assert again.cached == 8 and again.computed == 0 and again.values == first.values
     new_order = similarity_matrix(small_ws, ["dc", "other"], ["tc"], SimilarityParams(measures=FAST, tvcc_method="approx", order=2))
-    assert new_order["computed"] == 2 and new_order["cached"] == 6  # only PPL depends on the order
-    assert set(first["ttr"]) == {"dc", "other", "tc"}
+    assert new_order.computed == 2 and new_order.cached == 6  # only PPL depends on the order
+    assert set(first.ttr) == {"dc", "other", "tc"}
 
 
 def test_similarity_job_inline_with_histogram(small_ws):
@@ -168,8 +169,8 @@ def test_similarity_job_inline_with_histogram(small_ws):
 # --------------------------------------------------------------------------- F1 correlation
 
 
-MATRIX = {"sources": ["s1", "s2", "s3", "s4"], "targets": ["t"], "measures": ["tvc", "ppl"],
-          "values": {"tvc": [[0.1], [0.2], [0.3], [0.4]], "ppl": [[400.0], [300.0], [200.0], [100.0]]}}
+MATRIX = SimilarityMatrix(sources=["s1", "s2", "s3", "s4"], targets=["t"], measures=["tvc", "ppl"],
+                          values={"tvc": [[0.1], [0.2], [0.3], [0.4]], "ppl": [[400.0], [300.0], [200.0], [100.0]]})
 
 
 def test_correlate_with_f1_gain_and_pearson():
@@ -224,7 +225,7 @@ def test_similarity_page_renders_results_and_f1_panel(tmp_path, monkeypatch):
     result = jobs.run_inline(ws, "similarity", params)
     job = jobs.submit(ws, "similarity", {"sources": [], "targets": []}, start=False)
     jobstore.update(ws, job.id, status="done", progress=1.0, result=json.dumps(result))
-    from core.train.lineage import Lineage, MlmPhase, record_run
+    from core.train.lineage import CorpusStamp, Lineage, MlmPhase, record_run
 
     for i, (source, f1) in enumerate(((None, 0.5), (roles["dc"], 0.6), (roles["lc"], 0.55), (roles["dev"], 0.58))):
         phases = [MlmPhase("source", [{"name": source, "hash": "h"}])] if source else []
@@ -238,7 +239,7 @@ def test_similarity_page_renders_results_and_f1_panel(tmp_path, monkeypatch):
     assert at.selectbox(key="sim_f1_target").label.startswith("Similarity target")  # not "evaluated on": that is TEST
 
     # runs on an LC subset (an experiment's LC-size sweep) are another group: gains never mix the two
-    subset = {"name": roles["lc"], "hash": "h", "sentences": 10, "of": 150}
+    subset = CorpusStamp(roles["lc"], "h", sentences=10, of=150)
     for i, (source, f1) in enumerate(((None, 0.2), (roles["dc"], 0.3), (roles["lc"], 0.25), (roles["dev"], 0.4))):
         phases = [MlmPhase("source", [{"name": source, "hash": "h"}])] if source else []
         record_run(ws, f"ner-sub-{i}", "ner", Lineage(mlm_phases=phases, lc=subset), f1=f1)

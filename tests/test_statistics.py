@@ -187,9 +187,9 @@ def test_verdicts_read_the_holm_adjusted_p_and_smoke_tests_are_no_evidence():
                      ("dsir", "random"): "no clear difference"}
     assert p_text(entries[0]["vs"]["none"]) == "p 0.020 (Holm 0.120)" and p_text(entries[1]["vs"]["none"]).endswith("*")
     verdict = experiment_verdict(entries, "study")
-    assert verdict["evidence"] and verdict["pretraining_helps"] == "mixed" and verdict["selection_beats_random"] == "cannot say"
+    assert verdict.evidence and verdict.pretraining_helps == "mixed" and verdict.selection_beats_random == "cannot say"
     smoke = experiment_verdict(entries, "tiny")
-    assert not smoke["evidence"] and smoke["text"].startswith("smoke test (preset tiny): not evidence")
+    assert not smoke.evidence and smoke.text.startswith("smoke test (preset tiny): not evidence")
     quiet = pretraining_verdicts(entries, evidence=False)
     assert not any(v["bad"] for v in quiet) and all(v["text"].startswith("smoke test, not evidence") for v in quiet)
 
@@ -241,21 +241,21 @@ def test_the_advice_says_helps_no_help_or_cannot_say_with_the_seeds_it_would_tak
 
     none = _cells("none", [0.5, 0.5, 0.5])
     helps = none + _cells("cosine", [0.8, 0.8, 0.8], rng_seed=1)
-    advice = experiment_verdict(interval_summary(helps, n_boot=2000), "study", helps)["advice"]
+    advice = experiment_verdict(interval_summary(helps, n_boot=2000), "study", helps).advice
     assert advice["case"] == "helps" and advice["row"] == "cosine"
     assert advice["text"].startswith("pretraining on selected data helps here: +") and "over none (cosine" in advice["text"]
 
     same = none + [{**c, "row": "tapt"} for c in none]  # TAPT scores exactly what none scores, sentence for sentence
-    advice = experiment_verdict(interval_summary(same, n_boot=2000), "study", same)["advice"]
+    advice = experiment_verdict(interval_summary(same, n_boot=2000), "study", same).advice
     assert advice["case"] == "no help" and advice["text"].startswith("no recipe tried helps on this task")
     assert "fine-tune without pretraining" in advice["text"]
 
     unsure = none + _cells("dsir", [0.56, 0.47, 0.53], rng_seed=2)  # +2 points on average, seeds disagree
-    advice = experiment_verdict(interval_summary(unsure, n_boot=2000), "study", unsure)["advice"]
+    advice = experiment_verdict(interval_summary(unsure, n_boot=2000), "study", unsure).advice
     assert advice["case"] == "cannot say" and advice["text"].startswith("cannot say with 3 seeds whether pretraining helps")
     assert advice["more_seeds"] is None or advice["more_seeds"] >= 1
     assert ("run " in advice["text"]) or ("would not settle" in advice["text"]) or ("more than" in advice["text"])
-    smoke = experiment_verdict(interval_summary(helps, n_boot=500), "tiny", helps)["advice"]
+    smoke = experiment_verdict(interval_summary(helps, n_boot=500), "tiny", helps).advice
     assert smoke["text"].startswith("smoke test, not evidence")
 
 

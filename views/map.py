@@ -162,7 +162,7 @@ def _from_browser(name: str) -> None:
 how = state.active
 mask = how.mask(atlas) if how is not None else None
 
-st.caption(f"{count(len(atlas), 'sentence')} · {atlas.meta.get('method')} · computed in {atlas.meta.get('seconds', 0):.0f}s · "
+st.caption(f"{count(len(atlas), 'sentence')} · {atlas.method} · computed in {atlas.seconds:.0f}s · "
            + " · ".join(f"{c['name']}: {int(c['sentences']):,}" for c in atlas.corpora))
 atlas_view(view_data(atlas, layer, mask), key="map_view", on_change=_from_browser)
 
@@ -181,7 +181,7 @@ if pinned is not None and 0 <= int(pinned) < len(atlas):
         table = pd.DataFrame({"cosine": np.round(sims, 4), "colour": [layer.legend[c]["label"] if not layer.continuous else
                                                                       "" for c in layer.codes[idx]],
                               "corpus": [atlas.locate(np.array([i]))[0][0] for i in idx], "text": [texts[i] for i in idx]})
-        st.caption(f"The {len(idx)} closest sentences on this map by cosine of their embeddings ({atlas.meta.get('model')}).")
+        st.caption(f"The {len(idx)} closest sentences on this map by cosine of their embeddings ({atlas.model}).")
         st.dataframe(table, hide_index=True, width="stretch", key="map_neighbours")
     if st.button("Unpin", key="map_unpin"):
         state.pinned = None

@@ -70,14 +70,14 @@ else:
     entries = _summary(json.dumps(chosen.to_dict(), sort_keys=True, default=str))
     fresh = experiment_verdict(entries, chosen.preset, chosen.cells)  # what a result from before verdicts lacks
     verdict = chosen.verdict or fresh
-    (st.info if verdict["evidence"] else st.warning)(f"**Verdict**: {verdict['text']}")
-    advice = verdict.get("advice") or fresh["advice"]
-    tone = {"helps": st.success, "no help": st.info}.get(advice["case"], st.warning) if verdict["evidence"] else st.warning
+    (st.info if verdict.evidence else st.warning)(f"**Verdict**: {verdict.text}")
+    advice = verdict.advice or fresh.advice
+    tone = {"helps": st.success, "no help": st.info}.get(advice["case"], st.warning) if verdict.evidence else st.warning
     tone(f"**What to do**: {advice['text']}")
     if chosen.dev_in_mlm:
         st.warning("This run allowed DEV text in its MLM corpus (--allow-dev-in-mlm): DEV F1 and the checkpoint pick "
                    "are optimistic for its pretraining rows, marked '(DEV in MLM)'.")
-    for v in pretraining_verdicts(entries, evidence=verdict["evidence"]):
+    for v in pretraining_verdicts(entries, evidence=verdict.evidence):
         getattr(st, v["tone"])(v["text"])
     for line in diagnostic_lines(chosen.cells):
         st.caption(line)

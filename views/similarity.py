@@ -4,7 +4,6 @@ the per-sentence PPL of DC under a TC model, and each measure against downstream
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -13,6 +12,7 @@ import streamlit as st
 
 from core.data.workspace import CorpusRole
 from core.similarity.correlation import correlate_with_f1, finished_f1_runs
+from core.similarity.matrix_result import SimilarityMatrix
 from core.similarity.measures import MEASURES, PAIRWISE
 from core.tables import count
 from ui import corpus_names, get_workspace, job_status, latest_job, run_guarded, submit_job
@@ -66,7 +66,7 @@ if job is None:
 job_status(job, cancel_key="similarity")
 if job.status != "done" or not job.result:
     st.stop()
-result: dict[str, Any] = job.result
+result = SimilarityMatrix.from_dict(job.result)
 
 
 def heatmap(measure: str, values: list[list[float | None]]) -> None:
@@ -75,34 +75,34 @@ def heatmap(measure: str, values: list[list[float | None]]) -> None:
     arrow = "↑ higher = more similar" if info.higher_is_better else "↓ lower = more similar"
     # The same colour means "more similar" in every panel: reverse the scale where lower is better.
     scale = "Viridis" if info.higher_is_better else "Viridis_r"
-    fig = px.imshow(z, x=result["targets"], y=result["sources"], text_auto=".3g", aspect="auto", color_continuous_scale=scale,
+    fig = px.imshow(z, x=result.targets, y=result.sources, text_auto=".3g", aspect="auto", color_continuous_scale=scale,
                     labels={"x": "target", "y": "source", "color": info.label})
-    fig.update_layout(title=f"{info.label} · {arrow}", height=140 + 60 * len(result["sources"]), margin={"t": 50, "b": 10})
+    fig.update_layout(title=f"{info.label} · {arrow}", height=140 + 60 * len(result.sources), margin={"t": 50, "b": 10})
     st.plotly_chart(fig, key=f"sim_heat_{measure}")
-    st.caption(info.description + (f" Method: {result['tvcc_method']}." if measure == "tvcc" and result.get("tvcc_method") else ""))
+    st.caption(info.description + (f" Method: {result.tvcc_method}." if measure == "tvcc" and result.tvcc_method else ""))
 
 
 st.subheader("Source × target")
-sub = result["params"].get("subsample_tokens")
-st.caption(f"{result['computed']} values computed, {result['cached']} from the cache."
-           + (f" Sources sub-sampled to {sub:,} tokens, {result['params']['subsample_k']}x, averaged." if sub else ""))
+st.caption(f"{result.computed} values computed, {result.cached} from the cache."
+           + (f" Sources sub-sampled to {result.subsample[0]:,} tokens, {result.subsample[1]}x, averaged."
+              if result.subsample else ""))
 cols = st.columns(2)
-for i, measure in enumerate(m for m in PAIRWISE if m in result["measures"]):
+for i, measure in enumerate(m for m in PAIRWISE if m in result.measures):
     with cols[i % 2]:
-        heatmap(measure, result["values"][measure])
-if "ppl_sum" in result["values"]:
+        heatmap(measure, result.values[measure])
+if "ppl_sum" in result.values:
     with st.expander("PPL as Dai et al. sum it: Σᵢ P(sᵢ)^(-1/Nᵢ) (grows with target size)"):
-        st.dataframe(pd.DataFrame(result["values"]["ppl_sum"], index=result["sources"], columns=result["targets"]),
+        st.dataframe(pd.DataFrame(result.values["ppl_sum"], index=result.sources, columns=result.targets),
                      key="sim_ppl_sum")
 
-if result.get("ttr"):
+if result.ttr:
     st.subheader("Type-token ratio")
-    ttr = pd.DataFrame([{"corpus": n, "TTR": v, "tokens": result["tokens"].get(n)} for n, v in result["ttr"].items()])
+    ttr = pd.DataFrame([{"corpus": n, "TTR": v, "tokens": result.tokens.get(n)} for n, v in result.ttr.items()])
     st.dataframe(ttr, hide_index=True, key="sim_ttr")
     st.caption(MEASURES["ttr"].description)
 
-hist = result.get("histogram")
-if hist and hist.get("counts"):
+hist = result.histogram
+if hist and hist["counts"]:
     st.subheader(f"Per-sentence PPL of {hist['dc']} (DC) under a {hist['order']}-gram model of {hist['tc']} (TC)")
     edges = np.array(hist["log10_edges"])
     centers = 10 ** ((edges[:-1] + edges[1:]) / 2)
@@ -114,7 +114,7 @@ if hist and hist.get("counts"):
 
 st.subheader("Measures against downstream F1")
 runs = run_guarded(lambda: finished_f1_runs(ws), "could not read finished runs") or []
-usable = [r for r in runs if r["source"] in result["sources"]]
+usable = [r for r in runs if r["source"] in result.sources]
 if not usable:
     st.info("This panel needs finished NER runs pretrained on different sources (compare-sources, experiment cells or NER "
             "runs on an MLM model, with a test F1 and a last MLM corpus among the sources above); as in Dai et al. 2020 "
@@ -125,7 +125,7 @@ if len(groups) > 1:  # a gain compares runs on one LC and TEST: pick which runs 
     data = st.selectbox("Runs trained and tested on", groups, key="sim_f1_data",
                         help="F1 gains only compare runs on the same LC and TEST (an experiment's LC-size sweep adds subsets).")
     runs = [r for r in runs if r["data"] == data]
-target = st.selectbox("Similarity target (x: each source measured against it)", result["targets"], key="sim_f1_target",
+target = st.selectbox("Similarity target (x: each source measured against it)", result.targets, key="sim_f1_target",
                       help="The corpus the measures compared each source with (usually TC). The runs' F1 is on their TEST.")
 corr = run_guarded(lambda: correlate_with_f1(runs, result, target), "could not correlate")
 if corr:

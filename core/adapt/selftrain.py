@@ -30,6 +30,7 @@ from core.data.tags import spans_from_tags
 from core.errors import UserError
 from core.progress import Progress, sub
 from core.recipes.presets import DEFAULT_PRESET
+from core.runner.jobresult import JobResult
 from core.train import lineage
 from core.train.ner_model import load_ner_model
 from core.train.ner_predict import evaluate, predict_corpus
@@ -191,7 +192,7 @@ def self_train(model_dir: str | Path, lc: Corpus, unlabeled: Corpus, dev: Corpus
         say(f"TEST F1: LC model {baseline['f1']:.4f}, self-trained {retrained['f1']:.4f}")
         warnings = [w for w in (weak_f1_reason(float(baseline["f1"]), lc, test, preset=None, what="LC model"),
                                 weak_f1_reason(float(retrained["f1"]), train, test, preset=preset,
-                                               steps=trained.get("steps"), what="self-trained model")) if w]
+                                               steps=JobResult.from_dict(trained).steps, what="self-trained model")) if w]
         if warnings:
             result["warning"] = " ".join(warnings)
             say(f"warning: {result['warning']}")
@@ -218,7 +219,8 @@ def selftrain_job(params: SelftrainParams, ctx: JobContext) -> dict[str, Any]:
                         measure=params.measure, threshold=params.threshold, ratio=params.ratio, seed=params.seed,
                         preset=params.preset, config=params.config, progress=ctx.progress, log=ctx.log, metric=ctx.metric)
     ctx.log(json.dumps({k: v for k, v in result.items() if k not in ("cer_curve", "baseline", "selftrain")}, default=json_default))
+    f1 = JobResult.from_dict(result).selftrain_f1  # None without TEST
     lineage.record_ner(ws, ctx.run_id, model=result["base_model"], train=params.lc, dev=params.dev, test=params.test,
-                       seed=params.seed, preset=params.preset, result={"out_dir": str(out), "test": {"f1": result.get("selftrain_f1")}},
+                       seed=params.seed, preset=params.preset, result={"out_dir": str(out), "test": {"f1": f1}},
                        run_dir=ctx.run_dir, seconds=time.time() - started, kind="selftrain")
     return result

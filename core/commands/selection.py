@@ -248,8 +248,8 @@ def cmd_project(args: argparse.Namespace) -> int:
     with tqdm_progress("project", enabled=progress_wanted(args)) as progress:
         atlas, reused = build_atlas(ws, corpora, args.model, fit_points=args.fit_points, seed=args.seed, progress=progress)
     report = {"key": atlas.key, "reused": reused, "points": len(atlas), "method": atlas.meta["method"],
-              "seconds": atlas.meta.get("seconds"), "corpora": [{k: c[k] for k in ("name", "sentences")} for c in atlas.corpora],
-              "clusters": [c["label"] for c in atlas.meta.get("clusters", [])]}
+              "seconds": atlas.seconds, "corpora": [{k: c[k] for k in ("name", "sentences")} for c in atlas.corpora],
+              "clusters": [c["label"] for c in atlas.clusters]}
     frame = points_frame(atlas) if args.out else None
     if args.selection:
         groups = selection_layer(ws, atlas, args.selection)

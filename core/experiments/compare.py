@@ -37,6 +37,7 @@ from core.progress import sub
 from core.runner.jobresult import JobResult
 from core.similarity.comparison import ComparisonResult
 from core.similarity.correlation import correlate_with_f1
+from core.similarity.matrix_result import SimilarityMatrix
 from core.similarity.measures import PAIRWISE, SimilarityParams, compare_corpora, corpus_text
 from core.train.lineage import CorpusStamp, Lineage, MlmPhase, from_base, record_run, write_lineage
 from core.train.mlm import finished_model
@@ -198,8 +199,8 @@ class Comparison:
         baseline = [c["f1"] for c in cells[BASELINE]]
         runs = [{"source": None, "f1": f} for f in baseline]
         runs += [{"source": name, "f1": c["f1"]} for name in names for c in cells[name]]
-        matrix = {"sources": names, "targets": [self.tgt_ref.name], "measures": measures,
-                  "values": {m: [[values[n].get(m)] for n in names] for m in measures}}
+        matrix = SimilarityMatrix(sources=names, targets=[self.tgt_ref.name], measures=measures,
+                                  values={m: [[values[n][m] if m in values[n] else None] for n in names] for m in measures})
         corr = correlate_with_f1(runs, matrix, self.tgt_ref.name)
         intervals = {e["row"]: e for e in interval_summary(
             [{**c, "row": "none" if row == BASELINE else row} for row, cs in cells.items() for c in cs], baselines=("none",))}

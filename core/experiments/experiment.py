@@ -44,7 +44,7 @@ from core.data.workspace import resolve_corpus_ref
 from core.errors import UserError
 from core.experiments import records
 from core.experiments.cells import ExperimentCells
-from core.experiments.guard import GUARD_FILE, guard_mlm_corpora, guard_text, guard_text_of
+from core.experiments.guard import GUARD_FILE, guard_mlm_corpora, guard_text
 from core.experiments.parallel import CellTask, parse_parallel
 from core.experiments.plan import (
     BASELINES,
@@ -152,19 +152,19 @@ def format_results(result: ExperimentResult | Mapping[str, Any]) -> str:
     for name, test in result.test_leaks():
         lines.append(f"{name.upper()} held {test['exact']} exact and {test['near']} near duplicates of TEST sentences"
                      + (": dropped before any MLM" if result.protocol else ": its MLM saw them (run before the guard)"))
-    lines += guard_text_of(result.protocol)
+    lines += guard_text(result.protocol) if result.protocol else []
     comparisons = comparison_rows(result.summary)
     if comparisons:
         import pandas as pd
 
         lines += ["paired differences (test F1 points; paired two-level bootstrap over seeds and test sentences):",
                   pd.DataFrame(comparisons).to_string(index=False)]
-    verdict = result.verdict or {}
-    lines += [v["text"] for v in pretraining_verdicts(result.summary, evidence=verdict.get("evidence", True))]
+    verdict = result.verdict
+    lines += [v["text"] for v in pretraining_verdicts(result.summary, evidence=verdict.evidence if verdict else True)]
     if verdict:
-        lines.append(f"verdict: {verdict['text']}")
-        if verdict.get("advice"):
-            lines.append(f"what to do: {verdict['advice']['text']}")
+        lines.append(f"verdict: {verdict.text}")
+        if verdict.advice:
+            lines.append(f"what to do: {verdict.advice['text']}")
     lines += diagnostic_lines(result.cells)
     if result.skipped:
         lines.append("skipped: " + "; ".join(result.skipped))
@@ -234,7 +234,7 @@ def experiment_job(params: ExperimentParams, ctx: JobContext) -> dict[str, Any]:
     return {"domain": domain, "rows": row_order(rows), "seeds": seeds, "cells": cells, "preset": params.preset,
             "budgets": sorted({c["budget"] for c in cells if c["row"] not in BASELINES}), "lc_sizes": lc_sizes,
             "corpora": {k: {**r.to_dict(), "sentences": len(corpora[k])} for k, r in refs.items()},
-            "summary": summary, "protocol": guard.protocol, "verdict": experiment_verdict(summary, params.preset, cells),
+            "summary": summary, "protocol": guard.protocol, "verdict": experiment_verdict(summary, params.preset, cells).to_dict(),
             "leakage": {k: v.stored() for k, v in leakage.items()},
             "summary_method": "95% CI: percentile bootstrap of the seed-mean F1, seeds then TEST sentences resampled "
                               f"({N_RESAMPLES:,} resamples); vs: the same draws for both rows (paired over sentences and seeds), p by the "

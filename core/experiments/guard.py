@@ -14,6 +14,7 @@ Duplicates are exact or near (core.selection.leakage: normalised text, verified 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,6 +36,12 @@ class GuardReport:
     @property
     def protocol(self) -> dict[str, Any]:
         return {"dev_in_mlm": self.dev_in_tc, "allow_dev_in_mlm": self.allow_dev_in_mlm, "dropped_from_mlm": self.dropped}
+
+    @classmethod
+    def from_protocol(cls, data: Mapping[str, Any]) -> GuardReport:
+        """A result JSON's `protocol` read back (core.experiments.records.ExperimentResult)."""
+        stored = {"allow_dev_in_mlm": False, "dev_in_mlm": 0, "dropped_from_mlm": {}, **data}
+        return cls(bool(stored["allow_dev_in_mlm"]), int(stored["dev_in_mlm"] or 0), dict(stored["dropped_from_mlm"] or {}))
 
 
 def _example(report: LeakageReport, against: str) -> str:
@@ -80,14 +87,6 @@ def _without(corpus: Corpus, rows: set[int]) -> Corpus:
     kept = corpus.subset([i for i in range(len(corpus)) if i not in rows])
     kept.name = corpus.name
     return kept
-
-
-def guard_text_of(protocol: dict[str, Any] | None) -> list[str]:
-    """guard_text of a result JSON's `protocol` (nothing for a result from before the guard)."""
-    if not protocol:
-        return []
-    return guard_text(GuardReport(bool(protocol.get("allow_dev_in_mlm")), int(protocol.get("dev_in_mlm") or 0),
-                                  dict(protocol.get("dropped_from_mlm") or {})))
 
 
 def guard_text(report: GuardReport) -> list[str]:

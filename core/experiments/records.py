@@ -33,6 +33,7 @@ from typing import Any
 
 from core.data.atomic import atomic_write_json, split_fields
 from core.errors import UserError
+from core.experiments.guard import GuardReport
 from core.experiments.plan import BASELINES, CELL_FILE, RECIPE_FIELDS, RECIPE_FILE, recipe_differences, recipe_of
 
 
@@ -161,6 +162,29 @@ def as_entries(entries: Iterable[SummaryEntry | Mapping[str, Any]]) -> list[Summ
 
 
 @dataclass
+class Verdict:
+    """The experiment's answer (core.experiments.summary.experiment_verdict), read from Holm-adjusted p only, as the
+    result JSON keeps it and the Results page and the CLI say it."""
+
+    text: str  # one sentence
+    evidence: bool = True  # False for a smoke-test preset: the figures only show that the setup runs
+    preset: str | None = None
+    pretraining_helps: str = "not tested"  # "yes", "no, it harms", "mixed", "cannot say", "not tested"
+    selection_beats_random: str = "not tested"
+    comparisons: int = 0  # the Holm family's size
+    advice: dict[str, Any] | None = None  # what to do: {case, text, ...} (core.experiments.summary.user_advice)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Verdict:
+        known, extra = split_fields(cls, data, own=("extra",), drop_none=True)
+        return cls(**known, extra=extra)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**self.extra, **{f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "extra"}}
+
+
+@dataclass
 class ExperimentResult:
     """An experiment's result as a page, the CLI and the tables read it: a finished job's result.json, one found
     through the run index, or the cells so far of a running one (`partial`). Read once from its JSON here;
@@ -173,8 +197,8 @@ class ExperimentResult:
     rows: list[str] = field(default_factory=list)
     seeds: list[int] = field(default_factory=list)
     summary: list[SummaryEntry] = field(default_factory=list)  # as stored (core.experiments.summary.interval_summary)
-    protocol: dict[str, Any] | None = None  # the MLM guard's record (core.experiments.guard); None: a run before it
-    verdict: dict[str, Any] | None = None
+    protocol: GuardReport | None = None  # what the MLM guard did (core.experiments.guard); None: a run before it
+    verdict: Verdict | None = None
     leakage: dict[str, dict[str, Any]] = field(default_factory=dict)
     skipped: list[str] = field(default_factory=list)
     preset: str | None = None
@@ -183,20 +207,27 @@ class ExperimentResult:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], job: str = "", partial: bool = False) -> ExperimentResult:
         known, extra = split_fields(cls, data, own=("extra", "cells", "domain", "preset"), drop_none=True)
-        known["summary"] = as_entries(known.get("summary") or [])
+        known["summary"] = as_entries(known["summary"] if "summary" in known else [])
+        if "verdict" in known:
+            known["verdict"] = Verdict.from_dict(known["verdict"]) if isinstance(known["verdict"], Mapping) else None
+        if "protocol" in known:
+            known["protocol"] = GuardReport.from_protocol(known["protocol"]) if known["protocol"] else None
         stored = data.get("params")  # a result from before "preset" was written beside it: the params it kept
         preset = data.get("preset") or (stored["preset"] if isinstance(stored, Mapping) and "preset" in stored else None)
         return cls(domain=str(data.get("domain") or "?"), cells=as_cells(data.get("cells") or []),
                    preset=preset, **{"job": job, "partial": partial, **known}, extra=extra)
 
     def to_dict(self) -> dict[str, Any]:
-        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name not in ("extra", "cells", "summary")}
-        return {**self.extra, **out, "cells": [c.to_dict() for c in self.cells], "summary": [e.to_dict() for e in self.summary]}
+        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
+               if f.name not in ("extra", "cells", "summary", "protocol", "verdict")}
+        return {**self.extra, **out, "cells": [c.to_dict() for c in self.cells], "summary": [e.to_dict() for e in self.summary],
+                "protocol": self.protocol.protocol if self.protocol else None,
+                "verdict": self.verdict.to_dict() if self.verdict else None}
 
     @property
     def dev_in_mlm(self) -> bool:
         """The run allowed DEV text in its MLM corpora (--allow-dev-in-mlm): its DEV figures are optimistic."""
-        return bool(self.protocol and self.protocol.get("dev_in_mlm"))
+        return bool(self.protocol and self.protocol.dev_in_tc)
 
     def test_leaks(self) -> list[tuple[str, dict[str, Any]]]:
         """(corpus, its exact/near duplicate counts of TEST) for each MLM corpus that held TEST sentences."""

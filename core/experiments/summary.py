@@ -20,7 +20,16 @@ from typing import Any
 import numpy as np
 
 from core.experiments.plan import BASELINES
-from core.experiments.records import Cell, ExperimentResult, PairTest, SummaryEntry, as_cells, as_entries, as_result
+from core.experiments.records import (
+    Cell,
+    ExperimentResult,
+    PairTest,
+    SummaryEntry,
+    Verdict,
+    as_cells,
+    as_entries,
+    as_result,
+)
 from core.experiments.statistics import (
     ALPHA,
     N_RESAMPLES,
@@ -251,7 +260,7 @@ def _against_none(entries: Sequence[SummaryEntry], scale: float) -> list[dict[st
 
 
 def experiment_verdict(entries: Iterable[SummaryEntry | Mapping[str, Any]], preset: str | None,
-                       cells: Iterable[Cell | Mapping[str, Any]] | None = None) -> dict[str, Any]:
+                       cells: Iterable[Cell | Mapping[str, Any]] | None = None) -> Verdict:
     """The experiment's answer in one object and one sentence, read from Holm-adjusted p only: does pretraining help
     against none, does a selection beat the random control. `evidence` is False for a smoke-test preset."""
     from core.recipes.presets import SMOKE_PRESETS
@@ -279,8 +288,8 @@ def experiment_verdict(entries: Iterable[SummaryEntry | Mapping[str, Any]], pres
     advice = user_advice(entries, cells or [], family)
     if not evidence:
         advice = {**advice, "text": f"smoke test, not evidence; would read: {advice['text']}"}
-    return {"evidence": evidence, "preset": preset, "pretraining_helps": pretraining, "selection_beats_random": selection,
-            "comparisons": family, "text": text, "advice": advice}
+    return Verdict(text=text, evidence=evidence, preset=preset, pretraining_helps=pretraining,
+                   selection_beats_random=selection, comparisons=family, advice=advice)
 
 
 MIN_GAIN = 0.01  # a gain over no pretraining below one F1 point does not pay for pretraining: "no recipe helps" below it

@@ -57,6 +57,30 @@ class Atlas:
     def corpora(self) -> list[dict[str, Any]]:
         return list(self.meta["corpora"])
 
+    # The fields of meta.json that pages and commands read, with what a map written before each field existed means.
+    @property
+    def model(self) -> str:
+        """The encoder whose embeddings were laid out."""
+        return str(self.meta["model"]) if "model" in self.meta else "default"
+
+    @property
+    def pooling(self) -> str:
+        return str(self.meta["pooling"]) if "pooling" in self.meta else "mean"
+
+    @property
+    def method(self) -> str:
+        """How the layout was made ("umap", or a fallback for few points)."""
+        return str(self.meta["method"]) if "method" in self.meta else "?"
+
+    @property
+    def seconds(self) -> float:
+        return float(self.meta["seconds"]) if "seconds" in self.meta else 0.0
+
+    @property
+    def clusters(self) -> list[dict[str, Any]]:
+        """Named clusters: [{label, x, y, ...}] (core.selection.atlas.cluster_labels)."""
+        return list(self.meta["clusters"]) if "clusters" in self.meta else []
+
     def __len__(self) -> int:
         return len(self.xy)
 
@@ -353,7 +377,7 @@ def save_atlas(ws: Workspace, key: str, coords: np.ndarray, meta: dict[str, Any]
         raise RuntimeError(f"{written} texts for {len(coords)} points")  # a bug, not a user mistake
     os.replace(tmp, folder / "texts.parquet")
     atlas = Atlas(key, folder, {**meta, "key": key}, coords)
-    atlas.meta["clusters"] = cluster_labels(coords, atlas.texts(), seed=int(meta.get("seed", 0)))
+    atlas.meta["clusters"] = cluster_labels(coords, atlas.texts(), seed=int(meta["seed"]) if "seed" in meta else 0)
     atlas.meta["created"] = time.time()
     atomic_write_json(folder / "meta.json", atlas.meta)
     return atlas

@@ -275,7 +275,7 @@ def view_data(atlas: Atlas, layer: Layer, highlight: np.ndarray | None = None, t
         "hl": pd.DataFrame({"h": np.asarray(highlight, dtype=np.uint8)}) if highlight is not None and highlight.any() else None,
         "text": pd.DataFrame({"text": atlas.texts()}) if len(atlas) <= text_cap else None,
         "meta": {"key": atlas.key, "bounds": [x0, x1, y0, y1], "palette": layer.palette, "priority": layer.priority,
-                 "legend": layer.legend, "layer_name": layer.name, "clusters": atlas.meta.get("clusters", []),
+                 "legend": layer.legend, "layer_name": layer.name, "clusters": atlas.clusters,
                  "corpora": [{"name": c["name"], "offset": int(c["offset"]), "sentences": int(c["sentences"])}
                              for c in atlas.corpora],
                  "note": "" if len(atlas) <= text_cap else "hover shows corpus and row; click a point to read it"},

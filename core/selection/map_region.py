@@ -121,7 +121,7 @@ def save_region_selection(ws: Workspace, atlas: Atlas, mask: np.ndarray, dc: str
     key = content_hash("map-region", atlas.key, dc, stream.digest(), np.asarray(rows).tobytes())
     meta = SelectionMeta(
         strategy="map-region", budget_requested=int(len(rows)), budget=int(len(rows)), dc_size=n,
-        tc_size=sum(int(c["sentences"]) for c in atlas.corpora if c["name"] != dc), model=atlas.meta.get("model"), seed=0,
+        tc_size=sum(int(c["sentences"]) for c in atlas.corpora if c["name"] != dc), model=atlas.model, seed=0,
         dc_hash=stream.digest(), tc_name=others[0] if others else None, dc_name=dc, score_name="in the map region",
         notes=[f"{len(rows):,} sentences of {dc} chosen on the map ({how.describe()})"], lineage=lineage,
         created=time.time(), created_by=actor.name)

@@ -32,8 +32,8 @@ def atlas_neighbours(ws: Workspace, atlas: Atlas, point: int, k: int = 10, block
 
     if not 0 <= point < len(atlas):
         raise UserError(f"point {point} is not on this map ({len(atlas):,} points)")
-    caches = [(int(c["offset"]), embed_corpus(open_corpus_stream(ws, c["name"]), atlas.meta.get("model", "default"),
-                                              pooling=atlas.meta.get("pooling", "mean"), workspace=ws))
+    caches = [(int(c["offset"]), embed_corpus(open_corpus_stream(ws, c["name"]), atlas.model,
+                                              pooling=atlas.pooling, workspace=ws))
               for c in atlas.corpora]
     (name, rows, _), = atlas.locate(np.array([point]))
     own = next(v for (_, v), c in zip(caches, atlas.corpora) if c["name"] == name)

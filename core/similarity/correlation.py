@@ -12,6 +12,7 @@ import numpy as np
 from core.data.workspace import Workspace
 from core.errors import UserError
 from core.similarity.comparison import ComparisonResult
+from core.similarity.matrix_result import SimilarityMatrix
 
 
 def finished_f1_runs(ws: Workspace) -> list[dict[str, Any]]:
@@ -36,7 +37,7 @@ def finished_f1_runs(ws: Workspace) -> list[dict[str, Any]]:
     return runs
 
 
-def correlate_with_f1(runs: Sequence[dict[str, Any]], matrix: dict[str, Any], target: str) -> dict[str, Any]:
+def correlate_with_f1(runs: Sequence[dict[str, Any]], matrix: SimilarityMatrix, target: str) -> dict[str, Any]:
     """Pearson r between each measure (source vs `target`) and the F1 gain of runs pretrained on
     that source, as in Dai et al. 2020 Fig. 2. Runs are averaged per source (seeds); the gain is
     over the mean F1 of runs without a pretraining source, or plain F1 when there are none.
@@ -44,28 +45,26 @@ def correlate_with_f1(runs: Sequence[dict[str, Any]], matrix: dict[str, Any], ta
     Returns {y_label, baseline_f1, points: [{source, runs, f1, y, y_err, <measure>...}], measures: {m: {r, p, n, reason}}};
     y_err is the std of the source's F1 over its runs (seeds), None for a single run.
     """
-    if target not in matrix.get("targets", []):
+    if target not in matrix.targets:
         raise UserError(f"{target!r} is not a target of this similarity result")
-    j = matrix["targets"].index(target)
     baseline = [r["f1"] for r in runs if r["source"] is None]
     base = float(np.mean(baseline)) if baseline else None
     by_source: dict[str, list[float]] = {}
     for r in runs:
-        if r["source"] is not None and r["source"] in matrix["sources"]:
+        if r["source"] is not None and r["source"] in matrix.sources:
             by_source.setdefault(r["source"], []).append(float(r["f1"]))
     points = []
     for source, f1s in sorted(by_source.items()):
-        i = matrix["sources"].index(source)
         f1 = float(np.mean(f1s))
         # error bar: the sample std of the source's runs over seeds (None with one run: no spread to show)
         spread = float(np.std(f1s, ddof=1)) if len(f1s) > 1 else None
         point = {"source": source, "runs": len(f1s), "f1": f1, "y": f1 - base if base is not None else f1, "y_err": spread}
-        for m in matrix["measures"]:
-            point[m] = matrix["values"][m][i][j]
+        for m in matrix.measures:
+            point[m] = matrix.value(m, source, target)
         points.append(point)
     out: dict[str, Any] = {"y_label": "F1 gain" if base is not None else "F1", "baseline_f1": base, "points": points,
                            "measures": {}}
-    for m in matrix["measures"]:
+    for m in matrix.measures:
         xy = [(p[m], p["y"]) for p in points if p[m] is not None and math.isfinite(p[m])]
         out["measures"][m] = pearson_stats(xy, "finished NER runs pretrained on at least 3 different sources")
     return out

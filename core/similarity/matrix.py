@@ -18,6 +18,7 @@ from core.data.workspace import Workspace, content_hash
 from core.errors import UserError
 from core.lm.ngram import build_lm
 from core.progress import Progress
+from core.similarity.matrix_result import SimilarityMatrix
 from core.similarity.measures import (
     CACHE_VERSION,
     CorpusSide,
@@ -38,7 +39,7 @@ CACHE_KIND = "similarity"
 
 
 def similarity_matrix(ws: Workspace, sources: Sequence[str], targets: Sequence[str], params: SimilarityParams,
-                      progress: Progress | None = None) -> dict[str, Any]:
+                      progress: Progress | None = None) -> SimilarityMatrix:
     """Every pairwise measure for every (source, target) of workspace corpora, plus TTR of each
     corpus. Values come from the workspace cache when both corpora and the measure's
     parameters are unchanged; each source's LM and skip-gram model is built once."""
@@ -87,16 +88,14 @@ def similarity_matrix(ws: Workspace, sources: Sequence[str], targets: Sequence[s
                 for k, v in mine.items():
                     if k in values:
                         values[k][i][j] = v
-    result: dict[str, Any] = {
-        "sources": list(sources), "targets": list(targets), "measures": list(measures), "values": values,
-        "params": {**asdict(params), "measures": list(params.measures)}, "cached": cached, "computed": computed,
-        "hashes": hashes,
-    }
+    result = SimilarityMatrix(
+        sources=list(sources), targets=list(targets), measures=list(measures), values=values,
+        params={**asdict(params), "measures": list(params.measures)}, cached=cached, computed=computed, hashes=hashes,
+        tokens={n: ws.corpus_info(n).tokens for n in hashes})
     if "ttr" in params.measures:
-        result["ttr"] = {n: _cached_ttr(ws, n, hashes[n], tokens_of) for n in dict.fromkeys([*sources, *targets])}
+        result.ttr = {n: _cached_ttr(ws, n, hashes[n], tokens_of) for n in dict.fromkeys([*sources, *targets])}
     if "tvcc" in params.measures:
-        result["tvcc_method"] = content_word_method(params.tvcc_method)[1]
-    result["tokens"] = {n: ws.corpus_info(n).tokens for n in hashes}
+        result.tvcc_method = content_word_method(params.tvcc_method)[1]
     report(1.0, f"{computed} values computed, {cached} from cache")
     return result
 
@@ -176,8 +175,8 @@ def similarity_job(params: SimilarityJobParams, ctx: JobContext) -> dict[str, An
     end = 0.8 if params.histogram else 1.0
     ctx.log(f"similarity: {len(params.sources)} sources x {len(params.targets)} targets, measures {', '.join(p.measures)}")
     result = similarity_matrix(ws, list(params.sources), list(params.targets), p, progress=ctx.sub(0.0, end, ""))
-    ctx.log(f"{result['computed']} values computed, {result['cached']} cached")
+    ctx.log(f"{result.computed} values computed, {result.cached} cached")
     if params.histogram:
-        result["histogram"] = ppl_histogram(ws, params.histogram["tc"], params.histogram["dc"], order=p.order,
-                                            progress=ctx.sub(end, 1.0, "DC PPL: "))
-    return result
+        result.histogram = ppl_histogram(ws, params.histogram["tc"], params.histogram["dc"], order=p.order,
+                                         progress=ctx.sub(end, 1.0, "DC PPL: "))
+    return result.to_dict()
