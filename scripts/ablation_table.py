@@ -79,7 +79,7 @@ def domain_entry(result: dict[str, Any], others: list[dict[str, Any]]) -> dict[s
         picks = [c["pick"] for c in mine if c.get("pick")]
         drifts = [c["drift"] for c in mine if c.get("drift")]
         rows[row] = {"f1_mean": e["f1_mean"], "f1_ci": e.get("f1_ci"), "seeds": _seeds(cells, row),
-                     "vs": {b: {k: t[k] for k in ("delta", "ci", "p") if k in t} for b, t in (e.get("vs") or {}).items()},
+                     "vs": {b: {k: t[k] for k in ("delta", "ci", "p", "p_holm") if k in t} for b, t in (e.get("vs") or {}).items()},
                      "pick_kept_base": sum(not p["helped"] for p in picks) if picks else None, "picks": len(picks) or None,
                      "picked": [p["chosen"] for p in picks] or None,
                      # what the short DEV probe promised (chosen checkpoint over the base encoder): set against
@@ -90,11 +90,29 @@ def domain_entry(result: dict[str, Any], others: list[dict[str, Any]]) -> dict[s
     selections = [r for r in rows if is_selection(r)]
     best = max(selections, key=lambda r: rows[r]["f1_mean"], default=None)
     tapt, none = rows.get("tapt"), rows.get("none")
-    return {"variant": recipe_label(result["params"]), "domain": result["domain"], "file": result["_file"],
+    protocol = protocol_of(result)  # a v1 result (DEV text in TC) and a v2 one of the same recipe are two variants
+    return {"variant": recipe_label(result["params"]) + ("" if protocol == "v1" else f" [{protocol}]"),
+            "protocol": protocol, "domain": result["domain"], "file": result["_file"],
             "none_from": none_from, "finished": bool(result.get("finished")), "command": result.get("command"),
             "commit": result.get("commit"), "rows": rows, "best_selection": best,
             "tapt_ge_none": None if not (tapt and none) else tapt["f1_mean"] >= none["f1_mean"] - LOWER_IS_WORSE,
             "best_ge_tapt": None if not (best and tapt) else rows[best]["f1_mean"] >= tapt["f1_mean"] - LOWER_IS_WORSE}
+
+
+def protocol_of(result: dict[str, Any]) -> str:
+    """The study protocol a result was made under (core.experiments.study.PROTOCOLS): results from before the
+    protocol was recorded are v1."""
+    protocol = result.get("protocol")
+    return str(protocol["name"]) if isinstance(protocol, dict) and protocol.get("name") else "v1"
+
+
+def decision(results: list[dict[str, Any]], protocol: str = "v2") -> dict[str, Any]:
+    """Issue 46's decision rule (core.experiments.decision) over the knob variants run under `protocol`."""
+    from core.experiments.decision import NEEDED_DOMAINS, RunOfRecipe, decide
+
+    made = decide([RunOfRecipe.of(r) for r in results if protocol_of(r) == protocol])
+    return {"protocol": protocol, "needed_domains": NEEDED_DOMAINS, "sentence": made.sentence(),
+            "knobs": [vars(k) for k in made.knobs], "tests": [vars(t) for t in made.tests]}
 
 
 def _one_per_cell(entries: list[dict[str, Any]], results: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[str]]:
@@ -135,10 +153,11 @@ def build(paths: list[Path], command: str = "") -> dict[str, Any]:
         c["tapt_ge_none"] += bool(e["tapt_ge_none"])
         c["best_ge_tapt"] += bool(e["best_ge_tapt"])
         c["both"] += bool(e["tapt_ge_none"] and e["best_ge_tapt"])
+    kept = {e["file"] for e in entries}
     return {"what": "issue 26 ablation: recipe variant x CrossNER domain (TEST F1, 95% CI over seeds and test sentences; "
                     "paired differences vs none and vs TAPT)",
             "command": command, "entries": entries, "superseded": superseded,
-            "criterion": criterion}
+            "criterion": criterion, "decision": decision([r for r in results if r["_file"] in kept])}
 
 
 def _f1(row: dict[str, Any] | None) -> str:
@@ -153,8 +172,12 @@ def _vs(row: dict[str, Any] | None, base: str) -> str:
     t = (row or {}).get("vs", {}).get(base)
     if not t:
         return "–"
-    star = " *" if t["p"] < 0.05 else ""
-    return f"{100 * t['delta']:+.2f} [{100 * t['ci'][0]:+.2f}, {100 * t['ci'][1]:+.2f}] p {t['p']:.3f}{star}"
+    # the star follows the Holm-adjusted p where the result has one (every comparison of its run in one family);
+    # a result from before the correction shows its raw p, marked "raw"
+    adjusted = t.get("p_holm")
+    star = " *" if (adjusted if adjusted is not None else t["p"]) < 0.05 else ""
+    p = f"p {t['p']:.3f}" + (f" (Holm {adjusted:.3f})" if adjusted is not None else " raw")
+    return f"{100 * t['delta']:+.2f} [{100 * t['ci'][0]:+.2f}, {100 * t['ci'][1]:+.2f}] {p}{star}"
 
 
 def _dev(row: dict[str, Any] | None, key: str = "dev_vs_none") -> str:
@@ -178,23 +201,41 @@ def markdown(table: dict[str, Any]) -> str:
                  " / ".join(_dev(rows.get(r), "probe_gain") for r in ("tapt", best)), kept,
                  f"{cka:.3f}" if cka is not None else "–"]
         lines.append("| " + " | ".join(cells) + " |")
-    lines += ["", "Points of TEST F1, mean over seeds [95% CI]; differences are paired (same seeds and test sentences), "
-              "* p < 0.05. DEV vs none: converged DEV F1 minus none's of the same seed (mean), the signal a user has without "
-              "TEST. Probe gain: the short (8-epoch) DEV probe's score of the chosen checkpoint minus the base encoder's "
-              "(mean), what checkpoint pick saw when it chose. \"best selection\" is the selection row with the highest "
-              "mean (chosen after the fact: read its interval). † none borrowed from another run of the same domain, encoder, "
-              "preset, NER settings and seeds.", "",
+    lines += ["", "Points of TEST F1, mean over seeds [95% CI]; differences are paired (same seeds and test sentences), * "
+              "Holm-adjusted p < 0.05 over every comparison of that run (\"raw\": a run from before the correction, its "
+              "uncorrected p, starred at p < 0.05). DEV vs none: converged DEV F1 minus none's of the same seed (mean), "
+              "the signal a user has without TEST. Probe gain: the short (8-epoch) DEV probe's score of the chosen "
+              "checkpoint minus the base encoder's (mean), what checkpoint pick saw when it chose. \"best selection\" is "
+              "the selection row with the highest mean (chosen after the fact: read its interval). † none borrowed from "
+              "another run of the same domain, encoder, preset, NER settings and seeds.", "",
               "| variant | domains | TAPT >= none | best selection >= TAPT | both | cannot say (no none or TAPT) |",
               "|---|---|---|---|---|---|"]
     for variant, c in table["criterion"].items():
         lines.append(f"| {variant} | {', '.join(c['domains'])} | {c['tapt_ge_none']} | {c['best_ge_tapt']} | {c['both']} | "
                      f"{', '.join(c.get('cannot_say') or []) or '–'} |")
+    lines += _decision_lines(table["decision"])
     lines += ["", "Made by:", "", f"    {table['command']}", "", "from the study results made by:", ""]
     for e in table["entries"]:  # a merged result (--merge) names each part's command
         lines += [f"    {c}" for c in (e.get("command") if isinstance(e.get("command"), list) else [e.get("command")]) if c]
     if table.get("superseded"):
         lines += ["", "Older runs of the same recipe and domain, left out: " + ", ".join(table["superseded"]) + "."]
     return "\n".join(lines) + "\n"
+
+
+def _decision_lines(made: dict[str, Any]) -> list[str]:
+    """The decision rule's outcome (README, "Reading an experiment, changing the default"), knob by knob."""
+    lines = ["", f"**Decision rule (issue 46), protocol {made['protocol']}**: a knob's setting becomes the default only if "
+             f"its TAPT or a selection row beats the default recipe's with a Holm-adjusted p < 0.05 on at least "
+             f"{made['needed_domains']} of the 5 domains and is significantly worse on none. Outcome: {made['sentence']}."]
+    if made["knobs"]:
+        lines += ["", "| knob | domains run | better | worse | outcome | why |", "|---|---|---|---|---|---|"]
+        lines += [f"| {k['knob']} | {', '.join(k['domains'])} | {', '.join(k['better']) or '–'} | "
+                  f"{', '.join(k['worse']) or '–'} | {k['outcome']} | {k['reason']} |" for k in made["knobs"]]
+        lines += ["", "| knob | domain | row | seeds | variant - default | 95% CI | p | Holm p |", "|---|---|---|---|---|---|---|---|"]
+        lines += [f"| {t['knob']} | {t['domain']} | {t['row']} | {len(t['seeds'])} | {100 * t['delta']:+.2f} | "
+                  f"[{100 * t['ci'][0]:+.2f}, {100 * t['ci'][1]:+.2f}] | {t['p']:.3f} | {t['p_holm']:.3f} |"
+                  for t in made["tests"]]
+    return lines
 
 
 def main(argv: list[str] | None = None) -> int:

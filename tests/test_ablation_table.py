@@ -108,3 +108,23 @@ def test_a_row_without_counts_keeps_its_own_stored_interval_beside_a_borrowed_no
     assert old["none_from"] == str(base) and old["rows"]["none"]["f1_ci"] is not None
     assert old["rows"]["dsir"]["f1_ci"] == [0.85, 0.95] and old["rows"]["dsir"]["vs"] == data["summary"][1]["vs"]
     assert "none" not in old["rows"]["tapt"]["vs"]
+
+
+def test_protocols_are_kept_apart_and_the_decision_rule_is_applied_to_v2_knobs(tmp_path):
+    """Issue 46: a v1 result (DEV text in TC) and a v2 one of the same recipe are two variants, never one row; the
+    table applies the decision rule (core.experiments.decision) to the v2 knob variants and shows Holm p."""
+    v1 = _result(tmp_path, "v1", {"none": 0.5, "tapt": 0.6}, {})
+    default = _result(tmp_path, "v2", {"none": 0.5, "tapt": 0.6}, {})
+    knob = _result(tmp_path, "v2-l2sp", {"tapt": 0.95}, {"mlm_config": {"l2sp": 0.1}})
+    for path in (default, knob):
+        data = json.loads(path.read_text())
+        path.write_text(json.dumps({**data, "protocol": {"name": "v2"}}))
+    table = ablation_table.build([v1, default, knob], "cmd")
+    assert sorted(e["variant"] for e in table["entries"]) == ["study", "study + l2sp=0.1 [v2]", "study [v2]"]
+    made = table["decision"]
+    (test,) = made["tests"]  # tapt only: none does not pretrain, and the v1 default is not the v2 knob's default
+    assert test["knob"] == "l2sp=0.1" and test["row"] == "tapt" and test["delta"] > 0 and test["p_holm"] < 0.05
+    (outcome,) = made["knobs"]
+    assert outcome["outcome"] == "open" and outcome["better"] == ["music"]  # 1 of the 3 domains the rule needs
+    text = ablation_table.markdown(table)
+    assert "Decision rule (issue 46), protocol v2" in text and "| l2sp=0.1 | music | tapt | 3 |" in text

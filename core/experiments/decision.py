@@ -1,0 +1,148 @@
+"""Issue 46's decision rule, written before the knob ablation ran (README, "Reading an experiment, changing the
+default"): a knob's setting becomes the default only if, against the current default recipe under the same protocol,
+its TAPT or a selection row is better with a Holm-adjusted p < 0.05 on at least 3 of the 5 CrossNER domains and
+significantly worse on none.
+
+A knob variant is a result whose recipe differs from the default's only in the MLM settings or the rehearsal share
+(core.experiments.plan.recipe_of); `none` is left out of the comparisons, since it does not pretrain. Each pretraining
+row both ran is tested variant minus default on the seeds both ran and the same TEST sentences (the paired two-level
+bootstrap of core.experiments.statistics), and Holm's correction runs over every comparison of the ablation at once.
+A knob that ran on fewer domains than the rule needs is "open" until the rest run, unless it can no longer qualify.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from core.experiments.plan import recipe_of
+from core.experiments.records import Cell, as_cells
+from core.experiments.statistics import ALPHA, N_RESAMPLES, holm, paired_test
+from core.experiments.study import DOMAINS
+from core.experiments.summary import cell_counts
+
+KNOB_FIELDS = ("mlm_config", "rehearsal_share")  # what a knob variant changes; the rest of its recipe is the default's
+NEEDED_DOMAINS = 3  # better on at least this many of the five domains ...
+QUALIFIES, STAYS_OUT, OPEN = "becomes the default", "stays out", "open"
+
+
+@dataclass(frozen=True)
+class RunOfRecipe:
+    """One study result as the rule reads it: its domain, its experiment params (the recipe) and its cells."""
+
+    domain: str
+    params: Mapping[str, Any]
+    cells: list[Cell]
+
+    @classmethod
+    def of(cls, result: Mapping[str, Any]) -> RunOfRecipe:
+        return cls(str(result["domain"]), result["params"], as_cells(result["cells"]))
+
+    @property
+    def knob(self) -> str:
+        """'' for the default recipe, else its knob settings ("l2sp=0.01", "rehearsal=0.25")."""
+        r = recipe_of(self.params)
+        parts = [f"{k}={v}" for k, v in sorted((r["mlm_config"] or {}).items())]
+        return " + ".join(parts + ([f"rehearsal={r['rehearsal_share']:g}"] if r["rehearsal_share"] else []))
+
+    @property
+    def base(self) -> tuple[tuple[str, str], ...]:
+        """The recipe with its knobs at the default: results that share it are compared with each other."""
+        r = recipe_of(self.params)
+        return tuple(sorted((k, repr(v)) for k, v in r.items() if k not in KNOB_FIELDS))
+
+
+@dataclass
+class KnobTest:
+    knob: str
+    domain: str
+    row: str
+    seeds: list[int]
+    delta: float  # variant minus default, F1 (0-1)
+    ci: list[float]
+    p: float
+    p_holm: float = 1.0
+
+
+@dataclass
+class KnobOutcome:
+    knob: str
+    domains: list[str]  # where it ran beside the default
+    better: list[str]  # a pretraining row better with Holm-adjusted p < ALPHA
+    worse: list[str]  # a pretraining row worse with Holm-adjusted p < ALPHA
+    outcome: str  # QUALIFIES, STAYS_OUT or OPEN
+    reason: str
+
+
+@dataclass
+class Decision:
+    tests: list[KnobTest] = field(default_factory=list)
+    knobs: list[KnobOutcome] = field(default_factory=list)
+
+    @property
+    def new_default(self) -> list[str]:
+        return [k.knob for k in self.knobs if k.outcome == QUALIFIES]
+
+    def sentence(self) -> str:
+        """The outcome in one line, for README and the table."""
+        if not self.knobs:
+            return "no knob variant has run beside the default recipe yet: the default stays as it is"
+        if winners := self.new_default:
+            return f"{', '.join(winners)} qualifies under the rule: rerun the five-domain study with it as the default"
+        still = [k.knob for k in self.knobs if k.outcome == OPEN]
+        return ("no setting qualifies so far; " + (f"open until more domains run: {', '.join(still)}" if still
+                                                   else "the default stays as it is"))
+
+
+def _runs(cells: Sequence[Cell], row: str, seeds: Sequence[int]) -> list[Any] | None:
+    by_seed = {c.seed: c for c in cells if c.row == row}
+    runs = [cell_counts(by_seed[s]) for s in seeds]
+    return None if any(r is None for r in runs) else runs
+
+
+def knob_tests(results: Iterable[RunOfRecipe], n_boot: int = N_RESAMPLES, seed: int = 0) -> list[KnobTest]:
+    """Every (knob, domain, pretraining row) comparison with the default of the same base recipe and domain, with
+    Holm-adjusted p over all of them."""
+    results = list(results)
+    defaults = {(r.base, r.domain): r for r in results if not r.knob}
+    tests = []
+    for r in results:
+        default = defaults.get((r.base, r.domain)) if r.knob else None
+        if default is None:
+            continue
+        for row in sorted({c.row for c in r.cells} - {"none"}):
+            seeds = sorted({c.seed for c in r.cells if c.row == row} & {c.seed for c in default.cells if c.row == row})
+            mine, theirs = _runs(r.cells, row, seeds), _runs(default.cells, row, seeds)
+            if not seeds or mine is None or theirs is None:
+                continue  # not run by both, or predictions not kept: no paired test
+            t = paired_test(mine, theirs, n_boot=n_boot, seed=seed)
+            tests.append(KnobTest(r.knob, r.domain, row, seeds, t["delta"], t["ci"], t["p"]))
+    for t, adjusted in zip(tests, holm([t.p for t in tests])):
+        t.p_holm = adjusted
+    return tests
+
+
+def decide(results: Iterable[RunOfRecipe], domains: Sequence[str] = DOMAINS, needed: int = NEEDED_DOMAINS,
+           alpha: float = ALPHA, n_boot: int = N_RESAMPLES) -> Decision:
+    """The rule applied to every knob variant among `results`."""
+    tests = knob_tests(results, n_boot=n_boot)
+    outcomes = []
+    for knob in sorted({t.knob for t in tests}):
+        mine = [t for t in tests if t.knob == knob]
+        ran = sorted({t.domain for t in mine})
+        better = sorted({t.domain for t in mine if t.p_holm < alpha and t.delta > 0})
+        worse = sorted({t.domain for t in mine if t.p_holm < alpha and t.delta < 0})
+        left = len(set(domains) - set(ran))
+        if worse:
+            outcome, reason = STAYS_OUT, f"significantly worse on {', '.join(worse)}"
+        elif len(better) >= needed:
+            outcome, reason = QUALIFIES, f"better on {len(better)} domains ({', '.join(better)}), worse on none"
+        elif len(better) + left < needed:
+            outcome, reason = STAYS_OUT, (f"better on {len(better)} of the {len(ran)} domains it ran, and "
+                                          f"{left} left: it cannot reach {needed}")
+        else:
+            outcome, reason = OPEN, (f"better on {len(better)} of {len(ran)} domains so far; needs {needed}, "
+                                     f"{left} not run yet")
+        outcomes.append(KnobOutcome(knob, ran, better, worse, outcome, reason))
+    return Decision(tests, outcomes)

@@ -1,0 +1,81 @@
+"""Issue 46's decision rule on small fixtures: a knob becomes the default only when it is better with Holm-adjusted
+p < 0.05 on at least 3 of 5 domains and significantly worse on none; fewer domains leave it open or out."""
+
+from __future__ import annotations
+
+import zlib
+
+import numpy as np
+import pytest
+
+from core.experiments.decision import OPEN, QUALIFIES, STAYS_OUT, RunOfRecipe, decide
+from core.experiments.records import Cell
+from core.experiments.statistics import encode_counts
+
+N = 300  # TEST sentences
+
+
+def _counts(rng: np.random.Generator, hit: float) -> np.ndarray:
+    """(N, 3) per-sentence tp, fp, fn: each sentence holds 2 gold entities, each found with probability `hit`."""
+    tp = rng.binomial(2, hit, N)
+    return np.stack([tp, rng.binomial(1, 0.2, N), 2 - tp], axis=1)
+
+
+def _run(domain: str, knob: dict | None, hits: dict[str, float], seed: int = 0) -> RunOfRecipe:
+    cells = []
+    for s in (1, 2, 3):
+        rng = np.random.default_rng(zlib.crc32(f"{domain}/{seed}/{s}".encode()))  # the same TEST noise for default and variant
+        for row, hit in hits.items():
+            counts = _counts(np.random.default_rng(rng.integers(2**32)), hit)
+            tp, fp, fn = counts.sum(0)
+            cells.append(Cell(row=row, seed=s, f1=2 * tp / (2 * tp + fp + fn), test_counts=encode_counts(counts)))
+    params = {"model": "default", "preset": "study", "pick_checkpoint": 4, "mlm_config": knob or {}}
+    return RunOfRecipe(domain, params, cells)
+
+
+DEFAULT = {"none": 0.5, "tapt": 0.55, "cosine": 0.56}
+
+
+def test_a_knob_better_on_three_domains_and_worse_on_none_becomes_the_default():
+    better = {**DEFAULT, "tapt": 0.75, "cosine": 0.76}
+    results = [_run(d, None, DEFAULT) for d in ("ai", "music", "science", "politics")]
+    results += [_run(d, {"l2sp": 0.1}, better) for d in ("ai", "music", "science")]
+    decision = decide(results, n_boot=500)
+    (knob,) = decision.knobs
+    assert knob.knob == "l2sp=0.1" and knob.outcome == QUALIFIES and knob.better == ["ai", "music", "science"]
+    assert all(t.row != "none" for t in decision.tests)  # none does not pretrain: never compared
+    assert all(t.p_holm >= t.p for t in decision.tests) and len(decision.tests) == 6  # 3 domains x (tapt, cosine)
+    assert decision.new_default == ["l2sp=0.1"] and "qualifies" in decision.sentence()
+
+
+def test_worse_anywhere_keeps_a_knob_out_and_too_few_domains_leave_it_open():
+    worse = {**DEFAULT, "tapt": 0.3}
+    better = {**DEFAULT, "tapt": 0.75}
+    results = [_run(d, None, DEFAULT) for d in ("ai", "music", "literature")]
+    results += [_run("ai", {"mlm_probability": 0.3}, better), _run("music", {"mlm_probability": 0.3}, worse)]
+    results += [_run(d, {"head_warmup_steps": 100}, better) for d in ("ai", "music")]
+    results += [_run("literature", {"head_warmup_steps": 400}, DEFAULT)]  # no difference, 4 domains left: open
+    outcomes = {k.knob: k for k in decide(results, n_boot=500).knobs}
+    assert outcomes["mlm_probability=0.3"].outcome == STAYS_OUT and outcomes["mlm_probability=0.3"].worse == ["music"]
+    assert outcomes["head_warmup_steps=100"].outcome == OPEN and "needs 3" in outcomes["head_warmup_steps=100"].reason
+    assert outcomes["head_warmup_steps=400"].outcome == OPEN
+
+
+def test_a_knob_that_can_no_longer_reach_three_domains_stays_out():
+    results = [_run(d, None, DEFAULT) for d in ("ai", "music", "science", "politics")]
+    results += [_run(d, {"l2sp": 0.01}, DEFAULT, seed=1) for d in ("ai", "music", "science", "politics")]
+    (knob,) = decide(results, n_boot=500).knobs
+    assert knob.outcome == STAYS_OUT and "cannot reach 3" in knob.reason
+
+
+def test_no_variant_yet_says_the_default_stays():
+    decision = decide([_run("ai", None, DEFAULT)], n_boot=200)
+    assert decision.knobs == [] and "default stays" in decision.sentence()
+
+
+@pytest.mark.parametrize("other", [{"model": "other-encoder"}, {"preset": "demo"}])
+def test_a_variant_of_another_base_recipe_is_not_compared_with_this_default(other):
+    base = _run("ai", None, DEFAULT)
+    variant = _run("ai", {"l2sp": 0.1}, DEFAULT)
+    variant = RunOfRecipe("ai", {**variant.params, **other}, variant.cells)
+    assert decide([base, variant], n_boot=200).tests == []
