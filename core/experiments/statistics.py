@@ -126,6 +126,13 @@ def mean_f1(runs: Any) -> float:
     return float(np.mean([f1_of(r) for r in seed_runs(runs)]))
 
 
+def _draw_counts(rng: np.random.Generator, b: int, n: int) -> np.ndarray:
+    """(b, n): how often each of n items was drawn in each of b resamples of n draws with replacement. One call
+    draws the same numbers as b calls of n (the generator's stream is the same), so stored results stay exact."""
+    draws = rng.integers(0, n, (b, n)) + (np.arange(b) * n)[:, None]
+    return np.bincount(draws.ravel(), minlength=b * n).reshape(b, n)
+
+
 def _resampled_mean_f1(runs_list: Sequence[np.ndarray], n_boot: int, seed: int, resample_seeds: bool = True,
                        batch: int = 200, resample_sentences: bool = True) -> list[np.ndarray]:
     """(B,) seed-mean F1 of `n_boot` two-level resamples (seeds, then sentences), the same draws for every row."""
@@ -135,12 +142,11 @@ def _resampled_mean_f1(runs_list: Sequence[np.ndarray], n_boot: int, seed: int, 
     for start in range(0, n_boot, batch):
         b = min(batch, n_boot - start)
         # a resample is a multiset of sentences: its weights (how often each was drawn) times the count rows
-        weights = (np.stack([np.bincount(rng.integers(0, n, n), minlength=n) for _ in range(b)]) if resample_sentences
-                   else np.ones((b, n), dtype=np.int64))  # (b, n)
-        seed_draws = (np.stack([np.bincount(rng.integers(0, n_seeds, n_seeds), minlength=n_seeds) for _ in range(b)])
-                      if resample_seeds else np.ones((b, n_seeds), dtype=np.int64))  # (b, S)
+        # float64 weights: the products stay exact integers, and the matmul runs in BLAS instead of numpy's int loop
+        weights = (_draw_counts(rng, b, n) if resample_sentences else np.ones((b, n), dtype=np.int64)).astype(np.float64)
+        seed_draws = _draw_counts(rng, b, n_seeds) if resample_seeds else np.ones((b, n_seeds), dtype=np.int64)  # (b, S)
         for k, runs in enumerate(runs_list):
-            per_seed = np.stack([_f1_rows(weights @ r) for r in runs], axis=1)  # (b, S)
+            per_seed = np.stack([_f1_rows(weights @ r.astype(np.float64)) for r in runs], axis=1)  # (b, S)
             out[k][start:start + b] = (per_seed * seed_draws).sum(axis=1) / seed_draws.sum(axis=1)
     return out
 
