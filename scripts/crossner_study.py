@@ -430,6 +430,8 @@ def main() -> int:
         intervals = interval_summary(cells) if cells else []  # 95% CIs and paired tests (cells keep TEST predictions)
         payload = {
             "study": "CrossNER selective pretraining (issue 11)", "domain": args.domain, **git_commit(),
+            # the device carry rounds the default encoder's weights to fp16 (scripts/device_bundle.sh): said in the JSON
+            **({"encoder_note": note} if (note := os.environ.get("NERSELECT_ENCODER_NOTE")) else {}),
             # --status records the command that continues the study, not itself
             "command": " ".join([Path(sys.executable).name, *(a for a in sys.argv if a != "--status")]),
             "finished": result is not None or complete, "error": error,

@@ -25,7 +25,7 @@ mkdir -p "$out/wheels" "$out/site"
 pin() { grep -i "^$1==" requirements.txt || { echo "requirements.txt pins no $1" >&2; exit 1; }; }
 platform=(--only-binary=:all: --python-version 3.12 --implementation cp --platform manylinux_2_28_x86_64
           --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 --platform any)
-for name in pytorch-crf umap-learn pynndescent datasketch kenlm-ex argon2-cffi argon2-cffi-bindings cffi pycparser nervaluate; do
+for name in pytorch-crf umap-learn pynndescent datasketch kenlm-ex argon2-cffi argon2-cffi-bindings cffi pycparser; do
     spec=$(pin "$name")  # an assignment: set -e stops here when the pin is missing
     "$PY" -m pip download -q --no-deps "${platform[@]}" -d "$out/wheels" "$spec"
 done

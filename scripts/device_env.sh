@@ -10,6 +10,7 @@ python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upg
 export PYTHONPATH="/tmp/site:$PWD/.device/site${PYTHONPATH:+:$PYTHONPATH}"
 export NERSELECT_CROSSNER="$PWD/.device/crossner" HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
 export PYTHONUNBUFFERED=1 NUMBA_CACHE_DIR=/tmp/numba-cache
+export NERSELECT_ENCODER_NOTE="default encoder weights rounded to float16 for the device carry (scripts/device_bundle.sh), loaded in float32: about 1e-3 relative from the CPU runs' weights"
 # The image has python3 only. `python` is a wrapper that execs python3 by its own path, not a link: Python finds its
 # virtual environment from the path it was started as, so a link in /tmp/bin lost the venv (issue 45: pyarrow missing).
 mkdir -p /tmp/bin && printf '#!/bin/sh\nexec %s "$@"\n' "$(command -v python3)" > /tmp/bin/python && chmod +x /tmp/bin/python
