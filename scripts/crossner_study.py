@@ -49,9 +49,13 @@ def git_commit() -> dict[str, Any]:
     def git(*args: str) -> str:
         return subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, text=True).stdout
 
+    # A GPU machine gets a copy of the working tree whose .git can be older than the tree (seen on the H200: HEAD was
+    # the session's first commit, the tree a later one): there the caller names the commit, and that name wins.
+    if named := os.environ.get("NERSELECT_COMMIT"):
+        return {"commit": named, "dirty_files": "unknown: commit named by NERSELECT_COMMIT (a device copy)"}
     commit = git("rev-parse", "HEAD").strip()
-    if not commit:  # a copy without .git (a GPU machine gets the working tree only): the caller names the commit
-        return {"commit": os.environ.get("NERSELECT_COMMIT", "unknown"), "dirty_files": "unknown: not a git checkout"}
+    if not commit:
+        return {"commit": "unknown", "dirty_files": "unknown: not a git checkout"}
     # porcelain lines are "XY path": not stripped as a whole, or the first line's leading space goes
     dirty = [line[3:] for line in git("status", "--porcelain", "--untracked-files=no").splitlines() if line.strip()]
     return {"commit": commit, "dirty_files": dirty}
