@@ -488,6 +488,8 @@ def main() -> int:
     except BaseException as exc:
         write(None, started, error=f"{type(exc).__name__}: {exc}")
         print(f"stopped ({type(exc).__name__}); finished cells kept in {run_dir}: rerun the same command to continue", file=sys.stderr)
+        if isinstance(exc, KeyboardInterrupt):  # Ctrl-C or a time box's SIGINT: the message above says all, no traceback
+            return 130
         raise
     write(result, started)
     print(format_results(result))
