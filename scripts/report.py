@@ -96,9 +96,28 @@ def study_block(paths: list[Path], label: str) -> str:
         for e in _sorted_rows(entries):
             lines.append(f"| {result['domain']} | {e['row']} | {f1_text(e)} | " + " | ".join(vs_text(e, b) for b in BASES) + " |")
         done = "" if result.get("finished") else f", partial: {len(cells)} cell{'s' if len(cells) != 1 else ''} so far"
-        notes.append(f"{result['domain']}: `{path.relative_to(ROOT)}`, seeds {seeds}{done}; {how}")
+        notes.append(f"{result['domain']}: `{path.relative_to(ROOT)}`, seeds {seeds}{done}; {ran_on(result)}; {how}")
         says.append(domain_sentence(result, entries))
     return "\n".join(lines + ["", "Sources: " + "; ".join(notes) + ".", "", *says, ""])
+
+
+def ran_on(result: dict[str, Any]) -> str:
+    """Where the cells ran, from their own records: a domain's rows compare among themselves only when they ran alike.
+
+    >>> ran_on({"cells": [{"numerics": {"device": "cuda", "dtype": "bf16"}}], "encoder_note": "fp16-rounded"})
+    'ran on cuda (bf16), encoder weights fp16-rounded for the device'
+    >>> ran_on({"cells": [{"numerics": {"device": "cpu", "dtype": "fp32"}}, {}]})
+    'ran on cpu (fp32), 1 cell unrecorded'
+    """
+    cells = result.get("cells") or []
+    ways = sorted({f"{n['device']} ({n['dtype']})" for c in cells if (n := c.get("numerics"))})
+    unknown = sum(1 for c in cells if not c.get("numerics"))
+    text = "ran on " + (" and ".join(ways) if ways else "an unrecorded device")
+    if ways and unknown:
+        text += f", {unknown} cell{'s' if unknown != 1 else ''} unrecorded"
+    if result.get("encoder_note"):
+        text += ", encoder weights fp16-rounded for the device"
+    return text
 
 
 def domain_sentence(result: dict[str, Any], entries: list[dict[str, Any]]) -> str:

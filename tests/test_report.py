@@ -29,3 +29,17 @@ def test_a_changed_or_loose_number_is_named(tmp_path, capsys):
     assert "block study-v1: differs from the JSON" in out and "53.44 (README)" in out and "52.44 (JSON)" in out
     assert "number typed by hand outside a generated block" in out and ": 2.38" in out
     assert report.main(["--readme", str(copy)]) == 0 and "53.44" not in copy.read_text("utf-8").split("## Running")[0][start:]
+
+
+def test_sources_say_where_each_domains_cells_ran():
+    """Rows of one domain compare among themselves only when they ran alike: the Sources line says how, per domain."""
+    import doctest
+
+    assert doctest.testmod(report, verbose=False).failed == 0
+    gpu = {"domain": "music", "cells": [{"numerics": {"device": "cuda", "dtype": "bf16"}}] * 2,
+           "encoder_note": "weights rounded to float16"}
+    mixed = {"domain": "ai", "cells": [{"numerics": {"device": "cpu", "dtype": "fp32"}},
+                                       {"numerics": {"device": "cuda", "dtype": "bf16"}}]}
+    assert report.ran_on(gpu) == "ran on cuda (bf16), encoder weights fp16-rounded for the device"
+    assert report.ran_on(mixed) == "ran on cpu (fp32) and cuda (bf16)"
+    assert report.ran_on({"cells": []}) == "ran on an unrecorded device"
