@@ -76,7 +76,11 @@ def vs_text(e: dict[str, Any], base: str) -> str:
     t = (e.get("vs") or {}).get(base)
     if t is None:
         return "–"
-    star = " *" if t["p_holm"] < 0.05 else ""
+    from core.experiments.records import PairTest
+    from core.experiments.statistics import ALPHA, MIN_CLAIM_SEEDS
+
+    test = PairTest.of(t)  # a star claims: Holm p < ALPHA over enough seeds; below ALPHA on fewer says so instead
+    star = " *" if test.significant else f" (seeds < {MIN_CLAIM_SEEDS})" if test.adjusted < ALPHA else ""
     return f"{pp(t['delta'])} [{pp(t['ci'][0])}, {pp(t['ci'][1])}], p {t['p']:.3f}, Holm {t['p_holm']:.3f}{star}"
 
 
@@ -123,10 +127,12 @@ def ran_on(result: dict[str, Any]) -> str:
 def domain_sentence(result: dict[str, Any], entries: list[dict[str, Any]]) -> str:
     """What one domain's table says, in words read from Holm-adjusted p: rows above none, below none, and selection
     against random; the selections' domain precision beside random's."""
+    from core.experiments.records import PairTest
+    from core.experiments.statistics import MIN_CLAIM_SEEDS
     from core.experiments.summary import CONTROL_ROW
 
     def rows(base: str, sign: int) -> list[str]:
-        return [e["row"] for e in entries if (t := (e.get("vs") or {}).get(base)) and t["p_holm"] < 0.05
+        return [e["row"] for e in entries if (t := (e.get("vs") or {}).get(base)) and PairTest.of(t).significant
                 and t["delta"] * sign > 0]
 
     if not any(e.get("vs") for e in entries):
@@ -145,7 +151,7 @@ def domain_sentence(result: dict[str, Any], entries: list[dict[str, Any]]) -> st
     if dp:
         rand = next((v.get("random_domain_precision") for v in precision.values() if "random_domain_precision" in v), None)
         parts.append("domain precision " + ", ".join(dp) + (f" (a random draw's expectation {rand:.2f})" if rand else ""))
-    return f"- **{result['domain']}** (Holm-adjusted p < 0.05): " + "; ".join(parts) + "."
+    return f"- **{result['domain']}** (Holm-adjusted p < 0.05 over {MIN_CLAIM_SEEDS}+ seeds): " + "; ".join(parts) + "."
 
 
 def compare_block(path: Path) -> str:

@@ -271,3 +271,30 @@ def test_seeds_to_settle_splits_what_more_seeds_shrink_from_what_they_cannot():
     assert one["needed"] is None and "one seed" in one["reason"]
     worse = seeds_to_settle(none, same_sentences)
     assert worse["needed"] is None and worse["delta"] < 0
+
+
+def test_a_gain_on_fewer_than_three_seeds_is_no_claim_however_small_its_p():
+    """Science's DSIR row had one seed when its Holm p read 0.005: a one-seed bootstrap resamples sentences only, so the
+    star, the verdict, the advice and the knob decision all wait for MIN_CLAIM_SEEDS paired seeds."""
+    from core.experiments.decision import KnobTest
+    from core.experiments.records import PairTest
+    from core.experiments.statistics import MIN_CLAIM_SEEDS
+    from core.experiments.summary import experiment_verdict, interval_summary, p_text, pretraining_verdicts
+
+    assert MIN_CLAIM_SEEDS == 3
+    t = {"delta": 0.03, "ci": [0.01, 0.05], "p": 0.001, "p_holm": 0.005}
+    assert not PairTest.of({**t, "seeds": 1}).significant and not PairTest.of({**t, "seeds": 2}).significant
+    assert PairTest.of({**t, "seeds": 3}).significant
+    assert PairTest.of(t).significant  # an older record that did not count its seeds keeps its reading
+    assert p_text({**t, "seeds": 1}) == "p 0.001 (Holm 0.005) (1 seed: a claim needs 3)"
+    found = pretraining_verdicts([{"row": "dsir", "seeds": 1, "vs": {"none": {**t, "seeds": 1}}}])
+    assert found[0]["verdict"] == "no clear gain" and "(a claim needs 3)" in found[0]["text"]
+
+    one = _cells("none", [0.5]) + _cells("dsir", [0.8], rng_seed=1)  # a clear gain, but on one seed
+    result = experiment_verdict(interval_summary(one, n_boot=2000), "study", one)
+    assert result.pretraining_helps == "cannot say" and result.advice["case"] == "cannot say"
+    three = _cells("none", [0.5] * 3) + _cells("dsir", [0.8] * 3, rng_seed=1)
+    assert experiment_verdict(interval_summary(three, n_boot=2000), "study", three).pretraining_helps == "yes"
+
+    knob = KnobTest("l2sp", "music", "tapt", [1, 2], 0.03, [0.01, 0.05], 0.001, p_holm=0.004)
+    assert not knob.claims() and KnobTest("l2sp", "music", "tapt", [1, 2, 3], 0.03, [0.01, 0.05], 0.001, 0.004).claims()

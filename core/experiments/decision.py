@@ -18,7 +18,7 @@ from typing import Any
 
 from core.experiments.plan import recipe_of
 from core.experiments.records import Cell, as_cells
-from core.experiments.statistics import ALPHA, N_RESAMPLES, holm, paired_test
+from core.experiments.statistics import ALPHA, MIN_CLAIM_SEEDS, N_RESAMPLES, holm, paired_test
 from core.experiments.study import DOMAINS
 from core.experiments.summary import cell_counts
 
@@ -63,6 +63,10 @@ class KnobTest:
     ci: list[float]
     p: float
     p_holm: float = 1.0
+
+    def claims(self, alpha: float = ALPHA) -> bool:
+        """Better or worse for the rule: Holm-adjusted p below alpha over at least MIN_CLAIM_SEEDS paired seeds."""
+        return self.p_holm < alpha and len(self.seeds) >= MIN_CLAIM_SEEDS
 
 
 @dataclass
@@ -131,8 +135,8 @@ def decide(results: Iterable[RunOfRecipe], domains: Sequence[str] = DOMAINS, nee
     for knob in sorted({t.knob for t in tests}):
         mine = [t for t in tests if t.knob == knob]
         ran = sorted({t.domain for t in mine})
-        better = sorted({t.domain for t in mine if t.p_holm < alpha and t.delta > 0})
-        worse = sorted({t.domain for t in mine if t.p_holm < alpha and t.delta < 0})
+        better = sorted({t.domain for t in mine if t.claims(alpha) and t.delta > 0})
+        worse = sorted({t.domain for t in mine if t.claims(alpha) and t.delta < 0})
         left = len(set(domains) - set(ran))
         if worse:
             outcome, reason = STAYS_OUT, f"significantly worse on {', '.join(worse)}"

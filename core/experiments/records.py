@@ -35,6 +35,7 @@ from core.data.atomic import atomic_write_json, split_fields
 from core.errors import UserError
 from core.experiments.guard import GuardReport
 from core.experiments.plan import BASELINES, CELL_FILE, RECIPE_FIELDS, RECIPE_FILE, recipe_differences, recipe_of
+from core.experiments.statistics import ALPHA, MIN_CLAIM_SEEDS
 
 
 @dataclass
@@ -108,6 +109,16 @@ class PairTest:
     def adjusted(self) -> float:
         """The p a verdict or a star reads: Holm-adjusted where the comparison has one, else the raw p."""
         return float(self.p if self.p_holm is None else self.p_holm)
+
+    @property
+    def too_few_seeds(self) -> bool:
+        """Paired over fewer seeds than a claim needs (MIN_CLAIM_SEEDS); 0: an older record that did not count them."""
+        return 0 < self.seeds < MIN_CLAIM_SEEDS
+
+    @property
+    def significant(self) -> bool:
+        """What every star, verdict and decision reads: Holm-adjusted p below ALPHA, over enough seeds to claim it."""
+        return self.adjusted < ALPHA and not self.too_few_seeds
 
     @classmethod
     def of(cls, data: PairTest | Mapping[str, Any]) -> PairTest:

@@ -45,6 +45,10 @@ METHODS = ("bootstrap", "randomization")
 N_RESAMPLES = 10_000
 COUNT_COLUMNS = ("tp", "fp", "fn")  # per test sentence, the rows every interval and test resamples
 ALPHA = 0.05
+# A claim (a star, "helped", "beat", a knob becoming the default) needs its paired test over at least this many seeds
+# that both rows ran: with fewer, the bootstrap sees too little of how far the seed alone moves test F1 (with one
+# seed, nothing: it resamples sentences only). Three is the CrossNER protocol's minimum (issue 42).
+MIN_CLAIM_SEEDS = 3
 
 
 def _key(span: Any) -> tuple[int, int, str]:

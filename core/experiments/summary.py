@@ -32,6 +32,7 @@ from core.experiments.records import (
 )
 from core.experiments.statistics import (
     ALPHA,
+    MIN_CLAIM_SEEDS,
     N_RESAMPLES,
     counts_from_predictions,
     decode_counts,
@@ -178,9 +179,14 @@ def adjusted_p(t: PairTest | Mapping[str, Any]) -> float:
 def p_text(t: PairTest | Mapping[str, Any]) -> str:
     """'p 0.012 (Holm 0.048)' with a star from the adjusted p only."""
     t = PairTest.of(t)
-    star = " *" if t.adjusted < ALPHA else ""
+    star = " *" if t.significant else ""
     holm_part = f" (Holm {t.p_holm:.3f})" if t.p_holm is not None else ""
-    return f"p {t.p:.3f}{holm_part}{star}"
+    return f"p {t.p:.3f}{holm_part}{star}" + (few_seeds_text(t) if t.adjusted < ALPHA and not star else "")
+
+
+def few_seeds_text(t: PairTest) -> str:
+    """Beside a p below ALPHA that claims nothing: why (core.experiments.statistics.MIN_CLAIM_SEEDS)."""
+    return f" ({t.seeds} seed{'s' if t.seeds != 1 else ''}: a claim needs {MIN_CLAIM_SEEDS})"
 
 
 def comparison_rows(entries: Iterable[SummaryEntry | Mapping[str, Any]], scale: float = 100.0) -> list[dict[str, Any]]:
@@ -191,7 +197,7 @@ def comparison_rows(entries: Iterable[SummaryEntry | Mapping[str, Any]], scale: 
         for base, t in e.vs.items():
             rows.append({"row": e.row, "vs": base, "delta": round(t.delta * scale, 2),
                          "95% CI": f"[{t.ci[0] * scale:.2f}, {t.ci[1] * scale:.2f}]", "p": round(t.p, 4),
-                         "p (Holm)": round(t.adjusted, 4), "significant (Holm p < 0.05)": t.adjusted < ALPHA,
+                         "p (Holm)": round(t.adjusted, 4), f"significant (Holm p < 0.05, {MIN_CLAIM_SEEDS}+ seeds)": t.significant,
                          "seeds": t.seeds or None})
     return rows
 
@@ -223,17 +229,19 @@ def _paired(entries: Sequence[SummaryEntry], base: str,
             continue
         d, lo, hi = t.delta * scale, t.ci[0] * scale, t.ci[1] * scale
         out.append((e, {"row": e.row, "against": base, "delta": round(d, 2), "ci": [round(lo, 2), round(hi, 2)],
-                        "p": t.p, "p_holm": t.adjusted, "seeds": t.seeds or e.seeds}, (d, lo, hi)))
+                        "p": t.p, "p_holm": t.adjusted, "seeds": t.seeds or e.seeds, "significant": t.significant},
+                    (d, lo, hi)))
     return out
 
 
 def _figures(v: dict[str, Any], d: float, lo: float, hi: float) -> str:
+    few = v["p_holm"] < ALPHA and not v["significant"]  # below ALPHA, but over too few seeds to claim it
     return (f"{d:+.2f} test F1 points [{lo:+.2f}, {hi:+.2f}], p = {v['p']:.3f}, Holm-adjusted {v['p_holm']:.3f}, "
-            f"{v['seeds']} seed{'s' if v['seeds'] != 1 else ''}")
+            f"{v['seeds']} seed{'s' if v['seeds'] != 1 else ''}" + (f" (a claim needs {MIN_CLAIM_SEEDS})" if few else ""))
 
 
 def _significant(v: dict[str, Any]) -> bool:
-    return v["p_holm"] < ALPHA
+    return v["significant"]
 
 
 def _against_control(entries: Sequence[SummaryEntry], scale: float) -> list[dict[str, Any]]:
@@ -306,7 +314,7 @@ def user_advice(entries: Iterable[SummaryEntry | Mapping[str, Any]], cells: Iter
     tests = [(e, e.vs["none"]) for e in as_entries(entries) if "none" in e.vs and not e.row.startswith("none")]
     if not tests:
         return {"case": "not tested", "text": "no pretraining row was compared with none"}
-    helped = [(e, t) for e, t in tests if t.delta > 0 and t.adjusted < ALPHA]
+    helped = [(e, t) for e, t in tests if t.delta > 0 and t.significant]
     if helped:
         e, t = max(helped, key=lambda et: et[1].delta)
         what = "pretraining on selected data" if is_selection(e.row) else f"pretraining ({e.row})"
