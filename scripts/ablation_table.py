@@ -28,6 +28,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 LOWER_IS_WORSE = 1e-9  # "TAPT >= none" on point estimates: equal counts as not worse
+TEST_FIELDS = ("delta", "ci", "p", "p_holm", "seeds")  # what the table keeps of a paired test (seeds: a claim needs 3)
 
 
 def _seeds(cells: list[dict[str, Any]], row: str) -> list[int]:
@@ -79,7 +80,7 @@ def domain_entry(result: dict[str, Any], others: list[dict[str, Any]]) -> dict[s
         picks = [c["pick"] for c in mine if c.get("pick")]
         drifts = [c["drift"] for c in mine if c.get("drift")]
         rows[row] = {"f1_mean": e["f1_mean"], "f1_ci": e.get("f1_ci"), "seeds": _seeds(cells, row),
-                     "vs": {b: {k: t[k] for k in ("delta", "ci", "p", "p_holm") if k in t} for b, t in (e.get("vs") or {}).items()},
+                     "vs": {b: {k: t[k] for k in TEST_FIELDS if k in t} for b, t in (e.get("vs") or {}).items()},
                      "pick_kept_base": sum(not p["helped"] for p in picks) if picks else None, "picks": len(picks) or None,
                      "picked": [p["chosen"] for p in picks] or None,
                      # what the short DEV probe promised (chosen checkpoint over the base encoder): set against
@@ -174,10 +175,11 @@ def _vs(row: dict[str, Any] | None, base: str) -> str:
         return "–"
     # the star follows the Holm-adjusted p where the result has one (every comparison of its run in one family);
     # a result from before the correction shows its raw p, marked "raw"
+    from core.experiments.summary import claim_mark
+
     adjusted = t.get("p_holm")
-    star = " *" if (adjusted if adjusted is not None else t["p"]) < 0.05 else ""
     p = f"p {t['p']:.3f}" + (f" (Holm {adjusted:.3f})" if adjusted is not None else " raw")
-    return f"{100 * t['delta']:+.2f} [{100 * t['ci'][0]:+.2f}, {100 * t['ci'][1]:+.2f}] {p}{star}"
+    return f"{100 * t['delta']:+.2f} [{100 * t['ci'][0]:+.2f}, {100 * t['ci'][1]:+.2f}] {p}{claim_mark(t)}"
 
 
 def _dev(row: dict[str, Any] | None, key: str = "dev_vs_none") -> str:

@@ -182,7 +182,7 @@ def merge_results(paths: list[Path], out: Path) -> dict[str, Any]:
     precision averaged over the parts that saved a selection for it."""
     from core.experiments.experiment import summarize
     from core.experiments.plan import recipe_differences, recipe_of
-    from core.experiments.summary import interval_summary, portable_cells
+    from core.experiments.summary import portable_cells
 
     parts = [json.loads(Path(p).read_text("utf-8")) for p in paths]
     for path, part in zip(paths[1:], parts[1:]):  # one domain and one recipe (encoder, preset, MLM settings, pick, ...)
@@ -219,12 +219,40 @@ def merge_results(paths: list[Path], out: Path) -> dict[str, Any]:
               "rows": {r: {"mean": v["mean"], "std": v["std"], "n": v["n"], "seeds": v["seeds"]} for r, v in summary.items()},
               "domain_precision": {row: _mean_precision(dps) for row, dps in precision.items()},
               "per_type_f1": {r: v["per_type"] for r, v in summary.items()}, "cells": cells,
-              "summary": interval_summary(cells)}  # 95% CIs and paired tests from the cells' kept TEST predictions
+              **derived_fields(cells, parts[0]["params"].get("preset"))}
     merged.pop("run_dir", None)
     merged.pop("seconds_this_run", None)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(merged, indent=2, default=float) + "\n", "utf-8")
     return merged
+
+
+def derived_fields(cells: list[dict[str, Any]], preset: str | None) -> dict[str, Any]:
+    """What a result JSON derives from its cells alone: the 95% CIs and paired tests (from the kept TEST counts) and
+    the verdict read from them. One place, so a merge, a refresh and a run all say the same."""
+    from core.experiments.summary import experiment_verdict, interval_summary
+
+    intervals = interval_summary(cells) if cells else []
+    return {"summary": intervals, "verdict": experiment_verdict(intervals, preset, cells).to_dict()}
+
+
+def refresh_results(paths: list[Path]) -> list[str]:
+    """Rewrite the derived fields of result JSONs from their cells, after the rules that read them changed (e.g. the
+    seeds a claim needs); a file whose cells kept no TEST counts cannot be re-derived and is left as it is."""
+    lines = []
+    for path in paths:
+        data = json.loads(path.read_text("utf-8"))
+        cells = data.get("cells") or []
+        if not cells or not all(c.get("test_counts") for c in cells):
+            lines.append(f"{path}: left as it is (its cells kept no TEST counts)")
+            continue
+        before = (data.get("verdict") or {}).get("text")
+        data.update(derived_fields(cells, data["params"].get("preset")))
+        data["refreshed"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+        path.write_text(json.dumps(data, indent=2, default=float) + "\n", "utf-8")
+        after = data["verdict"]["text"]
+        lines.append(f"{path}: " + ("verdict unchanged" if after == before else f"verdict now: {after} (was: {before})"))
+    return lines
 
 
 def _origins(cells: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -362,6 +390,8 @@ def main() -> int:
                         "folder's variant, e.g. crossner-music-study-pick4.json)")
     parser.add_argument("--status", action="store_true", help="write the JSON from the cells finished so far; run nothing")
     parser.add_argument("--merge", nargs="+", metavar="JSON", help="pool these result JSONs (one domain and recipe) into --out")
+    parser.add_argument("--refresh", nargs="+", metavar="JSON", help="rewrite these result JSONs' intervals, tests and "
+                        "verdict from their cells (after a rule that reads them changed); run nothing")
     parser.add_argument("--parallel", default="1", metavar="N|auto",
                         help="cells at once (`experiment --parallel`): a number, or auto from the GPUs' free memory (default: 1)")
     parser.add_argument("--ray", metavar="ADDRESS", help="run the cells as Ray tasks (`experiment --ray`; default: no Ray)")
@@ -379,6 +409,9 @@ def main() -> int:
             if done.returncode != 0:
                 print(f"error: variant {k} failed (exit {done.returncode}); rerun the same command to continue", file=sys.stderr)
                 return done.returncode
+        return 0
+    if args.refresh:
+        print("\n".join(refresh_results([Path(p) for p in args.refresh])))
         return 0
     if args.merge:
         if not args.out:
@@ -398,7 +431,7 @@ def main() -> int:
     from core.experiments.experiment import format_results, load_cells, per_type_table, summarize
     from core.experiments.plan import BASELINES
     from core.experiments.study import PROTOCOL, PROTOCOLS, SPLIT_SEED, crossner_protocol
-    from core.experiments.summary import experiment_verdict, interval_summary, portable_cells
+    from core.experiments.summary import portable_cells
     from core.recipes.presets import PRESETS
     from core.runner import jobs
 
@@ -431,7 +464,7 @@ def main() -> int:
     def write(result: dict[str, Any] | None, started: float, error: str | None = None, complete: bool = False) -> None:
         cells = portable_cells(result["cells"] if result else load_cells(run_dir))  # counts inline: merges later
         summary = summarize(cells) if cells else {}
-        intervals = interval_summary(cells) if cells else []  # 95% CIs and paired tests (cells keep TEST predictions)
+        derived = derived_fields(cells, args.preset)  # 95% CIs, paired tests (cells keep TEST predictions), verdict
         payload = {
             "study": "CrossNER selective pretraining (issue 11)", "domain": args.domain, **git_commit(),
             # the device carry rounds the default encoder's weights to fp16 (scripts/device_bundle.sh): said in the JSON
@@ -443,13 +476,13 @@ def main() -> int:
             "protocol": {"name": PROTOCOL, "split_seed": SPLIT_SEED, "sizes": study.sizes(),
                          "dc_in_domain": sum(d == args.domain for d in study.dc.fields["domain"]),
                          "description": PROTOCOLS[PROTOCOL], **guard_record(result, run_dir)},
-            "verdict": experiment_verdict(intervals, args.preset, cells).to_dict(),
+            "verdict": derived["verdict"],
             "params": params, "run_dir": str(run_dir),
             **({"restored_from": origins} if (origins := _origins(cells)) else {}),
             "rows": {r: {"mean": s["mean"], "std": s["std"], "n": s["n"], "seeds": s["seeds"]} for r, s in summary.items()},
             "domain_precision": selection_precision(ws, cells, args.domain, earlier_precision),
             "per_type_f1": {r: s["per_type"] for r, s in summary.items()},
-            "summary": intervals,
+            "summary": derived["summary"],
             "cells": cells,
         }
         out.parent.mkdir(parents=True, exist_ok=True)

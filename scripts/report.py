@@ -76,12 +76,9 @@ def vs_text(e: dict[str, Any], base: str) -> str:
     t = (e.get("vs") or {}).get(base)
     if t is None:
         return "–"
-    from core.experiments.records import PairTest
-    from core.experiments.statistics import ALPHA, MIN_CLAIM_SEEDS
+    from core.experiments.summary import claim_mark
 
-    test = PairTest.of(t)  # a star claims: Holm p < ALPHA over enough seeds; below ALPHA on fewer says so instead
-    star = " *" if test.significant else f" (seeds < {MIN_CLAIM_SEEDS})" if test.adjusted < ALPHA else ""
-    return f"{pp(t['delta'])} [{pp(t['ci'][0])}, {pp(t['ci'][1])}], p {t['p']:.3f}, Holm {t['p_holm']:.3f}{star}"
+    return f"{pp(t['delta'])} [{pp(t['ci'][0])}, {pp(t['ci'][1])}], p {t['p']:.3f}, Holm {t['p_holm']:.3f}{claim_mark(t)}"
 
 
 # --------------------------------------------------------------------------- blocks

@@ -276,3 +276,26 @@ def test_the_ablation_grid_runs_the_default_then_one_knob_at_a_time_and_refuses_
     for bad in ("nonsense=1", "l2sp=-1", "lr"):
         with pytest.raises(UserError):
             study.grid_commands(argparse.Namespace(**{**vars(args), "grid": [bad]}), [])
+
+
+def test_refresh_rederives_a_results_verdict_from_its_cells_and_leaves_one_without_counts(tmp_path):
+    """After the rule that reads the tests changed (a claim needs three seeds), a stored verdict would say more than
+    the cells: --refresh re-derives it; a file whose cells kept no TEST counts is left untouched and says so."""
+    import json
+
+    from tests.test_statistics import _cells
+
+    study = load_script("crossner_study")
+    cells = _cells("none", [0.5]) + _cells("dsir", [0.8], rng_seed=1)  # a clear gain on one seed
+    stale = {"domain": "science", "params": {"preset": "study"}, "cells": cells,
+             "verdict": {"text": "pretraining helps against none: yes (dsir)"}}
+    path = tmp_path / "crossner-v2-science-study-pick4.json"
+    path.write_text(json.dumps(stale), "utf-8")
+    old = tmp_path / "crossner-ai-pick.json"
+    old.write_text(json.dumps({**stale, "cells": [{k: v for k, v in c.items() if k != "test_counts"} for c in cells]}))
+    before = old.read_text()
+    lines = study.refresh_results([path, old])
+    data = json.loads(path.read_text("utf-8"))
+    assert data["verdict"]["pretraining_helps"] == "cannot say" and "verdict now:" in lines[0]
+    assert data["summary"] and all("vs" in e for e in data["summary"] if e["row"] == "dsir")
+    assert old.read_text() == before and "left as it is" in lines[1]

@@ -179,14 +179,19 @@ def adjusted_p(t: PairTest | Mapping[str, Any]) -> float:
 def p_text(t: PairTest | Mapping[str, Any]) -> str:
     """'p 0.012 (Holm 0.048)' with a star from the adjusted p only."""
     t = PairTest.of(t)
-    star = " *" if t.significant else ""
     holm_part = f" (Holm {t.p_holm:.3f})" if t.p_holm is not None else ""
-    return f"p {t.p:.3f}{holm_part}{star}" + (few_seeds_text(t) if t.adjusted < ALPHA and not star else "")
+    return f"p {t.p:.3f}{holm_part}{claim_mark(t)}"
 
 
-def few_seeds_text(t: PairTest) -> str:
-    """Beside a p below ALPHA that claims nothing: why (core.experiments.statistics.MIN_CLAIM_SEEDS)."""
-    return f" ({t.seeds} seed{'s' if t.seeds != 1 else ''}: a claim needs {MIN_CLAIM_SEEDS})"
+def claim_mark(t: PairTest | Mapping[str, Any]) -> str:
+    """What every table puts after a p: " *" for a claim; for a p below ALPHA on too few seeds, why it is none
+    (core.experiments.statistics.MIN_CLAIM_SEEDS); else nothing."""
+    t = PairTest.of(t)
+    if t.significant:
+        return " *"
+    if t.adjusted < ALPHA:
+        return f" ({t.seeds} seed{'s' if t.seeds != 1 else ''}: a claim needs {MIN_CLAIM_SEEDS})"
+    return ""
 
 
 def comparison_rows(entries: Iterable[SummaryEntry | Mapping[str, Any]], scale: float = 100.0) -> list[dict[str, Any]]:
