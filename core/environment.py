@@ -55,8 +55,10 @@ VARIABLES: dict[str, Variable] = {v.name: v for v in (
     Variable("NERSELECT_TORCH_THREADS", "torch CPU threads in a job process", "torch's default (one per core)"),
     Variable("NERSELECT_ADAMW", "'fused' or 'foreach': the AdamW implementation on CPU", "fused"),
     Variable("NERSELECT_CROSSNER", "the CrossNER data folder of the study scripts", "../shared/data/crossner"),
-    Variable("NERSELECT_COMMIT", "the commit a study result names when run outside a git checkout (a copied tree)",
-             "unknown"),
+    Variable("NERSELECT_COMMIT", "the commit a study result names; set on a device copy, whose .git can be older than "
+             "its tree", "git's HEAD"),
+    Variable("NERSELECT_ENCODER_NOTE", "a study result's note on the encoder's weights (scripts/device_env.sh: fp16-rounded "
+             "for the device carry)", "none"),
     Variable("CUDA_VISIBLE_DEVICES", "the cards this process sees (the runner sets it per job)", "all"),
     Variable("NUMBA_CACHE_DIR", "where numba keeps UMAP's compiled code (scripts/app.sh sets it)", "<venv>/numba-cache"),
 )}
