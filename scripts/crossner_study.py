@@ -222,9 +222,15 @@ def merge_results(paths: list[Path], out: Path) -> dict[str, Any]:
               **derived_fields(cells, parts[0]["params"].get("preset"))}
     merged.pop("run_dir", None)
     merged.pop("seconds_this_run", None)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(merged, indent=2, default=float) + "\n", "utf-8")
+    write_json(out, merged)
     return merged
+
+
+def write_json(path: Path, data: dict[str, Any]) -> None:
+    """A result JSON, written whole or not at all (core.data.atomic), in the layout every result file has."""
+    from core.data.atomic import atomic_write_text
+
+    atomic_write_text(path, json.dumps(data, indent=2, default=float) + "\n")
 
 
 def derived_fields(cells: list[dict[str, Any]], preset: str | None) -> dict[str, Any]:
@@ -249,7 +255,7 @@ def refresh_results(paths: list[Path]) -> list[str]:
         before = (data.get("verdict") or {}).get("text")
         data.update(derived_fields(cells, data["params"].get("preset")))
         data["refreshed"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
-        path.write_text(json.dumps(data, indent=2, default=float) + "\n", "utf-8")
+        write_json(path, data)
         after = data["verdict"]["text"]
         lines.append(f"{path}: " + ("verdict unchanged" if after == before else f"verdict now: {after} (was: {before})"))
     return lines
@@ -485,10 +491,7 @@ def main() -> int:
             "summary": derived["summary"],
             "cells": cells,
         }
-        out.parent.mkdir(parents=True, exist_ok=True)
-        tmp = out.with_suffix(".json.tmp")
-        tmp.write_text(json.dumps(payload, indent=2, default=float) + "\n", "utf-8")
-        os.replace(tmp, out)
+        write_json(out, payload)
 
     started = time.time()
     try:
