@@ -7,8 +7,8 @@ Then, per variant, the issue's criterion: on how many domains TAPT >= none and t
 estimates; the intervals say how sure).
 
 The `none` row does not depend on the MLM recipe, so a variant run may leave it out (`--rows tapt,dsir,cosine`) and
-borrow it from another result of the same domain, encoder, preset, NER settings and seeds: the paired tests are then
-recomputed from both runs' kept TEST predictions (same-code reruns of `none` are bit-identical on one machine), and
+borrow it from another result of the same domain, protocol, encoder, preset, NER settings, seeds and device: the
+paired tests are then recomputed from both runs' kept TEST predictions (same-code reruns of `none` are bit-identical on one machine), and
 the table says where `none` came from.
 
     python scripts/ablation_table.py docs/results/crossner-*-ci.json docs/results/crossner-*-pick.json \\
@@ -36,10 +36,12 @@ def _seeds(cells: list[dict[str, Any]], row: str) -> list[int]:
 
 
 def borrow_none(result: dict[str, Any], others: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], str | None]:
-    """The result's cells, with `none` cells taken from another result of the same domain and of a recipe that trains
-    `none` the same way (encoder, preset, NER settings: plan.NONE_RECIPE_FIELDS) when it ran none itself for none of
-    its seeds. Returns (cells, the file none came from or None)."""
+    """The result's cells, with `none` cells taken from another result of the same domain, protocol (its DEV and TEST)
+    and of a recipe that trains `none` the same way (encoder, preset, NER settings: plan.NONE_RECIPE_FIELDS), whose
+    `none` cells ran alike (records.ran_alike: device and precision), when it ran none itself for none of its seeds.
+    Returns (cells, the file none came from or None)."""
     from core.experiments.plan import NONE_RECIPE_FIELDS, recipe_differences, recipe_of
+    from core.experiments.records import ran_alike
 
     cells = list(result.get("cells") or [])
     if any(c["row"] == "none" for c in cells):
@@ -47,11 +49,11 @@ def borrow_none(result: dict[str, Any], others: list[dict[str, Any]]) -> tuple[l
     seeds = sorted({c["seed"] for c in cells})
     mine = recipe_of(result["params"], NONE_RECIPE_FIELDS)
     for other in others:
-        if other is result or other["domain"] != result["domain"] or recipe_differences(
-                mine, recipe_of(other["params"], NONE_RECIPE_FIELDS)):
+        if other is result or other["domain"] != result["domain"] or protocol_of(other) != protocol_of(result) \
+                or recipe_differences(mine, recipe_of(other["params"], NONE_RECIPE_FIELDS)):
             continue
         donor = [c for c in other.get("cells") or [] if c["row"] == "none" and c["seed"] in seeds]
-        if sorted(c["seed"] for c in donor) == seeds:
+        if sorted(c["seed"] for c in donor) == seeds and ran_alike(donor) == ran_alike(cells):
             return cells + donor, other["_file"]
     return cells, None
 
@@ -113,7 +115,7 @@ def decision(results: list[dict[str, Any]], protocol: str = "v2") -> dict[str, A
 
     made = decide([RunOfRecipe.of(r) for r in results if protocol_of(r) == protocol])
     return {"protocol": protocol, "needed_domains": NEEDED_DOMAINS, "sentence": made.sentence(),
-            "knobs": [vars(k) for k in made.knobs], "tests": [vars(t) for t in made.tests]}
+            "knobs": [vars(k) for k in made.knobs], "tests": [vars(t) for t in made.tests], "unpaired": made.unpaired}
 
 
 def _one_per_cell(entries: list[dict[str, Any]], results: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[str]]:
@@ -209,7 +211,7 @@ def markdown(table: dict[str, Any]) -> str:
               "the signal a user has without TEST. Probe gain: the short (8-epoch) DEV probe's score of the chosen "
               "checkpoint minus the base encoder's (mean), what checkpoint pick saw when it chose. \"best selection\" is "
               "the selection row with the highest mean (chosen after the fact: read its interval). † none borrowed from "
-              "another run of the same domain, encoder, preset, NER settings and seeds.", "",
+              "another run of the same domain, protocol, encoder, preset, NER settings, seeds and device.", "",
               "| variant | domains | TAPT >= none | best selection >= TAPT | both | cannot say (no none or TAPT) |",
               "|---|---|---|---|---|---|"]
     for variant, c in table["criterion"].items():
@@ -228,7 +230,7 @@ def _decision_lines(made: dict[str, Any]) -> list[str]:
     """The decision rule's outcome (README, "Reading an experiment, changing the default"), knob by knob."""
     lines = ["", f"**Decision rule (issue 46), protocol {made['protocol']}**: a knob's setting becomes the default only if "
              f"its TAPT or a selection row beats the default recipe's with a Holm-adjusted p < 0.05 on at least "
-             f"{made['needed_domains']} of the 5 domains and is significantly worse on none. Outcome: {made['sentence']}."]
+             f"{made['needed_domains']} of the 5 domains and is significantly worse on no domain. Outcome: {made['sentence']}."]
     if made["knobs"]:
         lines += ["", "| knob | domains run | better | worse | outcome | why |", "|---|---|---|---|---|---|"]
         lines += [f"| {k['knob']} | {', '.join(k['domains'])} | {', '.join(k['better']) or '–'} | "
@@ -237,6 +239,9 @@ def _decision_lines(made: dict[str, Any]) -> list[str]:
         lines += [f"| {t['knob']} | {t['domain']} | {t['row']} | {len(t['seeds'])} | {100 * t['delta']:+.2f} | "
                   f"[{100 * t['ci'][0]:+.2f}, {100 * t['ci'][1]:+.2f}] | {t['p']:.3f} | {t['p_holm']:.3f} |"
                   for t in made["tests"]]
+    if made.get("unpaired"):
+        lines += ["", "Not compared (the variant and its default ran on different devices or precisions): "
+                  + "; ".join(made["unpaired"]) + "."]
     return lines
 
 

@@ -67,20 +67,32 @@ def missing_cells(rows: list[str], seeds: list[int], cells: list[dict[str, Any]]
     return sorted({(r, s) for r in rows for s in seeds} - {(c["row"], c["seed"]) for c in cells})
 
 
-def restore_cells(previous: Path, run_dir: Path, params: dict[str, Any], protocol: dict[str, Any], rows: list[str],
-                  seeds: list[int]) -> dict[str, Any] | None:
-    """Put the finished cells of an earlier run of this study (its result JSON, --out) back into a run folder that lacks
-    them, so the same command continues on a fresh machine, or after a GPU machine's workspace is gone, instead of
-    starting over. Only a cell of this domain, protocol and recipe that carries its TEST counts (`test_counts`) comes
-    back: one without would lose its interval. A seed's TAPT cell stays out while a row of that seed still to run reads
-    B1/B2 (NER-selected): that row fine-tunes B2 from the TAPT cell's own model, which must be trained here, as in one
-    run. The base encoder's checkpoint-pick score of a seed comes back with its cells, so cells run here are picked
-    against the same score. Each restored cell says where it came from (`restored_from`). Returns what came back, or
-    None when nothing did; a file that is not a result JSON is a UserError."""
-    from core.data.atomic import atomic_write_json
+def with_rows(argv: list[str], rows: list[str]) -> list[str]:
+    """The command line as run, less --status, with --rows naming every row the result JSON holds: the command a
+    result records continues (or reproduces) all of it, also after a run that asked for some rows only.
+
+    >>> with_rows(["s.py", "--domain", "ai", "--rows", "tapt", "--status"], ["none", "tapt"])
+    ['s.py', '--domain', 'ai', '--rows', 'none,tapt']
+    >>> with_rows(["s.py", "--rows=tapt"], ["none", "tapt"])
+    ['s.py', '--rows=none,tapt']
+    """
+    out: list[str] = []
+    for a in argv:
+        if a == "--status":
+            continue
+        if out and out[-1] == "--rows":
+            a = ",".join(rows)
+        elif a.startswith("--rows="):
+            a = "--rows=" + ",".join(rows)
+        out.append(a)
+    return out if any(a == "--rows" or a.startswith("--rows=") for a in argv) else [*out, "--rows", ",".join(rows)]
+
+
+def same_study(previous: Path, params: dict[str, Any], protocol: dict[str, Any], say: bool = True) -> dict[str, Any] | None:
+    """The result JSON at `previous` when it is one of this study (domain, protocol, recipe), else None; a file that
+    is not a result JSON is a UserError."""
     from core.errors import UserError
-    from core.experiments.plan import BASELINES, parse_strategy, recipe_differences, recipe_of, strategy_models
-    from core.experiments.records import Cell, cell_path, save_cell
+    from core.experiments.plan import recipe_differences, recipe_of
 
     if not previous.is_file():
         return None
@@ -95,7 +107,46 @@ def restore_cells(previous: Path, run_dir: Path, params: dict[str, Any], protoco
 
     if data.get("domain") != params["domain"] or protocol_of(data.get("protocol") or {}) != protocol_of(protocol) \
             or recipe_differences(recipe_of(data["params"]), recipe_of(params)):
-        print(f"{previous} is another study (domain, protocol or recipe): no cells restored from it", file=sys.stderr)
+        if say:
+            print(f"{previous} is another study (domain, protocol or recipe): no cells restored from it", file=sys.stderr)
+        return None
+    return data
+
+
+def with_stored(cells: list[dict[str, Any]], stored: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """This run's finished cells, then the stored result's cells this run does not have: a command that asks for some
+    rows (the ablation's default pass, --rows tapt) or stops early never drops the others from the study's JSON. A cell
+    run here replaces its stored copy (same row, seed, SC budget and LC size).
+
+    >>> new = [{"row": "tapt", "seed": 1, "f1": 0.6}]
+    >>> [(c["row"], c["f1"]) for c in with_stored(new, {"cells": [{"row": "none", "seed": 1, "f1": 0.5},
+    ...                                                           {"row": "tapt", "seed": 1, "f1": 0.4}]})]
+    [('tapt', 0.6), ('none', 0.5)]
+    """
+    def key(c: dict[str, Any]) -> tuple[Any, ...]:
+        return c["row"], c["seed"], c.get("budget"), c.get("lc_size")
+
+    have = {key(c) for c in cells}
+    return [*cells, *(c for c in (stored or {}).get("cells") or [] if key(c) not in have)]
+
+
+def restore_cells(previous: Path, run_dir: Path, params: dict[str, Any], protocol: dict[str, Any], rows: list[str],
+                  seeds: list[int]) -> dict[str, Any] | None:
+    """Put the finished cells of an earlier run of this study (its result JSON, --out) back into a run folder that lacks
+    them, so the same command continues on a fresh machine, or after a GPU machine's workspace is gone, instead of
+    starting over. Only a cell of this domain, protocol and recipe that carries its TEST counts (`test_counts`) comes
+    back: one without would lose its interval. A seed's TAPT cell stays out while a row of that seed still to run reads
+    B1/B2 (NER-selected): that row fine-tunes B2 from the TAPT cell's own model, which must be trained here, as in one
+    run. The base encoder's checkpoint-pick score of a seed comes back with its cells, so cells run here are picked
+    against the same score. Each restored cell says where it came from (`restored_from`). Returns what came back, or
+    None when nothing did; a file that is not a result JSON is a UserError."""
+    from core.data.atomic import atomic_write_json
+    from core.errors import UserError
+    from core.experiments.plan import BASELINES, parse_strategy, strategy_models
+    from core.experiments.records import Cell, cell_path, save_cell
+
+    data = same_study(previous, params, protocol)
+    if data is None:
         return None
 
     def reads_tapt(row: str) -> bool:
@@ -434,7 +485,7 @@ def main() -> int:
     from core.cliutil import tqdm_progress
     from core.data.workspace import Workspace
     from core.errors import UserError
-    from core.experiments.experiment import format_results, load_cells, per_type_table, summarize
+    from core.experiments.experiment import format_results, load_cells, per_type_table, row_order, summarize
     from core.experiments.plan import BASELINES
     from core.experiments.study import PROTOCOL, PROTOCOLS, SPLIT_SEED, crossner_protocol
     from core.experiments.summary import portable_cells
@@ -468,22 +519,26 @@ def main() -> int:
     out = Path(args.out) if args.out else ROOT / "docs" / "results" / f"crossner-{PROTOCOL}-{args.domain}-{variant}.json"
 
     def write(result: dict[str, Any] | None, started: float, error: str | None = None, complete: bool = False) -> None:
-        cells = portable_cells(result["cells"] if result else load_cells(run_dir))  # counts inline: merges later
+        # counts inline (merges later); the stored JSON's other rows kept (with_stored)
+        cells = portable_cells(with_stored(result["cells"] if result else load_cells(run_dir), stored))
+        held = row_order(list(dict.fromkeys([*rows, *(c["row"] for c in cells)])))  # every row the JSON holds
         summary = summarize(cells) if cells else {}
         derived = derived_fields(cells, args.preset)  # 95% CIs, paired tests (cells keep TEST predictions), verdict
         payload = {
             "study": "CrossNER selective pretraining (issue 11)", "domain": args.domain, **git_commit(),
             # the device carry rounds the default encoder's weights to fp16 (scripts/device_bundle.sh): said in the JSON
             **({"encoder_note": note} if (note := os.environ.get("NERSELECT_ENCODER_NOTE")) else {}),
-            # --status records the command that continues the study, not itself
-            "command": " ".join([Path(sys.executable).name, *(a for a in sys.argv if a != "--status")]),
+            # the command that continues the whole study: not --status, and every row the JSON holds
+            "command": " ".join([Path(sys.executable).name, *with_rows(sys.argv, held)]),
             "finished": result is not None or complete, "error": error,
             "written": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "seconds_this_run": round(time.time() - started, 1),
             "protocol": {"name": PROTOCOL, "split_seed": SPLIT_SEED, "sizes": study.sizes(),
                          "dc_in_domain": sum(d == args.domain for d in study.dc.fields["domain"]),
                          "description": PROTOCOLS[PROTOCOL], **guard_record(result, run_dir)},
             "verdict": derived["verdict"],
-            "params": params, "run_dir": str(run_dir),
+            "params": {**params, "baselines": [r for r in held if r in BASELINES],
+                       "strategies": [r for r in held if r not in BASELINES],
+                       "seeds": sorted({*seeds, *(c["seed"] for c in cells)})}, "run_dir": str(run_dir),
             **({"restored_from": origins} if (origins := _origins(cells)) else {}),
             "rows": {r: {"mean": s["mean"], "std": s["std"], "n": s["n"], "seeds": s["seeds"]} for r, s in summary.items()},
             "domain_precision": selection_precision(ws, cells, args.domain, earlier_precision),
@@ -496,11 +551,12 @@ def main() -> int:
     started = time.time()
     try:
         protocol = {"name": PROTOCOL, "split_seed": SPLIT_SEED, "sizes": study.sizes()}
+        stored = same_study(out, params, protocol, say=False)  # read only: --status may run beside the study
         restored = None if args.status else restore_cells(out, run_dir, params, protocol, rows, seeds)
     except UserError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    earlier_precision = restored["domain_precision"] if restored else {}
+    earlier_precision = (stored or {}).get("domain_precision") or {}
     if restored:
         print(f"restored {restored['cells']} finished cells from {out} (commit {restored['commit']}): they are not run again")
     if args.status:

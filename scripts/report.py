@@ -110,8 +110,10 @@ def ran_on(result: dict[str, Any]) -> str:
     >>> ran_on({"cells": [{"numerics": {"device": "cpu", "dtype": "fp32"}}, {}]})
     'ran on cpu (fp32), 1 cell unrecorded'
     """
+    from core.experiments.records import ran_alike
+
     cells = result.get("cells") or []
-    ways = sorted({f"{n['device']} ({n['dtype']})" for c in cells if (n := c.get("numerics"))})
+    ways = ran_alike(cells)
     unknown = sum(1 for c in cells if not c.get("numerics"))
     text = "ran on " + (" and ".join(ways) if ways else "an unrecorded device")
     if ways and unknown:

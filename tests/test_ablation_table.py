@@ -121,6 +121,8 @@ def test_protocols_are_kept_apart_and_the_decision_rule_is_applied_to_v2_knobs(t
         path.write_text(json.dumps({**data, "protocol": {"name": "v2"}}))
     table = ablation_table.build([v1, default, knob], "cmd")
     assert sorted(e["variant"] for e in table["entries"]) == ["study", "study + l2sp=0.1 [v2]", "study [v2]"]
+    # the v2 knob's none comes from the v2 default (same DEV and TEST), never from the v1 run listed first
+    assert next(e for e in table["entries"] if "l2sp" in e["variant"])["none_from"] == str(default)
     made = table["decision"]
     (test,) = made["tests"]  # tapt only: none does not pretrain, and the v1 default is not the v2 knob's default
     assert test["knob"] == "l2sp=0.1" and test["row"] == "tapt" and test["delta"] > 0 and test["p_holm"] < 0.05

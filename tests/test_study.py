@@ -221,6 +221,26 @@ def test_a_fresh_run_folder_gets_back_the_finished_cells_of_the_result_json(tmp_
             study.restore_cells(previous, run_dir, params, protocol, ["none"], [1])
 
 
+def test_a_run_that_asks_for_some_rows_keeps_the_study_jsons_other_rows(tmp_path):
+    """The ablation's default pass asks for tapt, dsir and random only, and a deadline may stop a run before a TAPT cell
+    that had to run again finished: the JSON it writes still holds every stored cell (a re-run one replaces its copy),
+    and its command names every row; another study's JSON lends nothing."""
+    study = load_script("crossner_study")
+    params = {"domain": "music", "preset": "study", "model": "default", "pick_checkpoint": 4}
+    protocol = {"name": "v2", "split_seed": 0, "sizes": {"tc": 300}}
+    cells = [{"row": r, "seed": 1, "key": f"{r}.lc100", "f1": 0.5} for r in ("none", "tapt", "ner")]
+    previous = tmp_path / "result.json"
+    previous.write_text(json.dumps({"domain": "music", "params": params, "protocol": protocol, "cells": cells}))
+    stored = study.same_study(previous, params, protocol)
+    kept = study.with_stored([{"row": "tapt", "seed": 1, "key": "tapt.lc100", "f1": 0.7}], stored)
+    assert sorted((c["row"], c["f1"]) for c in kept) == [("ner", 0.5), ("none", 0.5), ("tapt", 0.7)]
+    assert study.with_stored([], stored) == cells  # stopped before anything finished: nothing lost
+    assert study.same_study(previous, {**params, "pick_checkpoint": 0}, protocol, say=False) is None
+    assert study.with_stored(kept[:1], None) == kept[:1]
+    argv = ["crossner_study.py", "--domain", "music", "--rows", "tapt", "--status"]
+    assert study.with_rows(argv, ["none", "tapt", "ner"]) == ["crossner_study.py", "--domain", "music", "--rows", "none,tapt,ner"]
+
+
 def test_status_calls_a_study_complete_when_every_row_and_seed_has_its_cell():
     study = load_script("crossner_study")
     cells = [{"row": r, "seed": s} for r in ("none", "tapt") for s in (1, 2)]

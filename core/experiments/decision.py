@@ -1,12 +1,14 @@
 """Issue 46's decision rule, written before the knob ablation ran (README, "Reading an experiment, changing the
 default"): a knob's setting becomes the default only if, against the current default recipe under the same protocol,
 its TAPT or a selection row is better with a Holm-adjusted p < 0.05 on at least 3 of the 5 CrossNER domains and
-significantly worse on none.
+significantly worse on no domain.
 
 A knob variant is a result whose recipe differs from the default's only in the MLM settings or the rehearsal share
 (core.experiments.plan.recipe_of); `none` is left out of the comparisons, since it does not pretrain. Each pretraining
 row both ran is tested variant minus default on the seeds both ran and the same TEST sentences (the paired two-level
 bootstrap of core.experiments.statistics), and Holm's correction runs over every comparison of the ablation at once.
+A variant is paired only with a default whose cells ran alike (records.ran_alike: device and precision); one without
+such a default is listed as unpaired, not tested against another machine's numbers.
 A knob that ran on fewer domains than the rule needs is "open" until the rest run, unless it can no longer qualify.
 """
 
@@ -17,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from core.experiments.plan import recipe_of
-from core.experiments.records import Cell, as_cells
+from core.experiments.records import Cell, as_cells, ran_alike
 from core.experiments.statistics import ALPHA, MIN_CLAIM_SEEDS, N_RESAMPLES, holm, paired_test
 from core.experiments.study import DOMAINS
 from core.experiments.summary import cell_counts
@@ -52,6 +54,10 @@ class RunOfRecipe:
         r = recipe_of(self.params)
         return tuple(sorted((k, repr(v)) for k, v in r.items() if k not in KNOB_FIELDS))
 
+    @property
+    def ran(self) -> tuple[str, ...]:
+        return ran_alike(self.cells)
+
 
 @dataclass
 class KnobTest:
@@ -83,6 +89,7 @@ class KnobOutcome:
 class Decision:
     tests: list[KnobTest] = field(default_factory=list)
     knobs: list[KnobOutcome] = field(default_factory=list)
+    unpaired: list[str] = field(default_factory=list)  # a variant whose default ran elsewhere (device, precision)
 
     @property
     def new_default(self) -> list[str]:
@@ -105,14 +112,24 @@ def _runs(cells: Sequence[Cell], row: str, seeds: Sequence[int]) -> list[Any] | 
     return None if any(r is None for r in runs) else runs
 
 
-def knob_tests(results: Iterable[RunOfRecipe], n_boot: int = N_RESAMPLES, seed: int = 0) -> list[KnobTest]:
-    """Every (knob, domain, pretraining row) comparison with the default of the same base recipe and domain, with
-    Holm-adjusted p over all of them."""
+def unpaired_variants(results: Iterable[RunOfRecipe]) -> list[str]:
+    """Variants with a default of their base recipe and domain that ran on another device or precision: said, not
+    compared."""
     results = list(results)
-    defaults = {(r.base, r.domain): r for r in results if not r.knob}
+    ran = {(r.base, r.domain): r.ran for r in results if not r.knob}
+    return [f"{r.knob} on {r.domain}: ran on {' and '.join(r.ran) or 'an unrecorded device'}, its default on "
+            f"{' and '.join(ran[r.base, r.domain]) or 'an unrecorded device'}" for r in results
+            if r.knob and (r.base, r.domain) in ran and ran[r.base, r.domain] != r.ran]
+
+
+def knob_tests(results: Iterable[RunOfRecipe], n_boot: int = N_RESAMPLES, seed: int = 0) -> list[KnobTest]:
+    """Every (knob, domain, pretraining row) comparison with the default of the same base recipe and domain that ran
+    alike, with Holm-adjusted p over all of them."""
+    results = list(results)
+    defaults = {(r.base, r.domain, r.ran): r for r in results if not r.knob}
     tests = []
     for r in results:
-        default = defaults.get((r.base, r.domain)) if r.knob else None
+        default = defaults.get((r.base, r.domain, r.ran)) if r.knob else None
         if default is None:
             continue
         for row in sorted({c.row for c in r.cells} - {"none"}):
@@ -130,6 +147,7 @@ def knob_tests(results: Iterable[RunOfRecipe], n_boot: int = N_RESAMPLES, seed: 
 def decide(results: Iterable[RunOfRecipe], domains: Sequence[str] = DOMAINS, needed: int = NEEDED_DOMAINS,
            alpha: float = ALPHA, n_boot: int = N_RESAMPLES) -> Decision:
     """The rule applied to every knob variant among `results`."""
+    results = list(results)
     tests = knob_tests(results, n_boot=n_boot)
     outcomes = []
     for knob in sorted({t.knob for t in tests}):
@@ -141,7 +159,7 @@ def decide(results: Iterable[RunOfRecipe], domains: Sequence[str] = DOMAINS, nee
         if worse:
             outcome, reason = STAYS_OUT, f"significantly worse on {', '.join(worse)}"
         elif len(better) >= needed:
-            outcome, reason = QUALIFIES, f"better on {len(better)} domains ({', '.join(better)}), worse on none"
+            outcome, reason = QUALIFIES, f"better on {len(better)} domains ({', '.join(better)}), worse on no domain"
         elif len(better) + left < needed:
             outcome, reason = STAYS_OUT, (f"better on {len(better)} of the {len(ran)} domains it ran, and "
                                           f"{left} left: it cannot reach {needed}")
@@ -149,4 +167,4 @@ def decide(results: Iterable[RunOfRecipe], domains: Sequence[str] = DOMAINS, nee
             outcome, reason = OPEN, (f"better on {len(better)} of {len(ran)} domains so far; needs {needed}, "
                                      f"{left} not run yet")
         outcomes.append(KnobOutcome(knob, ran, better, worse, outcome, reason))
-    return Decision(tests, outcomes)
+    return Decision(tests, outcomes, unpaired_variants(results))

@@ -86,6 +86,19 @@ class Cell:
         return {**{k: v for k, v in out.items() if v is not None or k in ("budget", "lc_size")}, **self.extra}
 
 
+def ran_alike(cells: Iterable[Cell | Mapping[str, Any]]) -> tuple[str, ...]:
+    """How the recorded cells ran ("cuda (bf16)", "cpu (fp32)"): two runs' F1 compare only when these match, since a
+    device and its precision move F1 by about as much as the recipes under test (a CPU `none` against a GPU variant
+    would measure the machine).
+
+    >>> ran_alike([{"row": "none", "seed": 1, "f1": 0.5, "numerics": {"device": "cuda", "dtype": "bf16"}},
+    ...            {"row": "tapt", "seed": 1, "f1": 0.5}])
+    ('cuda (bf16)',)
+    """
+    ways = ((c.numerics if isinstance(c, Cell) else c.get("numerics")) for c in cells)  # a partial record too
+    return tuple(sorted({f"{n['device']} ({n['dtype']})" for n in ways if n}))
+
+
 def as_cells(cells: Iterable[Cell | Mapping[str, Any]]) -> list[Cell]:
     """Cells as records however they came (a result JSON's dicts, a run folder's records): read once, here, so the
     summaries, tables and figures read fields, not keys."""
