@@ -93,3 +93,20 @@ def test_a_variant_is_never_compared_with_a_default_that_ran_on_another_device()
     assert knob.domains == ["music", "science"] and "ai" not in {t.domain for t in decision.tests}
     assert knob.outcome == OPEN  # better on 2 so far: ai does not count as a third
     assert decision.unpaired == ["l2sp=0.1 on ai: ran on cuda (bf16), its default on cpu (fp32)"]
+
+
+def test_a_new_selection_row_is_kept_only_when_it_beats_random_on_three_domains():
+    """Issue 46's entity-aware row, under the same rule as a knob but held against the random draw of its budget."""
+    from core.experiments.decision import decide_row
+
+    strong = {"none": 0.5, "random": 0.55, "cosine": 0.56, "entity-gain": 0.75}
+    kept = decide_row([_run(d, None, strong) for d in ("ai", "music", "science")], n_boot=500)
+    assert kept.outcome == QUALIFIES and kept.better == ["ai", "music", "science"] and "kept" in kept.sentence()
+    assert {t.knob for t in kept.tests} == {"random", "cosine"}  # every rival it ran beside, random decides
+    weak = {"none": 0.5, "random": 0.55, "entity-gain": 0.3}
+    out = decide_row([_run("ai", None, strong), _run("music", None, weak)], n_boot=500)
+    assert out.outcome == STAYS_OUT and out.worse == ["music"] and "not supported" in out.sentence()
+    level = decide_row([_run("ai", None, {"none": 0.5, "random": 0.55, "entity-gain": 0.55})], n_boot=500)
+    assert level.outcome == OPEN and level.domains == ["ai"] and "so far" in level.sentence()
+    variant = _run("ai", {"l2sp": 0.1}, strong)  # a knob variant is not the default recipe: not counted
+    assert decide_row([variant], n_boot=500).domains == [] and "has not run" in decide_row([], n_boot=500).sentence()

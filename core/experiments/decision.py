@@ -144,6 +144,19 @@ def knob_tests(results: Iterable[RunOfRecipe], n_boot: int = N_RESAMPLES, seed: 
     return tests
 
 
+def _outcome(ran: Sequence[str], better: Sequence[str], worse: Sequence[str], domains: Sequence[str],
+             needed: int) -> tuple[str, str]:
+    """The rule's outcome from where a candidate ran and where it was better or worse: one rule for knobs and rows."""
+    left = len(set(domains) - set(ran))
+    if worse:
+        return STAYS_OUT, f"significantly worse on {', '.join(worse)}"
+    if len(better) >= needed:
+        return QUALIFIES, f"better on {len(better)} domains ({', '.join(better)}), worse on no domain"
+    if len(better) + left < needed:
+        return STAYS_OUT, f"better on {len(better)} of the {len(ran)} domains it ran, and {left} left: it cannot reach {needed}"
+    return OPEN, f"better on {len(better)} of {len(ran)} domains so far; needs {needed}, {left} not run yet"
+
+
 def decide(results: Iterable[RunOfRecipe], domains: Sequence[str] = DOMAINS, needed: int = NEEDED_DOMAINS,
            alpha: float = ALPHA, n_boot: int = N_RESAMPLES) -> Decision:
     """The rule applied to every knob variant among `results`."""
@@ -155,16 +168,54 @@ def decide(results: Iterable[RunOfRecipe], domains: Sequence[str] = DOMAINS, nee
         ran = sorted({t.domain for t in mine})
         better = sorted({t.domain for t in mine if t.claims(alpha) and t.delta > 0})
         worse = sorted({t.domain for t in mine if t.claims(alpha) and t.delta < 0})
-        left = len(set(domains) - set(ran))
-        if worse:
-            outcome, reason = STAYS_OUT, f"significantly worse on {', '.join(worse)}"
-        elif len(better) >= needed:
-            outcome, reason = QUALIFIES, f"better on {len(better)} domains ({', '.join(better)}), worse on no domain"
-        elif len(better) + left < needed:
-            outcome, reason = STAYS_OUT, (f"better on {len(better)} of the {len(ran)} domains it ran, and "
-                                          f"{left} left: it cannot reach {needed}")
-        else:
-            outcome, reason = OPEN, (f"better on {len(better)} of {len(ran)} domains so far; needs {needed}, "
-                                     f"{left} not run yet")
-        outcomes.append(KnobOutcome(knob, ran, better, worse, outcome, reason))
+        outcomes.append(KnobOutcome(knob, ran, better, worse, *_outcome(ran, better, worse, domains, needed)))
     return Decision(tests, outcomes, unpaired_variants(results))
+
+
+RIVALS = ("random", "cosine", "dsir", "ner")  # what a new selection strategy is held against; random decides
+
+
+@dataclass
+class RowOutcome:
+    """A new selection row (issue 46's entity-aware strategy) under the same rule as a knob: kept as a strategy worth
+    offering only if it beats the random draw of the same budget (Holm-adjusted p < 0.05, 3+ seeds) on at least 3 of
+    the 5 domains and is significantly worse than it on no domain. The other rivals are shown, not decisive: a
+    selection that cannot beat a random draw has not shown that it selects."""
+
+    row: str
+    domains: list[str]
+    better: list[str]
+    worse: list[str]
+    outcome: str
+    reason: str
+    tests: list[KnobTest] = field(default_factory=list)  # knob: the rival ("random", "cosine", ...)
+
+    def sentence(self) -> str:
+        if not self.domains:
+            return f"{self.row} has not run beside random in any default-recipe study yet"
+        verdict = {QUALIFIES: "kept: the table supports it", STAYS_OUT: "not supported by the table",
+                   OPEN: "not supported so far"}[self.outcome]
+        return f"{self.row}: {verdict}; against random, {self.reason}"
+
+
+def decide_row(results: Iterable[RunOfRecipe], row: str = "entity-gain", rivals: Sequence[str] = RIVALS,
+               domains: Sequence[str] = DOMAINS, needed: int = NEEDED_DOMAINS, alpha: float = ALPHA,
+               n_boot: int = N_RESAMPLES) -> RowOutcome:
+    """`row` against each rival in every default-recipe study that ran both, paired on their common seeds and TEST
+    sentences, Holm over all of these comparisons; the outcome reads the comparisons with random."""
+    tests = []
+    for r in (r for r in results if not r.knob):
+        for rival in rivals:
+            seeds = sorted({c.seed for c in r.cells if c.row == row} & {c.seed for c in r.cells if c.row == rival})
+            mine, theirs = _runs(r.cells, row, seeds), _runs(r.cells, rival, seeds)
+            if not seeds or mine is None or theirs is None:
+                continue
+            t = paired_test(mine, theirs, n_boot=n_boot, seed=0)
+            tests.append(KnobTest(rival, r.domain, row, seeds, t["delta"], t["ci"], t["p"]))
+    for t, adjusted in zip(tests, holm([t.p for t in tests])):
+        t.p_holm = adjusted
+    control = [t for t in tests if t.knob == rivals[0]]
+    ran = sorted({t.domain for t in control})
+    better = sorted({t.domain for t in control if t.claims(alpha) and t.delta > 0})
+    worse = sorted({t.domain for t in control if t.claims(alpha) and t.delta < 0})
+    return RowOutcome(row, ran, better, worse, *_outcome(ran, better, worse, domains, needed), tests=tests)
