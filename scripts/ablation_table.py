@@ -8,8 +8,8 @@ estimates; the intervals say how sure).
 
 The `none` row does not depend on the MLM recipe, so a variant run may leave it out (`--rows tapt,dsir,cosine`) and
 borrow it from another result of the same domain, protocol, encoder, preset, NER settings, seeds and device: the
-paired tests are then recomputed from both runs' kept TEST predictions (same-code reruns of `none` are bit-identical on one machine), and
-the table says where `none` came from.
+paired tests are then recomputed from both runs' kept TEST predictions (same-code reruns of `none` are bit-identical
+on one machine), and the table says where `none` came from.
 
     python scripts/ablation_table.py docs/results/crossner-*-ci.json docs/results/crossner-*-pick.json \\
         --out docs/results/ablation.json      # also writes ablation.md beside it
@@ -116,7 +116,7 @@ def decision(results: list[dict[str, Any]], protocol: str = "v2") -> dict[str, A
     mine = [r for r in results if protocol_of(r) == protocol]
     runs = [RunOfRecipe.of(r) for r in mine]
     made, row = decide(runs), decide_row(runs)
-    precision = {r["domain"]: dp for r in mine if not RunOfRecipe.of(r).knob
+    precision = {r["domain"]: dp for r, run in zip(mine, runs) if not run.knob
                  if (dp := (r.get("domain_precision") or {}).get(row.row, {}).get("domain_precision")) is not None}
     return {"protocol": protocol, "needed_domains": NEEDED_DOMAINS, "sentence": made.sentence(),
             "knobs": [vars(k) for k in made.knobs], "tests": [vars(t) for t in made.tests], "unpaired": made.unpaired,
@@ -232,6 +232,12 @@ def markdown(table: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _test_cells(t: dict[str, Any]) -> str:
+    """A paired test's table cells: seeds, difference (points), 95% CI, p, Holm p."""
+    return (f"{len(t['seeds'])} | {100 * t['delta']:+.2f} | [{100 * t['ci'][0]:+.2f}, {100 * t['ci'][1]:+.2f}] | "
+            f"{t['p']:.3f} | {t['p_holm']:.3f} |")
+
+
 def _decision_lines(made: dict[str, Any]) -> list[str]:
     """The decision rule's outcome (README, "Reading an experiment, changing the default"), knob by knob."""
     lines = ["", f"**Decision rule (issue 46), protocol {made['protocol']}**: a knob's setting becomes the default only if "
@@ -242,9 +248,7 @@ def _decision_lines(made: dict[str, Any]) -> list[str]:
         lines += [f"| {k['knob']} | {', '.join(k['domains'])} | {', '.join(k['better']) or '–'} | "
                   f"{', '.join(k['worse']) or '–'} | {k['outcome']} | {k['reason']} |" for k in made["knobs"]]
         lines += ["", "| knob | domain | row | seeds | variant - default | 95% CI | p | Holm p |", "|---|---|---|---|---|---|---|---|"]
-        lines += [f"| {t['knob']} | {t['domain']} | {t['row']} | {len(t['seeds'])} | {100 * t['delta']:+.2f} | "
-                  f"[{100 * t['ci'][0]:+.2f}, {100 * t['ci'][1]:+.2f}] | {t['p']:.3f} | {t['p_holm']:.3f} |"
-                  for t in made["tests"]]
+        lines += [f"| {t['knob']} | {t['domain']} | {t['row']} | {_test_cells(t)}" for t in made["tests"]]
     if made.get("unpaired"):
         lines += ["", "Not compared (the variant and its default ran on different devices or precisions): "
                   + "; ".join(made["unpaired"]) + "."]
@@ -257,9 +261,7 @@ def _decision_lines(made: dict[str, Any]) -> list[str]:
         if new["tests"]:
             lines += ["", f"| domain | {new['row']} minus | seeds | difference | 95% CI | p | Holm p |",
                       "|---|---|---|---|---|---|---|"]
-            lines += [f"| {t['domain']} | {t['knob']} | {len(t['seeds'])} | {100 * t['delta']:+.2f} | "
-                      f"[{100 * t['ci'][0]:+.2f}, {100 * t['ci'][1]:+.2f}] | {t['p']:.3f} | {t['p_holm']:.3f} |"
-                      for t in new["tests"]]
+            lines += [f"| {t['domain']} | {t['knob']} | {_test_cells(t)}" for t in new["tests"]]
             lines += ["", "Domain precision of its selections (share of the target domain's sentences): "
                       + ", ".join(f"{d} {v:.2f}" for d, v in sorted(new["domain_precision"].items())) + "."]
     return lines

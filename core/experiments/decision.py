@@ -112,6 +112,26 @@ def _runs(cells: Sequence[Cell], row: str, seeds: Sequence[int]) -> list[Any] | 
     return None if any(r is None for r in runs) else runs
 
 
+def _paired(label: str, domain: str, row: str, mine: Sequence[Cell], theirs: Sequence[Cell], rival: str, n_boot: int,
+            seed: int = 0) -> KnobTest | None:
+    """`row` of `mine` minus `rival` of `theirs` on the seeds both ran and the same TEST sentences; None when they share
+    no seed or a cell kept no predictions."""
+    seeds = sorted({c.seed for c in mine if c.row == row} & {c.seed for c in theirs if c.row == rival})
+    a, b = _runs(mine, row, seeds), _runs(theirs, rival, seeds)
+    if not seeds or a is None or b is None:
+        return None
+    t = paired_test(a, b, n_boot=n_boot, seed=seed)
+    return KnobTest(label, domain, row, seeds, t["delta"], t["ci"], t["p"])
+
+
+def _with_holm(tests: list[KnobTest | None]) -> list[KnobTest]:
+    """The comparisons that ran, each with its Holm-adjusted p over all of them."""
+    ran = [t for t in tests if t is not None]
+    for t, adjusted in zip(ran, holm([t.p for t in ran])):
+        t.p_holm = adjusted
+    return ran
+
+
 def unpaired_variants(results: Iterable[RunOfRecipe]) -> list[str]:
     """Variants with a default of their base recipe and domain that ran on another device or precision: said, not
     compared."""
@@ -127,34 +147,27 @@ def knob_tests(results: Iterable[RunOfRecipe], n_boot: int = N_RESAMPLES, seed: 
     alike, with Holm-adjusted p over all of them."""
     results = list(results)
     defaults = {(r.base, r.domain, r.ran): r for r in results if not r.knob}
-    tests = []
-    for r in results:
-        default = defaults.get((r.base, r.domain, r.ran)) if r.knob else None
-        if default is None:
-            continue
-        for row in sorted({c.row for c in r.cells} - {"none"}):
-            seeds = sorted({c.seed for c in r.cells if c.row == row} & {c.seed for c in default.cells if c.row == row})
-            mine, theirs = _runs(r.cells, row, seeds), _runs(default.cells, row, seeds)
-            if not seeds or mine is None or theirs is None:
-                continue  # not run by both, or predictions not kept: no paired test
-            t = paired_test(mine, theirs, n_boot=n_boot, seed=seed)
-            tests.append(KnobTest(r.knob, r.domain, row, seeds, t["delta"], t["ci"], t["p"]))
-    for t, adjusted in zip(tests, holm([t.p for t in tests])):
-        t.p_holm = adjusted
-    return tests
+    return _with_holm([_paired(r.knob, r.domain, row, r.cells, default.cells, row, n_boot, seed)
+                       for r in results if r.knob and (default := defaults.get((r.base, r.domain, r.ran)))
+                       for row in sorted({c.row for c in r.cells} - {"none"})])
 
 
-def _outcome(ran: Sequence[str], better: Sequence[str], worse: Sequence[str], domains: Sequence[str],
-             needed: int) -> tuple[str, str]:
-    """The rule's outcome from where a candidate ran and where it was better or worse: one rule for knobs and rows."""
+def _outcome(tests: Sequence[KnobTest], domains: Sequence[str], needed: int, alpha: float
+             ) -> tuple[list[str], list[str], list[str], str, str]:
+    """One candidate's comparisons read by the rule, one rule for knobs and rows: where it ran, where it was better,
+    where worse, the outcome and why."""
+    ran = sorted({t.domain for t in tests})
+    better = sorted({t.domain for t in tests if t.claims(alpha) and t.delta > 0})
+    worse = sorted({t.domain for t in tests if t.claims(alpha) and t.delta < 0})
     left = len(set(domains) - set(ran))
     if worse:
-        return STAYS_OUT, f"significantly worse on {', '.join(worse)}"
+        return ran, better, worse, STAYS_OUT, f"significantly worse on {', '.join(worse)}"
     if len(better) >= needed:
-        return QUALIFIES, f"better on {len(better)} domains ({', '.join(better)}), worse on no domain"
+        return ran, better, worse, QUALIFIES, f"better on {len(better)} domains ({', '.join(better)}), worse on no domain"
     if len(better) + left < needed:
-        return STAYS_OUT, f"better on {len(better)} of the {len(ran)} domains it ran, and {left} left: it cannot reach {needed}"
-    return OPEN, f"better on {len(better)} of {len(ran)} domains so far; needs {needed}, {left} not run yet"
+        return ran, better, worse, STAYS_OUT, (f"better on {len(better)} of the {len(ran)} domains it ran, and {left} "
+                                               f"left: it cannot reach {needed}")
+    return ran, better, worse, OPEN, f"better on {len(better)} of {len(ran)} domains so far; needs {needed}, {left} not run yet"
 
 
 def decide(results: Iterable[RunOfRecipe], domains: Sequence[str] = DOMAINS, needed: int = NEEDED_DOMAINS,
@@ -162,13 +175,8 @@ def decide(results: Iterable[RunOfRecipe], domains: Sequence[str] = DOMAINS, nee
     """The rule applied to every knob variant among `results`."""
     results = list(results)
     tests = knob_tests(results, n_boot=n_boot)
-    outcomes = []
-    for knob in sorted({t.knob for t in tests}):
-        mine = [t for t in tests if t.knob == knob]
-        ran = sorted({t.domain for t in mine})
-        better = sorted({t.domain for t in mine if t.claims(alpha) and t.delta > 0})
-        worse = sorted({t.domain for t in mine if t.claims(alpha) and t.delta < 0})
-        outcomes.append(KnobOutcome(knob, ran, better, worse, *_outcome(ran, better, worse, domains, needed)))
+    outcomes = [KnobOutcome(knob, *_outcome([t for t in tests if t.knob == knob], domains, needed, alpha))
+                for knob in sorted({t.knob for t in tests})]
     return Decision(tests, outcomes, unpaired_variants(results))
 
 
@@ -203,19 +211,7 @@ def decide_row(results: Iterable[RunOfRecipe], row: str = "entity-gain", rivals:
                n_boot: int = N_RESAMPLES) -> RowOutcome:
     """`row` against each rival in every default-recipe study that ran both, paired on their common seeds and TEST
     sentences, Holm over all of these comparisons; the outcome reads the comparisons with random."""
-    tests = []
-    for r in (r for r in results if not r.knob):
-        for rival in rivals:
-            seeds = sorted({c.seed for c in r.cells if c.row == row} & {c.seed for c in r.cells if c.row == rival})
-            mine, theirs = _runs(r.cells, row, seeds), _runs(r.cells, rival, seeds)
-            if not seeds or mine is None or theirs is None:
-                continue
-            t = paired_test(mine, theirs, n_boot=n_boot, seed=0)
-            tests.append(KnobTest(rival, r.domain, row, seeds, t["delta"], t["ci"], t["p"]))
-    for t, adjusted in zip(tests, holm([t.p for t in tests])):
-        t.p_holm = adjusted
+    tests = _with_holm([_paired(rival, r.domain, row, r.cells, r.cells, rival, n_boot)
+                        for r in results if not r.knob for rival in rivals])
     control = [t for t in tests if t.knob == rivals[0]]
-    ran = sorted({t.domain for t in control})
-    better = sorted({t.domain for t in control if t.claims(alpha) and t.delta > 0})
-    worse = sorted({t.domain for t in control if t.claims(alpha) and t.delta < 0})
-    return RowOutcome(row, ran, better, worse, *_outcome(ran, better, worse, domains, needed), tests=tests)
+    return RowOutcome(row, *_outcome(control, domains, needed, alpha), tests=tests)
