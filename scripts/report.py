@@ -105,9 +105,12 @@ def study_block(paths: list[Path], label: str) -> str:
 def ran_on(result: dict[str, Any]) -> str:
     """Where the cells ran, from their own records: a domain's rows compare among themselves only when they ran alike.
 
-    >>> ran_on({"cells": [{"numerics": {"device": "cuda", "dtype": "bf16"}}], "encoder_note": "fp16-rounded"})
+    >>> ran_on({"cells": [{"numerics": {"device": "cuda", "dtype": "bf16", "head_seed": "after-encoder"}}],
+    ...         "encoder_note": "fp16-rounded"})
     'ran on cuda (bf16), encoder weights fp16-rounded for the device'
-    >>> ran_on({"cells": [{"numerics": {"device": "cpu", "dtype": "fp32"}}, {}]})
+    >>> ran_on({"cells": [{"numerics": {"device": "cuda", "dtype": "bf16"}}]})
+    'ran on cuda (bf16), all cells from before the NER head was seeded after the encoder load'
+    >>> ran_on({"cells": [{"numerics": {"device": "cpu", "dtype": "fp32", "head_seed": "after-encoder"}}, {}]})
     'ran on cpu (fp32), 1 cell unrecorded'
     """
     from core.experiments.records import ran_alike
@@ -120,6 +123,10 @@ def ran_on(result: dict[str, Any]) -> str:
         text += f", {unknown} cell{'s' if unknown != 1 else ''} unrecorded"
     if result.get("encoder_note"):
         text += ", encoder weights fp16-rounded for the device"
+    drawn = sum(1 for c in cells if c.get("numerics") and not c["numerics"].get("head_seed"))
+    if drawn:  # issue 46's A/A control: before the reseed, a pretrained row's NER head was not none's of the same seed
+        count = "all cells" if drawn == len(cells) else f"{drawn} cell{'s' if drawn != 1 else ''}"
+        text += f", {count} from before the NER head was seeded after the encoder load"
     return text
 
 

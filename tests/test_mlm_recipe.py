@@ -18,9 +18,9 @@ def _weights(folder) -> dict[str, torch.Tensor]:
     return {n: p.detach().clone() for n, p in model.named_parameters()}
 
 
-def _train(tiny_mlm_dir, out, **settings):
+def _train(tiny_mlm_dir, out, snapshot_dir=None, **settings):
     config = preset_config("tiny", epochs=100, lr=1e-2, **settings)
-    return train_mlm(TOY_SENTENCES, str(tiny_mlm_dir), out, config)
+    return train_mlm(TOY_SENTENCES, str(tiny_mlm_dir), out, config, snapshot_dir=snapshot_dir)
 
 
 def _moved(before, after, part: str) -> bool:
@@ -29,11 +29,18 @@ def _moved(before, after, part: str) -> bool:
 
 def test_head_warmup_keeps_the_encoder_frozen_until_it_ends(tiny_mlm_dir, tmp_path):
     base = _weights(tiny_mlm_dir)
-    _train(tiny_mlm_dir, tmp_path / "warm", max_steps=3, head_warmup_steps=3)
-    warm = _weights(tmp_path / "warm")
+    _train(tiny_mlm_dir, tmp_path / "after", tmp_path / "snapshots", max_steps=4, head_warmup_steps=3, snapshot_every=3)
+    warm = _weights(tmp_path / "snapshots" / "step-3")  # the weights after the warm-up's last step
     assert not _moved(base, warm, "encoder.layer.") and _moved(base, warm, "cls.predictions.transform")
-    _train(tiny_mlm_dir, tmp_path / "after", max_steps=4, head_warmup_steps=2)
-    assert _moved(base, _weights(tmp_path / "after"), "encoder.layer.")  # unfrozen after step 2
+    assert _moved(base, _weights(tmp_path / "after"), "encoder.layer.")  # unfrozen after step 3
+
+
+def test_a_head_warmup_as_long_as_the_run_is_refused(tiny_mlm_dir, tmp_path):
+    """The encoder would never train, and the run would save the base encoder under an MLM name (issue 46: 400 steps
+    of warm-up on a 400-step CrossNER study run gave the base encoder back)."""
+    with pytest.raises(UserError, match="covers the whole MLM run .3 steps.* never train"):
+        _train(tiny_mlm_dir, tmp_path / "all", max_steps=3, head_warmup_steps=3)
+    assert not (tmp_path / "all").exists()
 
 
 def test_frozen_layers_do_not_move_and_the_ones_above_do(tiny_mlm_dir, tmp_path):

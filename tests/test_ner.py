@@ -261,6 +261,29 @@ def test_resume_continues_exactly(tiny_bert_dir, tmp_path):
         assert torch.allclose(pa, pb, atol=1e-6), name
 
 
+def test_the_same_encoder_fine_tunes_alike_from_a_base_folder_and_from_an_mlm_folder(tiny_bert_dir, tmp_path):
+    """An A/A control (issue 46): an MLM model's folder lacks the base's pooler, and loading it draws random numbers
+    for one; before the reseed in build_ner_model, that shifted the NER head's initial weights and every dropout mask,
+    so unchanged encoder weights saved by MLM training fine-tuned differently from the base (CrossNER literature: up to
+    1.5 test F1), and checkpoint pick compared heads' luck as well as encoders."""
+    from core.lm.models import load_masked_lm, load_tokenizer
+
+    mlm, fresh = load_masked_lm(str(tiny_bert_dir))
+    assert fresh  # the tiny base has no MLM head: the copy's folder differs from the base's, as after real MLM
+    mlm.save_pretrained(tmp_path / "mlm")
+    load_tokenizer(str(tiny_bert_dir)).save_pretrained(tmp_path / "mlm")
+    corpus = toy_ner_corpus()
+    cfg = preset_config("tiny", epochs=2, dropout=0.1)
+    train_ner(corpus, None, str(tiny_bert_dir), tmp_path / "from-base", cfg)
+    train_ner(corpus, None, str(tmp_path / "mlm"), tmp_path / "from-mlm", cfg)
+    a, b = load_ner_model(tmp_path / "from-base"), load_ner_model(tmp_path / "from-mlm")
+    for name, pa in a.head_state().items():
+        assert torch.equal(pa, b.head_state()[name]), name
+    for name, pa in a.encoder.state_dict().items():
+        if not name.startswith("pooler."):  # unused by NER: random in the MLM copy
+            assert torch.equal(pa, b.encoder.state_dict()[name]), name
+
+
 def test_dev_is_scored_at_the_training_precision(tiny_bert_dir, tmp_path, monkeypatch):
     """A bf16 run scores DEV under bf16 autocast too (an fp32 DEV pass cost more than the epoch's training
     on a bf16 CPU); an fp32 run does not, and the autocast does not outlive training (TEST evaluation is fp32)."""

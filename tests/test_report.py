@@ -36,10 +36,12 @@ def test_sources_say_where_each_domains_cells_ran():
     import doctest
 
     assert doctest.testmod(report, verbose=False).failed == 0
-    gpu = {"domain": "music", "cells": [{"numerics": {"device": "cuda", "dtype": "bf16"}}] * 2,
+    seeded = {"head_seed": "after-encoder"}
+    gpu = {"domain": "music", "cells": [{"numerics": {"device": "cuda", "dtype": "bf16", **seeded}}] * 2,
            "encoder_note": "weights rounded to float16"}
-    mixed = {"domain": "ai", "cells": [{"numerics": {"device": "cpu", "dtype": "fp32"}},
+    mixed = {"domain": "ai", "cells": [{"numerics": {"device": "cpu", "dtype": "fp32", **seeded}},
                                        {"numerics": {"device": "cuda", "dtype": "bf16"}}]}
     assert report.ran_on(gpu) == "ran on cuda (bf16), encoder weights fp16-rounded for the device"
-    assert report.ran_on(mixed) == "ran on cpu (fp32) and cuda (bf16)"
+    assert report.ran_on(mixed) == ("ran on cpu (fp32) and cuda (bf16), 1 cell from before the NER head was seeded "
+                                    "after the encoder load")
     assert report.ran_on({"cells": []}) == "ran on an unrecorded device"

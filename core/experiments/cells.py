@@ -67,7 +67,8 @@ def numerics(summary: JobResult) -> dict[str, Any]:
     import torch
 
     return {"device": summary.device, "dtype": summary.precision, "torch_threads": torch.get_num_threads(),
-            "machine": platform.machine(), "torch": torch.__version__}
+            "machine": platform.machine(), "torch": torch.__version__,
+            "head_seed": "after-encoder"}  # core.train.ner_model.build_ner_model: the head draws from the seed alone
 
 
 def where_ran(summary: JobResult) -> str:

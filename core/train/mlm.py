@@ -171,6 +171,10 @@ def train_mlm(texts: Sequence[str], model: str | ModelRef, out_dir: str | Path, 
     total_steps = config.epochs * steps_per_epoch
     if config.max_steps:
         total_steps = min(total_steps, config.max_steps)
+    if config.head_warmup_steps >= total_steps:  # the run would save the base encoder unchanged, under an MLM name
+        raise UserError(f"head warm-up of {config.head_warmup_steps} steps covers the whole MLM run ({total_steps} steps "
+                        f"on {len(examples):,} examples): the encoder would never train; use fewer warm-up steps, "
+                        "or more epochs or max_steps")
     optimizer = adamw(param_groups(mlm, config), lr=config.lr)  # per-layer lr and frozen layers (core.train.mlm_recipe)
     pull = l2sp_anchor(mlm, config.l2sp)  # taken before a checkpoint is restored: the anchor is where the phase began
     scheduler = get_linear_schedule_with_warmup(optimizer, int(config.warmup_ratio * total_steps), total_steps)

@@ -14,7 +14,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 from torch import nn
@@ -24,13 +24,7 @@ from core.data.tags import Span, TagScheme, entity_types
 from core.errors import ModelError
 from core.lm.models import ModelRef, load_encoder, load_tokenizer, resolve_model
 from core.train.crf import CRF, log_likelihood, sequence_confidences, viterbi_decode
-from core.train.training import (
-    atomic_dir,
-)
-
-if TYPE_CHECKING:
-    pass
-
+from core.train.training import atomic_dir, set_seed
 
 HEAD_FILE = "ner_head.safetensors"
 
@@ -179,11 +173,20 @@ def _require_fast(tokenizer, ref: ModelRef) -> None:
         raise ModelError(f"model {ref.name!r} has no fast tokenizer (tokenizer.json); NER needs word_ids() to align labels")
 
 
-def build_ner_model(model: str | ModelRef, labels: Sequence[str], dropout: float = 0.1, max_length: int = 256) -> NerModel:
+def build_ner_model(model: str | ModelRef, labels: Sequence[str], dropout: float = 0.1, max_length: int = 256,
+                    seed: int | None = None) -> NerModel:
+    """A fresh BERT-CRF on `model`'s encoder. With `seed`, the head's initial weights (and every random draw after,
+    dropout included) depend on the seed alone, not on the folder: loading an encoder draws random numbers for any
+    weight the folder lacks (an MLM model's folder has no pooler), so without the reseed the same encoder weights
+    loaded from a base folder and from an MLM snapshot fine-tuned with different heads, by up to 1.5 test F1 on
+    CrossNER literature (issue 46's A/A control)."""
     ref = resolve_model(model) if not isinstance(model, ModelRef) else model
     tokenizer = load_tokenizer(ref)
     _require_fast(tokenizer, ref)
-    return NerModel(load_encoder(ref), tokenizer, labels, dropout=dropout, max_length=max_length, base_model=ref.name)
+    encoder = load_encoder(ref)
+    if seed is not None:
+        set_seed(seed)
+    return NerModel(encoder, tokenizer, labels, dropout=dropout, max_length=max_length, base_model=ref.name)
 
 
 def load_ner_model(path: str | Path) -> NerModel:

@@ -200,7 +200,7 @@ def train_ner(train: Corpus, dev: Corpus | None, model: str | ModelRef, out_dir:
     set_seed(config.seed)
     device, precision = device_and_precision(config.device, config.precision)
     labels = state["labels"] if state else label_set(train_b, dev_b)
-    ner = build_ner_model(model, labels, dropout=config.dropout, max_length=config.max_length)
+    ner = build_ner_model(model, labels, dropout=config.dropout, max_length=config.max_length, seed=config.seed)
     if config.constrain_bioes:
         constrain_bioes(ner.crf, labels)
     ner.to(device)
