@@ -111,17 +111,22 @@ def protocol_of(result: dict[str, Any]) -> str:
 
 def decision(results: list[dict[str, Any]], protocol: str = "v2") -> dict[str, Any]:
     """Issue 46's decision rule (core.experiments.decision) over the knob variants run under `protocol`."""
-    from core.experiments.decision import NEEDED_DOMAINS, RunOfRecipe, decide, decide_row
+    from core.experiments.decision import NEEDED_DOMAINS, NEW_ROWS, RunOfRecipe, decide, decide_row
 
     mine = [r for r in results if protocol_of(r) == protocol]
     runs = [RunOfRecipe.of(r) for r in mine]
-    made, row = decide(runs), decide_row(runs)
-    precision = {r["domain"]: dp for r, run in zip(mine, runs) if not run.knob
-                 if (dp := (r.get("domain_precision") or {}).get(row.row, {}).get("domain_precision")) is not None}
+    made = decide(runs)
+
+    def new_row(name: str) -> dict[str, Any]:
+        row = decide_row(runs, name)
+        precision = {r["domain"]: dp for r, run in zip(mine, runs) if not run.knob
+                     if (dp := (r.get("domain_precision") or {}).get(name, {}).get("domain_precision")) is not None}
+        return {**{k: v for k, v in vars(row).items() if k != "tests"}, "sentence": row.sentence(),
+                "tests": [vars(t) for t in row.tests], "domain_precision": precision}
+
     return {"protocol": protocol, "needed_domains": NEEDED_DOMAINS, "sentence": made.sentence(),
             "knobs": [vars(k) for k in made.knobs], "tests": [vars(t) for t in made.tests], "unpaired": made.unpaired,
-            "new_row": {**{k: v for k, v in vars(row).items() if k != "tests"}, "sentence": row.sentence(),
-                        "tests": [vars(t) for t in row.tests], "domain_precision": precision}}
+            "new_rows": [new_row(name) for name in NEW_ROWS]}
 
 
 def _one_per_cell(entries: list[dict[str, Any]], results: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[str]]:
@@ -238,6 +243,14 @@ def _test_cells(t: dict[str, Any]) -> str:
             f"{t['p']:.3f} | {t['p_holm']:.3f} |")
 
 
+NEW_ROW_TEXT = {  # what each of core.experiments.decision.NEW_ROWS does, in the table's words
+    "entity-gain": "ranks DC sentences by the entity mentions that B2 finds in them and TC lacks, weighted by LC's type "
+                   "shares, mixed with cosine closeness to TC",
+    "entity-gain-pool": "ranks by the same entity gain, but only among the DC sentences nearest TC by cosine (a pool "
+                        "of three budgets, option pool); the rest follow by cosine",
+}
+
+
 def _decision_lines(made: dict[str, Any]) -> list[str]:
     """The decision rule's outcome (README, "Reading an experiment, changing the default"), knob by knob."""
     lines = ["", f"**Decision rule (issue 46), protocol {made['protocol']}**: a knob's setting becomes the default only if "
@@ -252,10 +265,9 @@ def _decision_lines(made: dict[str, Any]) -> list[str]:
     if made.get("unpaired"):
         lines += ["", "Not compared (the variant and its default ran on different devices or precisions): "
                   + "; ".join(made["unpaired"]) + "."]
-    if new := made.get("new_row"):
-        lines += ["", f"**The entity-aware strategy (issue 46), protocol {made['protocol']}**: `{new['row']}` ranks DC "
-                  "sentences by the entity mentions that B2 finds in them and TC lacks, weighted by LC's type shares, "
-                  "mixed with cosine closeness to TC. It is kept only if it beats the random draw of the same budget with "
+    for new in made.get("new_rows") or []:
+        lines += ["", f"**The entity-aware strategy (issue 46), protocol {made['protocol']}**: `{new['row']}` "
+                  f"{NEW_ROW_TEXT[new['row']]}. It is kept only if it beats the random draw of the same budget with "
                   f"a Holm-adjusted p < 0.05 on at least {made['needed_domains']} of the 5 domains and is significantly "
                   f"worse than it on no domain; cosine, dsir and ner are shown beside. Outcome: {new['sentence']}."]
         if new["tests"]:

@@ -130,4 +130,6 @@ def test_protocols_are_kept_apart_and_the_decision_rule_is_applied_to_v2_knobs(t
     assert outcome["outcome"] == "open" and outcome["better"] == ["music"]  # 1 of the 3 domains the rule needs
     text = ablation_table.markdown(table)
     assert "Decision rule (issue 46), protocol v2" in text and "| l2sp=0.1 | music | tapt | 3 |" in text
-    assert "has not run beside random" in made["new_row"]["sentence"] and "The entity-aware strategy" in text
+    assert [r["row"] for r in made["new_rows"]] == ["entity-gain", "entity-gain-pool"]
+    assert all("has not run beside random" in r["sentence"] for r in made["new_rows"])
+    assert "`entity-gain-pool` ranks by the same entity gain" in text and "The entity-aware strategy" in text

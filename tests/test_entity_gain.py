@@ -45,6 +45,28 @@ def test_entity_gain_prefers_new_mentions_and_mix_zero_is_the_cosine_order(tmp_p
     assert Strategy.parse("entity_gain") == Strategy.ENTITY_GAIN and Strategy.ENTITY_GAIN.info.needs_trained_model
 
 
+def test_the_pooled_variant_ranks_only_the_sentences_nearest_tc_by_gain(tmp_path, tiny_bert_dir):
+    """entity-gain-pool: the gain orders the pool x budget sentences nearest TC and nothing outside it leads, however
+    many new mentions it has (the mixed entity-gain chose mostly other domains' sentences on CrossNER)."""
+    from tests.tiny_models import build_rigged_ner
+
+    ner = build_rigged_ner(tmp_path / "rigged", tiny_bert_dir, "LOC")
+    tc = Corpus([["john", "lives", "in", "paris"], ["mary", "visited", "berlin"]])
+    dc = Corpus([["john", "lives", "in", "paris"], ["tom", "met", "ann", "near", "oslo", "today"],
+                 ["mary", "visited", "rome"], ["john", "lives", "in", "berlin"]])
+    cosine = select(tc, dc, "cosine", 4, model=str(tiny_bert_dir)).order.tolist()
+    pooled = select(tc, dc, "entity-gain-pool", 1, model=str(tiny_bert_dir), ner_model=str(ner), options={"pool": 2})
+    pool = set(cosine[:2])
+    order = pooled.order.tolist()
+    assert set(order[:2]) == pool and order[2:] == [i for i in cosine if i not in pool]  # the rest by cosine
+    assert pooled.meta.extra["pool_size"] == 2 and "mix" not in pooled.meta.extra
+    assert pooled.scores[order[0]] >= pooled.scores[order[1]] >= 1.0 > pooled.scores[order[2]] == 0.0
+    everything = select(tc, dc, "entity-gain-pool", 1, model=str(tiny_bert_dir), ner_model=str(ner), options={"pool": 4})
+    assert everything.order[0] == 1  # with all of DC in the pool, the most new mentions lead
+    with pytest.raises(UserError, match="pool"):
+        select(tc, dc, "entity-gain-pool", 1, model=str(tiny_bert_dir), ner_model=str(ner), options={"pool": 0.5})
+
+
 def test_label_shares_refuse_an_unlabeled_corpus():
     with pytest.raises(UserError, match="no tags"):
         label_shares(Corpus([["a"]]))

@@ -63,6 +63,10 @@ options: dict[str, object] = {}
 if strategy == Strategy.DSIR:
     options["sampling"] = st.radio("DSIR ranking", list(SAMPLINGS), key="sel_dsir_sampling", horizontal=True,
                                    help="gumbel: importance resampling as in the paper; topk: deterministic highest weights")
+if strategy == Strategy.ENTITY_GAIN_POOL:
+    options["pool"] = st.slider("Domain pool, in budgets", 1.0, 20.0, SelectionOptions().pool, 0.5, key="sel_gain_pool",
+                                help="Only this many budgets' worth of the DC sentences nearest TC compete on entity gain; "
+                                     "1: the nearest sentences only (cosine), larger: entity gain decides more")
 if strategy == Strategy.ENTITY_GAIN:
     options["mix"] = st.slider("Entity gain's share of the score", 0.0, 1.0, SelectionOptions().mix, 0.05, key="sel_gain_mix",
                                help="1: only the new entity mentions count; 0: only the closeness to TC (cosine) counts")

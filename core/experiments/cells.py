@@ -307,7 +307,7 @@ class ExperimentCells(CellTrainer):
                     made["b1_mlm_seconds"] = self.mlm_seconds(self.pretrain_dir("tapt", seed))
                 if needs_b2:
                     kwargs.update(model2=b2, ner_model=b2)
-            if name == "entity-gain":  # types weighed by the cell's own LC (a sweep's sample, not all of LC)
+            if name in ("entity-gain", "entity-gain-pool"):  # types weighed by the cell's own LC (a sweep's sample, not all of LC)
                 from core.selection.entity_gain import label_shares
 
                 kwargs["options"] = {"type_weights": label_shares(lc)}

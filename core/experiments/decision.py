@@ -181,6 +181,7 @@ def decide(results: Iterable[RunOfRecipe], domains: Sequence[str] = DOMAINS, nee
 
 
 RIVALS = ("random", "cosine", "dsir", "ner")  # what a new selection strategy is held against; random decides
+NEW_ROWS = ("entity-gain", "entity-gain-pool")  # issue 46's entity-aware strategies, each decided on its own
 
 
 @dataclass

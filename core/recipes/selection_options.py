@@ -10,10 +10,10 @@ selection saved before this keeps its key.
 
 >>> SelectionOptions.parse({"sampling": "topk", "buckets": 500}).buckets
 500
->>> SelectionOptions.parse({"bucket": 500})
+>>> SelectionOptions.parse({"bucket": 500})  # doctest: +ELLIPSIS
 Traceback (most recent call last):
 ...
-core.errors.UserError: unknown selection option(s) 'bucket'; known: sampling, buckets, k, order, normalize_tc, batch_size, mix, type_weights
+core.errors.UserError: unknown selection option(s) 'bucket'; known: sampling, buckets, k, order, normalize_tc, ..., pool
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ class SelectionOptions:
     mix: float = 0.5  # entity-gain: the entity gain's share of the score, the rest is cosine to TC
     type_weights: dict[str, float] | None = None  # entity-gain: entity type shares (an experiment passes LC's);
     # None: B2's own predictions on TC
+    pool: float = 3.0  # entity-gain-pool: the pool × budget DC sentences nearest TC are the only ones ranked by gain
 
     def __post_init__(self) -> None:
         hints = typing.get_type_hints(type(self))
@@ -52,6 +53,9 @@ class SelectionOptions:
         for name in ("buckets", "k", "order", "batch_size"):
             if (value := getattr(self, name)) is not None and value < 1:
                 raise UserError(f"selection option {name!r} must be at least 1, got {value}")
+        if self.pool < 1.0:
+            raise UserError(f"selection option 'pool' is the domain pool's size in budgets (the pool x budget DC sentences "
+                            f"nearest TC compete), at least 1; got {self.pool}")
         if not 0.0 <= self.mix <= 1.0:
             raise UserError(f"selection option 'mix' is the entity gain's share of the score, between 0 and 1; "
                             f"got {self.mix}")

@@ -8,6 +8,11 @@ the sum over its predicted mentions that TC lacks (by their casefolded text) of 
 LC's mentions (a type the task labels often counts more) relative to an even share. The gain and the cosine to the
 mean TC embedding are turned into percentile ranks and mixed (`mix`: the gain's share, default 0.5), so neither scale
 dominates and a sentence must be both in the domain and new in its entities to lead.
+
+`entity-gain-pool` gates instead of mixing. On CrossNER the mix chose mostly other domains' sentences (domain
+precision 0.03 to 0.30 against cosine's 0.41 to 0.86): another domain's entities are all new to TC, so novelty
+outranks closeness. Here only the `pool` x budget DC sentences nearest TC compete, ranked by their gain; cosine breaks
+ties and orders the rest.
 """
 
 from __future__ import annotations
@@ -102,3 +107,16 @@ def entity_gain_scores(tc: Corpus, dc: Any, ner_model: str | None, cosine: np.nd
         done += len(part)
     score = mix * percentile_ranks(gain) + (1 - mix) * percentile_ranks(np.asarray(cosine, dtype=np.float64))
     return score, gain, {"mix": mix, "type_weights": weights, "tc_mentions": len(known), "dc_with_gain": int((gain > 0).sum())}
+
+
+def pool_scores(gain: np.ndarray, cosine: np.ndarray, budget: int, pool: float) -> np.ndarray:
+    """entity-gain-pool's score: 1 + gain inside the domain pool (the ceil(pool x budget) sentences of highest cosine),
+    0 outside it, so every pooled sentence outranks every other and the gain orders the pool (ties: cosine).
+
+    >>> pool_scores(np.array([5.0, 0.0, 2.0, 9.0]), np.array([0.9, 0.8, 0.7, 0.1]), budget=1, pool=2.0).tolist()
+    [6.0, 1.0, 0.0, 0.0]
+    """
+    size = min(len(cosine), int(np.ceil(pool * budget)))
+    inside = np.zeros(len(cosine), dtype=bool)
+    inside[np.argsort(-np.asarray(cosine, dtype=np.float64), kind="stable")[:size]] = True
+    return np.where(inside, 1.0 + np.asarray(gain, dtype=np.float64), 0.0)

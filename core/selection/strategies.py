@@ -57,6 +57,7 @@ class Strategy(str, Enum):
     KNN = "knn"
     NER = "ner"
     ENTITY_GAIN = "entity-gain"
+    ENTITY_GAIN_POOL = "entity-gain-pool"
     PPL = "ppl"
     MLM_PPL = "mlm-ppl"
     DSIR = "dsir"
@@ -113,6 +114,11 @@ STRATEGIES: dict[Strategy, StrategyInfo] = {
                                        "NER model, B2; weighted by the type's share in LC), mixed with the cosine to the mean TC "
                                        "embedding (B1), as percentile ranks (option mix: the gain's share, 0.5).", "gain x domain rank",
                                        True, ("model", "ner_model"), True),
+    Strategy.ENTITY_GAIN_POOL: StrategyInfo("Entity gain in the domain pool", "Among the DC sentences nearest TC (cosine to "
+                                            "the mean TC embedding under B1; option pool: how many budgets, 3), those "
+                                            "adding the most entity mentions TC lacks (B2, weighted by LC's type shares); "
+                                            "ties and the rest by cosine.", "1 + gain in the pool, 0 outside",
+                                            True, ("model", "ner_model"), True),
     Strategy.PPL: StrategyInfo("N-gram perplexity", "Lowest perplexity under a Kneser-Ney 3-gram LM of TC.", "perplexity", False),
     Strategy.MLM_PPL: StrategyInfo("MLM pseudo-perplexity", "Lowest masked-LM pseudo-perplexity under B1 (each token masked in turn).",
                                    "pseudo-perplexity", False, ("model",), True),
@@ -247,7 +253,8 @@ def _by_ner(x: _Inputs) -> _Ranking:
     return _Ranking(n_spans, rank_order(n_spans, True, secondary=c1), {"c1": c1})
 
 
-def _by_entity_gain(x: _Inputs) -> _Ranking:
+def _entity_gains(x: _Inputs) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+    """(mixed score, gain, cosine to the mean TC embedding, what the selection records): both entity strategies."""
     from core.selection.entity_gain import entity_gain_scores
 
     if not x.ner_model:  # before any embedding: the clear message first
@@ -255,7 +262,21 @@ def _by_entity_gain(x: _Inputs) -> _Ranking:
     tc_emb, dc_emb = _embed_pair(x, x.model, 0.0, 0.3)
     cosine = cosine_to_vector(dc_emb, np.asarray(tc_emb, dtype=np.float32).mean(0))
     score, gain, extra = entity_gain_scores(x.tc, x.dc, x.ner_model, cosine, x.options, x.sub(0.3, 1.0), NER_BATCH)
+    return score, gain, cosine, extra
+
+
+def _by_entity_gain(x: _Inputs) -> _Ranking:
+    score, gain, cosine, extra = _entity_gains(x)
     return _Ranking(score, rank_order(score, True, secondary=gain), {**extra, "gain": gain, "cosine": cosine})
+
+
+def _by_entity_gain_pool(x: _Inputs) -> _Ranking:
+    from core.selection.entity_gain import pool_scores
+
+    _, gain, cosine, extra = _entity_gains(x)
+    score = pool_scores(gain, cosine, x.budget, x.options.pool)
+    recorded = {k: v for k, v in extra.items() if k != "mix"} | {"pool": x.options.pool, "pool_size": int((score > 0).sum())}
+    return _Ranking(score, rank_order(score, True, secondary=cosine), {**recorded, "gain": gain, "cosine": cosine})
 
 
 def _by_ngram_ppl(x: _Inputs) -> _Ranking:
@@ -321,7 +342,7 @@ def _all(x: _Inputs) -> _Ranking:
 
 _SCORERS: dict[Strategy, Callable[[_Inputs], _Ranking]] = {
     Strategy.COSINE: _by_cosine, Strategy.COSINE_CONCAT: _by_cosine_concat, Strategy.KNN: _by_knn, Strategy.NER: _by_ner,
-    Strategy.ENTITY_GAIN: _by_entity_gain,
+    Strategy.ENTITY_GAIN: _by_entity_gain, Strategy.ENTITY_GAIN_POOL: _by_entity_gain_pool,
     Strategy.PPL: _by_ngram_ppl, Strategy.MLM_PPL: _by_mlm_ppl, Strategy.DSIR: _by_dsir, Strategy.RANDOM: _by_random,
     Strategy.ALL: _all,
 }
