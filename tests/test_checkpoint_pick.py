@@ -46,7 +46,8 @@ def test_mlm_keeps_snapshots_and_the_real_probe_prefers_a_working_checkpoint_to_
     assert sorted(p.name for p in (tmp_path / "snaps").iterdir()) == ["step-2", "step-4"]
     found = candidates(str(tiny_mlm_dir), tmp_path / "snaps", tmp_path / "final")
     assert [c.label for c in found] == ["base", "step-2", "step-4"]  # the final model is step 4: not listed twice
-    # a broken checkpoint: step-2 with every encoder weight zeroed (it can only predict O)
+    # a broken checkpoint: step-2 with every encoder weight zeroed: its words are all alike, so only the CRF's
+    # transitions can learn, the tag order of these one-pattern sentences, never which word is the entity
     from transformers import AutoModelForMaskedLM
 
     broken = AutoModelForMaskedLM.from_pretrained(tmp_path / "snaps" / "step-2")
@@ -57,7 +58,7 @@ def test_mlm_keeps_snapshots_and_the_real_probe_prefers_a_working_checkpoint_to_
     probe = dev_f1_probe(toy_ner(48), toy_ner(12, offset=3), tmp_path / "probe", preset="tiny", epochs=8)
     result = pick_checkpoint(found, probe)
     scores = {s["label"]: s["score"] for s in result["scores"]}
-    assert scores["step-2"] == 0.0 and scores["step-4"] > 0.5  # the broken one learns nothing, the working one does
+    assert scores["step-2"] < scores["step-4"] and scores["step-4"] > 0.5, scores  # the working one learns the words
     assert result["chosen"]["label"] != "step-2"
     json.dumps(result)  # the CLI prints it as JSON
 
