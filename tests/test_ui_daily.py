@@ -153,6 +153,22 @@ def test_a_negative_or_too_large_budget_disables_run_selection(small_ws, monkeyp
     assert submitted == []
 
 
+def test_the_pooled_entity_gain_sends_its_pool_with_the_selection(small_ws, monkeypatch):
+    """Issue 46: entity-gain-pool's pool is set on the page and reaches the job as the same option the CLI takes."""
+    from core.selection.strategies import Strategy
+
+    submitted = []
+    monkeypatch.setattr(jobs, "submit", lambda ws, kind, params, start=True, **kw: submitted.append(params))
+    at = open_app(small_ws, monkeypatch, "views/selection.py")
+    at.selectbox(key="sel_strategy").set_value(Strategy.ENTITY_GAIN_POOL).run()
+    assert not at.exception and not [s for s in at.slider if s.key == "sel_gain_mix"]
+    at.slider(key="sel_gain_pool").set_value(5.0).run()
+    at.text_input(key="sel_ner_model").set_value("runs/ner/model").run()
+    at.button(key="sel_run").click().run()
+    assert not at.exception
+    assert submitted and submitted[-1]["strategy"] == "entity-gain-pool" and submitted[-1]["options"] == {"pool": 5.0}
+
+
 def test_dsir_ranking_shows_the_sampled_key(small_ws, monkeypatch):
     from core.data.selection_store import list_selections, load_selection
     from core.selection.compare import ranking_table
