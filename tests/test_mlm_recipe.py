@@ -78,6 +78,10 @@ def test_layer_lr_decay_gives_lower_layers_smaller_steps(tiny_mlm_dir):
         param_groups(model, preset_config("tiny", layer_lr_decay=1.5))
     with pytest.raises(UserError, match="freeze_layers"):
         param_groups(model, preset_config("tiny", freeze_layers=layers + 1))
+    with pytest.raises(UserError, match="freezing all of them, the encoder would never train"):
+        param_groups(model, preset_config("tiny", freeze_layers=layers))  # only the MLM head, which NER never reads
+    with pytest.raises(UserError, match="lr must be > 0"):
+        preset_config("tiny", lr=0.0)
 
 
 def test_drift_is_one_for_the_same_encoder_and_below_one_after_mlm(tiny_mlm_dir, tmp_path, capsys):

@@ -109,9 +109,12 @@ def check_mlm_recipe(config: Any, n_layers: int | None) -> None:
     """The recipe settings in range; `n_layers` None (the encoder not loaded yet) checks freeze_layers >= 0 only."""
     if not 0 < config.layer_lr_decay <= 1:
         raise UserError(f"layer_lr_decay must be in (0, 1], got {config.layer_lr_decay}")
-    if config.freeze_layers < 0 or (n_layers is not None and config.freeze_layers > n_layers):
-        raise UserError(f"freeze_layers must be between 0 and the encoder's {n_layers or 'number of'} layers, "
-                        f"got {config.freeze_layers}")
+    if config.freeze_layers < 0 or (n_layers is not None and config.freeze_layers >= n_layers):
+        # all of them frozen (with the embeddings) would leave only the MLM head to learn, which NER never reads
+        raise UserError(f"freeze_layers must be between 0 and one less than the encoder's {n_layers or 'number of'} "
+                        f"layers (freezing all of them, the encoder would never train), got {config.freeze_layers}")
+    if config.lr <= 0:
+        raise UserError(f"lr must be > 0 (at 0 the encoder would never train), got {config.lr}")
     if config.head_warmup_steps < 0:
         raise UserError(f"head_warmup_steps must be >= 0, got {config.head_warmup_steps}")
     if getattr(config, "l2sp", 0.0) < 0:
