@@ -240,7 +240,7 @@ def markdown(table: dict[str, Any]) -> str:
 def _test_cells(t: dict[str, Any]) -> str:
     """A paired test's table cells: seeds, difference (points), 95% CI, p, Holm p."""
     return (f"{len(t['seeds'])} | {100 * t['delta']:+.2f} | [{100 * t['ci'][0]:+.2f}, {100 * t['ci'][1]:+.2f}] | "
-            f"{t['p']:.3f} | {t['p_holm']:.3f} |")
+            f"{t['p']:.3f} | {'–' if t['p_holm'] is None else format(t['p_holm'], '.3f')} |")
 
 
 NEW_ROW_TEXT = {  # what each of core.experiments.decision.NEW_ROWS does, in the table's words
@@ -262,6 +262,9 @@ def _decision_lines(made: dict[str, Any]) -> list[str]:
                   f"{', '.join(k['worse']) or '–'} | {k['outcome']} | {k['reason']} |" for k in made["knobs"]]
         lines += ["", "| knob | domain | row | seeds | variant - default | 95% CI | p | Holm p |", "|---|---|---|---|---|---|---|---|"]
         lines += [f"| {t['knob']} | {t['domain']} | {t['row']} | {_test_cells(t)}" for t in made["tests"]]
+        if any(t["p_holm"] is None for t in made["tests"]):
+            lines += ["", "Holm p –: fewer than 3 seeds so far; such a comparison neither counts for the rule nor enters "
+                      "the Holm family."]
     if made.get("unpaired"):
         lines += ["", "Not compared (the variant and its default ran on different devices or precisions): "
                   + "; ".join(made["unpaired"]) + "."]

@@ -49,6 +49,20 @@ def test_a_knob_better_on_three_domains_and_worse_nowhere_becomes_the_default():
     assert decision.new_default == ["l2sp=0.1"] and "qualifies" in decision.sentence()
 
 
+def test_a_variant_with_too_few_seeds_is_shown_but_stays_out_of_the_holm_family():
+    """A partial variant (one seed so far, as a CPU domain has mid-run) cannot count for the rule, so it must not make
+    the finished comparisons' Holm p larger either."""
+    better = {**DEFAULT, "tapt": 0.75, "cosine": 0.76}
+    results = [_run(d, None, DEFAULT) for d in ("ai", "music")] + [_run("music", {"l2sp": 0.1}, better)]
+    alone = {(t.knob, t.domain, t.row): t.p_holm for t in decide(results, n_boot=500).tests}
+    full = _run("ai", {"lr": 1e-4}, better)
+    partial = RunOfRecipe(full.domain, full.params, [c for c in full.cells if c.seed == 1])
+    tests = decide([*results, partial], n_boot=500).tests
+    assert {(t.knob, t.domain, t.row): t.p_holm for t in tests if t.knob == "l2sp=0.1"} == alone
+    one_seed = [t for t in tests if t.knob == "lr=0.0001"]
+    assert one_seed and all(t.p_holm is None and not t.claims() and t.seeds == [1] for t in one_seed)
+
+
 def test_worse_anywhere_keeps_a_knob_out_and_too_few_domains_leave_it_open():
     worse = {**DEFAULT, "tapt": 0.3}
     better = {**DEFAULT, "tapt": 0.75}

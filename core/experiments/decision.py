@@ -68,11 +68,11 @@ class KnobTest:
     delta: float  # variant minus default, F1 (0-1)
     ci: list[float]
     p: float
-    p_holm: float = 1.0
+    p_holm: float | None = 1.0  # None: fewer seeds than a claim needs, so outside the Holm family
 
     def claims(self, alpha: float = ALPHA) -> bool:
         """Better or worse for the rule: Holm-adjusted p below alpha over at least MIN_CLAIM_SEEDS paired seeds."""
-        return self.p_holm < alpha and len(self.seeds) >= MIN_CLAIM_SEEDS
+        return self.p_holm is not None and self.p_holm < alpha and len(self.seeds) >= MIN_CLAIM_SEEDS
 
 
 @dataclass
@@ -125,9 +125,14 @@ def _paired(label: str, domain: str, row: str, mine: Sequence[Cell], theirs: Seq
 
 
 def _with_holm(tests: list[KnobTest | None]) -> list[KnobTest]:
-    """The comparisons that ran, each with its Holm-adjusted p over all of them."""
+    """The comparisons that ran, each with its Holm-adjusted p over those that could count (MIN_CLAIM_SEEDS paired
+    seeds or more); a partial one (a variant with one seed so far) is shown without a Holm p and does not enlarge the
+    family, which would make every finished comparison harder to pass."""
     ran = [t for t in tests if t is not None]
-    for t, adjusted in zip(ran, holm([t.p for t in ran])):
+    family = [t for t in ran if len(t.seeds) >= MIN_CLAIM_SEEDS]
+    for t in ran:
+        t.p_holm = None
+    for t, adjusted in zip(family, holm([t.p for t in family])):
         t.p_holm = adjusted
     return ran
 
