@@ -32,7 +32,7 @@ from core.experiments.records import Cell, check_recipe, load_cell, save_cell
 from core.experiments.summary import keep_predictions
 from core.progress import sub
 from core.runner.jobresult import JobResult
-from core.selection.strategies import select
+from core.selection.strategies import ENTITY_AWARE, select
 from core.train.lineage import CorpusStamp, Lineage, MlmPhase, SelectionStamp, from_base, record_run, write_lineage
 from core.train.modes import MODE_PHASES
 
@@ -307,7 +307,7 @@ class ExperimentCells(CellTrainer):
                     made["b1_mlm_seconds"] = self.mlm_seconds(self.pretrain_dir("tapt", seed))
                 if needs_b2:
                     kwargs.update(model2=b2, ner_model=b2)
-            if name in ("entity-gain", "entity-gain-pool"):  # types weighed by the cell's own LC (a sweep's sample, not all of LC)
+            if name in {s.value for s in ENTITY_AWARE}:  # types weighed by the cell's own LC (a sweep's sample, not all of LC)
                 from core.selection.entity_gain import label_shares
 
                 kwargs["options"] = {"type_weights": label_shares(lc)}

@@ -23,6 +23,7 @@ from core.experiments.records import Cell, as_cells, ran_alike
 from core.experiments.statistics import ALPHA, MIN_CLAIM_SEEDS, N_RESAMPLES, holm, paired_test
 from core.experiments.study import DOMAINS
 from core.experiments.summary import cell_counts
+from core.selection.strategies import ENTITY_AWARE
 
 KNOB_FIELDS = ("mlm_config", "rehearsal_share")  # what a knob variant changes; the rest of its recipe is the default's
 NEEDED_DOMAINS = 3  # better on at least this many of the five domains ...
@@ -186,7 +187,7 @@ def decide(results: Iterable[RunOfRecipe], domains: Sequence[str] = DOMAINS, nee
 
 
 RIVALS = ("random", "cosine", "dsir", "ner")  # what a new selection strategy is held against; random decides
-NEW_ROWS = ("entity-gain", "entity-gain-pool")  # issue 46's entity-aware strategies, each decided on its own
+NEW_ROWS = tuple(s.value for s in ENTITY_AWARE)  # issue 46's entity-aware strategies, each decided on its own
 
 
 @dataclass

@@ -82,6 +82,9 @@ class Strategy(str, Enum):
         return STRATEGIES[self]
 
 
+ENTITY_AWARE = (Strategy.ENTITY_GAIN, Strategy.ENTITY_GAIN_POOL)  # issue 46's: they weigh entity types by LC's shares
+
+
 @dataclass(frozen=True)
 class StrategyInfo:
     label: str
