@@ -70,12 +70,16 @@ def _cookie() -> str | None:
 
 def keep_session_in_browser() -> None:
     """After a password sign-in the page hands its one-time code to the cookie route, on every run until the route
-    has redeemed it (a run cut short by a page switch may never reach the browser); a spent code is refused there."""
+    has redeemed it (a run cut short by a page switch may never reach the browser); a spent code is refused there.
+    Its slot is in the sidebar and drawn on every run: an element that comes and goes above the page's own shifts
+    them, and Streamlit redraws shifted elements afresh, closing every expander the user had opened (the Agreement
+    page's span editor closed under the first click after a sign-in whose code the route redeemed late)."""
+    slot = st.sidebar.empty()  # drawn on every run, filled or not, so nothing after it ever moves
     code = st.session_state.get(_HANDOFF_KEY)
     if not code:
         return
     if websession.pending(code):
-        st.html(websession.cookie_script(code), unsafe_allow_javascript=True)
+        slot.html(websession.cookie_script(code), unsafe_allow_javascript=True)
     else:
         st.session_state.pop(_HANDOFF_KEY, None)
 

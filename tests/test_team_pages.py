@@ -108,3 +108,29 @@ def test_save_right_after_assign_keeps_the_new_span(team_root, monkeypatch):
     assert not at.exception, [e.value for e in at.exception]
     saved = next(i for i in tasks.queue(ws, bob, task.id) if i.index == item.index)
     assert saved.status == "done" and saved.spans == [Span(0, 1, "PER")]
+
+
+def test_the_cookie_handoff_never_moves_the_page(team_root, monkeypatch):
+    """The handoff script is drawn only until the browser redeems it. Drawn above the page, its going shifted every
+    element and Streamlit redrew them afresh, closing an open expander (the Agreement span editor) under the user's
+    first click after signing in: it lives in a sidebar slot drawn on every run."""
+    from core.team import websession
+
+    at = app_as(team_root, monkeypatch, None)
+    at.text_input(key="signin_name").set_value("rita")
+    at.text_input(key="signin_password").set_value(PASSWORD)
+    at.button[0].click().run()
+    assert [t.value for t in at.title] == ["Corpora"]
+
+    def scripts(block) -> list[str]:
+        return [h.proto.body for h in block.get("html") if "<script" in h.proto.body]
+
+    assert not scripts(at.main)
+    pending = scripts(at.sidebar)
+    assert len(pending) == 1 and "handoff" in pending[0]
+    main, side = len(at.main.children), len(at.sidebar.children)
+    code = pending[0].split('handoff: "')[1].split('"')[0]
+    assert websession.redeem(code) is not None  # what the browser's fetch does
+    at.run()
+    assert not scripts(at.sidebar) and not at.exception
+    assert (len(at.main.children), len(at.sidebar.children)) == (main, side)

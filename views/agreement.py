@@ -90,7 +90,8 @@ for item in open_items[:20]:
             c[1].button(f"Pick {who}", key=f"agr_pick_{item.index}_{who}", on_click=decide, args=(item.index, spans, who))
         if item.adjudicated is not None:
             st.html("<b>final</b>" + sentence_html(item.tokens, item.adjudicated, colors))
-        with st.expander("Edit the final spans"):
+        # Keyed, its open state is kept by the server: a redraw of the page cannot close it in the middle of an edit.
+        with st.expander("Edit the final spans", key=f"agr_edit_{item.index}", on_change="rerun"):
             key = f"agr_draft_{item.index}"
             st.session_state.setdefault(key, list(item.adjudicated or next(iter(item.answers.values()))))
             st.html(sentence_html(item.tokens, st.session_state[key], colors))
