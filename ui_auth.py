@@ -110,9 +110,10 @@ def sign_in_page() -> None:
     st.caption("NER pretraining data selection · this server needs an account")
     if msg := st.session_state.get(_MSG_KEY):
         st.error(msg)
+    slot = st.empty()  # drawn on every run, like the sign-in handoff's, so the form below never moves
     if st.session_state.get(_CLEAR_KEY) == "pending":  # signed out: the browser drops the (already revoked) cookie
         st.session_state[_CLEAR_KEY] = "sent"
-        st.html(websession.signout_script(), unsafe_allow_javascript=True)
+        slot.html(websession.signout_script(), unsafe_allow_javascript=True)
     if _oidc():
         if st.user.is_logged_in:  # the provider vouched for them, but they have no role here
             st.button("Sign out", on_click=st.logout)
