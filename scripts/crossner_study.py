@@ -176,14 +176,18 @@ def restore_cells(previous: Path, run_dir: Path, params: dict[str, Any], protoco
     return {**origin, "cells": restored, "domain_precision": data.get("domain_precision") or {}} if restored else None
 
 
-def guard_record(result: dict[str, Any] | None, run_dir: Path) -> dict[str, Any]:
-    """What the experiment's MLM guard did (core.experiments.guard): from the result, else the run folder's record."""
+def guard_record(result: dict[str, Any] | None, run_dir: Path, stored: dict[str, Any] | None = None) -> dict[str, Any]:
+    """What the experiment's MLM guard did (core.experiments.guard): from the result, else the run folder's record,
+    else the stored JSON's (a --status on a fresh machine, before any cell ran here, must not drop it)."""
     from core.experiments.guard import GUARD_FILE
 
     if result and result.get("protocol"):
         return result["protocol"]
     path = run_dir / GUARD_FILE
-    return json.loads(path.read_text("utf-8")) if path.is_file() else {}
+    if path.is_file():
+        return json.loads(path.read_text("utf-8"))
+    kept = (stored or {}).get("protocol") or {}
+    return {k: v for k, v in kept.items() if k not in ("name", "split_seed", "sizes", "dc_in_domain", "description")}
 
 
 def import_study(ws, study) -> dict[str, str]:
@@ -534,7 +538,7 @@ def main() -> int:
             "written": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "seconds_this_run": round(time.time() - started, 1),
             "protocol": {"name": PROTOCOL, "split_seed": SPLIT_SEED, "sizes": study.sizes(),
                          "dc_in_domain": sum(d == args.domain for d in study.dc.fields["domain"]),
-                         "description": PROTOCOLS[PROTOCOL], **guard_record(result, run_dir)},
+                         "description": PROTOCOLS[PROTOCOL], **guard_record(result, run_dir, stored)},
             "verdict": derived["verdict"],
             "params": {**params, "baselines": [r for r in held if r in BASELINES],
                        "strategies": [r for r in held if r not in BASELINES],
@@ -560,7 +564,7 @@ def main() -> int:
     if restored:
         print(f"restored {restored['cells']} finished cells from {out} (commit {restored['commit']}): they are not run again")
     if args.status:
-        cells = load_cells(run_dir)
+        cells = with_stored(load_cells(run_dir), stored)  # finished here or stored in the JSON: both count
         missing = missing_cells(rows, seeds, cells)
         write(None, started, complete=not missing, error=None if not missing else
               f"partial: written by --status while the study was unfinished ({len(missing)} row/seed cells to go)")

@@ -247,6 +247,23 @@ def test_status_calls_a_study_complete_when_every_row_and_seed_has_its_cell():
     assert study.missing_cells(["none", "tapt"], [1, 2], cells) == []
     assert study.missing_cells(["none", "tapt", "random"], [1, 2], cells) == [("random", 1), ("random", 2)]
     assert study.missing_cells(["none"], [1, 2, 3], cells) == [("none", 3)]
+    # a --status on a fresh machine: the stored cells count as finished
+    assert study.missing_cells(["none", "tapt"], [1, 2], study.with_stored([], {"cells": cells})) == []
+
+
+def test_the_guard_record_survives_a_status_on_a_fresh_machine(tmp_path):
+    """What the MLM guard dropped comes from the result, else the run folder, else the stored JSON: a --status written
+    before any cell ran here once lost it."""
+    from core.experiments.guard import GUARD_FILE
+
+    study = load_script("crossner_study")
+    stored = {"protocol": {"name": "v2", "split_seed": 0, "sizes": {"tc": 9}, "description": "x", "dev_in_mlm": 0,
+                           "dropped_from_mlm": {"dc": {"dev": 2}}}}
+    assert study.guard_record(None, tmp_path, stored) == {"dev_in_mlm": 0, "dropped_from_mlm": {"dc": {"dev": 2}}}
+    assert study.guard_record(None, tmp_path) == {}
+    (tmp_path / GUARD_FILE).write_text(json.dumps({"dev_in_mlm": 0, "dropped_from_mlm": {}}))
+    assert study.guard_record(None, tmp_path, stored) == {"dev_in_mlm": 0, "dropped_from_mlm": {}}
+    assert study.guard_record({"protocol": {"dev_in_mlm": 1}}, tmp_path, stored) == {"dev_in_mlm": 1}
 
 
 def test_every_recipe_setting_names_the_study_run_folder():
