@@ -420,7 +420,8 @@ def recipe_variant(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
     return recipe, variant
 
 
-def main() -> int:
+def build_parser() -> argparse.ArgumentParser:
+    """The study's arguments; tests read every plan under scripts/plans/ with it, so a GPU call never starts on a typo."""
     from core.recipes.presets import pick_defaults  # light: no torch before the arguments are read
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -461,7 +462,11 @@ def main() -> int:
                              "of each knob (an MLM setting such as lr, warmup_ratio, head_warmup_steps, layer_lr_decay, "
                              "freeze_layers, l2sp, mlm_probability, epochs; or rehearsal_share), each in its own run folder and "
                              "JSON, so the command resumes; repeatable; --domain may then list several domains")
-    args = parser.parse_args()
+    return parser
+
+
+def main() -> int:
+    args = build_parser().parse_args()
     if args.grid:
         commands = grid_commands(args, sys.argv[1:])
         for k, command in enumerate(commands, 1):

@@ -336,3 +336,31 @@ def test_refresh_rederives_a_results_verdict_from_its_cells_and_leaves_one_witho
     assert data["verdict"]["pretraining_helps"] == "cannot say" and "verdict now:" in lines[0]
     assert data["summary"] and all("vs" in e for e in data["summary"] if e["row"] == "dsir")
     assert old.read_text() == before and "left as it is" in lines[1]
+
+
+@pytest.mark.parametrize("plan", sorted((Path(__file__).resolve().parents[1] / "scripts" / "plans").glob("*.plan")),
+                         ids=lambda p: p.name)
+def test_every_device_plan_reads_as_device_study_reads_it(plan):
+    """A plan is read on a lent GPU, whose minutes are few: each lane (DOMAINS ROWS [STUDY ARGUMENTS], as
+    scripts/device_study.sh splits it) names known domains and rows, no domain twice, and arguments the study accepts,
+    every knob value included (grid_commands refuses a bad one)."""
+    from core.experiments.plan import BASELINES, parse_strategy, strategy_models
+    from core.experiments.study import DOMAINS
+
+    study = load_script("crossner_study")
+    lanes = [line.split("#")[0].split() for line in plan.read_text("utf-8").splitlines()]
+    lanes = [words for words in lanes if words]
+    assert lanes, f"{plan.name}: no lanes"
+    seen: list[str] = []
+    for domains, rows, *extra in lanes:
+        names = domains.split(",")
+        assert set(names) <= set(DOMAINS) and len(set(names)) == len(names) and not set(names) & set(seen), plan.name
+        seen += names
+        for row in rows.split(","):
+            assert row in BASELINES or strategy_models(*parse_strategy(row))  # an unknown strategy raises
+        argv = ["--domain", domains, "--rows", rows, *extra]
+        args = study.build_parser().parse_args(argv)
+        if args.grid:
+            assert len(study.grid_commands(args, argv)) > 1
+        else:
+            study.recipe_variant(args)
