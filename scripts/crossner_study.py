@@ -131,23 +131,27 @@ def with_stored(cells: list[dict[str, Any]], stored: dict[str, Any] | None) -> l
 
 
 def restore_cells(previous: Path, run_dir: Path, params: dict[str, Any], protocol: dict[str, Any], rows: list[str],
-                  seeds: list[int]) -> dict[str, Any] | None:
+                  seeds: list[int], rerun_old_head: bool = False) -> dict[str, Any] | None:
     """Put the finished cells of an earlier run of this study (its result JSON, --out) back into a run folder that lacks
     them, so the same command continues on a fresh machine, or after a GPU machine's workspace is gone, instead of
     starting over. Only a cell of this domain, protocol and recipe that carries its TEST counts (`test_counts`) comes
     back: one without would lose its interval. A seed's TAPT cell stays out while a row of that seed still to run reads
     B1/B2 (NER-selected): that row fine-tunes B2 from the TAPT cell's own model, which must be trained here, as in one
     run. The base encoder's checkpoint-pick score of a seed comes back with its cells, so cells run here are picked
-    against the same score. Each restored cell says where it came from (`restored_from`). Returns what came back, or
+    against the same score. Each restored cell says where it came from (`restored_from`). With `rerun_old_head`, a
+    cell of the asked rows whose NER head was drawn apart from none's (records.head_drawn_apart) stays out, so it runs
+    again with the seeded head and its pairs with variants run since share the head's draw. Returns what came back, or
     None when nothing did; a file that is not a result JSON is a UserError."""
     from core.data.atomic import atomic_write_json
     from core.errors import UserError
     from core.experiments.plan import BASELINES, parse_strategy, strategy_models
-    from core.experiments.records import Cell, cell_path, save_cell
+    from core.experiments.records import Cell, cell_path, head_drawn_apart, save_cell
 
     data = same_study(previous, params, protocol)
     if data is None:
         return None
+    redo = [c for c in data["cells"] if rerun_old_head and isinstance(c, dict) and c.get("row") in rows
+            and c.get("seed") in seeds and head_drawn_apart(c)]
 
     def reads_tapt(row: str) -> bool:
         try:
@@ -155,7 +159,8 @@ def restore_cells(previous: Path, run_dir: Path, params: dict[str, Any], protoco
         except UserError:  # an unknown row: the experiment refuses it, naming it, before anything runs
             return False
 
-    usable = [c for c in data["cells"] if isinstance(c, dict) and c.get("test_counts") and c.get("key")]
+    usable = [c for c in data["cells"] if isinstance(c, dict) and c.get("test_counts") and c.get("key")
+              and not any(c is r for r in redo)]
     done = {(c["row"], c["seed"]) for c in usable}
     tapt_needed = {seed for seed in seeds for row in rows if (row, seed) not in done and reads_tapt(row)}
     origin = {"file": str(previous), "commit": data.get("commit")}
@@ -450,6 +455,10 @@ def build_parser() -> argparse.ArgumentParser:
                         help="fine-tune from the last MLM model (the study as run before checkpoint pick was the default)")
     parser.add_argument("--out", help="result JSON (default docs/results/crossner-<domain>-<variant>.json, the run "
                         "folder's variant, e.g. crossner-music-study-pick4.json)")
+    parser.add_argument("--rerun-old-head", action="store_true", dest="rerun_old_head",
+                        help="run again the stored cells of --rows whose NER head was drawn after an MLM folder's load, "
+                             "before issue 46's A/A control fixed it (apart from none's of the same seed), so they pair "
+                             "with variants run since; a cell run again replaces its copy in the JSON")
     parser.add_argument("--status", action="store_true", help="write the JSON from the cells finished so far; run nothing")
     parser.add_argument("--merge", nargs="+", metavar="JSON", help="pool these result JSONs (one domain and recipe) into --out")
     parser.add_argument("--refresh", nargs="+", metavar="JSON", help="rewrite these result JSONs' intervals, tests and "
@@ -561,7 +570,7 @@ def main() -> int:
     try:
         protocol = {"name": PROTOCOL, "split_seed": SPLIT_SEED, "sizes": study.sizes()}
         stored = same_study(out, params, protocol, say=False)  # read only: --status may run beside the study
-        restored = None if args.status else restore_cells(out, run_dir, params, protocol, rows, seeds)
+        restored = None if args.status else restore_cells(out, run_dir, params, protocol, rows, seeds, args.rerun_old_head)
     except UserError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -569,7 +578,10 @@ def main() -> int:
     if restored:
         print(f"restored {restored['cells']} finished cells from {out} (commit {restored['commit']}): they are not run again")
     if args.status:
-        cells = with_stored(load_cells(run_dir), stored)  # finished here or stored in the JSON: both count
+        from core.experiments.records import head_drawn_apart
+
+        cells = [c for c in with_stored(load_cells(run_dir), stored)  # finished here or stored in the JSON: both count,
+                 if not (args.rerun_old_head and c["row"] in rows and head_drawn_apart(c))]  # but not one to run again
         missing = missing_cells(rows, seeds, cells)
         write(None, started, complete=not missing, error=None if not missing else
               f"partial: written by --status while the study was unfinished ({len(missing)} row/seed cells to go)")

@@ -221,6 +221,34 @@ def test_a_fresh_run_folder_gets_back_the_finished_cells_of_the_result_json(tmp_
             study.restore_cells(previous, run_dir, params, protocol, ["none"], [1])
 
 
+def test_rerun_old_head_leaves_out_the_cells_whose_head_was_drawn_apart_from_nones(tmp_path):
+    """Issue 46's A/A control: before the fix, a cell fine-tuned from an MLM folder drew its NER head after a pooler,
+    apart from none's of the same seed. --rerun-old-head runs those of the asked rows again (so they pair with the
+    variants run since); none, a cell whose pick kept the base, one made with the seeded head, and rows not asked for
+    come back as before."""
+    study = load_script("crossner_study")
+    counts = {"tp": "1 0", "fp": "0 1", "fn": "0 0"}
+    params = {"domain": "music", "preset": "study", "model": "default", "pick_checkpoint": 4}
+    protocol = {"split_seed": 0, "sizes": {"tc": 300, "test": 2}}
+    old, new = {"device": "cuda", "dtype": "bf16"}, {"device": "cuda", "dtype": "bf16", "head_seed": "after-encoder"}
+
+    def cell(row, seed, numerics, chosen="step-300"):
+        return {"row": row, "seed": seed, "key": f"{row}.lc100", "f1": 0.5, "test_counts": counts, "numerics": numerics,
+                "pick": {"chosen": chosen, "scores": {"base": 0.6}, "probe_lc": 100}}
+
+    cells = [cell("none", 1, old, "base"), cell("tapt", 1, old), cell("dsir", 1, old, "base"), cell("random", 1, new),
+             cell("cosine", 1, old), cell("tapt", 2, old)]
+    previous = tmp_path / "result.json"
+    previous.write_text(json.dumps({"domain": "music", "params": params, "protocol": protocol, "cells": cells}))
+    rows = ["none", "tapt", "dsir", "random"]
+    got = study.restore_cells(previous, tmp_path / "run", params, protocol, rows, [1], rerun_old_head=True)
+    back = sorted(p.parent.parent.name + "/" + p.parent.name for p in (tmp_path / "run").glob("cells/*/seed-*/cell.json"))
+    assert got["cells"] == 5 and "tapt.lc100/seed-1" not in back and "cosine.lc100/seed-1" in back
+    assert "tapt.lc100/seed-2" in back  # a seed not asked for
+    plain = study.restore_cells(previous, tmp_path / "run2", params, protocol, rows, [1])
+    assert plain["cells"] == 6
+
+
 def test_a_run_that_asks_for_some_rows_keeps_the_study_jsons_other_rows(tmp_path):
     """The ablation's default pass asks for tapt, dsir and random only, and a deadline may stop a run before a TAPT cell
     that had to run again finished: the JSON it writes still holds every stored cell (a re-run one replaces its copy),

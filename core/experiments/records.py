@@ -99,6 +99,26 @@ def ran_alike(cells: Iterable[Cell | Mapping[str, Any]]) -> tuple[str, ...]:
     return tuple(sorted({f"{n['device']} ({n['dtype']})" for n in ways if n}))
 
 
+def head_drawn_apart(cell: Cell | Mapping[str, Any]) -> bool:
+    """Whether the cell's NER head was drawn, before the fix of issue 46's A/A control, after loading an MLM folder
+    (which drew a pooler first): its head and dropout masks then differ from `none`'s of the same seed. Loading the base
+    encoder drew nothing, so `none` and cells whose checkpoint pick kept the base are the same either way.
+
+    >>> head_drawn_apart({"row": "tapt", "numerics": {"device": "cuda"}, "pick": {"chosen": "step-300"}})
+    True
+    >>> head_drawn_apart({"row": "tapt", "numerics": {"device": "cuda"}, "pick": {"chosen": "base"}})
+    False
+    >>> head_drawn_apart({"row": "tapt", "numerics": {"device": "cuda", "head_seed": "after-encoder"}})
+    False
+    """
+    get = (lambda k: getattr(cell, k, None)) if isinstance(cell, Cell) else cell.get
+    numbers = get("numerics") or {}
+    if not numbers or numbers.get("head_seed") or get("row") == "none":
+        return False
+    pick = get("pick")
+    return not (isinstance(pick, Mapping) and pick.get("chosen") == "base")
+
+
 def as_cells(cells: Iterable[Cell | Mapping[str, Any]]) -> list[Cell]:
     """Cells as records however they came (a result JSON's dicts, a run folder's records): read once, here, so the
     summaries, tables and figures read fields, not keys."""
