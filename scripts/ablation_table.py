@@ -239,8 +239,19 @@ def markdown(table: dict[str, Any]) -> str:
 
 def _test_cells(t: dict[str, Any]) -> str:
     """A paired test's table cells: seeds, difference (points), 95% CI, p, Holm p."""
-    return (f"{len(t['seeds'])} | {100 * t['delta']:+.2f} | [{100 * t['ci'][0]:+.2f}, {100 * t['ci'][1]:+.2f}] | "
+    apart = f" ‡{t['heads_apart']}" if t.get("heads_apart") else ""
+    return (f"{len(t['seeds'])}{apart} | {100 * t['delta']:+.2f} | [{100 * t['ci'][0]:+.2f}, {100 * t['ci'][1]:+.2f}] | "
             f"{t['p']:.3f} | {'–' if t['p_holm'] is None else format(t['p_holm'], '.3f')} |")
+
+
+def _heads_note(tests: list[dict[str, Any]]) -> list[str]:
+    """The footnote for ‡: pairs whose NER heads were drawn differently, and the command that makes them share it."""
+    if not any(t.get("heads_apart") for t in tests):
+        return []
+    return ["", "‡k: at k of the paired seeds the two NER heads were drawn differently (a cell fine-tuned before the "
+            "head was seeded after the encoder load, against one since or against a kept base encoder); the difference "
+            "then carries the head's luck too (up to 1.5 F1 a cell in the A/A control, docs/results/controls/): "
+            "unbiased, but wider than a rerun's. `scripts/crossner_study.py ... --rerun-old-head` runs such cells again."]
 
 
 NEW_ROW_TEXT = {  # what each of core.experiments.decision.NEW_ROWS does, in the table's words
@@ -265,6 +276,7 @@ def _decision_lines(made: dict[str, Any]) -> list[str]:
         if any(t["p_holm"] is None for t in made["tests"]):
             lines += ["", "Holm p –: fewer than 3 seeds so far; such a comparison neither counts for the rule nor enters "
                       "the Holm family."]
+        lines += _heads_note(made["tests"])
     if made.get("unpaired"):
         lines += ["", "Not compared (the variant and its default ran on different devices or precisions): "
                   + "; ".join(made["unpaired"]) + "."]
@@ -277,6 +289,7 @@ def _decision_lines(made: dict[str, Any]) -> list[str]:
             lines += ["", f"| domain | {new['row']} minus | seeds | difference | 95% CI | p | Holm p |",
                       "|---|---|---|---|---|---|---|"]
             lines += [f"| {t['domain']} | {t['knob']} | {_test_cells(t)}" for t in new["tests"]]
+            lines += _heads_note(new["tests"])
             lines += ["", "Domain precision of its selections (share of the target domain's sentences): "
                       + ", ".join(f"{d} {v:.2f}" for d, v in sorted(new["domain_precision"].items())) + "."]
     return lines

@@ -133,3 +133,11 @@ def test_protocols_are_kept_apart_and_the_decision_rule_is_applied_to_v2_knobs(t
     assert [r["row"] for r in made["new_rows"]] == ["entity-gain", "entity-gain-pool"]
     assert all("has not run beside random" in r["sentence"] for r in made["new_rows"])
     assert "`entity-gain-pool` ranks by the same entity gain" in text and "The entity-aware strategy" in text
+
+
+def test_a_pair_with_heads_drawn_apart_is_marked_and_explained():
+    t = {"seeds": [1, 2, 3], "delta": 0.01, "ci": [-0.01, 0.03], "p": 0.2, "p_holm": 0.6, "heads_apart": 2}
+    assert ablation_table._test_cells(t).startswith("3 ‡2 | +1.00 |")
+    assert ablation_table._test_cells({**t, "heads_apart": 0}).startswith("3 | ")
+    assert "--rerun-old-head" in " ".join(ablation_table._heads_note([t]))
+    assert ablation_table._heads_note([{**t, "heads_apart": 0}]) == []

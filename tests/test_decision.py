@@ -124,3 +124,24 @@ def test_a_new_selection_row_is_kept_only_when_it_beats_random_on_three_domains(
     assert level.outcome == OPEN and level.domains == ["ai"] and "so far" in level.sentence()
     variant = _run("ai", {"l2sp": 0.1}, strong)  # a knob variant is not the default recipe: not counted
     assert decide_row([variant], n_boot=500).domains == [] and "has not run" in decide_row([], n_boot=500).sentence()
+
+
+def test_a_pair_says_at_how_many_seeds_its_two_ner_heads_were_drawn_differently():
+    """Issue 46's A/A control: a cell fine-tuned from an MLM snapshot before the head was seeded after the encoder load
+    drew another head than one since (or than a kept base): such a pair is counted, so the table can mark it."""
+    import dataclasses
+
+    def with_head(run: RunOfRecipe, seeded: bool, chosen: str = "step-300") -> RunOfRecipe:
+        def mark(c: Cell) -> Cell:
+            numerics = {**c.numerics, **({"head_seed": "after-encoder"} if seeded else {})}
+            return dataclasses.replace(c, numerics=numerics, pick={"chosen": chosen})
+        return RunOfRecipe(run.domain, run.params, [mark(c) for c in run.cells])
+
+    old = with_head(_run("music", None, DEFAULT), seeded=False)
+    new = with_head(_run("music", {"l2sp": 0.1}, DEFAULT), seeded=True)
+    assert {t.heads_apart for t in decide([old, new], n_boot=200).tests} == {3}
+    assert {t.heads_apart for t in decide([with_head(old, seeded=True), new], n_boot=200).tests} == {0}
+    kept_base = with_head(_run("music", None, DEFAULT), seeded=False, chosen="base")  # loading the base drew nothing
+    assert {t.heads_apart for t in decide([kept_base, new], n_boot=200).tests} == {0}
+    both_old = with_head(_run("music", {"l2sp": 0.1}, DEFAULT), seeded=False)  # both loaded an MLM folder: same draw
+    assert {t.heads_apart for t in decide([old, both_old], n_boot=200).tests} == {0}

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from core.experiments.plan import recipe_of
-from core.experiments.records import Cell, as_cells, ran_alike
+from core.experiments.records import Cell, as_cells, head_drawn_apart, ran_alike
 from core.experiments.statistics import ALPHA, MIN_CLAIM_SEEDS, N_RESAMPLES, holm, paired_test
 from core.experiments.study import DOMAINS
 from core.experiments.summary import cell_counts
@@ -70,6 +70,7 @@ class KnobTest:
     ci: list[float]
     p: float
     p_holm: float | None = 1.0  # None: fewer seeds than a claim needs, so outside the Holm family
+    heads_apart: int = 0  # paired seeds whose two NER heads were drawn differently (records.head_drawn_apart)
 
     def claims(self, alpha: float = ALPHA) -> bool:
         """Better or worse for the rule: Holm-adjusted p below alpha over at least MIN_CLAIM_SEEDS paired seeds."""
@@ -122,7 +123,11 @@ def _paired(label: str, domain: str, row: str, mine: Sequence[Cell], theirs: Seq
     if not seeds or a is None or b is None:
         return None
     t = paired_test(a, b, n_boot=n_boot, seed=seed)
-    return KnobTest(label, domain, row, seeds, t["delta"], t["ci"], t["p"])
+    # A pair shares its NER head's draw when both sides drew it the same way (issue 46's A/A control): otherwise the
+    # difference carries the head's luck too, unbiased but wider.
+    drawn = [{c.seed: head_drawn_apart(c) for c in cells if c.row == r} for cells, r in ((mine, row), (theirs, rival))]
+    apart = sum(drawn[0][s] != drawn[1][s] for s in seeds)
+    return KnobTest(label, domain, row, seeds, t["delta"], t["ci"], t["p"], heads_apart=apart)
 
 
 def _with_holm(tests: list[KnobTest | None]) -> list[KnobTest]:

@@ -110,10 +110,11 @@ def head_drawn_apart(cell: Cell | Mapping[str, Any]) -> bool:
     False
     >>> head_drawn_apart({"row": "tapt", "numerics": {"device": "cuda", "head_seed": "after-encoder"}})
     False
+    >>> head_drawn_apart({"row": "dsir", "pick": {"chosen": "step-400"}})  # from before cells recorded numerics
+    True
     """
     get = (lambda k: getattr(cell, k, None)) if isinstance(cell, Cell) else cell.get
-    numbers = get("numerics") or {}
-    if not numbers or numbers.get("head_seed") or get("row") == "none":
+    if (get("numerics") or {}).get("head_seed") or get("row") == "none":  # no record at all: older still than the fix
         return False
     pick = get("pick")
     return not (isinstance(pick, Mapping) and pick.get("chosen") == "base")
