@@ -130,6 +130,14 @@ def with_stored(cells: list[dict[str, Any]], stored: dict[str, Any] | None) -> l
     return [*cells, *(c for c in (stored or {}).get("cells") or [] if key(c) not in have)]
 
 
+def runs_again(cell: dict[str, Any], rows: list[str], seeds: list[int]) -> bool:
+    """Whether --rerun-old-head runs this stored cell again: one of the asked rows and seeds whose NER head was drawn
+    apart from none's (core.experiments.records.head_drawn_apart)."""
+    from core.experiments.records import head_drawn_apart
+
+    return cell.get("row") in rows and cell.get("seed") in seeds and head_drawn_apart(cell)
+
+
 def restore_cells(previous: Path, run_dir: Path, params: dict[str, Any], protocol: dict[str, Any], rows: list[str],
                   seeds: list[int], rerun_old_head: bool = False) -> dict[str, Any] | None:
     """Put the finished cells of an earlier run of this study (its result JSON, --out) back into a run folder that lacks
@@ -145,13 +153,11 @@ def restore_cells(previous: Path, run_dir: Path, params: dict[str, Any], protoco
     from core.data.atomic import atomic_write_json
     from core.errors import UserError
     from core.experiments.plan import BASELINES, parse_strategy, strategy_models
-    from core.experiments.records import Cell, cell_path, head_drawn_apart, save_cell
+    from core.experiments.records import Cell, cell_path, save_cell
 
     data = same_study(previous, params, protocol)
     if data is None:
         return None
-    redo = [c for c in data["cells"] if rerun_old_head and isinstance(c, dict) and c.get("row") in rows
-            and c.get("seed") in seeds and head_drawn_apart(c)]
 
     def reads_tapt(row: str) -> bool:
         try:
@@ -160,7 +166,7 @@ def restore_cells(previous: Path, run_dir: Path, params: dict[str, Any], protoco
             return False
 
     usable = [c for c in data["cells"] if isinstance(c, dict) and c.get("test_counts") and c.get("key")
-              and not any(c is r for r in redo)]
+              and not (rerun_old_head and runs_again(c, rows, seeds))]
     done = {(c["row"], c["seed"]) for c in usable}
     tapt_needed = {seed for seed in seeds for row in rows if (row, seed) not in done and reads_tapt(row)}
     origin = {"file": str(previous), "commit": data.get("commit")}
@@ -578,10 +584,8 @@ def main() -> int:
     if restored:
         print(f"restored {restored['cells']} finished cells from {out} (commit {restored['commit']}): they are not run again")
     if args.status:
-        from core.experiments.records import head_drawn_apart
-
         cells = [c for c in with_stored(load_cells(run_dir), stored)  # finished here or stored in the JSON: both count,
-                 if not (args.rerun_old_head and c["row"] in rows and head_drawn_apart(c))]  # but not one to run again
+                 if not (args.rerun_old_head and runs_again(c, rows, seeds))]  # but not one to run again
         missing = missing_cells(rows, seeds, cells)
         write(None, started, complete=not missing, error=None if not missing else
               f"partial: written by --status while the study was unfinished ({len(missing)} row/seed cells to go)")
