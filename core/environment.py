@@ -53,6 +53,9 @@ VARIABLES: dict[str, Variable] = {v.name: v for v in (
              "nvidia-smi's cards"),
     Variable("NERSELECT_JOB_GPU_MIB", "MiB a job reserves on a card before its recipe's peak was measured", "8192"),
     Variable("NERSELECT_TORCH_THREADS", "torch CPU threads in a job process", "torch's default (one per core)"),
+    Variable("NERSELECT_CPU_PRECISION", "'fp32' or 'bf16': a CPU's training precision where a recipe says auto (a study "
+             "pins it, so its cells pair with those run on another CPU)", "bf16 where the CPU has it natively and a probe "
+             "shows it pays, else fp32"),
     Variable("NERSELECT_ADAMW", "'fused' or 'foreach': the AdamW implementation on CPU", "fused"),
     Variable("NERSELECT_CROSSNER", "the CrossNER data folder of the study scripts", "../shared/data/crossner"),
     Variable("NERSELECT_COMMIT", "the commit a study result names; set on a device copy, whose .git can be older than "

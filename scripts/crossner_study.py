@@ -130,16 +130,22 @@ def with_stored(cells: list[dict[str, Any]], stored: dict[str, Any] | None) -> l
     return [*cells, *(c for c in (stored or {}).get("cells") or [] if key(c) not in have)]
 
 
-def runs_again(cell: dict[str, Any], rows: list[str], seeds: list[int]) -> bool:
-    """Whether --rerun-old-head runs this stored cell again: one of the asked rows and seeds whose NER head was drawn
-    apart from none's (core.experiments.records.head_drawn_apart)."""
+def runs_again(cell: dict[str, Any], rows: list[str], seeds: list[int], old_head: bool = False,
+               cpu_precision: str | None = None) -> bool:
+    """Whether this stored cell of the asked rows and seeds runs again: with --rerun-old-head when its NER head was
+    drawn apart from none's (core.experiments.records.head_drawn_apart); with --cpu-precision when it ran on a CPU in
+    the other precision (it would pair with none of the cells run now: records.ran_alike)."""
     from core.experiments.records import head_drawn_apart
 
-    return cell.get("row") in rows and cell.get("seed") in seeds and head_drawn_apart(cell)
+    if cell.get("row") not in rows or cell.get("seed") not in seeds:
+        return False
+    numbers = cell.get("numerics") or {}
+    other = bool(cpu_precision) and numbers.get("device") == "cpu" and numbers.get("dtype") != cpu_precision
+    return (old_head and head_drawn_apart(cell)) or other
 
 
 def restore_cells(previous: Path, run_dir: Path, params: dict[str, Any], protocol: dict[str, Any], rows: list[str],
-                  seeds: list[int], rerun_old_head: bool = False) -> dict[str, Any] | None:
+                  seeds: list[int], rerun_old_head: bool = False, cpu_precision: str | None = None) -> dict[str, Any] | None:
     """Put the finished cells of an earlier run of this study (its result JSON, --out) back into a run folder that lacks
     them, so the same command continues on a fresh machine, or after a GPU machine's workspace is gone, instead of
     starting over. Only a cell of this domain, protocol and recipe that carries its TEST counts (`test_counts`) comes
@@ -148,7 +154,8 @@ def restore_cells(previous: Path, run_dir: Path, params: dict[str, Any], protoco
     run. The base encoder's checkpoint-pick score of a seed comes back with its cells, so cells run here are picked
     against the same score. Each restored cell says where it came from (`restored_from`). With `rerun_old_head`, a
     cell of the asked rows whose NER head was drawn apart from none's (records.head_drawn_apart) stays out, so it runs
-    again with the seeded head and its pairs with variants run since share the head's draw. Returns what came back, or
+    again with the seeded head and its pairs with variants run since share the head's draw; with `cpu_precision`, so
+    does a cell that ran on a CPU in the other precision (runs_again). Returns what came back, or
     None when nothing did; a file that is not a result JSON is a UserError."""
     from core.data.atomic import atomic_write_json
     from core.errors import UserError
@@ -166,7 +173,7 @@ def restore_cells(previous: Path, run_dir: Path, params: dict[str, Any], protoco
             return False
 
     usable = [c for c in data["cells"] if isinstance(c, dict) and c.get("test_counts") and c.get("key")
-              and not (rerun_old_head and runs_again(c, rows, seeds))]
+              and not runs_again(c, rows, seeds, rerun_old_head, cpu_precision)]
     done = {(c["row"], c["seed"]) for c in usable}
     tapt_needed = {seed for seed in seeds for row in rows if (row, seed) not in done and reads_tapt(row)}
     origin = {"file": str(previous), "commit": data.get("commit")}
@@ -465,6 +472,10 @@ def build_parser() -> argparse.ArgumentParser:
                         help="run again the stored cells of --rows whose NER head was drawn after an MLM folder's load, "
                              "before issue 46's A/A control fixed it (apart from none's of the same seed), so they pair "
                              "with variants run since; a cell run again replaces its copy in the JSON")
+    parser.add_argument("--cpu-precision", choices=("fp32", "bf16"), dest="cpu_precision",
+                        help="pin a CPU's training precision (default: bf16 where the CPU has it and a timing probe says "
+                             "it pays, which another CPU, or this one under load, may answer otherwise); stored CPU cells "
+                             "of the other precision run again, since cells of two precisions never pair")
     parser.add_argument("--status", action="store_true", help="write the JSON from the cells finished so far; run nothing")
     parser.add_argument("--merge", nargs="+", metavar="JSON", help="pool these result JSONs (one domain and recipe) into --out")
     parser.add_argument("--refresh", nargs="+", metavar="JSON", help="rewrite these result JSONs' intervals, tests and "
@@ -502,6 +513,8 @@ def main() -> int:
             print(f"{row:8s} {100 * v['mean']:.2f} ± {100 * v['std']:.2f}  (n={v['n']})")
         print(f"wrote {args.out}")
         return 0
+    if args.cpu_precision:  # read by core.train.training.resolve_precision, here and in every cell's worker
+        os.environ["NERSELECT_CPU_PRECISION"] = args.cpu_precision
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -576,7 +589,8 @@ def main() -> int:
     try:
         protocol = {"name": PROTOCOL, "split_seed": SPLIT_SEED, "sizes": study.sizes()}
         stored = same_study(out, params, protocol, say=False)  # read only: --status may run beside the study
-        restored = None if args.status else restore_cells(out, run_dir, params, protocol, rows, seeds, args.rerun_old_head)
+        restored = None if args.status else restore_cells(out, run_dir, params, protocol, rows, seeds, args.rerun_old_head,
+                                                          args.cpu_precision)
     except UserError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -585,7 +599,7 @@ def main() -> int:
         print(f"restored {restored['cells']} finished cells from {out} (commit {restored['commit']}): they are not run again")
     if args.status:
         cells = [c for c in with_stored(load_cells(run_dir), stored)  # finished here or stored in the JSON: both count,
-                 if not (args.rerun_old_head and runs_again(c, rows, seeds))]  # but not one to run again
+                 if not runs_again(c, rows, seeds, args.rerun_old_head, args.cpu_precision)]  # but not one to run again
         missing = missing_cells(rows, seeds, cells)
         write(None, started, complete=not missing, error=None if not missing else
               f"partial: written by --status while the study was unfinished ({len(missing)} row/seed cells to go)")

@@ -392,3 +392,28 @@ def test_every_device_plan_reads_as_device_study_reads_it(plan):
             assert len(study.grid_commands(args, argv)) > 1
         else:
             study.recipe_variant(args)
+
+
+def test_a_pinned_cpu_precision_is_used_and_its_other_precision_cells_run_again(monkeypatch):
+    """The CPU's bf16 probe answers per machine and per load, and cells of two precisions never pair: a study pins it
+    (--cpu-precision sets $NERSELECT_CPU_PRECISION), and its stored CPU cells of the other precision run again."""
+    from core.errors import UserError
+    from core.train.training import resolve_precision
+
+    monkeypatch.setenv("NERSELECT_CPU_PRECISION", "fp32")
+    assert resolve_precision("cpu", "auto") == "fp32" and resolve_precision("cpu", "bf16") == "bf16"
+    monkeypatch.setenv("NERSELECT_CPU_PRECISION", "bf16")
+    assert resolve_precision("cpu", "auto") == "bf16" and resolve_precision("cpu", "fp32") == "fp32"
+    monkeypatch.setenv("NERSELECT_CPU_PRECISION", "fp16")
+    with pytest.raises(UserError, match="expected fp32 or bf16"):
+        resolve_precision("cpu", "auto")
+
+    study = load_script("crossner_study")
+    new = {"device": "cpu", "dtype": "fp32", "head_seed": "after-encoder"}
+    bf16 = {"row": "tapt", "seed": 2, "numerics": {**new, "dtype": "bf16"}}
+    assert study.runs_again(bf16, ["tapt"], [2], cpu_precision="fp32")
+    assert not study.runs_again(bf16, ["tapt"], [2], cpu_precision="bf16")
+    assert not study.runs_again(bf16, ["tapt"], [2])  # nothing pinned: kept
+    assert not study.runs_again(bf16, ["dsir"], [2], cpu_precision="fp32")  # a row not asked for
+    gpu = {"row": "tapt", "seed": 2, "numerics": {**new, "device": "cuda", "dtype": "bf16"}}
+    assert not study.runs_again(gpu, ["tapt"], [2], cpu_precision="fp32")  # the pin is the CPU's only

@@ -32,6 +32,7 @@ import torch
 
 from core.data.atomic import honour_umask
 from core.environment import variable
+from core.errors import UserError
 from core.lm.models import pick_device
 from core.progress import Progress
 
@@ -72,10 +73,23 @@ def resolve_precision(device: str, precision: str = "auto") -> str:
     if not device.startswith("cuda"):
         if precision == "bf16":
             return "bf16"
+        if precision == "auto" and (pinned := cpu_precision_pinned()):
+            return pinned
         return "bf16" if precision == "auto" and cpu_bf16_pays() else "fp32"
     if precision != "auto":
         return precision
     return "bf16" if torch.cuda.is_bf16_supported() else "fp16"
+
+
+def cpu_precision_pinned() -> str | None:
+    """$NERSELECT_CPU_PRECISION: the timing probe below answers differently on another CPU, or on this one under load,
+    and cells of two precisions never pair (core.experiments.records.ran_alike), so a study pins it."""
+    value = variable("NERSELECT_CPU_PRECISION").text()
+    if value is None:
+        return None
+    if value not in ("fp32", "bf16"):
+        raise UserError(f"$NERSELECT_CPU_PRECISION is {value!r}: expected fp32 or bf16")
+    return value
 
 
 _BF16_PAYS: bool | None = None
