@@ -119,8 +119,10 @@ def decision(results: list[dict[str, Any]], protocol: str = "v2") -> dict[str, A
 
     def new_row(name: str) -> dict[str, Any]:
         row = decide_row(runs, name)
-        precision = {r["domain"]: dp for r, run in zip(mine, runs) if not run.knob
-                     if (dp := (r.get("domain_precision") or {}).get(name, {}).get("domain_precision")) is not None}
+        # per domain: the mean over the row's selections, or the first seed's in a JSON from before (no "parts")
+        precision = {r["domain"]: {"value": dp["domain_precision"], "selections": dp.get("parts")}
+                     for r, run in zip(mine, runs) if not run.knob
+                     if "domain_precision" in (dp := (r.get("domain_precision") or {}).get(name, {}))}
         return {**{k: v for k, v in vars(row).items() if k != "tests"}, "sentence": row.sentence(),
                 "tests": [vars(t) for t in row.tests], "domain_precision": precision}
 
@@ -290,8 +292,11 @@ def _decision_lines(made: dict[str, Any]) -> list[str]:
                       "|---|---|---|---|---|---|---|"]
             lines += [f"| {t['domain']} | {t['knob']} | {_test_cells(t)}" for t in new["tests"]]
             lines += _heads_note(new["tests"])
-            lines += ["", "Domain precision of its selections (share of the target domain's sentences): "
-                      + ", ".join(f"{d} {v:.2f}" for d, v in sorted(new["domain_precision"].items())) + "."]
+            shown = sorted(new["domain_precision"].items())
+            lines += ["", "Domain precision of its selections (share of the target domain's sentences; the mean over a "
+                      "domain's k selections where marked ×k, else its first seed's alone): "
+                      + ", ".join(f"{d} {v['value']:.2f}" + (f" ×{v['selections']}" if v["selections"] else "")
+                                  for d, v in shown) + "."]
     return lines
 
 

@@ -144,6 +144,43 @@ def runs_again(cell: dict[str, Any], rows: list[str], seeds: list[int], old_head
     return (old_head and head_drawn_apart(cell)) or other
 
 
+def still_to_run(cells: list[dict[str, Any]], rows: list[str], seeds: list[int], old_head: bool = False,
+                 cpu_precision: str | None = None) -> tuple[list[tuple[str, int]], list[tuple[str, int]]]:
+    """What --status reports as left: the (row, seed) pairs with no finished cell, and those whose stored cell runs
+    again (runs_again). A cell to run again stays in the JSON until its new copy lands (with_stored replaces it), so a
+    rerun that stops early, or a --status written before it ends, never leaves the study with fewer cells than it had.
+
+    >>> old = {"row": "tapt", "seed": 1, "numerics": {"device": "cpu", "dtype": "bf16"}}
+    >>> still_to_run([{"row": "none", "seed": 1}, old], ["none", "tapt"], [1, 2], cpu_precision="fp32")
+    ([('none', 2), ('tapt', 2)], [('tapt', 1)])
+    """
+    again = sorted({(c["row"], c["seed"]) for c in cells if runs_again(c, rows, seeds, old_head, cpu_precision)})
+    return missing_cells(rows, seeds, cells), again
+
+
+def set_aside_reruns(run_dir: Path, rows: list[str], seeds: list[int], old_head: bool = False,
+                     cpu_precision: str | None = None) -> list[Path]:
+    """Move the cells finished in this run folder that run again (runs_again) to RUN_DIR/replaced/STAMP/, kept, not
+    deleted: left in place, the experiment would take each as finished and its NER model as trained, so on the machine
+    where they ran --rerun-old-head and --cpu-precision would change nothing. Their MLM models stay: neither flag
+    touches pretraining. Returns where they went."""
+    import shutil
+
+    from core.experiments.experiment import load_cells
+
+    moved: list[Path] = []
+    stamp = time.strftime("%Y%m%dT%H%M%S")
+    for cell in load_cells(run_dir):
+        if not runs_again(cell, rows, seeds, old_head, cpu_precision):
+            continue
+        folder = run_dir / "cells" / cell["key"] / f"seed-{cell['seed']}"
+        target = run_dir / "replaced" / stamp / cell["key"] / folder.name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.move(str(folder), str(target))
+        moved.append(target)
+    return moved
+
+
 def restore_cells(previous: Path, run_dir: Path, params: dict[str, Any], protocol: dict[str, Any], rows: list[str],
                   seeds: list[int], rerun_old_head: bool = False, cpu_precision: str | None = None) -> dict[str, Any] | None:
     """Put the finished cells of an earlier run of this study (its result JSON, --out) back into a run folder that lacks
@@ -226,23 +263,25 @@ def import_study(ws, study) -> dict[str, str]:
 
 
 def selection_precision(ws, cells: list[dict[str, Any]], domain: str, earlier: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Per selection row: domain precision of its saved selection (the first cell's that this workspace holds), and
-    random's expectation; a row whose selections are all elsewhere (cells restored from an earlier run) keeps the
-    figure of that run (`earlier`)."""
+    """Per selection row: the domain precision of its saved selections, averaged over the distinct selections (one
+    per seed for a seeded strategy such as random or DSIR: one seed's draw alone is luck) that this workspace holds,
+    beside random's expectation; a row whose selections are all elsewhere (cells restored from an earlier run) keeps
+    the figure of that run (`earlier`)."""
     from core.data.selection_store import load_selection
 
-    out: dict[str, Any] = {}
+    found: dict[str, dict[str, dict[str, Any]]] = {}
     errors: dict[str, str] = {}
     for cell in cells:
         key = cell.get("selection_key")
-        if not key or cell["row"] in out:
+        if not key or key in found.get(cell["row"], {}):
             continue
         try:
             dp = load_selection(ws, key).domain_precision(domain)
         except Exception as exc:
-            errors[cell["row"]] = str(exc)
+            errors.setdefault(cell["row"], str(exc))
             continue
-        out[cell["row"]] = {**(dp or {}), "selected": cell.get("selected"), "selection_key": key}
+        found.setdefault(cell["row"], {})[key] = {**(dp or {}), "selected": cell.get("selected"), "selection_key": key}
+    out = {row: _mean_precision(list(by_key.values())) for row, by_key in found.items()}
     for row, error in errors.items():
         if row not in out:
             out[row] = (earlier or {}).get(row) or {"error": error}
@@ -345,11 +384,22 @@ def _origins(cells: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _mean_precision(parts: list[dict[str, Any]]) -> dict[str, Any]:
+    """The mean domain precision of several selections of one row, each weighed by the selections it already averages
+    (`parts`), so merging per-seed JSONs and averaging a run's seeds agree.
+
+    >>> m = _mean_precision([{"domain_precision": 0.2, "selection_key": "a"},
+    ...                      {"domain_precision": 0.5, "parts": 2, "selection_keys": ["b", "c"]}])
+    >>> round(m["domain_precision"], 3), m["parts"], m["selection_keys"]
+    (0.4, 3, ['a', 'b', 'c'])
+    """
     ok = [p for p in parts if "domain_precision" in p]
     if not ok:
         return parts[0]
-    return {**ok[0], "domain_precision": sum(p["domain_precision"] for p in ok) / len(ok), "parts": len(ok),
-            "selection_keys": sorted({p.get("selection_key") for p in ok if p.get("selection_key")})}
+    weights = [int(p.get("parts") or 1) for p in ok]
+    keys = sorted({k for p in ok for k in (p.get("selection_keys") or [p.get("selection_key")]) if k})
+    first = {k: v for k, v in ok[0].items() if k != "selection_key"}
+    return {**first, "domain_precision": sum(w * p["domain_precision"] for w, p in zip(weights, ok)) / sum(weights),
+            "parts": sum(weights), "selection_keys": keys}
 
 
 def _number(text: str) -> Any:
@@ -598,18 +648,22 @@ def main() -> int:
     if restored:
         print(f"restored {restored['cells']} finished cells from {out} (commit {restored['commit']}): they are not run again")
     if args.status:
-        cells = [c for c in with_stored(load_cells(run_dir), stored)  # finished here or stored in the JSON: both count,
-                 if not runs_again(c, rows, seeds, args.rerun_old_head, args.cpu_precision)]  # but not one to run again
-        missing = missing_cells(rows, seeds, cells)
-        write(None, started, complete=not missing, error=None if not missing else
-              f"partial: written by --status while the study was unfinished ({len(missing)} row/seed cells to go)")
+        cells = with_stored(load_cells(run_dir), stored)  # finished here or stored in the JSON: both count
+        missing, again = still_to_run(cells, rows, seeds, args.rerun_old_head, args.cpu_precision)
+        left = len(missing) + len(again)
+        write(None, started, complete=not left, error=None if not left else
+              f"partial: written by --status while the study was unfinished ({left} row/seed cells to go"
+              + (f"; {len(again)} of them stored, standing until they run again)" if again else ")"))
         for row, v in summarize(cells).items():
             print(f"{row:8s} {100 * v['mean']:.2f} ± {100 * v['std']:.2f}  seeds {v['seeds']}")
         print(f"{len(cells)} finished cells; wrote {out}")
-        if missing:  # the JSON keeps the finished cells' counts: the same command continues, here or on a fresh machine
-            print(f"{len(missing)} to go ({', '.join(f'{r} seed {s}' for r, s in missing)}); continue with: python "
+        if left:  # the JSON keeps the finished cells' counts: the same command continues, here or on a fresh machine
+            todo = [f"{r} seed {s}" for r, s in missing] + [f"{r} seed {s} (again)" for r, s in again]
+            print(f"{left} to go ({', '.join(todo)}); continue with: python "
                   + " ".join(a for a in sys.argv if a != "--status"))
         return 0
+    if moved := set_aside_reruns(run_dir, rows, seeds, args.rerun_old_head, args.cpu_precision):
+        print(f"{len(moved)} finished cells of this folder run again: moved to {moved[0].parent.parent}")
     try:
         with tqdm_progress(f"study {args.domain}") as bar:
             result = jobs.run_inline(ws, "experiment", params, run_dir=run_dir, progress=bar)

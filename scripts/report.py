@@ -130,6 +130,29 @@ def ran_on(result: dict[str, Any]) -> str:
     return text
 
 
+def domain_precision_phrase(precision: dict[str, Any]) -> list[str]:
+    """Each selection row's domain precision beside a random draw's expectation. A JSON written before the figure was
+    averaged over a row's selections (no `parts`) holds the first seed's only: a seeded row (random, DSIR) draws
+    another per seed, so the phrase says so.
+
+    >>> domain_precision_phrase({"dsir": {"domain_precision": 0.5, "random_domain_precision": 0.04, "parts": 3}})
+    ["domain precision dsir 0.50 (a random draw's expectation 0.04)"]
+    >>> domain_precision_phrase({"dsir": {"domain_precision": 0.5}, "cosine": {"domain_precision": 0.8, "parts": 1}})
+    ["domain precision dsir 0.50 (one seed's selection), cosine 0.80"]
+    >>> domain_precision_phrase({"dsir": {"domain_precision": 0.5}, "cosine": {"domain_precision": 0.8}})
+    ["domain precision of the first seed's selections: dsir 0.50, cosine 0.80"]
+    """
+    shown = {row: v for row, v in precision.items() if "domain_precision" in v}
+    if not shown:
+        return []
+    averaged = [("parts" in v) for v in shown.values()]
+    dp = [f"{row} {v['domain_precision']:.2f}" + ("" if "parts" in v or not any(averaged) else " (one seed's selection)")
+          for row, v in shown.items()]
+    rand = next((v.get("random_domain_precision") for v in shown.values() if "random_domain_precision" in v), None)
+    head = "domain precision " if any(averaged) else "domain precision of the first seed's selections: "
+    return [head + ", ".join(dp) + (f" (a random draw's expectation {rand:.2f})" if rand else "")]
+
+
 def domain_sentence(result: dict[str, Any], entries: list[dict[str, Any]]) -> str:
     """What one domain's table says, in words read from Holm-adjusted p: rows above none, below none, and selection
     against random; the selections' domain precision beside random's."""
@@ -152,11 +175,7 @@ def domain_sentence(result: dict[str, Any], entries: list[dict[str, Any]]) -> st
     if tested:
         parts.append("selection vs random: " + (f"{', '.join(beat)} above" if beat else "no selection above")
                      + (f", {', '.join(below)} below" if below else ""))
-    precision = result.get("domain_precision") or {}
-    dp = [f"{row} {v['domain_precision']:.2f}" for row, v in precision.items() if "domain_precision" in v]
-    if dp:
-        rand = next((v.get("random_domain_precision") for v in precision.values() if "random_domain_precision" in v), None)
-        parts.append("domain precision " + ", ".join(dp) + (f" (a random draw's expectation {rand:.2f})" if rand else ""))
+    parts += domain_precision_phrase(result.get("domain_precision") or {})
     return f"- **{result['domain']}** (Holm-adjusted p < 0.05 over {MIN_CLAIM_SEEDS}+ seeds): " + "; ".join(parts) + "."
 
 

@@ -249,6 +249,59 @@ def test_rerun_old_head_leaves_out_the_cells_whose_head_was_drawn_apart_from_non
     assert plain["cells"] == 6
 
 
+def test_a_rerun_sets_aside_the_cells_finished_here_and_status_keeps_their_stored_copies(tmp_path):
+    """On the machine where the default cells ran, --rerun-old-head found them finished in the run folder (and their NER
+    models trained), so nothing ran again: they now move to RUN/replaced/, kept. A --status meanwhile counts them as to
+    go but keeps their stored copies in the JSON, so a rerun that stops early leaves the study no smaller."""
+    from core.experiments.experiment import load_cells
+    from core.experiments.records import Cell, cell_path, save_cell
+
+    study = load_script("crossner_study")
+    old, new = {"device": "cpu", "dtype": "fp32"}, {"device": "cpu", "dtype": "fp32", "head_seed": "after-encoder"}
+    run_dir = tmp_path / "run"
+
+    def cell(row, seed, numerics, chosen="step-300"):
+        made = {"row": row, "seed": seed, "key": f"{row}.lc100", "f1": 0.5, "numerics": numerics,
+                "pick": {"chosen": chosen, "scores": {"base": 0.6}, "probe_lc": 100}}
+        save_cell(cell_path(run_dir, made["key"], seed), Cell.from_dict(made))
+        return made
+
+    cells = [cell("none", 1, old, "base"), cell("tapt", 1, old), cell("tapt", 2, new), cell("dsir", 1, old)]
+    (run_dir / "cells/tapt.lc100/seed-1/ner/model").mkdir(parents=True)
+    moved = study.set_aside_reruns(run_dir, ["none", "tapt"], [1, 2], old_head=True)
+    assert [p.relative_to(run_dir).parts[0] for p in moved] == ["replaced"] and moved[0].name == "seed-1"
+    assert (moved[0] / "ner/model").is_dir() and (moved[0] / "cell.json").is_file()
+    assert sorted((c["row"], c["seed"]) for c in load_cells(run_dir)) == [("dsir", 1), ("none", 1), ("tapt", 2)]
+    assert study.set_aside_reruns(run_dir, ["none", "tapt"], [1, 2], old_head=True) == []  # nothing left to move
+    assert study.set_aside_reruns(run_dir, ["dsir"], [1]) == []  # no flag: nothing runs again
+
+    missing, again = study.still_to_run(cells, ["none", "tapt", "dsir"], [1, 2], old_head=True)
+    assert missing == [("dsir", 2), ("none", 2)] and again == [("dsir", 1), ("tapt", 1)]
+    assert study.still_to_run(cells, ["none", "tapt"], [1, 2]) == ([("none", 2)], [])
+
+
+def test_a_rows_domain_precision_is_the_mean_over_its_seeds_selections(monkeypatch, tmp_path):
+    """Random and DSIR draw another selection per seed; the JSON once kept the first cell's figure alone (ai's random:
+    0.03 at seed 1, 0.01 at seed 2). Now the mean over the row's distinct selections, with how many, and a merge of
+    per-seed JSONs weighs each part by the selections it averages."""
+    import types
+
+    import core.data.selection_store as store
+
+    share = {"r1": 0.03, "r2": 0.01, "r3": 0.05, "c": 0.8}
+    monkeypatch.setattr(store, "load_selection", lambda ws, key: types.SimpleNamespace(
+        domain_precision=lambda domain: {"domain_precision": share[key], "random_domain_precision": 0.04}))
+    study = load_script("crossner_study")
+    cells = [{"row": "random", "seed": s, "selection_key": f"r{s}", "selected": 99} for s in (1, 2, 3)]
+    cells += [{"row": "cosine", "seed": s, "selection_key": "c", "selected": 99} for s in (1, 2, 3)]  # one selection
+    got = study.selection_precision(None, cells, "ai")
+    assert round(got["random"]["domain_precision"], 4) == 0.03 and got["random"]["parts"] == 3
+    assert got["random"]["selection_keys"] == ["r1", "r2", "r3"] and "selection_key" not in got["random"]
+    assert got["cosine"]["domain_precision"] == 0.8 and got["cosine"]["parts"] == 1
+    merged = study._mean_precision([got["random"], {"domain_precision": 0.07, "selection_key": "r4"}])
+    assert round(merged["domain_precision"], 4) == 0.04 and merged["parts"] == 4
+
+
 def test_a_run_that_asks_for_some_rows_keeps_the_study_jsons_other_rows(tmp_path):
     """The ablation's default pass asks for tapt, dsir and random only, and a deadline may stop a run before a TAPT cell
     that had to run again finished: the JSON it writes still holds every stored cell (a re-run one replaces its copy),
