@@ -146,7 +146,9 @@ def _one_per_cell(entries: list[dict[str, Any]], results: list[dict[str, Any]]) 
     return kept, sorted(e["file"] for e in entries if e["file"] not in files)
 
 
-def build(paths: list[Path], command: str = "") -> dict[str, Any]:
+def build(paths: list[Path], command: str = "", plans: list[Path] | None = None) -> dict[str, Any]:
+    """The table from result JSONs; with `plans` (scripts/plans/*.plan), also what those plans still have to run
+    (scripts/study_plans.py), counted from the same docs/results."""
     results = []
     for path in paths:
         r = json.loads(path.read_text("utf-8"))
@@ -173,7 +175,18 @@ def build(paths: list[Path], command: str = "") -> dict[str, Any]:
     return {"what": "issue 26 ablation: recipe variant x CrossNER domain (TEST F1, 95% CI over seeds and test sentences; "
                     "paired differences vs none and vs TAPT)",
             "command": command, "entries": entries, "superseded": superseded,
-            "criterion": criterion, "decision": decision([r for r in results if r["_file"] in kept])}
+            "criterion": criterion, "decision": decision([r for r in results if r["_file"] in kept]),
+            "left": _plans().plans_left(plans) if plans else []}
+
+
+def _plans():
+    """scripts/study_plans.py, loaded from its path: report.py and the tests load this script the same way."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("study_plans", ROOT / "scripts" / "study_plans.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def _f1(row: dict[str, Any] | None) -> str:
@@ -231,6 +244,7 @@ def markdown(table: dict[str, Any]) -> str:
         lines.append(f"| {variant} | {', '.join(c['domains'])} | {c['tapt_ge_none']} | {c['best_ge_tapt']} | {c['both']} | "
                      f"{', '.join(c.get('cannot_say') or []) or '–'} |")
     lines += _decision_lines(table["decision"])
+    lines += _plans().markdown(table.get("left") or [])
     lines += ["", "Made by:", "", f"    {table['command']}", "", "from the study results made by:", ""]
     for e in table["entries"]:  # a merged result (--merge) names each part's command
         lines += [f"    {c}" for c in (e.get("command") if isinstance(e.get("command"), list) else [e.get("command")]) if c]
@@ -300,17 +314,31 @@ def _decision_lines(made: dict[str, Any]) -> list[str]:
     return lines
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
+    """The table's arguments; report.py --check reads the command ablation.json records with it."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("results", nargs="+", help="result JSONs of scripts/crossner_study.py")
     parser.add_argument("--out", help="write the table as JSON here and as Markdown beside it (.md); default: print only")
-    args = parser.parse_args(argv)
-    missing = [p for p in args.results if not Path(p).is_file()]
+    parser.add_argument("--plans", nargs="+", type=Path, default=[], metavar="PLAN",
+                        help="study plans (scripts/plans/*.plan): say what they still have to run")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    from core.errors import UserError
+
+    args = build_parser().parse_args(argv)
+    missing = [p for p in [*args.results, *map(str, args.plans)] if not Path(p).is_file()]
     if missing:
-        print(f"error: no such result file: {', '.join(missing)}", file=sys.stderr)
+        print(f"error: no such file: {', '.join(missing)}", file=sys.stderr)
         return 2
     argv = sys.argv[1:] if argv is None else argv
-    table = build([Path(p).resolve() for p in args.results], " ".join(["python scripts/ablation_table.py", *argv]))
+    try:
+        table = build([Path(p).resolve() for p in args.results], " ".join(["python scripts/ablation_table.py", *argv]),
+                      args.plans)
+    except UserError as exc:  # a plan that does not read
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     text = markdown(table)
     print(text)
     if args.out:

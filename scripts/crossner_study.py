@@ -488,6 +488,13 @@ def recipe_variant(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
     return recipe, variant
 
 
+def result_path(domain: str, variant: str, results: Path = ROOT / "docs" / "results") -> Path:
+    """Where a study's result JSON goes without --out (scripts/study_plans.py counts a plan's cells from it)."""
+    from core.experiments.study import PROTOCOL
+
+    return results / f"crossner-{PROTOCOL}-{domain}-{variant}.json"
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The study's arguments; tests read every plan under scripts/plans/ with it, so a GPU call never starts on a typo."""
     from core.recipes.presets import pick_defaults  # light: no torch before the arguments are read
@@ -603,7 +610,7 @@ def main() -> int:
         return 2
     params.update(recipe)
     run_dir = ws.runs_dir / f"study-{args.domain}-{variant}"
-    out = Path(args.out) if args.out else ROOT / "docs" / "results" / f"crossner-{PROTOCOL}-{args.domain}-{variant}.json"
+    out = Path(args.out) if args.out else result_path(args.domain, variant)
 
     def write(result: dict[str, Any] | None, started: float, error: str | None = None, complete: bool = False) -> None:
         # counts inline (merges later); the stored JSON's other rows kept (with_stored)

@@ -267,10 +267,10 @@ def generated_files() -> dict[Path, str]:
     spec = importlib.util.spec_from_file_location("ablation_table", ROOT / "scripts" / "ablation_table.py")
     ablation = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(ablation)
-    recorded = load(RESULTS / "ablation.json")["command"].split()
-    files = [ROOT / a for k, a in enumerate(recorded) if a.endswith(".json") and recorded[k - 1] != "--out"]
-    return {RESULTS / "ablation.md": ablation.markdown(ablation.build([f.resolve() for f in files], load(
-        RESULTS / "ablation.json")["command"]))}
+    command = load(RESULTS / "ablation.json")["command"]
+    args = ablation.build_parser().parse_args(command.split()[2:])  # "python scripts/ablation_table.py ARGS"
+    return {RESULTS / "ablation.md": ablation.markdown(ablation.build(
+        [(ROOT / f).resolve() for f in args.results], command, [ROOT / p for p in args.plans]))}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -423,28 +423,51 @@ def test_refresh_rederives_a_results_verdict_from_its_cells_and_leaves_one_witho
                          ids=lambda p: p.name)
 def test_every_device_plan_reads_as_device_study_reads_it(plan):
     """A plan is read on a lent GPU, whose minutes are few: each lane (DOMAINS ROWS [STUDY ARGUMENTS], as
-    scripts/device_study.sh splits it) names known domains and rows, no domain twice, and arguments the study accepts,
-    every knob value included (grid_commands refuses a bad one)."""
+    scripts/device_study.sh splits it; scripts/study_plans.read_plan) names known domains and rows, no domain twice,
+    and arguments the study accepts, every knob value included (grid_commands refuses a bad one); and what is left
+    of it counts from the study's own JSON naming."""
     from core.experiments.plan import BASELINES, parse_strategy, strategy_models
     from core.experiments.study import DOMAINS
 
-    study = load_script("crossner_study")
-    lanes = [line.split("#")[0].split() for line in plan.read_text("utf-8").splitlines()]
-    lanes = [words for words in lanes if words]
+    plans = load_script("study_plans")
+    lanes = plans.read_plan(plan)
     assert lanes, f"{plan.name}: no lanes"
     seen: list[str] = []
-    for domains, rows, *extra in lanes:
-        names = domains.split(",")
-        assert set(names) <= set(DOMAINS) and len(set(names)) == len(names) and not set(names) & set(seen), plan.name
-        seen += names
-        for row in rows.split(","):
+    for lane in lanes:
+        assert set(lane.domains) <= set(DOMAINS) and len(set(lane.domains)) == len(lane.domains), plan.name
+        assert not set(lane.domains) & set(seen), plan.name
+        seen += lane.domains
+        for row in lane.rows.split(","):
             assert row in BASELINES or strategy_models(*parse_strategy(row))  # an unknown strategy raises
-        argv = ["--domain", domains, "--rows", rows, *extra]
-        args = study.build_parser().parse_args(argv)
-        if args.grid:
-            assert len(study.grid_commands(args, argv)) > 1
-        else:
-            study.recipe_variant(args)
+        studies = plans.lane_studies(lane)  # parses each command; a bad knob or value raises UserError
+        assert len(studies) >= len(lane.domains)
+    [left] = plans.plans_left([plan])
+    assert left["asked"] == sum(len(lane.rows.split(",")) * 3 * len(plans.lane_studies(lane)) for lane in lanes)
+
+
+def test_what_is_left_of_a_plan_counts_from_the_result_jsons(tmp_path):
+    """A --grid lane asks for its default recipe's cells and each knob value's; a stored default cell whose head was
+    drawn apart counts as to go under --rerun-old-head; a short lane is refused naming the file and line."""
+    from core.errors import UserError
+
+    plans = load_script("study_plans")
+    study = load_script("crossner_study")
+    plan = tmp_path / "p.plan"
+    plan.write_text("# comment\n\nmusic  tapt,random  --rerun-old-head --grid l2sp=0.1  # a lane\n")
+    [lane] = plans.read_plan(plan)
+    assert lane.domains == ["music"] and lane.rows == "tapt,random" and lane.args[0] == "--rerun-old-head"
+    old = {"device": "cuda", "dtype": "bf16"}
+    cells = [{"row": r, "seed": s, "numerics": old, "pick": {"chosen": "step-300"}} for r in ("tapt", "random") for s in (1, 2, 3)]
+    cells[0]["numerics"] = {**old, "head_seed": "after-encoder"}  # tapt seed 1 already rerun
+    study.result_path("music", "study-pick4", tmp_path).write_text(json.dumps({"cells": cells}))
+    study.result_path("music", "study-l2sp0.1-pick4", tmp_path).write_text(json.dumps({"cells": cells[:2]}))
+    [left] = plans.plans_left([plan], tmp_path)
+    by_variant = {s["variant"]: (s["asked"], s["missing"], s["again"]) for s in left["studies"]}
+    assert by_variant == {"study-pick4": (6, 0, 5), "study-l2sp0.1-pick4": (6, 4, 1)}
+    assert "**What is left**: 10 cells to run over 1 plan " in "\n".join(plans.markdown([left]))
+    plan.write_text("music\n")
+    with pytest.raises(UserError, match=r"p.plan, line 1: 'music': expected DOMAINS ROWS"):
+        plans.read_plan(plan)
 
 
 def test_a_pinned_cpu_precision_is_used_and_its_other_precision_cells_run_again(monkeypatch):
