@@ -68,17 +68,19 @@ def missing_cells(rows: list[str], seeds: list[int], cells: list[dict[str, Any]]
 
 
 def with_rows(argv: list[str], rows: list[str]) -> list[str]:
-    """The command line as run, less --status, with --rows naming every row the result JSON holds: the command a
-    result records continues (or reproduces) all of it, also after a run that asked for some rows only.
+    """The command line as run, less --status and --rerun-old-head, with --rows naming every row the result JSON holds:
+    the command a result records continues (or reproduces) all of it, also after a run that asked for some rows only.
+    --rerun-old-head asked for some rows' cells again; kept with every row named, it would train again the old-head
+    cells of rows nobody asked for (a fresh run draws the seeded head anyway).
 
     >>> with_rows(["s.py", "--domain", "ai", "--rows", "tapt", "--status"], ["none", "tapt"])
     ['s.py', '--domain', 'ai', '--rows', 'none,tapt']
-    >>> with_rows(["s.py", "--rows=tapt"], ["none", "tapt"])
-    ['s.py', '--rows=none,tapt']
+    >>> with_rows(["s.py", "--rows=tapt", "--rerun-old-head", "--cpu-precision", "fp32"], ["none", "tapt"])
+    ['s.py', '--rows=none,tapt', '--cpu-precision', 'fp32']
     """
     out: list[str] = []
     for a in argv:
-        if a == "--status":
+        if a in ("--status", "--rerun-old-head"):
             continue
         if out and out[-1] == "--rows":
             a = ",".join(rows)
