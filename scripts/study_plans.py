@@ -67,9 +67,16 @@ def study_left(args: argparse.Namespace, results: Path) -> dict[str, Any]:
     ones it would run again."""
     import crossner_study as study
 
+    from core.errors import UserError
+
     _, variant = study.recipe_variant(args)
     path = study.result_path(args.domain, variant, results)
-    cells = json.loads(path.read_text("utf-8")).get("cells") or [] if path.is_file() else []
+    cells: list[dict[str, Any]] = []
+    if path.is_file():
+        try:
+            cells = json.loads(path.read_text("utf-8")).get("cells") or []
+        except (UnicodeDecodeError, json.JSONDecodeError, AttributeError) as exc:
+            raise UserError(f"{path}: not a study result JSON ({exc})") from exc
     rows = [r.strip() for r in args.rows.split(",") if r.strip()]
     seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
     missing, again = study.still_to_run(cells, rows, seeds, args.rerun_old_head, args.cpu_precision)

@@ -465,6 +465,9 @@ def test_what_is_left_of_a_plan_counts_from_the_result_jsons(tmp_path):
     by_variant = {s["variant"]: (s["asked"], s["missing"], s["again"]) for s in left["studies"]}
     assert by_variant == {"study-pick4": (6, 0, 5), "study-l2sp0.1-pick4": (6, 4, 1)}
     assert "**What is left**: 10 cells to run over 1 plan " in "\n".join(plans.markdown([left]))
+    study.result_path("music", "study-pick4", tmp_path).write_text("{")
+    with pytest.raises(UserError, match="crossner-v2-music-study-pick4.json: not a study result JSON"):
+        plans.plans_left([plan], tmp_path)
     plan.write_text("music\n")
     with pytest.raises(UserError, match=r"p.plan, line 1: 'music': expected DOMAINS ROWS"):
         plans.read_plan(plan)
