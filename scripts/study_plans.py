@@ -20,7 +20,7 @@ from typing import Any, NamedTuple
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "scripts"))
+sys.path.append(str(ROOT / "scripts"))  # crossner_study; appended, so a script never shadows a package
 
 SEEDS = "1,2,3"  # scripts/device_study.sh's defaults for SEEDS and PRESET
 PRESET = "study"
