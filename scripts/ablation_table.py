@@ -146,13 +146,18 @@ def _one_per_cell(entries: list[dict[str, Any]], results: list[dict[str, Any]]) 
     return kept, sorted(e["file"] for e in entries if e["file"] not in files)
 
 
+def is_study_result(data: Any) -> bool:
+    """A result JSON of scripts/crossner_study.py (docs/results also holds the source comparisons and coverage)."""
+    return isinstance(data, dict) and str(data.get("study", "")).startswith("CrossNER selective pretraining")
+
+
 def build(paths: list[Path], command: str = "", plans: list[Path] | None = None) -> dict[str, Any]:
     """The table from result JSONs; with `plans` (scripts/plans/*.plan), also what those plans still have to run
     (scripts/study_plans.py), counted from the same docs/results."""
     results = []
     for path in paths:
         r = json.loads(path.read_text("utf-8"))
-        if not str(r.get("study", "")).startswith("CrossNER selective pretraining"):
+        if not is_study_result(r):
             print(f"skipped {path.name}: not a result of scripts/crossner_study.py", file=sys.stderr)
             continue
         if not r.get("cells") or r["params"].get("preset") == "tiny":
@@ -314,6 +319,10 @@ def _decision_lines(made: dict[str, Any]) -> list[str]:
     return lines
 
 
+def as_json(table: dict[str, Any]) -> str:
+    return json.dumps(table, indent=2, default=float) + "\n"
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The table's arguments; report.py --check reads the command ablation.json records with it."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -344,7 +353,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.out:
         out = Path(args.out)
         out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps(table, indent=2, default=float) + "\n", "utf-8")
+        out.write_text(as_json(table), "utf-8")
         out.with_suffix(".md").write_text(text, "utf-8")
         print(f"wrote {out} and {out.with_suffix('.md')}")
     return 0

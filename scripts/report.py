@@ -7,7 +7,7 @@ runs) is read from its stored summary (1,000 resamples), Holm applied to the sto
 Stars and words come from the Holm-adjusted p only. The results sections of README (from "## Experiments on
 CrossNER" to the next "## ") may hold no decimal number outside a block: a figure typed by hand is flagged.
 
-    python scripts/report.py            # rewrite the blocks in README.md
+    python scripts/report.py            # rewrite the blocks in README.md, and docs/results/ablation.{json,md}
     python scripts/report.py --check    # exit 1 naming every block, and every number, that differs from the JSON
 """
 
@@ -259,18 +259,33 @@ def loose_numbers(text: str) -> list[str]:
     return found
 
 
-def generated_files() -> dict[Path, str]:
-    """docs/results/*.md that scripts write from JSON, rebuilt from the inputs their JSON names (ablation.md: the
-    files of the command recorded in ablation.json), so a hand edit or a stale table is found."""
+def ablation_arguments() -> list[str]:
+    """scripts/ablation_table.py's arguments: every study JSON in docs/results and every issue-46 plan, so a result
+    added since the table was made is in it (or --check says the table is stale)."""
+    ablation = _ablation_table()
+    results = sorted(str(p.relative_to(ROOT)) for p in RESULTS.glob("crossner-*.json") if ablation.is_study_result(load(p)))
+    plans = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "scripts" / "plans").glob("issue46-*.plan"))
+    return [*results, "--out", str((RESULTS / "ablation.json").relative_to(ROOT)), "--plans", *plans]
+
+
+def _ablation_table():
     import importlib.util
 
     spec = importlib.util.spec_from_file_location("ablation_table", ROOT / "scripts" / "ablation_table.py")
     ablation = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(ablation)
-    command = load(RESULTS / "ablation.json")["command"]
-    args = ablation.build_parser().parse_args(command.split()[2:])  # "python scripts/ablation_table.py ARGS"
-    return {RESULTS / "ablation.md": ablation.markdown(ablation.build(
-        [(ROOT / f).resolve() for f in args.results], command, [ROOT / p for p in args.plans]))}
+    return ablation
+
+
+def generated_files() -> dict[Path, str]:
+    """docs/results files that scripts make from JSON: ablation.md and ablation.json, from every study JSON and plan
+    here (ablation_arguments), so a hand edit, a stale table or a result left out is found."""
+    ablation = _ablation_table()
+    argv = ablation_arguments()
+    args = ablation.build_parser().parse_args(argv)
+    table = ablation.build([(ROOT / f).resolve() for f in args.results],
+                           " ".join(["python scripts/ablation_table.py", *argv]), [ROOT / p for p in args.plans])
+    return {RESULTS / "ablation.md": ablation.markdown(table), RESULTS / "ablation.json": ablation.as_json(table)}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -287,6 +302,10 @@ def main(argv: list[str] | None = None) -> int:
         readme.write_text(new, "utf-8")
         print(f"wrote {len(made) - len(missing)} blocks into {readme}"
               + (f"; no place for {', '.join(missing)}" if missing else ""))
+        if readme == README:
+            for path, text in generated_files().items():
+                path.write_text(text, "utf-8")
+                print(f"wrote {path.relative_to(ROOT)}")
         return 0
     problems = [f"README.md has no block {n} (<!-- report:{n} --> ... <!-- /report:{n} -->)" for n in missing]
     for m in BLOCK.finditer(text):

@@ -45,3 +45,19 @@ def test_sources_say_where_each_domains_cells_ran():
     assert report.ran_on(mixed) == ("ran on cpu (fp32) and cuda (bf16), 1 cell from before the NER head was seeded "
                                     "after the encoder load")
     assert report.ran_on({"cells": []}) == "ran on an unrecorded device"
+
+
+def test_the_ablation_table_is_made_from_every_study_json_and_plan_here():
+    """report.py writes and checks docs/results/ablation.{json,md} over every study JSON (not the source comparisons or
+    coverage, which are other studies) and every issue-46 plan: a result added since the table was made is not left
+    out, and the committed table is that one."""
+    argv = report.ablation_arguments()
+    results = argv[:argv.index("--out")]
+    assert results and all(r.startswith("docs/results/crossner-") for r in results)
+    assert not any("compare" in r or "coverage" in r for r in results)
+    assert "docs/results/crossner-v2-ai-study-pick4.json" in results
+    plans = sorted(f"scripts/plans/{p.name}" for p in (ROOT / "scripts" / "plans").glob("issue46-*.plan"))
+    assert argv[argv.index("--plans") + 1:] == plans
+    made = report.generated_files()
+    assert set(made) == {report.RESULTS / "ablation.md", report.RESULTS / "ablation.json"}
+    assert all(path.read_text("utf-8") == text for path, text in made.items())
