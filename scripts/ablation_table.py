@@ -13,6 +13,8 @@ on one machine), and the table says where `none` came from.
 
     python scripts/ablation_table.py docs/results/crossner-*-ci.json docs/results/crossner-*-pick.json \\
         --out docs/results/ablation.json      # also writes ablation.md beside it
+
+docs/results/ablation.{json,md} themselves are made by `python scripts/report.py`, over every study JSON and plan.
 """
 
 from __future__ import annotations
