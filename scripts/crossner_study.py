@@ -283,7 +283,9 @@ def selection_precision(ws, cells: list[dict[str, Any]], domain: str, earlier: d
             errors.setdefault(cell["row"], str(exc))
             continue
         found.setdefault(cell["row"], {})[key] = {**(dp or {}), "selected": cell.get("selected"), "selection_key": key}
-    out = {row: _mean_precision(list(by_key.values())) for row, by_key in found.items()}
+    drawn = {row: len({c["selection_key"] for c in cells if c["row"] == row and c.get("selection_key")}) for row in found}
+    # "of": the row's distinct selections in the cells; fewer found here means the mean covers only some seeds
+    out = {row: {**_mean_precision(list(by_key.values())), "of": drawn[row]} for row, by_key in found.items()}
     for row, error in errors.items():
         if row not in out:
             out[row] = (earlier or {}).get(row) or {"error": error}

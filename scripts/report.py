@@ -139,6 +139,8 @@ def domain_precision_phrase(precision: dict[str, Any]) -> list[str]:
     ["domain precision dsir 0.50 (a random draw's expectation 0.04)"]
     >>> domain_precision_phrase({"dsir": {"domain_precision": 0.5}, "cosine": {"domain_precision": 0.8, "parts": 1}})
     ["domain precision dsir 0.50 (one seed's selection), cosine 0.80"]
+    >>> domain_precision_phrase({"dsir": {"domain_precision": 0.5, "parts": 1, "of": 3}})
+    ['domain precision dsir 0.50 (1 of 3 selections)']
     >>> domain_precision_phrase({"dsir": {"domain_precision": 0.5}, "cosine": {"domain_precision": 0.8}})
     ["domain precision of the first seed's selections: dsir 0.50, cosine 0.80"]
     """
@@ -147,6 +149,7 @@ def domain_precision_phrase(precision: dict[str, Any]) -> list[str]:
         return []
     averaged = [("parts" in v) for v in shown.values()]
     dp = [f"{row} {v['domain_precision']:.2f}" + ("" if "parts" in v or not any(averaged) else " (one seed's selection)")
+          + (f" ({v['parts']} of {v['of']} selections)" if v.get("of", 0) > v.get("parts", v.get("of", 0)) else "")
           for row, v in shown.items()]
     rand = next((v.get("random_domain_precision") for v in shown.values() if "random_domain_precision" in v), None)
     head = "domain precision " if any(averaged) else "domain precision of the first seed's selections: "

@@ -297,7 +297,11 @@ def test_a_rows_domain_precision_is_the_mean_over_its_seeds_selections(monkeypat
     got = study.selection_precision(None, cells, "ai")
     assert round(got["random"]["domain_precision"], 4) == 0.03 and got["random"]["parts"] == 3
     assert got["random"]["selection_keys"] == ["r1", "r2", "r3"] and "selection_key" not in got["random"]
-    assert got["cosine"]["domain_precision"] == 0.8 and got["cosine"]["parts"] == 1
+    assert got["cosine"]["domain_precision"] == 0.8 and got["cosine"]["parts"] == 1 and got["cosine"]["of"] == 1
+    assert got["random"]["of"] == 3
+    del share["r3"]  # a seed's selection is elsewhere (its cell restored from an earlier run): said, not hidden
+    partial = study.selection_precision(None, cells, "ai")["random"]
+    assert (partial["parts"], partial["of"]) == (2, 3)
     merged = study._mean_precision([got["random"], {"domain_precision": 0.07, "selection_key": "r4"}])
     assert round(merged["domain_precision"], 4) == 0.04 and merged["parts"] == 4
 
