@@ -262,10 +262,10 @@ def loose_numbers(text: str) -> list[str]:
     return found
 
 
-def ablation_arguments() -> list[str]:
+def ablation_arguments(ablation=None) -> list[str]:
     """scripts/ablation_table.py's arguments: every study JSON in docs/results and every issue-46 plan, so a result
     added since the table was made is in it (or --check says the table is stale)."""
-    ablation = _ablation_table()
+    ablation = ablation or _ablation_table()
     results = sorted(str(p.relative_to(ROOT)) for p in RESULTS.glob("crossner-*.json") if ablation.is_study_result(load(p)))
     plans = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "scripts" / "plans").glob("issue46-*.plan"))
     return [*results, "--out", str((RESULTS / "ablation.json").relative_to(ROOT)), "--plans", *plans]
@@ -284,7 +284,7 @@ def generated_files() -> dict[Path, str]:
     """docs/results files that scripts make from JSON: ablation.md and ablation.json, from every study JSON and plan
     here (ablation_arguments), so a hand edit, a stale table or a result left out is found."""
     ablation = _ablation_table()
-    argv = ablation_arguments()
+    argv = ablation_arguments(ablation)
     args = ablation.build_parser().parse_args(argv)
     table = ablation.build([(ROOT / f).resolve() for f in args.results],
                            " ".join(["python scripts/ablation_table.py", *argv]), [ROOT / p for p in args.plans])
