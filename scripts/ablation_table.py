@@ -28,6 +28,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.append(str(ROOT / "scripts"))  # study_plans; appended, so a script never shadows a package
 
 LOWER_IS_WORSE = 1e-9  # "TAPT >= none" on point estimates: equal counts as not worse
 TEST_FIELDS = ("delta", "ci", "p", "p_holm", "seeds")  # what the table keeps of a paired test (seeds: a claim needs 3)
@@ -178,22 +179,14 @@ def build(paths: list[Path], command: str = "", plans: list[Path] | None = None)
         c["tapt_ge_none"] += bool(e["tapt_ge_none"])
         c["best_ge_tapt"] += bool(e["best_ge_tapt"])
         c["both"] += bool(e["tapt_ge_none"] and e["best_ge_tapt"])
+    import study_plans
+
     kept = {e["file"] for e in entries}
     return {"what": "issue 26 ablation: recipe variant x CrossNER domain (TEST F1, 95% CI over seeds and test sentences; "
                     "paired differences vs none and vs TAPT)",
             "command": command, "entries": entries, "superseded": superseded,
             "criterion": criterion, "decision": decision([r for r in results if r["_file"] in kept]),
-            "left": _plans().plans_left(plans) if plans else []}
-
-
-def _plans():
-    """scripts/study_plans.py, loaded from its path: report.py and the tests load this script the same way."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("study_plans", ROOT / "scripts" / "study_plans.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+            "left": study_plans.plans_left(plans) if plans else []}
 
 
 def _f1(row: dict[str, Any] | None) -> str:
@@ -252,7 +245,9 @@ def markdown(table: dict[str, Any]) -> str:
                      f"{', '.join(c.get('cannot_say') or []) or '–'} |")
     lines += _decision_lines(table["decision"])
     if table.get("left"):
-        lines += _plans().markdown(table["left"])
+        import study_plans
+
+        lines += study_plans.markdown(table["left"])
     lines += ["", "Made by:", "", f"    {table['command']}", "", "from the study results made by:", ""]
     for e in table["entries"]:  # a merged result (--merge) names each part's command
         lines += [f"    {c}" for c in (e.get("command") if isinstance(e.get("command"), list) else [e.get("command")]) if c]

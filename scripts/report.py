@@ -24,6 +24,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.append(str(ROOT / "scripts"))  # ablation_table; appended, so a script never shadows a package
 RESULTS = ROOT / "docs" / "results"
 README = ROOT / "README.md"
 DOMAINS = ("ai", "music", "literature", "science", "politics")
@@ -262,29 +263,23 @@ def loose_numbers(text: str) -> list[str]:
     return found
 
 
-def ablation_arguments(ablation=None) -> list[str]:
+def ablation_arguments() -> list[str]:
     """scripts/ablation_table.py's arguments: every study JSON in docs/results and every issue-46 plan, so a result
     added since the table was made is in it (or --check says the table is stale)."""
-    ablation = ablation or _ablation_table()
-    results = sorted(str(p.relative_to(ROOT)) for p in RESULTS.glob("crossner-*.json") if ablation.is_study_result(load(p)))
+    import ablation_table
+
+    results = sorted(str(p.relative_to(ROOT)) for p in RESULTS.glob("crossner-*.json")
+                     if ablation_table.is_study_result(load(p)))
     plans = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "scripts" / "plans").glob("issue46-*.plan"))
     return [*results, "--out", str((RESULTS / "ablation.json").relative_to(ROOT)), "--plans", *plans]
-
-
-def _ablation_table():
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("ablation_table", ROOT / "scripts" / "ablation_table.py")
-    ablation = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(ablation)
-    return ablation
 
 
 def generated_files() -> dict[Path, str]:
     """docs/results files that scripts make from JSON: ablation.md and ablation.json, from every study JSON and plan
     here (ablation_arguments), so a hand edit, a stale table or a result left out is found."""
-    ablation = _ablation_table()
-    argv = ablation_arguments(ablation)
+    import ablation_table as ablation
+
+    argv = ablation_arguments()
     args = ablation.build_parser().parse_args(argv)
     table = ablation.build([(ROOT / f).resolve() for f in args.results],
                            " ".join(["python scripts/ablation_table.py", *argv]), [ROOT / p for p in args.plans])

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import importlib
 import os
+import sys
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.append(str(ROOT / "scripts"))  # the scripts, importable by name (test_report, test_study, ...)
 CROSSNER = Path(os.environ.get("NERSELECT_CROSSNER", ROOT.parent / "shared" / "data" / "crossner"))
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -36,13 +39,9 @@ def crossner():
 
 
 def load_script(name: str):
-    """scripts/NAME.py as a module (scripts/ is not a package), so a test calls its functions."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    """scripts/NAME.py as a module (scripts/ is not a package; it is on sys.path, after the packages, as the scripts
+    put it when they import one another), so a test calls its functions."""
+    return importlib.import_module(name)
 
 
 TOY_SENTENCES = [

@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+from tests.conftest import load_script
 
-import ablation_table
+ablation_table = load_script("ablation_table")
 
 N_TEST = 60
 

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+from tests.conftest import load_script
 
-import gpu_proof
+gpu_proof = load_script("gpu_proof")
 
 
 def test_max_overlap_counts_jobs_running_together() -> None:
@@ -93,11 +93,12 @@ def test_unknown_parts_are_refused(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_dry_run_completes_every_part(tmp_path: Path) -> None:
-    """The whole script on CPU at toy sizes (about 9 min on 2 cores)."""
+    """The whole script on CPU at toy sizes (about 9 min on 2 cores). The dry run's 30-minute budget is lifted: on a
+    loaded machine the parts finish late, and this test waits for them, never on the clock."""
     import json
 
-    subprocess.run([sys.executable, gpu_proof.__file__, "--dry", "--out", str(tmp_path), "--work", str(tmp_path / "work")],
-                   check=True)
+    subprocess.run([sys.executable, gpu_proof.__file__, "--dry", "--budget-s", "86400", "--out", str(tmp_path),
+                    "--work", str(tmp_path / "work")], check=True)
     result = json.loads((tmp_path / "gpu-proof.json").read_text("utf-8"))
     assert {p: r["status"] for p, r in result["parts"].items()} == {p: "done" for p in gpu_proof.PARTS}
     sharing = result["parts"]["sharing"]

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+from tests.conftest import load_script
 
-import study_table
+study_table = load_script("study_table")
 
 
 def test_table_shows_intervals_paired_tests_and_marks_significance(tmp_path):
