@@ -552,6 +552,24 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def study_lines(payload: dict[str, Any]) -> str:
+    """A study's rows and its verdict, as its result JSON holds them: what --status prints, and what a run that added
+    rows prints after its own (a run of one row alone would say "not tested", though the study has `none`).
+
+    >>> print(study_lines({"rows": {"none": {"mean": 0.5, "std": 0.01, "seeds": [1, 2]}},
+    ...                    "verdict": {"text": "pretraining helps against none: not tested",
+    ...                                "advice": {"text": "no pretraining row was compared with none"}}}))
+    none     50.00 ± 1.00  seeds [1, 2]
+    verdict: pretraining helps against none: not tested
+    what to do: no pretraining row was compared with none
+    """
+    lines = [f"{row:8s} {100 * v['mean']:.2f} ± {100 * v['std']:.2f}  seeds {v['seeds']}" for row, v in payload["rows"].items()]
+    verdict = payload.get("verdict") or {}
+    lines += [f"verdict: {verdict['text']}"] if verdict.get("text") else []
+    lines += [f"what to do: {advice}"] if (advice := (verdict.get("advice") or {}).get("text")) else []
+    return "\n".join(lines)
+
+
 def main() -> int:
     args = build_parser().parse_args()
     if args.grid:
@@ -616,7 +634,8 @@ def main() -> int:
     run_dir = ws.runs_dir / f"study-{args.domain}-{variant}"
     out = Path(args.out) if args.out else result_path(args.domain, variant)
 
-    def write(result: dict[str, Any] | None, started: float, error: str | None = None, complete: bool = False) -> None:
+    def write(result: dict[str, Any] | None, started: float, error: str | None = None,
+              complete: bool = False) -> dict[str, Any]:
         # counts inline (merges later); the stored JSON's other rows kept (with_stored)
         cells = portable_cells(with_stored(result["cells"] if result else load_cells(run_dir), stored))
         held = row_order(list(dict.fromkeys([*rows, *(c["row"] for c in cells)])))  # every row the JSON holds
@@ -645,6 +664,7 @@ def main() -> int:
             "cells": cells,
         }
         write_json(out, payload)
+        return payload
 
     started = time.time()
     try:
@@ -662,11 +682,10 @@ def main() -> int:
         cells = with_stored(load_cells(run_dir), stored)  # finished here or stored in the JSON: both count
         missing, again = still_to_run(cells, rows, seeds, args.rerun_old_head, args.cpu_precision)
         left = len(missing) + len(again)
-        write(None, started, complete=not left, error=None if not left else
-              f"partial: written by --status while the study was unfinished ({left} row/seed cells to go"
-              + (f"; {len(again)} of them stored, standing until they run again)" if again else ")"))
-        for row, v in summarize(cells).items():
-            print(f"{row:8s} {100 * v['mean']:.2f} ± {100 * v['std']:.2f}  seeds {v['seeds']}")
+        payload = write(None, started, complete=not left, error=None if not left else
+                        f"partial: written by --status while the study was unfinished ({left} row/seed cells to go"
+                        + (f"; {len(again)} of them stored, standing until they run again)" if again else ")"))
+        print(study_lines(payload))
         print(f"{len(cells)} finished cells; wrote {out}")
         if left:  # the JSON keeps the finished cells' counts: the same command continues, here or on a fresh machine
             todo = [f"{r} seed {s}" for r, s in missing] + [f"{r} seed {s} (again)" for r, s in again]
@@ -687,8 +706,11 @@ def main() -> int:
         if isinstance(exc, KeyboardInterrupt):  # Ctrl-C or a time box's SIGINT: the message above says all, no traceback
             return 130
         raise
-    write(result, started)
+    payload = write(result, started)
     print(format_results(result))
+    if set(payload["rows"]) - set(rows):  # this run added rows to a study: its answer is the whole study's
+        print(f"\nthe whole study in {out} ({len(payload['cells'])} cells, with the rows stored before this run):\n"
+              + study_lines(payload))
     print("\nper-type TEST F1 (%), mean over seeds:\n" + per_type_table(result).to_string())
     for row, dp in selection_precision(ws, result["cells"], args.domain).items():
         if "domain_precision" in dp:
