@@ -244,10 +244,9 @@ def markdown(table: dict[str, Any]) -> str:
         lines.append(f"| {variant} | {', '.join(c['domains'])} | {c['tapt_ge_none']} | {c['best_ge_tapt']} | {c['both']} | "
                      f"{', '.join(c.get('cannot_say') or []) or '–'} |")
     lines += _decision_lines(table["decision"])
-    if table.get("left"):
-        import study_plans
+    import study_plans
 
-        lines += study_plans.markdown(table["left"])
+    lines += study_plans.markdown(table.get("left") or [])
     lines += ["", "Made by:", "", f"    {table['command']}", "", "from the study results made by:", ""]
     for e in table["entries"]:  # a merged result (--merge) names each part's command
         lines += [f"    {c}" for c in (e.get("command") if isinstance(e.get("command"), list) else [e.get("command")]) if c]
