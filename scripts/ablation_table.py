@@ -280,6 +280,12 @@ NEW_ROW_TEXT = {  # what each of core.experiments.decision.NEW_ROWS does, in the
 }
 
 
+def _domains_run(outcome: dict[str, Any]) -> str:
+    """Where a knob ran, a domain still running (more cells to come) marked as such."""
+    partial = set(outcome.get("partial", []))
+    return ", ".join(d + (" (partial)" if d in partial else "") for d in outcome["domains"])
+
+
 def _decision_lines(made: dict[str, Any]) -> list[str]:
     """The decision rule's outcome (README, "Reading an experiment, changing the default"), knob by knob."""
     lines = ["", f"**Decision rule (issue 46), protocol {made['protocol']}**: a knob's setting becomes the default only if "
@@ -287,7 +293,7 @@ def _decision_lines(made: dict[str, Any]) -> list[str]:
              f"{made['needed_domains']} of the 5 domains and is significantly worse on no domain. Outcome: {made['sentence']}."]
     if made["knobs"]:
         lines += ["", "| knob | domains run | better | worse | outcome | why |", "|---|---|---|---|---|---|"]
-        lines += [f"| {k['knob']} | {', '.join(k['domains'])} | {', '.join(k['better']) or '–'} | "
+        lines += [f"| {k['knob']} | {_domains_run(k)} | {', '.join(k['better']) or '–'} | "
                   f"{', '.join(k['worse']) or '–'} | {k['outcome']} | {k['reason']} |" for k in made["knobs"]]
         lines += ["", "| knob | domain | row | seeds | variant - default | 95% CI | p | Holm p |", "|---|---|---|---|---|---|---|---|"]
         lines += [f"| {t['knob']} | {t['domain']} | {t['row']} | {_test_cells(t)}" for t in made["tests"]]

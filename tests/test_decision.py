@@ -145,3 +145,21 @@ def test_a_pair_says_at_how_many_seeds_its_two_ner_heads_were_drawn_differently(
     assert {t.heads_apart for t in decide([kept_base, new], n_boot=200).tests} == {0}
     both_old = with_head(_run("music", {"l2sp": 0.1}, DEFAULT), seeded=False)  # both loaded an MLM folder: same draw
     assert {t.heads_apart for t in decide([old, both_old], n_boot=200).tests} == {0}
+
+
+def test_a_domain_run_part_way_is_left_not_lost():
+    """A knob whose run stopped part-way on two domains (seed 3 of a row not yet run; or a row not yet begun, the
+    result unfinished) has not failed there: with 0 better of 2 finished domains and 2 part-way, 3 can still be
+    reached, so the knob stays open; with politics finished (0 better of 3, 2 left) it can no longer reach 3."""
+    results = [_run(d, None, DEFAULT) for d in ("ai", "music", "science", "politics")]
+    results += [_run(d, {"l2sp": 0.01}, DEFAULT, seed=1) for d in ("ai", "music")]
+    short = _run("science", {"l2sp": 0.01}, DEFAULT, seed=1)
+    results.append(RunOfRecipe("science", short.params, [c for c in short.cells if not (c.row == "cosine" and c.seed == 3)]))
+    begun = _run("politics", {"l2sp": 0.01}, DEFAULT, seed=1)
+    results.append(RunOfRecipe("politics", begun.params, [c for c in begun.cells if c.row == "tapt"], finished=False))
+    (knob,) = decide(results, n_boot=300).knobs
+    assert knob.outcome == OPEN and knob.partial == ["politics", "science"]
+    assert "partial" in knob.reason and "better on 0 of 2 domains" in knob.reason
+    results[-1] = begun
+    (knob,) = decide(results, n_boot=300).knobs
+    assert knob.outcome == STAYS_OUT and knob.partial == ["science"]  # 0 of 3 finished, 2 left: cannot reach 3

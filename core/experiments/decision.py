@@ -10,6 +10,8 @@ bootstrap of core.experiments.statistics), and Holm's correction runs over every
 A variant is paired only with a default whose cells ran alike (records.ran_alike: device and precision); one without
 such a default is listed as unpaired, not tested against another machine's numbers.
 A knob that ran on fewer domains than the rule needs is "open" until the rest run, unless it can no longer qualify.
+A domain whose run stopped part-way (a result not finished, or a comparison with fewer seeds than a claim needs) is
+still to come, not a domain where the knob failed: it counts as left unless it is already decided there.
 """
 
 from __future__ import annotations
@@ -37,10 +39,11 @@ class RunOfRecipe:
     domain: str
     params: Mapping[str, Any]
     cells: list[Cell]
+    finished: bool = True  # False: the study stopped part-way (its JSON's "finished"), more cells are to come
 
     @classmethod
     def of(cls, result: Mapping[str, Any]) -> RunOfRecipe:
-        return cls(str(result["domain"]), result["params"], as_cells(result["cells"]))
+        return cls(str(result["domain"]), result["params"], as_cells(result["cells"]), bool(result.get("finished", True)))
 
     @property
     def knob(self) -> str:
@@ -85,6 +88,7 @@ class KnobOutcome:
     worse: list[str]  # a pretraining row worse with Holm-adjusted p < ALPHA
     outcome: str  # QUALIFIES, STAYS_OUT or OPEN
     reason: str
+    partial: list[str] = field(default_factory=list)  # ran part-way: more cells to come (counted as left)
 
 
 @dataclass
@@ -163,22 +167,28 @@ def knob_tests(results: Iterable[RunOfRecipe], n_boot: int = N_RESAMPLES, seed: 
                        for row in sorted({c.row for c in r.cells} - {"none"})])
 
 
-def _outcome(tests: Sequence[KnobTest], domains: Sequence[str], needed: int, alpha: float
-             ) -> tuple[list[str], list[str], list[str], str, str]:
+def _outcome(tests: Sequence[KnobTest], domains: Sequence[str], needed: int, alpha: float, stopped: Iterable[str] = ()
+             ) -> tuple[list[str], list[str], list[str], str, str, list[str]]:
     """One candidate's comparisons read by the rule, one rule for knobs and rows: where it ran, where it was better,
-    where worse, the outcome and why."""
+    where worse, the outcome, why, and where it ran part-way. A part-way domain (`stopped`: its result unfinished; or
+    a comparison there short of MIN_CLAIM_SEEDS) counts as left, so that a stopped run never closes a knob's chances."""
     ran = sorted({t.domain for t in tests})
     better = sorted({t.domain for t in tests if t.claims(alpha) and t.delta > 0})
     worse = sorted({t.domain for t in tests if t.claims(alpha) and t.delta < 0})
-    left = len(set(domains) - set(ran))
+    partial = sorted(({t.domain for t in tests if len(t.seeds) < MIN_CLAIM_SEEDS} | set(stopped)) & set(ran))
+    left = len(set(domains) - set(ran)) + len(set(partial) - set(better))
+    done = len(ran) - len(partial)
+    so_far = f" ({', '.join(partial)} partial)" if partial else ""
     if worse:
-        return ran, better, worse, STAYS_OUT, f"significantly worse on {', '.join(worse)}"
+        return ran, better, worse, STAYS_OUT, f"significantly worse on {', '.join(worse)}", partial
     if len(better) >= needed:
-        return ran, better, worse, QUALIFIES, f"better on {len(better)} domains ({', '.join(better)}), worse on no domain"
+        return (ran, better, worse, QUALIFIES, f"better on {len(better)} domains ({', '.join(better)}), worse on no domain",
+                partial)
     if len(better) + left < needed:
-        return ran, better, worse, STAYS_OUT, (f"better on {len(better)} of the {len(ran)} domains it ran, and {left} "
-                                               f"left: it cannot reach {needed}")
-    return ran, better, worse, OPEN, f"better on {len(better)} of {len(ran)} domains so far; needs {needed}, {left} not run yet"
+        return ran, better, worse, STAYS_OUT, (f"better on {len(better)} of the {done} domains it ran, and {left} "
+                                               f"left: it cannot reach {needed}"), partial
+    return ran, better, worse, OPEN, (f"better on {len(better)} of {done} domains so far{so_far}; needs {needed}, {left} "
+                                      f"to run or finish"), partial
 
 
 def decide(results: Iterable[RunOfRecipe], domains: Sequence[str] = DOMAINS, needed: int = NEEDED_DOMAINS,
@@ -186,7 +196,8 @@ def decide(results: Iterable[RunOfRecipe], domains: Sequence[str] = DOMAINS, nee
     """The rule applied to every knob variant among `results`."""
     results = list(results)
     tests = knob_tests(results, n_boot=n_boot)
-    outcomes = [KnobOutcome(knob, *_outcome([t for t in tests if t.knob == knob], domains, needed, alpha))
+    outcomes = [KnobOutcome(knob, *_outcome([t for t in tests if t.knob == knob], domains, needed, alpha,
+                                            {r.domain for r in results if r.knob == knob and not r.finished}))
                 for knob in sorted({t.knob for t in tests})]
     return Decision(tests, outcomes, unpaired_variants(results))
 
@@ -208,6 +219,7 @@ class RowOutcome:
     worse: list[str]
     outcome: str
     reason: str
+    partial: list[str] = field(default_factory=list)  # ran part-way: more cells to come (counted as left)
     tests: list[KnobTest] = field(default_factory=list)  # knob: the rival ("random", "cosine", ...)
 
     def sentence(self) -> str:
@@ -226,4 +238,6 @@ def decide_row(results: Iterable[RunOfRecipe], row: str = "entity-gain", rivals:
     tests = _with_holm([_paired(rival, r.domain, row, r.cells, r.cells, rival, n_boot)
                         for r in results if not r.knob for rival in rivals])
     control = [t for t in tests if t.knob == rivals[0]]
+    # No `stopped` here: a default study left unfinished by another row's cells says nothing of this row's; a row
+    # short of seeds is part-way by its own comparisons.
     return RowOutcome(row, *_outcome(control, domains, needed, alpha), tests=tests)
