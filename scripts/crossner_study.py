@@ -552,6 +552,38 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def default_result_path(args: argparse.Namespace) -> Path:
+    """The result JSON of this study's default recipe: the same domain, encoder, preset and checkpoint pick, no knob."""
+    _, variant = recipe_variant(argparse.Namespace(**{**vars(args), "mlm": [], "mlm_steps": None, "rehearsal_share": 0}))
+    return result_path(args.domain, variant)
+
+
+def knob_lines(payload: dict[str, Any], default: dict[str, Any] | None, name: str = "the default recipe") -> str:
+    """A knob variant's rows against its domain's default recipe (issue 46's comparison, core.experiments.decision):
+    without it the variant's own verdict can only say "not tested", since the variant shares the default's none.
+    Holm runs over this variant's rows here; the ablation table's runs over every knob and domain at once, so its p
+    can only be larger."""
+    from core.experiments.decision import RunOfRecipe, knob_tests, unpaired_variants
+
+    variant = RunOfRecipe.of(payload)
+    if not variant.knob:
+        return ""
+    if default is None:
+        return f"{variant.knob} against {name}: no result of it yet, so not compared"
+    runs = [RunOfRecipe.of(default), variant]
+    if unpaired := unpaired_variants(runs):
+        return f"{variant.knob} against {name}: not compared ({unpaired[0]}: cells of two devices or precisions never pair)"
+    tests = knob_tests(runs)
+    if not tests:
+        return f"{variant.knob} against {name}: no row of it ran beside this variant's on a common seed"
+    lines = [f"{variant.knob} against {name} (variant - default, test F1 points; Holm over these {len(tests)}):"]
+    for t in tests:
+        holm = "no claim under 3 seeds" if t.p_holm is None else f"Holm {t.p_holm:.3f}"
+        lines.append(f"  {t.row:8s} {100 * t.delta:+.2f} [{100 * t.ci[0]:+.2f}, {100 * t.ci[1]:+.2f}]  p {t.p:.3f}  {holm}"
+                     f"  seeds {t.seeds}")
+    return "\n".join(lines)
+
+
 def study_lines(payload: dict[str, Any]) -> str:
     """A study's rows and its verdict, as its result JSON holds them: what --status prints, and what a run that added
     rows prints after its own (a run of one row alone would say "not tested", though the study has `none`).
@@ -666,6 +698,12 @@ def main() -> int:
         write_json(out, payload)
         return payload
 
+    def print_knob_lines(payload: dict[str, Any]) -> None:
+        default = default_result_path(args)
+        if default != out and (text := knob_lines(payload, json.loads(default.read_text()) if default.exists() else None,
+                                                  default.name)):
+            print("\n" + text)
+
     started = time.time()
     try:
         protocol = {"name": PROTOCOL, "split_seed": SPLIT_SEED, "sizes": study.sizes()}
@@ -686,6 +724,7 @@ def main() -> int:
                         f"partial: written by --status while the study was unfinished ({left} row/seed cells to go"
                         + (f"; {len(again)} of them stored, standing until they run again)" if again else ")"))
         print(study_lines(payload))
+        print_knob_lines(payload)
         print(f"{len(cells)} finished cells; wrote {out}")
         if left:  # the JSON keeps the finished cells' counts: the same command continues, here or on a fresh machine
             todo = [f"{r} seed {s}" for r, s in missing] + [f"{r} seed {s} (again)" for r, s in again]
@@ -711,6 +750,7 @@ def main() -> int:
     if set(payload["rows"]) - set(rows):  # this run added rows to a study: its answer is the whole study's
         print(f"\nthe whole study in {out} ({len(payload['cells'])} cells, with the rows stored before this run):\n"
               + study_lines(payload))
+    print_knob_lines(payload)
     print("\nper-type TEST F1 (%), mean over seeds:\n" + per_type_table(result).to_string())
     for row, dp in selection_precision(ws, result["cells"], args.domain).items():
         if "domain_precision" in dp:

@@ -163,3 +163,25 @@ def test_a_domain_run_part_way_is_left_not_lost():
     results[-1] = begun
     (knob,) = decide(results, n_boot=300).knobs
     assert knob.outcome == STAYS_OUT and knob.partial == ["science"]  # 0 of 3 finished, 2 left: cannot reach 3
+
+
+def test_a_knob_study_prints_its_rows_against_the_default_of_its_domain():
+    """`crossner_study.py --mlm KEY=V` ends with the variant against its domain's default recipe, not only with its own
+    verdict (which cannot test against none: the variant shares the default's)."""
+    from tests.conftest import load_script
+
+    study = load_script("crossner_study")
+
+    def payload(run: RunOfRecipe) -> dict:
+        return {"domain": run.domain, "params": dict(run.params), "cells": run.cells, "finished": True}
+
+    default, better = _run("ai", None, DEFAULT), _run("ai", {"lr": 5e-5}, {**DEFAULT, "tapt": 0.75})
+    text = study.knob_lines(payload(better), payload(default), "ai-default.json")
+    head, *rows = text.splitlines()
+    assert head.startswith("lr=5e-05 against ai-default.json") and "Holm over these 2" in head
+    tapt = next(r for r in rows if r.split()[0] == "tapt")
+    assert float(tapt.split()[1]) > 10 and "Holm 0.000" in tapt  # +20 points on 300 sentences: not chance
+    assert study.knob_lines(payload(default), payload(default)) == ""  # the default itself: nothing to compare
+    assert "no result of it yet" in study.knob_lines(payload(better), None)
+    gpu = payload(_run("ai", {"lr": 5e-5}, DEFAULT, device="cuda"))
+    assert "not compared" in study.knob_lines(gpu, payload(default))
