@@ -134,6 +134,14 @@ def decision(results: list[dict[str, Any]], protocol: str = "v2") -> dict[str, A
             "new_rows": [new_row(name) for name in NEW_ROWS]}
 
 
+def drift_gain(results: list[dict[str, Any]], protocol: str = "v2") -> dict[str, Any]:
+    """How far MLM moved the encoder against what it gained over none (core.experiments.drift_gain), under `protocol`."""
+    from core.experiments.decision import RunOfRecipe
+    from core.experiments.drift_gain import drift_and_gain
+
+    return {"protocol": protocol, **drift_and_gain([RunOfRecipe.of(r) for r in results if protocol_of(r) == protocol])}
+
+
 def _one_per_cell(entries: list[dict[str, Any]], results: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[str]]:
     """One entry per (variant, domain): the run with kept predictions (intervals) first, then the one written last.
     The others (older reruns of the same recipe) are named, not counted twice."""
@@ -186,6 +194,7 @@ def build(paths: list[Path], command: str = "", plans: list[Path] | None = None)
                     "paired differences vs none and vs TAPT)",
             "command": command, "entries": entries, "superseded": superseded,
             "criterion": criterion, "decision": decision([r for r in results if r["_file"] in kept]),
+            "drift_gain": drift_gain([r for r in results if r["_file"] in kept]),
             "left": study_plans.plans_left(plans) if plans else []}
 
 
@@ -244,6 +253,7 @@ def markdown(table: dict[str, Any]) -> str:
         lines.append(f"| {variant} | {', '.join(c['domains'])} | {c['tapt_ge_none']} | {c['best_ge_tapt']} | {c['both']} | "
                      f"{', '.join(c.get('cannot_say') or []) or '–'} |")
     lines += _decision_lines(table["decision"])
+    lines += _drift_lines(table.get("drift_gain"))
     import study_plans
 
     lines += study_plans.markdown(table.get("left") or [])
@@ -320,6 +330,41 @@ def _decision_lines(made: dict[str, Any]) -> list[str]:
                       + ", ".join(f"{d} {v['value']:.2f}" + (f" ×{v['selections']}" if v["selections"] else "")
                                   for d, v in shown) + "."]
     return lines
+
+
+def _r(stats: dict[str, Any]) -> str:
+    """A Pearson r with its interval, or why there is none."""
+    if stats["r"] is None:
+        return f"– ({stats['reason']})"
+    ci = stats.get("r_ci")
+    return f"{stats['r']:+.2f}" + (f" [{ci[0]:+.2f}, {ci[1]:+.2f}]" if ci else "")
+
+
+def _drift_lines(made: dict[str, Any] | None) -> list[str]:
+    """Drift against gain (issue 46: does holding the encoder near its start matter?), all cells and moved ones."""
+    if not made or not made["all"]["within"]["n"]:
+        return []
+    moved, every = made["moved"], made["all"]
+    lines = ["", f"**Drift and gain, protocol {made['protocol']}**: Pearson r between an MLM cell's CKA to the base "
+             "encoder (the encoder NER fine-tuned; 1 = unchanged) and its TEST F1 minus none's on the same seed, over "
+             "every recipe of a domain; within domains, each domain's points centred on its own means first. Among the "
+             "encoders that moved, a negative r would say more drift went with more gain, a positive r that holding the "
+             "encoder near its start paid. The cells share none per seed, so the intervals (bootstrap over cells) "
+             "describe, they do not test.", "",
+             "| domain | cells moved | r, moved | cells, with kept base | r, with kept base |", "|---|---|---|---|---|"]
+    for d, stats in every["per_domain"].items():
+        m = moved["per_domain"].get(d, {"n": 0, "r": None, "reason": "no cell moved"})
+        lines.append(f"| {d} | {m['n']} | {_r(m)} | {stats['n']} | {_r(stats)} |")
+    lines.append(f"| within domains | {moved['within']['n']} | {_r(moved['within'])} | {every['within']['n']} | "
+                 f"{_r(every['within'])} |")
+    left = [f"{made['kept_base']} cells kept the base encoder (CKA 1: the pick's probe saw no gain on DEV, so r with "
+            "them also measures that choice)"]
+    if made["left_out_unknown"]:
+        left.append(f"{made['left_out_unknown']} cells are left out: their pick chose an earlier snapshot, whose drift "
+                    "cells record only since the pick kept its own (issue 46)")
+    if made["left_out_no_none"]:
+        left.append(f"{made['left_out_no_none']} cells had no none of the same seed and machine")
+    return lines + ["", "; ".join(left) + "."]
 
 
 def as_json(table: dict[str, Any]) -> str:

@@ -301,6 +301,9 @@ def test_checkpoint_pick_in_cells_uses_the_probe_winner_and_probes_the_base_once
     assert random["chosen"] == "base" and not random["helped"] and cells["random"]["encoder"] == str(tiny_bert_dir)
     assert "did not help" in random["reason"]
     assert probed.count("base") == 1  # the base encoder's score is shared by the seed's rows
+    # the drift of the encoder NER fine-tuned: the step-2 snapshot measured on its own, the kept base unmoved
+    assert 0 < tapt["drift"]["cka"] <= 1 and tapt["drift"] != cells["tapt"]["drift"]
+    assert random["drift"]["cka"] == 1.0 and random["drift"]["cosine"] == 1.0
 
     probed.clear()
     assert main(["--workspace", str(ws.root), "experiment", "--tc", corpora["tc"], "--dc", corpora["dc"], "--lc", corpora["lc"],

@@ -161,14 +161,24 @@ class CellTrainer:
         atomic_write_json(saved, result)
         return result["chosen"]["path"], result
 
-    def drift(self, trained: str, folder: Path, texts: list[str]) -> dict[str, Any]:
+    def drift(self, trained: str, folder: Path, texts: list[str], name: str = "drift.json") -> dict[str, Any]:
         """How far MLM moved the encoder on these (TC) sentences (core.train.drift), kept beside the MLM model."""
         from core.train.drift import encoder_drift
 
-        path = folder / "mlm" / "drift.json"
+        path = folder / "mlm" / name
         if not path.exists():
             atomic_write_json(path, encoder_drift(self.model, trained, texts))
         return json.loads(path.read_text("utf-8"))
+
+    def chosen_drift(self, pick: dict[str, Any], chosen: str, trained: str, drift: dict[str, Any], folder: Path,
+                     texts: list[str]) -> dict[str, Any]:
+        """The drift of the encoder NER fine-tuned, which the pick may not have taken from the end of the MLM run
+        (`drift`): the base encoder has not moved; a snapshot is measured on its own (issue 46 relates drift to F1)."""
+        if pick["chosen"]["step"] is None:
+            return {"cosine": 1.0, "cka": 1.0, "sentences": drift["sentences"]}
+        if chosen == trained:
+            return drift
+        return self.drift(chosen, folder, texts, f"drift-{slug(str(pick['chosen']['label']))}.json")
 
     def _probe_score(self, cand, where: Path, seed: int, lc: Corpus) -> float:
         """DEV F1 of one candidate's short fine-tune, kept in `where/score.json`; the probe's model is deleted."""
@@ -330,7 +340,8 @@ class ExperimentCells(CellTrainer):
             made["drift"] = self.drift(encoder, mlm_folder, tc_texts)
             chosen, pick = self.choose_encoder(encoder, phases, mlm_folder, seed, sub(progress, 0.6, 0.7), lc)
             if pick is not None:
-                made["pick"] = pick_record(pick)
+                made["pick"] = {**pick_record(pick),
+                                "drift": self.chosen_drift(pick, chosen, encoder, made["drift"], mlm_folder, tc_texts)}
                 if pick["chosen"]["step"] is not None and chosen != encoder:
                     write_lineage(chosen, mlm_lineage)  # a snapshot: the same corpora and recipe, fewer steps
                 encoder = chosen

@@ -54,7 +54,7 @@ class Cell:
     mlm_sentences: int = 0  # every sentence of the MLM corpus (DAPT: its DC sentences); 0 without pretraining
     mlm_seconds: float = 0.0
     b1_mlm_seconds: float | None = None  # the TAPT model a strategy read (B1), when it needed one
-    drift: dict[str, Any] | None = None
+    drift: dict[str, Any] | None = None  # the end of the MLM run's; pick["drift"]: the encoder NER fine-tuned
     pick: dict[str, Any] | None = None  # the checkpoint pick's record (core.experiments.cells.pick_record)
     predictions: str | None = None
     test_counts: Any = None  # per-sentence TEST counts inline: intervals survive the run folder
