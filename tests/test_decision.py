@@ -185,3 +185,13 @@ def test_a_knob_study_prints_its_rows_against_the_default_of_its_domain():
     assert "no result of it yet" in study.knob_lines(payload(better), None)
     gpu = payload(_run("ai", {"lr": 5e-5}, DEFAULT, device="cuda"))
     assert "not compared" in study.knob_lines(gpu, payload(default))
+
+
+def test_a_domain_partial_but_already_better_counts_as_decided():
+    better = {**DEFAULT, "tapt": 0.75, "cosine": 0.76}
+    results = [_run(d, None, DEFAULT) for d in ("ai", "music")]
+    full = _run("music", {"l2sp": 0.01}, better)
+    results.append(RunOfRecipe("music", full.params, [c for c in full.cells if c.row != "cosine" or c.seed < 3]))
+    (knob,) = decide(results, n_boot=300).knobs
+    assert knob.better == ["music"] and knob.partial == ["music"] and knob.outcome == OPEN
+    assert "better on 1 of 1 domains so far" in knob.reason and "needs 3, 4 to run or finish" in knob.reason

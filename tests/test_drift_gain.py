@@ -23,6 +23,9 @@ def _pick(chosen: str, drift: float | None = None) -> dict:
     (_pick("base"), 1.0),  # the base encoder has not moved
     (_pick("step-100"), None),  # an earlier snapshot, its drift not recorded: unknown
     (_pick("step-100", drift=0.9), 0.9),  # ... and recorded
+    ({"chosen": "final", "chosen_step": 300, "scores": {**SCORES, "final": 0.5}}, 0.7),  # the end, not a snapshot
+    ({"chosen": "step-200", "chosen_step": 200, "scores": {**SCORES, "final": 0.5}}, None),  # the final came after it
+    ({"chosen": "step-200", "chosen_step": 200}, None),  # a record without its scores: which step ended it is unknown
 ])
 def test_the_cka_read_is_that_of_the_encoder_fine_tuned(pick, expected):
     assert fine_tuned_cka(Cell(row="tapt", seed=1, f1=0.5, drift={"cka": 0.7, "cosine": 0.5}, pick=pick)) == expected
@@ -48,8 +51,25 @@ def test_r_is_read_within_domains_and_cells_without_their_none_are_counted_out()
     would dominate; centred per domain, r is +1."""
     runs = _runs("ai", 0.0, 0.1) + _runs("music", 0.2, 0.1)
     made = drift_and_gain(runs + [_runs("science", 0.0, 0.1, device="cuda")[1]])  # a variant with no default beside it
-    assert made["all"]["within"]["n"] == 18 and made["all"]["within"]["r"] == pytest.approx(1.0)
+    assert made["moved"]["within"]["n"] == 18 and made["moved"]["within"]["r"] == pytest.approx(1.0)
     assert {d: s["n"] for d, s in made["moved"]["per_domain"].items()} == {"ai": 9, "music": 9}
-    assert made["left_out_no_none"] == 3 and made["left_out_unknown"] == 0 and made["kept_base"] == 0
+    assert made["left_out"] == {"no_none": 3, "unknown": 0, "kept_base": 0}
     flipped = drift_and_gain(_runs("ai", 0.0, -0.1) + _runs("music", 0.0, -0.1))
     assert flipped["moved"]["within"]["r"] == pytest.approx(-1.0)
+
+
+def test_cells_that_kept_the_base_are_counted_out_even_a_whole_domain_of_them():
+    """A knob that holds the encoder back may leave a domain where every pick kept the base: nothing to correlate
+    there, and the table still renders."""
+    from tests.conftest import load_script
+
+    kept = []
+    for run in _runs("science", 0.0, 0.1):
+        cells = [c if c.row == "none" else Cell(row=c.row, seed=c.seed, f1=0.5, drift=c.drift, pick=_pick("base"),
+                                                numerics=c.numerics) for c in run.cells]
+        kept.append(RunOfRecipe(run.domain, run.params, cells))
+    made = drift_and_gain(_runs("ai", 0.0, 0.1) + _runs("music", 0.2, 0.1) + kept)
+    assert made["left_out"]["kept_base"] == 9 and "science" not in made["moved"]["per_domain"]
+    assert made["moved"]["within"]["r"] == pytest.approx(1.0)
+    text = "\n".join(load_script("ablation_table")._drift_lines({"protocol": "v2", **made}))
+    assert "| within domains | 18 | +1.00" in text and "9 cells that kept the base encoder" in text

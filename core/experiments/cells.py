@@ -173,12 +173,16 @@ class CellTrainer:
     def chosen_drift(self, pick: dict[str, Any], chosen: str, trained: str, drift: dict[str, Any], folder: Path,
                      texts: list[str]) -> dict[str, Any]:
         """The drift of the encoder NER fine-tuned, which the pick may not have taken from the end of the MLM run
-        (`drift`): the base encoder has not moved; a snapshot is measured on its own (issue 46 relates drift to F1)."""
-        if pick["chosen"]["step"] is None:
+        (`drift`): the base encoder has not moved; the end of the run (its last snapshot or the final model) is
+        `drift`; an earlier snapshot is measured on its own (issue 46 relates drift to F1)."""
+        from core.train.checkpoint_pick import end_of_run
+
+        label = str(pick["chosen"]["label"])
+        if label == "base":
             return {"cosine": 1.0, "cka": 1.0, "sentences": drift["sentences"]}
-        if chosen == trained:
+        if chosen == trained or label == end_of_run(s["label"] for s in pick["scores"]):
             return drift
-        return self.drift(chosen, folder, texts, f"drift-{slug(str(pick['chosen']['label']))}.json")
+        return self.drift(chosen, folder, texts, f"drift-{slug(label)}.json")
 
     def _probe_score(self, cand, where: Path, seed: int, lc: Corpus) -> float:
         """DEV F1 of one candidate's short fine-tune, kept in `where/score.json`; the probe's model is deleted."""

@@ -177,7 +177,7 @@ def _outcome(tests: Sequence[KnobTest], domains: Sequence[str], needed: int, alp
     worse = sorted({t.domain for t in tests if t.claims(alpha) and t.delta < 0})
     partial = sorted(({t.domain for t in tests if len(t.seeds) < MIN_CLAIM_SEEDS} | set(stopped)) & set(ran))
     left = len(set(domains) - set(ran)) + len(set(partial) - set(better))
-    done = len(ran) - len(partial)
+    done = len(ran) - len(set(partial) - set(better))  # a partial domain already better there is decided
     so_far = f" ({', '.join(partial)} partial)" if partial else ""
     if worse:
         return ran, better, worse, STAYS_OUT, f"significantly worse on {', '.join(worse)}", partial

@@ -150,7 +150,7 @@ def pool_comparisons(results: Sequence[ComparisonResult | dict[str, Any]]) -> di
         stats["direction"] = info.direction if info else "not a known measure"
         if stats["r"] is not None:
             rho = spearmanr(*zip(*xy))
-            stats.update(rho=float(rho.statistic), rho_p=float(rho.pvalue), r_within=_within_target_r(usable, m),
+            stats.update(rho=float(rho.statistic), rho_p=float(rho.pvalue), r_within=within_target_r(usable, m),
                          r_within_ci=crossed_r_interval(usable, m, within=True),
                          r_off_diagonal=_pearson([(p[m], p["gain"]) for p in usable if not p["in_domain"]]),
                          r_ci_method="bootstrap over targets and sources (Owen 2007)" if crossed else "bootstrap over pairs")
@@ -207,7 +207,7 @@ def _pearson(xy: Sequence[tuple[float, float]]) -> float | None:
     return float(np.corrcoef(x, y)[0, 1])
 
 
-def _within_target_r(points: Sequence[dict[str, Any]], measure: str) -> float | None:
+def within_target_r(points: Sequence[dict[str, Any]], measure: str) -> float | None:
     """Pearson r after centring the measure and the gain on each target's mean: only differences between the sources of
     one target count (None with fewer than two targets of two or more sources)."""
     groups: dict[str, list[dict[str, Any]]] = {}

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -62,6 +62,16 @@ def candidates(base: str, snapshot_dir: str | Path | None = None, final: str | P
         if step is None or step not in {n for n, _ in steps}:
             out.append(Candidate("final", str(final), step))
     return out
+
+
+def end_of_run(labels: Iterable[str]) -> str | None:
+    """Which candidate label is the end of the MLM run: "final" when the last step was not a snapshot (see
+    `candidates`), else the latest snapshot; None with no pretrained candidate."""
+    labels = list(labels)
+    if "final" in labels:
+        return "final"
+    steps = [label for label in labels if re.fullmatch(r"step-\d+", label)]
+    return max(steps, key=lambda label: int(label[5:]), default=None)
 
 
 def mlm_snapshots(run_dir: str | Path, phases: list[dict[str, Any]]) -> Path | None:
