@@ -318,9 +318,7 @@ def user_advice(entries: Iterable[SummaryEntry | Mapping[str, Any]], cells: Iter
 
     tests = [(e, e.vs["none"]) for e in as_entries(entries) if "none" in e.vs and not e.row.startswith("none")]
     if not tests:
-        return {"case": "not tested", "text": "no pretraining row was compared with none: run the none row beside them "
-                                              "(a knob variant of a study is read against its default recipe instead, "
-                                              "in the ablation table: python scripts/report.py)"}
+        return {"case": "not tested", "text": "no pretraining row was compared with none: add the none row to the run"}
     helped = [(e, t) for e, t in tests if t.delta > 0 and t.significant]
     if helped:
         e, t = max(helped, key=lambda et: et[1].delta)
