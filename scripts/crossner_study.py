@@ -576,7 +576,8 @@ def knob_lines(payload: dict[str, Any], default: dict[str, Any] | None, name: st
     tests = knob_tests(runs)
     if not tests:
         return f"{variant.knob} against {name}: no row of it ran beside this variant's on a common seed"
-    lines = [f"{variant.knob} against {name} (variant - default, test F1 points; Holm over these {len(tests)}):"]
+    lines = [f"{variant.knob} against {name}, whose none it shares (so the verdict above cannot test against none; "
+             f"this is its comparison): variant - default, test F1 points, Holm over these {len(tests)}"]
     for t in tests:
         holm = "no claim under 3 seeds" if t.p_holm is None else f"Holm {t.p_holm:.3f}"
         apart = f"  NER heads drawn apart at {t.heads_apart} (--rerun-old-head)" if t.heads_apart else ""
@@ -700,9 +701,15 @@ def main() -> int:
         return payload
 
     def print_knob_lines(payload: dict[str, Any]) -> None:
+        """After the result is written: a default that cannot be read is said, never a reason to fail the run."""
         default = default_result_path(args)
-        if default != out and (text := knob_lines(payload, json.loads(default.read_text()) if default.exists() else None,
-                                                  default.name)):
+        if default == out:
+            return
+        try:
+            text = knob_lines(payload, json.loads(default.read_text()) if default.exists() else None, default.name)
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            text = f"not compared with {default.name}: it could not be read ({type(exc).__name__}: {exc})"
+        if text:
             print("\n" + text)
 
     started = time.time()
