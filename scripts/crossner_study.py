@@ -564,6 +564,7 @@ def knob_lines(payload: dict[str, Any], default: dict[str, Any] | None, name: st
     Holm runs over this variant's rows here; the ablation table's runs over every knob and domain at once, so its p
     can only be larger."""
     from core.experiments.decision import RunOfRecipe, knob_tests, unpaired_variants
+    from core.experiments.statistics import MIN_CLAIM_SEEDS
 
     variant = RunOfRecipe.of(payload)
     if not variant.knob:
@@ -577,7 +578,8 @@ def knob_lines(payload: dict[str, Any], default: dict[str, Any] | None, name: st
     if not tests:
         return f"{variant.knob} against {name}: no row of it ran beside this variant's on a common seed"
     lines = [f"{variant.knob} against {name}, whose none it shares (so the verdict above cannot test against none; "
-             f"this is its comparison): variant - default, test F1 points, Holm over these {len(tests)}"]
+             f"this is its comparison): variant - default, test F1 points, Holm over the "
+             f"{sum(t.p_holm is not None for t in tests)} of these with {MIN_CLAIM_SEEDS} seeds or more"]
     for t in tests:
         holm = "no claim under 3 seeds" if t.p_holm is None else f"Holm {t.p_holm:.3f}"
         apart = f"  NER heads drawn apart at {t.heads_apart} (--rerun-old-head)" if t.heads_apart else ""

@@ -178,7 +178,7 @@ def test_a_knob_study_prints_its_rows_against_the_default_of_its_domain():
     default, better = _run("ai", None, DEFAULT), _run("ai", {"lr": 5e-5}, {**DEFAULT, "tapt": 0.75})
     text = study.knob_lines(payload(better), payload(default), "ai-default.json")
     head, *rows = text.splitlines()
-    assert head.startswith("lr=5e-05 against ai-default.json") and "Holm over these 2" in head
+    assert head.startswith("lr=5e-05 against ai-default.json") and "Holm over the 2 of these with 3 seeds" in head
     tapt = next(r for r in rows if r.split()[0] == "tapt")
     assert float(tapt.split()[1]) > 10 and "Holm 0.000" in tapt  # +20 points on 300 sentences: not chance
     assert study.knob_lines(payload(default), payload(default)) == ""  # the default itself: nothing to compare
