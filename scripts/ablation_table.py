@@ -97,8 +97,10 @@ def domain_entry(result: dict[str, Any], others: list[dict[str, Any]]) -> dict[s
     best = max(selections, key=lambda r: rows[r]["f1_mean"], default=None)
     tapt, none = rows.get("tapt"), rows.get("none")
     protocol = protocol_of(result)  # a v1 result (DEV text in TC) and a v2 one of the same recipe are two variants
+    from core.experiments.records import ran_alike
+
     return {"variant": recipe_label(result["params"]) + ("" if protocol == "v1" else f" [{protocol}]"),
-            "protocol": protocol, "domain": result["domain"], "file": result["_file"],
+            "protocol": protocol, "domain": result["domain"], "ran": list(ran_alike(cells)), "file": result["_file"],
             "none_from": none_from, "finished": bool(result.get("finished")), "command": result.get("command"),
             "commit": result.get("commit"), "rows": rows, "best_selection": best,
             "tapt_ge_none": None if not (tapt and none) else tapt["f1_mean"] >= none["f1_mean"] - LOWER_IS_WORSE,
@@ -143,16 +145,23 @@ def drift_gain(results: list[dict[str, Any]], protocol: str = "v2") -> dict[str,
 
 
 def _one_per_cell(entries: list[dict[str, Any]], results: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[str]]:
-    """One entry per (variant, domain): the run with kept predictions (intervals) first, then the one written last.
-    The others (older reruns of the same recipe) are named, not counted twice."""
+    """One entry per (variant, domain, device and precision): the run with kept predictions (intervals) first, then
+    the one written last. The others (older reruns of the same recipe) are named, not counted twice. A CPU run of a
+    recipe beside its GPU run is a run of its own (records.ran_alike: their cells never pair), kept and labelled."""
     written = {r["_file"]: r.get("written", "") for r in results}
-    best: dict[tuple[str, str], dict[str, Any]] = {}
+    best: dict[tuple[str, str, tuple[str, ...]], dict[str, Any]] = {}
     for e in entries:
-        key = (e["variant"], e["domain"])
+        key = (e["variant"], e["domain"], tuple(e.get("ran") or ()))
         rank = (all(v.get("f1_ci") for v in e["rows"].values()), e["finished"], written[e["file"]])
         if key not in best or rank > best[key]["_rank"]:
             best[key] = {**e, "_rank": rank}
     kept = [{k: v for k, v in e.items() if k != "_rank"} for e in best.values()]
+    ways: dict[tuple[str, str], set[tuple[str, ...]]] = {}
+    for variant, domain, ran in best:
+        ways.setdefault((variant, domain), set()).add(ran)
+    for e in kept:  # "music on cpu (fp32)" only where the same recipe and domain also ran another way
+        twice = len(ways[e["variant"], e["domain"]]) > 1
+        e["label"] = e["domain"] + (f" on {' and '.join(e['ran']) or 'an unrecorded device'}" if twice else "")
     files = {e["file"] for e in kept}
     return kept, sorted(e["file"] for e in entries if e["file"] not in files)
 
@@ -176,14 +185,14 @@ def build(paths: list[Path], command: str = "", plans: list[Path] | None = None)
         r["_file"] = str(path.relative_to(ROOT)) if path.resolve().is_relative_to(ROOT) else str(path)
         results.append(r)
     entries, superseded = _one_per_cell([domain_entry(r, results) for r in results], results)
-    entries.sort(key=lambda e: (e["variant"], e["domain"]))
+    entries.sort(key=lambda e: (e["variant"], e["label"]))
     criterion = {}
     for e in entries:
         c = criterion.setdefault(e["variant"], {"domains": [], "tapt_ge_none": 0, "best_ge_tapt": 0, "both": 0,
                                                 "cannot_say": []})
-        c["domains"].append(e["domain"] + ("" if e["finished"] else " (partial)"))
+        c["domains"].append(e["label"] + ("" if e["finished"] else " (partial)"))
         if e["tapt_ge_none"] is None or e["best_ge_tapt"] is None:  # a run without none (and none to borrow) or TAPT
-            c["cannot_say"].append(e["domain"])
+            c["cannot_say"].append(e["label"])
         c["tapt_ge_none"] += bool(e["tapt_ge_none"])
         c["best_ge_tapt"] += bool(e["best_ge_tapt"])
         c["both"] += bool(e["tapt_ge_none"] and e["best_ge_tapt"])
@@ -233,7 +242,7 @@ def markdown(table: dict[str, Any]) -> str:
         picks = [(r, v) for r, v in rows.items() if v.get("picks")]
         kept = ", ".join(f"{r} {v['pick_kept_base']}/{v['picks']}" for r, v in picks) or "–"
         cka = (rows.get("tapt") or {}).get("drift_cka")
-        cells = [e["variant"], e["domain"] + ("" if e["finished"] else " (partial)"),
+        cells = [e["variant"], e.get("label", e["domain"]) + ("" if e["finished"] else " (partial)"),
                  _f1(rows.get("none")) + (" †" if e["none_from"] else ""), _f1(rows.get("tapt")),
                  _vs(rows.get("tapt"), "none"), f"{best}: {_f1(rows[best])}" if best else "–", _vs(rows.get(best), "none"),
                  _vs(rows.get(best), "tapt"), " / ".join(_dev(rows.get(r)) for r in ("tapt", best)),

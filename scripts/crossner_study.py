@@ -10,7 +10,8 @@ of TEST F1 per row, each selection's domain precision (share of selected DC sent
 target, next to random's expectation), per-type F1 per row and every cell.
 
 Resumable: the experiment keeps its run folder (WORKSPACE/runs/study-<domain>-<variant>: the preset, then
-any MLM override, rehearsal and checkpoint pick, e.g. study-music-study-pick4 under the default); a finished
+any MLM override, rehearsal and checkpoint pick, e.g. study-music-study-pick4 under the default; a CPU run with
+--cpu-precision fp32 ends in -cpu-fp32, beside the GPU run of the same recipe); a finished
 cell is skipped and an interrupted one resumes from its checkpoints, so rerunning the same command
 after a session ends continues where it stopped. On a fresh machine (the run folder gone) the finished cells
 of the --out JSON come back into the run folder first (they carry their TEST counts), so the same command
@@ -424,6 +425,8 @@ def grid_commands(args: argparse.Namespace, argv: list[str]) -> list[list[str]]:
     >>> runs = [c[2:] for c in grid_commands(ns, ["--domain", "music,literature", "--grid", "l2sp=0.01,0.1", "--seeds", "1"])]
     >>> len(runs), runs[0], runs[2]
     (6, ['--seeds', '1', '--domain', 'music'], ['--seeds', '1', '--domain', 'music', '--mlm', 'l2sp=0.1'])
+    >>> [c[3] for c in grid_commands(ns, ["--rows", "none,tapt", "--grid", "l2sp=0.01,0.1"])]  # none runs once a domain
+    ['none,tapt', 'tapt', 'tapt', 'none,tapt', 'tapt', 'tapt']
     """
     from core.errors import UserError
 
@@ -449,8 +452,25 @@ def grid_commands(args: argparse.Namespace, argv: list[str]) -> list[list[str]]:
                                           "rehearsal_share": float(value) if key == "rehearsal_share" else args.rehearsal_share})
             recipe_variant(probe)  # an unknown setting or a bad value is refused now
             variants.append(extra)
+    if len(variants) > 1 and {r.strip() for r in str(getattr(args, "rows", "") or "").split(",") if r.strip()} == {"none"}:
+        raise UserError("--grid with --rows none alone: a knob changes the MLM, and none does not pretrain; "
+                        "give the pretraining rows too (e.g. --rows none,tapt,dsir,random)")
     domains = [d.strip() for d in args.domain.split(",") if d.strip()]
-    return [[sys.executable, str(Path(__file__).resolve()), *keep, "--domain", d, *v] for d in domains for v in variants]
+    shared = _without_none(keep)  # `none` does not pretrain: the default pass runs it, every knob variant borrows it
+    return [[sys.executable, str(Path(__file__).resolve()), *(shared if v else keep), "--domain", d, *v]
+            for d in domains for v in variants]
+
+
+def _without_none(argv: list[str]) -> list[str]:
+    """The arguments with `none` left out of --rows (a knob variant's rows)."""
+    out, rows_next = [], False
+    for a in argv:
+        if rows_next or a.startswith("--rows="):
+            head, value = ("", a) if rows_next else ("--rows=", a[len("--rows="):])
+            a = head + ",".join(r for r in value.split(",") if r.strip() and r.strip() != "none")
+        rows_next = a == "--rows"
+        out.append(a)
+    return out
 
 
 def recipe_variant(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
@@ -489,6 +509,11 @@ def recipe_variant(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
     recipe["pick_checkpoint"] = pick
     if pick:
         variant += f"-pick{pick}"
+    if precision := getattr(args, "cpu_precision", None):
+        # A CPU run pinned to a precision is its own run beside the GPU one of the same recipe: cells of two devices
+        # or precisions never pair (core.experiments.records.ran_alike), so they never share a folder or a JSON, and
+        # a CPU knob variant finds its CPU default by the same name (default_result_path).
+        variant += f"-cpu-{precision}"
     return recipe, variant
 
 
@@ -536,7 +561,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--cpu-precision", choices=("fp32", "bf16"), dest="cpu_precision",
                         help="pin a CPU's training precision (default: bf16 where the CPU has it and a timing probe says "
                              "it pays, which another CPU, or this one under load, may answer otherwise); stored CPU cells "
-                             "of the other precision run again, since cells of two precisions never pair")
+                             "of the other precision run again, since cells of two precisions never pair; the run "
+                             "folder and JSON end in -cpu-PRECISION, apart from the GPU run of the same recipe")
     parser.add_argument("--status", action="store_true", help="write the JSON from the cells finished so far; run nothing")
     parser.add_argument("--merge", nargs="+", metavar="JSON", help="pool these result JSONs (one domain and recipe) into --out")
     parser.add_argument("--refresh", nargs="+", metavar="JSON", help="rewrite these result JSONs' intervals, tests and "

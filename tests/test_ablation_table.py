@@ -140,3 +140,30 @@ def test_a_pair_with_heads_drawn_apart_is_marked_and_explained():
     assert ablation_table._test_cells({**t, "heads_apart": 0}).startswith("3 | ")
     assert "--rerun-old-head" in " ".join(ablation_table._heads_note([t]))
     assert ablation_table._heads_note([{**t, "heads_apart": 0}]) == []
+
+
+def _ran_on(path: Path, device: str, dtype: str) -> Path:
+    data = json.loads(path.read_text())
+    for c in data["cells"]:
+        c["numerics"] = {"device": device, "dtype": dtype}
+    path.write_text(json.dumps({**data, "protocol": {"name": "v2"}}))
+    return path
+
+
+def test_a_cpu_rerun_of_a_gpu_default_is_its_own_labelled_run_and_pairs_with_cpu_variants(tmp_path):
+    """Without a GPU a domain's default reruns on the CPU beside its GPU run: both stay in the table, each labelled
+    with how it ran (never one superseding the other), a CPU knob borrows none from the CPU run and is tested
+    against it alone."""
+    gpu = _ran_on(_result(tmp_path, "gpu", {"none": 0.5, "tapt": 0.6}, {"pick_checkpoint": 4}), "cuda", "bf16")
+    cpu = _ran_on(_result(tmp_path, "cpu", {"none": 0.5, "tapt": 0.6}, {"pick_checkpoint": 4}), "cpu", "fp32")
+    knob = _ran_on(_result(tmp_path, "cpu-lr", {"tapt": 0.95}, {"pick_checkpoint": 4, "mlm_config": {"lr": 5e-5}}),
+                   "cpu", "fp32")
+    table = ablation_table.build([gpu, cpu, knob], "cmd")
+    assert table["superseded"] == []
+    labels = {e["file"]: e["label"] for e in table["entries"]}
+    assert labels == {str(gpu): "music on cuda (bf16)", str(cpu): "music on cpu (fp32)", str(knob): "music"}
+    assert next(e for e in table["entries"] if e["file"] == str(knob))["none_from"] == str(cpu)
+    made = table["decision"]
+    assert made["unpaired"] == [] and [(t["knob"], t["row"]) for t in made["tests"]] == [("lr=5e-05", "tapt")]
+    assert "| study + pick4 [v2] | music on cpu (fp32) |" in ablation_table.markdown(table)
+    assert table["criterion"]["study + pick4 [v2]"]["domains"] == ["music on cpu (fp32)", "music on cuda (bf16)"]

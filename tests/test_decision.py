@@ -109,6 +109,20 @@ def test_a_variant_is_never_compared_with_a_default_that_ran_on_another_device()
     assert decision.unpaired == ["l2sp=0.1 on ai: ran on cuda (bf16), its default on cpu (fp32)"]
 
 
+def test_a_domain_with_a_gpu_and_a_cpu_default_pairs_each_variant_with_the_one_that_ran_alike():
+    """Without a GPU a second domain reruns its default on the CPU beside the GPU one: a CPU variant is then compared
+    with the CPU default only, and nothing is called unpaired while a default of its own kind exists."""
+    better = {**DEFAULT, "tapt": 0.75}
+    results = [_run("music", None, DEFAULT, device="cuda"), _run("music", None, DEFAULT, device="cpu"),
+               _run("music", {"lr": 5e-5}, better, device="cpu")]
+    decision = decide(results, n_boot=500)
+    assert decision.unpaired == [] and {(t.domain, t.row) for t in decision.tests} == {("music", "tapt"), ("music", "cosine")}
+    tapt = next(t for t in decision.tests if t.row == "tapt")
+    assert tapt.delta > 0.1  # against the CPU default; a second pairing with the GPU one would add a test per row
+    gpu_only = decide([results[0], results[2]], n_boot=200)
+    assert gpu_only.tests == [] and gpu_only.unpaired == ["lr=5e-05 on music: ran on cpu (fp32), its default on cuda (bf16)"]
+
+
 def test_a_new_selection_row_is_kept_only_when_it_beats_random_on_three_domains():
     """Issue 46's entity-aware row, under the same rule as a knob but held against the random draw of its budget."""
     from core.experiments.decision import decide_row

@@ -55,7 +55,7 @@ def test_the_ablation_table_is_made_from_every_study_json_and_plan_here():
     results = argv[:argv.index("--out")]
     assert results and all(r.startswith("docs/results/crossner-") for r in results)
     assert not any("compare" in r or "coverage" in r for r in results)
-    assert "docs/results/crossner-v2-ai-study-pick4.json" in results
+    assert "docs/results/crossner-v2-ai-study-pick4-cpu-fp32.json" in results
     plans = sorted(f"scripts/plans/{p.name}" for p in (ROOT / "scripts" / "plans").glob("issue46-*.plan"))
     assert argv[argv.index("--plans") + 1:] == plans
     made = report.generated_files()

@@ -398,6 +398,13 @@ def test_the_ablation_grid_runs_the_default_then_one_knob_at_a_time_and_refuses_
     for bad in ("nonsense=1", "l2sp=-1", "lr"):
         with pytest.raises(UserError):
             study.grid_commands(argparse.Namespace(**{**vars(args), "grid": [bad]}), [])
+    # none does not pretrain: the default pass runs it and the knob variants borrow it, so a grid over none alone is
+    # refused, and a CPU grid's variants find their CPU default by name (crossner_study.default_result_path)
+    with pytest.raises(UserError, match="none does not pretrain"):
+        study.grid_commands(argparse.Namespace(**{**vars(args), "rows": "none"}), ["--rows", "none"])
+    cpu = study.build_parser().parse_args(["--domain", "music", "--cpu-precision", "fp32", "--mlm", "lr=5e-5"])
+    assert study.default_result_path(cpu).name == "crossner-v2-music-study-pick4-cpu-fp32.json"
+    assert study.recipe_variant(cpu)[1] == "study-lr5e-5-pick4-cpu-fp32"
 
 
 def test_refresh_rederives_a_results_verdict_from_its_cells_and_leaves_one_without_counts(tmp_path):
@@ -446,7 +453,8 @@ def test_every_device_plan_reads_as_device_study_reads_it(plan):
         studies = plans.lane_studies(lane)  # parses each command; a bad knob or value raises UserError
         assert len(studies) >= len(lane.domains)
     [left] = plans.plans_left([plan])
-    assert left["asked"] == sum(len(lane.rows.split(",")) * 3 * len(plans.lane_studies(lane)) for lane in lanes)
+    asked = [len(s.rows.split(",")) * 3 for lane in lanes for s in plans.lane_studies(lane)]  # a knob's leave out none
+    assert left["asked"] == sum(asked) and all(s["asked"] == n for s, n in zip(left["studies"], asked))
 
 
 def test_what_is_left_of_a_plan_counts_from_the_result_jsons(tmp_path):

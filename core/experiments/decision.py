@@ -151,10 +151,17 @@ def unpaired_variants(results: Iterable[RunOfRecipe]) -> list[str]:
     """Variants with a default of their base recipe and domain that ran on another device or precision: said, not
     compared."""
     results = list(results)
-    ran = {(r.base, r.domain): r.ran for r in results if not r.knob}
-    return [f"{r.knob} on {r.domain}: ran on {' and '.join(r.ran) or 'an unrecorded device'}, its default on "
-            f"{' and '.join(ran[r.base, r.domain]) or 'an unrecorded device'}" for r in results
-            if r.knob and (r.base, r.domain) in ran and ran[r.base, r.domain] != r.ran]
+    ran: dict[tuple[Any, str], list[tuple[str, ...]]] = {}  # a domain may hold a GPU and a CPU default side by side
+    for r in results:
+        if not r.knob:
+            ran.setdefault((r.base, r.domain), []).append(r.ran)
+    return [f"{r.knob} on {r.domain}: ran on {_ways(r.ran)}, its default on "
+            f"{' or '.join(_ways(w) for w in ran[r.base, r.domain])}" for r in results
+            if r.knob and (r.base, r.domain) in ran and r.ran not in ran[r.base, r.domain]]
+
+
+def _ways(ran: tuple[str, ...]) -> str:
+    return " and ".join(ran) or "an unrecorded device"
 
 
 def knob_tests(results: Iterable[RunOfRecipe], n_boot: int = N_RESAMPLES, seed: int = 0) -> list[KnobTest]:
