@@ -90,6 +90,15 @@ def wait_for_app(page, text: str, timeout: float = 90_000) -> None:
     page.wait_for_function("() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=timeout)
 
 
+def upload_file(page, path: Path, timeout: float = 90_000) -> None:
+    """Choose `path` in the page's file uploader and wait until the browser has sent it: its chip is shown with no
+    spinner. A form submitted while the upload is still in flight reaches the script with no file (on a loaded
+    machine the click can overtake the upload)."""
+    page.locator("[data-testid='stFileUploaderDropzoneInput']").set_input_files(str(path))
+    page.locator("[data-testid='stFileChipName']", has_text=path.name).first.wait_for(state="visible", timeout=timeout)
+    page.locator("[data-testid='stFileChipIconSpinner']").first.wait_for(state="detached", timeout=timeout)
+
+
 def screenshot(page, name: str) -> Path:
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     path = SCREENSHOTS / f"{name}.png"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.browser import browser_page, streamlit_server, wait_for_app
+from tests.browser import browser_page, streamlit_server, upload_file, wait_for_app
 
 pytestmark = pytest.mark.browser
 
@@ -19,7 +19,7 @@ def test_a_bad_upload_shows_one_clean_error(tmp_path):
     with streamlit_server(tmp_path / "ws") as url, browser_page(height=1400) as page:
         page.goto(url)
         wait_for_app(page, "Workspace corpora")
-        page.locator("[data-testid='stFileUploaderDropzoneInput']").set_input_files(str(bad))
+        upload_file(page, bad)
         page.get_by_role("button", name="Import", exact=True).click()
         wait_for_app(page, "Could not import")
         error = page.locator("[data-testid='stAlertContentError']").first.inner_text()
