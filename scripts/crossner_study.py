@@ -407,15 +407,6 @@ def _mean_precision(parts: list[dict[str, Any]]) -> dict[str, Any]:
             "parts": sum(weights), "selection_keys": keys}
 
 
-def _number(text: str) -> Any:
-    for cast in (int, float):
-        try:
-            return cast(text)
-        except ValueError:
-            pass
-    return text
-
-
 def grid_commands(args: argparse.Namespace, argv: list[str]) -> list[list[str]]:
     """The ablation as one study command per (domain, variant): the default recipe, then each knob's values one at a
     time, every other setting as given. A bad knob or value stops here (UserError), before any work.
@@ -479,6 +470,7 @@ def recipe_variant(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
     so two recipes never share a folder. A bad setting raises UserError here, before any work."""
     from core.errors import UserError
     from core.experiments.plan import model_tag
+    from core.recipes.configs import parse_settings
     from core.recipes.presets import experiment_settings
     from core.train.mlm import preset_config
 
@@ -489,11 +481,9 @@ def recipe_variant(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
     if args.mlm_steps:  # the "is MLM too short?" question: same cells with a longer MLM, in their own run folder
         recipe["mlm_config"] = {"max_steps": args.mlm_steps}
         variant += f"-mlm{args.mlm_steps}"
-    for item in args.mlm:  # recipe variants (issue 26's ablation): each setting names the run folder
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise UserError(f"--mlm {item!r}: expected KEY=VALUE")
-        recipe.setdefault("mlm_config", {})[key.strip()] = _number(value.strip())
+    for item in args.mlm:  # recipe variants (issue 26's ablation): each setting names the run folder, as typed
+        recipe.setdefault("mlm_config", {}).update(parse_settings([item], "--mlm"))
+        key, _, value = item.partition("=")
         variant += f"-{key.strip()}{value.strip()}"
     if recipe.get("mlm_config"):
         try:

@@ -10,6 +10,7 @@ import plotly.express as px
 import streamlit as st
 
 from core.experiments.compare import collect_comparisons
+from core.experiments.decision import variant_comparisons
 from core.experiments.experiment import collect_results, per_type_table, results_table
 from core.experiments.records import Cell
 from core.experiments.summary import (
@@ -132,6 +133,31 @@ def sweep_section(cells: list[Cell]) -> None:
 
 if experiments:
     sweep_section(experiments[pick].cells)
+
+
+@st.cache_data(max_entries=4, show_spinner="Pairing each recipe variant with its default (10,000 draws a row)...")
+def _variants(experiments_json: str) -> dict:
+    from core.experiments.records import ExperimentResult
+
+    made = variant_comparisons([ExperimentResult.from_dict(e) for e in json.loads(experiments_json)])
+    return {"rows": made.rows(), "unpaired": made.unpaired, "without_default": made.without_default}
+
+
+st.subheader("Recipe variants")
+st.caption("An experiment run with other MLM settings (Runs page: MLM settings; CLI `experiment --mlm KEY=VALUE`) or a "
+           "rehearsal share, each pretraining row against the same row of the default recipe's run on the same task "
+           "and device: paired over seeds and TEST sentences, Holm-adjusted over every comparison here. `python -m core "
+           "compare-recipes` prints the same.")
+variants = _variants(json.dumps([e.to_dict() for e in experiments], sort_keys=True, default=str)) if experiments else None
+if variants and variants["rows"]:
+    st.dataframe(readable(variants["rows"]), hide_index=True, key="variant_table")
+else:
+    st.info("No recipe variant has run beside its default recipe yet: start an experiment with the same corpora, rows "
+            "and seeds and other MLM settings.")
+for line in (variants or {}).get("unpaired", []):
+    st.caption(f"Not compared (cells of two devices or precisions never pair): {line}")
+for line in (variants or {}).get("without_default", []):
+    st.caption(f"No run of its default recipe here to compare with: {line}")
 
 
 st.subheader("Source comparisons")

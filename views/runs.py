@@ -9,6 +9,7 @@ from core.data.workspace import CorpusRole
 from core.experiments.plan import BASELINES, parse_seeds
 from core.recipes import presets
 from core.recipes.budget import Budget
+from core.recipes.configs import parse_settings
 from core.recipes.presets import preset_help
 from core.runner import jobs, jobstore
 from core.runner.jobview import (
@@ -125,18 +126,24 @@ with exp_tab, st.form("exp_form"):
                                  "convergence, so the results say the converged DEV F1 against no pretraining. By preset: "
                                  f"{presets.pick_defaults()} (paper keeps the seed paper's protocol). CLI --pick-checkpoint, "
                                  "--no-pick-checkpoint.")
+    e_mlm = st.text_input("MLM settings", "", key="exp_mlm", placeholder="the preset's recipe",
+                          help="KEY=VALUE over the preset's MLM recipe for every pretraining cell, comma-separated, e.g. "
+                               "lr=5e-5, head_warmup_steps=100, mlm_probability=0.3, layer_lr_decay=0.8, "
+                               "freeze_layers=3, l2sp=0.1 (issue 46's knobs; CLI --mlm KEY=VALUE). A run with other "
+                               "settings is its own recipe: the Results page compares it with the default's run.")
     st.caption("Uses the workspace roles TC, DC, LC, DEV and TEST. Each strategy x seed x SC budget x LC size: select -> "
                "MLM on TC+SC -> NER on LC -> test F1; baselines once per seed and LC size.")
     if st.form_submit_button("Start experiment", type="primary"):
         parsed = run_guarded(lambda: (parse_seeds(e_seeds, "Seeds"), Budget.parse_list(e_budget, "SC budgets"),
-                                      Budget.parse_list(e_lc, "LC sizes")))
+                                      Budget.parse_list(e_lc, "LC sizes"), parse_settings(e_mlm, "MLM settings")))
         if parsed is not None:
-            seeds, budgets, lc_sizes = parsed
+            seeds, budgets, lc_sizes, mlm_settings = parsed
             params = {"tc": "tc", "dc": "dc", "lc": "lc", "dev": "dev", "test": "test", "strategies": e_strats,
                       "baselines": e_base, "seeds": seeds, "budgets": [b.value for b in budgets] or None,
                       "lc_sizes": [s.value for s in lc_sizes] or None, "preset": e_preset, "model": e_model.strip() or "default",
                       "exclude_leaked": bool(e_exclude), "allow_dev_in_mlm": bool(e_allow_dev),
                       "pick_checkpoint": PICK_CHOICES[e_pick], "rehearsal_share": float(e_rehearsal),
+                      "mlm_config": mlm_settings or None,
                       "parallel": e_parallel.strip() or 1}
             show_launched(submit_job("experiment", params, "runs_job"))
 

@@ -1,4 +1,5 @@
-"""Run commands: `compare-sources` (Dai et al. 2019/2020) and `runs list|show` (lineage)."""
+"""Run commands: `compare-sources` (Dai et al. 2019/2020), `compare-recipes` (issue 46's knobs on a workspace's own task)
+and `runs list|show` (lineage)."""
 
 from __future__ import annotations
 
@@ -46,6 +47,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON object")
     add_workspace_arg(p)
     p.set_defaults(func=cmd_compare_pool)
+
+    p = sub.add_parser("compare-recipes", formatter_class=fmt,
+                       help="the workspace's experiments run with other MLM settings (experiment --mlm KEY=VALUE) or "
+                            "rehearsal, each row against the default recipe's run on the same task: paired difference in "
+                            "TEST F1, 95%% CI, p and Holm-adjusted p (as the Results page)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    add_workspace_arg(p)
+    p.set_defaults(func=cmd_compare_recipes)
 
     p = sub.add_parser("runs", help="runs with their lineage (base model, MLM corpora and hashes, selection, LC/DEV/TEST)")
     rsub = p.add_subparsers(dest="runs_cmd", required=True)
@@ -120,6 +129,29 @@ def cmd_compare_pool(args: argparse.Namespace) -> int:
         print_json(pooled)
         return 0
     print(format_pooled(pooled))
+    return 0
+
+
+def cmd_compare_recipes(args: argparse.Namespace) -> int:
+    from core.experiments.decision import variant_comparisons
+    from core.experiments.experiment import collect_results
+
+    made = variant_comparisons(collect_results(Workspace(args.workspace)))
+    rows = made.rows()
+    if args.json:
+        print_json({"comparisons": rows, "unpaired": made.unpaired, "without_default": made.without_default})
+        return 0
+    if not rows:
+        print("no recipe variant has run beside its default recipe in this workspace: run `experiment` again with "
+              "--mlm KEY=VALUE (e.g. --mlm lr=5e-5) and the same corpora, rows and seeds")
+    for r in rows:
+        holm = "–" if r["p_holm"] is None else f"{r['p_holm']:.3f}"
+        print(f"{r['variant']:<28} {r['domain']:<12} {r['row']:<14} {r['seeds']} seeds  {r['difference']:+.2f} "
+              f"[{r['ci_low']:+.2f}, {r['ci_high']:+.2f}]  p {r['p']:.3f}  Holm {holm}  {r['verdict']}")
+    for line in made.unpaired:
+        print(f"not compared (cells of two devices or precisions never pair): {line}")
+    for line in made.without_default:
+        print(f"no run of its default recipe here to compare with: {line}")
     return 0
 
 

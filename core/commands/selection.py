@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import time
 from pathlib import Path
@@ -15,6 +14,7 @@ from core.data.atomic import temp_path_for
 from core.data.neardup import THRESHOLD
 from core.data.workspace import Workspace
 from core.errors import UserError
+from core.recipes.configs import parse_settings
 from core.runner.params import ProjectParams, SelectParams, field_default
 
 
@@ -137,19 +137,6 @@ def cmd_embed(args: argparse.Namespace) -> int:
     return 0
 
 
-def _parse_options(items: list[str]) -> dict[str, object]:
-    options: dict[str, object] = {}
-    for item in items:
-        if "=" not in item:
-            raise UserError(f"--option {item!r}: expected KEY=VALUE")
-        k, v = item.split("=", 1)
-        try:
-            options[k.strip()] = json.loads(v)
-        except json.JSONDecodeError:
-            options[k.strip()] = v
-    return options
-
-
 def cmd_select(args: argparse.Namespace) -> int:
     from core.recipes.budget import Budget
     from core.runner.kinds import validate
@@ -160,7 +147,7 @@ def cmd_select(args: argparse.Namespace) -> int:
     params = validate("select", {"tc": args.tc, "dc": args.dc, "strategy": args.strategy, "budget": budget,
                                  "model": args.model, "model2": args.model2, "ner_model": args.ner_model,
                                  "target_domain": args.target_domain, "seed": args.seed,
-                                 "options": _parse_options(args.option) or None, "ray": args.ray})
+                                 "options": parse_settings(args.option, "--option") or None, "ray": args.ray})
     t0 = time.time()
     with tqdm_progress(f"select {args.strategy}", enabled=progress_wanted(args)) as progress:
         sel = run_selection(ws, params, progress)

@@ -18,6 +18,7 @@ from core.errors import UserError
 from core.experiments.parallel import parse_parallel
 from core.experiments.plan import BASELINES
 from core.recipes.budget import Budget
+from core.recipes.configs import parse_settings
 from core.recipes.presets import DEFAULT_PRESET, PICK_SNAPSHOTS, PRESETS, pick_defaults, preset_help
 from core.runner.jobresult import JobResult
 from core.runner.params import ExperimentParams, MlmParams, NerParams, PickParams, PredictParams, field_default
@@ -186,6 +187,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     x.add_argument("--no-pick-checkpoint", action="store_const", const=0, dest="pick_checkpoint",
                    help="fine-tune from the last MLM model whatever DEV says, the seed paper's protocol "
                         "(default: the preset's, see --pick-checkpoint)")
+    x.add_argument("--mlm", action="append", default=[], metavar="KEY=VALUE",
+                   help="an MLM setting over the preset's for every pretraining cell (core.recipes.configs.MlmConfig), "
+                        "once per setting: lr=5e-5, head_warmup_steps=100, mlm_probability=0.3, layer_lr_decay=0.8, "
+                        "freeze_layers=3, l2sp=0.1, epochs=20, max_steps=400 (issue 46's knobs); none trains no MLM, so "
+                        "it is the same cell with or without; default: the preset's recipe")
     x.add_argument("--rehearsal-share", type=float, default=0.0, dest="rehearsal_share", metavar="S",
                    help="mix random DC sentences into every MLM corpus as this share of it (general text replayed so the "
                         "encoder keeps what it knew; 0 <= S < 1); default: 0, none")
@@ -317,7 +323,7 @@ def cmd_experiment(args: argparse.Namespace) -> int:
               "preset": args.preset, "domain": args.domain, "exclude_leaked": args.exclude_leaked,
               "allow_dev_in_mlm": args.allow_dev_in_mlm,
               "pick_checkpoint": args.pick_checkpoint, "rehearsal_share": args.rehearsal_share,
-              "parallel": args.parallel, "ray": args.ray}
+              "mlm_config": parse_settings(args.mlm, "--mlm") or None, "parallel": args.parallel, "ray": args.ray}
     args.run_dir = args.out
     result = _run(args, "experiment", params, "experiment")
     if args.json:

@@ -248,3 +248,40 @@ def decide_row(results: Iterable[RunOfRecipe], row: str = "entity-gain", rivals:
     # No `stopped` here: a default study left unfinished by another row's cells says nothing of this row's; a row
     # short of seeds is part-way by its own comparisons.
     return RowOutcome(row, *_outcome(control, domains, needed, alpha), tests=tests)
+
+
+@dataclass
+class VariantComparison:
+    """A workspace's recipe variants, each against the default recipe of its task (the Results page and `python -m
+    core compare-recipes`): the same paired tests as the ablation's, without the five-domain rule, which is CrossNER's."""
+
+    tests: list[KnobTest] = field(default_factory=list)
+    unpaired: list[str] = field(default_factory=list)
+    without_default: list[str] = field(default_factory=list)  # a variant with no run of its default recipe to test against
+
+    def rows(self) -> list[dict[str, Any]]:
+        """One plain row per test, in points, for a table."""
+        return [{"variant": t.knob, "domain": t.domain, "row": t.row, "seeds": len(t.seeds),
+                 "difference": round(100 * t.delta, 2), "ci_low": round(100 * t.ci[0], 2),
+                 "ci_high": round(100 * t.ci[1], 2), "p": round(t.p, 4),
+                 "p_holm": None if t.p_holm is None else round(t.p_holm, 4),
+                 "verdict": ("better" if t.delta > 0 else "worse") if t.claims() else
+                            ("too few seeds" if t.p_holm is None else "no difference shown")} for t in self.tests]
+
+
+def variant_comparisons(results: Iterable[Any], n_boot: int = N_RESAMPLES) -> VariantComparison:
+    """Every experiment result with a recipe (records.ExperimentResult) that differs from another's only in its MLM
+    settings or rehearsal share, tested row by row against that default recipe's run on the same task and device.
+    Several runs of one recipe on one task (a first run, one with more rows): the one with most cells speaks for it."""
+    best: dict[tuple[Any, ...], RunOfRecipe] = {}
+    for r in results:
+        if not r.recipe or not r.cells:
+            continue
+        run = RunOfRecipe(r.domain, r.recipe, list(r.cells), not r.partial)
+        key = (run.knob, run.base, run.domain, run.ran)
+        if key not in best or len(run.cells) > len(best[key].cells):
+            best[key] = run
+    runs = list(best.values())
+    defaults = {(r.base, r.domain) for r in runs if not r.knob}
+    return VariantComparison(knob_tests(runs, n_boot=n_boot), unpaired_variants(runs),
+                             sorted({f"{r.knob} on {r.domain}" for r in runs if r.knob and (r.base, r.domain) not in defaults}))

@@ -48,7 +48,9 @@ from core.experiments.guard import GUARD_FILE, guard_mlm_corpora, guard_text
 from core.experiments.parallel import CellTask, parse_parallel
 from core.experiments.plan import (
     BASELINES,
+    RECIPE_FILE,
     parse_strategy,
+    recipe_of,
     resolve_sc_budget,
     strategy_models,
     sweep_budgets,
@@ -232,6 +234,7 @@ def experiment_job(params: ExperimentParams, ctx: JobContext) -> dict[str, Any]:
         if "tapt" in entry.vs and (vs := entry.vs["tapt"]).delta < 0 and vs.adjusted < 0.05:
             ctx.log(f"{entry.row}: significantly below TAPT ({vs.delta * 100:+.2f} points, Holm-adjusted p {vs.adjusted:.3f})")
     return {"domain": domain, "rows": row_order(rows), "seeds": seeds, "cells": cells, "preset": params.preset,
+            "recipe": recipe_of(params),
             "budgets": sorted({c["budget"] for c in cells if c["row"] not in BASELINES}), "lc_sizes": lc_sizes,
             "corpora": {k: {**r.to_dict(), "sentences": len(corpora[k])} for k, r in refs.items()},
             "summary": summary, "protocol": guard.protocol, "verdict": experiment_verdict(summary, params.preset, cells).to_dict(),
@@ -314,10 +317,11 @@ def collect_results(ws, include_running: bool = True) -> list[ExperimentResult]:
     for job in jobs.list_jobs(ws, "experiment"):
         seen.add(str(Path(job.run_dir).resolve()))
         if job.status == "done" and job.result:
-            out.append(ExperimentResult.from_dict(job.result, job=job.id))
+            out.append(_with_recipe(ExperimentResult.from_dict(job.result, job=job.id), job.run_dir))
         elif include_running and (cells := records.load_cells(job.run_dir)):
             spec = None if job.params_error else job.spec
-            out.append(ExperimentResult(domain=_domain_of(ws, spec), cells=cells, job=job.id, partial=True))
+            out.append(_with_recipe(ExperimentResult(domain=_domain_of(ws, spec), cells=cells, job=job.id, partial=True),
+                                    job.run_dir))
     for entry in list_runs(ws, "ner"):
         folder = entry.experiment
         if not folder or str(Path(folder).resolve()) in seen:
@@ -326,14 +330,27 @@ def collect_results(ws, include_running: bool = True) -> list[ExperimentResult]:
         done = Path(folder) / "result.json"
         try:
             if done.is_file():
-                out.append(ExperimentResult.from_dict(json.loads(done.read_text("utf-8")), job=Path(folder).name))
+                out.append(_with_recipe(ExperimentResult.from_dict(json.loads(done.read_text("utf-8")),
+                                                                   job=Path(folder).name), folder))
             elif include_running and (cells := records.load_cells(folder)):
                 stored = Path(folder) / "params.json"
                 spec = validate("experiment", json.loads(stored.read_text("utf-8"))["params"]) if stored.is_file() else None
-                out.append(ExperimentResult(domain=_domain_of(ws, spec), cells=cells, job=Path(folder).name, partial=True))
+                out.append(_with_recipe(ExperimentResult(domain=_domain_of(ws, spec), cells=cells, job=Path(folder).name,
+                                                         partial=True), folder))
         except (OSError, KeyError, UserError, json.JSONDecodeError):
             continue
     return out
+
+
+def _with_recipe(result: ExperimentResult, run_dir: str | Path | None) -> ExperimentResult:
+    """The result with its recipe: its own (results since the field), else the one its run folder recorded when its
+    first cell ran (records.check_recipe), else none (a folder from before recipe.json)."""
+    if result.recipe is None and run_dir and (path := Path(run_dir) / RECIPE_FILE).is_file():
+        try:
+            result.recipe = recipe_of(json.loads(path.read_text("utf-8")))
+        except (OSError, json.JSONDecodeError, AttributeError):
+            pass  # an unreadable record: the result still shows, it only cannot be grouped with its variants
+    return result
 
 
 def _domain_of(ws, spec: ExperimentParams | None) -> str:

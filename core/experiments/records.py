@@ -247,6 +247,7 @@ class ExperimentResult:
     leakage: dict[str, dict[str, Any]] = field(default_factory=dict)
     skipped: list[str] = field(default_factory=list)
     preset: str | None = None
+    recipe: dict[str, Any] | None = None  # plan.recipe_of(params): how its cells trained; what variants are grouped by
     extra: dict[str, Any] = field(default_factory=dict)
 
     @classmethod

@@ -13,10 +13,37 @@ core.errors.UserError: unknown MLM setting(s): lrr; known: batch_size, block_siz
 from __future__ import annotations
 
 import dataclasses
+import json
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from core.errors import UserError
+
+
+def parse_settings(items: Iterable[str] | str, option: str) -> dict[str, Any]:
+    """KEY=VALUE items typed by a user (a CLI option given several times, or one comma-separated text as a page
+    takes it) as a settings dict: a value reads as JSON where it parses (5e-5, 100, true), else it stays text; a later
+    key wins. The names and ranges are checked where the config is made (MlmConfig.from_dict, at submit).
+
+    >>> parse_settings(["lr=5e-5", " head_warmup_steps = 100", "device=cpu"], "--mlm")
+    {'lr': 5e-05, 'head_warmup_steps': 100, 'device': 'cpu'}
+    >>> parse_settings("lr=5e-5, l2sp=0.1,", "MLM settings")
+    {'lr': 5e-05, 'l2sp': 0.1}
+    >>> parse_settings(["lr"], "--mlm")
+    Traceback (most recent call last):
+    core.errors.UserError: --mlm 'lr': expected KEY=VALUE (e.g. lr=5e-5)
+    """
+    out: dict[str, Any] = {}
+    for item in (i for i in items.split(",") if i.strip()) if isinstance(items, str) else items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip() or not value.strip():
+            raise UserError(f"{option} {item.strip()!r}: expected KEY=VALUE (e.g. lr=5e-5)")
+        try:
+            out[key.strip()] = json.loads(value.strip())
+        except json.JSONDecodeError:
+            out[key.strip()] = value.strip()
+    return out
 
 
 def check_settings(cls: type, d: dict[str, Any], what: str) -> None:
@@ -119,3 +146,7 @@ def check_mlm_recipe(config: Any, n_layers: int | None) -> None:
         raise UserError(f"head_warmup_steps must be >= 0, got {config.head_warmup_steps}")
     if getattr(config, "l2sp", 0.0) < 0:
         raise UserError(f"l2sp must be >= 0 (the pull towards the starting weights), got {config.l2sp}")
+    if not 0 < config.mlm_probability < 1:
+        raise UserError(f"mlm_probability must be in (0, 1): the share of tokens masked, got {config.mlm_probability}")
+    if not 0 <= config.warmup_ratio < 1:
+        raise UserError(f"warmup_ratio must be in [0, 1): the share of steps that warm the lr up, got {config.warmup_ratio}")
