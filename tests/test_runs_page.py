@@ -182,5 +182,17 @@ def test_experiment_form_submits_budgets_and_lc_sizes(runs_ws, monkeypatch):
     at.selectbox(key="exp_pick").set_value("off: the last MLM model")
     at.button(key="FormSubmitter:exp_form-Start experiment").click().run()
     job = next(j for j in jobs.list_jobs(Workspace(runs_ws), "experiment") if j.params.get("budgets"))
-    assert job.params["pick_checkpoint"] == 0
+    assert job.params["pick_checkpoint"] == 0 and job.params["mlm_config"] is None  # no MLM settings: the preset's
+    jobs.delete(Workspace(runs_ws), job.id)
+    # a recipe variant (issue 46's knobs): typed settings become the job's MLM config; a bad one starts nothing
+    before = len(jobs.list_jobs(Workspace(runs_ws), "experiment"))
+    for bad, said in (("lr", "expected KEY=VALUE"), ("lrr=1e-4", "unknown MLM setting"), ("mlm_probability=2", "(0, 1)")):
+        at.text_input(key="exp_mlm").input(bad)
+        at.button(key="FormSubmitter:exp_form-Start experiment").click().run()
+        assert not at.exception and any(said in e.value for e in at.error), (bad, [e.value for e in at.error])
+    assert len(jobs.list_jobs(Workspace(runs_ws), "experiment")) == before
+    at.text_input(key="exp_mlm").input("lr=5e-5, head_warmup_steps=100")
+    at.button(key="FormSubmitter:exp_form-Start experiment").click().run()
+    job = next(j for j in jobs.list_jobs(Workspace(runs_ws), "experiment") if j.params.get("budgets"))
+    assert job.params["mlm_config"] == {"lr": 5e-5, "head_warmup_steps": 100}
     jobs.delete(Workspace(runs_ws), job.id)
