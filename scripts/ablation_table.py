@@ -148,6 +148,8 @@ def _one_per_cell(entries: list[dict[str, Any]], results: list[dict[str, Any]]) 
     """One entry per (variant, domain, device and precision): the run with kept predictions (intervals) first, then
     the one written last. The others (older reruns of the same recipe) are named, not counted twice. A CPU run of a
     recipe beside its GPU run is a run of its own (records.ran_alike: their cells never pair), kept and labelled."""
+    from core.experiments.decision import ways_text
+
     written = {r["_file"]: r.get("written", "") for r in results}
     best: dict[tuple[str, str, tuple[str, ...]], dict[str, Any]] = {}
     for e in entries:
@@ -161,7 +163,7 @@ def _one_per_cell(entries: list[dict[str, Any]], results: list[dict[str, Any]]) 
         ways.setdefault((variant, domain), set()).add(ran)
     for e in kept:  # "music on cpu (fp32)" only where the same recipe and domain also ran another way
         twice = len(ways[e["variant"], e["domain"]]) > 1
-        e["label"] = e["domain"] + (f" on {' and '.join(e['ran']) or 'an unrecorded device'}" if twice else "")
+        e["label"] = e["domain"] + (f" on {ways_text(e['ran'])}" if twice else "")
     files = {e["file"] for e in kept}
     return kept, sorted(e["file"] for e in entries if e["file"] not in files)
 
@@ -186,16 +188,20 @@ def build(paths: list[Path], command: str = "", plans: list[Path] | None = None)
         results.append(r)
     entries, superseded = _one_per_cell([domain_entry(r, results) for r in results], results)
     entries.sort(key=lambda e: (e["variant"], e["label"]))
-    criterion = {}
+    criterion: dict[str, dict[str, Any]] = {}
+    runs: dict[tuple[str, str], list[dict[str, Any]]] = {}  # a domain run two ways (GPU, CPU) counts once
     for e in entries:
         c = criterion.setdefault(e["variant"], {"domains": [], "tapt_ge_none": 0, "best_ge_tapt": 0, "both": 0,
                                                 "cannot_say": []})
         c["domains"].append(e["label"] + ("" if e["finished"] else " (partial)"))
         if e["tapt_ge_none"] is None or e["best_ge_tapt"] is None:  # a run without none (and none to borrow) or TAPT
             c["cannot_say"].append(e["label"])
-        c["tapt_ge_none"] += bool(e["tapt_ge_none"])
-        c["best_ge_tapt"] += bool(e["best_ge_tapt"])
-        c["both"] += bool(e["tapt_ge_none"] and e["best_ge_tapt"])
+        runs.setdefault((e["variant"], e["domain"]), []).append(e)
+    for (variant, _), both_ways in runs.items():  # ... and meets a criterion only where every run of it does
+        c = criterion[variant]
+        c["tapt_ge_none"] += all(e["tapt_ge_none"] for e in both_ways)
+        c["best_ge_tapt"] += all(e["best_ge_tapt"] for e in both_ways)
+        c["both"] += all(e["tapt_ge_none"] and e["best_ge_tapt"] for e in both_ways)
     import study_plans
 
     kept = {e["file"] for e in entries}

@@ -79,10 +79,13 @@ def with_rows(argv: list[str], rows: list[str]) -> list[str]:
     >>> with_rows(["s.py", "--rows=tapt", "--rerun-old-head", "--cpu-precision", "fp32"], ["none", "tapt"])
     ['s.py', '--rows=none,tapt', '--cpu-precision', 'fp32']
     """
+    return replace_rows([a for a in argv if a not in ("--status", "--rerun-old-head")], rows)
+
+
+def replace_rows(argv: list[str], rows: list[str]) -> list[str]:
+    """The command line with --rows (either form) naming `rows`, added when it named none."""
     out: list[str] = []
     for a in argv:
-        if a in ("--status", "--rerun-old-head"):
-            continue
         if out and out[-1] == "--rows":
             a = ",".join(rows)
         elif a.startswith("--rows="):
@@ -411,13 +414,15 @@ def grid_commands(args: argparse.Namespace, argv: list[str]) -> list[list[str]]:
     """The ablation as one study command per (domain, variant): the default recipe, then each knob's values one at a
     time, every other setting as given. A bad knob or value stops here (UserError), before any work.
 
-    >>> ns = argparse.Namespace(domain="music,literature", grid=["l2sp=0.01,0.1"], mlm=[], rehearsal_share=0.0,
+    >>> ns = argparse.Namespace(domain="music,literature", grid=["l2sp=0.01,0.1"], mlm=[], rehearsal_share=0.0, rows="none,tapt",
     ...                         preset="study", model="default", mlm_steps=None, pick_checkpoint=None)
     >>> runs = [c[2:] for c in grid_commands(ns, ["--domain", "music,literature", "--grid", "l2sp=0.01,0.1", "--seeds", "1"])]
     >>> len(runs), runs[0], runs[2]
-    (6, ['--seeds', '1', '--domain', 'music'], ['--seeds', '1', '--domain', 'music', '--mlm', 'l2sp=0.1'])
-    >>> [c[3] for c in grid_commands(ns, ["--rows", "none,tapt", "--grid", "l2sp=0.01,0.1"])]  # none runs once a domain
-    ['none,tapt', 'tapt', 'tapt', 'none,tapt', 'tapt', 'tapt']
+    (6, ['--seeds', '1', '--domain', 'music'], ['--seeds', '1', '--rows', 'tapt', '--domain', 'music', '--mlm', 'l2sp=0.1'])
+    >>> [c[2] for c in grid_commands(ns, ["--rows=none,tapt", "--grid", "l2sp=0.01,0.1"])]  # none runs once a domain
+    ['--rows=none,tapt', '--rows=tapt', '--rows=tapt', '--rows=none,tapt', '--rows=tapt', '--rows=tapt']
+    >>> grid_commands(argparse.Namespace(**{**vars(ns), "rows": None}), [])[1][2:4]  # asked for no rows: all but none
+    ['--rows', 'tapt,dapt,cosine,dsir,ner,random']
     """
     from core.errors import UserError
 
@@ -443,25 +448,15 @@ def grid_commands(args: argparse.Namespace, argv: list[str]) -> list[list[str]]:
                                           "rehearsal_share": float(value) if key == "rehearsal_share" else args.rehearsal_share})
             recipe_variant(probe)  # an unknown setting or a bad value is refused now
             variants.append(extra)
-    if len(variants) > 1 and {r.strip() for r in str(getattr(args, "rows", "") or "").split(",") if r.strip()} == {"none"}:
+    rows = [r.strip() for r in str(getattr(args, "rows", None) or ",".join(ROWS)).split(",") if r.strip()]
+    if len(variants) > 1 and set(rows) == {"none"}:
         raise UserError("--grid with --rows none alone: a knob changes the MLM, and none does not pretrain; "
                         "give the pretraining rows too (e.g. --rows none,tapt,dsir,random)")
     domains = [d.strip() for d in args.domain.split(",") if d.strip()]
-    shared = _without_none(keep)  # `none` does not pretrain: the default pass runs it, every knob variant borrows it
+    # `none` does not pretrain: the default pass runs it, every knob variant borrows it (asked or by default)
+    shared = replace_rows(keep, [r for r in rows if r != "none"]) if "none" in rows else keep
     return [[sys.executable, str(Path(__file__).resolve()), *(shared if v else keep), "--domain", d, *v]
             for d in domains for v in variants]
-
-
-def _without_none(argv: list[str]) -> list[str]:
-    """The arguments with `none` left out of --rows (a knob variant's rows)."""
-    out, rows_next = [], False
-    for a in argv:
-        if rows_next or a.startswith("--rows="):
-            head, value = ("", a) if rows_next else ("--rows=", a[len("--rows="):])
-            a = head + ",".join(r for r in value.split(",") if r.strip() and r.strip() != "none")
-        rows_next = a == "--rows"
-        out.append(a)
-    return out
 
 
 def recipe_variant(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
@@ -518,7 +513,7 @@ def build_parser() -> argparse.ArgumentParser:
     """The study's arguments; tests read every plan under scripts/plans/ with it, so a GPU call never starts on a typo."""
     from core.recipes.presets import pick_defaults  # light: no torch before the arguments are read
 
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0], allow_abbrev=False)  # --row is no --rows
     parser.add_argument("--domain", default="music", help="target CrossNER domain (ai, literature, music, politics, science)")
     parser.add_argument("--workspace", help="study workspace (default: workspace/study-<domain>-v2 in the checkout, git-ignored)")
     parser.add_argument("--seeds", default="1,2,3")
@@ -645,6 +640,12 @@ def main() -> int:
         print(f"wrote {args.out}")
         return 0
     if args.cpu_precision:  # read by core.train.training.resolve_precision, here and in every cell's worker
+        import torch
+
+        if torch.cuda.is_available() and not args.status:  # its cells would run on the GPU under a CPU run's name
+            raise SystemExit("error: --cpu-precision names a CPU run (its folder and JSON end in -cpu-"
+                             f"{args.cpu_precision}), and this machine has a GPU: run without it, or hide the GPU "
+                             "(CUDA_VISIBLE_DEVICES=)")
         os.environ["NERSELECT_CPU_PRECISION"] = args.cpu_precision
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")

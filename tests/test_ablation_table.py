@@ -166,4 +166,6 @@ def test_a_cpu_rerun_of_a_gpu_default_is_its_own_labelled_run_and_pairs_with_cpu
     made = table["decision"]
     assert made["unpaired"] == [] and [(t["knob"], t["row"]) for t in made["tests"]] == [("lr=5e-05", "tapt")]
     assert "| study + pick4 [v2] | music on cpu (fp32) |" in ablation_table.markdown(table)
-    assert table["criterion"]["study + pick4 [v2]"]["domains"] == ["music on cpu (fp32)", "music on cuda (bf16)"]
+    counted = table["criterion"]["study + pick4 [v2]"]
+    assert counted["domains"] == ["music on cpu (fp32)", "music on cuda (bf16)"]
+    assert counted["tapt_ge_none"] == 1  # one domain, run two ways: counted once

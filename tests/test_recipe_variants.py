@@ -27,7 +27,9 @@ def test_each_variant_is_tested_against_its_own_default_and_the_rest_is_named():
     results = [ExperimentResult.from_dict(r) for r in (
         fewer, _result("music", None, DEFAULT), _result("music", {"lr": 5e-5}, BETTER),
         _result("ai", {"l2sp": 0.1}, BETTER), _result("music", {"head_warmup_steps": 100}, BETTER, device="cuda"))]
-    made = variant_comparisons(results, n_boot=500)
+    old = ExperimentResult.from_dict({**_result("music", None, DEFAULT), "recipe": None, "job": "old-run"})
+    made = variant_comparisons([*results, old], n_boot=500)
+    assert made.without_recipe == ["music · old-run"]  # a folder from before recipe.json: named, not guessed
     rows = {(r["variant"], r["row"]): r for r in made.rows()}
     assert set(rows) == {("lr=5e-05", "tapt"), ("lr=5e-05", "cosine")}  # none does not pretrain: never compared
     assert rows["lr=5e-05", "tapt"]["verdict"] == "better" and rows["lr=5e-05", "tapt"]["difference"] > 10
@@ -38,6 +40,28 @@ def test_each_variant_is_tested_against_its_own_default_and_the_rest_is_named():
         c for c in _result("music", {"lr": 5e-5}, BETTER)["cells"] if c["seed"] == 1]})
     alone = variant_comparisons([results[1], one_seed], n_boot=200).rows()
     assert {r["verdict"] for r in alone} == {"too few seeds"}  # one seed: shown, never claimed
+
+
+def test_a_variant_pairs_only_with_its_default_of_the_same_task_and_sweep_point():
+    """Two tasks may share a domain name, and a sweep holds a row at several SC budgets: a variant's dsir at one
+    budget is paired with the default's dsir at that budget, and a variant of another task (other corpora) is not
+    paired at all. The main results table keeps a variant in a column of its own."""
+    from core.experiments.experiment import results_table
+
+    def swept(mlm, hits, budgets, corpora="a"):
+        r = _result("music", mlm, hits)
+        r["corpora"] = {"test": {"name": "test", "hash": corpora}}
+        r["cells"] = [{**c, "budget": b} for c in r["cells"] for b in (budgets if c["row"] == "cosine" else [None])]
+        return ExperimentResult.from_dict(r)
+
+    default = swept(None, DEFAULT, [500, 2000])
+    better_at_500 = swept({"lr": 5e-5}, {**DEFAULT, "cosine": 0.8}, [500])
+    made = variant_comparisons([default, better_at_500, swept({"l2sp": 0.1}, BETTER, [500], corpora="b")], n_boot=500)
+    rows = {(r["row"], r["domain"]): r["verdict"] for r in made.rows()}
+    assert rows == {("tapt", "music"): "no difference shown", ("cosine", "music"): "better"}
+    assert made.without_default == ["l2sp=0.1 on music"] and made.unpaired == []
+    table = results_table([default, better_at_500])
+    assert list(table.columns) == ["music", "music (lr=5e-05)"]
 
 
 @pytest.mark.parametrize("text, expected", [("lr=5e-5, head_warmup_steps=100", {"lr": 5e-5, "head_warmup_steps": 100}),

@@ -389,7 +389,8 @@ def test_the_ablation_grid_runs_the_default_then_one_knob_at_a_time_and_refuses_
     study = load_script("crossner_study")
     assert doctest.testmod(study, verbose=False).failed == 0  # grid_commands' example
     args = argparse.Namespace(domain="literature,music", grid=["l2sp=0.01,0.1", "rehearsal_share=0.25", "head_warmup_steps=100"],
-                              mlm=[], rehearsal_share=0.0, preset="study", model="default", mlm_steps=None, pick_checkpoint=None)
+                              mlm=[], rehearsal_share=0.0, preset="study", model="default", mlm_steps=None, pick_checkpoint=None,
+                              rows="tapt,dsir,random")
     runs = [c[2:] for c in study.grid_commands(args, ["--grid", "x", "--seeds", "1,2,3", "--domain", "y"])]
     assert len(runs) == 2 * 5  # per domain: the default recipe and four variants
     assert runs[0] == ["--seeds", "1,2,3", "--domain", "literature"]

@@ -140,7 +140,8 @@ def _variants(experiments_json: str) -> dict:
     from core.experiments.records import ExperimentResult
 
     made = variant_comparisons([ExperimentResult.from_dict(e) for e in json.loads(experiments_json)])
-    return {"rows": made.rows(), "unpaired": made.unpaired, "without_default": made.without_default}
+    return {"rows": made.rows(), "unpaired": made.unpaired, "without_default": made.without_default,
+            "without_recipe": made.without_recipe}
 
 
 st.subheader("Recipe variants")
@@ -158,6 +159,8 @@ for line in (variants or {}).get("unpaired", []):
     st.caption(f"Not compared (cells of two devices or precisions never pair): {line}")
 for line in (variants or {}).get("without_default", []):
     st.caption(f"No run of its default recipe here to compare with: {line}")
+if unknown := (variants or {}).get("without_recipe"):
+    st.caption(f"Left out, their recipe unrecorded (run folders from before recipe.json): {', '.join(unknown)}")
 
 
 st.subheader("Source comparisons")

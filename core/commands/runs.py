@@ -139,19 +139,22 @@ def cmd_compare_recipes(args: argparse.Namespace) -> int:
     made = variant_comparisons(collect_results(Workspace(args.workspace)))
     rows = made.rows()
     if args.json:
-        print_json({"comparisons": rows, "unpaired": made.unpaired, "without_default": made.without_default})
+        print_json({"comparisons": rows, "unpaired": made.unpaired, "without_default": made.without_default,
+                    "without_recipe": made.without_recipe})
         return 0
     if not rows:
         print("no recipe variant has run beside its default recipe in this workspace: run `experiment` again with "
               "--mlm KEY=VALUE (e.g. --mlm lr=5e-5) and the same corpora, rows and seeds")
     for r in rows:
         holm = "–" if r["p_holm"] is None else f"{r['p_holm']:.3f}"
-        print(f"{r['variant']:<28} {r['domain']:<12} {r['row']:<14} {r['seeds']} seeds  {r['difference']:+.2f} "
+        print(f"{r['variant']:<28} {r['domain']:<12} {r['row']:<14} {r['seeds']} seed{'s' * (r['seeds'] != 1)}  {r['difference']:+.2f} "
               f"[{r['ci_low']:+.2f}, {r['ci_high']:+.2f}]  p {r['p']:.3f}  Holm {holm}  {r['verdict']}")
     for line in made.unpaired:
         print(f"not compared (cells of two devices or precisions never pair): {line}")
     for line in made.without_default:
         print(f"no run of its default recipe here to compare with: {line}")
+    if made.without_recipe:
+        print(f"left out, their recipe unrecorded (run folders from before recipe.json): {', '.join(made.without_recipe)}")
     return 0
 
 

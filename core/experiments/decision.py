@@ -16,11 +16,12 @@ still to come, not a domain where the knob failed: it counts as left unless it i
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from core.experiments.plan import recipe_of
+from core.experiments.plan import BASELINES, knob_label, recipe_of
 from core.experiments.records import Cell, as_cells, head_drawn_apart, ran_alike
 from core.experiments.statistics import ALPHA, MIN_CLAIM_SEEDS, N_RESAMPLES, holm, paired_test
 from core.experiments.study import DOMAINS
@@ -48,15 +49,14 @@ class RunOfRecipe:
     @property
     def knob(self) -> str:
         """'' for the default recipe, else its knob settings ("l2sp=0.01", "rehearsal=0.25")."""
-        r = recipe_of(self.params)
-        parts = [f"{k}={v}" for k, v in sorted((r["mlm_config"] or {}).items())]
-        return " + ".join(parts + ([f"rehearsal={r['rehearsal_share']:g}"] if r["rehearsal_share"] else []))
+        return knob_label(self.params)
 
     @property
     def base(self) -> tuple[tuple[str, str], ...]:
-        """The recipe with its knobs at the default: results that share it are compared with each other."""
+        """The recipe with its knobs at the default: results that share it are compared with each other. An off
+        setting equals its absence (as plan.recipe_differences reads it): a record from before a field still pairs."""
         r = recipe_of(self.params)
-        return tuple(sorted((k, repr(v)) for k, v in r.items() if k not in KNOB_FIELDS))
+        return tuple(sorted((k, repr(v or None)) for k, v in r.items() if k not in KNOB_FIELDS))
 
     @property
     def ran(self) -> tuple[str, ...]:
@@ -155,12 +155,13 @@ def unpaired_variants(results: Iterable[RunOfRecipe]) -> list[str]:
     for r in results:
         if not r.knob:
             ran.setdefault((r.base, r.domain), []).append(r.ran)
-    return [f"{r.knob} on {r.domain}: ran on {_ways(r.ran)}, its default on "
-            f"{' or '.join(_ways(w) for w in ran[r.base, r.domain])}" for r in results
+    return [f"{r.knob} on {r.domain}: ran on {ways_text(r.ran)}, its default on "
+            f"{' or '.join(ways_text(w) for w in ran[r.base, r.domain])}" for r in results
             if r.knob and (r.base, r.domain) in ran and r.ran not in ran[r.base, r.domain]]
 
 
-def _ways(ran: tuple[str, ...]) -> str:
+def ways_text(ran: tuple[str, ...] | list[str]) -> str:
+    """How a run's cells ran, in words: "cpu (fp32)", "cpu (fp32) and cuda (bf16)", "an unrecorded device"."""
     return " and ".join(ran) or "an unrecorded device"
 
 
@@ -258,6 +259,7 @@ class VariantComparison:
     tests: list[KnobTest] = field(default_factory=list)
     unpaired: list[str] = field(default_factory=list)
     without_default: list[str] = field(default_factory=list)  # a variant with no run of its default recipe to test against
+    without_recipe: list[str] = field(default_factory=list)  # results whose recipe is unknown (a folder from before it)
 
     def rows(self) -> list[dict[str, Any]]:
         """One plain row per test, in points, for a table."""
@@ -271,17 +273,50 @@ class VariantComparison:
 
 def variant_comparisons(results: Iterable[Any], n_boot: int = N_RESAMPLES) -> VariantComparison:
     """Every experiment result with a recipe (records.ExperimentResult) that differs from another's only in its MLM
-    settings or rehearsal share, tested row by row against that default recipe's run on the same task and device.
-    Several runs of one recipe on one task (a first run, one with more rows): the one with most cells speaks for it."""
+    settings or rehearsal share, tested row by row against that default recipe's run of the same task (the same five
+    corpora, by their hashes where the results recorded them), device and precision, at the same SC budget and LC
+    size (a sweep's points are compared point by point, "music · SC 500 · LC 100"). Several runs of one recipe on one
+    task: the one with most cells speaks for it. A pair that cannot be paired (other TEST sentences) is named, not
+    fatal."""
+    from core.errors import UserError
+
     best: dict[tuple[Any, ...], RunOfRecipe] = {}
+    unknown = []
     for r in results:
         if not r.recipe or not r.cells:
+            unknown += [f"{r.domain} · {r.job or 'a result'}"] if r.cells else []
             continue
-        run = RunOfRecipe(r.domain, r.recipe, list(r.cells), not r.partial)
-        key = (run.knob, run.base, run.domain, run.ran)
-        if key not in best or len(run.cells) > len(best[key].cells):
-            best[key] = run
-    runs = list(best.values())
-    defaults = {(r.base, r.domain) for r in runs if not r.knob}
-    return VariantComparison(knob_tests(runs, n_boot=n_boot), unpaired_variants(runs),
-                             sorted({f"{r.knob} on {r.domain}" for r in runs if r.knob and (r.base, r.domain) not in defaults}))
+        task = json.dumps({k: {f: v for f, v in ref.items() if f != "sentences"} if isinstance(ref, Mapping) else ref
+                           for k, ref in sorted((r.extra.get("corpora") or {}).items())}, sort_keys=True, default=str)
+        points = {(c.budget if c.row not in BASELINES else None, c.lc_size) for c in r.cells}
+        budgets, lc_sizes = {b for b, _ in points if b}, {n for _, n in points}
+        for point in points:
+            cells = [c for c in r.cells if (c.budget if c.row not in BASELINES else None, c.lc_size) == point]
+            # the point is always part of the key; the label names it only where this run swept it
+            shown = r.domain + (f" · SC {point[0]}" if point[0] and len(budgets) > 1 else "") + \
+                (f" · LC {point[1]}" if len(lc_sizes) > 1 else "")
+            run = RunOfRecipe(shown, r.recipe, cells, not r.partial)
+            where = (r.domain, *point)
+            key = (run.knob, run.base, task, where, run.ran)
+            if key not in best or len(run.cells) > len(best[key].cells):
+                best[key] = run
+    defaults = {(base, task, where, ran): run for (knob, base, task, where, ran), run in best.items() if not knob}
+    tests, failed, without = [], [], set()
+    for (knob, base, task, where, ran), run in best.items():
+        if not knob:
+            continue
+        default = defaults.get((base, task, where, ran))
+        if default is None:
+            if not any(k[:3] == (base, task, where) for k in defaults):
+                without.add(f"{knob} on {run.domain}")
+            continue
+        for row in sorted({c.row for c in run.cells} - {"none"}):
+            try:
+                tests.append(_paired(knob, run.domain, row, run.cells, default.cells, row, n_boot))
+            except UserError as exc:
+                failed.append(f"{knob} on {run.domain}, {row}: {exc}")
+    unpaired = [f"{knob} on {run.domain}: ran on {ways_text(ran)}, its default on "
+                f"{' or '.join(ways_text(k[3]) for k in defaults if k[:3] == (base, task, where))}"
+                for (knob, base, task, where, ran), run in best.items() if knob and (base, task, where, ran) not in defaults
+                and any(k[:3] == (base, task, where) for k in defaults)]
+    return VariantComparison(_with_holm(tests), unpaired + failed, sorted(without), unknown)

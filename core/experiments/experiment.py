@@ -49,6 +49,7 @@ from core.experiments.parallel import CellTask, parse_parallel
 from core.experiments.plan import (
     BASELINES,
     RECIPE_FILE,
+    knob_label,
     parse_strategy,
     recipe_of,
     resolve_sc_budget,
@@ -112,15 +113,18 @@ def results_table(experiments: Iterable[ExperimentResult | Mapping[str, Any]], p
     """The seed's Table 3: rows strategies and baselines, columns domains, cells 'mean ± std [95% CI]' of
     test F1 over seeds ('(1 seed)' instead of a spread; no interval for runs without kept predictions).
     `experiments` are experiment results (each with `domain` and `cells`);
-    two experiments on one domain are pooled; sweeps enter as `table_cells` gives them."""
+    two experiments of one recipe on one domain are pooled; a recipe variant (other MLM settings or rehearsal,
+    plan.knob_label) is a column of its own, "music (lr=5e-05)", never pooled with its default's cells; sweeps enter
+    as `table_cells` gives them."""
     import pandas as pd
 
     by_domain: dict[str, list[Cell]] = {}
     dev_in_mlm: set[str] = set()  # domains with a run that allowed DEV text in its MLM corpora: marked on their rows
     for exp in map(as_result, experiments):
-        by_domain.setdefault(exp.domain, []).extend(table_cells(exp.cells))
+        column = exp.domain + (f" ({knob})" if exp.recipe and (knob := knob_label(exp.recipe)) else "")
+        by_domain.setdefault(column, []).extend(table_cells(exp.cells))
         if exp.dev_in_mlm:
-            dev_in_mlm.add(exp.domain)
+            dev_in_mlm.add(column)
     scale = 100.0 if percent else 1.0
     all_rows: list[str] = []
     columns: dict[str, dict[str, str]] = {}

@@ -131,6 +131,14 @@ def recipe_label(params: Any) -> str:
     return " + ".join(parts)
 
 
+def knob_label(params: Any) -> str:
+    """What a recipe variant changes over its default (issue 46's knobs: MLM settings, rehearsal share) as one label,
+    "" for a default recipe: "l2sp=0.01", "lr=5e-05 + rehearsal=0.25". A table keeps a variant's cells apart by it."""
+    r = recipe_of(params, ("mlm_config", "rehearsal_share"))
+    parts = [f"{k}={v}" for k, v in sorted((r["mlm_config"] or {}).items())]
+    return " + ".join(parts + ([f"rehearsal={r['rehearsal_share']:g}"] if r["rehearsal_share"] else []))
+
+
 def recipe_differences(there: dict[str, Any], now: dict[str, Any]) -> list[str]:
     """Each setting two recipes (recipe_of) both name and set differently, as "field: X there, Y now". An off setting
     (no pick, no rehearsal, no overrides) equals its absence, so a file from before a field compares equal. The one

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -28,8 +29,11 @@ def parse_settings(items: Iterable[str] | str, option: str) -> dict[str, Any]:
 
     >>> parse_settings(["lr=5e-5", " head_warmup_steps = 100", "device=cpu"], "--mlm")
     {'lr': 5e-05, 'head_warmup_steps': 100, 'device': 'cpu'}
-    >>> parse_settings("lr=5e-5, l2sp=0.1,", "MLM settings")
+    >>> parse_settings("lr=5e-5, l2sp=.1,", "MLM settings")
     {'lr': 5e-05, 'l2sp': 0.1}
+    >>> parse_settings(["lr=NaN"], "--mlm")
+    Traceback (most recent call last):
+    core.errors.UserError: --mlm 'lr=NaN': lr must be a finite number
     >>> parse_settings(["lr"], "--mlm")
     Traceback (most recent call last):
     core.errors.UserError: --mlm 'lr': expected KEY=VALUE (e.g. lr=5e-5)
@@ -39,11 +43,25 @@ def parse_settings(items: Iterable[str] | str, option: str) -> dict[str, Any]:
         key, sep, value = item.partition("=")
         if not sep or not key.strip() or not value.strip():
             raise UserError(f"{option} {item.strip()!r}: expected KEY=VALUE (e.g. lr=5e-5)")
-        try:
-            out[key.strip()] = json.loads(value.strip())
-        except json.JSONDecodeError:
-            out[key.strip()] = value.strip()
+        out[key.strip()] = value = _value(value.strip())
+        if isinstance(value, float) and not math.isfinite(value):
+            raise UserError(f"{option} {item.strip()!r}: {key.strip()} must be a finite number")
     return out
+
+
+def _value(text: str) -> Any:
+    """A typed value: JSON where it parses (5e-5, 100, true, [0.9, 0.99]), else a number Python reads (.1, 1_000),
+    else the text itself (cpu)."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        pass
+    for cast in (int, float):
+        try:
+            return cast(text)
+        except ValueError:
+            pass
+    return text
 
 
 def check_settings(cls: type, d: dict[str, Any], what: str) -> None:
@@ -140,11 +158,11 @@ def check_mlm_recipe(config: Any, n_layers: int | None) -> None:
         # all of them frozen (with the embeddings) would leave only the MLM head to learn, which NER never reads
         raise UserError(f"freeze_layers must be between 0 and one less than the encoder's {n_layers or 'number of'} "
                         f"layers (freezing all of them, the encoder would never train), got {config.freeze_layers}")
-    if config.lr <= 0:
+    if not config.lr > 0:  # "not >" so that NaN is refused too
         raise UserError(f"lr must be > 0 (at 0 the encoder would never train), got {config.lr}")
     if config.head_warmup_steps < 0:
         raise UserError(f"head_warmup_steps must be >= 0, got {config.head_warmup_steps}")
-    if getattr(config, "l2sp", 0.0) < 0:
+    if not getattr(config, "l2sp", 0.0) >= 0:
         raise UserError(f"l2sp must be >= 0 (the pull towards the starting weights), got {config.l2sp}")
     if not 0 < config.mlm_probability < 1:
         raise UserError(f"mlm_probability must be in (0, 1): the share of tokens masked, got {config.mlm_probability}")
