@@ -339,10 +339,10 @@ def user_advice(entries: Iterable[SummaryEntry | Mapping[str, Any]], cells: Iter
     if settle and settle["needed"]:
         more = settle["needed"] - seeds
         return {"case": "cannot say", "row": e.row, "seeds": seeds, "more_seeds": more,
-                "text": f"cannot say with {seeds} seeds whether pretraining helps ({figures}): run {more} more"}
+                "text": f"cannot say with {seeds} seed{'s' * (seeds != 1)} whether pretraining helps ({figures}): run {more} more"}
     why = settle["reason"] if settle else "run more seeds"
     return {"case": "cannot say", "row": e.row, "seeds": seeds, "more_seeds": None,
-            "text": f"cannot say with {seeds} seeds whether pretraining helps ({figures}): {why}"}
+            "text": f"cannot say with {seeds} seed{'s' * (seeds != 1)} whether pretraining helps ({figures}): {why}"}
 
 
 def _row_runs(cells: Sequence[Cell], row: str) -> list[np.ndarray]:
