@@ -156,7 +156,7 @@ else:
     st.info("No recipe variant has run beside its default recipe yet: start an experiment with the same corpora, rows "
             "and seeds and other MLM settings.")
 for line in (variants or {}).get("unpaired", []):
-    st.caption(f"Not compared (cells of two devices or precisions never pair): {line}")
+    st.caption(f"Not compared: {line}")
 for line in (variants or {}).get("without_default", []):
     st.caption(f"No run of its default recipe here to compare with: {line}")
 if unknown := (variants or {}).get("without_recipe"):

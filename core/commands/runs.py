@@ -150,7 +150,7 @@ def cmd_compare_recipes(args: argparse.Namespace) -> int:
         print(f"{r['variant']:<28} {r['domain']:<12} {r['row']:<14} {r['seeds']} seed{'s' * (r['seeds'] != 1)}  {r['difference']:+.2f} "
               f"[{r['ci_low']:+.2f}, {r['ci_high']:+.2f}]  p {r['p']:.3f}  Holm {holm}  {r['verdict']}")
     for line in made.unpaired:
-        print(f"not compared (cells of two devices or precisions never pair): {line}")
+        print(f"not compared: {line}")
     for line in made.without_default:
         print(f"no run of its default recipe here to compare with: {line}")
     if made.without_recipe:

@@ -257,7 +257,7 @@ class VariantComparison:
     core compare-recipes`): the same paired tests as the ablation's, without the five-domain rule, which is CrossNER's."""
 
     tests: list[KnobTest] = field(default_factory=list)
-    unpaired: list[str] = field(default_factory=list)
+    unpaired: list[str] = field(default_factory=list)  # not compared: another device or precision, or no common TEST
     without_default: list[str] = field(default_factory=list)  # a variant with no run of its default recipe to test against
     without_recipe: list[str] = field(default_factory=list)  # results whose recipe is unknown (a folder from before it)
 
