@@ -17,7 +17,7 @@ still to come, not a domain where the knob failed: it counts as left unless it i
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -147,17 +147,18 @@ def _with_holm(tests: list[KnobTest | None]) -> list[KnobTest]:
     return ran
 
 
-def unpaired_variants(results: Iterable[RunOfRecipe]) -> list[str]:
-    """Variants with a default of their base recipe and domain that ran on another device or precision: said, not
-    compared."""
+def unpaired_variants(results: Iterable[RunOfRecipe], where: Callable[[RunOfRecipe], Any] | None = None) -> list[str]:
+    """Variants with a default of their base recipe and domain (or of `where`, what a variant is compared within)
+    that ran on another device or precision: said, not compared."""
     results = list(results)
-    ran: dict[tuple[Any, str], list[tuple[str, ...]]] = {}  # a domain may hold a GPU and a CPU default side by side
+    where = where or (lambda r: (r.base, r.domain))
+    ran: dict[Any, list[tuple[str, ...]]] = {}  # a domain may hold a GPU and a CPU default side by side
     for r in results:
         if not r.knob:
-            ran.setdefault((r.base, r.domain), []).append(r.ran)
+            ran.setdefault(where(r), []).append(r.ran)
     return [f"{r.knob} on {r.domain}: ran on {ways_text(r.ran)}, its default on "
-            f"{' or '.join(ways_text(w) for w in ran[r.base, r.domain])}" for r in results
-            if r.knob and (r.base, r.domain) in ran and r.ran not in ran[r.base, r.domain]]
+            f"{' or '.join(ways_text(w) for w in ran[where(r)])}" for r in results
+            if r.knob and where(r) in ran and r.ran not in ran[where(r)]]
 
 
 def ways_text(ran: tuple[str, ...] | list[str]) -> str:
@@ -315,8 +316,6 @@ def variant_comparisons(results: Iterable[Any], n_boot: int = N_RESAMPLES) -> Va
                 tests.append(_paired(knob, run.domain, row, run.cells, default.cells, row, n_boot))
             except UserError as exc:
                 failed.append(f"{knob} on {run.domain}, {row}: {exc}")
-    unpaired = [f"{knob} on {run.domain}: ran on {ways_text(ran)}, its default on "
-                f"{' or '.join(ways_text(k[3]) for k in defaults if k[:3] == (base, task, where))}"
-                for (knob, base, task, where, ran), run in best.items() if knob and (base, task, where, ran) not in defaults
-                and any(k[:3] == (base, task, where) for k in defaults)]
+    place = {id(run): key[1:4] for key, run in best.items()}  # (base, task, sweep point): what pairs within
+    unpaired = unpaired_variants(best.values(), lambda r: place[id(r)])
     return VariantComparison(_with_holm(tests), unpaired + failed, sorted(without), unknown)
