@@ -64,6 +64,33 @@ def test_a_variant_pairs_only_with_its_default_of_the_same_task_and_sweep_point(
     assert list(table.columns) == ["music", "music (lr=5e-05)"]
 
 
+def test_a_variant_scored_on_other_test_sentences_is_named_by_the_workspace_and_refused_by_the_ablation():
+    """The workspace comparison and the CrossNER ablation pair through one function (decision.knob_tests): the
+    workspace names a pair it cannot pair and goes on; the ablation, whose runs share one TEST by construction,
+    stops on it."""
+    from core.errors import UserError
+    from core.experiments.decision import knob_tests
+    from core.experiments.statistics import decode_counts, encode_counts
+
+    shorter = _result("music", {"lr": 5e-5}, BETTER)
+    for c in shorter["cells"]:
+        c["test_counts"] = encode_counts(decode_counts(c["test_counts"])[:-5])  # five TEST sentences fewer
+    made = variant_comparisons([ExperimentResult.from_dict(r) for r in (_result("music", None, DEFAULT), shorter)],
+                               n_boot=200)
+    assert made.tests == [] and len(made.unpaired) == 2  # tapt and cosine, each named with its reason
+    assert all(m.startswith("lr=5e-05 on music, ") and "different test sentences" in m for m in made.unpaired)
+    with pytest.raises(UserError, match="different test sentences"):
+        knob_tests([_run("music", None, DEFAULT), _shortened(_run("music", {"lr": 5e-5}, BETTER))], n_boot=200)
+
+
+def _shortened(run):
+    from dataclasses import replace
+
+    from core.experiments.statistics import decode_counts, encode_counts
+
+    return replace(run, cells=[replace(c, test_counts=encode_counts(decode_counts(c.test_counts)[:-5])) for c in run.cells])
+
+
 @pytest.mark.parametrize("text, expected", [("lr=5e-5, head_warmup_steps=100", {"lr": 5e-5, "head_warmup_steps": 100}),
                                             ("", {})])
 def test_typed_mlm_settings_become_the_experiment_recipe_and_bad_ones_are_refused(text, expected):

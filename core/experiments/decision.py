@@ -166,14 +166,28 @@ def ways_text(ran: tuple[str, ...] | list[str]) -> str:
     return " and ".join(ran) or "an unrecorded device"
 
 
-def knob_tests(results: Iterable[RunOfRecipe], n_boot: int = N_RESAMPLES, seed: int = 0) -> list[KnobTest]:
-    """Every (knob, domain, pretraining row) comparison with the default of the same base recipe and domain that ran
-    alike, with Holm-adjusted p over all of them."""
+def knob_tests(results: Iterable[RunOfRecipe], n_boot: int = N_RESAMPLES, seed: int = 0,
+               where: Callable[[RunOfRecipe], Any] | None = None, failed: list[str] | None = None) -> list[KnobTest]:
+    """Every (knob, domain, pretraining row) comparison with the default of the same base recipe and domain (or of
+    `where`, what a variant is compared within) that ran alike, with Holm-adjusted p over all of them. A pair that
+    cannot be paired (other TEST sentences) raises, unless `failed` collects its message instead."""
+    from core.errors import UserError
+
     results = list(results)
-    defaults = {(r.base, r.domain, r.ran): r for r in results if not r.knob}
-    return _with_holm([_paired(r.knob, r.domain, row, r.cells, default.cells, row, n_boot, seed)
-                       for r in results if r.knob and (default := defaults.get((r.base, r.domain, r.ran)))
-                       for row in sorted({c.row for c in r.cells} - {"none"})])
+    where = where or (lambda r: (r.base, r.domain))
+    defaults = {(where(r), r.ran): r for r in results if not r.knob}
+    tests: list[KnobTest | None] = []
+    for r in results:
+        if not r.knob or (default := defaults.get((where(r), r.ran))) is None:
+            continue
+        for row in sorted({c.row for c in r.cells} - {"none"}):
+            try:
+                tests.append(_paired(r.knob, r.domain, row, r.cells, default.cells, row, n_boot, seed))
+            except UserError as exc:
+                if failed is None:
+                    raise
+                failed.append(f"{r.knob} on {r.domain}, {row}: {exc}")
+    return _with_holm(tests)
 
 
 def _outcome(tests: Sequence[KnobTest], domains: Sequence[str], needed: int, alpha: float, stopped: Iterable[str] = ()
@@ -279,8 +293,6 @@ def variant_comparisons(results: Iterable[Any], n_boot: int = N_RESAMPLES) -> Va
     size (a sweep's points are compared point by point, "music · SC 500 · LC 100"). Several runs of one recipe on one
     task: the one with most cells speaks for it. A pair that cannot be paired (other TEST sentences) is named, not
     fatal."""
-    from core.errors import UserError
-
     best: dict[tuple[Any, ...], RunOfRecipe] = {}
     unknown = []
     for r in results:
@@ -301,21 +313,10 @@ def variant_comparisons(results: Iterable[Any], n_boot: int = N_RESAMPLES) -> Va
             key = (run.knob, run.base, task, where, run.ran)
             if key not in best or len(run.cells) > len(best[key].cells):
                 best[key] = run
-    defaults = {(base, task, where, ran): run for (knob, base, task, where, ran), run in best.items() if not knob}
-    tests, failed, without = [], [], set()
-    for (knob, base, task, where, ran), run in best.items():
-        if not knob:
-            continue
-        default = defaults.get((base, task, where, ran))
-        if default is None:
-            if not any(k[:3] == (base, task, where) for k in defaults):
-                without.add(f"{knob} on {run.domain}")
-            continue
-        for row in sorted({c.row for c in run.cells} - {"none"}):
-            try:
-                tests.append(_paired(knob, run.domain, row, run.cells, default.cells, row, n_boot))
-            except UserError as exc:
-                failed.append(f"{knob} on {run.domain}, {row}: {exc}")
     place = {id(run): key[1:4] for key, run in best.items()}  # (base, task, sweep point): what pairs within
+    failed: list[str] = []
+    tests = knob_tests(best.values(), n_boot, where=lambda r: place[id(r)], failed=failed)
+    with_default = {key[1:4] for key in best if not key[0]}
+    without = sorted({f"{run.knob} on {run.domain}" for key, run in best.items() if key[0] and key[1:4] not in with_default})
     unpaired = unpaired_variants(best.values(), lambda r: place[id(r)])
-    return VariantComparison(_with_holm(tests), unpaired + failed, sorted(without), unknown)
+    return VariantComparison(tests, unpaired + failed, without, unknown)
