@@ -454,7 +454,7 @@ def test_every_device_plan_reads_as_device_study_reads_it(plan):
         studies = plans.lane_studies(lane)  # parses each command; a bad knob or value raises UserError
         assert len(studies) >= len(lane.domains)
     [left] = plans.plans_left([plan])
-    asked = [len(s.rows.split(",")) * 3 for lane in lanes for s in plans.lane_studies(lane)]  # a knob's leave out none
+    asked = [len(s.rows.split(",")) * len(s.seeds.split(",")) for lane in lanes for s in plans.lane_studies(lane)]  # a knob's leave out none
     assert left["asked"] == sum(asked) and all(s["asked"] == n for s, n in zip(left["studies"], asked))
 
 
