@@ -164,6 +164,35 @@ def still_to_run(cells: list[dict[str, Any]], rows: list[str], seeds: list[int],
     return missing_cells(rows, seeds, cells), again
 
 
+def time_left(cells: list[dict[str, Any]], todo: list[tuple[str, int]]) -> str:
+    """About how long the cells to go take, one after another, at the median clock of this study's finished cells of
+    the same kind (`none` only fine-tunes; a pretraining row adds MLM and checkpoint pick's probes, several times as
+    long), so that a user can plan a session ("33 to go" alone does not say 8 hours). Cells that ran several at once
+    (--parallel) each took longer than alone: the sum then overstates. '' when no finished cell kept its clock.
+
+    >>> done = [{"row": "none", "started": 0, "finished": 120}, {"row": "tapt", "started": 0, "finished": 600},
+    ...         {"row": "dsir", "started": 0, "finished": 900}]
+    >>> time_left(done, [("none", 2), ("tapt", 2), ("dsir", 2)])
+    'about 27 min one cell after another (median cell 12 min, none 2 min, from 3 finished cells)'
+    """
+    import statistics
+
+    def spans(kind: bool) -> list[float]:
+        return [c["finished"] - c["started"] for c in cells if (c.get("row") == "none") == kind
+                and isinstance(c.get("started"), (int, float)) and isinstance(c.get("finished"), (int, float))]
+
+    fine_tune_only, pretraining = spans(True), spans(False)
+    typical = statistics.median(pretraining or fine_tune_only or [0.0])
+    baseline = statistics.median(fine_tune_only) if fine_tune_only else typical
+    if not typical:
+        return ""
+    seconds = sum(baseline if row == "none" else typical for row, _ in todo)
+    total = f"{seconds / 3600:.1f} h" if seconds >= 5400 else f"{seconds / 60:.0f} min"
+    return (f"about {total} one cell after another (median cell {typical / 60:.0f} min"
+            + (f", none {baseline / 60:.0f} min" if fine_tune_only and pretraining else "")
+            + f", from {len(fine_tune_only) + len(pretraining)} finished cells)")
+
+
 def set_aside_reruns(run_dir: Path, rows: list[str], seeds: list[int], old_head: bool = False,
                      cpu_precision: str | None = None) -> list[Path]:
     """Move the cells finished in this run folder that run again (runs_again) to RUN_DIR/replaced/STAMP/, kept, not
@@ -757,6 +786,8 @@ def main() -> int:
             todo = [f"{r} seed {s}" for r, s in missing] + [f"{r} seed {s} (again)" for r, s in again]
             print(f"{left} to go ({', '.join(todo)}); continue with: python "
                   + " ".join(a for a in sys.argv if a != "--status"))
+            if eta := time_left(cells, missing + again):
+                print(f"time left: {eta}")
         return 0
     if moved := set_aside_reruns(run_dir, rows, seeds, args.rerun_old_head, args.cpu_precision):
         print(f"{len(moved)} finished cells of this folder run again: moved to {moved[0].parent.parent}")
