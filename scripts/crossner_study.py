@@ -193,6 +193,15 @@ def time_left(cells: list[dict[str, Any]], todo: list[tuple[str, int]]) -> str:
             + f", from {len(fine_tune_only) + len(pretraining)} finished cells)")
 
 
+def clock_of(path: Path) -> list[dict[str, Any]]:
+    """The cells of a stored result, for their clocks alone: a knob variant not begun times its cells by its default
+    recipe's, which ran the same rows on the same machine kind. [] when there is none or it cannot be read."""
+    try:
+        return json.loads(path.read_text()).get("cells") or []
+    except (OSError, ValueError, AttributeError):
+        return []
+
+
 def set_aside_reruns(run_dir: Path, rows: list[str], seeds: list[int], old_head: bool = False,
                      cpu_precision: str | None = None) -> list[Path]:
     """Move the cells finished in this run folder that run again (runs_again) to RUN_DIR/replaced/STAMP/, kept, not
@@ -611,6 +620,8 @@ def knob_lines(payload: dict[str, Any], default: dict[str, Any] | None, name: st
         return ""
     if default is None:
         return f"{variant.knob} against {name}: no result of it yet, so not compared"
+    if not variant.cells:
+        return f"{variant.knob} against {name}: no finished cell of this variant yet"
     runs = [RunOfRecipe.of(default), variant]
     if unpaired := unpaired_variants(runs):
         return f"{variant.knob} against {name}: not compared ({unpaired[0]}: cells of two devices or precisions never pair)"
@@ -639,10 +650,15 @@ def study_lines(payload: dict[str, Any]) -> str:
     verdict: pretraining helps against none: not tested
     what to do: no pretraining row was compared with none
     """
+    from core.experiments.plan import knob_label
+
     lines = [f"{row:8s} {100 * v['mean']:.2f} ± {100 * v['std']:.2f}  seeds {v['seeds']}" for row, v in payload["rows"].items()]
     verdict = payload.get("verdict") or {}
     lines += [f"verdict: {verdict['text']}"] if verdict.get("text") else []
-    lines += [f"what to do: {advice}"] if (advice := (verdict.get("advice") or {}).get("text")) else []
+    advice = (verdict.get("advice") or {}).get("text")
+    if advice and "none" not in payload["rows"] and knob_label(payload.get("params") or {}):
+        advice = "a knob variant borrows none from its default recipe: read its rows against that default, below"
+    lines += [f"what to do: {advice}"] if advice else []
     return "\n".join(lines)
 
 
@@ -776,17 +792,20 @@ def main() -> int:
         cells = with_stored(load_cells(run_dir), stored)  # finished here or stored in the JSON: both count
         missing, again = still_to_run(cells, rows, seeds, args.rerun_old_head, args.cpu_precision)
         left = len(missing) + len(again)
-        payload = write(None, started, complete=not left, error=None if not left else
-                        f"partial: written by --status while the study was unfinished ({left} row/seed cells to go"
-                        + (f"; {len(again)} of them stored, standing until they run again)" if again else ")"))
-        print(study_lines(payload))
-        print_knob_lines(payload)
-        print(f"{len(cells)} finished cells; wrote {out}")
+        if cells:
+            payload = write(None, started, complete=not left, error=None if not left else
+                            f"partial: written by --status while the study was unfinished ({left} row/seed cells to go"
+                            + (f"; {len(again)} of them stored, standing until they run again)" if again else ")"))
+            print(study_lines(payload))
+            print_knob_lines(payload)
+            print(f"{len(cells)} finished cells; wrote {out}")
+        else:  # a variant not begun: an empty JSON would be a result that says nothing, counted as one by the tables
+            print(f"no finished cell yet: {out.name} not written")
         if left:  # the JSON keeps the finished cells' counts: the same command continues, here or on a fresh machine
             todo = [f"{r} seed {s}" for r, s in missing] + [f"{r} seed {s} (again)" for r, s in again]
             print(f"{left} to go ({', '.join(todo)}); continue with: python "
                   + " ".join(a for a in sys.argv if a != "--status"))
-            if eta := time_left(cells, missing + again):
+            if eta := time_left(cells or clock_of(default_result_path(args)), missing + again):
                 print(f"time left: {eta}")
         return 0
     if moved := set_aside_reruns(run_dir, rows, seeds, args.rerun_old_head, args.cpu_precision):

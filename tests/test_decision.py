@@ -199,6 +199,13 @@ def test_a_knob_study_prints_its_rows_against_the_default_of_its_domain():
     assert "no result of it yet" in study.knob_lines(payload(better), None)
     gpu = payload(_run("ai", {"lr": 5e-5}, DEFAULT, device="cuda"))
     assert "not compared" in study.knob_lines(gpu, payload(default))
+    begun = {**payload(better), "cells": []}  # a --status before the variant's first cell: nothing to pair, no device
+    assert study.knob_lines(begun, payload(default)).endswith("no finished cell of this variant yet")
+    # its own verdict cannot test against none, which it borrows: the advice says where its comparison is
+    verdict = {"text": "pretraining helps against none: not tested", "advice": {"text": "add the none row to the run"}}
+    rows = {"tapt": {"mean": 0.5, "std": 0.0, "seeds": [1]}}
+    assert "borrows none" in study.study_lines({**payload(better), "rows": rows, "verdict": verdict})
+    assert "add the none row" in study.study_lines({**payload(default), "rows": rows, "verdict": verdict})
 
 
 def test_a_domain_partial_but_already_better_counts_as_decided():
