@@ -193,6 +193,42 @@ def time_left(cells: list[dict[str, Any]], todo: list[tuple[str, int]]) -> str:
             + f", from {len(fine_tune_only) + len(pretraining)} finished cells)")
 
 
+def cells_left(args: argparse.Namespace, results: Path = ROOT / "docs" / "results"
+               ) -> tuple[Path, list[dict[str, Any]], list[tuple[str, int]], list[tuple[str, int]]]:
+    """A study command against its result JSON (the study's own naming): the JSON's path, its stored cells, the
+    (row, seed) pairs with no stored copy and the stored ones the command would run again. What a grid's --status
+    totals, and what scripts/study_plans.py counts a plan's cells with."""
+    from core.errors import UserError
+
+    _, variant = recipe_variant(args)
+    path = result_path(args.domain, variant, results)
+    cells: list[dict[str, Any]] = []
+    if path.is_file():
+        try:
+            cells = json.loads(path.read_text("utf-8")).get("cells") or []
+        except (UnicodeDecodeError, json.JSONDecodeError, AttributeError) as exc:
+            raise UserError(f"{path}: not a study result JSON ({exc})") from exc
+    rows = [r.strip() for r in args.rows.split(",") if r.strip()]
+    seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
+    return (path, cells, *still_to_run(cells, rows, seeds, args.rerun_old_head, args.cpu_precision))
+
+
+def grid_left(commands: list[list[str]], results: Path = ROOT / "docs" / "results") -> str:
+    """A grid's --status ends with the whole grid: cells to go over its variants and about how long, timed by the
+    clocks of every finished cell of the grid (its variants ran the same rows on the same machine kind)."""
+    parser = build_parser()
+    clocks: list[dict[str, Any]] = []
+    todo: list[tuple[str, int]] = []
+    for command in commands:
+        _, cells, missing, again = cells_left(parser.parse_args(command[2:]), results)
+        clocks += cells
+        todo += missing + again
+    if not todo:
+        return f"grid: every cell of its {len(commands)} studies has finished"
+    eta = time_left(clocks, todo)
+    return f"grid: {len(todo)} cells to go over its {len(commands)} studies" + (f"; {eta}" if eta else "")
+
+
 def clock_of(path: Path) -> list[dict[str, Any]]:
     """The cells of a stored result, for their clocks alone: a knob variant not begun times its cells by its default
     recipe's, which ran the same rows on the same machine kind. [] when there is none or it cannot be read."""
@@ -672,6 +708,8 @@ def main() -> int:
             if done.returncode != 0:
                 print(f"error: variant {k} failed (exit {done.returncode}); rerun the same command to continue", file=sys.stderr)
                 return done.returncode
+        if args.status:
+            print("\n" + grid_left(commands))
         return 0
     if args.refresh:
         print("\n".join(refresh_results([Path(p) for p in args.refresh])))

@@ -13,7 +13,6 @@ is left" comes from the same code that runs the cells, not from a list kept by h
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -67,20 +66,10 @@ def study_left(args: argparse.Namespace, results: Path) -> dict[str, Any]:
     ones it would run again."""
     import crossner_study as study
 
-    from core.errors import UserError
-
     _, variant = study.recipe_variant(args)
-    path = study.result_path(args.domain, variant, results)
-    cells: list[dict[str, Any]] = []
-    if path.is_file():
-        try:
-            cells = json.loads(path.read_text("utf-8")).get("cells") or []
-        except (UnicodeDecodeError, json.JSONDecodeError, AttributeError) as exc:
-            raise UserError(f"{path}: not a study result JSON ({exc})") from exc
-    rows = [r.strip() for r in args.rows.split(",") if r.strip()]
-    seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
-    missing, again = study.still_to_run(cells, rows, seeds, args.rerun_old_head, args.cpu_precision)
-    return {"domain": args.domain, "variant": variant, "file": path.name, "asked": len(rows) * len(seeds),
+    path, _, missing, again = study.cells_left(args, results)
+    asked = len([r for r in args.rows.split(",") if r.strip()]) * len([s for s in args.seeds.split(",") if s.strip()])
+    return {"domain": args.domain, "variant": variant, "file": path.name, "asked": asked,
             "missing": len(missing), "again": len(again),
             "to_go": [f"{r} {s}" for r, s in missing] + [f"{r} {s} again" for r, s in again]}
 

@@ -510,3 +510,18 @@ def test_a_pinned_cpu_precision_is_used_and_its_other_precision_cells_run_again(
     assert not study.runs_again(bf16, ["dsir"], [2], cpu_precision="fp32")  # a row not asked for
     gpu = {"row": "tapt", "seed": 2, "numerics": {**new, "device": "cuda", "dtype": "bf16"}}
     assert not study.runs_again(gpu, ["tapt"], [2], cpu_precision="fp32")  # the pin is the CPU's only
+
+
+def test_a_grid_status_totals_its_cells_to_go_and_times_them_by_its_finished_cells(tmp_path):
+    """`--grid ... --status` ends with the whole grid: a knob variant not begun asks for its rows' every seed (none it
+    borrows), and the time is the grid's own finished cells' median clock, none apart from the pretraining rows."""
+    study = load_script("crossner_study")
+    argv = ["--domain", "music", "--rows", "none,tapt", "--seeds", "1,2", "--grid", "lr=5e-5"]
+    commands = study.grid_commands(study.build_parser().parse_args(argv), argv)
+    default = study.build_parser().parse_args(commands[0][2:])
+    cells = [{"row": "none", "seed": 1, "started": 0, "finished": 120}, {"row": "tapt", "seed": 1, "started": 0, "finished": 600}]
+    path = study.result_path("music", study.recipe_variant(default)[1], tmp_path)
+    path.write_text(json.dumps({"cells": cells}))
+    assert study.grid_left(commands, tmp_path) == ("grid: 4 cells to go over its 2 studies; about 32 min one cell after "
+                                                   "another (median cell 10 min, none 2 min, from 2 finished cells)")
+    assert study.cells_left(default, tmp_path)[2:] == ([("none", 2), ("tapt", 2)], [])
