@@ -78,8 +78,17 @@ def with_rows(argv: list[str], rows: list[str]) -> list[str]:
     ['s.py', '--domain', 'ai', '--rows', 'none,tapt']
     >>> with_rows(["s.py", "--rows=tapt", "--rerun-old-head", "--cpu-precision", "fp32"], ["none", "tapt"])
     ['s.py', '--rows=none,tapt', '--cpu-precision', 'fp32']
+    >>> with_rows([str(ROOT / "scripts/crossner_study.py"), "--domain", "ai"], ["tapt"])[0]  # a --grid variant's
+    'scripts/crossner_study.py'
     """
-    return replace_rows([a for a in argv if a not in ("--status", "--rerun-old-head")], rows)
+    return replace_rows([as_typed(a) for a in argv if a not in ("--status", "--rerun-old-head")], rows)
+
+
+def as_typed(arg: str) -> str:
+    """A path inside the project as a user types it from the project's root: a --grid runs its variants by absolute
+    path, which a result JSON would otherwise record (a folder of the machine that ran it, not a command to rerun)."""
+    path = Path(arg)
+    return str(path.relative_to(ROOT)) if path.is_absolute() and path.is_relative_to(ROOT) else arg
 
 
 def replace_rows(argv: list[str], rows: list[str]) -> list[str]:
@@ -842,7 +851,7 @@ def main() -> int:
         if left:  # the JSON keeps the finished cells' counts: the same command continues, here or on a fresh machine
             todo = [f"{r} seed {s}" for r, s in missing] + [f"{r} seed {s} (again)" for r, s in again]
             print(f"{left} to go ({', '.join(todo)}); continue with: python "
-                  + " ".join(a for a in sys.argv if a != "--status"))
+                  + " ".join(as_typed(a) for a in sys.argv if a != "--status"))
             if eta := time_left(cells or clock_of(default_result_path(args)), missing + again):
                 print(f"time left: {eta}")
         return 0
