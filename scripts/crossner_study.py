@@ -509,6 +509,9 @@ def grid_commands(args: argparse.Namespace, argv: list[str]) -> list[list[str]]:
     """
     from core.errors import UserError
 
+    if getattr(args, "out", None):  # each variant writes its own JSON, named by its recipe: one --out for all would
+        raise UserError("--grid with --out: each variant writes its own result JSON, named by its recipe, and one "
+                        "--out would make them overwrite one another; leave --out out (they go to docs/results/)")
     keep, skip = [], False
     for a in argv:  # every argument but --grid and --domain (and their values) passes through
         if skip:
@@ -546,11 +549,10 @@ def recipe_variant(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
     """The recipe settings of the study's params beyond the preset (encoder, MLM overrides, rehearsal, checkpoint pick)
     and the variant that names its run folder and JSON: every setting that changes how cells train is in the name,
     so two recipes never share a folder. A bad setting raises UserError here, before any work."""
-    from core.errors import UserError
     from core.experiments.plan import model_tag
     from core.recipes.configs import parse_settings
     from core.recipes.presets import experiment_settings
-    from core.train.mlm import preset_config
+    from core.runner.params import check_config
 
     recipe: dict[str, Any] = {}
     variant = args.preset
@@ -563,11 +565,8 @@ def recipe_variant(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
         recipe.setdefault("mlm_config", {}).update(parse_settings([item], "--mlm"))
         key, _, value = item.partition("=")
         variant += f"-{key.strip()}{value.strip()}"
-    if recipe.get("mlm_config"):
-        try:
-            preset_config(args.preset, **recipe["mlm_config"])  # an unknown or bad setting stops here
-        except (UserError, TypeError, ValueError) as exc:
-            raise UserError(f"--mlm: {exc}") from exc
+    if recipe.get("mlm_config"):  # an unknown setting, a value of the wrong type or out of range stops here, as at a
+        check_config("mlm", recipe["mlm_config"], args.preset, "--mlm")  # job's submit
     if args.rehearsal_share:
         recipe["rehearsal_share"] = args.rehearsal_share
         variant += f"-rehearsal{args.rehearsal_share:g}"
@@ -710,7 +709,13 @@ def study_lines(payload: dict[str, Any]) -> str:
 def main() -> int:
     args = build_parser().parse_args()
     if args.grid:
-        commands = grid_commands(args, sys.argv[1:])
+        from core.errors import UserError
+
+        try:
+            commands = grid_commands(args, sys.argv[1:])
+        except UserError as exc:  # a bad knob or value, or --out: nothing has run
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
         for k, command in enumerate(commands, 1):
             print(f"== ablation variant {k} of {len(commands)}: {' '.join(command[2:])}", flush=True)
             done = subprocess.run(command, cwd=ROOT)

@@ -399,10 +399,15 @@ def test_the_ablation_grid_runs_the_default_then_one_knob_at_a_time_and_refuses_
     for bad in ("nonsense=1", "l2sp=-1", "lr"):
         with pytest.raises(UserError):
             study.grid_commands(argparse.Namespace(**{**vars(args), "grid": [bad]}), [])
+    for bad, said in (("lr=bad", "lr must be a number, got 'bad'"), ("head_warmup_steps=2.5", "must be an integer")):
+        with pytest.raises(UserError, match=said):  # the type check of a job's submit (core.runner.params), not a
+            study.grid_commands(argparse.Namespace(**{**vars(args), "grid": [bad]}), [])  # TypeError's words
     # none does not pretrain: the default pass runs it and the knob variants borrow it, so a grid over none alone is
     # refused, and a CPU grid's variants find their CPU default by name (crossner_study.default_result_path)
     with pytest.raises(UserError, match="none does not pretrain"):
         study.grid_commands(argparse.Namespace(**{**vars(args), "rows": "none"}), ["--rows", "none"])
+    with pytest.raises(UserError, match="overwrite one another"):  # one --out for every variant's JSON
+        study.grid_commands(argparse.Namespace(**{**vars(args), "out": "x.json"}), ["--out", "x.json"])
     cpu = study.build_parser().parse_args(["--domain", "music", "--cpu-precision", "fp32", "--mlm", "lr=5e-5"])
     assert study.default_result_path(cpu).name == "crossner-v2-music-study-pick4-cpu-fp32.json"
     assert study.recipe_variant(cpu)[1] == "study-lr5e-5-pick4-cpu-fp32"

@@ -361,11 +361,11 @@ def validate_params(cls: type, params: dict[str, Any] | Any, kind: str = "") -> 
             except UserError as exc:
                 raise UserError(f"{kind} params: field {name!r}: {exc}") from None
         if "config" in fields[name].metadata and value:
-            _check_config(fields[name].metadata["config"], value, preset, f"{kind} params: field {name!r}")
+            check_config(fields[name].metadata["config"], value, preset, f"{kind} params: field {name!r}")
     return cls(**{k: list(v) if isinstance(v, tuple) else v for k, v in params.items()})
 
 
-def _check_config(trainer: str, overrides: dict[str, Any], preset: str, what: str) -> None:
+def check_config(trainer: str, overrides: dict[str, Any], preset: str, what: str) -> None:
     """A config dict as the job will read it (the preset's settings with these on top): an unknown setting, a value
     of the wrong type or out of range is refused here, at submit, not minutes into the job."""
     from core.recipes.configs import CONFIGS, check_settings
