@@ -57,8 +57,9 @@ class CliProgress:
             return
         bar = self._get()
         bar.n = int(max(0.0, min(1.0, float(fraction))) * 1000)
-        if not self._based and bar.n > 0:  # the first report past zero: the resumed share, not this run's speed
-            bar.initial, self._based = bar.n, True
+        if not self._based and bar.n > 0:  # the first report past zero: the resumed share, not this run's speed;
+            bar.initial, self._based = bar.n, True  # the rate counts from here, in share and in time
+            bar.start_t = bar._time()
         if message:
             bar.set_postfix_str(message[: self.width], refresh=False)
         bar.refresh()

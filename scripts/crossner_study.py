@@ -173,33 +173,62 @@ def still_to_run(cells: list[dict[str, Any]], rows: list[str], seeds: list[int],
     return missing_cells(rows, seeds, cells), again
 
 
-def time_left(cells: list[dict[str, Any]], todo: list[tuple[str, int]]) -> str:
-    """About how long the cells to go take, one after another, at the median clock of this study's finished cells of
-    the same kind (`none` only fine-tunes; a pretraining row adds MLM and checkpoint pick's probes, several times as
-    long), so that a user can plan a session ("33 to go" alone does not say 8 hours). Cells that ran several at once
-    (--parallel) each took longer than alone: the sum then overstates. '' when no finished cell kept its clock.
+def time_left(cells: list[dict[str, Any]], todo: list[tuple[str, int]], fallback: list[dict[str, Any]] | None = None
+              ) -> str:
+    """About how long the cells to go take, so that a user can plan a session ("33 to go" alone does not say 8 hours):
+    each at the median clock of the finished cells of its row (a row with none yet: of the pretraining rows; `none`
+    only fine-tunes, several times faster), divided by how many cells ran at once (the clocks' summed span over the
+    time any of them ran: 1 for a CPU study, about 8 for a GPU lane). `fallback` lends clocks when `cells` holds no
+    pretraining cell yet (a knob variant not begun, a study that ran `none` first): its default recipe's. A row no
+    clock can stand for is counted out and said ("at least"); '' when nothing can be estimated.
 
-    >>> done = [{"row": "none", "started": 0, "finished": 120}, {"row": "tapt", "started": 0, "finished": 600},
-    ...         {"row": "dsir", "started": 0, "finished": 900}]
+    >>> done = [{"row": "none", "started": 0, "finished": 120}, {"row": "tapt", "started": 120, "finished": 720},
+    ...         {"row": "dsir", "started": 720, "finished": 1620}]
     >>> time_left(done, [("none", 2), ("tapt", 2), ("dsir", 2)])
-    'about 27 min one cell after another (median cell 12 min, none 2 min, from 3 finished cells)'
+    'about 27 min (median pretraining cell 12 min, none 2 min, from 3 finished cells)'
+    >>> time_left(done[:1], [("none", 2), ("tapt", 2)])  # only none has finished: tapt cannot be timed
+    'at least 2 min (1 cell of a row with no finished cell yet not counted; from 1 finished cell)'
+    >>> side_by_side = [{"row": "tapt", "started": 0, "finished": 600}, {"row": "dsir", "started": 0, "finished": 600}]
+    >>> time_left(side_by_side, [("tapt", 2), ("dsir", 2)])
+    'about 10 min (median pretraining cell 10 min, from 2 finished cells, 2.0 at once as they ran)'
     """
     import statistics
 
-    def spans(kind: bool) -> list[float]:
-        return [c["finished"] - c["started"] for c in cells if (c.get("row") == "none") == kind
-                and isinstance(c.get("started"), (int, float)) and isinstance(c.get("finished"), (int, float))]
+    def clocked(pool: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return [c for c in pool if isinstance(c.get("started"), (int, float)) and isinstance(c.get("finished"), (int, float))]
 
-    fine_tune_only, pretraining = spans(True), spans(False)
-    typical = statistics.median(pretraining or fine_tune_only or [0.0])
-    baseline = statistics.median(fine_tune_only) if fine_tune_only else typical
-    if not typical:
+    pool = clocked(cells)
+    if fallback and not any(c.get("row") != "none" for c in pool):
+        pool += clocked(fallback)
+    if not pool:
         return ""
-    seconds = sum(baseline if row == "none" else typical for row, _ in todo)
+    by_row: dict[str, list[float]] = {}
+    for c in pool:
+        by_row.setdefault(str(c.get("row")), []).append(c["finished"] - c["started"])
+    pretraining = [t for row, spans in by_row.items() if row != "none" for t in spans]
+    typical = statistics.median(pretraining) if pretraining else None
+    each = [statistics.median(by_row[row]) if row in by_row else (typical if row != "none" else None)
+            for row, _ in todo]
+    uncounted = sum(t is None for t in each)
+    # cells that ran side by side (--parallel): the time any of them ran, against their summed clocks
+    spans = sorted((c["started"], c["finished"]) for c in pool)
+    covered, reach = 0.0, float("-inf")
+    for begin, end in spans:
+        covered += max(0.0, end - max(begin, reach))
+        reach = max(reach, end)
+    at_once = max(1.0, sum(e - b for b, e in spans) / covered) if covered else 1.0
+    seconds = sum(t for t in each if t is not None) / at_once
+    if not seconds:
+        return ""
     total = f"{seconds / 3600:.1f} h" if seconds >= 5400 else f"{seconds / 60:.0f} min"
-    return (f"about {total} one cell after another (median cell {typical / 60:.0f} min"
-            + (f", none {baseline / 60:.0f} min" if fine_tune_only and pretraining else "")
-            + f", from {len(fine_tune_only) + len(pretraining)} finished cells)")
+    basis = ([f"median pretraining cell {typical / 60:.0f} min"] if typical else []) + \
+        ([f"none {statistics.median(by_row['none']) / 60:.0f} min"] if typical and "none" in by_row else []) + \
+        [f"from {len(pool)} finished cell{'s' if len(pool) > 1 else ''}"] + \
+        ([f"{at_once:.1f} at once as they ran"] if at_once >= 1.2 else [])
+    if uncounted:
+        return (f"at least {total} ({uncounted} cell{'s' if uncounted > 1 else ''} of a row with no finished cell yet "
+                f"not counted; {', '.join(basis)})")
+    return f"about {total} ({', '.join(basis)})"
 
 
 def cells_left(args: argparse.Namespace, results: Path = ROOT / "docs" / "results"
@@ -223,8 +252,8 @@ def cells_left(args: argparse.Namespace, results: Path = ROOT / "docs" / "result
 
 
 def grid_left(commands: list[list[str]], results: Path = ROOT / "docs" / "results") -> str:
-    """A grid's --status ends with the whole grid: cells to go over its variants and about how long, timed by the
-    clocks of every finished cell of the grid (its variants ran the same rows on the same machine kind)."""
+    """A grid's --status ends with the whole grid: cells to go over its studies and about how long, timed by the
+    clocks of every finished cell of the grid's studies (time_left: row by row, at the concurrency they ran with)."""
     parser = build_parser()
     clocks: list[dict[str, Any]] = []
     todo: list[tuple[str, int]] = []
@@ -509,6 +538,8 @@ def grid_commands(args: argparse.Namespace, argv: list[str]) -> list[list[str]]:
     """
     from core.errors import UserError
 
+    if getattr(args, "merge", None) or getattr(args, "refresh", None):
+        raise UserError("--grid runs studies; --merge and --refresh work on result JSONs: give them alone")
     if getattr(args, "out", None):  # each variant writes its own JSON, named by its recipe: one --out for all would
         raise UserError("--grid with --out: each variant writes its own result JSON, named by its recipe, and one "
                         "--out would make them overwrite one another; leave --out out (they go to docs/results/)")
@@ -529,6 +560,11 @@ def grid_commands(args: argparse.Namespace, argv: list[str]) -> list[list[str]]:
         if not sep or not values.strip():
             raise UserError(f"--grid {item!r}: expected KEY=V1,V2 (e.g. l2sp=0.01,0.1)")
         for value in (v.strip() for v in values.split(",") if v.strip()):
+            if key == "rehearsal_share":
+                try:
+                    float(value)
+                except ValueError:
+                    raise UserError(f"--grid {item!r}: rehearsal_share must be a number, got {value!r}") from None
             extra = (["--rehearsal-share", value] if key == "rehearsal_share" else ["--mlm", f"{key}={value}"])
             probe = argparse.Namespace(**{**vars(args), "mlm": [*args.mlm, *([extra[1]] if extra[0] == "--mlm" else [])],
                                           "rehearsal_share": float(value) if key == "rehearsal_share" else args.rehearsal_share})
@@ -850,14 +886,14 @@ def main() -> int:
                             + (f"; {len(again)} of them stored, standing until they run again)" if again else ")"))
             print(study_lines(payload))
             print_knob_lines(payload)
-            print(f"{len(cells)} finished cells; wrote {out}")
+            print(f"{len(cells)} finished cell{'s' if len(cells) > 1 else ''}; wrote {out}")
         else:  # a variant not begun: an empty JSON would be a result that says nothing, counted as one by the tables
             print(f"no finished cell yet: {out.name} not written")
         if left:  # the JSON keeps the finished cells' counts: the same command continues, here or on a fresh machine
             todo = [f"{r} seed {s}" for r, s in missing] + [f"{r} seed {s} (again)" for r, s in again]
             print(f"{left} to go ({', '.join(todo)}); continue with: python "
                   + " ".join(as_typed(a) for a in sys.argv if a != "--status"))
-            if eta := time_left(cells or clock_of(default_result_path(args)), missing + again):
+            if eta := time_left(cells, missing + again, clock_of(default_result_path(args))):
                 print(f"time left: {eta}")
         return 0
     if moved := set_aside_reruns(run_dir, rows, seeds, args.rerun_old_head, args.cpu_precision):

@@ -199,7 +199,7 @@ def test_a_knob_study_prints_its_rows_against_the_default_of_its_domain():
     assert "no result of it yet" in study.knob_lines(payload(better), None)
     gpu = payload(_run("ai", {"lr": 5e-5}, DEFAULT, device="cuda"))
     assert "not compared" in study.knob_lines(gpu, payload(default))
-    begun = {**payload(better), "cells": []}  # a --status before the variant's first cell: nothing to pair, no device
+    begun = {**payload(better), "cells": []}  # a result with no cell (--status writes none; a hand-made one): no device
     assert study.knob_lines(begun, payload(default)).endswith("no finished cell of this variant yet")
     # its own verdict cannot test against none, which it borrows: the advice says where its comparison is
     verdict = {"text": "pretraining helps against none: not tested", "advice": {"text": "add the none row to the run"}}

@@ -399,7 +399,8 @@ def test_the_ablation_grid_runs_the_default_then_one_knob_at_a_time_and_refuses_
     for bad in ("nonsense=1", "l2sp=-1", "lr"):
         with pytest.raises(UserError):
             study.grid_commands(argparse.Namespace(**{**vars(args), "grid": [bad]}), [])
-    for bad, said in (("lr=bad", "lr must be a number, got 'bad'"), ("head_warmup_steps=2.5", "must be an integer")):
+    for bad, said in (("lr=bad", "lr must be a number, got 'bad'"), ("head_warmup_steps=2.5", "must be an integer"),
+                      ("rehearsal_share=bad", "rehearsal_share must be a number")):
         with pytest.raises(UserError, match=said):  # the type check of a job's submit (core.runner.params), not a
             study.grid_commands(argparse.Namespace(**{**vars(args), "grid": [bad]}), [])  # TypeError's words
     # none does not pretrain: the default pass runs it and the knob variants borrow it, so a grid over none alone is
@@ -408,6 +409,8 @@ def test_the_ablation_grid_runs_the_default_then_one_knob_at_a_time_and_refuses_
         study.grid_commands(argparse.Namespace(**{**vars(args), "rows": "none"}), ["--rows", "none"])
     with pytest.raises(UserError, match="overwrite one another"):  # one --out for every variant's JSON
         study.grid_commands(argparse.Namespace(**{**vars(args), "out": "x.json"}), ["--out", "x.json"])
+    with pytest.raises(UserError, match="give them alone"):  # --merge needs --out, which a grid refuses: no circle
+        study.grid_commands(argparse.Namespace(**{**vars(args), "merge": ["a.json"]}), ["--merge", "a.json"])
     cpu = study.build_parser().parse_args(["--domain", "music", "--cpu-precision", "fp32", "--mlm", "lr=5e-5"])
     assert study.default_result_path(cpu).name == "crossner-v2-music-study-pick4-cpu-fp32.json"
     assert study.recipe_variant(cpu)[1] == "study-lr5e-5-pick4-cpu-fp32"
@@ -524,9 +527,9 @@ def test_a_grid_status_totals_its_cells_to_go_and_times_them_by_its_finished_cel
     argv = ["--domain", "music", "--rows", "none,tapt", "--seeds", "1,2", "--grid", "lr=5e-5"]
     commands = study.grid_commands(study.build_parser().parse_args(argv), argv)
     default = study.build_parser().parse_args(commands[0][2:])
-    cells = [{"row": "none", "seed": 1, "started": 0, "finished": 120}, {"row": "tapt", "seed": 1, "started": 0, "finished": 600}]
+    cells = [{"row": "none", "seed": 1, "started": 0, "finished": 120}, {"row": "tapt", "seed": 1, "started": 120, "finished": 720}]
     path = study.result_path("music", study.recipe_variant(default)[1], tmp_path)
     path.write_text(json.dumps({"cells": cells}))
-    assert study.grid_left(commands, tmp_path) == ("grid: 4 cells to go over its 2 studies; about 32 min one cell after "
-                                                   "another (median cell 10 min, none 2 min, from 2 finished cells)")
+    assert study.grid_left(commands, tmp_path) == ("grid: 4 cells to go over its 2 studies; about 32 min (median "
+                                                   "pretraining cell 10 min, none 2 min, from 2 finished cells)")
     assert study.cells_left(default, tmp_path)[2:] == ([("none", 2), ("tapt", 2)], [])
