@@ -17,7 +17,7 @@ still to come, not a domain where the knob failed: it counts as left unless it i
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,6 +41,7 @@ class RunOfRecipe:
     params: Mapping[str, Any]
     cells: list[Cell]
     finished: bool = True  # False: the study stopped part-way (its JSON's "finished"), more cells are to come
+    within: Any = None  # what a variant pairs within beside its base recipe; None: its domain (CrossNER's studies)
 
     @classmethod
     def of(cls, result: Mapping[str, Any]) -> RunOfRecipe:
@@ -57,6 +58,11 @@ class RunOfRecipe:
         setting equals its absence (as plan.recipe_differences reads it): a record from before a field still pairs."""
         r = recipe_of(self.params)
         return tuple(sorted((k, repr(v or None)) for k, v in r.items() if k not in KNOB_FIELDS))
+
+    @property
+    def group(self) -> tuple[Any, ...]:
+        """A variant and a default are compared when their groups are equal (and their cells ran alike)."""
+        return self.base, self.domain if self.within is None else self.within
 
     @property
     def ran(self) -> tuple[str, ...]:
@@ -147,18 +153,17 @@ def _with_holm(tests: list[KnobTest | None]) -> list[KnobTest]:
     return ran
 
 
-def unpaired_variants(results: Iterable[RunOfRecipe], where: Callable[[RunOfRecipe], Any] | None = None) -> list[str]:
-    """Variants with a default of their base recipe and domain (or of `where`, what a variant is compared within)
-    that ran on another device or precision: said, not compared."""
+def unpaired_variants(results: Iterable[RunOfRecipe]) -> list[str]:
+    """Variants with a default of their group (RunOfRecipe.group: base recipe and domain) that ran on another device or
+    precision: said, not compared."""
     results = list(results)
-    where = where or (lambda r: (r.base, r.domain))
     ran: dict[Any, list[tuple[str, ...]]] = {}  # a domain may hold a GPU and a CPU default side by side
     for r in results:
         if not r.knob:
-            ran.setdefault(where(r), []).append(r.ran)
+            ran.setdefault(r.group, []).append(r.ran)
     return [f"{r.knob} on {r.domain}: ran on {ways_text(r.ran)}, its default on "
-            f"{' or '.join(ways_text(w) for w in ran[where(r)])}" for r in results
-            if r.knob and where(r) in ran and r.ran not in ran[where(r)]]
+            f"{' or '.join(ways_text(w) for w in ran[r.group])}" for r in results
+            if r.knob and r.group in ran and r.ran not in ran[r.group]]
 
 
 def ways_text(ran: tuple[str, ...] | list[str]) -> str:
@@ -167,18 +172,17 @@ def ways_text(ran: tuple[str, ...] | list[str]) -> str:
 
 
 def knob_tests(results: Iterable[RunOfRecipe], n_boot: int = N_RESAMPLES, seed: int = 0,
-               where: Callable[[RunOfRecipe], Any] | None = None, failed: list[str] | None = None) -> list[KnobTest]:
-    """Every (knob, domain, pretraining row) comparison with the default of the same base recipe and domain (or of
-    `where`, what a variant is compared within) that ran alike, with Holm-adjusted p over all of them. A pair that
-    cannot be paired (other TEST sentences) raises, unless `failed` collects its message instead."""
+               failed: list[str] | None = None) -> list[KnobTest]:
+    """Every (knob, domain, pretraining row) comparison with the default of the same group (RunOfRecipe.group: base
+    recipe and domain) that ran alike, with Holm-adjusted p over all of them. A pair that cannot be paired (other TEST
+    sentences) raises, unless `failed` collects its message instead."""
     from core.errors import UserError
 
     results = list(results)
-    where = where or (lambda r: (r.base, r.domain))
-    defaults = {(where(r), r.ran): r for r in results if not r.knob}
+    defaults = {(r.group, r.ran): r for r in results if not r.knob}
     tests: list[KnobTest | None] = []
     for r in results:
-        if not r.knob or (default := defaults.get((where(r), r.ran))) is None:
+        if not r.knob or (default := defaults.get((r.group, r.ran))) is None:
             continue
         for row in sorted({c.row for c in r.cells} - {"none"}):
             try:
@@ -308,15 +312,13 @@ def variant_comparisons(results: Iterable[Any], n_boot: int = N_RESAMPLES) -> Va
             # the point is always part of the key; the label names it only where this run swept it
             shown = r.domain + (f" · SC {point[0]}" if point[0] and len(budgets) > 1 else "") + \
                 (f" · LC {point[1]}" if len(lc_sizes) > 1 else "")
-            run = RunOfRecipe(shown, r.recipe, cells, not r.partial)
-            where = (r.domain, *point)
-            key = (run.knob, run.base, task, where, run.ran)
+            run = RunOfRecipe(shown, r.recipe, cells, not r.partial, within=(task, r.domain, *point))
+            key = (run.knob, run.group, run.ran)
             if key not in best or len(run.cells) > len(best[key].cells):
                 best[key] = run
-    place = {id(run): key[1:4] for key, run in best.items()}  # (base, task, sweep point): what pairs within
+    runs = list(best.values())
     failed: list[str] = []
-    tests = knob_tests(best.values(), n_boot, where=lambda r: place[id(r)], failed=failed)
-    with_default = {key[1:4] for key in best if not key[0]}
-    without = sorted({f"{run.knob} on {run.domain}" for key, run in best.items() if key[0] and key[1:4] not in with_default})
-    unpaired = unpaired_variants(best.values(), lambda r: place[id(r)])
-    return VariantComparison(tests, unpaired + failed, without, unknown)
+    tests = knob_tests(runs, n_boot, failed=failed)
+    with_default = {run.group for run in runs if not run.knob}
+    without = sorted({f"{run.knob} on {run.domain}" for run in runs if run.knob and run.group not in with_default})
+    return VariantComparison(tests, unpaired_variants(runs) + failed, without, unknown)
