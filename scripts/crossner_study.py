@@ -36,7 +36,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -103,20 +103,31 @@ def replace_rows(argv: list[str], rows: list[str]) -> list[str]:
     return out if any(a == "--rows" or a.startswith("--rows=") for a in argv) else [*out, "--rows", ",".join(rows)]
 
 
+def read_result(path: Path, what_to_do: str = "") -> dict[str, Any] | None:
+    """A study's result JSON, None when there is none; UserError (ending in `what_to_do`) when the file is not one.
+    The one reading of a stored result that a study resumes from or counts its cells by."""
+    from core.errors import UserError
+
+    if not path.is_file():
+        return None
+    try:
+        data = json.loads(path.read_text("utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise UserError(f"{path}: not a study result JSON ({exc}){what_to_do}") from exc
+    if not isinstance(data, dict) or not isinstance(data.get("cells"), list) or not isinstance(data.get("params"), dict):
+        raise UserError(f"{path}: not a study result JSON (expected params and a list of cells){what_to_do}")
+    return data
+
+
 def same_study(previous: Path, params: dict[str, Any], protocol: dict[str, Any], say: bool = True) -> dict[str, Any] | None:
     """The result JSON at `previous` when it is one of this study (domain, protocol, recipe), else None; a file that
     is not a result JSON is a UserError."""
-    from core.errors import UserError
     from core.experiments.plan import recipe_differences, recipe_of
 
-    if not previous.is_file():
+    data = read_result(previous, "; give another --out or move it away")
+    if data is None:
         return None
-    try:
-        data = json.loads(previous.read_text("utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise UserError(f"{previous}: not a study result JSON ({exc}); give another --out or move it away") from exc
-    if not isinstance(data, dict) or not isinstance(data.get("cells"), list) or not isinstance(data.get("params"), dict):
-        raise UserError(f"{previous}: not a study result JSON (expected params and a list of cells)")
+
     def protocol_of(p: dict[str, Any]) -> dict[str, Any]:  # a result from before protocols had names is v1
         return {k: p.get(k, "v1" if k == "name" else None) for k in ("name", "split_seed", "sizes")}
 
@@ -231,24 +242,25 @@ def time_left(cells: list[dict[str, Any]], todo: list[tuple[str, int]], fallback
     return f"about {total} ({', '.join(basis)})"
 
 
-def cells_left(args: argparse.Namespace, results: Path = ROOT / "docs" / "results"
-               ) -> tuple[Path, list[dict[str, Any]], list[tuple[str, int]], list[tuple[str, int]]]:
-    """A study command against its result JSON (the study's own naming): the JSON's path, its stored cells, the
-    (row, seed) pairs with no stored copy and the stored ones the command would run again. What a grid's --status
-    totals, and what scripts/study_plans.py counts a plan's cells with."""
-    from core.errors import UserError
+class Left(NamedTuple):
+    """A study command against its result JSON (cells_left)."""
 
+    path: Path  # the JSON, named by the study's own naming (result_path)
+    variant: str  # what names its run folder and JSON (recipe_variant)
+    cells: list[dict[str, Any]]  # the JSON's stored cells
+    missing: list[tuple[str, int]]  # (row, seed) with no stored copy
+    again: list[tuple[str, int]]  # stored, but the command would run them again (runs_again)
+
+
+def cells_left(args: argparse.Namespace, results: Path = ROOT / "docs" / "results") -> Left:
+    """A study command against its result JSON: what a grid's --status totals, and what scripts/study_plans.py counts
+    a plan's cells with."""
     _, variant = recipe_variant(args)
     path = result_path(args.domain, variant, results)
-    cells: list[dict[str, Any]] = []
-    if path.is_file():
-        try:
-            cells = json.loads(path.read_text("utf-8")).get("cells") or []
-        except (UnicodeDecodeError, json.JSONDecodeError, AttributeError) as exc:
-            raise UserError(f"{path}: not a study result JSON ({exc})") from exc
+    cells = (read_result(path) or {}).get("cells") or []
     rows = [r.strip() for r in args.rows.split(",") if r.strip()]
     seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
-    return (path, cells, *still_to_run(cells, rows, seeds, args.rerun_old_head, args.cpu_precision))
+    return Left(path, variant, cells, *still_to_run(cells, rows, seeds, args.rerun_old_head, args.cpu_precision))
 
 
 def grid_left(commands: list[list[str]], results: Path = ROOT / "docs" / "results") -> str:
@@ -258,9 +270,9 @@ def grid_left(commands: list[list[str]], results: Path = ROOT / "docs" / "result
     clocks: list[dict[str, Any]] = []
     todo: list[tuple[str, int]] = []
     for command in commands:
-        _, cells, missing, again = cells_left(parser.parse_args(command[2:]), results)
-        clocks += cells
-        todo += missing + again
+        left = cells_left(parser.parse_args(command[2:]), results)
+        clocks += left.cells
+        todo += left.missing + left.again
     if not todo:
         return f"grid: every cell of its {len(commands)} studies has finished"
     eta = time_left(clocks, todo)
@@ -269,10 +281,13 @@ def grid_left(commands: list[list[str]], results: Path = ROOT / "docs" / "result
 
 def clock_of(path: Path) -> list[dict[str, Any]]:
     """The cells of a stored result, for their clocks alone: a knob variant not begun times its cells by its default
-    recipe's, which ran the same rows on the same machine kind. [] when there is none or it cannot be read."""
+    recipe's, which ran the same rows on the same machine kind. [] when there is none or it cannot be read: an
+    estimate never stops --status."""
+    from core.errors import UserError
+
     try:
-        return json.loads(path.read_text()).get("cells") or []
-    except (OSError, ValueError, AttributeError):
+        return (read_result(path) or {}).get("cells") or []
+    except UserError:
         return []
 
 
@@ -451,7 +466,7 @@ def merge_results(paths: list[Path], out: Path) -> dict[str, Any]:
               "rows": {r: {"mean": v["mean"], "std": v["std"], "n": v["n"], "seeds": v["seeds"]} for r, v in summary.items()},
               "domain_precision": {row: _mean_precision(dps) for row, dps in precision.items()},
               "per_type_f1": {r: v["per_type"] for r, v in summary.items()}, "cells": cells,
-              **derived_fields(cells, parts[0]["params"].get("preset"))}
+              **derived_fields(cells, parts[0]["params"])}
     merged.pop("run_dir", None)
     merged.pop("seconds_this_run", None)
     write_json(out, merged)
@@ -465,13 +480,16 @@ def write_json(path: Path, data: dict[str, Any]) -> None:
     atomic_write_text(path, json.dumps(data, indent=2, default=float) + "\n")
 
 
-def derived_fields(cells: list[dict[str, Any]], preset: str | None) -> dict[str, Any]:
-    """What a result JSON derives from its cells alone: the 95% CIs and paired tests (from the kept TEST counts) and
-    the verdict read from them. One place, so a merge, a refresh and a run all say the same."""
+def derived_fields(cells: list[dict[str, Any]], params: dict[str, Any]) -> dict[str, Any]:
+    """What a result JSON derives from its cells and params alone: the 95% CIs and paired tests (from the kept TEST
+    counts) and the verdict read from them (a knob variant's advice names its default recipe). One place, so a merge,
+    a refresh and a run all say the same."""
+    from core.experiments.plan import knob_label
     from core.experiments.summary import experiment_verdict, interval_summary
 
     intervals = interval_summary(cells) if cells else []
-    return {"summary": intervals, "verdict": experiment_verdict(intervals, preset, cells).to_dict()}
+    verdict = experiment_verdict(intervals, params.get("preset"), cells, knob_label(params))
+    return {"summary": intervals, "verdict": verdict.to_dict()}
 
 
 def refresh_results(paths: list[Path]) -> list[str]:
@@ -484,12 +502,15 @@ def refresh_results(paths: list[Path]) -> list[str]:
         if not cells or not all(c.get("test_counts") for c in cells):
             lines.append(f"{path}: left as it is (its cells kept no TEST counts)")
             continue
-        before = (data.get("verdict") or {}).get("text")
-        data.update(derived_fields(cells, data["params"].get("preset")))
+        before = data.get("verdict") or {}
+        data.update(derived_fields(cells, data["params"]))
         data["refreshed"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
         write_json(path, data)
-        after = data["verdict"]["text"]
-        lines.append(f"{path}: " + ("verdict unchanged" if after == before else f"verdict now: {after} (was: {before})"))
+        words = {"text": lambda v: v, "advice": lambda v: (v or {}).get("text")}  # the verdict's two sentences
+        said = [f"{'verdict' if key == 'text' else 'what to do'} now: {read(data['verdict'].get(key))} (was: "
+                f"{read(before.get(key))})" for key, read in words.items()
+                if read(data["verdict"].get(key)) != read(before.get(key))]
+        lines.append(f"{path}: " + ("; ".join(said) or "verdict unchanged"))
     return lines
 
 
@@ -730,14 +751,10 @@ def study_lines(payload: dict[str, Any]) -> str:
     verdict: pretraining helps against none: not tested
     what to do: no pretraining row was compared with none
     """
-    from core.experiments.plan import knob_label
-
     lines = [f"{row:8s} {100 * v['mean']:.2f} ± {100 * v['std']:.2f}  seeds {v['seeds']}" for row, v in payload["rows"].items()]
     verdict = payload.get("verdict") or {}
     lines += [f"verdict: {verdict['text']}"] if verdict.get("text") else []
     advice = (verdict.get("advice") or {}).get("text")
-    if advice and "none" not in payload["rows"] and knob_label(payload.get("params") or {}):
-        advice = "a knob variant borrows none from its default recipe: read its rows against that default, below"
     lines += [f"what to do: {advice}"] if advice else []
     return "\n".join(lines)
 
@@ -826,7 +843,7 @@ def main() -> int:
         cells = portable_cells(with_stored(result["cells"] if result else load_cells(run_dir), stored))
         held = row_order(list(dict.fromkeys([*rows, *(c["row"] for c in cells)])))  # every row the JSON holds
         summary = summarize(cells) if cells else {}
-        derived = derived_fields(cells, args.preset)  # 95% CIs, paired tests (cells keep TEST predictions), verdict
+        derived = derived_fields(cells, params)  # 95% CIs, paired tests (cells keep TEST predictions), verdict
         payload = {
             "study": "CrossNER selective pretraining (issue 11)", "domain": args.domain, **git_commit(),
             # the device carry rounds the default encoder's weights to fp16 (scripts/device_bundle.sh): said in the JSON

@@ -66,12 +66,11 @@ def study_left(args: argparse.Namespace, results: Path) -> dict[str, Any]:
     ones it would run again."""
     import crossner_study as study
 
-    _, variant = study.recipe_variant(args)
-    path, _, missing, again = study.cells_left(args, results)
+    left = study.cells_left(args, results)
     asked = len([r for r in args.rows.split(",") if r.strip()]) * len([s for s in args.seeds.split(",") if s.strip()])
-    return {"domain": args.domain, "variant": variant, "file": path.name, "asked": asked,
-            "missing": len(missing), "again": len(again),
-            "to_go": [f"{r} {s}" for r, s in missing] + [f"{r} {s} again" for r, s in again]}
+    return {"domain": args.domain, "variant": left.variant, "file": left.path.name, "asked": asked,
+            "missing": len(left.missing), "again": len(left.again),
+            "to_go": [f"{r} {s}" for r, s in left.missing] + [f"{r} {s} again" for r, s in left.again]}
 
 
 def plans_left(plans: list[Path], results: Path = ROOT / "docs" / "results") -> list[dict[str, Any]]:

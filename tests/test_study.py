@@ -437,6 +437,8 @@ def test_refresh_rederives_a_results_verdict_from_its_cells_and_leaves_one_witho
     assert data["verdict"]["pretraining_helps"] == "cannot say" and "verdict now:" in lines[0]
     assert data["summary"] and all("vs" in e for e in data["summary"] if e["row"] == "dsir")
     assert old.read_text() == before and "left as it is" in lines[1]
+    assert "what to do now:" in lines[0]  # the stale file had no advice: a change of either sentence is said
+    assert study.refresh_results([path]) == [f"{path}: verdict unchanged"]
 
 
 @pytest.mark.parametrize("plan", sorted((Path(__file__).resolve().parents[1] / "scripts" / "plans").glob("*.plan")),
@@ -481,8 +483,8 @@ def test_what_is_left_of_a_plan_counts_from_the_result_jsons(tmp_path):
     old = {"device": "cuda", "dtype": "bf16"}
     cells = [{"row": r, "seed": s, "numerics": old, "pick": {"chosen": "step-300"}} for r in ("tapt", "random") for s in (1, 2, 3)]
     cells[0]["numerics"] = {**old, "head_seed": "after-encoder"}  # tapt seed 1 already rerun
-    study.result_path("music", "study-pick4", tmp_path).write_text(json.dumps({"cells": cells}))
-    study.result_path("music", "study-l2sp0.1-pick4", tmp_path).write_text(json.dumps({"cells": cells[:2]}))
+    study.result_path("music", "study-pick4", tmp_path).write_text(json.dumps({"params": {}, "cells": cells}))
+    study.result_path("music", "study-l2sp0.1-pick4", tmp_path).write_text(json.dumps({"params": {}, "cells": cells[:2]}))
     [left] = plans.plans_left([plan], tmp_path)
     by_variant = {s["variant"]: (s["asked"], s["missing"], s["again"]) for s in left["studies"]}
     assert by_variant == {"study-pick4": (6, 0, 5), "study-l2sp0.1-pick4": (6, 4, 1)}
@@ -529,7 +531,8 @@ def test_a_grid_status_totals_its_cells_to_go_and_times_them_by_its_finished_cel
     default = study.build_parser().parse_args(commands[0][2:])
     cells = [{"row": "none", "seed": 1, "started": 0, "finished": 120}, {"row": "tapt", "seed": 1, "started": 120, "finished": 720}]
     path = study.result_path("music", study.recipe_variant(default)[1], tmp_path)
-    path.write_text(json.dumps({"cells": cells}))
+    path.write_text(json.dumps({"params": {}, "cells": cells}))
     assert study.grid_left(commands, tmp_path) == ("grid: 4 cells to go over its 2 studies; about 32 min (median "
                                                    "pretraining cell 10 min, none 2 min, from 2 finished cells)")
-    assert study.cells_left(default, tmp_path)[2:] == ([("none", 2), ("tapt", 2)], [])
+    left = study.cells_left(default, tmp_path)
+    assert (left.missing, left.again) == ([("none", 2), ("tapt", 2)], [])

@@ -12,6 +12,7 @@ import streamlit as st
 from core.experiments.compare import collect_comparisons
 from core.experiments.decision import variant_comparisons
 from core.experiments.experiment import collect_results, per_type_table, results_table
+from core.experiments.plan import knob_label
 from core.experiments.records import Cell
 from core.experiments.summary import (
     comparison_rows,
@@ -69,7 +70,7 @@ else:
                    "TEST sentences" + (" (dropped before MLM)." if chosen.protocol else
                                        ": this run predates the MLM guard and its MLM saw evaluation text; rerun it."))
     entries = _summary(json.dumps(chosen.to_dict(), sort_keys=True, default=str))
-    fresh = experiment_verdict(entries, chosen.preset, chosen.cells)  # what a result from before verdicts lacks
+    fresh = experiment_verdict(entries, chosen.preset, chosen.cells, knob_label(chosen.recipe or {}))  # what an old result lacks
     verdict = chosen.verdict or fresh
     (st.info if verdict.evidence else st.warning)(f"**Verdict**: {verdict.text}")
     advice = verdict.advice or fresh.advice

@@ -241,7 +241,8 @@ def experiment_job(params: ExperimentParams, ctx: JobContext) -> dict[str, Any]:
             "recipe": recipe_of(params),
             "budgets": sorted({c["budget"] for c in cells if c["row"] not in BASELINES}), "lc_sizes": lc_sizes,
             "corpora": {k: {**r.to_dict(), "sentences": len(corpora[k])} for k, r in refs.items()},
-            "summary": summary, "protocol": guard.protocol, "verdict": experiment_verdict(summary, params.preset, cells).to_dict(),
+            "summary": summary, "protocol": guard.protocol,
+            "verdict": experiment_verdict(summary, params.preset, cells, knob_label(params)).to_dict(),
             "leakage": {k: v.stored() for k, v in leakage.items()},
             "summary_method": "95% CI: percentile bootstrap of the seed-mean F1, seeds then TEST sentences resampled "
                               f"({N_RESAMPLES:,} resamples); vs: the same draws for both rows (paired over sentences and seeds), p by the "

@@ -273,9 +273,10 @@ def _against_none(entries: Sequence[SummaryEntry], scale: float) -> list[dict[st
 
 
 def experiment_verdict(entries: Iterable[SummaryEntry | Mapping[str, Any]], preset: str | None,
-                       cells: Iterable[Cell | Mapping[str, Any]] | None = None) -> Verdict:
+                       cells: Iterable[Cell | Mapping[str, Any]] | None = None, knob: str = "") -> Verdict:
     """The experiment's answer in one object and one sentence, read from Holm-adjusted p only: does pretraining help
-    against none, does a selection beat the random control. `evidence` is False for a smoke-test preset."""
+    against none, does a selection beat the random control. `evidence` is False for a smoke-test preset; `knob` is a
+    recipe variant's label (plan.knob_label), whose advice points at its default recipe (user_advice)."""
     from core.recipes.presets import SMOKE_PRESETS
 
     entries = as_entries(entries)
@@ -298,7 +299,7 @@ def experiment_verdict(entries: Iterable[SummaryEntry | Mapping[str, Any]], pres
     evidence = preset not in SMOKE_PRESETS
     if not evidence:
         text = f"smoke test (preset {preset}): not evidence, the figures only show that the setup runs; would read: {text}"
-    advice = user_advice(entries, cells or [], family)
+    advice = user_advice(entries, cells or [], family, knob)
     if not evidence:
         advice = {**advice, "text": f"smoke test, not evidence; would read: {advice['text']}"}
     return Verdict(text=text, evidence=evidence, preset=preset, pretraining_helps=pretraining,
@@ -309,14 +310,20 @@ MIN_GAIN = 0.01  # a gain over no pretraining below one F1 point does not pay fo
 
 
 def user_advice(entries: Iterable[SummaryEntry | Mapping[str, Any]], cells: Iterable[Cell | Mapping[str, Any]],
-                family: int = 1) -> dict[str, Any]:
+                family: int = 1, knob: str = "") -> dict[str, Any]:
     """What the user should do, read from Holm-adjusted p and intervals, never from a point estimate alone: "helps"
     (the best row that beats none significantly, with its gain and interval), "no help" (every row's gain over none is
     below MIN_GAIN with 95% confidence, or significantly negative: fine-tune without pretraining), else "cannot say"
-    with the seeds it would take (core.experiments.statistics.seeds_to_settle) or why more seeds would not settle it."""
+    with the seeds it would take (core.experiments.statistics.seeds_to_settle) or why more seeds would not settle it.
+    A knob variant (`knob`, issue 46) runs no none of its own: it is read against its default recipe, not told to add
+    the row."""
     from core.experiments.statistics import seeds_to_settle
 
     tests = [(e, e.vs["none"]) for e in as_entries(entries) if "none" in e.vs and not e.row.startswith("none")]
+    if not tests and knob:
+        return {"case": "not tested", "text": f"a knob variant ({knob}) borrows none from its default recipe: read its "
+                                              "rows against that default (the Results page's recipe variants, python -m "
+                                              "core compare-recipes, or scripts/crossner_study.py --status)"}
     if not tests:
         return {"case": "not tested", "text": "no pretraining row was compared with none: add the none row to the run"}
     helped = [(e, t) for e, t in tests if t.delta > 0 and t.significant]
