@@ -64,8 +64,15 @@ def test_experiment_runs_cells_and_resumes(tmp_path, corpora, tiny_bert_dir, mon
     params = {**corpora, "strategies": ["random", "ner"], "baselines": ["none", "tapt"], "seeds": [1, 2],
               "model": str(tiny_bert_dir), "preset": "tiny", "domain": "toy", "budget": 8}
     run_dir = tmp_path / "run"
-    result = jobs.run_inline(ws, "experiment", params, run_dir=run_dir)
+    seen: list[tuple[float, str]] = []
+    result = jobs.run_inline(ws, "experiment", params, run_dir=run_dir, progress=lambda f, m="": seen.append((f, m)))
     assert result["rows"] == ["none", "tapt", "random", "ner"] and len(result["cells"]) == 8
+    # the bar follows the clock: it never runs back, and a none cell (NER only) gets a smaller slice than a
+    # pretraining cell (core.experiments.cell_phases), so the time left it shows is not the cells' count
+    fractions = [f for f, _ in seen]
+    assert fractions == sorted(fractions) and fractions[-1] > 0.99  # the last: the last cell scoring TEST
+    none_1 = [f for f, m in seen if m.startswith("none seed 1:")]  # the first cell: its slice starts at 0
+    assert none_1 and max(none_1) < 0.5 / len(result["cells"])  # under half of an equal share (8 cells: 1/8 each)
     assert all(0 <= c["f1"] <= 1 and c["per_type"] for c in result["cells"])
     assert {c["budget"] for c in result["cells"] if c["row"] in ("random", "ner")} == {8}  # SC sentences selected
     assert all(c["budget"] is None for c in result["cells"] if c["row"] in ("none", "tapt", "dapt"))  # one meaning

@@ -17,6 +17,7 @@ import numpy as np
 from core.data.atomic import atomic_write_json, exclusive
 from core.data.corpus import Corpus
 from core.environment import visible_devices
+from core.experiments.cell_phases import cell_phases, cell_weight, phase_spans
 from core.experiments.plan import (
     BASELINES,
     CELL_FILE,
@@ -30,7 +31,7 @@ from core.experiments.plan import (
 )
 from core.experiments.records import Cell, check_recipe, load_cell, save_cell
 from core.experiments.summary import keep_predictions
-from core.progress import sub
+from core.progress import silent, sub
 from core.runner.jobresult import JobResult
 from core.selection.strategies import ENTITY_AWARE, select
 from core.train.lineage import CorpusStamp, Lineage, MlmPhase, SelectionStamp, from_base, record_run, write_lineage
@@ -244,6 +245,26 @@ class ExperimentCells(CellTrainer):
         self._lc_subsets: dict[tuple[int, int], Corpus] = {}
         self.recipe_checked = False  # a parallel run's parent checks once for its workers
 
+    def phases_of(self, row: str) -> list[str]:
+        """The phases a cell of `row` runs (core.experiments.cell_phases): its progress slices follow them."""
+        if row == "none":
+            return cell_phases(False)
+        if row in BASELINES:
+            return cell_phases(True, pick=bool(self.pick))
+        needs_b1, needs_b2 = strategy_models(*parse_strategy(row))
+        return cell_phases(True, selects=True, tapt_models=needs_b1 or needs_b2, pick=bool(self.pick))
+
+    def cell_weight(self, row: str) -> float:
+        """A cell of `row`'s clock relative to a pretraining cell's on this machine: its slice of the experiment."""
+        return cell_weight(self.phases_of(row), self.device)
+
+    @property
+    def device(self) -> str:
+        """Where this machine's cells train ('cuda' or 'cpu'): the phases' shares of a cell differ by device."""
+        from core.lm.models import pick_device
+
+        return pick_device(self.ner_config.device or "auto")
+
     # ------------------------------------------------------------------ folders and LC subsets
 
     def cell_dir(self, row: str, seed: int, budget: int | None = None, lc_size: int | None = None) -> Path:
@@ -264,9 +285,10 @@ class ExperimentCells(CellTrainer):
 
     def tapt_models(self, seed: int, lc_size: int, progress) -> tuple[str, str]:
         """The TAPT row's models for this seed and LC size (trained here if the row has not run yet)."""
+        span = phase_spans(["mlm", "ner"], self.device)
         b1 = self.mlm_model(self.rehearse([("tapt", self.tc.texts())], seed), self.pretrain_dir("tapt", seed), seed,
-                            sub(progress, 0, 0.5))
-        b2, _ = self.ner_model(b1, self.cell_dir("tapt", seed, None, lc_size), seed, sub(progress, 0.5, 1),
+                            sub(progress, *span["mlm"]))
+        b2, _ = self.ner_model(b1, self.cell_dir("tapt", seed, None, lc_size), seed, sub(progress, *span["ner"]),
                                lc=self.lc_subset(lc_size, seed))
         return b1, b2
 
@@ -295,6 +317,10 @@ class ExperimentCells(CellTrainer):
             self.recipe_checked = True
         folder.mkdir(parents=True, exist_ok=True)
         t0 = time.time()
+        span = phase_spans(self.phases_of(row), self.device)  # each phase's slice of the cell, by its share of the clock
+
+        def part(phase: str):
+            return sub(progress, *span[phase])
         lc = self.lc_subset(lc_n, seed)
         made: dict[str, Any] = {}  # what only some rows have: Cell's optional fields, by name
         tc_texts = self.tc.texts()
@@ -308,14 +334,14 @@ class ExperimentCells(CellTrainer):
             dc_texts = self.dc.texts() if "dapt" in row else None
             phases = self.rehearse(mlm_phases(row, tc_texts, None, dc_texts, seed), seed)
             mlm_folder = self.pretrain_dir(row, seed)
-            encoder = self.mlm_model(phases, mlm_folder, seed, sub(progress, 0, 0.4))
+            encoder = self.mlm_model(phases, mlm_folder, seed, part("mlm"))
         else:
             name, model_tag = parse_strategy(row)
             needs_b1, needs_b2 = strategy_models(name, model_tag)
             kwargs: dict[str, Any] = {"model": self.model, "seed": seed, "workspace": self.ctx.workspace}
             if needs_b1 or needs_b2:
                 self.ctx.log(f"{row}: training B1/B2 (TAPT) for seed {seed} first")
-                b1, b2 = self.tapt_models(seed, lc_n, sub(progress, 0, 0.3))
+                b1, b2 = self.tapt_models(seed, lc_n, part("tapt models"))
                 if needs_b1:
                     kwargs["model"] = b1
                     made["b1_mlm_seconds"] = self.mlm_seconds(self.pretrain_dir("tapt", seed))
@@ -325,7 +351,7 @@ class ExperimentCells(CellTrainer):
                 from core.selection.entity_gain import label_shares
 
                 kwargs["options"] = {"type_weights": label_shares(lc)}
-            selection = select(self.tc, self.dc, name, count, progress=sub(progress, 0.3, 0.4), **kwargs)
+            selection = select(self.tc, self.dc, name, count, progress=part("select"), **kwargs)
             selected = selection.selected
             sel_key = selection.key
             made.update(selection_key=sel_key, budget=len(selected),
@@ -334,7 +360,7 @@ class ExperimentCells(CellTrainer):
             lin.selection = SelectionStamp(sel_key, name, len(selected), model_tag or "base")
             phases = self.rehearse(mlm_phases("tc+sc", tc_texts, selected.texts(), None, seed), seed)
             mlm_folder = self.pretrain_dir(row, seed, count, lc_n if needs_b2 else None)
-            encoder = self.mlm_model(phases, mlm_folder, seed, sub(progress, 0.4, 0.6))
+            encoder = self.mlm_model(phases, mlm_folder, seed, part("mlm"))
         if mlm_folder is not None:
             made["mlm_seconds"] = self.mlm_seconds(mlm_folder)
             made["mlm_sentences"] = sum(len(texts) for _, texts in phases)
@@ -342,7 +368,7 @@ class ExperimentCells(CellTrainer):
             mlm_lineage = Lineage(**{**lin.__dict__, "seed": seed, "preset": self.preset, "wall_seconds": made["mlm_seconds"]})
             write_lineage(encoder, mlm_lineage)
             made["drift"] = self.drift(encoder, mlm_folder, tc_texts)
-            chosen, pick = self.choose_encoder(encoder, phases, mlm_folder, seed, sub(progress, 0.6, 0.7), lc)
+            chosen, pick = self.choose_encoder(encoder, phases, mlm_folder, seed, part("pick") if self.pick else silent, lc)
             if pick is not None:
                 made["pick"] = {**pick_record(pick),
                                 "drift": self.chosen_drift(pick, chosen, encoder, made["drift"], mlm_folder, tc_texts)}
@@ -350,9 +376,10 @@ class ExperimentCells(CellTrainer):
                     write_lineage(chosen, mlm_lineage)  # a snapshot: the same corpora and recipe, fewer steps
                 encoder = chosen
             lin = from_base(encoder)
-        ner_dir, trained = self.ner_model(encoder, folder, seed, sub(progress, 0.7 if self.pick else 0.6, 0.95), lc=lc)
+        ner_dir, trained = self.ner_model(encoder, folder, seed, part("ner"), lc=lc)
         summary = JobResult.from_dict(trained)
         model = load_ner_model(ner_dir)
+        part("test")(0.0, "scoring TEST")
         predictions = predict_corpus(model, self.test, batch_size=self.ner_config.eval_batch_size)
         scores = evaluate(model, self.test, predictions=predictions)
         kept = keep_predictions(folder, predictions, self.test)  # intervals, paired tests

@@ -43,6 +43,7 @@ from core.data.corpus import Corpus
 from core.data.workspace import resolve_corpus_ref
 from core.errors import UserError
 from core.experiments import records
+from core.experiments.cell_phases import cumulative
 from core.experiments.cells import ExperimentCells
 from core.experiments.guard import GUARD_FILE, guard_mlm_corpora, guard_text
 from core.experiments.parallel import CellTask, parse_parallel
@@ -229,9 +230,9 @@ def experiment_job(params: ExperimentParams, ctx: JobContext) -> dict[str, Any]:
     if params.ray or parallel != 1:
         cells = run_at_once(tasks, runner, params, ctx, {k: r.to_dict() for k, r in refs.items()}, corpora)
     else:
-        cells = []
-        for k, t in enumerate(tasks):
-            sub = ctx.sub(k / len(tasks), (k + 1) / len(tasks), f"{t.label} seed {t.seed}: ")
+        cells = []  # each cell's slice of the bar by its expected clock (a none cell is a fraction of a pretraining one)
+        for t, (start, end) in zip(tasks, cumulative([runner.cell_weight(t.row) for t in tasks])):
+            sub = ctx.sub(start, end, f"{t.label} seed {t.seed}: ")
             cells.append(runner.run_cell(t.row, t.seed, sub, budget=t.budget, lc_size=t.lc_size))
     summary = interval_summary(cells, dev_in_mlm=guard.dev_in_tc > 0)
     for entry in as_entries(summary):
