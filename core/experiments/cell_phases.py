@@ -2,13 +2,14 @@
 
 A bar's time left is its elapsed time over its share done, so a share must follow the clock. Fixed slices did not: a
 selection row's MLM, most of a CPU cell, moved the bar a fifth of its cell's slice (the first tenths went to a
-selection that takes seconds), and a `none` cell, which only fine-tunes, had as large a slice as a pretraining cell,
-so a CPU study's bar promised twice the hours it took. The weights are the phases' median clocks in the protocol-v2
-study cells (study preset, checkpoint pick 4; docs/results), as shares of a pretraining cell:
+selection that takes seconds), and a `none` cell, which only fine-tunes, had as large a slice as a pretraining cell;
+music's CPU knob study showed about 3.5 h left in its first cell, for nine cells of 12 to 18 min. The weights are
+the phases' median clocks in the protocol-v2 study cells (study preset, checkpoint pick 4; docs/results), as shares of
+a pretraining cell:
 - CPU (2 cores, fp32, music): MLM about 370 of 630 s in a dsir cell, none 107 s (NER and TEST), the pick's four
   probes the rest;
 - GPU (H200, bf16, about eight cells at once, music): MLM about 20 of 116 s, none 68 s, the probes the rest.
-Other machines differ in scale more than in shares; a bar on one stays within a factor, not an order.
+Other machines (an H100, more cores, a CPU with bf16) were not measured: their shares may differ from these.
 """
 
 from __future__ import annotations
