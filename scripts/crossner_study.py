@@ -184,14 +184,19 @@ def still_to_run(cells: list[dict[str, Any]], rows: list[str], seeds: list[int],
     return missing_cells(rows, seeds, cells), again
 
 
+MIN_OWN_CLOCKS = 3  # a study's own pretraining cells that time it alone; fewer are pooled with its default's
+
+
 def time_left(cells: list[dict[str, Any]], todo: list[tuple[str, int]], fallback: list[dict[str, Any]] | None = None
               ) -> str:
     """About how long the cells to go take, so that a user can plan a session ("33 to go" alone does not say 8 hours):
     each at the median clock of the finished cells of its row (a row with none yet: of the pretraining rows; `none`
     only fine-tunes, several times faster), divided by how many cells ran at once (the clocks' summed span over the
-    time any of them ran: 1 for a CPU study, about 8 for a GPU lane). `fallback` lends clocks when `cells` holds no
-    pretraining cell yet (a knob variant not begun, a study that ran `none` first): its default recipe's. A row no
-    clock can stand for is counted out and said ("at least"); '' when nothing can be estimated.
+    time any of them ran: 1 for a CPU study, about 8 for a GPU lane). `fallback` lends clocks while `cells` holds
+    fewer than MIN_OWN_CLOCKS pretraining cells (a knob variant begun or not, a study that ran `none` first): its
+    default recipe's, which ran the same rows on the same machine kind, so one slow first cell does not set the
+    estimate alone. A row no clock can stand for is counted out and said ("at least"); '' when nothing can be
+    estimated.
 
     >>> done = [{"row": "none", "started": 0, "finished": 120}, {"row": "tapt", "started": 120, "finished": 720},
     ...         {"row": "dsir", "started": 720, "finished": 1620}]
@@ -199,6 +204,9 @@ def time_left(cells: list[dict[str, Any]], todo: list[tuple[str, int]], fallback
     'about 27 min (median pretraining cell 12 min, none 2 min, from 3 finished cells)'
     >>> time_left(done[:1], [("none", 2), ("tapt", 2)])  # only none has finished: tapt cannot be timed
     'at least 2 min (1 cell of a row with no finished cell yet not counted; from 1 finished cell)'
+    >>> default = [{"row": "tapt", "started": 0, "finished": 600}, {"row": "tapt", "started": 600, "finished": 1200}]
+    >>> time_left(done[1:2], [("tapt", 2), ("tapt", 3)], default)  # one own cell of 10 min joins the default's two
+    'about 20 min (median pretraining cell 10 min, from 3 finished cells)'
     >>> side_by_side = [{"row": "tapt", "started": 0, "finished": 600}, {"row": "dsir", "started": 0, "finished": 600}]
     >>> time_left(side_by_side, [("tapt", 2), ("dsir", 2)])
     'about 10 min (median pretraining cell 10 min, from 2 finished cells, 2.0 at once as they ran)'
@@ -208,9 +216,9 @@ def time_left(cells: list[dict[str, Any]], todo: list[tuple[str, int]], fallback
     def clocked(pool: list[dict[str, Any]]) -> list[dict[str, Any]]:
         return [c for c in pool if isinstance(c.get("started"), (int, float)) and isinstance(c.get("finished"), (int, float))]
 
-    pool = clocked(cells)
-    if fallback and not any(c.get("row") != "none" for c in pool):
-        pool += clocked(fallback)
+    own = clocked(cells)
+    borrowed = clocked(fallback) if fallback and sum(c.get("row") != "none" for c in own) < MIN_OWN_CLOCKS else []
+    pool = own + borrowed
     if not pool:
         return ""
     by_row: dict[str, list[float]] = {}
@@ -221,13 +229,17 @@ def time_left(cells: list[dict[str, Any]], todo: list[tuple[str, int]], fallback
     each = [statistics.median(by_row[row]) if row in by_row else (typical if row != "none" else None)
             for row, _ in todo]
     uncounted = sum(t is None for t in each)
-    # cells that ran side by side (--parallel): the time any of them ran, against their summed clocks
-    spans = sorted((c["started"], c["finished"]) for c in pool)
-    covered, reach = 0.0, float("-inf")
-    for begin, end in spans:
-        covered += max(0.0, end - max(begin, reach))
-        reach = max(reach, end)
-    at_once = max(1.0, sum(e - b for b, e in spans) / covered) if covered else 1.0
+    # cells that ran side by side (--parallel): the time any of them ran, against their summed clocks; a borrowed
+    # default ran at another time, so each source's cells overlap only among themselves
+    def covered(source: list[dict[str, Any]]) -> float:
+        total, reach = 0.0, float("-inf")
+        for begin, end in sorted((c["started"], c["finished"]) for c in source):
+            total += max(0.0, end - max(begin, reach))
+            reach = max(reach, end)
+        return total
+
+    ran = covered(own) + covered(borrowed)
+    at_once = max(1.0, sum(c["finished"] - c["started"] for c in pool) / ran) if ran else 1.0
     seconds = sum(t for t in each if t is not None) / at_once
     if not seconds:
         return ""
