@@ -518,10 +518,11 @@ def refresh_results(paths: list[Path]) -> list[str]:
         data.update(derived_fields(cells, data["params"]))
         data["refreshed"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
         write_json(path, data)
-        words = {"text": lambda v: v, "advice": lambda v: (v or {}).get("text")}  # the verdict's two sentences
-        said = [f"{'verdict' if key == 'text' else 'what to do'} now: {read(data['verdict'].get(key))} (was: "
-                f"{read(before.get(key))})" for key, read in words.items()
-                if read(data["verdict"].get(key)) != read(before.get(key))]
+        def sentences(verdict: dict[str, Any]) -> dict[str, Any]:  # the verdict's two sentences
+            return {"verdict": verdict.get("text"), "what to do": (verdict.get("advice") or {}).get("text")}
+
+        now, was = sentences(data["verdict"]), sentences(before)
+        said = [f"{k} now: {now[k]} (was: {was[k]})" for k in now if now[k] != was[k]]
         lines.append(f"{path}: " + ("; ".join(said) or "verdict unchanged"))
     return lines
 

@@ -30,8 +30,10 @@ def cell_phases(pretrains: bool, selects: bool = False, tapt_models: bool = Fals
     >>> cell_phases(True, selects=True, tapt_models=True, pick=True)
     ['tapt models', 'select', 'mlm', 'pick', 'ner', 'test']
     """
-    head = (["tapt models"] if tapt_models else []) + (["select"] if selects else []) if pretrains else []
-    return head + (["mlm"] + (["pick"] if pick else []) if pretrains else []) + ["ner", "test"]
+    if not pretrains:
+        return ["ner", "test"]
+    before = (["tapt models"] if tapt_models else []) + (["select"] if selects else [])
+    return [*before, "mlm", *(["pick"] if pick else []), "ner", "test"]
 
 
 def _weights(device: str) -> dict[str, float]:
@@ -56,14 +58,7 @@ def phase_spans(phases: list[str], device: str) -> dict[str, tuple[float, float]
     (0.0, 0.74, 1.0)
     """
     weights = _weights(device)
-    total = cell_weight(phases, device)
-    spans, start = {}, 0.0
-    for p in phases:
-        end = min(1.0, start + weights[p] / total)
-        spans[p] = (start, end)
-        start = end
-    spans[phases[-1]] = (spans[phases[-1]][0], 1.0)  # the last phase ends the cell, whatever the rounding
-    return spans
+    return dict(zip(phases, cumulative([weights[p] for p in phases])))
 
 
 def cumulative(weights: list[float]) -> list[tuple[float, float]]:
