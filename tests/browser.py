@@ -25,6 +25,9 @@ CHROMIUM_ARGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-q
 SCREENSHOTS = Path(os.environ.get("NERSELECT_SCREENSHOTS", ROOT / "tests" / "screenshots"))
 
 
+# no script run in flight: Streamlit shows its status widget while a rerun is running
+IDLE = "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')"
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -87,7 +90,16 @@ def browser_page(width: int = 1400, height: int = 1000):
 def wait_for_app(page, text: str, timeout: float = 90_000) -> None:
     """Wait until the script has finished running and `text` is visible."""
     page.get_by_text(text, exact=False).first.wait_for(state="visible", timeout=timeout)
-    page.wait_for_function("() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=timeout)
+    page.wait_for_function(IDLE, timeout=timeout)
+
+
+def wait_for_span(page, card: str, token: str, timeout: float = 90_000) -> None:
+    """Wait until the sentence in `card` (a widget key) shows `token` inside an entity span, and the rerun that drew
+    it has finished. The legend's type chips share the span class, so a bare `.nx-ent` would match at once: a Save
+    clicked then can overtake the Assign and store the sentence without its span."""
+    page.locator(f"[class*='st-key-{card}'] .nx-sent:not(.nx-legend) .nx-ent", has_text=token).first.wait_for(
+        state="visible", timeout=timeout)
+    page.wait_for_function(IDLE, timeout=timeout)
 
 
 def upload_file(page, path: Path, timeout: float = 90_000) -> None:

@@ -14,12 +14,11 @@ from core.data.workspace import Workspace
 from core.review.store import ReviewStore
 from core.runner import jobs, jobstore
 from core.team import tasks
-from tests.browser import browser_page, screenshot, sign_in_as, streamlit_server, wait_for_app, wait_until
+from tests.browser import IDLE, browser_page, screenshot, sign_in_as, streamlit_server, wait_for_app, wait_for_span, wait_until
 
 pytestmark = pytest.mark.browser
 PASSWORD = "correct horse"
 SENTENCE = "The paper won the best paper award ."
-IDLE = "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')"
 
 
 @pytest.fixture(scope="module")
@@ -78,8 +77,7 @@ def test_the_first_of_two_identical_words_is_marked(paper_ws):
             click_token(page, "st-key-q_tokens", label)
             page.locator("[class*='st-key-q_type'] button", has_text="ORG").first.click()
             page.locator("[class*='st-key-q_assign'] button").first.click()
-            page.locator("[class*='st-key-q_card'] .nx-ent").first.wait_for(state="visible")
-            page.wait_for_function(IDLE)
+            wait_for_span(page, "q_card", "paper")
             page.locator("[class*='st-key-q_save'] button").first.click()
             wait_for_app(page, "1 of 2 sentences answered")
             page.context.clear_cookies()

@@ -11,7 +11,7 @@ import pytest
 from playwright.sync_api import expect
 
 from core.access import Actor, Role
-from tests.browser import browser_page, screenshot, sign_in_as, streamlit_server, wait_for_app
+from tests.browser import IDLE, browser_page, screenshot, sign_in_as, streamlit_server, wait_for_app
 
 pytestmark = [pytest.mark.browser, pytest.mark.long]  # ~60 s: CI runs it after the default suite
 PASSWORD = "correct horse"
@@ -22,7 +22,6 @@ PAYLOADS = [
     "' onmouseover='window.__xss=4' x='",
     "javascript:window.__xss=5",
 ]
-IDLE = "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')"
 RESEARCH_PAGES = ["Corpora", "Similarity", "Selection", "Map", "Inspect", "Adapt", "Runs", "Results", "Review tasks",
                   "Agreement"]
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.browser import browser_page, screenshot, streamlit_server, wait_for_app
+from tests.browser import IDLE, browser_page, screenshot, streamlit_server, wait_for_app
 
 pytestmark = pytest.mark.browser
 
@@ -62,7 +62,7 @@ def test_inspect_span_edit_by_tokens_survives_reload_and_exports(inspect_ws):
         reviewer = page.get_by_role("textbox", name="Annotator")
         reviewer.fill("ann")
         reviewer.press("Enter")
-        page.wait_for_function("() => !document.querySelector('[data-testid=\"stStatusWidget\"]')")
+        page.wait_for_function(IDLE)
         page.get_by_role("button", name="Correct", exact=True).first.click()
         grid = page.locator("[class*='st-key-insp_tokens_']").first
         grid.wait_for()
@@ -71,7 +71,7 @@ def test_inspect_span_edit_by_tokens_survives_reload_and_exports(inspect_ws):
         new_type = page.get_by_role("textbox", name="or a new type")
         new_type.fill("band")
         new_type.press("Enter")
-        page.wait_for_function("() => !document.querySelector('[data-testid=\"stStatusWidget\"]')")
+        page.wait_for_function(IDLE)
         page.get_by_role("button", name="Assign type").click()
         page.locator("[class*='st-key-insp_editor_'] .nx-lbl", has_text="band").first.wait_for()
         screenshot(page, "inspect_span_edit")
@@ -104,7 +104,7 @@ def test_inspect_span_editor_picks_a_type_with_a_digit_key(inspect_ws):
         grid = page.locator("[class*='st-key-insp_tokens_']").first
         grid.wait_for()
         grid.get_by_role("button").nth(0).click()
-        page.wait_for_function("() => !document.querySelector('[data-testid=\"stStatusWidget\"]')")
+        page.wait_for_function(IDLE)
         second = page.locator("[class*='st-key-insp_type_'][class*='_b1 '] button")  # the second type: key 2
         entity = second.first.inner_text().strip().splitlines()[0]
         page.keyboard.press("2")

@@ -8,7 +8,7 @@ import pytest
 
 from core.data.workspace import Workspace
 from core.team import users
-from tests.browser import browser_page, screenshot, sign_in_as, streamlit_server, wait_for_app, wait_until
+from tests.browser import browser_page, screenshot, sign_in_as, streamlit_server, wait_for_app, wait_for_span, wait_until
 
 pytestmark = pytest.mark.browser
 PASSWORD = "correct horse"
@@ -39,8 +39,7 @@ def mark(page, token: str, entity: str) -> None:
     page.locator("[class*='st-key-q_tokens'] button", has_text=token).first.click()
     page.locator("[class*='st-key-q_type'] button", has_text=entity).first.click()
     page.locator("[class*='st-key-q_assign'] button").first.click()
-    page.locator("[class*='st-key-q_card'] .nx-ent", has_text=token).first.wait_for(state="visible")  # the span is drawn
-    page.wait_for_function("() => !document.querySelector('[data-testid=\"stStatusWidget\"]')")
+    wait_for_span(page, "q_card", token)
 
 
 def annotate(page, url: str, who: str, sentences: list[list[tuple[str, str]]]) -> None:
