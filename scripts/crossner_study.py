@@ -57,8 +57,11 @@ def git_commit() -> dict[str, Any]:
     commit = git("rev-parse", "HEAD").strip()
     if not commit:
         return {"commit": "unknown", "dirty_files": "unknown: not a git checkout"}
-    # porcelain lines are "XY path": not stripped as a whole, or the first line's leading space goes
-    dirty = [line[3:] for line in git("status", "--porcelain", "--untracked-files=no").splitlines() if line.strip()]
+    # porcelain lines are "XY path": not stripped as a whole, or the first line's leading space goes. The results
+    # folder is left out: a grid rewrites its earlier variants' JSONs before it runs the next, and those outputs do
+    # not change what runs, so listing them would mark every later variant as run from a modified tree.
+    status = git("status", "--porcelain", "--untracked-files=no", "--", ".", ":(exclude)docs/results")
+    dirty = [line[3:] for line in status.splitlines() if line.strip()]
     return {"commit": commit, "dirty_files": dirty}
 
 

@@ -536,3 +536,23 @@ def test_a_grid_status_totals_its_cells_to_go_and_times_them_by_its_finished_cel
                                                    "pretraining cell 10 min, none 2 min, from 2 finished cells)")
     left = study.cells_left(default, tmp_path)
     assert (left.missing, left.again) == ([("none", 2), ("tapt", 2)], [])
+
+
+def test_the_commit_record_names_changed_code_but_not_the_results_a_grid_rewrites(tmp_path, monkeypatch):
+    """A grid rewrites its earlier variants' JSONs before the next variant runs: those outputs are not a modified
+    tree, a changed script is."""
+    import subprocess
+
+    study = load_script("crossner_study")
+    for name, text in (("run.py", "x = 1\n"), ("docs/results/a.json", "{}\n")):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    git = ["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t"]
+    for args in (["init", "-q"], ["add", "."], ["commit", "-qm", "start"]):
+        subprocess.run(git + args, check=True)
+    monkeypatch.delenv("NERSELECT_COMMIT", raising=False)
+    monkeypatch.setattr(study, "ROOT", tmp_path)
+    (tmp_path / "docs/results/a.json").write_text('{"more": 1}\n')
+    assert study.git_commit()["dirty_files"] == []
+    (tmp_path / "run.py").write_text("x = 2\n")
+    assert study.git_commit()["dirty_files"] == ["run.py"]
