@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import html
+import uuid
+from collections.abc import Callable, Sequence
 
 import streamlit as st
 
@@ -20,6 +22,37 @@ def _choose(key: str, entity: str) -> None:
     st.session_state[key] = entity
 
 
+def in_click_order(steps: Sequence[tuple[str, Callable[..., None], tuple]]) -> Callable[[], None]:
+    """The one callback of a span editor's buttons (button key, action, its arguments): it does every button clicked
+    for this run, in the order of `steps` (edits before the save), once.
+
+    Why not one callback per button: clicks that reach the server while a run is still in flight are merged into one
+    run, and Streamlit then calls their callbacks in the order the merge left them, which puts the earlier click last.
+    An annotator who pressed a type key, Assign and Save on a slow server had the sentence stored without the span
+    just assigned. Each run that draws the buttons makes a new callback, so the first of them called in a run does
+    the work and the rest find it done."""
+    token = uuid.uuid4().hex
+
+    def run() -> None:
+        done = st.session_state.setdefault("_clicks_done", [])  # the tokens of callbacks that did their run's work
+        if token in done:
+            return
+        done[:] = [*done[-63:], token]  # two editors' clicks can share a run; older tokens are never called again
+        for key, action, args in steps:
+            if st.session_state.get(key):
+                action(*args)
+    return run
+
+
+def chosen_type(key: str) -> str | None:
+    """The type picked in `type_picker(key=...)` for this run: a type button clicked in the same merged run as Assign
+    may have its own callback called after Assign's, so its click is read here rather than waited for."""
+    for k, entity in enumerate(st.session_state.get(f"{key}_types", [])):
+        if st.session_state.get(f"{key}_b{k}"):
+            st.session_state[key] = entity
+    return st.session_state.get(key)
+
+
 def type_picker(types: list[str], key: str, colors: dict[str, str] | None = None, container=None) -> str | None:
     """One button per entity type, in the type's colour; keys 1-9 pick the first nine, so an annotator marks
     tokens, presses a digit and assigns without the mouse. The chosen type is `st.session_state[key]`."""
@@ -28,6 +61,7 @@ def type_picker(types: list[str], key: str, colors: dict[str, str] | None = None
     if chosen not in types:
         chosen = st.session_state[key] = None
     colors = colors or type_colors(types)
+    st.session_state[f"{key}_types"] = list(types)  # for chosen_type
     box = where.container(horizontal=True, key=f"{key}_box", gap="small")
     for k, entity in enumerate(types):
         box.button(entity, key=f"{key}_b{k}", on_click=_choose, args=(key, entity),

@@ -26,6 +26,15 @@ def _default_workspace_in_tmp(tmp_path, monkeypatch):
     monkeypatch.setenv("NERSELECT_WORKSPACE", str(tmp_path / "default-workspace"))
 
 
+@pytest.fixture(autouse=True)
+def _keep_the_main_module():
+    """AppTest runs a page as `__main__` and leaves it there: a later test's spawned worker (process pools start with
+    "spawn") would then import that page, or a deleted temporary script, instead of pytest's own main module."""
+    main = sys.modules["__main__"]
+    yield
+    sys.modules["__main__"] = main
+
+
 def crossner_file(domain: str, split: str) -> Path:
     path = CROSSNER / domain / f"{split}.txt"
     if not path.exists():

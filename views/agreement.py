@@ -15,7 +15,7 @@ from core.tables import count
 from core.team import adjudicate, tasks
 from core.team.agreement import task_agreement
 from ui import actor, get_workspace, run_guarded
-from ui_review import token_pills
+from ui_review import in_click_order, token_pills
 
 
 def _num(x: float | None) -> str:
@@ -97,11 +97,13 @@ for item in open_items[:20]:
             st.html(sentence_html(item.tokens, st.session_state[key], colors))
             token_pills(item.tokens, f"agr_tok_{item.index}")
             st.pills("Entity type", list(colors), selection_mode="single", key=f"agr_type_{item.index}")
-            b = st.columns(3)
-            b[0].button("Assign type", key=f"agr_assign_{item.index}", on_click=edit, args=(item.index, len(item.tokens), False))
-            b[1].button("Remove", key=f"agr_remove_{item.index}", on_click=edit, args=(item.index, len(item.tokens), True))
-            b[2].button("Save as final", key=f"agr_save_{item.index}", type="primary", on_click=decide,
-                        args=(item.index, None, "edited"))
+            b, n = st.columns(3), len(item.tokens)
+            clicked = in_click_order([(f"agr_assign_{item.index}", edit, (item.index, n, False)),
+                                      (f"agr_remove_{item.index}", edit, (item.index, n, True)),
+                                      (f"agr_save_{item.index}", decide, (item.index, None, "edited"))])
+            b[0].button("Assign type", key=f"agr_assign_{item.index}", on_click=clicked)
+            b[1].button("Remove", key=f"agr_remove_{item.index}", on_click=clicked)
+            b[2].button("Save as final", key=f"agr_save_{item.index}", type="primary", on_click=clicked)
 if len(open_items) > 20:
     st.caption(f"The first 20 of {len(open_items)} are shown; decide these to see the next ones.")
 

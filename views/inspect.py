@@ -24,7 +24,7 @@ from ui import (
     run_guarded,
     source_picker,
 )
-from ui_review import export_panel, token_pills, type_picker
+from ui_review import chosen_type, export_panel, in_click_order, token_pills, type_picker
 
 ws = get_workspace()
 PER_PAGE = 10
@@ -202,7 +202,7 @@ def edit_draft(index: int, n_tokens: int, remove: bool) -> None:
     """Callback of Assign / Remove: apply the token selection to the draft, then clear the selection."""
     picked = st.session_state.get(_grid_key(index)) or []
     typed = (st.session_state.get(f"insp_newtype_{index}") or "").strip()
-    chosen = typed or st.session_state.get(f"insp_type_{index}")
+    chosen = typed or chosen_type(f"insp_type_{index}")
     try:
         if not remove and not chosen:
             raise UserError("pick an entity type (or type a new one) first")
@@ -231,11 +231,14 @@ def span_editor(req: predictions.PredictionRequest, row: dict, types: list, colo
         if err := st.session_state.get("insp_edit_error"):
             st.error(err)
         b = st.columns([1, 1, 1.5, 1, 2])
-        b[0].button("Assign type", key=f"insp_assign_{i}", type="primary", on_click=edit_draft, args=(i, len(tokens), False))
-        b[1].button("Remove", key=f"insp_remove_{i}", on_click=edit_draft, args=(i, len(tokens), True))
-        b[2].button("Save correction", key=f"save_{i}", on_click=decide,
-                    args=(req.review_key, i, "corrected", version, tokens, None, req.model))
-        b[3].button("Cancel", key=f"insp_cancel_{i}", on_click=lambda: st.session_state.pop("insp_edit", None))
+        clicked = in_click_order([(f"insp_assign_{i}", edit_draft, (i, len(tokens), False)),
+                                  (f"insp_remove_{i}", edit_draft, (i, len(tokens), True)),
+                                  (f"save_{i}", decide, (req.review_key, i, "corrected", version, tokens, None, req.model)),
+                                  (f"insp_cancel_{i}", st.session_state.pop, ("insp_edit", None))])
+        b[0].button("Assign type", key=f"insp_assign_{i}", type="primary", on_click=clicked)
+        b[1].button("Remove", key=f"insp_remove_{i}", on_click=clicked)
+        b[2].button("Save correction", key=f"save_{i}", on_click=clicked)
+        b[3].button("Cancel", key=f"insp_cancel_{i}", on_click=clicked)
 
 
 review_tab()

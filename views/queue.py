@@ -12,7 +12,7 @@ from core.review.highlight import legend_html, page_css, sentence_html, type_col
 from core.review.predictions import apply_span_edit
 from core.team import tasks
 from ui import actor, get_workspace
-from ui_review import token_pills, type_picker
+from ui_review import chosen_type, in_click_order, token_pills, type_picker
 
 st.title("My review queue")
 st.html(page_css())
@@ -55,7 +55,7 @@ def go(step: int | None = None) -> None:
 
 def edit(remove: bool) -> None:
     picked = st.session_state.get(f"q_tokens_{draft_key}") or []
-    chosen = st.session_state.get("q_type")
+    chosen = chosen_type("q_type")
     try:
         if not remove and not chosen:
             raise UserError("pick an entity type first")
@@ -78,8 +78,8 @@ def settle_suggestions(accept: bool) -> None:
 
 
 def save(status: str) -> None:
-    # the draft as it is now, not as it was when this run drew the page: a "Save" clicked before the rerun after
-    # "Assign type" has finished would otherwise store the sentence without the span just assigned
+    # the draft as it is now, not as it was when this run drew the page: a "Save" clicked after the rerun of
+    # "Assign type" began would otherwise store the sentence without the span just assigned
     spans = st.session_state.get(draft_key, []) if status == "done" else []
     try:
         tasks.save_annotation(ws, me, task.id, item.index, spans, status, item.version)
@@ -94,6 +94,9 @@ st.markdown(f"**Sentence {pos + 1} of {len(items)}** · {state}" + (" · also re
 types = task.types or sorted({s.type for s in draft})
 colors = type_colors(types + [s.type for s in draft])
 pending = st.session_state.get(pending_key, [])
+clicked = in_click_order([("q_accept", settle_suggestions, (True,)), ("q_reject", settle_suggestions, (False,)),
+                          ("q_assign", edit, (False,)), ("q_remove", edit, (True,)), ("q_save", save, ("done",)),
+                          ("q_skip", save, ("skipped",)), ("q_prev", go, (-1,)), ("q_next", go, (1,))])
 with st.container(border=True, key="q_card"):
     st.html(sentence_html(item.tokens, draft, colors, marks=dict.fromkeys(pending, "suggested")))
     st.html(legend_html(colors, gold=False, suggested=bool(pending)))
@@ -101,8 +104,8 @@ with st.container(border=True, key="q_card"):
         s = st.columns([2, 1.2, 1.2])
         s[0].caption(f"{len(pending)} span(s) suggested by {Path(task.suggested_by).name or 'a model'} (dashed): accept, correct "
                      "or reject them; what is shown when you save is your answer.")
-        s[1].button("Accept suggestions", key="q_accept", on_click=settle_suggestions, args=(True,))
-        s[2].button("Reject suggestions", key="q_reject", on_click=settle_suggestions, args=(False,))
+        s[1].button("Accept suggestions", key="q_accept", on_click=clicked)
+        s[2].button("Reject suggestions", key="q_reject", on_click=clicked)
     token_pills(item.tokens, f"q_tokens_{draft_key}")
     st.toggle("Range: first to last picked token", value=True, key="q_range",
               help="On: click a span's first and last token (as a shift-click or a drag marks a range), then its type. "
@@ -114,10 +117,10 @@ with st.container(border=True, key="q_card"):
     if err := st.session_state.get("q_error"):
         st.error(err)
     b = st.columns([1.2, 1, 1.5, 1, 1, 1])
-    b[0].button("Assign type", key="q_assign", on_click=edit, args=(False,), disabled=not types)
-    b[1].button("Remove", key="q_remove", on_click=edit, args=(True,))
-    b[2].button("Save and next", key="q_save", type="primary", on_click=save, args=("done",),
+    b[0].button("Assign type", key="q_assign", on_click=clicked, disabled=not types)
+    b[1].button("Remove", key="q_remove", on_click=clicked)
+    b[2].button("Save and next", key="q_save", type="primary", on_click=clicked,
                 help="Saves the spans shown (none: the sentence has no entity)")
-    b[3].button("Skip", key="q_skip", on_click=save, args=("skipped",), help="Unsure or not a sentence: leave it out")
-    b[4].button("◀ Back", key="q_prev", on_click=go, args=(-1,), disabled=pos == 0)
-    b[5].button("Next ▶", key="q_next", on_click=go, args=(1,), disabled=pos == len(items) - 1)
+    b[3].button("Skip", key="q_skip", on_click=clicked, help="Unsure or not a sentence: leave it out")
+    b[4].button("◀ Back", key="q_prev", on_click=clicked, disabled=pos == 0)
+    b[5].button("Next ▶", key="q_next", on_click=clicked, disabled=pos == len(items) - 1)
