@@ -891,8 +891,8 @@ def main() -> int:
         if default == out:
             return
         try:
-            text = knob_lines(payload, json.loads(default.read_text()) if default.exists() else None, default.name)
-        except (OSError, ValueError, KeyError, TypeError) as exc:
+            text = knob_lines(payload, read_result(default), default.name)
+        except (UserError, KeyError, TypeError) as exc:
             text = f"not compared with {default.name}: it could not be read ({type(exc).__name__}: {exc})"
         if text:
             print("\n" + text)
