@@ -42,6 +42,24 @@ def test_a_strategy_reading_b1_waits_for_its_seeds_tapt_cell():
 
 
 @pytest.mark.long  # over ~15 s: CI runs it after the default suite (.ci/run)
+def test_the_parallel_bar_weighs_each_cell_by_its_share_of_the_clock(tmp_path):
+    """Two cells, one three times as long: with the short one done and the long one half way, the bar stands at
+    (1 + 1.5) / 4, not at the (1 + 0.5) / 2 of counting cells alike."""
+    from types import SimpleNamespace
+
+    from core.experiments.parallel import SLOTS_DIR, CellTask, _Board, _report
+
+    tasks = [CellTask("none", 1, None, 100, "none", weight=1.0), CellTask("tapt", 1, None, 100, "tapt", weight=3.0)]
+    board = _Board(tasks)
+    board.results[0] = {"row": "none"}
+    board.running = {1: 0}
+    (tmp_path / SLOTS_DIR).mkdir()
+    (tmp_path / SLOTS_DIR / "slot-0.json").write_text(json.dumps({"fraction": 0.5, "weight": 3.0, "message": "tapt"}))
+    seen = []
+    _report(SimpleNamespace(run_dir=str(tmp_path), progress=lambda f, m: seen.append((f, m))), board, 1)
+    assert seen[0][0] == pytest.approx(2.5 / 4) and seen[0][1].startswith("1 of 2 cells done, 1 running")
+
+
 def test_cells_overlap_on_two_simulated_cards_and_equal_one_at_a_time(tmp_path, corpora, tiny_bert_dir,  # noqa: F811
                                                                       monkeypatch):
     import core.experiments.experiment as experiment

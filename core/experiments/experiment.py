@@ -280,7 +280,8 @@ def run_at_once(tasks: list[CellTask], runner: ExperimentCells, params: Experime
     if todo:
         check_recipe(ctx.run_dir, params, len(runner.lc))
         position = {i: k for k, i in enumerate(todo)}
-        left = [replace(tasks[i], after=position.get(tasks[i].after) if tasks[i].after is not None else None) for i in todo]
+        left = [replace(tasks[i], after=position.get(tasks[i].after) if tasks[i].after is not None else None,
+                        weight=runner.cell_weight(tasks[i].row)) for i in todo]
         spec = WorkerSpec(str(ctx.workspace.root), str(ctx.run_dir), params, refs, corpora, job_id=ctx.job_id,
                           cells_class=f"{type(runner).__module__}:{type(runner).__qualname__}")  # workers build the same
         need = cell_need(ctx, params)

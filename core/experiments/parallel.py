@@ -112,6 +112,7 @@ class CellTask:
     lc_size: int
     label: str
     after: int | None = None
+    weight: float = 1.0  # its expected share of the plan's time (core.experiments.cell_phases): the bar follows the clock
 
 
 @dataclass
@@ -140,6 +141,7 @@ class SlotProgress:
         self.folder = Path(run_dir) / SLOTS_DIR
         self.path = self.folder / f"{name}.json"
         self.cell = ""
+        self.weight = 1.0  # the running cell's CellTask.weight, for the parent's bar
         self._last = 0.0
 
     def __call__(self, fraction: float, message: str = "") -> None:
@@ -152,7 +154,8 @@ class SlotProgress:
             self._last = now
             from core.data.atomic import atomic_write_json
 
-            atomic_write_json(self.path, {"fraction": fraction, "message": f"{self.cell}{message}"[:300], "time": now})
+            atomic_write_json(self.path, {"fraction": fraction, "weight": self.weight,
+                                          "message": f"{self.cell}{message}"[:300], "time": now})
 
 
 def _worker_cells(spec: WorkerSpec):
@@ -193,6 +196,7 @@ def run_task(task: CellTask, slot: Slot | None = None, spec: WorkerSpec | None =
     progress: SlotProgress = _WORKER["progress"]
     progress.path = progress.folder / (f"slot-{slot.index}.json" if slot.index >= 0 else f"task-{os.getpid()}.json")
     progress.cell = f"{task.label} seed {task.seed}: "
+    progress.weight = task.weight
     try:
         cell = cells.run_cell(task.row, task.seed, progress, budget=task.budget, lc_size=task.lc_size)
     finally:
@@ -275,24 +279,28 @@ def _slot_thread(board: _Board, spec: WorkerSpec, slot: Slot) -> None:
         board.cond.notify_all()
 
 
-def _slot_messages(run_dir: Path) -> list[tuple[float, str]]:
+def _slot_messages(run_dir: Path) -> list[tuple[float, float, str]]:
+    """Each running cell's (fraction, weight, message) from its slot file."""
     out = []
     for path in sorted((run_dir / SLOTS_DIR).glob("*.json")):
         try:
             data = json.loads(path.read_text("utf-8"))
-            out.append((float(data["fraction"]), str(data.get("message", ""))))
-        except (OSError, ValueError, KeyError):
+            out.append((float(data["fraction"]), float(data.get("weight", 1.0)), str(data.get("message", ""))))
+        except (OSError, ValueError, KeyError, TypeError):
             continue
     return out
 
 
 def _report(ctx: JobContext, board: _Board, width: int) -> None:
-    """The parent's progress: cells done plus the running cells' own fractions (read from their slot files)."""
+    """The parent's progress: the finished cells' weights plus the running cells' own fractions of theirs (read from
+    their slot files), over the plan's weight: a pretraining cell moves the bar by its share of the clock."""
     slots = _slot_messages(Path(ctx.run_dir))
-    running = sum(f for f, _ in slots) if board.running else 0.0
+    weight = [t.weight for t in board.tasks]
+    running = sum(f * w for f, w, _ in slots) if board.running else 0.0
     done = len(board.results)
-    fraction = (done + min(running, len(board.running))) / max(1, len(board.tasks))
-    first = next((m for _, m in slots if m), "")
+    finished = sum(weight[i] for i in board.results) + min(running, sum(weight[i] for i in board.running))
+    fraction = finished / max(sum(weight), 1e-9)
+    first = next((m for _, _, m in slots if m), "")
     ctx.progress(fraction, f"{done} of {len(board.tasks)} cells done, {len(board.running)} running ({width} at once)"
                  + (f"; {first}" if first else ""))
 
