@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import html
-import uuid
 from collections.abc import Callable, Sequence
 
 import streamlit as st
@@ -22,25 +21,24 @@ def _choose(key: str, entity: str) -> None:
     st.session_state[key] = entity
 
 
-def in_click_order(steps: Sequence[tuple[str, Callable[..., None], tuple]]) -> Callable[[], None]:
-    """The one callback of a span editor's buttons (button key, action, its arguments): it does every button clicked
-    for this run, in the order of `steps` (edits before the save), once.
+def in_click_order(steps: Sequence[tuple[str, Callable[..., None], tuple]]) -> Callable[[str], None]:
+    """The one callback of a span editor's buttons (button key, action, its arguments), given as
+    `on_click=cb, args=(key,)`: it does every button clicked for this run, in the order of `steps` (edits before the
+    save), once.
 
-    Why not one callback per button: clicks that reach the server while a run is still in flight are merged into one
-    run, and Streamlit then calls their callbacks in the order the merge left them, which puts the earlier click last.
-    An annotator who pressed a type key, Assign and Save on a slow server had the sentence stored without the span
-    just assigned. Each run that draws the buttons makes a new callback, so the first of them called in a run does
-    the work and the rest find it done."""
-    token = uuid.uuid4().hex
+    Why not one callback per button: clicks that reach the server while a run is in flight are merged into one run
+    (`runner.fastReruns` is off, .streamlit/config.toml), and Streamlit then calls their callbacks in the order the
+    merge left them, which puts the earlier click last: a type key, Assign and Save pressed on a slow server stored
+    the sentence without the span just assigned. Streamlit calls each clicked button's callback once per run, so the
+    callback of the first clicked button in `steps` does the work and the others return; no state outlives the run
+    (a run cut short by the next click leaves the buttons below the cut with the previous run's callback)."""
 
-    def run() -> None:
-        done = st.session_state.setdefault("_clicks_done", [])  # the tokens of callbacks that did their run's work
-        if token in done:
+    def run(me: str) -> None:
+        clicked = [(key, action, args) for key, action, args in steps if st.session_state.get(key)]
+        if not clicked or clicked[0][0] != me:
             return
-        done[:] = [*done[-63:], token]  # two editors' clicks can share a run; older tokens are never called again
-        for key, action, args in steps:
-            if st.session_state.get(key):
-                action(*args)
+        for _, action, args in clicked:
+            action(*args)
     return run
 
 

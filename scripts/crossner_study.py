@@ -892,7 +892,7 @@ def main() -> int:
             return
         try:
             text = knob_lines(payload, read_result(default), default.name)
-        except (UserError, KeyError, TypeError) as exc:
+        except (UserError, ValueError, KeyError, TypeError) as exc:
             text = f"not compared with {default.name}: it could not be read ({type(exc).__name__}: {exc})"
         if text:
             print("\n" + text)

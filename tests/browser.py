@@ -25,8 +25,11 @@ CHROMIUM_ARGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-q
 SCREENSHOTS = Path(os.environ.get("NERSELECT_SCREENSHOTS", ROOT / "tests" / "screenshots"))
 
 
-# no script run in flight: Streamlit shows its status widget while a rerun is running
-IDLE = "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')"
+# No script run in flight. The status widget alone is not enough: Streamlit draws it only after a run has gone on
+# for half a second, so the app's own run state (stApp's data-test-script-state) is read too. Right after a click
+# both still read idle (the run has not begun): wait first for something only that run draws, then for IDLE.
+IDLE = ("() => !document.querySelector('[data-testid=\"stStatusWidget\"]') && "
+        "document.querySelector('[data-testid=\"stApp\"]')?.dataset.testScriptState === 'notRunning'")
 
 def free_port() -> int:
     with socket.socket() as s:

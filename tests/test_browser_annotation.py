@@ -138,6 +138,7 @@ def test_each_role_signs_in_while_a_job_runs(paper_ws):
         with streamlit_server(root) as url, browser_page() as page:
             for who, expect in (("boss", "Corpora"), ("rita", "Corpora"), ("ann", "My review queue")):
                 page.goto({"boss": f"{url}/corpora", "rita": f"{url}/runs", "ann": url}[who])  # /corpora: issue 43.9
+                wait_for_app(page, "Sign in")  # drawn: a body read right after goto checks nothing
                 assert "Page not found" not in page.inner_text("body")
                 sign_in(page, who)
                 wait_for_app(page, "Runs" if who == "rita" else expect)

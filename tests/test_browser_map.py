@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.browser import browser_page, screenshot, streamlit_server, wait_for_app
+from tests.browser import IDLE, browser_page, screenshot, streamlit_server, wait_for_app
 
 pytestmark = pytest.mark.browser
 
@@ -123,6 +123,7 @@ def test_search_highlights_and_a_click_lists_neighbours(map_ws):
         page.mouse.move(pos["x"], pos["y"])
         page.locator(".atlas-tip").wait_for(state="visible")  # hover reads it in the browser
         page.mouse.click(pos["x"], pos["y"])
-        wait_for_app(page, "Nearest neighbours")
+        page.get_by_role("heading", name="Nearest neighbours").wait_for()  # not the intro's "its nearest neighbours"
+        page.wait_for_function(IDLE)
         page.get_by_text("closest sentences on this map by cosine").first.wait_for()
         screenshot(page, "map_neighbours")

@@ -8,7 +8,8 @@ from streamlit.testing.v1 import AppTest
 
 def editor() -> None:
     """Save drawn first and the type picker last, so AppTest calls their callbacks in the order a merged run can:
-    Save's before Assign's, Assign's before the type button's."""
+    Save's before Assign's, Assign's before the type button's. "cut" stands for a run that the next click cuts short
+    before the editor's buttons are drawn again."""
     import streamlit as st
 
     from ui_review import chosen_type, in_click_order, type_picker
@@ -16,9 +17,12 @@ def editor() -> None:
     def log(*entry) -> None:
         st.session_state.setdefault("log", []).append(entry)
 
+    st.button("cut", key="cut", on_click=lambda: st.session_state.update(cut_now=True))
+    if st.session_state.pop("cut_now", False):
+        st.stop()
     clicked = in_click_order([("assign", lambda: log("edit", chosen_type("t")), ()), ("save", log, ("save",))])
-    st.button("Save", key="save", on_click=clicked)
-    st.button("Assign", key="assign", on_click=clicked)
+    st.button("Save", key="save", on_click=clicked, args=("save",))
+    st.button("Assign", key="assign", on_click=clicked, args=("assign",))
     type_picker(["PER", "ORG"], "t")
 
 
@@ -32,3 +36,20 @@ def test_a_type_assign_and_save_merged_into_one_run_act_in_the_editors_order_onc
     at.button(key="save").click().run()  # the next run's clicks are its own
     assert at.session_state["log"] == [("edit", "ORG"), ("save",), ("save",)]
     assert at.session_state["t"] == "ORG"
+
+
+def test_a_save_after_a_run_cut_short_before_the_buttons_still_saves():
+    """Assign acts, the next run stops above the editor (its buttons keep the earlier run's callback), then Save is
+    clicked on the page still shown: it must save, not count as done by the Assign's callback."""
+    at = AppTest.from_function(editor, default_timeout=60).run()
+    save = at.button(key="save")
+    at.session_state["t"] = "PER"
+    at.button(key="assign").click().run()
+    at.button(key="cut").click().run()
+    assert [b.key for b in at.button] == ["cut"]
+    save.click()
+    states = at._tree.get_widget_states()  # the Save the browser still shows: AppTest's tree no longer has it
+    states.widgets.append(save._widget_state)
+    at._run(states)
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.session_state["log"] == [("edit", "PER"), ("save",)]

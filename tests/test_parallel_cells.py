@@ -41,7 +41,6 @@ def test_a_strategy_reading_b1_waits_for_its_seeds_tapt_cell():
     assert no_tapt[0].after is None and no_tapt[1].after == 0 and no_tapt[2].after is None  # the first trains B1/B2
 
 
-@pytest.mark.long  # over ~15 s: CI runs it after the default suite (.ci/run)
 def test_the_parallel_bar_weighs_each_cell_by_its_share_of_the_clock(tmp_path):
     """Two cells, one three times as long: with the short one done and the long one half way, the bar stands at
     (1 + 1.5) / 4, not at the (1 + 0.5) / 2 of counting cells alike."""
@@ -60,6 +59,7 @@ def test_the_parallel_bar_weighs_each_cell_by_its_share_of_the_clock(tmp_path):
     assert seen[0][0] == pytest.approx(2.5 / 4) and seen[0][1].startswith("1 of 2 cells done, 1 running")
 
 
+@pytest.mark.long  # over ~15 s: CI runs it after the default suite (.ci/run)
 def test_cells_overlap_on_two_simulated_cards_and_equal_one_at_a_time(tmp_path, corpora, tiny_bert_dir,  # noqa: F811
                                                                       monkeypatch):
     import core.experiments.experiment as experiment

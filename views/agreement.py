@@ -101,9 +101,9 @@ for item in open_items[:20]:
             clicked = in_click_order([(f"agr_assign_{item.index}", edit, (item.index, n, False)),
                                       (f"agr_remove_{item.index}", edit, (item.index, n, True)),
                                       (f"agr_save_{item.index}", decide, (item.index, None, "edited"))])
-            b[0].button("Assign type", key=f"agr_assign_{item.index}", on_click=clicked)
-            b[1].button("Remove", key=f"agr_remove_{item.index}", on_click=clicked)
-            b[2].button("Save as final", key=f"agr_save_{item.index}", type="primary", on_click=clicked)
+            b[0].button("Assign type", key=f"agr_assign_{item.index}", on_click=clicked, args=(f"agr_assign_{item.index}",))
+            b[1].button("Remove", key=f"agr_remove_{item.index}", on_click=clicked, args=(f"agr_remove_{item.index}",))
+            b[2].button("Save as final", key=f"agr_save_{item.index}", type="primary", on_click=clicked, args=(f"agr_save_{item.index}",))
 if len(open_items) > 20:
     st.caption(f"The first 20 of {len(open_items)} are shown; decide these to see the next ones.")
 

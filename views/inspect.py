@@ -235,10 +235,10 @@ def span_editor(req: predictions.PredictionRequest, row: dict, types: list, colo
                                   (f"insp_remove_{i}", edit_draft, (i, len(tokens), True)),
                                   (f"save_{i}", decide, (req.review_key, i, "corrected", version, tokens, None, req.model)),
                                   (f"insp_cancel_{i}", st.session_state.pop, ("insp_edit", None))])
-        b[0].button("Assign type", key=f"insp_assign_{i}", type="primary", on_click=clicked)
-        b[1].button("Remove", key=f"insp_remove_{i}", on_click=clicked)
-        b[2].button("Save correction", key=f"save_{i}", on_click=clicked)
-        b[3].button("Cancel", key=f"insp_cancel_{i}", on_click=clicked)
+        b[0].button("Assign type", key=f"insp_assign_{i}", type="primary", on_click=clicked, args=(f"insp_assign_{i}",))
+        b[1].button("Remove", key=f"insp_remove_{i}", on_click=clicked, args=(f"insp_remove_{i}",))
+        b[2].button("Save correction", key=f"save_{i}", on_click=clicked, args=(f"save_{i}",))
+        b[3].button("Cancel", key=f"insp_cancel_{i}", on_click=clicked, args=(f"insp_cancel_{i}",))
 
 
 review_tab()

@@ -228,6 +228,7 @@ class _Board:
         self.error: BaseException | None = None
         self.notes: list[str] = []  # what the parent logs: a slot given up after running out of memory
         self.live = 0
+        self.shown = 0.0  # the bar's furthest point: a cell between its slot file's removal and finish() counts nowhere
         self.cond = threading.Condition()
 
     def take(self, slot: int) -> int | None:
@@ -299,7 +300,7 @@ def _report(ctx: JobContext, board: _Board, width: int) -> None:
     running = sum(f * w for f, w, _ in slots) if board.running else 0.0
     done = len(board.results)
     finished = sum(weight[i] for i in board.results) + min(running, sum(weight[i] for i in board.running))
-    fraction = finished / max(sum(weight), 1e-9)
+    fraction = board.shown = max(board.shown, finished / max(sum(weight), 1e-9))
     first = next((m for _, _, m in slots if m), "")
     ctx.progress(fraction, f"{done} of {len(board.tasks)} cells done, {len(board.running)} running ({width} at once)"
                  + (f"; {first}" if first else ""))
