@@ -8,6 +8,7 @@ import pytest
 
 from core.data.workspace import Workspace
 from core.team import users
+from core.team.db import read_audit
 from tests.browser import browser_page, screenshot, sign_in_as, streamlit_server, wait_for_app, wait_for_span, wait_until
 
 pytestmark = pytest.mark.browser
@@ -99,8 +100,12 @@ def test_team_flow_in_the_browser(team_ws):
             wait_until(lambda: bob() > before, timeout=30)  # (lost: the loop submits again)
         wait_for_app(page, "wrong user name or password")
         assert users.get_user(Workspace(team_ws), "bob").locked  # the next attempt waits ...
+        refused = lambda: sum(r["action"] == "sign-in refused" for r in read_audit(Workspace(team_ws), user="bob"))
+        before = refused()
         sign_in(page, "bob")  # ... so the right password is not even checked now, and the page says the same words
+        assert wait_until(lambda: refused() > before, timeout=90)  # the words are on the page since the last refusal
         wait_for_app(page, "wrong user name or password")
+        assert "Signed in as" not in page.inner_text("body")
         screenshot(page, "team_locked")
 
 
