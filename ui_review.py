@@ -42,6 +42,11 @@ def in_click_order(steps: Sequence[tuple[str, Callable[..., None], tuple]]) -> C
     return run
 
 
+def editor_button(where, label: str, key: str, clicked: Callable[[str], None], **kwargs) -> bool:
+    """A span editor's button whose callback is `in_click_order`'s, told which button it is."""
+    return where.button(label, key=key, on_click=clicked, args=(key,), **kwargs)
+
+
 def chosen_type(key: str) -> str | None:
     """The type picked in `type_picker(key=...)` for this run: a type button clicked in the same merged run as Assign
     may have its own callback called after Assign's, so its click is read here rather than waited for."""

@@ -12,7 +12,7 @@ def editor() -> None:
     before the editor's buttons are drawn again."""
     import streamlit as st
 
-    from ui_review import chosen_type, in_click_order, type_picker
+    from ui_review import chosen_type, editor_button, in_click_order, type_picker
 
     def log(*entry) -> None:
         st.session_state.setdefault("log", []).append(entry)
@@ -21,8 +21,8 @@ def editor() -> None:
     if st.session_state.pop("cut_now", False):
         st.stop()
     clicked = in_click_order([("assign", lambda: log("edit", chosen_type("t")), ()), ("save", log, ("save",))])
-    st.button("Save", key="save", on_click=clicked, args=("save",))
-    st.button("Assign", key="assign", on_click=clicked, args=("assign",))
+    editor_button(st, "Save", "save", clicked)
+    editor_button(st, "Assign", "assign", clicked)
     type_picker(["PER", "ORG"], "t")
 
 

@@ -24,7 +24,7 @@ from ui import (
     run_guarded,
     source_picker,
 )
-from ui_review import chosen_type, export_panel, in_click_order, token_pills, type_picker
+from ui_review import chosen_type, editor_button, export_panel, in_click_order, token_pills, type_picker
 
 ws = get_workspace()
 PER_PAGE = 10
@@ -235,10 +235,10 @@ def span_editor(req: predictions.PredictionRequest, row: dict, types: list, colo
                                   (f"insp_remove_{i}", edit_draft, (i, len(tokens), True)),
                                   (f"save_{i}", decide, (req.review_key, i, "corrected", version, tokens, None, req.model)),
                                   (f"insp_cancel_{i}", st.session_state.pop, ("insp_edit", None))])
-        b[0].button("Assign type", key=f"insp_assign_{i}", type="primary", on_click=clicked, args=(f"insp_assign_{i}",))
-        b[1].button("Remove", key=f"insp_remove_{i}", on_click=clicked, args=(f"insp_remove_{i}",))
-        b[2].button("Save correction", key=f"save_{i}", on_click=clicked, args=(f"save_{i}",))
-        b[3].button("Cancel", key=f"insp_cancel_{i}", on_click=clicked, args=(f"insp_cancel_{i}",))
+        editor_button(b[0], "Assign type", f"insp_assign_{i}", clicked, type="primary")
+        editor_button(b[1], "Remove", f"insp_remove_{i}", clicked)
+        editor_button(b[2], "Save correction", f"save_{i}", clicked)
+        editor_button(b[3], "Cancel", f"insp_cancel_{i}", clicked)
 
 
 review_tab()

@@ -12,7 +12,7 @@ from core.review.highlight import legend_html, page_css, sentence_html, type_col
 from core.review.predictions import apply_span_edit
 from core.team import tasks
 from ui import actor, get_workspace
-from ui_review import chosen_type, in_click_order, token_pills, type_picker
+from ui_review import chosen_type, editor_button, in_click_order, token_pills, type_picker
 
 st.title("My review queue")
 st.html(page_css())
@@ -104,8 +104,8 @@ with st.container(border=True, key="q_card"):
         s = st.columns([2, 1.2, 1.2])
         s[0].caption(f"{len(pending)} span(s) suggested by {Path(task.suggested_by).name or 'a model'} (dashed): accept, correct "
                      "or reject them; what is shown when you save is your answer.")
-        s[1].button("Accept suggestions", key="q_accept", on_click=clicked, args=("q_accept",))
-        s[2].button("Reject suggestions", key="q_reject", on_click=clicked, args=("q_reject",))
+        editor_button(s[1], "Accept suggestions", "q_accept", clicked)
+        editor_button(s[2], "Reject suggestions", "q_reject", clicked)
     token_pills(item.tokens, f"q_tokens_{draft_key}")
     st.toggle("Range: first to last picked token", value=True, key="q_range",
               help="On: click a span's first and last token (as a shift-click or a drag marks a range), then its type. "
@@ -117,10 +117,10 @@ with st.container(border=True, key="q_card"):
     if err := st.session_state.get("q_error"):
         st.error(err)
     b = st.columns([1.2, 1, 1.5, 1, 1, 1])
-    b[0].button("Assign type", key="q_assign", on_click=clicked, args=("q_assign",), disabled=not types)
-    b[1].button("Remove", key="q_remove", on_click=clicked, args=("q_remove",))
-    b[2].button("Save and next", key="q_save", type="primary", on_click=clicked, args=("q_save",),
-                help="Saves the spans shown (none: the sentence has no entity)")
-    b[3].button("Skip", key="q_skip", on_click=clicked, args=("q_skip",), help="Unsure or not a sentence: leave it out")
-    b[4].button("◀ Back", key="q_prev", on_click=clicked, args=("q_prev",), disabled=pos == 0)
-    b[5].button("Next ▶", key="q_next", on_click=clicked, args=("q_next",), disabled=pos == len(items) - 1)
+    editor_button(b[0], "Assign type", "q_assign", clicked, disabled=not types)
+    editor_button(b[1], "Remove", "q_remove", clicked)
+    editor_button(b[2], "Save and next", "q_save", clicked, type="primary",
+                  help="Saves the spans shown (none: the sentence has no entity)")
+    editor_button(b[3], "Skip", "q_skip", clicked, help="Unsure or not a sentence: leave it out")
+    editor_button(b[4], "◀ Back", "q_prev", clicked, disabled=pos == 0)
+    editor_button(b[5], "Next ▶", "q_next", clicked, disabled=pos == len(items) - 1)
