@@ -134,3 +134,21 @@ def test_the_cookie_handoff_never_moves_the_page(team_root, monkeypatch):
     at.run()
     assert not scripts(at.sidebar) and not at.exception
     assert (len(at.main.children), len(at.sidebar.children)) == (main, side)
+
+
+def test_save_merged_with_next_stores_the_sentence_shown_and_ends_on_the_next_unanswered(team_root, monkeypatch):
+    """A Save and a Next merged into one run: the sentence shown is stored and the queue goes to the next one still to
+    answer (Save's jump), not one step on to a sentence already answered."""
+    at = app_as(team_root, monkeypatch, "ann")
+    ws, ann = Workspace(team_root), Actor("ann", Role.ANNOTATOR)
+    task = tasks.list_tasks(ws, ann)[0]
+    items = tasks.queue(ws, ann, task.id)
+    assert [bool(i.status) for i in items][:3] == [True, True, False]  # the fixture answered her first two
+    for _ in range(2):
+        at.button(key="q_prev").click().run()
+    assert any("Sentence 1 of" in m.value for m in at.markdown)
+    at.button(key="q_save").click()
+    at.button(key="q_next").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert any("Sentence 3 of" in m.value for m in at.markdown), [m.value for m in at.markdown][:3]
+    assert tasks.queue(ws, ann, task.id)[0].version == items[0].version + 1  # the first sentence was stored again
