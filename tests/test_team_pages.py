@@ -143,12 +143,13 @@ def test_save_merged_with_next_stores_the_sentence_shown_and_ends_on_the_next_un
     ws, ann = Workspace(team_root), Actor("ann", Role.ANNOTATOR)
     task = tasks.list_tasks(ws, ann)[0]
     items = tasks.queue(ws, ann, task.id)
-    assert [bool(i.status) for i in items][:3] == [True, True, False]  # the fixture answered her first two
-    for _ in range(2):
+    assert items[0].status and items[1].status  # the fixture answered her first two (an earlier test maybe a third)
+    todo = next(p for p, i in enumerate(items) if not i.status)  # where the page opens, and where Save jumps from 0
+    for _ in range(todo):
         at.button(key="q_prev").click().run()
     assert any("Sentence 1 of" in m.value for m in at.markdown)
     at.button(key="q_save").click()
     at.button(key="q_next").click().run()
     assert not at.exception, [e.value for e in at.exception]
-    assert any("Sentence 3 of" in m.value for m in at.markdown), [m.value for m in at.markdown][:3]
+    assert any(f"Sentence {todo + 1} of" in m.value for m in at.markdown), [m.value for m in at.markdown][:3]
     assert tasks.queue(ws, ann, task.id)[0].version == items[0].version + 1  # the first sentence was stored again
