@@ -21,10 +21,9 @@ def _choose(key: str, entity: str) -> None:
     st.session_state[key] = entity
 
 
-def in_click_order(steps: Sequence[tuple[str, Callable[..., None], tuple]]) -> Callable[[str], None]:
-    """The one callback of a span editor's buttons (button key, action, its arguments), given as
-    `on_click=cb, args=(key,)`: it does every button clicked for this run, in the order of `steps` (edits before the
-    save), once.
+class ClickOrder:
+    """A span editor's buttons (button key, action, its arguments), drawn with `button`: every button clicked for this
+    run acts in the order of `steps` (edits before the save), once.
 
     Why not one callback per button: clicks that reach the server while a run is in flight are merged into one run
     (`runner.fastReruns` is off, .streamlit/config.toml), and Streamlit then calls their callbacks in the order the
@@ -33,18 +32,22 @@ def in_click_order(steps: Sequence[tuple[str, Callable[..., None], tuple]]) -> C
     callback of the first clicked button in `steps` does the work and the others return; no state outlives the run
     (a run cut short by the next click leaves the buttons below the cut with the previous run's callback)."""
 
-    def run(me: str) -> None:
-        clicked = [(key, action, args) for key, action, args in steps if st.session_state.get(key)]
+    def __init__(self, steps: Sequence[tuple[str, Callable[..., None], tuple]]) -> None:
+        self.steps = list(steps)
+
+    def __call__(self, me: str) -> None:
+        clicked = [(key, action, args) for key, action, args in self.steps if st.session_state.get(key)]
         if not clicked or clicked[0][0] != me:
             return
         for _, action, args in clicked:
             action(*args)
-    return run
 
-
-def editor_button(where, label: str, key: str, clicked: Callable[[str], None], **kwargs) -> bool:
-    """A span editor's button whose callback is `in_click_order`'s, told which button it is."""
-    return where.button(label, key=key, on_click=clicked, args=(key,), **kwargs)
+    def button(self, where, label: str, key: str, **kwargs) -> bool:
+        """One of the editor's buttons, in `where` (a column or `st`). A key that is not one of the steps would draw
+        a button that does nothing when clicked, so it fails here, on the first draw of the page."""
+        if key not in {k for k, _, _ in self.steps}:
+            raise KeyError(f"button {key!r} is not one of this editor's steps ({', '.join(k for k, _, _ in self.steps)})")
+        return where.button(label, key=key, on_click=self, args=(key,), **kwargs)
 
 
 def chosen_type(key: str) -> str | None:

@@ -12,7 +12,7 @@ def editor() -> None:
     before the editor's buttons are drawn again."""
     import streamlit as st
 
-    from ui_review import chosen_type, editor_button, in_click_order, type_picker
+    from ui_review import ClickOrder, chosen_type, type_picker
 
     def log(*entry) -> None:
         st.session_state.setdefault("log", []).append(entry)
@@ -20,9 +20,9 @@ def editor() -> None:
     st.button("cut", key="cut", on_click=lambda: st.session_state.update(cut_now=True))
     if st.session_state.pop("cut_now", False):
         st.stop()
-    clicked = in_click_order([("assign", lambda: log("edit", chosen_type("t")), ()), ("save", log, ("save",))])
-    editor_button(st, "Save", "save", clicked)
-    editor_button(st, "Assign", "assign", clicked)
+    buttons = ClickOrder([("assign", lambda: log("edit", chosen_type("t")), ()), ("save", log, ("save",))])
+    buttons.button(st, "Save", "save")
+    buttons.button(st, "Assign", "assign")
     type_picker(["PER", "ORG"], "t")
 
 
@@ -53,3 +53,17 @@ def test_a_save_after_a_run_cut_short_before_the_buttons_still_saves():
     at._run(states)
     assert not at.exception, [e.value for e in at.exception]
     assert at.session_state["log"] == [("edit", "PER"), ("save",)]
+
+
+def stray_button() -> None:
+    import streamlit as st
+
+    from ui_review import ClickOrder
+
+    ClickOrder([("save", print, ("save",))]).button(st, "Next", "next")
+
+
+def test_a_button_that_is_not_one_of_the_editors_steps_fails_when_drawn_not_when_clicked():
+    """Its click would call the editor's callback with a key no step has, which does nothing: a silent dead button."""
+    at = AppTest.from_function(stray_button, default_timeout=60).run()
+    assert at.exception and "'next' is not one of this editor's steps (save)" in at.exception[0].value

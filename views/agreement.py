@@ -15,7 +15,7 @@ from core.tables import count
 from core.team import adjudicate, tasks
 from core.team.agreement import task_agreement
 from ui import actor, get_workspace, run_guarded
-from ui_review import editor_button, in_click_order, token_pills
+from ui_review import ClickOrder, token_pills
 
 
 def _num(x: float | None) -> str:
@@ -98,12 +98,12 @@ for item in open_items[:20]:
             token_pills(item.tokens, f"agr_tok_{item.index}")
             st.pills("Entity type", list(colors), selection_mode="single", key=f"agr_type_{item.index}")
             b, n = st.columns(3), len(item.tokens)
-            clicked = in_click_order([(f"agr_assign_{item.index}", edit, (item.index, n, False)),
+            buttons = ClickOrder([(f"agr_assign_{item.index}", edit, (item.index, n, False)),
                                       (f"agr_remove_{item.index}", edit, (item.index, n, True)),
                                       (f"agr_save_{item.index}", decide, (item.index, None, "edited"))])
-            editor_button(b[0], "Assign type", f"agr_assign_{item.index}", clicked)
-            editor_button(b[1], "Remove", f"agr_remove_{item.index}", clicked)
-            editor_button(b[2], "Save as final", f"agr_save_{item.index}", clicked, type="primary")
+            buttons.button(b[0], "Assign type", f"agr_assign_{item.index}")
+            buttons.button(b[1], "Remove", f"agr_remove_{item.index}")
+            buttons.button(b[2], "Save as final", f"agr_save_{item.index}", type="primary")
 if len(open_items) > 20:
     st.caption(f"The first 20 of {len(open_items)} are shown; decide these to see the next ones.")
 

@@ -24,7 +24,7 @@ from ui import (
     run_guarded,
     source_picker,
 )
-from ui_review import chosen_type, editor_button, export_panel, in_click_order, token_pills, type_picker
+from ui_review import ClickOrder, chosen_type, export_panel, token_pills, type_picker
 
 ws = get_workspace()
 PER_PAGE = 10
@@ -231,14 +231,14 @@ def span_editor(req: predictions.PredictionRequest, row: dict, types: list, colo
         if err := st.session_state.get("insp_edit_error"):
             st.error(err)
         b = st.columns([1, 1, 1.5, 1, 2])
-        clicked = in_click_order([(f"insp_assign_{i}", edit_draft, (i, len(tokens), False)),
+        buttons = ClickOrder([(f"insp_assign_{i}", edit_draft, (i, len(tokens), False)),
                                   (f"insp_remove_{i}", edit_draft, (i, len(tokens), True)),
                                   (f"save_{i}", decide, (req.review_key, i, "corrected", version, tokens, None, req.model)),
                                   (f"insp_cancel_{i}", st.session_state.pop, ("insp_edit", None))])
-        editor_button(b[0], "Assign type", f"insp_assign_{i}", clicked, type="primary")
-        editor_button(b[1], "Remove", f"insp_remove_{i}", clicked)
-        editor_button(b[2], "Save correction", f"save_{i}", clicked)
-        editor_button(b[3], "Cancel", f"insp_cancel_{i}", clicked)
+        buttons.button(b[0], "Assign type", f"insp_assign_{i}", type="primary")
+        buttons.button(b[1], "Remove", f"insp_remove_{i}")
+        buttons.button(b[2], "Save correction", f"save_{i}")
+        buttons.button(b[3], "Cancel", f"insp_cancel_{i}")
 
 
 review_tab()

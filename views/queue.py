@@ -12,7 +12,7 @@ from core.review.highlight import legend_html, page_css, sentence_html, type_col
 from core.review.predictions import apply_span_edit
 from core.team import tasks
 from ui import actor, get_workspace
-from ui_review import chosen_type, editor_button, in_click_order, token_pills, type_picker
+from ui_review import ClickOrder, chosen_type, token_pills, type_picker
 
 st.title("My review queue")
 st.html(page_css())
@@ -95,7 +95,7 @@ types = task.types or sorted({s.type for s in draft})
 colors = type_colors(types + [s.type for s in draft])
 pending = st.session_state.get(pending_key, [])
 # Back/Next before Save: a Save merged with them still stores the sentence drawn and ends on the next unanswered one
-clicked = in_click_order([("q_accept", settle_suggestions, (True,)), ("q_reject", settle_suggestions, (False,)),
+buttons = ClickOrder([("q_accept", settle_suggestions, (True,)), ("q_reject", settle_suggestions, (False,)),
                           ("q_assign", edit, (False,)), ("q_remove", edit, (True,)), ("q_prev", go, (-1,)),
                           ("q_next", go, (1,)), ("q_save", save, ("done",)), ("q_skip", save, ("skipped",))])
 with st.container(border=True, key="q_card"):
@@ -105,8 +105,8 @@ with st.container(border=True, key="q_card"):
         s = st.columns([2, 1.2, 1.2])
         s[0].caption(f"{len(pending)} span(s) suggested by {Path(task.suggested_by).name or 'a model'} (dashed): accept, correct "
                      "or reject them; what is shown when you save is your answer.")
-        editor_button(s[1], "Accept suggestions", "q_accept", clicked)
-        editor_button(s[2], "Reject suggestions", "q_reject", clicked)
+        buttons.button(s[1], "Accept suggestions", "q_accept")
+        buttons.button(s[2], "Reject suggestions", "q_reject")
     token_pills(item.tokens, f"q_tokens_{draft_key}")
     st.toggle("Range: first to last picked token", value=True, key="q_range",
               help="On: click a span's first and last token (as a shift-click or a drag marks a range), then its type. "
@@ -118,10 +118,10 @@ with st.container(border=True, key="q_card"):
     if err := st.session_state.get("q_error"):
         st.error(err)
     b = st.columns([1.2, 1, 1.5, 1, 1, 1])
-    editor_button(b[0], "Assign type", "q_assign", clicked, disabled=not types)
-    editor_button(b[1], "Remove", "q_remove", clicked)
-    editor_button(b[2], "Save and next", "q_save", clicked, type="primary",
+    buttons.button(b[0], "Assign type", "q_assign", disabled=not types)
+    buttons.button(b[1], "Remove", "q_remove")
+    buttons.button(b[2], "Save and next", "q_save", type="primary",
                   help="Saves the spans shown (none: the sentence has no entity)")
-    editor_button(b[3], "Skip", "q_skip", clicked, help="Unsure or not a sentence: leave it out")
-    editor_button(b[4], "◀ Back", "q_prev", clicked, disabled=pos == 0)
-    editor_button(b[5], "Next ▶", "q_next", clicked, disabled=pos == len(items) - 1)
+    buttons.button(b[3], "Skip", "q_skip", help="Unsure or not a sentence: leave it out")
+    buttons.button(b[4], "◀ Back", "q_prev", disabled=pos == 0)
+    buttons.button(b[5], "Next ▶", "q_next", disabled=pos == len(items) - 1)
