@@ -86,6 +86,8 @@ def test_a_hostile_corpus_runs_no_script_on_any_page_for_any_role(hostile_ws):
                 timeout=90_000)
             no_script_ran(page, f"Corpora browser as {who}")
 
+            # an earlier visit's map left its stats on the window: cleared, the wait below sees this visit's mount
+            page.evaluate("() => { window.__atlasStats = null; }")
             open_page(page, "Map")  # coloured by the poisoned field: the legend shows it as text
             page.wait_for_function("() => window.__atlasStats && window.__atlasStats.renders >= 1")
             colour = page.locator(".st-key-map_colour").get_by_role("combobox")
