@@ -46,7 +46,7 @@ class ClickOrder:
         """One of the editor's buttons, in `where` (a column or `st`). A key that is not one of the steps would draw
         a button that does nothing when clicked, so it fails here, on the first draw of the page."""
         if key not in {k for k, _, _ in self.steps}:
-            raise KeyError(f"button {key!r} is not one of this editor's steps ({', '.join(k for k, _, _ in self.steps)})")
+            raise ValueError(f"button {key!r} is not one of this editor's steps ({', '.join(k for k, _, _ in self.steps)})")
         return where.button(label, key=key, on_click=self, args=(key,), **kwargs)
 
 

@@ -99,8 +99,8 @@ for item in open_items[:20]:
             st.pills("Entity type", list(colors), selection_mode="single", key=f"agr_type_{item.index}")
             b, n = st.columns(3), len(item.tokens)
             buttons = ClickOrder([(f"agr_assign_{item.index}", edit, (item.index, n, False)),
-                                      (f"agr_remove_{item.index}", edit, (item.index, n, True)),
-                                      (f"agr_save_{item.index}", decide, (item.index, None, "edited"))])
+                                 (f"agr_remove_{item.index}", edit, (item.index, n, True)),
+                                 (f"agr_save_{item.index}", decide, (item.index, None, "edited"))])
             buttons.button(b[0], "Assign type", f"agr_assign_{item.index}")
             buttons.button(b[1], "Remove", f"agr_remove_{item.index}")
             buttons.button(b[2], "Save as final", f"agr_save_{item.index}", type="primary")

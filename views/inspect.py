@@ -232,9 +232,9 @@ def span_editor(req: predictions.PredictionRequest, row: dict, types: list, colo
             st.error(err)
         b = st.columns([1, 1, 1.5, 1, 2])
         buttons = ClickOrder([(f"insp_assign_{i}", edit_draft, (i, len(tokens), False)),
-                                  (f"insp_remove_{i}", edit_draft, (i, len(tokens), True)),
-                                  (f"save_{i}", decide, (req.review_key, i, "corrected", version, tokens, None, req.model)),
-                                  (f"insp_cancel_{i}", st.session_state.pop, ("insp_edit", None))])
+                             (f"insp_remove_{i}", edit_draft, (i, len(tokens), True)),
+                             (f"save_{i}", decide, (req.review_key, i, "corrected", version, tokens, None, req.model)),
+                             (f"insp_cancel_{i}", st.session_state.pop, ("insp_edit", None))])
         buttons.button(b[0], "Assign type", f"insp_assign_{i}", type="primary")
         buttons.button(b[1], "Remove", f"insp_remove_{i}")
         buttons.button(b[2], "Save correction", f"save_{i}")

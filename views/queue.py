@@ -96,8 +96,8 @@ colors = type_colors(types + [s.type for s in draft])
 pending = st.session_state.get(pending_key, [])
 # Back/Next before Save: a Save merged with them still stores the sentence drawn and ends on the next unanswered one
 buttons = ClickOrder([("q_accept", settle_suggestions, (True,)), ("q_reject", settle_suggestions, (False,)),
-                          ("q_assign", edit, (False,)), ("q_remove", edit, (True,)), ("q_prev", go, (-1,)),
-                          ("q_next", go, (1,)), ("q_save", save, ("done",)), ("q_skip", save, ("skipped",))])
+                     ("q_assign", edit, (False,)), ("q_remove", edit, (True,)), ("q_prev", go, (-1,)),
+                     ("q_next", go, (1,)), ("q_save", save, ("done",)), ("q_skip", save, ("skipped",))])
 with st.container(border=True, key="q_card"):
     st.html(sentence_html(item.tokens, draft, colors, marks=dict.fromkeys(pending, "suggested")))
     st.html(legend_html(colors, gold=False, suggested=bool(pending)))
