@@ -10,6 +10,8 @@ from hypothesis import strategies as st
 
 from core.errors import UserError
 from core.experiments.statistics import (
+    _draws,
+    _resampled_mean_f1,
     counts_from_predictions,
     decode_counts,
     encode_counts,
@@ -123,6 +125,25 @@ def test_seeds_are_averaged_and_their_spread_widens_the_interval():
     assert f1_interval([good, bad], n_boot=400) == (0.5, 0.0, 1.0)
     varied = paired_test([good, bad], [bad, bad], n_boot=400)  # +0.5 on average, but all of it from one seed
     assert varied["delta"] == 0.5 and varied["ci"] == [0.0, 1.0] and varied["p"] > 0.05
+
+
+def test_resamples_match_a_plain_loop_and_share_their_draws_across_calls():
+    """The vectorised resampler (all seeds in one matrix product, draws cached by size and seed) against a plain loop
+    over the same generator stream: each batch draws its sentences, then its seeds; a resample's F1 is the drawn
+    seeds' mean of F1 over the drawn sentences. A row tested alone gets the very resamples it gets when paired."""
+    rng = np.random.default_rng(7)
+    a, b = rng.integers(0, 3, (3, 40, 3)), rng.integers(0, 3, (3, 40, 3))
+    fa, fb = _resampled_mean_f1([a, b], 300, seed=11, batch=200)
+    (alone,) = _resampled_mean_f1([b], 300, seed=11, batch=200)
+    assert np.array_equal(alone, fb)
+    stream, expected = np.random.default_rng(11), []
+    for size in (200, 100):
+        sentence_draws, seed_draws = stream.integers(0, 40, (size, 40)), stream.integers(0, 3, (size, 3))
+        for sentences, seeds in zip(sentence_draws, seed_draws):
+            expected.append(np.mean([f1_of(a[s][sentences]) for s in seeds]))
+    assert np.allclose(fa, expected, rtol=0, atol=1e-12)
+    with pytest.raises(ValueError):  # the cached draws are shared by every later call: nobody may write into them
+        _draws(300, 11, 40, 3, True, True, 200)[0][0, 0] = 5
 
 
 @settings(max_examples=30, deadline=None)

@@ -32,6 +32,7 @@ library resamples span-count rows; scipy.stats.bootstrap would re-run a Python F
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from statistics import NormalDist
@@ -137,21 +138,43 @@ def _draw_counts(rng: np.random.Generator, b: int, n: int) -> np.ndarray:
     return np.bincount(draws.ravel(), minlength=b * n).reshape(b, n)
 
 
+@functools.lru_cache(maxsize=12)
+def _draws(n_boot: int, seed: int, n: int, n_seeds: int, resample_seeds: bool, resample_sentences: bool,
+           batch: int) -> tuple[np.ndarray, np.ndarray]:
+    """(sentence weights (B, n), seed weights (B, S)) of `n_boot` two-level resamples. They depend on the sizes and
+    the seed only, never on the counts, so one report (hundreds of tests on a few TEST sets) draws each set once:
+    drawing was most of `scripts/report.py`'s time. Kept in the smallest integer type that holds n (about 10 MB for a
+    1,000-sentence TEST), read-only because the cache shares them."""
+    rng = np.random.default_rng(seed)
+    sentences = np.ones((n_boot, n), dtype=np.min_scalar_type(n))
+    seeds = np.ones((n_boot, n_seeds), dtype=np.int64)
+    for start in range(0, n_boot, batch):  # batch by batch, as the stored results were drawn: the same stream
+        b = min(batch, n_boot - start)
+        if resample_sentences:
+            sentences[start:start + b] = _draw_counts(rng, b, n)
+        if resample_seeds:
+            seeds[start:start + b] = _draw_counts(rng, b, n_seeds)
+    sentences.flags.writeable = seeds.flags.writeable = False
+    return sentences, seeds
+
+
 def _resampled_mean_f1(runs_list: Sequence[np.ndarray], n_boot: int, seed: int, resample_seeds: bool = True,
                        batch: int = 200, resample_sentences: bool = True) -> list[np.ndarray]:
     """(B,) seed-mean F1 of `n_boot` two-level resamples (seeds, then sentences), the same draws for every row."""
     n_seeds, n = runs_list[0].shape[:2]
-    rng = np.random.default_rng(seed)
+    sentences, seed_draws = _draws(n_boot, seed, n, n_seeds, resample_seeds, resample_sentences, batch)
+    seed_total = seed_draws.sum(axis=1)
+    # every seed's count rows side by side, (n, S * 3): one matrix product per batch scores all seeds at once
+    # float64: the products stay exact integers, and the product runs in BLAS instead of numpy's int loop
+    columns = [np.ascontiguousarray(r.transpose(1, 0, 2).reshape(n, n_seeds * 3), dtype=np.float64) for r in runs_list]
     out = [np.empty(n_boot, dtype=np.float64) for _ in runs_list]
     for start in range(0, n_boot, batch):
-        b = min(batch, n_boot - start)
+        stop = min(start + batch, n_boot)
         # a resample is a multiset of sentences: its weights (how often each was drawn) times the count rows
-        # float64 weights: the products stay exact integers, and the matmul runs in BLAS instead of numpy's int loop
-        weights = (_draw_counts(rng, b, n) if resample_sentences else np.ones((b, n), dtype=np.int64)).astype(np.float64)
-        seed_draws = _draw_counts(rng, b, n_seeds) if resample_seeds else np.ones((b, n_seeds), dtype=np.int64)  # (b, S)
-        for k, runs in enumerate(runs_list):
-            per_seed = np.stack([_f1_rows(weights @ r.astype(np.float64)) for r in runs], axis=1)  # (b, S)
-            out[k][start:start + b] = (per_seed * seed_draws).sum(axis=1) / seed_draws.sum(axis=1)
+        weights = sentences[start:stop].astype(np.float64)
+        for k, cols in enumerate(columns):
+            per_seed = _f1_rows((weights @ cols).reshape(-1, 3)).reshape(stop - start, n_seeds)
+            out[k][start:stop] = (per_seed * seed_draws[start:stop]).sum(axis=1) / seed_total[start:stop]
     return out
 
 
