@@ -16,6 +16,7 @@ import sys
 import core.commands
 from core.environment import variable
 from core.errors import UserError
+from core.experiments.cell_clock import TIME_LIMIT_EXIT, TimeLimitReached
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -84,6 +85,9 @@ def main(argv: list[str] | None = None) -> int:
     except UserError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except TimeLimitReached as exc:  # not an error: the finished cells are kept and the same command continues
+        print(str(exc), file=sys.stderr)
+        return TIME_LIMIT_EXIT
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130

@@ -83,8 +83,19 @@ def with_rows(argv: list[str], rows: list[str]) -> list[str]:
     ['s.py', '--rows=none,tapt', '--cpu-precision', 'fp32']
     >>> with_rows([str(ROOT / "scripts/crossner_study.py"), "--domain", "ai"], ["tapt"])[0]  # a --grid variant's
     'scripts/crossner_study.py'
+
+    A time limit belonged to that call (a session's, a GPU call's), not to the study: it is left out too.
+
+    >>> with_rows(["s.py", "--time-limit", "460", "--rows", "tapt", "--time-limit=2h"], ["tapt"])
+    ['s.py', '--rows', 'tapt']
     """
-    return replace_rows([as_typed(a) for a in argv if a not in ("--status", "--rerun-old-head")], rows)
+    kept, skip = [], False
+    for a in argv:
+        if skip or a in ("--status", "--rerun-old-head", "--time-limit") or a.startswith("--time-limit="):
+            skip = a == "--time-limit"
+            continue
+        kept.append(as_typed(a))
+    return replace_rows(kept, rows)
 
 
 def as_typed(arg: str) -> str:
@@ -216,21 +227,16 @@ def time_left(cells: list[dict[str, Any]], todo: list[tuple[str, int]], fallback
     """
     import statistics
 
-    def clocked(pool: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        return [c for c in pool if isinstance(c.get("started"), (int, float)) and isinstance(c.get("finished"), (int, float))]
+    from core.experiments.cell_clock import clocked, expected_clock, pretraining_clock, row_clocks
 
     own = clocked(cells)
     borrowed = clocked(fallback) if fallback and sum(c.get("row") != "none" for c in own) < MIN_OWN_CLOCKS else []
     pool = own + borrowed
     if not pool:
         return ""
-    by_row: dict[str, list[float]] = {}
-    for c in pool:
-        by_row.setdefault(str(c.get("row")), []).append(c["finished"] - c["started"])
-    pretraining = [t for row, spans in by_row.items() if row != "none" for t in spans]
-    typical = statistics.median(pretraining) if pretraining else None
-    each = [statistics.median(by_row[row]) if row in by_row else (typical if row != "none" else None)
-            for row, _ in todo]
+    by_row = row_clocks(pool)  # the same clocks as a time limit's (core.experiments.cell_clock)
+    typical = pretraining_clock(by_row)
+    each = [expected_clock(row, by_row) for row, _ in todo]
     uncounted = sum(t is None for t in each)
     # cells that ran side by side (--parallel): the time any of them ran, against their summed clocks; a borrowed
     # default ran at another time, so each source's cells overlap only among themselves
@@ -585,10 +591,10 @@ def grid_commands(args: argparse.Namespace, argv: list[str]) -> list[list[str]]:
         if skip:
             skip = False
             continue
-        if a in ("--grid", "--domain"):
+        if a in ("--grid", "--domain", "--time-limit"):  # the grid's time limit is handed on as what is left of it
             skip = True
             continue
-        if not a.startswith(("--grid=", "--domain=")):
+        if not a.startswith(("--grid=", "--domain=", "--time-limit=")):
             keep.append(a)
     variants: list[list[str]] = [[]]
     for item in args.grid:
@@ -710,6 +716,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--parallel", default="1", metavar="N|auto",
                         help="cells at once (`experiment --parallel`): a number, or auto from the GPUs' free memory (default: 1)")
     parser.add_argument("--ray", metavar="ADDRESS", help="run the cells as Ray tasks (`experiment --ray`; default: no Ray)")
+    parser.add_argument("--time-limit", dest="time_limit", metavar="DURATION",
+                        help="start no cell that would end past this long from now (`experiment --time-limit`: 2h, 90m, "
+                             "seconds; with --grid, for the whole grid): a session or a GPU call that ends then loses no "
+                             "cell half run; the run stops with exit 3 and the same command continues (default: no limit)")
     parser.add_argument("--grid", action="append", default=[], metavar="KEY=V1,V2",
                         help="the knob ablation (issue 46), one knob at a time: the default recipe, then one variant per value "
                              "of each knob (an MLM setting such as lr, warmup_ratio, head_warmup_steps, layer_lr_decay, "
@@ -776,18 +786,35 @@ def study_lines(payload: dict[str, Any]) -> str:
 
 
 def main() -> int:
-    args = build_parser().parse_args()
-    if args.grid:
-        from core.errors import UserError
+    from core.errors import UserError
+    from core.experiments.cell_clock import TIME_LIMIT_EXIT, TimeLimitReached, parse_duration
 
+    args = build_parser().parse_args()
+    try:
+        args.time_limit = parse_duration(args.time_limit, "--time-limit")
+    except UserError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if args.grid:
+        deadline = time.time() + args.time_limit if args.time_limit else None
         try:
             commands = grid_commands(args, sys.argv[1:])
         except UserError as exc:  # a bad knob or value, or --out: nothing has run
             print(f"error: {exc}", file=sys.stderr)
             return 2
         for k, command in enumerate(commands, 1):
+            if deadline is not None and not args.status:
+                if (left := deadline - time.time()) < 1:
+                    print(f"stopped at the time limit before variant {k} of {len(commands)}; rerun the same command to "
+                          "continue", file=sys.stderr)
+                    return TIME_LIMIT_EXIT
+                command = [*command, "--time-limit", f"{left:.0f}"]
             print(f"== ablation variant {k} of {len(commands)}: {' '.join(command[2:])}", flush=True)
             done = subprocess.run(command, cwd=ROOT)
+            if done.returncode == TIME_LIMIT_EXIT:
+                print(f"variant {k} of {len(commands)} stopped at the time limit; rerun the same command to continue",
+                      file=sys.stderr)
+                return TIME_LIMIT_EXIT
             if done.returncode != 0:
                 print(f"error: variant {k} failed (exit {done.returncode}); rerun the same command to continue", file=sys.stderr)
                 return done.returncode
@@ -843,7 +870,7 @@ def main() -> int:
     params = {**{r: names[r] for r in ("tc", "dc", "lc", "dev", "test")},
               "baselines": [r for r in rows if r in BASELINES], "strategies": [r for r in rows if r not in BASELINES],
               "seeds": seeds, "budget": args.budget, "model": args.model, "preset": args.preset, "domain": args.domain,
-              "parallel": args.parallel, "ray": args.ray}
+              "parallel": args.parallel, "ray": args.ray, "time_limit": args.time_limit}
     try:
         recipe, variant = recipe_variant(args)
     except UserError as exc:
@@ -872,7 +899,8 @@ def main() -> int:
                          "dc_in_domain": sum(d == args.domain for d in study.dc.fields["domain"]),
                          "description": PROTOCOLS[PROTOCOL], **guard_record(result, run_dir, stored)},
             "verdict": derived["verdict"],
-            "params": {**params, "baselines": [r for r in held if r in BASELINES],
+            "params": {**{k: v for k, v in params.items() if k != "time_limit"},  # the call's, not the study's
+                       "baselines": [r for r in held if r in BASELINES],
                        "strategies": [r for r in held if r not in BASELINES],
                        "seeds": sorted({*seeds, *(c["seed"] for c in cells)})}, "run_dir": str(run_dir),
             **({"restored_from": origins} if (origins := _origins(cells)) else {}),
@@ -937,6 +965,10 @@ def main() -> int:
     except UserError as exc:  # a refused setting (another recipe in this run folder, a bad value): nothing ran,
         print(f"error: {exc}", file=sys.stderr)  # so the result JSON, perhaps another recipe's, stays as it is
         return 2
+    except TimeLimitReached as exc:  # on purpose: the JSON gets the finished cells, marked partial
+        write(None, started, error=f"partial: {exc}")
+        print(f"{exc}\nfinished cells kept in {run_dir} and in {out}", file=sys.stderr)
+        return TIME_LIMIT_EXIT
     except BaseException as exc:
         write(None, started, error=f"{type(exc).__name__}: {exc}")
         print(f"stopped ({type(exc).__name__}); finished cells kept in {run_dir}: rerun the same command to continue", file=sys.stderr)

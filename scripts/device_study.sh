@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # CrossNER studies (issue 42's five-domain rerun, issue 46's ablation) on a lent GPU machine, time-boxed so that what
 # finished comes back: lanes of domains run side by side, each study with `--parallel N` cells at once on the one card,
-# all stopped at DEADLINE_S; then every study's JSON is written from its finished cells (`--status`) and packed with
-# the lanes' logs and an nvidia-smi trace into $OUT/studies.tgz (extract it in the checkout: docs/results/...).
+# none starting a cell that would end past DEADLINE_S (--time-limit), all stopped there; then every study's JSON is
+# written from its finished cells (`--status`) and packed with the lanes' logs and an nvidia-smi trace into
+# $OUT/studies.tgz (extract it in the checkout: docs/results/...).
 # Run the same call again (or the same crossner_study.py command anywhere) and each study continues from its JSON:
 # finished cells are never run twice.
 #
@@ -62,7 +63,10 @@ for lane in "${plan[@]}"; do
             left=$(( DEADLINE_S - ($(date +%s) - START) ))
             [ "$left" -gt 60 ] || { echo "[lane] $d not started: ${left}s left"; continue; }
             echo "[lane] $d: ${left}s left"
-            timeout -s INT -k 20 "$left" bash -c "study \"\$@\"" study "$d" "$2" --parallel "$PARALLEL" "${@:3}"
+            # --time-limit: no cell starts that would end past the deadline (timed by the finished cells of its row), so
+            # the lane ends between cells; timeout stays as the backstop for an estimate that was too short
+            timeout -s INT -k 20 "$left" bash -c "study \"\$@\"" study "$d" "$2" --parallel "$PARALLEL" \
+                --time-limit "$left" "${@:3}"
             echo "[lane] $d ended with $? after $(( $(date +%s) - START ))s"
         done' lane "$@" > "$OUT/logs/lane-$k.log" 2>&1 &
     lanes+=($!)

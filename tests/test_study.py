@@ -396,6 +396,8 @@ def test_the_ablation_grid_runs_the_default_then_one_knob_at_a_time_and_refuses_
     assert runs[0] == ["--seeds", "1,2,3", "--domain", "literature"]
     assert runs[3] == ["--seeds", "1,2,3", "--domain", "literature", "--rehearsal-share", "0.25"]
     assert runs[4][-2:] == ["--mlm", "head_warmup_steps=100"] and runs[5][3] == "music"
+    timed = study.grid_commands(args, ["--time-limit", "2h", "--grid", "x", "--time-limit=90m", "--seeds", "1"])
+    assert all("--time-limit" not in " ".join(c) for c in timed)  # main hands each variant what is left of the limit
     for bad in ("nonsense=1", "l2sp=-1", "lr"):
         with pytest.raises(UserError):
             study.grid_commands(argparse.Namespace(**{**vars(args), "grid": [bad]}), [])

@@ -110,7 +110,11 @@ with exp_tab, st.form("exp_form"):
                               help="TEST and DEV duplicates (exact, or near: verified Jaccard of word 2-grams >= 0.5) are "
                                    "always dropped from TC/DC before MLM; this also drops DC's DEV duplicates when DEV text "
                                    "in TC is allowed.")
-    c = st.columns([1, 1, 3])
+    c = st.columns([1, 1, 2, 1])
+    e_limit = c[3].text_input("Time limit", "", key="exp_time_limit", placeholder="none",
+                              help="2h, 1h30m, 90m or seconds: no cell starts that would end past it (each row's cells "
+                                   "timed by its finished ones on this kind of device); the run then stops with its "
+                                   "finished cells kept, and Resume continues with the same limit (CLI --time-limit).")
     e_parallel = c[2].text_input("Cells at once", "1", key="exp_parallel",
                                  help="A number, or 'auto': as many cells as the GPUs' free memory fits at the memory a cell "
                                       "of this recipe was measured to need (1 without a GPU). Each cell runs in its own "
@@ -144,7 +148,7 @@ with exp_tab, st.form("exp_form"):
                       "exclude_leaked": bool(e_exclude), "allow_dev_in_mlm": bool(e_allow_dev),
                       "pick_checkpoint": PICK_CHOICES[e_pick], "rehearsal_share": float(e_rehearsal),
                       "mlm_config": mlm_settings or None,
-                      "parallel": e_parallel.strip() or 1}
+                      "parallel": e_parallel.strip() or 1, "time_limit": e_limit.strip() or None}
             show_launched(submit_job("experiment", params, "runs_job"))
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from core.cliutil import add_workspace_arg, comma_list, print_json, progress_wanted, tqdm_progress
 from core.data.workspace import Workspace, resolve_corpus_ref
 from core.errors import UserError
+from core.experiments.cell_clock import TIME_LIMIT_EXIT, parse_duration
 from core.experiments.parallel import parse_parallel
 from core.experiments.plan import BASELINES
 from core.recipes.budget import Budget
@@ -206,6 +207,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     x.add_argument("--ray", metavar="ADDRESS", help="run the cells as Ray tasks, a share of a GPU each: 'local', 'local:N' "
                                                    "(N CPUs) or a cluster address; across machines the workspace must be on a "
                                                    "shared disk (default: no Ray)")
+    x.add_argument("--time-limit", dest="time_limit", metavar="DURATION",
+                   help="start no cell whose expected clock (the median of its row's finished cells on this kind of "
+                        "device) would end past this long from the start, e.g. 2h, 1h30m, 90m or seconds; the run then "
+                        f"stops with its finished cells kept (exit {TIME_LIMIT_EXIT}) and the same command continues "
+                        "(default: no limit)")
     x.add_argument("--out", required=True, help="run folder for the experiment; rerun with it to resume (required)")
     x.add_argument("--json", action="store_true", help="print the result as one JSON object (default: the results table)")
     x.add_argument("--quiet", action="store_true", help="no progress bar (default: a bar on stderr)")
@@ -323,7 +329,8 @@ def cmd_experiment(args: argparse.Namespace) -> int:
               "preset": args.preset, "domain": args.domain, "exclude_leaked": args.exclude_leaked,
               "allow_dev_in_mlm": args.allow_dev_in_mlm,
               "pick_checkpoint": args.pick_checkpoint, "rehearsal_share": args.rehearsal_share,
-              "mlm_config": parse_settings(args.mlm, "--mlm") or None, "parallel": args.parallel, "ray": args.ray}
+              "mlm_config": parse_settings(args.mlm, "--mlm") or None, "parallel": args.parallel, "ray": args.ray,
+              "time_limit": parse_duration(args.time_limit, "--time-limit")}
     args.run_dir = args.out
     result = _run(args, "experiment", params, "experiment")
     if args.json:

@@ -43,6 +43,7 @@ from core.data.corpus import Corpus
 from core.data.workspace import resolve_corpus_ref
 from core.errors import UserError
 from core.experiments import records
+from core.experiments.cell_clock import TimeLimit, format_duration
 from core.experiments.cell_phases import cumulative
 from core.experiments.cells import ExperimentCells
 from core.experiments.guard import GUARD_FILE, guard_mlm_corpora, guard_text
@@ -227,13 +228,25 @@ def experiment_job(params: ExperimentParams, ctx: JobContext) -> dict[str, Any]:
             f"|TC| {n_tc}, |DC| {n_dc}, |LC| {n_lc}, |DEV| {len(corpora['dev'])}, |TEST| {len(corpora['test'])}")
     tasks = cell_tasks(rows, seeds, budgets, lc_sizes)
     parallel = parse_parallel(params.parallel)
+    limit = TimeLimit(params.time_limit, device=runner.device)
+    if params.time_limit:
+        ctx.log(f"time limit {format_duration(params.time_limit)}: no cell starts that would end past it")
     if params.ray or parallel != 1:
-        cells = run_at_once(tasks, runner, params, ctx, {k: r.to_dict() for k, r in refs.items()}, corpora)
+        cells = run_at_once(tasks, runner, params, ctx, {k: r.to_dict() for k, r in refs.items()}, corpora, limit)
     else:
         cells = []  # each cell's slice of the bar by its expected clock (a none cell is a fraction of a pretraining one)
-        for t, (start, end) in zip(tasks, cumulative([runner.cell_weight(t.row) for t in tasks])):
+        left_out: set[int] = set()  # a cell that reads B1/B2 waits for its seed's TAPT cell: left out with it
+        for i, (t, (start, end)) in enumerate(zip(tasks, cumulative([runner.cell_weight(t.row) for t in tasks]))):
+            if runner.finished_cell(t.row, t.seed, t.budget, t.lc_size) is None and (
+                    t.after in left_out or not limit.fits(t.row, cells, f"{t.label} seed {t.seed}")):
+                if t.after in left_out:
+                    limit.skipped.append(f"{t.label} seed {t.seed}")
+                left_out.add(i)
+                continue
             sub = ctx.sub(start, end, f"{t.label} seed {t.seed}: ")
             cells.append(runner.run_cell(t.row, t.seed, sub, budget=t.budget, lc_size=t.lc_size))
+    if limit.skipped:
+        raise limit.reached(len(cells))
     summary = interval_summary(cells, dev_in_mlm=guard.dev_in_tc > 0)
     for entry in as_entries(summary):
         if "tapt" in entry.vs and (vs := entry.vs["tapt"]).delta < 0 and vs.adjusted < 0.05:
@@ -270,9 +283,10 @@ def cell_tasks(rows: Sequence[str], seeds: Sequence[int], budgets: Sequence[Any]
 
 
 def run_at_once(tasks: list[CellTask], runner: ExperimentCells, params: ExperimentParams, ctx: JobContext,
-                refs: dict[str, Any], corpora: dict[str, Corpus]) -> list[dict[str, Any]]:
+                refs: dict[str, Any], corpora: dict[str, Corpus], limit: TimeLimit | None = None) -> list[dict[str, Any]]:
     """The cells still to run on worker processes (`parallel`) or Ray (`ray`), finished ones read back; the same
-    cells in the same folders as one at a time (core.experiments.parallel)."""
+    cells in the same folders as one at a time (core.experiments.parallel). With a `limit`, a cell that would end
+    past it is not started (local workers; Ray takes the whole plan at once, so there it is refused up front)."""
     from core.experiments.parallel import WorkerSpec, cell_need, plan_slots, run_local, run_ray, visible_cards
 
     done = {i: runner.finished_cell(t.row, t.seed, t.budget, t.lc_size) for i, t in enumerate(tasks)}
@@ -289,10 +303,11 @@ def run_at_once(tasks: list[CellTask], runner: ExperimentCells, params: Experime
             ran = run_ray(left, spec, params.ray, need, ctx)
         else:
             slots = plan_slots(parse_parallel(params.parallel), visible_cards(), need, len(left), os.cpu_count() or 1)
-            ran = run_local(left, spec, slots, ctx)
+            finished = [c for c in done.values() if c is not None]
+            ran = run_local(left, spec, slots, ctx, limit, finished)
         for i, cell in zip(todo, ran):
             done[i] = cell
-    return [done[i] for i in range(len(tasks))]
+    return [c for c in (done[i] for i in range(len(tasks))) if c is not None]
 
 
 def pretraining_leakage(corpora: dict[str, Corpus], ctx: JobContext) -> dict[str, LeakageReport]:

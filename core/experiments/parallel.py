@@ -28,6 +28,7 @@ from core.runner.devices import Gpu, Grant, gpus, is_out_of_memory, need_mib, re
 
 if TYPE_CHECKING:
     from core.data.corpus import Corpus
+    from core.experiments.cell_clock import TimeLimit
     from core.runner.jobs import JobContext
     from core.runner.params import ExperimentParams
 
@@ -220,8 +221,10 @@ def _ray_task(spec: WorkerSpec, task: CellTask, *after: Any) -> dict[str, Any]:
 class _Board:
     """The parent's view of the plan: what is pending, running, finished, and the first error."""
 
-    def __init__(self, tasks: Sequence[CellTask]):
+    def __init__(self, tasks: Sequence[CellTask], limit: TimeLimit | None = None,
+                 finished: Sequence[dict[str, Any]] = ()):
         self.tasks = list(tasks)
+        self.limit, self.finished = limit, list(finished)  # a time limit, and the cells that time it besides results
         self.pending = list(range(len(tasks)))
         self.running: dict[int, int] = {}  # task index -> slot index
         self.results: dict[int, dict[str, Any]] = {}
@@ -232,16 +235,34 @@ class _Board:
         self.cond = threading.Condition()
 
     def take(self, slot: int) -> int | None:
-        """The next task whose prerequisite finished (waits while one is still running); None: nothing left."""
+        """The next task whose prerequisite finished (waits while one is still running); None: nothing left. A task
+        that would end past the time limit is dropped, with the tasks that wait for it."""
         with self.cond:
             while self.error is None and self.pending:
                 ready = [i for i in self.pending if self.tasks[i].after is None or self.tasks[i].after in self.results]
-                if ready:
-                    self.pending.remove(ready[0])
-                    self.running[ready[0]] = slot
-                    return ready[0]
-                self.cond.wait(1.0)
+                for i in ready:
+                    if self._fits(i):
+                        self.pending.remove(i)
+                        self.running[i] = slot
+                        return i
+                    self._drop(i)
+                if self.pending and not ready:
+                    self.cond.wait(1.0)
             return None
+
+    def _fits(self, i: int) -> bool:
+        task = self.tasks[i]
+        return self.limit is None or self.limit.fits(task.row, [*self.finished, *self.results.values()],
+                                                     f"{task.label} seed {task.seed}")
+
+    def _drop(self, i: int) -> None:
+        """Leave out a task that does not fit, and every pending task that waits for it (they could never start)."""
+        self.pending.remove(i)
+        for j in [j for j in self.pending if self.tasks[j].after == i]:
+            if self.limit is not None:
+                self.limit.skipped.append(f"{self.tasks[j].label} seed {self.tasks[j].seed}")
+            self._drop(j)
+        self.cond.notify_all()
 
     def finish(self, i: int, cell: dict[str, Any] | None = None, error: BaseException | None = None,
                retry: bool = False) -> None:
@@ -314,12 +335,14 @@ def _prepare(run_dir: Path) -> Path:
     return folder
 
 
-def run_local(tasks: Sequence[CellTask], spec: WorkerSpec, slots: Sequence[Slot], ctx: JobContext) -> list[dict[str, Any]]:
-    """Run the tasks on worker processes, one per slot; cells come back in plan order. A cell that runs out of
-    memory while other slots are busy runs again once one slot fewer shares the card; any other failure (or a
-    cancel) stops every slot, and the finished cells stay for a resume."""
+def run_local(tasks: Sequence[CellTask], spec: WorkerSpec, slots: Sequence[Slot], ctx: JobContext,
+              limit: TimeLimit | None = None, finished: Sequence[dict[str, Any]] = ()) -> list[dict[str, Any] | None]:
+    """Run the tasks on worker processes, one per slot; cells come back in plan order, None for a task the time
+    `limit` left out (`finished`: earlier cells, which time the ones to come). A cell that runs out of memory while
+    other slots are busy runs again once one slot fewer shares the card; any other failure (or a cancel) stops every
+    slot, and the finished cells stay for a resume."""
     folder = _prepare(Path(ctx.run_dir))
-    board = _Board(tasks)
+    board = _Board(tasks, limit, finished)
     board.live = len(slots)
     ctx.log(f"{len(tasks)} cells, {len(slots)} at once: " + ", ".join(
         f"slot {s.index} on {'GPU ' + str(s.gpu) if s.gpu is not None else 'CPU'} ({s.threads} threads)" for s in slots))
@@ -342,9 +365,10 @@ def run_local(tasks: Sequence[CellTask], spec: WorkerSpec, slots: Sequence[Slot]
             t.join()
     if board.error is not None:
         raise board.error
-    if len(board.results) < len(tasks):
+    skipped = len(limit.skipped) if limit is not None else 0
+    if len(board.results) + skipped < len(tasks):
         raise RuntimeError(f"{len(tasks) - len(board.results)} cells did not run")  # a bug, not a user mistake
-    return [board.results[i] for i in range(len(tasks))]
+    return [board.results.get(i) for i in range(len(tasks))]
 
 
 def run_ray(tasks: Sequence[CellTask], spec: WorkerSpec, address: str, need: int, ctx: JobContext,

@@ -38,6 +38,7 @@ from core.data.atomic import atomic_write_json, json_default
 from core.data.workspace import Workspace
 from core.environment import variable
 from core.errors import UserError
+from core.experiments.cell_clock import TimeLimitReached
 from core.progress import Progress, sub
 from core.runner import devices
 from core.runner.jobstore import (
@@ -366,6 +367,10 @@ def _run_job(ws: Workspace, job_id: str) -> int:
     except JobCancelled:
         ctx.log("job cancelled")
         update(ws, job.id, status="cancelled", finished=time.time(), message="cancelled")
+        return 1
+    except TimeLimitReached as exc:  # stopped on purpose, finished cells kept: Resume continues (with the same limit)
+        ctx.log(str(exc))
+        update(ws, job.id, status="cancelled", finished=time.time(), message=str(exc))
         return 1
     except UserError as exc:
         ctx.log(f"error: {exc}")

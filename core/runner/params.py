@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Union
 
 from core.errors import UserError
+from core.experiments.cell_clock import parse_duration
 from core.recipes.presets import DEFAULT_PRESET, PRESETS, experiment_settings
 from core.recipes.selection_options import SelectionOptions
 
@@ -204,6 +205,9 @@ class ExperimentParams:
     parallel: int | str = 1
     # run the cells as Ray tasks on this cluster ("local", "local:N", or an address; the workspace on a shared disk)
     ray: str | None = None
+    # seconds from the run's start (each start: a resumed run gets it again): no cell starts whose expected clock would
+    # end past it, and the run stops with its finished cells kept (core.experiments.cell_clock); not part of the recipe
+    time_limit: float | str | None = None  # '2h', '90m', or seconds; seconds once checked
 
     def __post_init__(self) -> None:  # out-of-range settings are refused when the job is submitted, not minutes in
         if self.pick_checkpoint is None and self.preset in PRESETS:  # an unknown preset is refused by its own check
@@ -217,6 +221,10 @@ class ExperimentParams:
             raise UserError(f"experiment params: rehearsal_share must be in [0, 1), got {self.rehearsal_share}")
         if str(self.parallel).strip().lower() != "auto" and not (str(self.parallel).strip().isdigit() and int(self.parallel) >= 1):
             raise UserError(f"experiment params: parallel is 'auto' or a number of cells at once (1 or more), got {self.parallel!r}")
+        self.time_limit = parse_duration(self.time_limit, "experiment params: time_limit")
+        if self.time_limit is not None and self.ray:
+            raise UserError("experiment params: a time limit cannot be kept with Ray, which is handed every cell at once; "
+                            "use parallel workers (parallel) or no time limit")
 
 
 @dataclass

@@ -1,0 +1,128 @@
+"""How long an experiment cell takes, from the clocks of the cells that finished, and a time limit built on it.
+
+A CPU study cell takes 10 to 37 minutes and a GPU call has a fixed budget, so a run stopped from outside (a session
+that ends, a device script's deadline) loses the cell it was in: its MLM checkpoints live in a workspace that a fresh
+machine does not have. With a time limit (`ExperimentParams.time_limit`, `--time-limit`) the experiment starts no cell
+whose expected clock would end past it, and stops with its finished cells kept (`TimeLimitReached`); the same command
+continues. The expected clock of a row is the median of that row's finished cells on this kind of device, or, for a
+pretraining row with none yet, of every pretraining row's (a `none` cell only fine-tunes: several times faster). A row
+nothing can time starts anyway: the limit never stops a run on a guess.
+
+>>> cells = [{"row": "none", "started": 0, "finished": 120, "device": "cpu"},
+...          {"row": "tapt", "started": 120, "finished": 720, "device": "cpu"}]
+>>> expected_clock("dsir", row_clocks(cells)), expected_clock("none", row_clocks(cells))
+(600.0, 120.0)
+>>> parse_duration("1h30m"), parse_duration("90m"), parse_duration("5400"), parse_duration("45s")
+(5400.0, 5400.0, 5400.0, 45.0)
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+import time
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from core.errors import UserError
+
+TIME_LIMIT_EXIT = 3  # the CLI's exit status for a run stopped at its time limit (2: a user error, 130: interrupted)
+_PART = re.compile(r"(\d+(?:\.\d+)?)\s*([hms]?)")
+_UNIT = {"h": 3600.0, "m": 60.0, "s": 1.0, "": 1.0}
+
+
+def parse_duration(value: str | float | int | None, what: str = "time limit") -> float | None:
+    """Seconds from '2h', '1h30m', '90m', '45s' or a plain number of seconds; None or '' for no limit."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        seconds = float(value)
+    else:
+        text = str(value).strip().lower().replace(" ", "")
+        parts = _PART.findall(text)
+        if not parts or "".join(n + u for n, u in parts) != text or (len(parts) > 1 and any(u == "" for _, u in parts)):
+            raise UserError(f"{what}: expected a duration such as 2h, 1h30m, 90m, 45s or seconds, got {value!r}")
+        seconds = sum(float(n) * _UNIT[u] for n, u in parts)
+    if seconds <= 0:
+        raise UserError(f"{what}: expected a duration above zero, got {value!r}")
+    return seconds
+
+
+def device_kind(device: str | None) -> str:
+    """'cuda' or 'cpu' from a cell's device ('cuda:3', 'cpu'); clocks of one kind say nothing of the other's."""
+    return "cuda" if str(device or "cpu").startswith("cuda") else "cpu"
+
+
+def clocked(cells: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The cells with a start and an end time (a cell typed in by hand, or an old record, may have neither)."""
+    return [c for c in cells if isinstance(c.get("started"), (int, float)) and isinstance(c.get("finished"), (int, float))]
+
+
+def row_clocks(cells: Iterable[Mapping[str, Any]]) -> dict[str, list[float]]:
+    """Each row's finished-cell clocks in seconds."""
+    by_row: dict[str, list[float]] = {}
+    for c in clocked(cells):
+        by_row.setdefault(str(c.get("row")), []).append(float(c["finished"]) - float(c["started"]))
+    return by_row
+
+
+def pretraining_clock(by_row: Mapping[str, list[float]]) -> float | None:
+    """The median clock of every pretraining row's cells (all but none), or None."""
+    spans = [t for row, times in by_row.items() if row != "none" for t in times]
+    return statistics.median(spans) if spans else None
+
+
+def expected_clock(row: str, by_row: Mapping[str, list[float]]) -> float | None:
+    """A cell's expected clock: its row's median, or for a pretraining row with none yet, every pretraining row's."""
+    if by_row.get(row):
+        return float(statistics.median(by_row[row]))
+    typical = pretraining_clock(by_row) if row != "none" else None
+    return float(typical) if typical is not None else None
+
+
+class TimeLimitReached(Exception):
+    """An experiment stopped at its time limit, its finished cells kept: not a failure, and not a user's mistake."""
+
+
+class TimeLimit:
+    """Whether a cell still fits before `seconds` from `start` (now by default); None: no limit, every cell fits.
+    `skipped` lists the cells that did not, for the message the run stops with."""
+
+    def __init__(self, seconds: float | None, start: float | None = None, device: str = "cpu") -> None:
+        self.seconds, self.start, self.kind = seconds, time.time() if start is None else start, device_kind(device)
+        self.skipped: list[str] = []
+
+    @property
+    def end(self) -> float | None:
+        return None if self.seconds is None else self.start + self.seconds
+
+    def fits(self, row: str, finished: Iterable[Mapping[str, Any]], label: str = "", now: float | None = None) -> bool:
+        """True when the cell's expected clock (from `finished` cells of this device kind) ends before the limit,
+        or when nothing can time it; a cell that does not fit is noted in `skipped` under `label`."""
+        if self.end is None:
+            return True
+        expected = expected_clock(row, row_clocks(c for c in finished if device_kind(c.get("device")) == self.kind))
+        if expected is None or (time.time() if now is None else now) + expected <= self.end:
+            return True
+        self.skipped.append(label or row)
+        return False
+
+    def reached(self, done: int) -> TimeLimitReached:
+        """The exception a run stops with once cells were skipped."""
+        left = ", ".join(self.skipped[:6]) + (f" and {len(self.skipped) - 6} more" if len(self.skipped) > 6 else "")
+        return TimeLimitReached(
+            f"stopped at its time limit ({format_duration(self.seconds or 0)}): {done} cell{'s' if done != 1 else ''} "
+            f"finished and kept; {len(self.skipped)} not started, as each would have ended past the limit ({left}): "
+            "run it again (the same command, or Resume) to continue")
+
+
+def format_duration(seconds: float) -> str:
+    """'1 h 30 min', '12 min', '45 s'.
+
+    >>> format_duration(5400), format_duration(720), format_duration(45)
+    ('1 h 30 min', '12 min', '45 s')
+    """
+    if seconds < 60:
+        return f"{seconds:.0f} s"
+    hours, minutes = divmod(round(seconds / 60), 60)
+    return f"{hours} h {minutes} min" if hours and minutes else f"{hours} h" if hours else f"{minutes} min"
