@@ -196,3 +196,13 @@ def test_experiment_form_submits_budgets_and_lc_sizes(runs_ws, monkeypatch):
     job = next(j for j in jobs.list_jobs(Workspace(runs_ws), "experiment") if j.params.get("budgets"))
     assert job.params["mlm_config"] == {"lr": 5e-5, "head_warmup_steps": 100}
     jobs.delete(Workspace(runs_ws), job.id)
+    # a time limit: a bad one starts nothing and says what a duration looks like; a good one is stored in seconds
+    at.text_input(key="exp_time_limit").input("soon")
+    at.button(key="FormSubmitter:exp_form-Start experiment").click().run()
+    assert not at.exception and any("time_limit" in e.value and "90m" in e.value for e in at.error)
+    assert len(jobs.list_jobs(Workspace(runs_ws), "experiment")) == before
+    at.text_input(key="exp_time_limit").input("1h30m")
+    at.button(key="FormSubmitter:exp_form-Start experiment").click().run()
+    job = next(j for j in jobs.list_jobs(Workspace(runs_ws), "experiment") if j.params.get("budgets"))
+    assert job.params["time_limit"] == 5400.0
+    jobs.delete(Workspace(runs_ws), job.id)
