@@ -15,8 +15,7 @@ import sys
 
 import core.commands
 from core.environment import variable
-from core.errors import UserError
-from core.experiments.cell_clock import TIME_LIMIT_EXIT, TimeLimitReached
+from core.errors import TIME_LIMIT_EXIT, TimeLimitReached, UserError
 
 
 def build_parser() -> argparse.ArgumentParser:

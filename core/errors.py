@@ -27,3 +27,11 @@ class CorpusError(UserError):
 
 class ModelError(UserError):
     """A model name that cannot be resolved or lacks what a step needs (e.g. an MLM head)."""
+
+
+TIME_LIMIT_EXIT = 3  # the CLI's exit status for a run stopped at its time limit (2: a user error, 130: interrupted)
+
+
+class TimeLimitReached(Exception):
+    """An experiment stopped at its time limit, its finished cells kept: not a failure, and not a user's mistake
+    (core.experiments.cell_clock)."""

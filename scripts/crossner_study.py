@@ -786,8 +786,8 @@ def study_lines(payload: dict[str, Any]) -> str:
 
 
 def main() -> int:
-    from core.errors import UserError
-    from core.experiments.cell_clock import TIME_LIMIT_EXIT, TimeLimitReached, parse_duration
+    from core.errors import TIME_LIMIT_EXIT, TimeLimitReached, UserError
+    from core.recipes.duration import parse_duration
 
     args = build_parser().parse_args()
     try:

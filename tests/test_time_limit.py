@@ -7,10 +7,11 @@ from __future__ import annotations
 import pytest
 
 from core.data.workspace import Workspace
-from core.errors import UserError
-from core.experiments.cell_clock import TIME_LIMIT_EXIT, TimeLimit, parse_duration
+from core.errors import TIME_LIMIT_EXIT, UserError
+from core.experiments.cell_clock import TimeLimit
 from core.experiments.experiment import load_cells
 from core.experiments.parallel import CellTask, _Board
+from core.recipes.duration import parse_duration
 from core.runner import jobs
 from core.runner.params import ExperimentParams
 from tests.test_experiment import corpora  # noqa: F401 - fixture

@@ -14,12 +14,12 @@ from pathlib import Path
 
 from core.cliutil import add_workspace_arg, comma_list, print_json, progress_wanted, tqdm_progress
 from core.data.workspace import Workspace, resolve_corpus_ref
-from core.errors import UserError
-from core.experiments.cell_clock import TIME_LIMIT_EXIT, parse_duration
+from core.errors import TIME_LIMIT_EXIT, UserError
 from core.experiments.parallel import parse_parallel
 from core.experiments.plan import BASELINES
 from core.recipes.budget import Budget
 from core.recipes.configs import parse_settings
+from core.recipes.duration import parse_duration
 from core.recipes.presets import DEFAULT_PRESET, PICK_SNAPSHOTS, PRESETS, pick_defaults, preset_help
 from core.runner.jobresult import JobResult
 from core.runner.params import ExperimentParams, MlmParams, NerParams, PickParams, PredictParams, field_default

@@ -12,40 +12,17 @@ nothing can time starts anyway: the limit never stops a run on a guess.
 ...          {"row": "tapt", "started": 120, "finished": 720, "device": "cpu"}]
 >>> expected_clock("dsir", row_clocks(cells)), expected_clock("none", row_clocks(cells))
 (600.0, 120.0)
->>> parse_duration("1h30m"), parse_duration("90m"), parse_duration("5400"), parse_duration("45s")
-(5400.0, 5400.0, 5400.0, 45.0)
 """
 
 from __future__ import annotations
 
-import re
 import statistics
 import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from core.errors import UserError
-
-TIME_LIMIT_EXIT = 3  # the CLI's exit status for a run stopped at its time limit (2: a user error, 130: interrupted)
-_PART = re.compile(r"(\d+(?:\.\d+)?)\s*([hms]?)")
-_UNIT = {"h": 3600.0, "m": 60.0, "s": 1.0, "": 1.0}
-
-
-def parse_duration(value: str | float | int | None, what: str = "time limit") -> float | None:
-    """Seconds from '2h', '1h30m', '90m', '45s' or a plain number of seconds; None or '' for no limit."""
-    if value is None or (isinstance(value, str) and not value.strip()):
-        return None
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        seconds = float(value)
-    else:
-        text = str(value).strip().lower().replace(" ", "")
-        parts = _PART.findall(text)
-        if not parts or "".join(n + u for n, u in parts) != text or (len(parts) > 1 and any(u == "" for _, u in parts)):
-            raise UserError(f"{what}: expected a duration such as 2h, 1h30m, 90m, 45s or seconds, got {value!r}")
-        seconds = sum(float(n) * _UNIT[u] for n, u in parts)
-    if seconds <= 0:
-        raise UserError(f"{what}: expected a duration above zero, got {value!r}")
-    return seconds
+from core.errors import TimeLimitReached
+from core.recipes.duration import format_duration
 
 
 def device_kind(device: str | None) -> str:
@@ -80,10 +57,6 @@ def expected_clock(row: str, by_row: Mapping[str, list[float]]) -> float | None:
     return float(typical) if typical is not None else None
 
 
-class TimeLimitReached(Exception):
-    """An experiment stopped at its time limit, its finished cells kept: not a failure, and not a user's mistake."""
-
-
 class TimeLimit:
     """Whether a cell still fits before `seconds` from `start` (now by default); None: no limit, every cell fits.
     `skipped` lists the cells that did not, for the message the run stops with."""
@@ -114,15 +87,3 @@ class TimeLimit:
             f"stopped at its time limit ({format_duration(self.seconds or 0)}): {done} cell{'s' if done != 1 else ''} "
             f"finished and kept; {len(self.skipped)} not started, as each would have ended past the limit ({left}): "
             "run it again (the same command, or Resume) to continue")
-
-
-def format_duration(seconds: float) -> str:
-    """'1 h 30 min', '12 min', '45 s'.
-
-    >>> format_duration(5400), format_duration(720), format_duration(45)
-    ('1 h 30 min', '12 min', '45 s')
-    """
-    if seconds < 60:
-        return f"{seconds:.0f} s"
-    hours, minutes = divmod(round(seconds / 60), 60)
-    return f"{hours} h {minutes} min" if hours and minutes else f"{hours} h" if hours else f"{minutes} min"

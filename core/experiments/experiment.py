@@ -43,7 +43,7 @@ from core.data.corpus import Corpus
 from core.data.workspace import resolve_corpus_ref
 from core.errors import UserError
 from core.experiments import records
-from core.experiments.cell_clock import TimeLimit, format_duration
+from core.experiments.cell_clock import TimeLimit
 from core.experiments.cell_phases import cumulative
 from core.experiments.cells import ExperimentCells
 from core.experiments.guard import GUARD_FILE, guard_mlm_corpora, guard_text
@@ -69,6 +69,7 @@ from core.experiments.summary import (
     pretraining_verdicts,
 )
 from core.recipes.budget import Budget
+from core.recipes.duration import format_duration
 from core.selection.leakage import LeakageReport
 
 if TYPE_CHECKING:

@@ -37,8 +37,7 @@ from core.access import LOCAL, Actor, check_param_paths, require
 from core.data.atomic import atomic_write_json, json_default
 from core.data.workspace import Workspace
 from core.environment import variable
-from core.errors import UserError
-from core.experiments.cell_clock import TimeLimitReached
+from core.errors import TimeLimitReached, UserError
 from core.progress import Progress, sub
 from core.runner import devices
 from core.runner.jobstore import (

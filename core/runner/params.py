@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Union
 
 from core.errors import UserError
-from core.experiments.cell_clock import parse_duration
+from core.recipes.duration import parse_duration
 from core.recipes.presets import DEFAULT_PRESET, PRESETS, experiment_settings
 from core.recipes.selection_options import SelectionOptions
 
