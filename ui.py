@@ -7,7 +7,6 @@ want; that lives in core/.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -169,12 +168,6 @@ def _log_tail(job: jobstore.Job, lines: int = 2) -> str:
     """The last lines a running job logged, when they add to its progress message."""
     text = [ln.strip() for ln in job.log_tail(lines).splitlines() if ln.strip() and ln.strip() not in (job.message or "")]
     return " · ".join(t[:160] for t in text[-lines:])
-
-
-def fmt_seconds(seconds: float | None) -> str:
-    if seconds is None:
-        return "-"
-    return f"{seconds:.1f}s" if seconds < 120 else time.strftime("%H:%M:%S", time.gmtime(seconds))
 
 
 

@@ -12,10 +12,11 @@ from core.data.workspace import CorpusRole, Workspace
 from core.experiments.disk import disk_use, format_freed, free_snapshots, human_bytes
 from core.experiments.summary import diagnostic_lines, pretraining_verdicts
 from core.recipes import presets
+from core.recipes.duration import format_clock
 from core.runner import jobs, jobstore
 from core.runner.jobview import describe_job, device_text, job_charts, status_text
 from core.train.checkpoint_pick import mlm_snapshots
-from ui import actor, corpus_picker, fmt_seconds, run_guarded, slow_down_polling, submit_job
+from ui import actor, corpus_picker, run_guarded, slow_down_polling, submit_job
 
 
 def show_launched(job: jobstore.Job | None) -> None:
@@ -35,7 +36,7 @@ def job_detail(ws: Workspace, job_id: str, interval: float | None) -> None:
     slow_down_polling(job, interval)
     st.markdown(f"**{describe_job(job)}** · `{job.id}`" + (f" · {where}" if (where := device_text(job)) else ""))
     said = status_text(job, jobs.list_jobs(ws))
-    st.progress(job.progress, text=" · ".join([said, fmt_seconds(job.elapsed)] + ([job.message] if job.message not in ("", said) else [])))
+    st.progress(job.progress, text=" · ".join([said, format_clock(job.elapsed)] + ([job.message] if job.message not in ("", said) else [])))
     if job.error:
         st.error(job.error)
     b = st.columns(6)

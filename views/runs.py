@@ -23,7 +23,7 @@ from core.runner.jobview import (
 from core.runner.kinds import KINDS
 from core.selection.strategies import Strategy
 from core.train.modes import MODES
-from ui import corpus_picker, fmt_seconds, get_workspace, job_poll, run_guarded, submit_job
+from ui import corpus_picker, get_workspace, job_poll, run_guarded, submit_job
 from ui_runs import disk_panel, job_curves, job_detail, show_launched
 
 PRESET_CHOICES = presets.preset_choices()  # the default first, then cheapest first (one list for pages and CLI)
@@ -176,8 +176,6 @@ def job_list() -> None:
     only = st.multiselect("Kinds", kinds, key="runs_kinds", placeholder="all kinds",
                           format_func=lambda k: KINDS[k].label if k in KINDS else k)
     rows = job_rows([j for j in all_jobs if not only or j.kind in only])
-    for r in rows:
-        r["elapsed"] = fmt_seconds(r["elapsed"])
     st.dataframe(rows, hide_index=True, key="runs_table", column_order=["job", "status", "progress", "message", "elapsed", "id"],
                  column_config={"progress": st.column_config.ProgressColumn("progress", min_value=0.0, max_value=1.0,
                                                                             format="percent")})

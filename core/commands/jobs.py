@@ -70,11 +70,13 @@ def cmd_list(args: argparse.Namespace) -> int:
     if args.json:
         print_json([_job_dict(j) for j in all_jobs])
         return 0
+    from core.recipes.duration import format_clock
     from core.runner.jobview import describe_job, status_text  # the same names as the app's Runs page
 
     for j in all_jobs:
         created = time.strftime("%Y-%m-%d %H:%M", time.localtime(j.created))
-        print(f"{j.id}  {status_text(j, all_jobs):<9} {j.progress * 100:5.1f}%  {created}  {describe_job(j, 70)}"
+        clock = format_clock(j.elapsed)
+        print(f"{j.id}  {status_text(j, all_jobs):<9} {j.progress * 100:5.1f}%  {created}  {clock:>8}  {describe_job(j, 70)}"
               + (f"  — {j.message[:50]}" if j.message else ""))
     return 0
 

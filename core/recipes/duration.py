@@ -42,3 +42,19 @@ def format_duration(seconds: float) -> str:
         return f"{seconds:.0f} s"
     hours, minutes = divmod(round(seconds / 60), 60)
     return f"{hours} h {minutes} min" if hours and minutes else f"{hours} h" if hours else f"{minutes} min"
+
+
+def format_clock(seconds: float | None) -> str:
+    """A running job's clock: tenths of a second while short (a quick job's time is its point), then h:mm:ss; '-'
+    before it has started. The Runs page, its progress line and `python -m core jobs` all show it.
+
+    >>> format_clock(None), format_clock(12.34), format_clock(3725), format_clock(90061)
+    ('-', '12.3s', '1:02:05', '25:01:01')
+    """
+    if seconds is None:
+        return "-"
+    if seconds < 120:
+        return f"{seconds:.1f}s"
+    minutes, secs = divmod(int(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}"

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from core.recipes.duration import format_clock
 from core.runner import devices
 from core.runner.jobs import max_concurrent
 from core.runner.jobstore import Job
@@ -105,7 +106,7 @@ def ended_since(active_before: frozenset[str], jobs: Sequence[Job]) -> bool:
 def job_rows(jobs: Sequence[Job]) -> list[dict[str, Any]]:
     """One row per job for a table: readable name, status with what it waits for, progress."""
     return [{"job": describe_job(j), "status": status_text(j, jobs), "progress": j.progress,
-             "message": j.message or (j.error or "")[:80], "elapsed": j.elapsed, "id": j.id, "kind": j.kind,
+             "message": j.message or (j.error or "")[:80], "elapsed": format_clock(j.elapsed), "id": j.id, "kind": j.kind,
              "attempts": j.attempts} for j in jobs]
 
 
