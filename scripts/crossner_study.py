@@ -418,11 +418,19 @@ def import_study(ws, study) -> dict[str, str]:
 
 def selection_precision(ws, cells: list[dict[str, Any]], domain: str, earlier: dict[str, Any] | None = None) -> dict[str, Any]:
     """Per selection row: the domain precision of its saved selections, averaged over the distinct selections (one
-    per seed for a seeded strategy such as random or DSIR: one seed's draw alone is luck) that this workspace holds,
-    beside random's expectation; a row whose selections are all elsewhere (cells restored from an earlier run) keeps
-    the figure of that run (`earlier`)."""
+    per seed for a seeded strategy such as random or DSIR: one seed's draw alone is luck), beside random's expectation.
+
+    A selection this workspace holds is measured here; one it does not (a cell restored from an earlier run, on
+    another machine) keeps the figure the earlier run stored (`earlier`, this JSON's previous `domain_precision`),
+    so a study continued elsewhere adds its seeds' selections to the mean instead of replacing it (ai's fourth seed
+    had left ner, entity-gain and random with one selection of four). An earlier figure is kept per group of
+    selections it averaged (`groups`): a group none of whose selections is measured here again, all still in the cells."""
     from core.data.selection_store import load_selection
 
+    wanted: dict[str, set[str]] = {}
+    for cell in cells:
+        if cell.get("selection_key"):
+            wanted.setdefault(cell["row"], set()).add(cell["selection_key"])
     found: dict[str, dict[str, dict[str, Any]]] = {}
     errors: dict[str, str] = {}
     for cell in cells:
@@ -435,13 +443,28 @@ def selection_precision(ws, cells: list[dict[str, Any]], domain: str, earlier: d
             errors.setdefault(cell["row"], str(exc))
             continue
         found.setdefault(cell["row"], {})[key] = {**(dp or {}), "selected": cell.get("selected"), "selection_key": key}
-    drawn = {row: len({c["selection_key"] for c in cells if c["row"] == row and c.get("selection_key")}) for row in found}
-    # "of": the row's distinct selections in the cells; fewer found here means the mean covers only some seeds
-    out = {row: {**_mean_precision(list(by_key.values())), "of": drawn[row]} for row, by_key in found.items()}
-    for row, error in errors.items():
-        if row not in out:
-            out[row] = (earlier or {}).get(row) or {"error": error}
+    out: dict[str, Any] = {}
+    for row in sorted({*found, *errors}, key=list(wanted).index):
+        here = list(found.get(row, {}).values())
+        prior = (earlier or {}).get(row) or {}
+        kept = [g for g in _groups(prior) if set(g["keys"]) <= wanted[row] and not set(g["keys"]) & set(found.get(row, {}))]
+        parts = here + [{**prior, "domain_precision": g["domain_precision"], "parts": len(g["keys"]),
+                         "selection_keys": g["keys"], "groups": [g]} for g in kept]
+        if any("domain_precision" in p for p in parts):
+            # "of": the row's distinct selections in the cells; fewer covered means the mean covers only some seeds
+            out[row] = {**_mean_precision(parts), "of": len(wanted[row])}
+        else:
+            out[row] = prior or {"error": errors.get(row, "no selection found")}
     return out
+
+
+def _groups(entry: dict[str, Any]) -> list[dict[str, Any]]:
+    """The groups of selections whose mean an entry holds, each with the keys it averages: a single selection, an
+    older entry's whole mean, or the groups it lists."""
+    if entry.get("groups"):
+        return [{"keys": sorted(g["keys"]), "domain_precision": g["domain_precision"]} for g in entry["groups"]]
+    keys = entry.get("selection_keys") or ([entry["selection_key"]] if entry.get("selection_key") else [])
+    return [{"keys": sorted(keys), "domain_precision": entry["domain_precision"]}] if keys and "domain_precision" in entry else []
 
 
 def merge_results(paths: list[Path], out: Path) -> dict[str, Any]:
@@ -562,7 +585,7 @@ def _mean_precision(parts: list[dict[str, Any]]) -> dict[str, Any]:
     keys = sorted({k for p in ok for k in (p.get("selection_keys") or [p.get("selection_key")]) if k})
     first = {k: v for k, v in ok[0].items() if k != "selection_key"}
     return {**first, "domain_precision": sum(w * p["domain_precision"] for w, p in zip(weights, ok)) / sum(weights),
-            "parts": sum(weights), "selection_keys": keys}
+            "parts": sum(weights), "selection_keys": keys, "groups": [g for p in ok for g in _groups(p)]}
 
 
 def grid_commands(args: argparse.Namespace, argv: list[str]) -> list[list[str]]:

@@ -214,7 +214,8 @@ def test_a_fresh_run_folder_gets_back_the_finished_cells_of_the_result_json(tmp_
     earlier = {"ner": {"domain_precision": 0.4, "selection_key": "abc123"}}
     restored_cells = [{"row": "ner", "seed": 1, "selection_key": "abc123"}, {"row": "cosine", "seed": 1, "selection_key": "def456"}]
     precision = study.selection_precision(Workspace(tmp_path / "ws"), restored_cells, "music", earlier)
-    assert precision["ner"] == earlier["ner"] and "error" in precision["cosine"]
+    assert (precision["ner"]["domain_precision"], precision["ner"]["selection_keys"]) == (0.4, ["abc123"])
+    assert "error" in precision["cosine"]
     for text in ("{", "[]", json.dumps({"cells": "x", "params": {}})):
         previous.write_text(text)
         with pytest.raises(UserError, match="not a study result JSON"):
@@ -304,6 +305,25 @@ def test_a_rows_domain_precision_is_the_mean_over_its_seeds_selections(monkeypat
     assert (partial["parts"], partial["of"]) == (2, 3)
     merged = study._mean_precision([got["random"], {"domain_precision": 0.07, "selection_key": "r4"}])
     assert round(merged["domain_precision"], 4) == 0.04 and merged["parts"] == 4
+    # a study continued on another machine: seeds 1-3's selections are not here, seed 4's is; the stored mean of
+    # the three is kept and seed 4's joins it (it used to replace it: ai's ner read 1 selection of 4)
+    stored = {"random": {k: v for k, v in got["random"].items() if k != "groups"}}  # as JSONs before groups stored it
+    share.update(r4=0.07)
+    for key in ("r1", "r2"):
+        del share[key]
+    more = cells + [{"row": "random", "seed": 4, "selection_key": "r4", "selected": 99}]
+    joined = study.selection_precision(None, more, "ai", stored)["random"]
+    assert round(joined["domain_precision"], 4) == 0.04 and (joined["parts"], joined["of"]) == (4, 4)
+    assert joined["selection_keys"] == ["r1", "r2", "r3", "r4"]
+    again = study.selection_precision(None, more, "ai", {"random": joined})["random"]  # written and read again
+    assert round(again["domain_precision"], 4) == 0.04 and again["parts"] == 4
+    # an older entry's mean of several selections, one of which is measured here again, cannot be split: it is left
+    # out, and "of" says the mean covers fewer selections than the row has; one that lists its groups is split
+    share.update(r2=0.01)
+    partial = study.selection_precision(None, more, "ai", stored)["random"]
+    assert (partial["parts"], partial["of"]) == (2, 4) and round(partial["domain_precision"], 4) == 0.04
+    split = study.selection_precision(None, more, "ai", {"random": got["random"]})["random"]
+    assert (split["parts"], split["of"]) == (4, 4) and round(split["domain_precision"], 4) == 0.04
 
 
 def test_a_run_that_asks_for_some_rows_keeps_the_study_jsons_other_rows(tmp_path):
