@@ -444,15 +444,16 @@ def selection_precision(ws, cells: list[dict[str, Any]], domain: str, earlier: d
             continue
         found.setdefault(cell["row"], {})[key] = {**(dp or {}), "selected": cell.get("selected"), "selection_key": key}
     out: dict[str, Any] = {}
-    for row in sorted({*found, *errors}, key=list(wanted).index):
+    for row, keys in wanted.items():  # each of a row's selections was either measured here or failed to load
         here = list(found.get(row, {}).values())
         prior = (earlier or {}).get(row) or {}
-        kept = [g for g in _groups(prior) if set(g["keys"]) <= wanted[row] and not set(g["keys"]) & set(found.get(row, {}))]
-        parts = here + [{**prior, "domain_precision": g["domain_precision"], "parts": len(g["keys"]),
-                         "selection_keys": g["keys"], "groups": [g]} for g in kept]
+        kept = [g for g in _groups(prior) if set(g["keys"]) <= keys and not set(g["keys"]) & set(found.get(row, {}))]
+        fields = {k: v for k, v in prior.items() if k != "groups"}  # each kept group is a part of its own
+        parts = here + [{**fields, "domain_precision": g["domain_precision"], "parts": len(g["keys"]),
+                         "selection_keys": g["keys"]} for g in kept]
         if any("domain_precision" in p for p in parts):
             # "of": the row's distinct selections in the cells; fewer covered means the mean covers only some seeds
-            out[row] = {**_mean_precision(parts), "of": len(wanted[row])}
+            out[row] = {**_mean_precision(parts), "of": len(keys)}
         else:
             out[row] = prior or {"error": errors.get(row, "no selection found")}
     return out
