@@ -4,6 +4,8 @@ command continues), as a job (cancelled with the reason, Resume continues) and o
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from core.data.workspace import Workspace
@@ -11,6 +13,7 @@ from core.errors import TIME_LIMIT_EXIT, UserError
 from core.experiments.cell_clock import TimeLimit
 from core.experiments.experiment import load_cells
 from core.experiments.parallel import CellTask, _Board
+from core.experiments.records import Cell, cell_path, same_task_cells, save_cell
 from core.recipes.duration import parse_duration
 from core.runner import jobs
 from core.runner.params import ExperimentParams
@@ -45,6 +48,36 @@ def test_a_cell_fits_by_its_rows_clock_on_this_kind_of_device():
         "dsir", finished, now=900)
     message = str(limit.reached(3))
     assert "3 cells finished" in message and "2 not started" in message and "tapt seed 2, dsir seed 2" in message
+
+
+def test_a_row_its_own_cells_cannot_time_borrows_the_same_tasks_clocks():
+    """A knob variant's first cell, timed by its default recipe's cells: no own clock, so the lent 600 s TAPT clock
+    stops it at 800 s of 1,000; once it has its own (300 s), that one counts and a lent clock is never mixed in."""
+    lent = [{"row": "tapt", "started": 0, "finished": 600, "device": "cpu"},
+            {"row": "none", "started": 0, "finished": 100, "device": "cpu"},
+            {"row": "dsir", "started": 0, "finished": 30, "device": "cuda:0"}]
+    limit = TimeLimit(1000, start=0, device="cpu", lent=lent)
+    assert not limit.fits("tapt", [], "tapt seed 1", now=800)
+    assert not limit.fits("dsir", [], "dsir seed 1", now=800)  # the lent pretraining clock; the GPU's 30 s times no CPU cell
+    assert limit.fits("none", [], "none seed 1", now=800)
+    own = [{"row": "tapt", "started": 0, "finished": 150, "device": "cpu"}]
+    assert limit.fits("tapt", own, "tapt seed 2", now=800) and limit.fits("dsir", own, "dsir seed 2", now=800)
+    assert limit.skipped == ["tapt seed 1", "dsir seed 1"]
+    assert TimeLimit(1000, start=0, device="cuda", lent=lent[:2]).fits("tapt", [], now=999)  # nothing of its kind
+
+
+def test_the_same_tasks_folders_lend_their_cells_and_others_do_not(tmp_path):
+    task = {"tc": "t", "dc": "d", "lc": "l", "dev": "v", "test": "x", "model": "default", "preset": "study"}
+    folders = {"default": task, "variant": {**task, "mlm_config": {"lr": 5e-5}}, "other-dc": {**task, "dc": "d2"},
+               "here": task}
+    for name, params in folders.items():
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "params.json").write_text(json.dumps({"kind": "experiment", "params": params}))
+        save_cell(cell_path(tmp_path / name, "tapt.lc100", 1), Cell(row="tapt", seed=1, f1=0.5, key="tapt.lc100"))
+    (tmp_path / "broken").mkdir()
+    (tmp_path / "broken" / "params.json").write_text("{not json")
+    cells, names = same_task_cells(tmp_path / "here", ExperimentParams(**task))
+    assert names == ["default", "variant"] and len(cells) == 2  # not itself, not another DC, not the unreadable one
 
 
 def test_parallel_workers_start_no_cell_past_the_limit_nor_one_waiting_for_it():
@@ -99,3 +132,6 @@ def test_a_job_stopped_at_its_limit_is_cancelled_with_the_reason_and_keeps_its_c
     job = jobs.wait(ws, jobs.submit(ws, "experiment", params).id, timeout=300)
     assert job.status == "cancelled" and "stopped at its time limit" in job.message and "none seed 2" in job.message
     assert [(c["row"], c["seed"]) for c in load_cells(job.run_dir)] == [("none", 1)]  # the first cell: nothing to time it by
+    # another experiment on the same task: its first cell is timed by the first one's clock, so it does not start
+    again = jobs.wait(ws, jobs.submit(ws, "experiment", {**params, "seeds": [3]}).id, timeout=300)
+    assert again.status == "cancelled" and "none seed 3" in again.message and load_cells(again.run_dir) == []

@@ -5,8 +5,10 @@ that ends, a device script's deadline) loses the cell it was in: its MLM checkpo
 machine does not have. With a time limit (`ExperimentParams.time_limit`, `--time-limit`) the experiment starts no cell
 whose expected clock would end past it, and stops with its finished cells kept (`TimeLimitReached`); the same command
 continues. The expected clock of a row is the median of that row's finished cells on this kind of device, or, for a
-pretraining row with none yet, of every pretraining row's (a `none` cell only fine-tunes: several times faster). A row
-nothing can time starts anyway: the limit never stops a run on a guess.
+pretraining row with none yet, of every pretraining row's (a `none` cell only fine-tunes: several times faster). Until
+its own cells can time a row, the clocks of other experiments on the same task (a knob variant's default recipe, an
+earlier run with other rows: `lent`) time it the same way, so a grid's variant does not start its first, 25-minute CPU
+cell blind with ten minutes left. A row nothing can time starts anyway: the limit never stops a run on a guess.
 
 >>> cells = [{"row": "none", "started": 0, "finished": 120, "device": "cpu"},
 ...          {"row": "tapt", "started": 120, "finished": 720, "device": "cpu"}]
@@ -61,20 +63,29 @@ class TimeLimit:
     """Whether a cell still fits before `seconds` from `start` (now by default); None: no limit, every cell fits.
     `skipped` lists the cells that did not, for the message the run stops with."""
 
-    def __init__(self, seconds: float | None, start: float | None = None, device: str = "cpu") -> None:
+    def __init__(self, seconds: float | None, start: float | None = None, device: str = "cpu",
+                 lent: Iterable[Mapping[str, Any]] = ()) -> None:
         self.seconds, self.start, self.kind = seconds, time.time() if start is None else start, device_kind(device)
+        self.lent = row_clocks(self._this_kind(lent))  # other experiments' clocks: only where its own time nothing
         self.skipped: list[str] = []
+
+    def _this_kind(self, cells: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+        return [c for c in cells if device_kind(c.get("device")) == self.kind]
 
     @property
     def end(self) -> float | None:
         return None if self.seconds is None else self.start + self.seconds
 
     def fits(self, row: str, finished: Iterable[Mapping[str, Any]], label: str = "", now: float | None = None) -> bool:
-        """True when the cell's expected clock (from `finished` cells of this device kind) ends before the limit,
-        or when nothing can time it; a cell that does not fit is noted in `skipped` under `label`."""
+        """True when the cell's expected clock (from `finished` cells of this device kind, else the lent ones) ends
+        before the limit, or when nothing can time it; a cell that does not fit is noted in `skipped` under `label`.
+        Own clocks first: a lent clock is another recipe's (a variant with 40 MLM passes runs longer than the default),
+        and its own first cell is the better guess."""
         if self.end is None:
             return True
-        expected = expected_clock(row, row_clocks(c for c in finished if device_kind(c.get("device")) == self.kind))
+        expected = expected_clock(row, row_clocks(self._this_kind(finished)))
+        if expected is None:
+            expected = expected_clock(row, self.lent)
         if expected is None or (time.time() if now is None else now) + expected <= self.end:
             return True
         self.skipped.append(label or row)

@@ -229,9 +229,12 @@ def experiment_job(params: ExperimentParams, ctx: JobContext) -> dict[str, Any]:
             f"|TC| {n_tc}, |DC| {n_dc}, |LC| {n_lc}, |DEV| {len(corpora['dev'])}, |TEST| {len(corpora['test'])}")
     tasks = cell_tasks(rows, seeds, budgets, lc_sizes)
     parallel = parse_parallel(params.parallel)
-    limit = TimeLimit(params.time_limit, device=runner.device)
+    lent, lenders = records.same_task_cells(ctx.run_dir, params) if params.time_limit else ([], [])
+    limit = TimeLimit(params.time_limit, device=runner.device, lent=lent)
     if params.time_limit:
-        ctx.log(f"time limit {format_duration(params.time_limit)}: no cell starts that would end past it")
+        ctx.log(f"time limit {format_duration(params.time_limit)}: no cell starts that would end past it"
+                + (f" (a row none of its own cells can time yet is timed by {len(lent)} cells of "
+                   f"{', '.join(lenders[:3])}{' and more' if len(lenders) > 3 else ''}: the same task)" if lent else ""))
     if params.ray or parallel != 1:
         cells = run_at_once(tasks, runner, params, ctx, {k: r.to_dict() for k, r in refs.items()}, corpora, limit)
     else:

@@ -306,6 +306,42 @@ def load_cells(run_dir: str | Path) -> list[Cell]:
     return [c for c in cells if c is not None]
 
 
+# what makes two experiments' cells take about as long: the same corpora, encoder, preset and sizes (their recipes
+# may differ: that is what a knob variant is)
+SAME_TASK_FIELDS = ("tc", "dc", "lc", "dev", "test", "model", "preset", "budget", "budgets", "lc_sizes")
+
+
+def same_task_cells(run_dir: str | Path, params: Any) -> tuple[list[dict[str, Any]], list[str]]:
+    """The finished cells of the other experiment folders beside `run_dir` that ran the same task (SAME_TASK_FIELDS),
+    and those folders' names: clocks a time limit borrows until the experiment's own cells can time a row
+    (core.experiments.cell_clock). A folder whose params cannot be read is passed over: a clock is never worth a
+    failed run."""
+    here = Path(run_dir).resolve()
+    want = {k: getattr(params, k, None) for k in SAME_TASK_FIELDS}
+    cells: list[dict[str, Any]] = []
+    names: list[str] = []
+    for stored in sorted(here.parent.glob("*/params.json")):
+        folder = stored.parent
+        if folder.resolve() == here:
+            continue
+        try:
+            record = json.loads(stored.read_text("utf-8"))
+        except (OSError, json.JSONDecodeError):
+            continue
+        other = record.get("params") if isinstance(record, dict) and record.get("kind") == "experiment" else None
+        if not isinstance(other, dict) or any(_listed(other.get(k)) != _listed(v) for k, v in want.items()):
+            continue
+        if found := [c.to_dict() for c in load_cells(folder)]:
+            cells += found
+            names.append(folder.name)
+    return cells, names
+
+
+def _listed(value: Any) -> Any:
+    """A params value as JSON holds it (a tuple reads back as a list)."""
+    return list(value) if isinstance(value, tuple) else value
+
+
 def check_recipe(run_dir: str | Path, params: Any, lc_sentences: int | None = None) -> None:
     """Refuse to continue a run folder with another recipe than the one its finished cells ran with, naming each
     differing setting; a first run records its recipe. A folder from before recipe.json is checked on checkpoint
