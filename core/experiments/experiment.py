@@ -241,8 +241,10 @@ def experiment_job(params: ExperimentParams, ctx: JobContext) -> dict[str, Any]:
         cells = []  # each cell's slice of the bar by its expected clock (a none cell is a fraction of a pretraining one)
         left_out: set[int] = set()  # a cell that reads B1/B2 waits for its seed's TAPT cell: left out with it
         for i, (t, (start, end)) in enumerate(zip(tasks, cumulative([runner.cell_weight(t.row) for t in tasks]))):
-            if runner.finished_cell(t.row, t.seed, t.budget, t.lc_size) is None and (
-                    t.after in left_out or not limit.fits(t.row, cells, f"{t.label} seed {t.seed}")):
+            if (finished := runner.finished_cell(t.row, t.seed, t.budget, t.lc_size)) is not None:
+                cells.append(finished)  # an earlier run's: read once, never trained again
+                continue
+            if t.after in left_out or not limit.fits(t.row, cells, f"{t.label} seed {t.seed}"):
                 if t.after in left_out:
                     limit.skipped.append(f"{t.label} seed {t.seed}")
                 left_out.add(i)
