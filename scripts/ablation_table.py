@@ -194,7 +194,7 @@ def build(paths: list[Path], command: str = "", plans: list[Path] | None = None)
         c = criterion.setdefault(e["variant"], {"domains": [], "tapt_ge_none": 0, "best_ge_tapt": 0, "both": 0,
                                                 "cannot_say": []})
         c["domains"].append(e["label"] + ("" if e["finished"] else " (partial)"))
-        if e["tapt_ge_none"] is None or e["best_ge_tapt"] is None:  # a run without none (and none to borrow) or TAPT
+        if e["tapt_ge_none"] is None or e["best_ge_tapt"] is None:  # a run without none (and none to borrow), TAPT or a selection
             c["cannot_say"].append(e["label"])
         runs.setdefault((e["variant"], e["domain"]), []).append(e)
     for (variant, _), both_ways in runs.items():  # ... and meets a criterion only where every run of it does
@@ -262,7 +262,7 @@ def markdown(table: dict[str, Any]) -> str:
               "checkpoint minus the base encoder's (mean), what checkpoint pick saw when it chose. \"best selection\" is "
               "the selection row with the highest mean (chosen after the fact: read its interval). † none borrowed from "
               "another run of the same domain, protocol, encoder, preset, NER settings, seeds and device.", "",
-              "| variant | domains | TAPT >= none | best selection >= TAPT | both | cannot say (no none or TAPT) |",
+              "| variant | domains | TAPT >= none | best selection >= TAPT | both | cannot say (no none, TAPT or selection yet) |",
               "|---|---|---|---|---|---|"]
     for variant, c in table["criterion"].items():
         lines.append(f"| {variant} | {', '.join(c['domains'])} | {c['tapt_ge_none']} | {c['best_ge_tapt']} | {c['both']} | "
