@@ -38,6 +38,8 @@ RESEARCH_PAGES = [
 ]
 ADMIN_PAGES = [st.Page("views/users.py", title="Users", icon="🔑")]
 ANNOTATOR_PAGES = [st.Page("views/queue.py", title="My review queue", icon="✍️", default=True)]
+# the same queue at the same URL for staff that a task names among its annotators (team mode: the local user has none)
+STAFF_QUEUE = st.Page("views/queue.py", title="My review queue", icon="✍️", url_path="queue")
 
 
 @st.cache_resource(show_spinner="Generating the demo workspace (first start only)...")
@@ -166,7 +168,8 @@ def pages_for(who: Actor) -> list:
     """Pages are built per role: a page not in the list cannot be opened, not even by its URL."""
     if who.role == Role.ANNOTATOR:
         return ANNOTATOR_PAGES + _under_every_url(not_for_this_role, "Not for your role")
-    return [HOME, *RESEARCH_PAGES] + (ADMIN_PAGES if who.role == Role.ADMIN else [])
+    return [HOME, *RESEARCH_PAGES] + ([STAFF_QUEUE] if who != LOCAL else []) + \
+        (ADMIN_PAGES if who.role == Role.ADMIN else [])
 
 
 def _under_every_url(page_fn, title: str, skip: tuple[str, ...] = ()) -> list:

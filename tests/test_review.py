@@ -48,8 +48,24 @@ def test_concurrent_edit_is_detected_not_silently_overwritten(tmp_path):
     bob.save(1, "rejected", TOKS_B, [], expected_version=1, reviewer="bob")
     assert [h["status"] for h in alice.history(1)] == ["corrected", "rejected"]
     # a deliberate overwrite after a conflict (expected_version=None) also works
-    alice.save(1, "accepted", TOKS_B, [Span(0, 1, "LOC")], expected_version=None, reviewer="alice")
+    overwrite = alice.save(1, "accepted", TOKS_B, [Span(0, 1, "LOC")], expected_version=None, reviewer="alice")
     assert alice.get(1).version == 3
+    # ... and undoing it brings bob's decision back (found in review: Inspect went back to "never reviewed")
+    back = alice.undo(1, expected_version=overwrite.version, to_version=overwrite.replaced_version, reviewer="alice")
+    assert (back.status, back.spans, back.version) == ("rejected", [], 4)
+
+
+def test_review_counts_cover_the_table_not_the_whole_review_set():
+    """Every view of a corpus shares one review set: a 2-sentence selection after 5 decisions on the whole corpus
+    read "5 of 2 reviewed" and Streamlit refused the progress value (found in review)."""
+    from core.review.predictions import inspection_table, review_counts
+    from core.review.store import ReviewItem
+
+    rows = [{"index": i, "tokens": ["w"], "c1": 0.0, "c2": 0.0} for i in range(6)]
+    decided = {i: ReviewItem("s", i, "accepted" if i % 2 else "corrected", ["w"], [], 1) for i in range(5)}
+    shown = inspection_table(rows, decided, selected={4, 5})
+    counts = review_counts(shown[shown["selection"] == "selected"])
+    assert counts == {"accepted": 0, "rejected": 0, "corrected": 1, "reviewed": 1, "total": 2}
 
 
 def test_one_annotation_database_and_the_old_review_file_merged_once(tmp_path):

@@ -264,6 +264,56 @@ def test_task_agreement_adjudication_and_the_corpus_it_becomes(team_ws, capsys):
         adjudicate.import_task(team_ws, ann, task.id, "sneaky")
 
 
+def test_every_open_disagreement_comes_before_the_decided_ones_and_a_stale_decision_is_refused(team_ws):
+    """Found in review: decided items stayed first, so a page showing the first twenty never reached the 21st; and
+    two researchers deciding the same item overwrote each other without a word."""
+    rita, boss = Actor("rita", Role.RESEARCHER), Actor("boss", Role.ADMIN)
+    task = tasks.create_task(team_ws, rita, "four", ["ann", "bob"], corpus="demo-dc", n_items=4, overlap=1.0,
+                             types=["PER", "LOC"])
+    for who, t in (("ann", "PER"), ("bob", "LOC")):
+        for item in tasks.queue(team_ws, Actor(who, Role.ANNOTATOR), task.id):
+            tasks.save_annotation(team_ws, Actor(who, Role.ANNOTATOR), task.id, item.index, [Span(0, 1, t)])
+    first = adjudicate.disagreements(team_ws, rita, task.id)
+    assert len(first) == 4 and all(i.version == 0 for i in first)
+    seen = first[0]
+    decided = adjudicate.adjudicate(team_ws, rita, task.id, seen.index, [Span(0, 1, "PER")], "ann",
+                                    expected_version=seen.version)
+    assert decided.version == 1
+    assert [i.index for i in adjudicate.disagreements(team_ws, rita, task.id)] == [i.index for i in first[1:]] + [seen.index]
+    with pytest.raises(adjudicate.AdjudicationConflict, match="decided by rita since you opened it"):
+        adjudicate.adjudicate(team_ws, boss, task.id, seen.index, [], "bob", expected_version=seen.version)
+    assert adjudicate.items(team_ws, rita, task.id)[0].adjudicated == [Span(0, 1, "PER")]  # unchanged
+    again = adjudicate.adjudicate(team_ws, boss, task.id, seen.index, [], "bob", expected_version=1)
+    assert again.adjudicated == [] and again.adjudicated_by == "boss" and again.version == 2
+
+
+def test_a_task_needs_real_entity_types(team_ws):
+    rita = Actor("rita", Role.RESEARCHER)
+    for bad, said in ((["O"], "'O' is not an entity type"), (["PER", "—"], "'—' is not an entity type"),
+                      (["B PER"], "without spaces"), ([], "at least one entity type"), (["  "], "at least one")):
+        with pytest.raises(UserError, match=said):
+            tasks.create_task(team_ws, rita, "bad types", ["ann"], corpus="demo-dc", n_items=2, overlap=0.0, types=bad)
+    assert tasks.list_tasks(team_ws, rita) == []  # nothing stored
+    with pytest.raises(UserError, match="'O' is not an entity type"):
+        tasks.save_annotation(team_ws, Actor("ann", Role.ANNOTATOR), tasks.create_task(
+            team_ws, rita, "ok", ["ann"], corpus="demo-dc", n_items=1, overlap=0.0, types=["PER", "PER"]).id,
+            tasks.queue(team_ws, Actor("ann", Role.ANNOTATOR), tasks.list_tasks(team_ws, rita)[0].id)[0].index,
+            [Span(0, 1, "O")])
+    assert tasks.list_tasks(team_ws, rita)[0].types == ["PER"]
+
+
+def test_a_researcher_named_in_a_task_has_a_queue_of_their_own(team_ws):
+    rita = Actor("rita", Role.RESEARCHER)
+    task = tasks.create_task(team_ws, rita, "with rita", ["ann", "rita"], corpus="demo-dc", n_items=2, overlap=1.0,
+                             types=["PER"])
+    other = tasks.create_task(team_ws, rita, "without rita", ["ann"], corpus="demo-dc", n_items=1, overlap=0.0,
+                              types=["PER"])
+    assert [t.id for t in tasks.assigned_tasks(team_ws, rita)] == [task.id]
+    assert {t.id for t in tasks.assigned_tasks(team_ws, Actor("ann", Role.ANNOTATOR))} == {task.id, other.id}
+    item = tasks.queue(team_ws, rita, task.id)[0]
+    assert tasks.save_annotation(team_ws, rita, task.id, item.index, [Span(0, 1, "PER")]).status == "done"
+
+
 # --------------------------------------------------------------------------- serving
 
 

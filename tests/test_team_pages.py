@@ -74,7 +74,8 @@ def test_an_annotator_gets_only_the_queue_and_saves_as_themselves(team_root, mon
 
 @pytest.mark.parametrize(("who", "page", "text"), [("rita", "views/tasks.py", "Review tasks"),
                                                     ("rita", "views/agreement.py", "Agreement"),
-                                                    ("boss", "views/users.py", "Users")])
+                                                    ("boss", "views/users.py", "Users"),
+                                                    ("rita", "views/queue.py", "My review queue")])
 def test_staff_pages_render(team_root, monkeypatch, who, page, text):
     at = app_as(team_root, monkeypatch, who)
     at.switch_page(page).run()

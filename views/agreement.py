@@ -10,7 +10,7 @@ import streamlit as st
 
 from core.errors import UserError
 from core.review.highlight import legend_html, page_css, sentence_html, type_colors
-from core.review.predictions import apply_span_edit
+from core.review.predictions import edit_spans
 from core.tables import count
 from core.team import adjudicate, tasks
 from core.team.agreement import task_agreement
@@ -53,17 +53,21 @@ else:
 st.subheader("Disagreements")
 open_items = adjudicate.disagreements(ws, me, task.id)
 colors = type_colors(task.types + [s.type for i in open_items for a in i.answers.values() for s in a])
-st.caption(f"{count(len(open_items), 'sentence')} where annotators differ. Pick one answer, or edit it, for the final set.")
+undecided = sum(i.adjudicated is None for i in open_items)
+st.caption(f"{count(len(open_items), 'sentence')} where annotators differ, {undecided} still to decide (shown first). "
+           "Pick one answer, or edit it, for the final set.")
 if open_items:
     st.html(legend_html(colors, gold=False))
 
 
-def decide(index: int, spans: list | None, source: str) -> None:
+def decide(index: int, spans: list | None, source: str, version: int) -> None:
+    """`version`: the decision's version as the page was drawn, so another researcher's later one is not overwritten."""
     if spans is None:  # the edited draft as it is now, not as the page was drawn
         spans = st.session_state.get(f"agr_draft_{index}", [])
     try:
-        adjudicate.adjudicate(ws, me, task.id, index, spans, source)
+        adjudicate.adjudicate(ws, me, task.id, index, spans, source, expected_version=version)
         st.session_state.pop("agr_error", None)
+        st.session_state.pop(f"agr_draft_{index}", None)  # the editor starts again from the decision just taken
     except UserError as exc:
         st.session_state["agr_error"] = str(exc)
 
@@ -71,8 +75,8 @@ def decide(index: int, spans: list | None, source: str) -> None:
 def edit(index: int, n: int, remove: bool) -> None:
     key = f"agr_draft_{index}"
     try:
-        st.session_state[key] = apply_span_edit(st.session_state[key], st.session_state.get(f"agr_tok_{index}") or [],
-                                                None if remove else st.session_state.get(f"agr_type_{index}"), n)
+        st.session_state[key] = edit_spans(st.session_state[key], st.session_state.get(f"agr_tok_{index}") or [],
+                                           st.session_state.get(f"agr_type_{index}"), n, remove=remove)
         st.session_state[f"agr_tok_{index}"] = []
     except UserError as exc:
         st.session_state["agr_error"] = str(exc)
@@ -87,7 +91,8 @@ for item in open_items[:20]:
         for who, spans in item.answers.items():
             c = st.columns([5, 1])
             c[0].html(f"<b>{html.escape(who)}</b>" + sentence_html(item.tokens, spans, colors))
-            c[1].button(f"Pick {who}", key=f"agr_pick_{item.index}_{who}", on_click=decide, args=(item.index, spans, who))
+            c[1].button(f"Pick {who}", key=f"agr_pick_{item.index}_{who}", on_click=decide,
+                         args=(item.index, spans, who, item.version))
         if item.adjudicated is not None:
             st.html("<b>final</b>" + sentence_html(item.tokens, item.adjudicated, colors))
         # Keyed, its open state is kept by the server: a redraw of the page cannot close it in the middle of an edit.
@@ -100,12 +105,13 @@ for item in open_items[:20]:
             b, n = st.columns(3), len(item.tokens)
             buttons = ClickOrder([(f"agr_assign_{item.index}", edit, (item.index, n, False)),
                                  (f"agr_remove_{item.index}", edit, (item.index, n, True)),
-                                 (f"agr_save_{item.index}", decide, (item.index, None, "edited"))])
+                                 (f"agr_save_{item.index}", decide, (item.index, None, "edited", item.version))])
             buttons.button(b[0], "Assign type", f"agr_assign_{item.index}")
             buttons.button(b[1], "Remove", f"agr_remove_{item.index}")
             buttons.button(b[2], "Save as final", f"agr_save_{item.index}", type="primary")
 if len(open_items) > 20:
-    st.caption(f"The first 20 of {len(open_items)} are shown; decide these to see the next ones.")
+    st.caption(f"The first 20 of {len(open_items)} are shown, those still to decide first: each one decided makes "
+               "room for the next.")
 
 st.subheader("Use the settled sentences")
 corpus, report = adjudicate.settled_corpus(ws, me, task.id)

@@ -47,7 +47,7 @@ def decide(set_key: str, index: int, status: str, version: int | None, tokens: l
                                              reviewer=reviewer(), actor=actor())
         st.session_state.pop("insp_conflict", None)
         st.session_state.pop("insp_edit", None)
-        undo_stack().append((set_key, index, version or 0, item.version, status))
+        undo_stack().append((set_key, index, item.replaced_version, item.version, status))
         if st.session_state.get("insp_cursor_index") == index:
             move_cursor(1)
     except ReviewConflict as exc:
@@ -122,7 +122,7 @@ def review_tab() -> None:
                              format_func=lambda k: {"entities": "# predicted entities (NER-Selected)"}.get(k, k))
     descending = f[5].toggle("Descending", value=True, key="insp_desc")
     view = predictions.filter_table(df, query, want_types, lo, hi, review, sel_state, sort_by, descending)
-    progress_panel(store, len(df), len(view))
+    progress_panel(store, predictions.review_counts(df), len(view))
     colors = type_colors(types)
     st.html(legend_html(colors, gold=has_gold))
     if conflict := st.session_state.get("insp_conflict"):
@@ -174,9 +174,8 @@ def review_tab() -> None:
     export_panel(ws, store)
 
 
-def progress_panel(store: ReviewStore, total: int, shown: int) -> None:
-    counts = store.counts()
-    done = counts["accepted"] + counts["rejected"] + counts["corrected"]
+def progress_panel(store: ReviewStore, counts: dict[str, int], shown: int) -> None:
+    done, total = counts["reviewed"], counts["total"]
     st.progress(done / max(total, 1), text=f"{done} of {total} sentences reviewed · {counts['accepted']} accepted · "
                                            f"{counts['rejected']} rejected · {counts['corrected']} corrected · {shown} shown")
     if by := store.progress_by_reviewer():
@@ -204,10 +203,8 @@ def edit_draft(index: int, n_tokens: int, remove: bool) -> None:
     typed = (st.session_state.get(f"insp_newtype_{index}") or "").strip()
     chosen = typed or chosen_type(f"insp_type_{index}")
     try:
-        if not remove and not chosen:
-            raise UserError("pick an entity type (or type a new one) first")
         draft = st.session_state.get(f"insp_draft_{index}", [])
-        st.session_state[f"insp_draft_{index}"] = predictions.apply_span_edit(draft, picked, None if remove else chosen, n_tokens)
+        st.session_state[f"insp_draft_{index}"] = predictions.edit_spans(draft, picked, chosen, n_tokens, remove=remove)
         st.session_state[f"insp_grid_gen_{index}"] = st.session_state.get(f"insp_grid_gen_{index}", 0) + 1
         st.session_state.pop("insp_edit_error", None)
     except UserError as exc:

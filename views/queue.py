@@ -1,5 +1,6 @@
-"""An annotator's review queue: their tasks only, one sentence at a time, spans marked by selecting tokens.
-Who reviews is the signed-in account (core.team.tasks checks the item is in their queue)."""
+"""A review queue: an annotator's tasks only (a researcher's too, when a task names them), one sentence at a time,
+spans marked by selecting tokens. Who reviews is the signed-in account (core.team.tasks checks the item is in their
+queue)."""
 
 from __future__ import annotations
 
@@ -7,9 +8,10 @@ from pathlib import Path
 
 import streamlit as st
 
+from core.access import Role
 from core.errors import UserError
 from core.review.highlight import legend_html, page_css, sentence_html, type_colors
-from core.review.predictions import apply_span_edit
+from core.review.predictions import edit_spans
 from core.team import tasks
 from ui import actor, get_workspace
 from ui_review import ClickOrder, chosen_type, token_pills, type_picker
@@ -17,9 +19,10 @@ from ui_review import ClickOrder, chosen_type, token_pills, type_picker
 st.title("My review queue")
 st.html(page_css())
 ws, me = get_workspace(), actor()
-mine = tasks.list_tasks(ws, me)
+mine = tasks.assigned_tasks(ws, me)
 if not mine:
-    st.info("No review task is assigned to you yet. A researcher creates one on the Review tasks page.")
+    st.info("No review task is assigned to you yet. A researcher creates one on the Review tasks page"
+            + (" (naming you among its annotators)." if me.role != Role.ANNOTATOR else "."))
     st.stop()
 task = st.selectbox("Task", mine, format_func=lambda t: t.label, key="q_task")
 items = tasks.queue(ws, me, task.id)
@@ -57,11 +60,8 @@ def edit(remove: bool) -> None:
     picked = st.session_state.get(f"q_tokens_{draft_key}") or []
     chosen = chosen_type("q_type")
     try:
-        if not remove and not chosen:
-            raise UserError("pick an entity type first")
-        st.session_state[draft_key] = apply_span_edit(st.session_state.get(draft_key, []), picked,
-                                                      None if remove else chosen, len(item.tokens),
-                                                      fill=st.session_state.get("q_range", True))
+        st.session_state[draft_key] = edit_spans(st.session_state.get(draft_key, []), picked, chosen, len(item.tokens),
+                                                 remove=remove, fill=st.session_state.get("q_range", True))
         st.session_state[pending_key] = [s for s in st.session_state.get(pending_key, []) if s in st.session_state[draft_key]]
         st.session_state[f"q_tokens_{draft_key}"] = []
         st.session_state.pop("q_error", None)

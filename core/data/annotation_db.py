@@ -103,6 +103,7 @@ CREATE TABLE IF NOT EXISTS adjudications (
     source TEXT NOT NULL,
     by TEXT NOT NULL,
     updated REAL NOT NULL,
+    version INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (task_id, idx)
 );
 CREATE TABLE IF NOT EXISTS review (
@@ -133,7 +134,8 @@ CREATE TABLE IF NOT EXISTS merged (
 """
 
 # columns added after a store was first written: (table, column, declaration); added in place, older rows take the default
-_ADDED_COLUMNS = (("tasks", "suggested_by", "TEXT NOT NULL DEFAULT ''"),)
+_ADDED_COLUMNS = (("tasks", "suggested_by", "TEXT NOT NULL DEFAULT ''"),
+                  ("adjudications", "version", "INTEGER NOT NULL DEFAULT 0"))  # a decision before versions: 0
 
 
 class StaleVersion(Exception):

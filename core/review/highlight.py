@@ -111,10 +111,15 @@ def token_labels(tokens: Sequence[str]) -> list[str]:
 
     >>> token_labels(["The", "paper", "won", "the", "best", "paper", "award"])
     ['The', 'paper ·2', 'won', 'the', 'best', 'paper ·6', 'award']
+    >>> token_labels(["x ·2", "x", "x"])
+    ['x ·2 ·1', 'x ·2', 'x ·3']
     """
     shown = [visible(t) if t.strip() else f"⟨{'empty' if not t else 'space'}⟩" for t in tokens]
     counts = Counter(shown)
-    return [f"{label} ·{i + 1}" if counts[label] > 1 else label for i, label in enumerate(shown)]
+    labels = [f"{label} ·{i + 1}" if counts[label] > 1 else label for i, label in enumerate(shown)]
+    if len(set(labels)) < len(labels):  # a token that reads like a numbered one ("x ·2" beside two "x"): every
+        labels = [f"{label} ·{i + 1}" for i, label in enumerate(shown)]  # label carries its position, unique by it
+    return labels
 
 
 def _token(token: str, changed: bool, hit: bool = False) -> str:

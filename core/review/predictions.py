@@ -188,6 +188,19 @@ def inspection_table(rows: Sequence[dict[str, Any]], reviews: dict[int, ReviewIt
                                                        "selection"])
 
 
+def review_counts(df: pd.DataFrame) -> dict[str, int]:
+    """How many of the table's sentences are decided, by status, and how many it holds: Inspect's progress line. Read
+    from the table, not the review set: every view of a corpus shares one set (`corpus@hash`), so the set's own counts
+    include sentences another view (the whole corpus, another selection) showed, and "5 of 2 reviewed" would follow.
+
+    >>> review_counts(inspection_table([{"index": 0, "tokens": ["a"], "c1": 0, "c2": 0}], {}))
+    {'accepted': 0, 'rejected': 0, 'corrected': 0, 'reviewed': 0, 'total': 1}
+    """
+    states = df["review"].value_counts().to_dict()
+    out = {s: int(states.get(s, 0)) for s in ("accepted", "rejected", "corrected")}
+    return {**out, "reviewed": sum(out.values()), "total": len(df)}
+
+
 def filter_table(df: pd.DataFrame, query: str = "", types: Sequence[str] = (), min_entities: int = 0,
                  max_entities: int | None = None, review: Sequence[str] = (), selection: Sequence[str] = (),
                  sort_by: str = "entities", descending: bool = True) -> pd.DataFrame:
@@ -223,6 +236,20 @@ def spans_from_rows(rows: Sequence[dict[str, Any]], n_tokens: int) -> list[Span]
             raise UserError("every span needs a start, an end and a type")
         spans.append(Span(int(start), int(end), str(typ).strip()))
     return check_spans(spans, n_tokens)
+
+
+def edit_spans(spans: Sequence[Span], tokens: Sequence[int], entity_type: str | None, n_tokens: int,
+               remove: bool = False, fill: bool = False) -> list[Span]:
+    """A span editor's Assign or Remove (Inspect, the review queue, adjudication): Assign with no type picked is a
+    mistake said as such, never the removal that `apply_span_edit` reads a missing type as.
+
+    >>> edit_spans([Span(0, 2, "PER")], [0, 1], None, 5)
+    Traceback (most recent call last):
+    core.errors.UserError: pick an entity type first
+    """
+    if not remove and not (entity_type or "").strip():
+        raise UserError("pick an entity type first")
+    return apply_span_edit(spans, tokens, None if remove else entity_type, n_tokens, fill=fill)
 
 
 def apply_span_edit(spans: Sequence[Span], tokens: Sequence[int], entity_type: str | None, n_tokens: int,

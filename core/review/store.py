@@ -51,6 +51,12 @@ class ReviewItem:
     def tags(self, scheme: TagScheme | str = TagScheme.BIO) -> list[str]:
         return tags_from_spans(self.spans, len(self.tokens), scheme)
 
+    @property
+    def replaced_version(self) -> int:
+        """The version this decision replaced (each save counts up by one; 0: none): what undoing it goes back to,
+        also when it overwrote someone else's decision after a conflict, a version its reviewer never saw."""
+        return self.version - 1
+
 
 class ReviewConflict(UserError):
     """Someone saved this item after the version the caller saw; `current` is what is stored."""
@@ -69,6 +75,21 @@ def review_set_key(corpus_name: str, corpus_hash: str) -> str:
     return f"{corpus_name}@{corpus_hash}"
 
 
+# not entity types: BIO's "outside" (kappa and the tags read it as no entity) and the agreement tables' "not marked"
+RESERVED_TYPES = ("O", "—")
+
+
+def check_type(entity_type: str, where: str) -> str:
+    """An entity type as spans, tasks and exports need it: one word, not a reserved marker."""
+    text = str(entity_type or "").strip()
+    if not text or any(c.isspace() for c in text):
+        raise UserError(f"{where} needs an entity type without spaces, got {entity_type!r}")
+    if text in RESERVED_TYPES:
+        raise UserError(f"{where}: {text!r} is not an entity type ('O' is outside any entity, '—' marks a span not "
+                        "marked by an annotator): name the type, e.g. PER or MISC")
+    return text
+
+
 def check_spans(spans: Sequence[Span], n_tokens: int) -> list[Span]:
     """Spans must lie inside the sentence, be non-empty, have a type and not overlap (BIO
     cannot encode overlaps, and an export must round-trip)."""
@@ -77,8 +98,7 @@ def check_spans(spans: Sequence[Span], n_tokens: int) -> list[Span]:
         if not (0 <= s.start < s.end <= n_tokens):
             raise UserError(f"span {s.start}-{s.end} ({s.type}) is outside the sentence of {n_tokens} tokens "
                             "(start counts from 0, end is exclusive)")
-        if not s.type or not str(s.type).strip() or any(c.isspace() for c in s.type):
-            raise UserError(f"span {s.start}-{s.end} needs an entity type without spaces")
+        check_type(s.type, f"span {s.start}-{s.end}")
     for a, b in zip(ordered, ordered[1:]):
         if b.start < a.end:
             raise UserError(f"spans {a.start}-{a.end} ({a.type}) and {b.start}-{b.end} ({b.type}) overlap")

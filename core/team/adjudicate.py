@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from core.access import Actor, require
-from core.data.annotation_db import connect, spans_from_json, spans_json, transaction
+from core.data.annotation_db import StaleVersion, connect, next_version, spans_from_json, spans_json, transaction
 from core.data.corpus import Corpus, corpus_bytes
 from core.data.tags import Span, tags_from_spans
 from core.data.workspace import CorpusInfo, Workspace
@@ -27,6 +27,7 @@ class Item:
     answers: dict[str, list[Span]]  # annotator -> spans ('done' answers only)
     adjudicated: list[Span] | None  # a researcher's decision, if any
     adjudicated_by: str = ""
+    version: int = 0  # of the decision (0: none yet): what a researcher saw, checked when they decide
 
     @property
     def agreed(self) -> bool:
@@ -46,23 +47,33 @@ def items(ws: Workspace, actor: Actor, task_id: str) -> list[Item]:
     got = answers(ws, actor, task_id)
     con = connect(ws)
     try:
-        decided = {r["idx"]: (spans_from_json(r["spans"]), r["by"])
-                   for r in con.execute("SELECT idx, spans, by FROM adjudications WHERE task_id = ?", (task_id,))}
+        decided = {r["idx"]: (spans_from_json(r["spans"]), r["by"], r["version"])
+                   for r in con.execute("SELECT idx, spans, by, version FROM adjudications WHERE task_id = ?", (task_id,))}
     finally:
         con.close()
     out = []
     for idx, tokens in item_tokens(ws, task_id).items():
-        spans, by = decided.get(idx, (None, ""))
-        out.append(Item(idx, tokens, got.get(idx, {}), spans, by))
+        spans, by, version = decided.get(idx, (None, "", 0))
+        out.append(Item(idx, tokens, got.get(idx, {}), spans, by, version))
     return out
 
 
 def disagreements(ws: Workspace, actor: Actor, task_id: str) -> list[Item]:
-    return [i for i in items(ws, actor, task_id) if len(i.answers) >= 2 and not i.agreed]
+    """The items whose annotators differ, those still to decide first (in task order), then the decided ones: a page
+    that shows the first twenty reaches every open item as they are decided, and can still show the settled ones."""
+    differ = [i for i in items(ws, actor, task_id) if len(i.answers) >= 2 and not i.agreed]
+    return [i for i in differ if i.adjudicated is None] + [i for i in differ if i.adjudicated is not None]
 
 
-def adjudicate(ws: Workspace, actor: Actor, task_id: str, index: int, spans: Sequence[Span], source: str = "edited") -> Item:
-    """Set the final spans of one item (`source`: the annotator whose answer was picked, or 'edited')."""
+class AdjudicationConflict(UserError):
+    """Another researcher decided the item after the version this one saw."""
+
+
+def adjudicate(ws: Workspace, actor: Actor, task_id: str, index: int, spans: Sequence[Span], source: str = "edited",
+               expected_version: int | None = None) -> Item:
+    """Set the final spans of one item (`source`: the annotator whose answer was picked, or 'edited').
+    `expected_version`: the decision's version the researcher saw (`Item.version`, 0: none); a decision saved by
+    someone else since raises AdjudicationConflict instead of being overwritten. None overwrites on purpose."""
     require(actor, "adjudicate")
     get_task(ws, task_id)
     tokens = item_tokens(ws, task_id)
@@ -70,9 +81,18 @@ def adjudicate(ws: Workspace, actor: Actor, task_id: str, index: int, spans: Seq
         raise UserError(f"task {task_id} has no sentence {index}")
     spans = check_spans(list(spans), len(tokens[index]))
     with transaction(ws) as con:
-        con.execute("INSERT OR REPLACE INTO adjudications (task_id, idx, spans, source, by, updated) VALUES (?, ?, ?, ?, ?, ?)",
-                    (task_id, index, spans_json(spans), source, actor.name, time.time()))
-        audit(con, actor, "adjudicated", f"{task_id}/{index}", source=source, spans=[s.to_dict() for s in spans])
+        try:
+            _, version = next_version(con, "adjudications", {"task_id": task_id, "idx": int(index)}, expected_version)
+        except StaleVersion as stale:
+            now = stale.row
+            raise AdjudicationConflict(
+                f"sentence {index} of task {task_id} was decided by {now['by'] if now else 'someone'} since you opened it "
+                f"({len(spans_from_json(now['spans'])) if now else 0} spans, from {now['source'] if now else '?'}): "
+                "reload to see that decision before changing it") from None
+        con.execute("INSERT OR REPLACE INTO adjudications (task_id, idx, spans, source, by, updated, version) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?)", (task_id, index, spans_json(spans), source, actor.name, time.time(), version))
+        audit(con, actor, "adjudicated", f"{task_id}/{index}", source=source, version=version,
+              spans=[s.to_dict() for s in spans])
     return next(i for i in items(ws, actor, task_id) if i.index == index)
 
 

@@ -26,7 +26,7 @@ from core.data.showtext import isolated
 from core.data.tags import Span
 from core.data.workspace import CorpusRole, Workspace
 from core.errors import UserError
-from core.review.store import check_spans
+from core.review.store import check_spans, check_type
 from core.team.db import audit
 from core.team.users import get_user
 
@@ -174,7 +174,11 @@ def create_task(ws: Workspace, actor: Actor, name: str, annotators: Sequence[str
     if not indices:
         raise UserError(f"{source} has no sentences to review")
     who = assign(len(indices), annotators, overlap, seed)
-    types = [t for t in (types if types is not None else default_types(ws)) if t]
+    types = list(dict.fromkeys(check_type(t, "a task's entity type") for t in
+                               (types if types is not None else default_types(ws)) if str(t).strip()))
+    if not types:  # the queue offers only the task's types: with none, every answer could only be "no entity"
+        raise UserError("a task needs at least one entity type: give them (e.g. PER,LOC,ORG), or set an LC whose "
+                        "types they are")
     suggested = suggest_spans(suggest_model, tokens, types) if suggest_model else [[] for _ in tokens]
     task_id = time.strftime("%Y%m%d-") + uuid.uuid4().hex[:6]
     with transaction(ws) as con:
@@ -217,6 +221,13 @@ def list_tasks(ws: Workspace, actor: Actor) -> list[Task]:
     finally:
         con.close()
     return [_task(r, counts.get(r["id"], 0)) for r in rows]
+
+
+def assigned_tasks(ws: Workspace, actor: Actor) -> list[Task]:
+    """The tasks with items assigned to the actor, whatever their role: a researcher or admin named among a task's
+    annotators answers in the same queue as an annotator (else their items would stay open and their overlap never
+    measured)."""
+    return [t for t in list_tasks(ws, actor) if actor.name in t.annotators]
 
 
 def queue(ws: Workspace, actor: Actor, task_id: str, annotator: str | None = None) -> list[QueueItem]:
