@@ -287,6 +287,35 @@ def test_every_open_disagreement_comes_before_the_decided_ones_and_a_stale_decis
     assert again.adjudicated == [] and again.adjudicated_by == "boss" and again.version == 2
 
 
+def test_disagreements_and_adjudication_from_the_cli(team_ws, capsys):
+    import json
+
+    rita = Actor("rita", Role.RESEARCHER)
+    task = tasks.create_task(team_ws, rita, "two", ["ann", "bob"], corpus="demo-dc", n_items=2, overlap=1.0,
+                             types=["PER", "LOC"])
+    for who, t in (("ann", "PER"), ("bob", "LOC")):
+        for item in tasks.queue(team_ws, Actor(who, Role.ANNOTATOR), task.id):
+            tasks.save_annotation(team_ws, Actor(who, Role.ANNOTATOR), task.id, item.index, [Span(0, 1, t)])
+    ws = ["--workspace", str(team_ws.root)]
+    assert main([*ws, "task", "disagreements", task.id]) == 0
+    out = capsys.readouterr().out
+    first, second = [i.index for i in adjudicate.disagreements(team_ws, rita, task.id)]
+    assert f"sentence {first}: to decide (version 0)" in out and "0-1:PER" in out and "2 of 2 still to decide" in out
+    assert main([*ws, "task", "adjudicate", task.id, str(first), "--pick", "bob", "--version", "0"]) == 0
+    assert "version 1, from bob" in capsys.readouterr().out
+    assert main([*ws, "task", "adjudicate", task.id, str(first), "--spans", "", "--version", "0"]) == 2  # stale
+    assert "decided by local since you opened it" in capsys.readouterr().err
+    assert main([*ws, "task", "adjudicate", task.id, str(second), "--spans", "0-1:O"]) == 2
+    assert main([*ws, "task", "adjudicate", task.id, str(second), "--spans", "0:PER"]) == 2
+    assert main([*ws, "task", "adjudicate", task.id, str(second), "--pick", "nobody"]) == 2
+    assert "expected START-END:TYPE" in capsys.readouterr().err
+    assert main([*ws, "task", "adjudicate", task.id, str(second), "--spans", "0-1:PER"]) == 0
+    capsys.readouterr()
+    assert main([*ws, "task", "disagreements", task.id, "--json"]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    assert [(i["index"], i["version"], i["adjudicated_by"]) for i in listed] == [(first, 1, "local"), (second, 1, "local")]
+
+
 def test_a_task_needs_real_entity_types(team_ws):
     rita = Actor("rita", Role.RESEARCHER)
     for bad, said in ((["O"], "'O' is not an entity type"), (["PER", "—"], "'—' is not an entity type"),

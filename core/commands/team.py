@@ -78,6 +78,22 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("task")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_task_progress)
+    p = ts.add_parser("disagreements", help="the sentences whose annotators differ, still to decide first, with each "
+                                           "answer and the decision (the Agreement page's list)")
+    p.add_argument("task")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_task_disagreements)
+    p = ts.add_parser("adjudicate", help="set one sentence's final spans: one annotator's answer, or spans given")
+    p.add_argument("task")
+    p.add_argument("index", type=int, help="the sentence (as `task disagreements` lists it)")
+    how = p.add_mutually_exclusive_group(required=True)
+    how.add_argument("--pick", metavar="ANNOTATOR", help="take this annotator's answer as final")
+    how.add_argument("--spans", metavar="START-END:TYPE,...",
+                     help="the final spans, token positions from 0, end exclusive (e.g. 0-2:PER,4-5:LOC); '' for none")
+    p.add_argument("--version", type=int, default=None,
+                   help="the decision's version you saw (`task disagreements`; 0: none yet): refused if someone "
+                        "decided since (default: no check)")
+    p.set_defaults(func=cmd_task_adjudicate)
     p = ts.add_parser("export", help="the settled sentences (adjudicated or agreed) as CoNLL")
     p.add_argument("task")
     p.add_argument("--out", required=True)
@@ -221,6 +237,67 @@ def cmd_task_progress(args: argparse.Namespace) -> int:
         return 0
     for r in rows:
         print(f"{r['annotator']:<20} {r['done'] + r['skipped']:>5} of {r['assigned']:<5} ({r['skipped']} skipped)")
+    return 0
+
+
+def _spans_text(tokens: list[str], spans: list) -> str:
+    return ", ".join(f"{s.start}-{s.end}:{s.type} '{' '.join(tokens[s.start:s.end])}'" for s in spans) or "(no entity)"
+
+
+def cmd_task_disagreements(args: argparse.Namespace) -> int:
+    from dataclasses import asdict
+
+    from core.team.adjudicate import disagreements
+
+    items = disagreements(_ws(args), LOCAL, args.task)
+    if args.json:
+        print_json([asdict(i) for i in items])
+        return 0
+    if not items:
+        print(f"task {args.task}: no sentence where annotators differ")
+        return 0
+    for i in items:
+        state = f"decided by {i.adjudicated_by} (version {i.version})" if i.adjudicated is not None else "to decide (version 0)"
+        print(f"sentence {i.index}: {state}\n  {' '.join(i.tokens)}")
+        for who, spans in i.answers.items():
+            print(f"  {who:<16} {_spans_text(i.tokens, spans)}")
+        if i.adjudicated is not None:
+            print(f"  {'final':<16} {_spans_text(i.tokens, i.adjudicated)}")
+    print(f"{sum(i.adjudicated is None for i in items)} of {len(items)} still to decide")
+    return 0
+
+
+def parse_spans(text: str) -> list:
+    """'0-2:PER,4-5:LOC' as spans (positions checked against the sentence by core)."""
+    from core.data.tags import Span
+
+    spans = []
+    for part in (p.strip() for p in text.split(",") if p.strip()):
+        where, sep, entity = part.partition(":")
+        start, dash, end = where.partition("-")
+        if not (sep and dash and start.strip().isdigit() and end.strip().isdigit()):
+            raise UserError(f"--spans {part!r}: expected START-END:TYPE, e.g. 0-2:PER (token positions, end exclusive)")
+        spans.append(Span(int(start), int(end), entity.strip()))
+    return spans
+
+
+def cmd_task_adjudicate(args: argparse.Namespace) -> int:
+    from core.team.adjudicate import adjudicate, items
+
+    ws = _ws(args)
+    if args.pick is not None:
+        item = next((i for i in items(ws, LOCAL, args.task) if i.index == args.index), None)
+        if item is None:
+            raise UserError(f"task {args.task} has no sentence {args.index}")
+        if args.pick not in item.answers:
+            raise UserError(f"sentence {args.index} has no answer by {args.pick!r}: answered by "
+                            f"{', '.join(item.answers) or 'no one yet'}")
+        spans, source = item.answers[args.pick], args.pick
+    else:
+        spans, source = parse_spans(args.spans), "edited"
+    done = adjudicate(ws, LOCAL, args.task, args.index, spans, source, expected_version=args.version)
+    print(f"sentence {done.index}: final {_spans_text(done.tokens, done.final or [])} (version {done.version}, "
+          f"from {source})")
     return 0
 
 
