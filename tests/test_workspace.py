@@ -57,6 +57,68 @@ def test_labeled_role_needs_labels(ws, tmp_path):
     assert not ws.has_corpus("t")
 
 
+def test_an_overwrite_keeps_the_role_and_an_unlabeled_file_cannot_take_a_labeled_one(ws, tmp_path):
+    """Found in review: overwriting the LC with a text file left workspace.json naming it LC while its description
+    said no role and no labels."""
+    p = tmp_path / "c1.conll"
+    p.write_text(CONLL)
+    ws.import_corpus(p, role="lc")
+    before = {f.name: f.read_bytes() for f in ws.corpora_dir.iterdir()}
+    text = tmp_path / "c1.txt"
+    text.write_text("just text\n")
+    with pytest.raises(CorpusError, match="workspace's LC, which needs a labeled corpus"):
+        ws.import_corpus(text, overwrite=True)
+    assert {f.name: f.read_bytes() for f in ws.corpora_dir.iterdir()} == before
+    p.write_text(CONLL + "\nBerlin\tB-LOC\n")
+    info = ws.import_corpus(p, overwrite=True)
+    assert (info.role, info.sentences, ws.corpus_for_role("lc")) == ("lc", 3, "c1")
+
+
+def test_names_that_reach_outside_or_are_too_long_name_no_corpus(ws, tmp_path):
+    p = tmp_path / "c.conll"
+    p.write_text(CONLL)
+    with pytest.raises(UserError, match="at most 120"):
+        ws.import_corpus(p, name="x" * 250)
+    outside = ws.root / "outside.parquet"
+    ws.root.mkdir(parents=True, exist_ok=True)
+    outside.write_bytes(b"")
+    (ws.root / "outside.json").write_text("{}")
+    assert not ws.has_corpus("../outside")
+    with pytest.raises(UserError, match="no corpus named '../outside'"):
+        ws.corpus_info("../outside")
+    ws.import_corpus(p, name="c")
+    ws._info_path("c").unlink()  # an import that stopped between its two files (an older order)
+    with pytest.raises(UserError, match="lost its description"):
+        ws.corpus_info("c")
+
+
+def test_a_field_that_changes_kind_is_named_with_both_lines(ws, tmp_path):
+    p = tmp_path / "ids.jsonl"
+    p.write_text("\n".join(json.dumps({"text": f"s {i}", "id": v}) for i, v in enumerate([1, 2.5, "x"])))
+    with pytest.raises(CorpusError, match=r"ids.jsonl:3: field 'id' is text here but number on line 1"):
+        ws.import_corpus(p)
+    assert not ws.has_corpus("ids")
+
+
+@pytest.mark.parametrize(("tokens", "tags", "said"), [
+    ([["a", "b"]], [["O"]], r"bad.parquet:1: 2 tokens but 1 tags"),
+    ([["a"], ["a", "b"]], [["O"], ["O", "FOO"]], r"bad.parquet:2: tag 'FOO' is not O"),
+    ([["a"]], [[3]], r"bad.parquet:1: tag '3' is not O"),  # Hugging Face's integer tags
+    ([["a"], None], None, r"bad.parquet:2: 'tokens' must be a list of strings"),
+])
+def test_a_parquet_file_is_checked_row_by_row(ws, tmp_path, tokens, tags, said):
+    """Found in review: typed Parquet lists skipped every check (a tags list shorter than its tokens was stored) and
+    other types fell through to tracebacks."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    columns = {"tokens": tokens, **({"tags": tags} if tags is not None else {})}
+    pq.write_table(pa.table(columns), tmp_path / "bad.parquet")
+    with pytest.raises(CorpusError, match=said):
+        ws.import_corpus(tmp_path / "bad.parquet")
+    assert not ws.has_corpus("bad")
+
+
 def test_upload_errors_name_the_uploaded_file(ws):
     with pytest.raises(CorpusError) as err:
         ws.import_upload("mine.conll", b"John B-PER\nlives\n")

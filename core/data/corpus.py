@@ -303,6 +303,7 @@ class _ChunkBuilder:
         self.path = path
         self.labeled: bool | None = None
         self.field_names: list[str] | None = None
+        self.kinds: dict[str, tuple[str, int]] = {}  # field -> (kind of its first value, its line): across chunks
         self._reset()
 
     def _reset(self) -> None:
@@ -320,6 +321,8 @@ class _ChunkBuilder:
             self.fields = {k: [] for k in self.field_names}
         elif self.labeled != (tags is not None):
             raise CorpusError(self.path, lineno, "some sentences have tags and others do not: expected all or none")
+        for k in self.field_names or []:  # checked before anything is added: a refused line leaves no half record
+            self._check_kind(k, extra.get(k), lineno)
         self.tokens.append(toks)
         if tags is not None:
             self.tags.append(tags)
@@ -327,6 +330,18 @@ class _ChunkBuilder:
             v = extra.get(k)
             self.fields[k].append(v if not isinstance(v, (dict, list)) else json.dumps(v))
         self.lines.append(lineno)
+
+    def _check_kind(self, field: str, value: Any, lineno: int) -> None:
+        """One kind of value per carried field (a Parquet column has one type): "id": 1 on one line and "id": "x" on
+        another is said with both lines, not left to Arrow's "Could not convert" traceback."""
+        if value is None:
+            return
+        kind = ("text" if isinstance(value, (str, dict, list)) else "true/false" if isinstance(value, bool)
+                else "number" if isinstance(value, (int, float)) else type(value).__name__)
+        first = self.kinds.setdefault(field, (kind, lineno))
+        if first[0] != kind:
+            raise CorpusError(self.path, lineno, f"field {field!r} is {kind} here but {first[0]} on line {first[1]}: "
+                                                 "expected one kind per field (quote numbers to keep them as text)")
 
     def __len__(self) -> int:
         return len(self.tokens)
@@ -435,16 +450,46 @@ def _with_newlines(lines: Iterable[str]) -> Iterator[str]:
         yield line + "\n"
 
 
+def _string_lists(schema: pa.Schema, column: str) -> bool:
+    """Whether a Parquet column is a list of strings, as the workspace writes tokens and tags (integer tags, the
+    Hugging Face `ner_tags` layout, go through the row-by-row reader and its message)."""
+    kind = schema.field(column).type
+    return (pa.types.is_list(kind) or pa.types.is_large_list(kind)) and (
+        pa.types.is_string(kind.value_type) or pa.types.is_large_string(kind.value_type))
+
+
+def _check_rows(corpus: Corpus, path: Path, first_row: int) -> None:
+    """The checks `_record_to_sentence` makes on a text record, on typed rows (Parquet rows are counted from 1)."""
+    for i, toks in enumerate(corpus.tokens):
+        row = first_row + i + 1
+        if toks is None or any(t is None for t in toks):
+            raise CorpusError(path, row, "'tokens' must be a list of strings (found a null)")
+        if corpus.tags is None:
+            continue
+        tags = corpus.tags[i]
+        if tags is None or any(t is None for t in tags):
+            raise CorpusError(path, row, "'tags' must be a list of strings (found a null)")
+        if len(tags) != len(toks):
+            raise CorpusError(path, row, f"{len(toks)} tokens but {len(tags)} tags")
+        if bad := next((t for t in tags if not _looks_like_tag(t)), None):
+            raise CorpusError(path, row, f"tag {bad!r} is not O or B-/I-/E-/S-TYPE")
+
+
 def _iter_parquet(path: Path, chunk: int, tokenize: Tokenizer) -> Iterator[Corpus]:
     try:
         pf = pq.ParquetFile(path)
     except (pa.ArrowInvalid, OSError) as exc:
         raise CorpusError(path, None, f"not a readable Parquet file: {exc}") from None
     columns = pf.schema_arrow.names
-    if "tokens" in columns and pa.types.is_list(pf.schema_arrow.field("tokens").type):
-        # Fast path for our own workspace files: columns are already typed lists.
+    if all(_string_lists(pf.schema_arrow, c) for c in ("tokens", "tags") if c in columns) and "tokens" in columns:
+        # Fast path for our own workspace files: columns are already lists of strings; each row is still checked
+        # (a null, a tags list of another length, a tag that is not one), by its row number
+        done = 0
         for batch in pf.iter_batches(batch_size=chunk):
-            yield _checked(Corpus.from_arrow(pa.Table.from_batches([batch])), path, None)
+            corpus = Corpus.from_arrow(pa.Table.from_batches([batch]))
+            _check_rows(corpus, path, done)
+            yield _checked(corpus, path, None)
+            done += len(corpus)
         return
     row_no = 0
 

@@ -170,7 +170,20 @@ def valid_name(name: str) -> str:
     name = name.strip()
     if not name or not all(c.isalnum() or c in "-_." for c in name) or name.startswith("."):
         raise UserError(f"invalid corpus name {name!r}: use letters, digits, '-', '_' and '.'")
+    if len(name) > MAX_NAME:  # its files add '.parquet' and a temporary suffix, and most file systems stop at 255 bytes
+        raise UserError(f"corpus name of {len(name)} characters ({name[:40]}...): give one of at most {MAX_NAME}")
     return name
+
+
+MAX_NAME = 120
+
+
+def is_valid_name(name: str) -> bool:
+    """Whether `name` could name a corpus (a reference that cannot, e.g. '../x', names no workspace file)."""
+    try:
+        return valid_name(name) == name
+    except UserError:
+        return False
 
 
 @dataclass(frozen=True)
@@ -354,12 +367,15 @@ class Workspace:
 
     def corpus_path(self, name: str) -> Path:
         path = self.corpora_dir / f"{name}.parquet"
-        if not path.exists():
+        if not is_valid_name(name) or not path.exists():  # '../x' would reach outside corpora/
             raise UserError(f"no corpus named {name!r} in workspace {self.root}")
+        if not self._info_path(name).exists():
+            raise UserError(f"corpus {name!r} has lost its description ({self._info_path(name).name}): import its "
+                            "file again with overwrite")
         return path
 
     def has_corpus(self, name: str) -> bool:
-        return (self.corpora_dir / f"{name}.parquet").exists()
+        return is_valid_name(name) and (self.corpora_dir / f"{name}.parquet").exists()
 
     def list_corpora(self) -> list[CorpusInfo]:
         infos = []
@@ -420,13 +436,21 @@ class Workspace:
         schemes: set[TagScheme] = set()
         try:
             for chunk in iter_corpus(path, fmt):
-                table = chunk.to_arrow()
+                try:
+                    table = chunk.to_arrow()
+                except pa.ArrowException as exc:  # a value the readers let through that no column type holds
+                    raise CorpusError(path, None, f"sentences {n_sent + 1:,} to {n_sent + len(chunk):,} do not fit "
+                                                  f"one table ({exc}): expected one type per field") from None
                 if writer is None:
                     writer = pq.ParquetWriter(tmp, table.schema)
                     labeled = chunk.labeled
                     fields = list(chunk.fields)
                 elif table.schema != writer.schema:
-                    table = table.cast(writer.schema)
+                    try:
+                        table = table.cast(writer.schema)
+                    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as exc:
+                        raise CorpusError(path, None, f"sentences {n_sent + 1:,} on do not have the columns of the ones "
+                                                      f"before (a field's type changed, or one appeared): {exc}") from None
                 writer.write_table(table)
                 lengths = [len(t) for t in chunk.tokens]
                 if lengths and max(lengths) > longest[0]:
@@ -455,13 +479,22 @@ class Workspace:
                     return self.corpus_info(name)
                 if not overwrite:
                     raise UserError(f"a different corpus named {name!r} already exists; choose another name or overwrite it explicitly")
+                held = CorpusRole(old.role) if old.role else None  # the new file keeps the role the old one held
+                if held is not None and role is None:
+                    if held.needs_labels and not labeled:
+                        raise CorpusError(path, None, f"{name!r} is the workspace's {held.value.upper()}, which needs a "
+                                                      "labeled corpus, and this file has no tags: import it under "
+                                                      "another name, or give the role to another corpus first")
+                    role = held
             scheme = _combined_scheme(schemes) if labeled else TagScheme.NONE
             info = CorpusInfo(name=name, role=None, source=source or str(path), hash=new_hash, sentences=n_sent,
                               tokens=n_tok, labeled=bool(labeled), tag_scheme=scheme.value, fields=fields,
                               entity_types=sorted(t for t in types if t), created=time.time(),
                               warnings=length_warnings(source or path, *longest))
-            os.replace(tmp, target)
+            # the description first: a first import that stops between the two leaves a description with no data
+            # (listed nowhere, imported again as new), never data with no description
             atomic_write_json(self._info_path(name), asdict(info))
+            os.replace(tmp, target)
         finally:
             if writer is not None:
                 writer.close()
