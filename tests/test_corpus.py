@@ -106,3 +106,15 @@ def test_streaming_chunks(tmp_path):
 def test_crossner_music_train(crossner):
     c = read_corpus(crossner("music", "train"))
     assert len(c) == 100 and c.scheme.value == "bio"
+
+
+def test_a_txt_file_mostly_tagged_is_conll_and_its_untagged_line_is_named(tmp_path):
+    """Found in review: one line without a tag in a train.txt made the whole file plain text (each 'TOKEN TAG' line a
+    sentence) and a role that needs labels refused it without naming the line."""
+    f = tmp_path / "train.txt"
+    f.write_text("EU\tB-ORG\nrejects\tO\nGerman\tB-MISC\ncall\tO\nto\tO\n\nPeter\tB-PER\nBlackburn\n")
+    assert detect_format(f) == "conll"
+    with pytest.raises(CorpusError, match=r"train.txt:8: expected 'TOKEN<TAB>TAG'"):
+        read_corpus(f)
+    f.write_text("The cat sat .\nIt rained all day .\n")
+    assert detect_format(f) == "txt"

@@ -478,7 +478,8 @@ class Workspace:
                         self.set_role(name, role, actor=actor)
                     return self.corpus_info(name)
                 if not overwrite:
-                    raise UserError(f"a different corpus named {name!r} already exists; choose another name or overwrite it explicitly")
+                    raise UserError(f"a different corpus named {name!r} already exists; choose another name, or replace it "
+                                    "(CLI: --overwrite; Corpora page: 'Replace a different corpus of the same name')")
                 held = CorpusRole(old.role) if old.role else None  # the new file keeps the role the old one held
                 if held is not None and role is None:
                     if held.needs_labels and not labeled:
