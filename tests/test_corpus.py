@@ -118,3 +118,15 @@ def test_a_txt_file_mostly_tagged_is_conll_and_its_untagged_line_is_named(tmp_pa
         read_corpus(f)
     f.write_text("The cat sat .\nIt rained all day .\n")
     assert detect_format(f) == "txt"
+
+
+def test_one_tag_scheme_for_the_whole_file_and_sentences_counted_from_its_start(tmp_path):
+    """Found in review: a file read in chunks detected its scheme chunk by chunk, so a stray I- after the first chunk
+    was accepted (that chunk read as IOB1) and messages counted sentences within the chunk."""
+    f = tmp_path / "late.conll"
+    f.write_text("EU\tB-ORG\nboard\tI-ORG\n\nyes\tO\n\nthe\tO\ncommission\tI-ORG\n")
+    with pytest.raises(CorpusError, match=r"late.conll:7: sentence 3, token 2: .*\(scheme bio\)"):
+        list(iter_corpus(f, chunk_size=2))
+    ok = tmp_path / "ok.conll"
+    ok.write_text("EU\tB-ORG\nboard\tI-ORG\n\nyes\tO\n\nthe\tO\nEU\tB-ORG\n")
+    assert [len(c) for c in iter_corpus(ok, chunk_size=2)] == [2, 1]

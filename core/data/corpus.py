@@ -218,6 +218,7 @@ def _iter_txt(path: Path, chunk: int, tokenize: Tokenizer) -> Iterator[Corpus]:
 
 
 def _iter_conll(path: Path, chunk: int) -> Iterator[Corpus]:
+    checked = _SchemeCheck(path)
     tokens: list[list[str]] = []
     tags: list[list[str]] = []
     lines: list[int] = []
@@ -252,20 +253,30 @@ def _iter_conll(path: Path, chunk: int) -> Iterator[Corpus]:
             cur_tok.append(parts[0].strip())
             cur_tag.append(tag)
         if len(tokens) >= chunk:
-            yield _checked(Corpus(tokens=tokens, tags=tags), path, lines)
+            yield checked(Corpus(tokens=tokens, tags=tags), lines)
             tokens, tags, lines = [], [], []
     flush_sentence()
     if tokens:
-        yield _checked(Corpus(tokens=tokens, tags=tags), path, lines)
+        yield checked(Corpus(tokens=tokens, tags=tags), lines)
 
 
-def _checked(corpus: Corpus, path: Path, lines: list[int] | None) -> Corpus:
-    """Validate tag sequences in the scheme they appear to use (per chunk)."""
-    if corpus.tags is not None:
-        scheme = detect_scheme(corpus.tags)
-        if scheme != TagScheme.NONE:
-            check_sequences(corpus.tags, scheme, str(path), lines)
-    return corpus
+class _SchemeCheck:
+    """Tag sequences validated in one scheme for the whole file: the one the first chunk with entities shows (a
+    file is read in chunks of 50,000 sentences; detected chunk by chunk, a stray I- after the first chunk made the
+    whole corpus IOB1 instead of being refused as it is in a small file), with sentences counted from the file's
+    start in the messages."""
+
+    def __init__(self, path: Path) -> None:
+        self.path, self.scheme, self.sentences = path, TagScheme.NONE, 0
+
+    def __call__(self, corpus: Corpus, lines: list[int] | None) -> Corpus:
+        if corpus.tags is not None:
+            if self.scheme == TagScheme.NONE:
+                self.scheme = detect_scheme(corpus.tags)
+            if self.scheme != TagScheme.NONE:
+                check_sequences(corpus.tags, self.scheme, str(self.path), lines, first_sentence=self.sentences)
+        self.sentences += len(corpus)
+        return corpus
 
 
 def _record_to_sentence(rec: dict[str, Any], path: Path, lineno: int, tokenize: Tokenizer
@@ -309,6 +320,7 @@ class _ChunkBuilder:
         self.labeled: bool | None = None
         self.field_names: list[str] | None = None
         self.kinds: dict[str, tuple[str, int]] = {}  # field -> (kind of its first value, its line): across chunks
+        self.checked = _SchemeCheck(path)
         self._reset()
 
     def _reset(self) -> None:
@@ -353,7 +365,7 @@ class _ChunkBuilder:
 
     def take(self) -> Corpus:
         corpus = Corpus(tokens=self.tokens, tags=self.tags if self.labeled else None, fields=self.fields)
-        corpus = _checked(corpus, self.path, None if not self.lines else [ln for ln in self.lines])
+        corpus = self.checked(corpus, None if not self.lines else [ln for ln in self.lines])
         self._reset()
         return corpus
 
@@ -489,12 +501,11 @@ def _iter_parquet(path: Path, chunk: int, tokenize: Tokenizer) -> Iterator[Corpu
     if all(_string_lists(pf.schema_arrow, c) for c in ("tokens", "tags") if c in columns) and "tokens" in columns:
         # Fast path for our own workspace files: columns are already lists of strings; each row is still checked
         # (a null, a tags list of another length, a tag that is not one), by its row number
-        done = 0
+        checked = _SchemeCheck(path)
         for batch in pf.iter_batches(batch_size=chunk):
             corpus = Corpus.from_arrow(pa.Table.from_batches([batch]))
-            _check_rows(corpus, path, done)
-            yield _checked(corpus, path, None)
-            done += len(corpus)
+            _check_rows(corpus, path, checked.sentences)
+            yield checked(corpus, None)
         return
     row_no = 0
 

@@ -200,14 +200,15 @@ def convert_tags(tags: Sequence[str], source: TagScheme | str, target: TagScheme
 
 
 def check_sequences(tag_sequences: Sequence[Sequence[str]], scheme: TagScheme, path: str | None = None,
-                    lines: Sequence[int] | None = None) -> None:
-    """Raise a CorpusError at the first invalid sequence, naming sentence and token."""
+                    lines: Sequence[int] | None = None, first_sentence: int = 0) -> None:
+    """Raise a CorpusError at the first invalid sequence, naming sentence and token (`first_sentence`: how many
+    sentences of the file came before these, so a later chunk's sentence is counted from the file's start)."""
     for s, tags in enumerate(tag_sequences):
         problems = validate_tags(tags, scheme)
         if problems:
             tok, msg = problems[0]
             line = lines[s] + tok if lines is not None else None
-            raise CorpusError(path, line, f"sentence {s + 1}, token {tok + 1}: {msg} (scheme {scheme})")
+            raise CorpusError(path, line, f"sentence {first_sentence + s + 1}, token {tok + 1}: {msg} (scheme {scheme})")
 
 
 def entity_types(tag_sequences: Sequence[Sequence[str]]) -> list[str]:
