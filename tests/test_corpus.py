@@ -130,3 +130,10 @@ def test_one_tag_scheme_for_the_whole_file_and_sentences_counted_from_its_start(
     ok = tmp_path / "ok.conll"
     ok.write_text("EU\tB-ORG\nboard\tI-ORG\n\nyes\tO\n\nthe\tO\nEU\tB-ORG\n")
     assert [len(c) for c in iter_corpus(ok, chunk_size=2)] == [2, 1]
+
+
+def test_a_field_appearing_after_the_first_chunk_is_refused_not_dropped(tmp_path):
+    f = tmp_path / "late.jsonl"
+    f.write_text("\n".join(json.dumps({"text": f"s {i}", **({"domain": "ai"} if i == 2 else {})}) for i in range(3)))
+    with pytest.raises(CorpusError, match=r"late.jsonl:3: field 'domain' first appears here, after the first 2 sentences"):
+        list(iter_corpus(f, chunk_size=2))

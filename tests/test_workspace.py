@@ -92,6 +92,13 @@ def test_names_that_reach_outside_or_are_too_long_name_no_corpus(ws, tmp_path):
         ws.corpus_info("c")
 
 
+def test_a_field_the_first_record_lacks_is_kept(ws, tmp_path):
+    p = tmp_path / "late.jsonl"
+    p.write_text("\n".join(json.dumps({"text": f"s {i}", **({"domain": "ai"} if i else {})}) for i in range(3)))
+    info = ws.import_corpus(p)
+    assert info.fields == ["domain"] and ws.load_corpus("late").fields["domain"] == [None, "ai", "ai"]
+
+
 def test_a_field_that_changes_kind_is_named_with_both_lines(ws, tmp_path):
     p = tmp_path / "ids.jsonl"
     p.write_text("\n".join(json.dumps({"text": f"s {i}", "id": v}) for i, v in enumerate([1, 2.5, "x"])))

@@ -338,6 +338,16 @@ class _ChunkBuilder:
             self.fields = {k: [] for k in self.field_names}
         elif self.labeled != (tags is not None):
             raise CorpusError(self.path, lineno, "some sentences have tags and others do not: expected all or none")
+        if new := [k for k in extra if k not in (self.field_names or [])]:
+            # a field the first record lacked: carried from here (earlier sentences have none) while the first chunk
+            # is built; after it, its column is written and a new one cannot join (it was dropped without a word)
+            if self.checked.sentences:
+                raise CorpusError(self.path, lineno, f"field {new[0]!r} first appears here, after the first "
+                                                     f"{self.checked.sentences:,} sentences: expected it on an earlier "
+                                                     "line (at least once in the first chunk), or not at all")
+            self.field_names = [*(self.field_names or []), *new]
+            for k in new:
+                self.fields[k] = [None] * len(self.tokens)
         for k in self.field_names or []:  # checked before anything is added: a refused line leaves no half record
             self._check_kind(k, extra.get(k), lineno)
         self.tokens.append(toks)
