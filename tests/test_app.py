@@ -55,3 +55,26 @@ def test_corpora_page_bad_path_import_shows_error_not_traceback(demo_ws, monkeyp
     assert job.status == "failed" and job.error.startswith(f"{bad}:2:")
     assert len(ws.list_corpora()) == before
     open_app(demo_ws, monkeypatch)
+
+
+def test_the_path_import_form_passes_format_and_overwrite_to_the_job(demo_ws, monkeypatch, tmp_path):
+    """The CLI's --format and --overwrite, on the page (found in review: a browser user could not correct a wrong
+    format guess, nor replace a corpus from a server path)."""
+    from core.data.workspace import Workspace
+    from core.runner import jobs
+
+    f = tmp_path / "tagged.txt"
+    f.write_text("EU\tB-ORG\nrejects\tO\n")  # a CoNLL guess; named as text, each line is a sentence
+    at = open_app(demo_ws, monkeypatch)
+    at.text_input(key="path_input").set_value(str(f))
+    at.text_input(key="path_name").set_value("forced-text")
+    at.selectbox(key="path_format").select("txt")
+    at.checkbox(key="path_overwrite").check()
+    next(b for b in at.button if "Import in the background" in b.label).click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    ws = Workspace(demo_ws)
+    job = next(j for j in jobs.list_jobs(ws, "import") if j.params.get("name") == "forced-text")
+    assert (job.params["format"], job.params["overwrite"]) == ("txt", True)
+    assert jobs.wait(ws, job.id, timeout=120).status == "done"
+    info = ws.corpus_info("forced-text")
+    assert (info.sentences, info.labeled) == (2, False)

@@ -8,6 +8,7 @@ import streamlit as st
 
 from core.access import LOCAL, server_roots_text
 from core.data.browse import browse_corpus, filter_fields
+from core.data.corpus import FORMAT_CHOICES
 from core.data.stats import corpus_stats, length_histogram
 from core.data.workspace import ROLE_LABELS, CorpusRole
 from core.review.highlight import browse_rows_html, page_css, type_colors
@@ -69,19 +70,24 @@ def browse_corpus_panel(name: str, content_hash: str) -> None:
         st.dataframe(pd.DataFrame(result.rows), hide_index=True, width="stretch", key="preview_table")
 
 
+FORMAT_OPTIONS = list(FORMAT_CHOICES)
+FORMAT_HELP = ("auto: by the file's extension; a .txt whose lines mostly end in a tag is read as CoNLL. "
+               "Name the format when the guess is wrong.")
 load_tab, path_tab = st.tabs(["Upload a file", "Path on the server"])
 with load_tab, st.form("upload_form", clear_on_submit=False):
     upload = st.file_uploader("Corpus file", key="upload_file",
                               type=["txt", "conll", "bio", "iob", "tsv", "jsonl", "json", "csv", "parquet"])
-    c1, c2 = st.columns(2)
+    c1, c2, c3 = st.columns([2, 2, 1])
     up_role = c1.selectbox("Role", ROLE_OPTIONS, format_func=_role_label, key="upload_role")
     up_name = c2.text_input("Name in the workspace", key="upload_name", placeholder="default: the file name")
+    up_format = c3.selectbox("Format", FORMAT_OPTIONS, key="upload_format", help=FORMAT_HELP)
     up_overwrite = st.checkbox("Replace a different corpus of the same name", key="upload_overwrite")
     if st.form_submit_button("Import", type="primary") and upload is not None:
         bar = st.progress(0.0, text="reading...")
         # the error names the file and line itself ("x.conll:3: ..."); the bar goes, so it does not sit above the error
         info = run_guarded(lambda: ws.import_upload(upload.name, upload.getvalue(), role=up_role, name=up_name or None,
-                                                    overwrite=up_overwrite, progress=lambda f, m: bar.progress(f, text=m),
+                                                    fmt=up_format, overwrite=up_overwrite,
+                                                    progress=lambda f, m: bar.progress(f, text=m),
                                                     actor=actor()),
                            "Could not import", before_error=bar.empty)
         if info is not None:
@@ -92,14 +98,16 @@ with load_tab, st.form("upload_form", clear_on_submit=False):
 
 with path_tab, st.form("path_form"):
     path = st.text_input("File path on the server", key="path_input", placeholder="/data/dc.txt")
-    c1, c2 = st.columns(2)
+    c1, c2, c3 = st.columns([2, 2, 1])
     p_role = c1.selectbox("Role", ROLE_OPTIONS, format_func=_role_label, key="path_role")
     p_name = c2.text_input("Name in the workspace", key="path_name", placeholder="default: the file name")
+    p_format = c3.selectbox("Format", FORMAT_OPTIONS, key="path_format", help=FORMAT_HELP)
+    p_overwrite = st.checkbox("Replace a different corpus of the same name", key="path_overwrite")
     st.caption("Large files are streamed in chunks by a background job: you can close the tab meanwhile."
                + ("" if actor() == LOCAL else f" With accounts, only files under {server_roots_text()} can be named."))
     if st.form_submit_button("Import in the background") and path:
-        submit_job("import", {"path": path, "role": p_role.value if p_role else None, "name": p_name or None},
-                   "corpora_import_job")
+        submit_job("import", {"path": path, "role": p_role.value if p_role else None, "name": p_name or None,
+                              "format": p_format, "overwrite": p_overwrite}, "corpora_import_job")
 
 import_job = latest_job("import", "corpora_import_job")
 if import_job is not None and (import_job.active or st.session_state.get("corpora_import_job") == import_job.id):

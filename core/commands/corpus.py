@@ -7,13 +7,11 @@ import sys
 from pathlib import Path
 
 from core.cliutil import add_workspace_arg, print_json, tqdm_progress
-from core.data.corpus import FORMATS, write_corpus
+from core.data.corpus import FORMAT_CHOICES, write_corpus
 from core.data.stats import corpus_stats
 from core.data.tags import TagScheme
 from core.data.workspace import CorpusRole, Workspace, resolve_corpus_ref
 from core.errors import UserError
-
-_FORMAT_CHOICES = ["auto", *FORMATS]
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -25,7 +23,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser("stats", help="statistics of a corpus: workspace name, role (tc/dc/lc/dev/test) or file")
     p.add_argument("file", help="workspace corpus name, role, or file path (in that order)")
-    p.add_argument("--format", default="auto", choices=_FORMAT_CHOICES, help="format of a file path")
+    p.add_argument("--format", default="auto", choices=FORMAT_CHOICES, help="format of a file path")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     add_workspace_arg(p)
     p.set_defaults(func=cmd_stats)
@@ -34,7 +32,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("file", help="workspace corpus name, role, or file path (in that order)")
     p.add_argument("--to", required=True, choices=["bio", "bioes", "iob1"], help="target tag scheme")
     p.add_argument("--out", required=True, help="output file (format from its extension; CoNLL by default)")
-    p.add_argument("--format", default="auto", choices=_FORMAT_CHOICES, help="input format of a file path")
+    p.add_argument("--format", default="auto", choices=FORMAT_CHOICES, help="input format of a file path")
     add_workspace_arg(p)
     p.set_defaults(func=cmd_convert)
 
@@ -42,7 +40,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("file")
     p.add_argument("--role", choices=[r.value for r in CorpusRole], default=None)
     p.add_argument("--name", default=None, help="corpus name (default: file stem)")
-    p.add_argument("--format", default="auto", choices=_FORMAT_CHOICES)
+    p.add_argument("--format", default="auto", choices=FORMAT_CHOICES)
     p.add_argument("--overwrite", action="store_true", help="replace a different corpus of the same name")
     add_workspace_arg(p)
     p.set_defaults(func=cmd_import)

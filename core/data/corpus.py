@@ -27,6 +27,7 @@ from core.data.tags import TagScheme, check_sequences, convert_tags, detect_sche
 from core.errors import CorpusError
 
 FORMATS = ("txt", "conll", "jsonl", "csv", "parquet")
+FORMAT_CHOICES = ("auto", *FORMATS)  # what an import may be told (CLI --format, the Corpora page): auto guesses
 _EXTENSIONS = {
     ".txt": "txt", ".text": "txt", ".raw": "txt",
     ".conll": "conll", ".bio": "conll", ".iob": "conll", ".tsv": "conll", ".conllu": "conll",
