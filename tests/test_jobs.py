@@ -66,6 +66,38 @@ def test_vanished_process_is_marked_failed(ws):
     assert "exited without reporting" in failed.error
 
 
+def test_a_job_reference_names_one_job_or_none(ws):
+    """Found in review: `jobs delete ""` or `jobs delete %` deleted whichever job came first (id LIKE '%')."""
+    from core.errors import UserError
+
+    a = jobs.submit(ws, "sleep", {"steps": 1, "seconds": 0.01})
+    b = jobs.submit(ws, "sleep", {"steps": 1, "seconds": 0.01})
+    for job in (a, b):
+        jobs.wait(ws, job.id, timeout=120)
+    for ref, said in (("", "give a job id"), ("  ", "give a job id"), ("%", "no job '%'"), ("_", "no job '_'"),
+                      (a.id[:4], "starts several job ids")):
+        with pytest.raises(UserError, match=said):
+            jobs.delete(ws, ref)
+    assert {j.id for j in jobs.list_jobs(ws)} == {a.id, b.id}  # nothing deleted
+    assert jobstore.get_job(ws, a.id[:-1]).id == a.id  # a prefix of one id still names it
+
+
+def test_a_job_whose_folder_was_removed_runs_and_a_failed_job_shows_its_reason(ws):
+    """Found in review: resuming a job whose run folder was removed raised FileNotFoundError while spawning (a
+    traceback, the row left 'running' with no process); and the job table showed a failed job's last progress
+    message instead of its error."""
+    import shutil
+
+    from core.runner.jobview import job_rows
+
+    job = jobs.wait(ws, jobs.submit(ws, "sleep", {"steps": 1, "seconds": 0.01}).id, timeout=120)
+    jobstore.update(ws, job.id, status="failed", error="boom: the reason", message="step 1/1")
+    assert job_rows([jobstore.get_job(ws, job.id)])[0]["message"] == "boom: the reason"
+    shutil.rmtree(job.run_dir)
+    jobs.resume(ws, job.id)
+    assert jobs.wait(ws, job.id, timeout=120).status == "done"
+
+
 @pytest.mark.long  # over ~15 s: CI runs it after the default suite (.ci/run)
 def test_kill_9_then_resume_continues_from_checkpoint(ws, tiny_mlm_dir, tmp_path):
     corpus = tmp_path / "tc.txt"

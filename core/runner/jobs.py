@@ -169,7 +169,11 @@ def _start_queued(ws: Workspace) -> None:
     finally:
         con.close()
     for job_id, kind, device in to_start:
-        _spawn(ws, job_id, lane(kind), gpu=None if device is None else device.gpu)
+        try:
+            _spawn(ws, job_id, lane(kind), gpu=None if device is None else device.gpu)
+        except OSError as exc:  # this one job cannot start (its folder, the interpreter): it fails with the reason,
+            update(ws, job_id, status="failed", finished=time.time(),  # the others of the batch still start
+                   error=f"could not start its process: {exc.strerror or exc}")
 
 
 def _spec_or_none(kind: str, params: str | dict[str, Any]) -> Any | None:
@@ -196,6 +200,7 @@ def _spawn(ws: Workspace, job_id: str, lane_name: str = "training", gpu: int | N
     niceness = TRAINING_NICE if niceness is None else niceness
     if lane_name == "training" and niceness > 0 and shutil.which("nice"):
         command = ["nice", "-n", str(niceness), *command]  # nice execs python: same pid, lower priority from the start
+    run_dir.mkdir(parents=True, exist_ok=True)  # removed by hand since it was queued: the job runs and says so
     with open(run_dir / "stderr.txt", "ab") as err:
         proc = subprocess.Popen(
             command,
@@ -230,7 +235,7 @@ def resume(ws: Workspace, job_id: str, actor: Actor = LOCAL) -> Job:
     if job.status not in ("failed", "cancelled"):
         raise UserError(f"job {job.id} is {job.status}; only failed or cancelled jobs can be resumed")
     (job.run_dir / "CANCEL").unlink(missing_ok=True)
-    update(ws, job.id, status="queued", error=None, finished=None, message="resumed")
+    update(ws, job.id, status="queued", error=None, finished=None, progress=0.0, message="resumed")
     _start_queued(ws)
     return get_job(ws, job.id)
 

@@ -76,7 +76,7 @@ class Job:
     def elapsed(self) -> float | None:
         if self.started is None:
             return None
-        return (self.finished or time.time()) - self.started
+        return max(0.0, (self.finished or time.time()) - self.started)  # a clock stepped back: never negative
 
     def log_tail(self, lines: int = 40) -> str:
         path = self.run_dir / "log.txt"
@@ -176,14 +176,26 @@ def update(ws: Workspace, job_id: str, **values: Any) -> None:
 
 
 def get_job(ws: Workspace, job_id: str) -> Job:
+    """The job of that id, or of the one id that starts with it (ids are long). An empty reference, or one that
+    several ids start with, names no job: `jobs delete ""` (or `%`, a LIKE wildcard) deleted whichever came first."""
+    ref = str(job_id or "").strip()
+    if not ref:
+        raise UserError("give a job id (python -m core jobs list shows them)")
     con = connect(ws)
     try:
-        row = con.execute("SELECT * FROM jobs WHERE id = ? OR id LIKE ?", (job_id, f"{job_id}%")).fetchone()
+        rows = con.execute("SELECT * FROM jobs WHERE id = ?", (ref,)).fetchall()
+        if not rows:  # a prefix, its LIKE wildcards taken literally
+            escaped = ref.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+            rows = con.execute("SELECT * FROM jobs WHERE id LIKE ? ESCAPE '\\' ORDER BY id LIMIT 4",
+                               (f"{escaped}%",)).fetchall()
     finally:
         con.close()
-    if row is None:
-        raise UserError(f"no job {job_id!r} in workspace {ws.root}")
-    return reap(ws, row_to_job(ws, row))
+    if not rows:
+        raise UserError(f"no job {ref!r} in workspace {ws.root}")
+    if len(rows) > 1:
+        shown = ", ".join(r["id"] for r in rows[:3]) + (" and more" if len(rows) > 3 else "")
+        raise UserError(f"{ref!r} starts several job ids ({shown}): give more of the id")
+    return reap(ws, row_to_job(ws, rows[0]))
 
 
 def pid_alive(pid: int | None) -> bool:

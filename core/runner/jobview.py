@@ -106,8 +106,15 @@ def ended_since(active_before: frozenset[str], jobs: Sequence[Job]) -> bool:
 def job_rows(jobs: Sequence[Job]) -> list[dict[str, Any]]:
     """One row per job for a table: readable name, status with what it waits for, progress."""
     return [{"job": describe_job(j), "status": status_text(j, jobs), "progress": j.progress,
-             "message": j.message or (j.error or "")[:80], "elapsed": format_clock(j.elapsed), "id": j.id, "kind": j.kind,
+             "message": _said(j), "elapsed": format_clock(j.elapsed), "id": j.id, "kind": j.kind,
              "attempts": j.attempts} for j in jobs]
+
+
+def _said(job: Job) -> str:
+    """A failed job's reason before its last progress message ("step 26/200" said nothing of why it stopped)."""
+    if job.status == "failed" and job.error:
+        return job.error[:80]
+    return job.message or (job.error or "")[:80]
 
 
 # --------------------------------------------------------------------------- polling an open page
