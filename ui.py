@@ -133,7 +133,11 @@ def job_status(job: jobstore.Job, on_done: Callable[[jobstore.Job], None] | None
     @st.fragment(run_every=interval)
     def _panel() -> None:
         ws = get_workspace()
-        current = jobstore.get_job(ws, job.id)
+        try:
+            current = jobstore.get_job(ws, job.id)
+        except UserError:  # deleted from another tab or the CLI while this one polled it
+            st.info(f"Job {job.id} is gone: it was deleted.")
+            return
         slow_down_polling(current, interval)
         label = f"{describe_job(current, 80)} · {current.status}"
         if current.elapsed is not None:
@@ -146,8 +150,8 @@ def job_status(job: jobstore.Job, on_done: Callable[[jobstore.Job], None] | None
                 st.caption(tail)  # whatever the step logs (epochs, batches) shows here as it happens
         if current.active:
             if st.button("Cancel", key=f"cancel-{cancel_key or current.id}"):
-                jobs.cancel(get_workspace(), current.id, actor=actor())
-                st.rerun()
+                if run_guarded(lambda: jobs.cancel(get_workspace(), current.id, actor=actor()) or True, "Could not cancel"):
+                    st.rerun()
         elif current.status == "done":
             st.success(f"{label} — finished")
             if current.outcome.warning:  # quality gates: near-0 F1, a weak masked LM

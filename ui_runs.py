@@ -40,16 +40,17 @@ def job_detail(ws: Workspace, job_id: str, interval: float | None) -> None:
     if job.error:
         st.error(job.error)
     b = st.columns(6)
+    # each action through the error box: the job may have ended, been resumed or deleted from elsewhere meanwhile
     if job.active and b[0].button("Cancel", key=f"cancel_{job.id}"):
-        jobs.cancel(ws, job.id, actor=actor())
-        st.rerun()
+        if run_guarded(lambda: jobs.cancel(ws, job.id, actor=actor()) or True, "Could not cancel"):
+            st.rerun()
     if job.status in ("failed", "cancelled") and b[1].button("Resume", key=f"resume_{job.id}", help="continue from the last checkpoint"):
-        jobs.resume(ws, job.id, actor=actor())
-        st.rerun()
+        if run_guarded(lambda: jobs.resume(ws, job.id, actor=actor()), "Could not resume"):
+            st.rerun()
     if b[2].button("Delete", key=f"delete_{job.id}"):
-        jobs.delete(ws, job.id, actor=actor())
-        st.session_state.pop("runs_job", None)
-        st.rerun(scope="app")
+        if run_guarded(lambda: jobs.delete(ws, job.id, actor=actor()) or True, "Could not delete"):
+            st.session_state.pop("runs_job", None)
+            st.rerun(scope="app")
     if job.result and job.kind in RESULT_PANELS:
         RESULT_PANELS[job.kind](ws, job)
     with st.expander("Log", expanded=job.status == "failed"):
