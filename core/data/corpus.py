@@ -23,7 +23,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from core.data.atomic import atomic_write_bytes
-from core.data.tags import TagScheme, check_sequences, convert_tags, detect_scheme, split_tag
+from core.data.corpus_checks import SchemeCheck, check_rows, looks_like_tag, string_lists
+from core.data.tags import TagScheme, convert_tags, detect_scheme
 from core.errors import CorpusError
 
 FORMATS = ("txt", "conll", "jsonl", "csv", "parquet")
@@ -164,7 +165,7 @@ def detect_format(path: str | Path) -> str:
                 return "jsonl"
             parts = line.split()
             seen += 1
-            tagged += len(parts) >= 2 and _looks_like_tag(parts[-1])
+            tagged += len(parts) >= 2 and looks_like_tag(parts[-1])
             if seen >= 50:
                 break
     # most lines tagged: CoNLL, and the CoNLL reader names the line that is not (one missing tag in a train.txt made
@@ -175,12 +176,6 @@ def detect_format(path: str | Path) -> str:
 CONLL_SHARE = 0.8  # of a .txt file's first 50 non-blank lines ending in a tag; prose ends in one almost never
 
 
-def _looks_like_tag(s: str) -> bool:
-    try:
-        split_tag(s)
-        return True
-    except ValueError:
-        return False
 
 
 # --------------------------------------------------------------------------- line reading
@@ -219,7 +214,7 @@ def _iter_txt(path: Path, chunk: int, tokenize: Tokenizer) -> Iterator[Corpus]:
 
 
 def _iter_conll(path: Path, chunk: int) -> Iterator[Corpus]:
-    checked = _SchemeCheck(path)
+    checked = SchemeCheck(path)
     tokens: list[list[str]] = []
     tags: list[list[str]] = []
     lines: list[int] = []
@@ -247,7 +242,7 @@ def _iter_conll(path: Path, chunk: int) -> Iterator[Corpus]:
             if len(parts) < 2:
                 raise CorpusError(path, lineno, f"expected 'TOKEN<TAB>TAG' (at least two columns), got {stripped[:60]!r}")
             tag = parts[-1].strip()
-            if not _looks_like_tag(tag):
+            if not looks_like_tag(tag):
                 raise CorpusError(path, lineno, f"last column {tag!r} is not a tag: expected O or B-/I-/E-/S-TYPE")
             if not cur_tok:
                 start_line = lineno
@@ -259,25 +254,6 @@ def _iter_conll(path: Path, chunk: int) -> Iterator[Corpus]:
     flush_sentence()
     if tokens:
         yield checked(Corpus(tokens=tokens, tags=tags), lines)
-
-
-class _SchemeCheck:
-    """Tag sequences validated in one scheme for the whole file: the one the first chunk with entities shows (a
-    file is read in chunks of 50,000 sentences; detected chunk by chunk, a stray I- after the first chunk made the
-    whole corpus IOB1 instead of being refused as it is in a small file), with sentences counted from the file's
-    start in the messages."""
-
-    def __init__(self, path: Path) -> None:
-        self.path, self.scheme, self.sentences = path, TagScheme.NONE, 0
-
-    def __call__(self, corpus: Corpus, lines: list[int] | None) -> Corpus:
-        if corpus.tags is not None:
-            if self.scheme == TagScheme.NONE:
-                self.scheme = detect_scheme(corpus.tags)
-            if self.scheme != TagScheme.NONE:
-                check_sequences(corpus.tags, self.scheme, str(self.path), lines, first_sentence=self.sentences)
-        self.sentences += len(corpus)
-        return corpus
 
 
 def _record_to_sentence(rec: dict[str, Any], path: Path, lineno: int, tokenize: Tokenizer
@@ -308,7 +284,7 @@ def _record_to_sentence(rec: dict[str, Any], path: Path, lineno: int, tokenize: 
         if len(tags) != len(toks):
             raise CorpusError(path, lineno, f"{len(toks)} tokens but {len(tags)} tags")
         for t in tags:
-            if not _looks_like_tag(t):
+            if not looks_like_tag(t):
                 raise CorpusError(path, lineno, f"tag {t!r} is not O or B-/I-/E-/S-TYPE")
     return toks, tags, rec
 
@@ -321,7 +297,7 @@ class _ChunkBuilder:
         self.labeled: bool | None = None
         self.field_names: list[str] | None = None
         self.kinds: dict[str, tuple[str, int]] = {}  # field -> (kind of its first value, its line): across chunks
-        self.checked = _SchemeCheck(path)
+        self.checked = SchemeCheck(path)
         self._reset()
 
     def _reset(self) -> None:
@@ -478,44 +454,19 @@ def _with_newlines(lines: Iterable[str]) -> Iterator[str]:
         yield line + "\n"
 
 
-def _string_lists(schema: pa.Schema, column: str) -> bool:
-    """Whether a Parquet column is a list of strings, as the workspace writes tokens and tags (integer tags, the
-    Hugging Face `ner_tags` layout, go through the row-by-row reader and its message)."""
-    kind = schema.field(column).type
-    return (pa.types.is_list(kind) or pa.types.is_large_list(kind)) and (
-        pa.types.is_string(kind.value_type) or pa.types.is_large_string(kind.value_type))
-
-
-def _check_rows(corpus: Corpus, path: Path, first_row: int) -> None:
-    """The checks `_record_to_sentence` makes on a text record, on typed rows (Parquet rows are counted from 1)."""
-    for i, toks in enumerate(corpus.tokens):
-        row = first_row + i + 1
-        if toks is None or any(t is None for t in toks):
-            raise CorpusError(path, row, "'tokens' must be a list of strings (found a null)")
-        if corpus.tags is None:
-            continue
-        tags = corpus.tags[i]
-        if tags is None or any(t is None for t in tags):
-            raise CorpusError(path, row, "'tags' must be a list of strings (found a null)")
-        if len(tags) != len(toks):
-            raise CorpusError(path, row, f"{len(toks)} tokens but {len(tags)} tags")
-        if bad := next((t for t in tags if not _looks_like_tag(t)), None):
-            raise CorpusError(path, row, f"tag {bad!r} is not O or B-/I-/E-/S-TYPE")
-
-
 def _iter_parquet(path: Path, chunk: int, tokenize: Tokenizer) -> Iterator[Corpus]:
     try:
         pf = pq.ParquetFile(path)
     except (pa.ArrowInvalid, OSError) as exc:
         raise CorpusError(path, None, f"not a readable Parquet file: {exc}") from None
     columns = pf.schema_arrow.names
-    if all(_string_lists(pf.schema_arrow, c) for c in ("tokens", "tags") if c in columns) and "tokens" in columns:
+    if all(string_lists(pf.schema_arrow, c) for c in ("tokens", "tags") if c in columns) and "tokens" in columns:
         # Fast path for our own workspace files: columns are already lists of strings; each row is still checked
         # (a null, a tags list of another length, a tag that is not one), by its row number
-        checked = _SchemeCheck(path)
+        checked = SchemeCheck(path)
         for batch in pf.iter_batches(batch_size=chunk):
             corpus = Corpus.from_arrow(pa.Table.from_batches([batch]))
-            _check_rows(corpus, path, checked.sentences)
+            check_rows(corpus, path, checked.sentences)
             yield checked(corpus, None)
         return
     row_no = 0

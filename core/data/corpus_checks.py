@@ -1,0 +1,67 @@
+"""The checks a corpus file's sentences pass as they are read (core.data.corpus): whether a cell is a tag, typed
+Parquet rows checked as a JSONL line is, and one tag scheme per file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+
+from core.data.tags import TagScheme, check_sequences, detect_scheme, split_tag
+from core.errors import CorpusError
+
+if TYPE_CHECKING:
+    from core.data.corpus import Corpus
+
+
+def looks_like_tag(s: str) -> bool:
+    try:
+        split_tag(s)
+        return True
+    except ValueError:
+        return False
+
+
+def string_lists(schema: pa.Schema, column: str) -> bool:
+    """Whether a Parquet column is a list of strings, as the workspace writes tokens and tags (integer tags, the
+    Hugging Face `ner_tags` layout, go through the row-by-row reader and its message)."""
+    kind = schema.field(column).type
+    return (pa.types.is_list(kind) or pa.types.is_large_list(kind)) and (
+        pa.types.is_string(kind.value_type) or pa.types.is_large_string(kind.value_type))
+
+
+def check_rows(corpus: Corpus, path: Path, first_row: int) -> None:
+    """The checks `_record_to_sentence` makes on a text record, on typed rows (Parquet rows are counted from 1)."""
+    for i, toks in enumerate(corpus.tokens):
+        row = first_row + i + 1
+        if toks is None or any(t is None for t in toks):
+            raise CorpusError(path, row, "'tokens' must be a list of strings (found a null)")
+        if corpus.tags is None:
+            continue
+        tags = corpus.tags[i]
+        if tags is None or any(t is None for t in tags):
+            raise CorpusError(path, row, "'tags' must be a list of strings (found a null)")
+        if len(tags) != len(toks):
+            raise CorpusError(path, row, f"{len(toks)} tokens but {len(tags)} tags")
+        if bad := next((t for t in tags if not looks_like_tag(t)), None):
+            raise CorpusError(path, row, f"tag {bad!r} is not O or B-/I-/E-/S-TYPE")
+
+
+class SchemeCheck:
+    """Tag sequences validated in one scheme for the whole file: the one the first chunk with entities shows (a
+    file is read in chunks of 50,000 sentences; detected chunk by chunk, a stray I- after the first chunk made the
+    whole corpus IOB1 instead of being refused as it is in a small file), with sentences counted from the file's
+    start in the messages."""
+
+    def __init__(self, path: Path) -> None:
+        self.path, self.scheme, self.sentences = path, TagScheme.NONE, 0
+
+    def __call__(self, corpus: Corpus, lines: list[int] | None) -> Corpus:
+        if corpus.tags is not None:
+            if self.scheme == TagScheme.NONE:
+                self.scheme = detect_scheme(corpus.tags)
+            if self.scheme != TagScheme.NONE:
+                check_sequences(corpus.tags, self.scheme, str(self.path), lines, first_sentence=self.sentences)
+        self.sentences += len(corpus)
+        return corpus
