@@ -35,6 +35,18 @@ def tqdm_progress(desc: str, enabled: bool = True) -> Iterator[Callable[[float, 
         yield bar
 
 
+class Once(argparse.Action):
+    """An option that may be given once: argparse keeps the last of two silently, so `import f --role dc ... --role
+    lc` stored an LC where the first word said DC."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        if getattr(namespace, f"_given_{self.dest}", False):
+            parser.error(f"{option_string} given twice ({getattr(namespace, self.dest)!r}, then {values!r}): give it once")
+        setattr(namespace, f"_given_{self.dest}", True)
+        setattr(namespace, self.dest, values)
+
+
 def progress_wanted(args: argparse.Namespace) -> bool:
     """Progress bars go to stderr, so `--json` (which owns stdout) never hides them on a terminal: a 28-minute
     `compare-sources --json` used to print nothing until the end. `--quiet` does; a piped stderr shows none."""

@@ -42,24 +42,45 @@ class CliProgress:
     def __init__(self, desc: str, enabled: bool = True, width: int = 70):
         self.desc, self.enabled, self.width = desc, enabled, width
         self._bar = None
-        self._based = False  # the bar's starting share is fixed (tqdm's `initial`, which its rate leaves out)
+        self._base: tuple[int, float] | None = None  # (share, time) of the first report past zero: the rate's origin
 
     def _get(self):
         if self._bar is None:
             from tqdm import tqdm
 
-            self._bar = tqdm(total=1000, desc=self.desc, file=sys.stderr, delay=0.5,
-                             bar_format="{desc}: {percentage:3.0f}%|{bar}| {elapsed}<{remaining} {postfix}")
+            # elapsed<remaining are written here, not by tqdm: its rate counts from the bar's start and its initial
+            # share together, and the elapsed clock must count from the command's start (loading a model is time
+            # spent) while the rate counts from the first report past zero (a resumed share is not this run's speed)
+            class Bar(tqdm):
+                clock = ""
+
+                @property
+                def format_dict(self):  # tqdm passes extra keys on to bar_format
+                    return {**super().format_dict, "clock": self.clock}
+
+            self._bar = Bar(total=1000, desc=self.desc, file=sys.stderr, delay=0.5,
+                            bar_format="{desc}: {percentage:3.0f}%|{bar}| {clock} {postfix}")
         return self._bar
+
+    def _clock(self, now: float) -> str:
+        from tqdm import tqdm
+
+        bar = self._bar
+        elapsed = tqdm.format_interval(now - bar.start_t)
+        if self._base is None or bar.n <= self._base[0] or now <= self._base[1]:
+            return f"{elapsed}<?"
+        rate = (bar.n - self._base[0]) / (now - self._base[1])
+        return f"{elapsed}<{tqdm.format_interval((bar.total - bar.n) / rate)}"
 
     def __call__(self, fraction: float, message: str = "") -> None:
         if not self.enabled:
             return
         bar = self._get()
         bar.n = int(max(0.0, min(1.0, float(fraction))) * 1000)
-        if not self._based and bar.n > 0:  # the first report past zero: the resumed share, not this run's speed;
-            bar.initial, self._based = bar.n, True  # the rate counts from here, in share and in time
-            bar.start_t = bar._time()
+        now = bar._time()
+        if self._base is None and bar.n > 0:  # the first report past zero: the resumed share, not this run's speed
+            self._base = (bar.n, now)
+        bar.clock = self._clock(now)
         if message:
             bar.set_postfix_str(message[: self.width], refresh=False)
         bar.refresh()

@@ -297,6 +297,7 @@ def _oom_step(ws: Any, deadline: float, hold: bool) -> dict[str, Any]:
 
 def part_sharing(args: argparse.Namespace, out: Path) -> dict[str, Any]:
     from core.data.demo import write_demo_workspace
+    from core.errors import UserError
     from core.runner import devices, jobs
 
     if args.dry:  # two simulated cards; each job reserves 3,000 MiB, so two share card 0 (CPU does the work)
@@ -328,7 +329,10 @@ def part_sharing(args: argparse.Namespace, out: Path) -> dict[str, Any]:
     finally:  # a part that timed out or failed leaves no job of its own holding the card
         for job in jobs.list_jobs(ws):
             if job.active:
-                jobs.cancel(ws, job.id)
+                try:
+                    jobs.cancel(ws, job.id)
+                except UserError:  # it finished meanwhile
+                    pass
 
 
 # --------------------------------------------------------------------------- item 4: a million-sentence map

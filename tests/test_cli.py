@@ -47,6 +47,18 @@ def test_import_into_workspace(tmp_path, capsys):
     assert json.loads(out[out.index("["):])[0]["role"] == "tc"
 
 
+def test_an_import_option_given_twice_is_refused_and_stores_nothing(tmp_path, capsys):
+    """Found in review: `--role dc ... --role lc` kept the last role silently."""
+    import pytest
+
+    f = tmp_path / "dc.txt"
+    f.write_text("a b c\n")
+    with pytest.raises(SystemExit) as exit_:
+        main(["import", str(f), "--role", "dc", "--role", "lc", "--workspace", str(tmp_path / "ws")])
+    assert exit_.value.code == 2 and "--role given twice ('dc', then 'lc')" in capsys.readouterr().err
+    assert not (tmp_path / "ws" / "corpora").exists() or not any((tmp_path / "ws" / "corpora").iterdir())
+
+
 def test_bad_input_exit_2_with_one_line_message(tmp_path):
     bad = tmp_path / "bad.conll"
     bad.write_text("John B-PER\nlives\n")

@@ -68,6 +68,10 @@ def test_conll_writer_bioes(tmp_path):
 @pytest.mark.parametrize("name, text, line, fragment", [
     ("bad.conll", "John B-PER\nlives\n", 2, "at least two columns"),
     ("bad2.conll", "John B-PER\nlives XYZ\n", 2, "is not a tag"),
+    ("space.conll", "John\tB-PER\nNew York\tB-LOC\n", 2, "token 'New York' holds a space"),  # found in review
+    ("bad.conllu", "# text = a\n1\ta\t_\n", 2, "expected 10 tab-separated columns"),
+    ("bad2.conllu", "1\tJohn" + "\t_" * 7 + "\tNER=B-PER\n2\tlives" + "\t_" * 8 + "\n", 2, "no NER=TAG in the MISC"),
+    ("bad3.conllu", "1\tJohn" + "\t_" * 7 + "\tNER=PERSON\n", 1, "NER='PERSON' is not a tag"),
     ("bad3.conll", "\n\nJohn B-PER\nin O\nParis I-LOC\n", 5, "I- must continue"),
     ("bad.jsonl", '{"text": "a"}\n{oops\n', 2, "invalid JSON"),
     ("bad2.jsonl", '{"tokens": ["a", "b"], "tags": ["O"]}\n', 1, "2 tokens but 1 tags"),
@@ -137,3 +141,22 @@ def test_a_field_appearing_after_the_first_chunk_is_refused_not_dropped(tmp_path
     f.write_text("\n".join(json.dumps({"text": f"s {i}", **({"domain": "ai"} if i == 2 else {})}) for i in range(3)))
     with pytest.raises(CorpusError, match=r"late.jsonl:3: field 'domain' first appears here, after the first 2 sentences"):
         list(iter_corpus(f, chunk_size=2))
+
+
+def test_conllu_reads_forms_and_ner_tags_from_misc_and_round_trips(tmp_path):
+    """Found in review: a .conllu file was read as CoNLL and failed on its first comment ("last column '1' is not a
+    tag"). FORM is the token, MISC's NER= the tag; multiword ranges and empty nodes are skipped; a treebank with no
+    NER layer is unlabeled text (a DC)."""
+    row = "{id}\t{form}\t_\tX\t_\t_\t0\tdep\t_\t{misc}"
+    text = "\n".join(["# sent_id = 1", "# text = Paris isn't", row.format(id=1, form="Paris", misc="NER=B-LOC"),
+                      row.format(id="2-3", form="isn't", misc="_"), row.format(id=2, form="is", misc="NER=O"),
+                      row.format(id=3, form="n't", misc="SpaceAfter=No|NER=O"), row.format(id="3.1", form="x", misc="_"),
+                      "", row.format(id=1, form="Bob", misc="NE=B-PER"), ""])
+    path = write(tmp_path, "ud.conllu", text)
+    assert detect_format(path) == "conllu"
+    corpus = read_corpus(path)
+    assert corpus.tokens == [["Paris", "is", "n't"], ["Bob"]] and corpus.tags == [["B-LOC", "O", "O"], ["B-PER"]]
+    again = read_corpus(write_corpus(corpus, tmp_path / "out.conllu"))
+    assert (again.tokens, again.tags) == (corpus.tokens, corpus.tags)
+    plain = read_corpus(write(tmp_path, "plain.conllu", text.replace("NER=", "X=").replace("NE=", "X=")))
+    assert plain.tags is None and plain.tokens == corpus.tokens

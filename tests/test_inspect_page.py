@@ -221,8 +221,10 @@ def test_apply_span_edit_replaces_touched_spans_per_contiguous_run():
     assert insp.apply_span_edit(spans, [4], None, 6) == [Span(0, 2, "PER")]
     with pytest.raises(Exception, match="select one or more tokens"):
         insp.apply_span_edit(spans, [], "X", 6)
-    with pytest.raises(Exception, match="one word"):
+    with pytest.raises(Exception, match="without spaces"):
         insp.apply_span_edit(spans, [3], "two words", 6)
+    with pytest.raises(Exception, match="'O' is not an entity type"):  # the one check every span type passes
+        insp.apply_span_edit(spans, [3], "O", 6)
 
 
 def test_undo_restores_the_version_before_and_progress_counts_per_annotator(tmp_path):

@@ -18,7 +18,7 @@ from ui import actor, get_workspace, job_status, latest_job, run_guarded, submit
 ws = get_workspace()
 st.title("Corpora")
 st.caption("A task-level corpus (TC), a large domain-level corpus (DC), a small labeled corpus (LC) and its DEV/TEST splits. "
-           "Formats: plain text (one sentence per line), CoNLL (token … tag), JSONL, CSV, Parquet.")
+           "Formats: plain text (one sentence per line), CoNLL (token … tag), CoNLL-U, JSONL, CSV, Parquet.")
 
 ROLE_OPTIONS = [None, *CorpusRole]
 
@@ -76,7 +76,7 @@ FORMAT_HELP = ("auto: by the file's extension; a .txt whose lines mostly end in 
 load_tab, path_tab = st.tabs(["Upload a file", "Path on the server"])
 with load_tab, st.form("upload_form", clear_on_submit=False):
     upload = st.file_uploader("Corpus file", key="upload_file",
-                              type=["txt", "conll", "bio", "iob", "tsv", "jsonl", "json", "csv", "parquet"])
+                              type=["txt", "conll", "bio", "iob", "tsv", "conllu", "jsonl", "json", "csv", "parquet"])
     c1, c2, c3 = st.columns([2, 2, 1])
     up_role = c1.selectbox("Role", ROLE_OPTIONS, format_func=_role_label, key="upload_role")
     up_name = c2.text_input("Name in the workspace", key="upload_name", placeholder="default: the file name")

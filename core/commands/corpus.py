@@ -6,8 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from core.cliutil import add_workspace_arg, print_json, tqdm_progress
-from core.data.corpus import FORMAT_CHOICES, write_corpus
+from core.cliutil import Once, add_workspace_arg, print_json, tqdm_progress
+from core.data.corpus import FORMAT_CHOICES, format_from_extension, write_corpus
 from core.data.stats import corpus_stats
 from core.data.tags import TagScheme
 from core.data.workspace import CorpusRole, Workspace, resolve_corpus_ref
@@ -38,9 +38,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser("import", help="import a corpus file into the workspace with a role")
     p.add_argument("file")
-    p.add_argument("--role", choices=[r.value for r in CorpusRole], default=None)
-    p.add_argument("--name", default=None, help="corpus name (default: file stem)")
-    p.add_argument("--format", default="auto", choices=FORMAT_CHOICES)
+    p.add_argument("--role", choices=[r.value for r in CorpusRole], default=None, action=Once)
+    p.add_argument("--name", default=None, help="corpus name (default: file stem)", action=Once)
+    p.add_argument("--format", default="auto", choices=FORMAT_CHOICES, action=Once)
     p.add_argument("--overwrite", action="store_true", help="replace a different corpus of the same name")
     add_workspace_arg(p)
     p.set_defaults(func=cmd_import)
@@ -82,8 +82,8 @@ def cmd_convert(args: argparse.Namespace) -> int:
     if not corpus.labeled:
         raise UserError(f"{args.file}: has no tags to convert (expected a labeled corpus)")
     out = Path(args.out)
-    fmt = out.suffix.lower().lstrip(".")
-    fmt = {"jsonl": "jsonl", "json": "jsonl", "csv": "csv", "parquet": "parquet"}.get(fmt, "conll")
+    fmt = format_from_extension(out)
+    fmt = "conll" if fmt in (None, "txt") else fmt  # plain text would drop the tags being converted
     write_corpus(corpus, out, fmt=fmt, scheme=TagScheme(args.to))
     print(f"wrote {len(corpus)} sentences to {out} ({args.to.upper()}, {fmt})")
     return 0

@@ -1,4 +1,4 @@
-"""Corpus readers and writers: plain text, CoNLL, JSONL, CSV and Parquet.
+"""Corpus readers and writers: plain text, CoNLL, CoNLL-U (core.data.conllu), JSONL, CSV and Parquet.
 
 Every reader is a generator of chunks (`iter_corpus`) so a multi-GB domain corpus
 is never held twice in memory; `read_corpus` just concatenates the chunks.
@@ -23,15 +23,16 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from core.data.atomic import atomic_write_bytes
+from core.data.conllu import conllu_text, iter_conllu
 from core.data.corpus_checks import SchemeCheck, check_rows, looks_like_tag, string_lists
 from core.data.tags import TagScheme, convert_tags, detect_scheme
 from core.errors import CorpusError
 
-FORMATS = ("txt", "conll", "jsonl", "csv", "parquet")
+FORMATS = ("txt", "conll", "conllu", "jsonl", "csv", "parquet")
 FORMAT_CHOICES = ("auto", *FORMATS)  # what an import may be told (CLI --format, the Corpora page): auto guesses
 _EXTENSIONS = {
     ".txt": "txt", ".text": "txt", ".raw": "txt",
-    ".conll": "conll", ".bio": "conll", ".iob": "conll", ".tsv": "conll", ".conllu": "conll",
+    ".conll": "conll", ".bio": "conll", ".iob": "conll", ".tsv": "conll", ".conllu": "conllu",
     ".jsonl": "jsonl", ".json": "jsonl", ".ndjson": "jsonl",
     ".csv": "csv", ".parquet": "parquet", ".pq": "parquet",
 }
@@ -244,9 +245,12 @@ def _iter_conll(path: Path, chunk: int) -> Iterator[Corpus]:
             tag = parts[-1].strip()
             if not looks_like_tag(tag):
                 raise CorpusError(path, lineno, f"last column {tag!r} is not a tag: expected O or B-/I-/E-/S-TYPE")
+            token = parts[0].strip()
+            if any(ch.isspace() for ch in token):  # "New York<TAB>B-LOC": one token would hold two words
+                raise CorpusError(path, lineno, f"token {token!r} holds a space: one word per line, its tag after a tab")
             if not cur_tok:
                 start_line = lineno
-            cur_tok.append(parts[0].strip())
+            cur_tok.append(token)
             cur_tag.append(tag)
         if len(tokens) >= chunk:
             yield checked(Corpus(tokens=tokens, tags=tags), lines)
@@ -498,6 +502,8 @@ def iter_corpus(path: str | Path, fmt: str = "auto", chunk_size: int = DEFAULT_C
         return _iter_txt(path, chunk_size, tokenize)
     if fmt == "conll":
         return _iter_conll(path, chunk_size)
+    if fmt == "conllu":
+        return iter_conllu(path, _iter_lines(path), chunk_size)
     if fmt == "jsonl":
         return _iter_jsonl(path, chunk_size, tokenize)
     if fmt == "csv":
@@ -539,6 +545,8 @@ def corpus_bytes(corpus: Corpus, fmt: str, scheme: TagScheme | str | None = None
             for tok, tag in zip(toks, tags):
                 out.write(f"{tok}\t{tag}\n")
             out.write("\n")
+    elif fmt == "conllu":
+        out.write(conllu_text(corpus))
     elif fmt == "jsonl":
         for rec in corpus.records():
             out.write(json.dumps(rec, ensure_ascii=False) + "\n")
@@ -556,11 +564,16 @@ def corpus_bytes(corpus: Corpus, fmt: str, scheme: TagScheme | str | None = None
     return out.getvalue().encode("utf-8")
 
 
+def format_from_extension(path: str | Path) -> str | None:
+    """The format a file name's extension stands for (.bio and .iob are CoNLL), or None."""
+    return _EXTENSIONS.get(Path(path).suffix.lower())
+
+
 def write_corpus(corpus: Corpus, path: str | Path, fmt: str = "auto", scheme: TagScheme | str | None = None) -> Path:
     """Write atomically (temp file + os.replace) so a crash never leaves half a file."""
     path = Path(path)
     if fmt == "auto":
-        fmt = _EXTENSIONS.get(path.suffix.lower(), "txt")
+        fmt = format_from_extension(path) or "txt"
     atomic_write_bytes(path, corpus_bytes(corpus, fmt, scheme))
     return path
 

@@ -26,7 +26,7 @@ from core.data.tags import Span, TagScheme
 from core.data.workspace import Workspace, content_hash
 from core.errors import UserError
 from core.lm.models import resolve_model
-from core.review.store import ReviewItem, ReviewStore, check_spans, review_set_key
+from core.review.store import ReviewItem, ReviewStore, check_spans, check_type, review_set_key
 
 PRED_KIND = "predictions"
 SORT_KEYS = {"entities": "n_entities", "c1": "c1", "c2": "c2", "position": "index"}
@@ -272,9 +272,7 @@ def apply_span_edit(spans: Sequence[Span], tokens: Sequence[int], entity_type: s
     chosen = set(picked)
     kept = [s for s in spans if not chosen & set(range(s.start, s.end))]
     if entity_type is not None:
-        entity_type = entity_type.strip()
-        if not entity_type or any(c.isspace() for c in entity_type):
-            raise UserError(f"entity type {entity_type!r} must be one word (no spaces)")
+        entity_type = check_type(entity_type, "marking a span")
         runs: list[list[int]] = []
         for t in picked:
             if runs and t == runs[-1][-1] + 1:

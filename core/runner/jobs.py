@@ -100,9 +100,9 @@ def submit(ws: Workspace, kind: str, params: dict[str, Any] | Any, start: bool =
     wrong field fails here with its name, not later in the child."""
     require(actor, "submit a job")
     typed = validate(kind, params)
-    check_model_folders(kind, typed)
     params = dataclasses.asdict(typed)
-    check_param_paths(actor, params, ws.root)  # with accounts, only data roots and the workspace
+    check_param_paths(actor, params, ws.root)  # with accounts, only data roots and the workspace: before any
+    check_model_folders(kind, typed)  # look at the disk, so a refused path never says whether it exists
     json.dumps(params)  # fail now, not in the child, if params are not JSON
     job_id = time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
     run_dir = ws.runs_dir / job_id
@@ -135,10 +135,10 @@ def _start_queued(ws: Workspace) -> None:
     con = connect(ws)
     try:
         con.execute("BEGIN IMMEDIATE")
-        running = con.execute("SELECT id, kind, pid, started, run_dir FROM jobs WHERE status = 'running'").fetchall()
+        running = con.execute("SELECT id, kind, pid, pid_start, started, run_dir FROM jobs WHERE status = 'running'").fetchall()
         reservations = []
         for r in running:
-            if pid_alive(r["pid"]) or spawning(r["pid"], r["started"]):
+            if pid_alive(r["pid"], r["pid_start"]) or spawning(r["pid"], r["started"]):
                 free[lane(r["kind"])] -= 1
                 if lane(r["kind"]) == "training" and (held := devices.read_device(Path(r["run_dir"]))):
                     reservations.append(dataclasses.replace(held, pid=r["pid"]))
@@ -159,7 +159,7 @@ def _start_queued(ws: Workspace) -> None:
                         training_blocked = True
                         continue
                 free[name] -= 1
-                con.execute("UPDATE jobs SET status = 'running', started = ?, pid = NULL, progress = 0, "
+                con.execute("UPDATE jobs SET status = 'running', started = ?, pid = NULL, pid_start = NULL, progress = 0, "
                             "attempts = attempts + 1, error = NULL, finished = NULL WHERE id = ?", (time.time(), r["id"]))
                 to_start.append((r["id"], r["kind"], device))
         con.execute("COMMIT")
@@ -213,29 +213,44 @@ def _spawn(ws: Workspace, job_id: str, lane_name: str = "training", gpu: int | N
 def cancel(ws: Workspace, job_id: str, actor: Actor = LOCAL) -> Job:
     require(actor, "cancel, resume or delete a job")
     job = get_job(ws, job_id)
+    if not job.active:
+        raise UserError(f"job {job.id} is already {job.status}; only a queued or running job can be cancelled")
     if job.status == "queued":
-        update(ws, job.id, status="cancelled", finished=time.time(), message="cancelled before start")
-    elif job.status == "running":
+        update(ws, job.id, if_status=("queued",), status="cancelled", finished=time.time(),
+               message="cancelled before start")
+    else:
         (job.run_dir / "CANCEL").touch()
-        if job.pid and pid_alive(job.pid):
+        if pid_alive(job.pid, job.pid_start):  # never signal a group whose leader is another program by now
             try:
                 os.killpg(os.getpgid(job.pid), signal.SIGTERM)
             except (ProcessLookupError, PermissionError):
                 pass
-        update(ws, job.id, status="cancelled", finished=time.time(), message="cancelled by user")
+        update(ws, job.id, job.attempts, ("running",), status="cancelled", finished=time.time(),
+               message="cancelled by user")
     _start_queued(ws)
     return get_job(ws, job.id)
 
 
+STOP_WAIT_S = 15.0  # how long Resume waits for a cancelled process to finish stopping (it saves nothing after SIGTERM)
+
+
 def resume(ws: Workspace, job_id: str, actor: Actor = LOCAL) -> Job:
     """Queue a failed or cancelled job again in the same run folder; training jobs find
-    their last checkpoint there and continue from it."""
+    their last checkpoint there and continue from it. A cancelled process still stopping is waited for (briefly):
+    two processes of one job in one run folder would write each other's checkpoints."""
     require(actor, "cancel, resume or delete a job")
     job = get_job(ws, job_id)
     if job.status not in ("failed", "cancelled"):
         raise UserError(f"job {job.id} is {job.status}; only failed or cancelled jobs can be resumed")
+    deadline = time.monotonic() + STOP_WAIT_S
+    while pid_alive(job.pid, job.pid_start):
+        if time.monotonic() > deadline:
+            raise UserError(f"job {job.id} is still stopping (process {job.pid}); resume it once it has stopped")
+        time.sleep(0.2)
     (job.run_dir / "CANCEL").unlink(missing_ok=True)
-    update(ws, job.id, status="queued", error=None, finished=None, progress=0.0, message="resumed")
+    if not update(ws, job.id, job.attempts, ("failed", "cancelled"), status="queued", error=None, finished=None,
+                  progress=0.0, message="resumed"):
+        raise UserError(f"job {job.id} changed while resuming it (resumed or deleted elsewhere); look again")
     _start_queued(ws)
     return get_job(ws, job.id)
 
@@ -277,11 +292,12 @@ class JobContext:
     `job_id` is None when run inline (CLI, tests)."""
 
     def __init__(self, ws: Workspace, run_dir: Path, job_id: str | None = None,
-                 on_progress: Progress | None = None):
+                 on_progress: Progress | None = None, attempt: int | None = None):
         self.workspace = ws
         self.run_dir = Path(run_dir)
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self.job_id = job_id
+        self.attempt = attempt  # the job row's attempt this process runs: its writes go to that attempt only
         self._on_progress = on_progress
         self._last_write = 0.0
         self.resumed = (self.run_dir / "log.txt").exists()
@@ -293,7 +309,8 @@ class JobContext:
         now = time.time()
         if self.job_id is not None and (now - self._last_write > 0.5 or fraction >= 1.0):
             self._last_write = now  # throttled: SQLite writes from a tight loop would dominate small steps
-            update(self.workspace, self.job_id, progress=fraction, message=message[:500])
+            if not update(self.workspace, self.job_id, self.attempt, progress=fraction, message=message[:500]):
+                raise JobCancelled()  # the row is another attempt's now (or deleted): this process stops
         if self.cancelled():
             raise JobCancelled()
 
@@ -351,8 +368,9 @@ def run_inline(ws: Workspace, kind: str, params: dict[str, Any] | Any, run_dir: 
 
 def _run_job(ws: Workspace, job_id: str) -> int:
     job = get_job(ws, job_id)
-    ctx = JobContext(ws, job.run_dir, job.id)
-    update(ws, job.id, pid=os.getpid())
+    ctx = JobContext(ws, job.run_dir, job.id, attempt=job.attempts)
+    attempt = job.attempts
+    update(ws, job.id, attempt, pid=os.getpid())
 
     def on_term(signum, frame):
         raise JobCancelled()
@@ -364,27 +382,27 @@ def _run_job(ws: Workspace, job_id: str) -> int:
     try:
         result = load_job_function(job.kind)(job.spec, ctx) or {}
         atomic_write_json(job.run_dir / "result.json", result)
-        update(ws, job.id, status="done", progress=1.0, finished=time.time(), result=encode(result, "result"),
+        update(ws, job.id, attempt, status="done", progress=1.0, finished=time.time(), result=encode(result, "result"),
                 message="done")
         ctx.log("job finished")
         return 0
     except JobCancelled:
         ctx.log("job cancelled")
-        update(ws, job.id, status="cancelled", finished=time.time(), message="cancelled")
+        update(ws, job.id, attempt, status="cancelled", finished=time.time(), message="cancelled")
         return 1
     except TimeLimitReached as exc:  # stopped on purpose, finished cells kept: Resume continues (with the same limit)
         ctx.log(str(exc))
-        update(ws, job.id, status="cancelled", finished=time.time(), message=str(exc))
+        update(ws, job.id, attempt, status="cancelled", finished=time.time(), message=str(exc))
         return 1
     except UserError as exc:
         ctx.log(f"error: {exc}")
-        update(ws, job.id, status="failed", finished=time.time(), error=str(exc))
+        update(ws, job.id, attempt, status="failed", finished=time.time(), error=str(exc))
         return 1
     except BaseException as exc:
         if devices.is_out_of_memory(exc):
             return _after_out_of_memory(ws, job, ctx, device, exc)
         ctx.log(traceback.format_exc())
-        update(ws, job.id, status="failed", finished=time.time(), error=f"{type(exc).__name__}: {exc}")
+        update(ws, job.id, attempt, status="failed", finished=time.time(), error=f"{type(exc).__name__}: {exc}")
         return 1
     finally:
         devices.record_job_peak(ws.runs_dir, job.kind, _spec_or_none(job.kind, job.params), device)
@@ -401,12 +419,12 @@ def _after_out_of_memory(ws: Workspace, job: Job, ctx: JobContext, device: devic
         error = (f"out of GPU memory on {where}, and the job cannot split its batch further: free memory on the card "
                  "(other jobs, other programs), choose a smaller encoder or preset, or run it on CPU")
         ctx.log(f"error: {error}\n{exc}")
-        update(ws, job.id, status="failed", finished=time.time(), error=error)
+        update(ws, job.id, job.attempts, status="failed", finished=time.time(), error=error)
         return 1
     params, change = smaller
     ctx.log(f"out of GPU memory on {where}: queued again with {change} (same effective batch)")
     atomic_write_json(job.run_dir / "params.json", {"kind": job.kind, "schema_version": SCHEMA_VERSION, "params": params})
-    update(ws, job.id, status="queued", pid=None, params=encode(params, "params"),
+    update(ws, job.id, job.attempts, status="queued", pid=None, params=encode(params, "params"),
             message=f"out of GPU memory: retrying with {change}")
     return 1
 

@@ -40,9 +40,12 @@ CREATE TABLE IF NOT EXISTS jobs (
     error TEXT,
     run_dir TEXT NOT NULL,
     result TEXT,
-    attempts INTEGER NOT NULL DEFAULT 0
+    attempts INTEGER NOT NULL DEFAULT 0,
+    pid_start TEXT
 )
 """
+_ADDED_COLUMNS = (("pid_start", "TEXT"),)  # columns newer than the first schema, added to an older database
+_MIGRATED: set[str] = set()  # databases this process has already brought up to date
 
 
 class JobCancelled(Exception):
@@ -65,6 +68,7 @@ class Job:
     run_dir: Path
     result: dict[str, Any] | None
     attempts: int
+    pid_start: str | None = None  # which process `pid` was (core.runner.jobstore.process_start): a reused pid is not it
     schema_version: int = SCHEMA_VERSION
     params_error: str | None = None  # an old row whose params no longer validate: why
 
@@ -123,7 +127,18 @@ def read_metrics(run_dir: Path) -> list[dict[str, Any]]:
 
 
 def connect(ws: Workspace) -> sqlite3.Connection:
-    return open_sqlite(ws.jobs_db, _SCHEMA)
+    con = open_sqlite(ws.jobs_db, _SCHEMA)
+    if str(ws.jobs_db) not in _MIGRATED:
+        have = {r[1] for r in con.execute("PRAGMA table_info(jobs)")}
+        for column, declaration in _ADDED_COLUMNS:
+            if column not in have:
+                try:
+                    con.execute(f"ALTER TABLE jobs ADD COLUMN {column} {declaration}")
+                except sqlite3.OperationalError as exc:  # another process added it first
+                    if "duplicate column" not in str(exc):
+                        raise
+        _MIGRATED.add(str(ws.jobs_db))
+    return con
 
 
 def decode(text: str | None, key: str) -> tuple[Any, int]:
@@ -162,15 +177,28 @@ def row_to_job(ws: Workspace, row: sqlite3.Row) -> Job:
         id=row["id"], kind=row["kind"], params=params or {}, status=row["status"], pid=row["pid"],
         progress=row["progress"], message=row["message"], created=row["created"], started=row["started"],
         finished=row["finished"], error=row["error"], run_dir=_run_dir(ws, row),
-        result=result, attempts=row["attempts"], schema_version=version, params_error=params_error,
+        result=result, attempts=row["attempts"], pid_start=row["pid_start"], schema_version=version,
+        params_error=params_error,
     )
 
 
-def update(ws: Workspace, job_id: str, **values: Any) -> None:
+def update(ws: Workspace, job_id: str, attempt: int | None = None, if_status: tuple[str, ...] = (),
+           **values: Any) -> bool:
+    """Set columns of a job's row. With `attempt`, only while the row is still that attempt: a cancelled process
+    that takes a moment to stop must not write its end over the attempt a Resume started meanwhile. With
+    `if_status`, only while the row has one of those statuses (a cancel must not turn a job that just finished into
+    a cancelled one). False when nothing was written."""
+    if "pid" in values and "pid_start" not in values:
+        values["pid_start"] = process_start(values["pid"])
     cols = ", ".join(f"{k} = ?" for k in values)
+    where, args = "id = ?", [job_id]
+    if attempt is not None:
+        where, args = where + " AND attempts = ?", [*args, attempt]
+    if if_status:
+        where, args = where + f" AND status IN ({', '.join('?' * len(if_status))})", [*args, *if_status]
     con = connect(ws)
     try:
-        con.execute(f"UPDATE jobs SET {cols} WHERE id = ?", [*values.values(), job_id])
+        return con.execute(f"UPDATE jobs SET {cols} WHERE {where}", [*values.values(), *args]).rowcount > 0
     finally:
         con.close()
 
@@ -198,9 +226,28 @@ def get_job(ws: Workspace, job_id: str) -> Job:
     return reap(ws, row_to_job(ws, rows[0]))
 
 
-def pid_alive(pid: int | None) -> bool:
+def process_start(pid: int | None) -> str | None:
+    """Which process a pid is: the boot and the kernel's start tick of the process (/proc/PID/stat, field 22), so a
+    pid the system handed to another program after a restart or a long run is not taken for the job. None where
+    there is no /proc (then a live pid is trusted as before)."""
+    if not pid:
+        return None
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            start = fh.read().rsplit(")", 1)[-1].split()[19]
+        with open("/proc/sys/kernel/random/boot_id") as fh:
+            return f"{fh.read().strip()}:{start}"
+    except (OSError, IndexError):
+        return None
+
+
+def pid_alive(pid: int | None, start: str | None = None) -> bool:
+    """Whether the process is running; with `start` (process_start when the pid was stored), only if it is still
+    that process."""
     if not pid:
         return False
+    if start is not None and (now := process_start(pid)) is not None and now != start:
+        return False  # the pid was reused by another program
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -223,11 +270,11 @@ def spawning(pid: int | None, started: float | None) -> bool:
 
 def reap(ws: Workspace, job: Job) -> Job:
     """Mark a running job whose process is gone as failed, with a reason."""
-    if job.status == "running" and not pid_alive(job.pid) and not spawning(job.pid, job.started):
+    if job.status == "running" and not pid_alive(job.pid, job.pid_start) and not spawning(job.pid, job.started):
         current = get_status(ws, job.id)
         if current == "running":
             reason = f"process {job.pid} exited without reporting (killed, out of memory, or the machine restarted)"
-            update(ws, job.id, status="failed", error=reason, finished=time.time())
+            update(ws, job.id, job.attempts, ("running",), status="failed", error=reason, finished=time.time())
             job.status, job.error = "failed", reason
     return job
 

@@ -50,6 +50,26 @@ def checked_field(check: Callable[[Any], Any], default: Any = None) -> Any:
     return field(default=default, metadata={"check": check})
 
 
+def bounded(default: Any, at_least: float | None = None, above: float | None = None,
+            at_most: float | None = None) -> Any:
+    """A number field with the range its job accepts, refused at submit with the field's name (a fit sample of 0
+    points or a top_k of 0 used to fail seconds into the job, or deep inside a library). None passes: unset."""
+    return field(default=default, metadata={"range": (at_least, above, at_most)})
+
+
+def range_error(value: Any, limits: tuple[float | None, float | None, float | None]) -> str | None:
+    """What is wrong with `value` for a bounded field's (at_least, above, at_most), or None."""
+    at_least, above, at_most = limits
+    if value is None or isinstance(value, (str, bool)):
+        return None
+    for bad, words in ((at_least is not None and value < at_least, f"at least {at_least}"),
+                       (above is not None and value <= above, f"above {above}"),
+                       (at_most is not None and value > at_most, f"at most {at_most}")):
+        if bad:
+            return f"must be {words}, got {value!r}"
+    return None
+
+
 def config_fields(cls: type) -> tuple[str, ...]:
     """The fields of a params dataclass that hold a training config."""
     return tuple(f.name for f in dataclasses.fields(cls) if "config" in f.metadata)
@@ -72,16 +92,16 @@ class SimilarityJobParams:
     sources: list[str]
     targets: list[str]
     measures: list[str] | str = field(default_factory=lambda: ["tvc", "tvcc", "ppl", "jsd", "wvv", "ttr"])
-    order: int = 3  # n-gram order of the PPL model
-    jsd_order: int = 3  # 1..jsd_order-grams pooled for JSD
-    subsample_tokens: int | None = None  # sub-corpora of this many source tokens (size control) ...
-    subsample_k: int = 1  # ... this many of them, measures averaged
+    order: int = bounded(3, at_least=1)  # n-gram order of the PPL model
+    jsd_order: int = bounded(3, at_least=1)  # 1..jsd_order-grams pooled for JSD
+    subsample_tokens: int | None = bounded(None, at_least=1)  # sub-corpora of this many source tokens (size control) ...
+    subsample_k: int = bounded(1, at_least=1)  # ... this many of them, measures averaged
     seed: int = 0
     tvcc_method: str = "auto"  # content words: auto, spacy, approx
-    wvv_dim: int = 100  # skip-gram dimensions for WVV
-    wvv_window: int = 5
-    wvv_epochs: int = 5
-    wvv_min_count: int = 1
+    wvv_dim: int = bounded(100, at_least=1)  # skip-gram dimensions for WVV
+    wvv_window: int = bounded(5, at_least=1)
+    wvv_epochs: int = bounded(5, at_least=1)
+    wvv_min_count: int = bounded(1, at_least=1)
     wvv_words: str = "shared"  # WVV over source words shared with the target, or all source words ("source")
     histogram: dict[str, Any] | None = None  # {"tc", "dc"}: also DC's per-sentence PPL histogram under a TC model
 
@@ -93,7 +113,7 @@ class EmbedParams:
     pooling: str = "mean"
     device: str = "auto"
     precision: str = "auto"
-    chunk_size: int | None = None
+    chunk_size: int | None = bounded(None, at_least=1)
     ray: str | None = None
 
 
@@ -119,7 +139,7 @@ class ProjectParams:
     selection: str | None = None
     corpora: list[str] | None = None
     model: str = "default"
-    fit_points: int = 20_000
+    fit_points: int = bounded(20_000, at_least=4)  # UMAP needs a few neighbours
     seed: int = 0
 
 
@@ -146,7 +166,7 @@ class PickParams:
     lc: str = "lc"
     dev: str = "dev"
     preset: str = DEFAULT_PRESET  # the probe's NER recipe (epochs capped)
-    epochs: int = 8  # at most this many NER epochs per candidate (the probe is a short fine-tune)
+    epochs: int = bounded(8, at_least=1)  # at most this many NER epochs per candidate (the probe is a short fine-tune)
     min_gain: float = 0.0
     seed: int = 1
 
@@ -166,7 +186,7 @@ class NerParams:
 class PredictParams:
     model: str
     corpus: str
-    batch_size: int = 32
+    batch_size: int = bounded(32, at_least=1)
     out: str | None = None
 
 
@@ -237,7 +257,7 @@ class SelftrainParams:
     test: str | None = None
     measure: str = "c1"
     threshold: float | str = "auto"
-    ratio: float = 1.0
+    ratio: float = bounded(1.0, above=0)  # k = ratio x |LC|
     preset: str = DEFAULT_PRESET
     seed: int = 1
     config: dict[str, Any] | None = config_field("ner", None)
@@ -252,15 +272,15 @@ class AugmentSettings:
     sampling: str = "entity"  # which tokens may be masked: entity, context, random-context, mixed
     order: str = "independent"  # independent: every mask on the original; conditional: after earlier replacements
     criterion: str = "top"  # top: most probable candidate; joint: probability x edit distance
-    min_token_prob: float = 0.0  # a candidate below this MLM probability is never used
-    min_confidence: float = 0.0  # generated sentences below this NER confidence are dropped (needs a NER model)
+    min_token_prob: float = bounded(0.0, at_least=0, at_most=1)  # a candidate below this MLM probability is never used
+    min_confidence: float = bounded(0.0, at_least=0, at_most=1)  # generated sentences below it dropped (needs a NER model)
     measure: str = "c1"  # which NER confidence min_confidence applies to
-    random_rate: float = 0.15  # share of O tokens masked by "random-context" (BERT's masking rate)
-    mixed_max_rate: float = 0.3  # "mixed" masks between 1 and this share of the tokens
-    top_k: int = 5  # candidates per mask, as in the paper
-    per_sentence: int = 1  # generated variants per LC sentence
+    random_rate: float = bounded(0.15, above=0, at_most=1)  # share of O tokens masked by "random-context" (BERT's masking rate)
+    mixed_max_rate: float = bounded(0.3, above=0, at_most=1)  # "mixed" masks between 1 and this share of the tokens
+    top_k: int = bounded(5, at_least=1)  # candidates per mask, as in the paper
+    per_sentence: int = bounded(1, at_least=1)  # generated variants per LC sentence
     seed: int = 0
-    batch_size: int = 32
+    batch_size: int = bounded(32, at_least=1)
 
 
 @dataclass(kw_only=True)
@@ -292,8 +312,8 @@ class CompareSourcesParams:
 
 @dataclass
 class SleepParams:
-    steps: int = 10
-    seconds: float = 0.1
+    steps: int = bounded(10, at_least=0)
+    seconds: float = bounded(0.1, at_least=0)
 
 
 # --------------------------------------------------------------------------- validation
@@ -363,6 +383,8 @@ def validate_params(cls: type, params: dict[str, Any] | Any, kind: str = "") -> 
         raise UserError(f"{kind} params: field 'preset' must be one of {', '.join(PRESETS)}, got {params['preset']!r}")
     preset = params["preset"] if "preset" in params else DEFAULT_PRESET
     for name, value in params.items():
+        if "range" in fields[name].metadata and (wrong := range_error(value, fields[name].metadata["range"])):
+            raise UserError(f"{kind} params: field {name!r} {wrong}")
         if "check" in fields[name].metadata and value is not None:
             try:
                 fields[name].metadata["check"](value)
