@@ -8,6 +8,7 @@ import time
 import pandas as pd
 import streamlit as st
 
+from core.data.showtext import markdown_literal
 from core.data.workspace import CorpusRole, Workspace
 from core.experiments.disk import disk_use, format_freed, free_snapshots, human_bytes
 from core.experiments.summary import diagnostic_lines, pretraining_verdicts
@@ -34,7 +35,7 @@ def job_detail(ws: Workspace, job_id: str, interval: float | None) -> None:
     if interval is not None and not job.active:
         st.rerun(scope="app")  # finished while polling: redraw once without the timer, with its results
     slow_down_polling(job, interval)
-    st.markdown(f"**{describe_job(job)}** · `{job.id}`" + (f" · {where}" if (where := device_text(job)) else ""))
+    st.markdown(f"**{markdown_literal(describe_job(job))}** · `{job.id}`" + (f" · {where}" if (where := device_text(job)) else ""))
     said = status_text(job, jobs.list_jobs(ws))
     st.progress(job.progress, text=" · ".join([said, format_clock(job.elapsed)] + ([job.message] if job.message not in ("", said) else [])))
     if job.error:

@@ -7,6 +7,7 @@ import pandas as pd
 import streamlit as st
 
 from core.data.selection import Selection
+from core.data.showtext import markdown_literal
 from core.data.workspace import CorpusRole, Workspace
 from core.selection.coverage import selection_coverage
 from core.selection.explain import explain_sentence
@@ -92,7 +93,7 @@ def why_panel(ws: Workspace, sel: Selection, view_key: str) -> None:
         if st.button("Explain", key="sel_why_run"):
             why = run_guarded(lambda: _explain(view_key, int(why_index), why_labeled, str(ws.root)), "Could not explain")
             if why is not None:
-                st.markdown(f"**DC #{why['dc_index']}**: {why['text']}")
+                st.markdown(f"**DC #{why['dc_index']}**: {markdown_literal(why['text'])}")
                 st.dataframe(pd.DataFrame(why["ranks"]).drop(columns=["selection"]), hide_index=True, key="sel_why_ranks")
                 c = st.columns(2)
                 c[0].markdown(f"**Nearest TC sentences** ({why['encoder']})")

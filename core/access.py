@@ -124,9 +124,12 @@ def check_server_path(actor: Actor, path: str | Path, workspace_root: str | Path
     core.access.AccessDenied: rita (researcher) may not import /etc/passwd: with accounts, server paths must be under ...
     """
     given = Path(path).expanduser()
-    resolved = (given if given.is_absolute() else Path.cwd() / given).resolve()
     if actor == LOCAL:
-        return resolved
+        return (given if given.is_absolute() else Path.cwd() / given).resolve()
+    if not given.is_absolute():  # relative to what? the app's folder here, the checkout in a job: never guessed
+        raise AccessDenied(f"{actor} may not {what} {path}: with accounts, give a server path in full (from /), under "
+                           f"{server_roots_text()}")
+    resolved = given.resolve()
     ws = Path(workspace_root).expanduser().resolve()
     if _secret(resolved):
         raise AccessDenied(f"{actor} may not {what} {path}: account stores, secrets and keys are never read through the app")
@@ -137,22 +140,49 @@ def check_server_path(actor: Actor, path: str | Path, workspace_root: str | Path
     return resolved
 
 
-def _looks_like_path(key: str, value: str) -> bool:
+def _looks_like_path(key: str, value: str, workspace_root: Path, names: frozenset[str]) -> bool:
     """A job setting that names a file or folder on the server, not a corpus name, a role or a Hugging Face id
-    ("org/model" that is no local folder is fetched from the hub, nothing on the server is read)."""
+    ("org/model" that is no local folder is fetched from the hub, nothing on the server is read). A bare relative
+    name counts when a file of that name exists where a job or the app would open it (a job runs in the checkout:
+    `README.md` read the checkout's own file), unless it is one of the workspace's corpus names or roles."""
     if key in PATH_FIELDS or value.startswith(("/", "~", "./", "../")) or os.path.isabs(value):
         return True
-    return os.sep in value and Path(value).expanduser().exists()
+    if value in names:
+        return False
+    return any((base / value).exists() for base in (CHECKOUT, Path.cwd(), workspace_root))
 
 
-def check_param_paths(actor: Actor, params: Mapping[str, Any], workspace_root: str | Path) -> None:
-    """Every server path among a job's settings (nested ones too) checked with check_server_path, before it runs."""
+def check_ray_address(actor: Actor, ray: str | None, workspace_address: str | None) -> None:
+    """A job's Ray cluster: with accounts, only the address an admin set for the workspace, or a cluster started on
+    this machine ("local", "local:N"); another address would ship the workspace's code and corpora to any machine
+    (the address is an admin's setting, and a job's own `ray` went around it)."""
+    text = str(ray or "").strip()
+    if actor == LOCAL or actor.role == Role.ADMIN or not text or text == (workspace_address or "").strip():
+        return
+    if text == "local" or (text.startswith("local:") and text[6:].isdigit()):
+        return
+    raise AccessDenied(f"{actor} may not send a job to the Ray cluster {text!r}: with accounts, only the workspace's "
+                       f"own ({workspace_address or 'none set'}) or 'local'; an admin sets the address")
+
+
+OUTPUT_FIELDS = frozenset({"out"})  # job params a job writes to
+
+
+def check_param_paths(actor: Actor, params: Mapping[str, Any], workspace_root: str | Path,
+                      names: frozenset[str] = frozenset()) -> None:
+    """Every server path among a job's settings (nested ones too) checked with check_server_path, before it runs;
+    `names` are the workspace's corpus names and roles (never paths). With accounts, an output goes only under the
+    workspace's runs folder: a job's `out` replaced files it named, the workspace's own settings and corpora too."""
     if actor == LOCAL:
         return
+    root = Path(workspace_root).expanduser().resolve()
 
     def walk(key: str, value: Any) -> None:
-        if isinstance(value, str) and value and _looks_like_path(key, value):
-            check_server_path(actor, value, workspace_root, f"use {key} =")
+        if isinstance(value, str) and value and _looks_like_path(key, value, root, names):
+            resolved = check_server_path(actor, value, root, f"use {key} =")
+            if key in OUTPUT_FIELDS and (not _under(resolved, root / "runs") or resolved == root / "runs"):
+                raise AccessDenied(f"{actor} may not write {key} = {value}: with accounts, outputs go under "
+                                   f"{root / 'runs'} (leave {key} empty for the job's own folder)")
         elif isinstance(value, Mapping):
             for k, v in value.items():
                 walk(str(k), v)

@@ -84,3 +84,60 @@ def test_uploads_and_the_single_user_mode_are_unchanged(roots, tmp_path):
     outside.write_text("one line\n")
     assert ws.import_corpus(outside, name="local", actor=LOCAL).sentences == 1
     assert jobs.submit(ws, "import", {"path": str(outside)}, start=False).status == "queued"
+
+
+def test_a_relative_name_is_never_read_from_the_checkout(roots, monkeypatch):
+    """Found in review: a bare `README.md` (or `.streamlit/config.toml` when the app ran elsewhere) passed the check,
+    and the job, which runs in the checkout, read the checkout's file. With accounts a path is given in full; a bare
+    name that is a workspace corpus or a role stays a corpus."""
+    ws, data = roots
+    ws.import_corpus(data / "dc.txt", name="dc", role="dc", actor=RITA)
+    monkeypatch.chdir(data)  # the app started in a data root: relative names must not resolve against it either
+    for kind, params in (("embed", {"corpus": "README.md"}), ("select", {"tc": "dc", "dc": "pyproject.toml",
+                                                                           "strategy": "random", "budget": 1}),
+                         ("import", {"path": "dc.txt"}), ("embed", {"corpus": "core/access.py"})):
+        with pytest.raises(AccessDenied, match="give a server path in full"):
+            jobs.submit(ws, kind, params, start=False, actor=RITA)
+    with pytest.raises(AccessDenied, match="give a server path in full"):
+        ws.import_corpus("dc.txt", name="again", actor=RITA)
+    assert jobs.list_jobs(ws) == []
+    assert jobs.submit(ws, "embed", {"corpus": "dc"}, start=False, actor=RITA).status == "queued"  # a corpus name
+    assert jobs.submit(ws, "embed", {"corpus": "README.md"}, start=False).status == "queued"  # the CLI owns the machine
+
+
+def test_outputs_go_only_under_the_runs_folder(roots):
+    """Found in review: a predict job's `out` could replace the workspace's own settings or a corpus's Parquet."""
+    ws, data = roots
+    for out in (ws.root / "workspace.json", ws.corpora_dir / "dc.parquet", data / "out.jsonl", ws.runs_dir):
+        with pytest.raises(AccessDenied, match="outputs go under"):
+            jobs.submit(ws, "predict", {"model": "org/some-model", "corpus": "dc", "out": str(out)}, start=False,
+                        actor=RITA)
+    ok = jobs.submit(ws, "predict", {"model": "org/some-model", "corpus": "dc", "out": str(ws.runs_dir / "mine" / "p.jsonl")},
+                     start=False, actor=RITA)
+    assert ok.status == "queued"
+
+
+def test_a_job_reaches_only_the_workspace_ray_cluster(roots):
+    """Found in review: the Ray address is an admin's setting, yet a job's own `ray` sent it anywhere."""
+    ws, _ = roots
+    with pytest.raises(AccessDenied, match="may not send a job to the Ray cluster 'ray://203.0.113.5:10001'"):
+        jobs.submit(ws, "embed", {"corpus": "dc", "ray": "ray://203.0.113.5:10001"}, start=False, actor=RITA)
+    for fine in ("local", "local:2", None):
+        assert jobs.submit(ws, "embed", {"corpus": "dc", "ray": fine}, start=False, actor=RITA).status == "queued"
+    boss = Actor("boss", Role.ADMIN)
+    assert jobs.submit(ws, "embed", {"corpus": "dc", "ray": "ray://10.0.0.1:10001"}, start=False, actor=boss).status == "queued"
+
+
+def test_a_typed_model_folder_is_checked_before_inspect_reads_it(roots, tmp_path):
+    """Found in review: Inspect read `ner_config.json` of any server folder, and its errors said whether a path
+    existed, before the job's check refused it."""
+    from core.review.predictions import prediction_request
+
+    ws, _ = roots
+    secret = tmp_path / "private-model"
+    secret.mkdir()
+    (secret / "ner_config.json").write_text('{"labels": ["B-SECRET", "I-SECRET", "O"]}')
+    for model in (str(secret), "/nonexistent-dir"):
+        with pytest.raises(AccessDenied, match="may not use model ="):
+            prediction_request(ws, model, "dc", actor=RITA)
+    assert not (ws.root / "artifacts").exists() or not any((ws.root / "artifacts").rglob("meta.json"))

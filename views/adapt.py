@@ -16,6 +16,7 @@ from core.review.highlight import CSS, augmented_html, type_colors
 from core.tables import count
 from core.train import lineage
 from ui import (
+    actor,
     corpus_picker,
     get_workspace,
     job_status,
@@ -62,7 +63,7 @@ def selftrain_tab() -> None:
     if not (model and lc and dev):
         st.info("Pick a NER model, LC and DEV.")
         return
-    req = run_guarded(lambda: predictions.prediction_request(ws, model, dev))
+    req = run_guarded(lambda: predictions.prediction_request(ws, model, dev, actor=actor()))
     threshold: float | str = "auto"
     if req is not None and predictions_ready(req, "st_dev_job", "DEV confidences"):
         curve = self_training.cer_curve(*self_training.cer_inputs_from_rows(load_prediction_rows(req.key, req), measure))

@@ -100,7 +100,7 @@ def review_tab() -> None:
     if not model:
         st.info("Train a NER model on the Runs page (or name a model folder) to inspect its predictions.")
         return
-    req = run_guarded(lambda: predictions.prediction_request(ws, model, corpus, sel_key))
+    req = run_guarded(lambda: predictions.prediction_request(ws, model, corpus, sel_key, actor=actor()))
     if req is None or not predictions_ready(req, "insp_predict_job", "entities"):
         return
     rows = load_prediction_rows(req.key, req)

@@ -8,6 +8,7 @@ import pandas as pd
 import streamlit as st
 
 from core.data.selection_store import list_selections
+from core.data.showtext import markdown_literal
 from core.review.predictions import list_ner_models, prediction_request
 from core.runner import jobs
 from core.runner.jobview import model_labels
@@ -31,6 +32,7 @@ from core.selection.projection import sample_rows
 from core.tables import count
 from ui import (
     CURRENT_SELECTION,
+    actor,
     corpus_names,
     get_workspace,
     job_status,
@@ -124,7 +126,7 @@ with st.expander("Predict a corpus on this map with an NER model" if predicted e
         names_on_map = [c["name"] for c in atlas.corpora]
         pred_corpus = p2.selectbox("Corpus", names_on_map, index=len(names_on_map) - 1, key="map_pc",
                                    help="Its predictions are kept and shared with Inspect.")
-        req = run_guarded(lambda: prediction_request(ws, pred_model, pred_corpus), "Cannot predict with this model") \
+        req = run_guarded(lambda: prediction_request(ws, pred_model, pred_corpus, actor=actor()), "Cannot predict with this model") \
             if pred_model else None
         if req is not None and predictions_ready(req, "map_pred_job", pred_corpus) and str(req.model) not in predicted:
             st.caption("Predicted: choose predictions in Colour by.")
@@ -175,7 +177,7 @@ if pinned is not None and 0 <= int(pinned) < len(atlas):
     found = run_guarded(lambda: atlas_neighbours(ws, atlas, pinned, k), "Could not read the embeddings")
     texts = atlas.texts()
     (corpus, rows, _), = atlas.locate(np.array([pinned]))
-    st.markdown(f"📌 **{corpus}** row {int(rows[0]):,} · {texts[pinned]}")
+    st.markdown(f"📌 **{markdown_literal(corpus)}** row {int(rows[0]):,} · {markdown_literal(texts[pinned])}")
     if found is not None:
         idx, sims = found
         table = pd.DataFrame({"cosine": np.round(sims, 4), "colour": [layer.legend[c]["label"] if not layer.continuous else

@@ -31,7 +31,7 @@ if not items:
     st.stop()
 if task.guidelines:
     with st.expander("Guidelines", expanded=False):
-        st.markdown(task.guidelines)
+        st.markdown(task.guidelines)  # Markdown on purpose: written by the task's researcher (staff) for formatting
 answered = sum(1 for i in items if i.status)
 st.progress(answered / len(items), text=f"{answered} of {len(items)} sentences answered")
 

@@ -7,7 +7,7 @@ import streamlit as st
 
 from core.access import Role
 from core.data.selection_store import list_selections
-from core.data.showtext import isolated
+from core.data.showtext import markdown_literal
 from core.review.predictions import list_ner_models
 from core.tables import count
 from core.team import tasks
@@ -57,7 +57,9 @@ with st.expander("New task", expanded=not tasks.list_tasks(ws, me)):
 
 for t in tasks.list_tasks(ws, me):
     with st.container(border=True):
-        st.markdown(f"**{isolated(t.name)}** · `{t.id}` · {count(t.items, 'sentence')} of {t.source} · {t.overlap:.0%} reviewed twice · "
+        name = f"\u2068{markdown_literal(t.name)}\u2069"  # isolated (core.data.showtext) and literal
+        st.markdown(f"**{name}** · `{t.id}` · {count(t.items, 'sentence')} of {markdown_literal(t.source)} · "
+                    f"{t.overlap:.0%} reviewed twice · "
                     f"by {t.created_by}")
         rows = tasks.progress(ws, me, t.id)
         st.dataframe(pd.DataFrame(rows), hide_index=True, key=f"task_progress_{t.id}")

@@ -6,6 +6,7 @@ name scrambling the task id after it).
 
 from __future__ import annotations
 
+import re
 import unicodedata
 
 
@@ -37,3 +38,17 @@ def isolated(text: str) -> str:
     True
     """
     return f"\u2068{visible(text)}\u2069"
+
+
+_MARKDOWN = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~:$=])")
+
+
+def markdown_literal(text: str) -> str:
+    r"""`text` (a corpus sentence, a name) shown as itself inside st.markdown: every Markdown character escaped, so
+    `![x](https://host/?t)` in a DC sentence loads no remote image, `[click](https://...)` is no live link, and
+    Streamlit's `:red[...]` and `$...$` change nothing; invisible characters written out (`visible`).
+
+    >>> markdown_literal("![x](http://e/?t) :red[a] $x$")
+    '\\!\\[x\\]\\(http\\://e/?t\\) \\:red\\[a\\] \\$x\\$'
+    """
+    return _MARKDOWN.sub(r"\\\1", visible(text))

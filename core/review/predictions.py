@@ -17,7 +17,7 @@ from typing import Any
 
 import pandas as pd
 
-from core.access import LOCAL, Actor
+from core.access import LOCAL, Actor, check_param_paths
 from core.data.atomic import atomic_write_json
 from core.data.corpus import Corpus, corpus_bytes, write_corpus
 from core.data.selection_store import selected_indices, selection_meta
@@ -103,9 +103,11 @@ class PredictionRequest:
         return review_set_key(self.corpus, self.corpus_hash)
 
 
-def prediction_request(ws: Workspace, model: str | Path, corpus: str | None = None, selection: str | None = None
-                       ) -> PredictionRequest:
-    """What to predict and where the cached result lives (nothing is computed here)."""
+def prediction_request(ws: Workspace, model: str | Path, corpus: str | None = None, selection: str | None = None,
+                       actor: Actor = LOCAL) -> PredictionRequest:
+    """What to predict and where the cached result lives (nothing is computed here). A model typed as a folder is
+    checked for `actor` before anything reads it (its ner_config.json, and whether it exists at all)."""
+    check_param_paths(actor, {"model": str(model)}, ws.root)
     ref = resolve_model(str(model))
     if ref.ner_config() is None:
         raise UserError(f"{model} is not a fine-tuned NER model folder (no ner_config.json): pick a finished NER run")

@@ -33,9 +33,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from core.access import LOCAL, Actor, check_param_paths, require
+from core.access import LOCAL, Actor, check_param_paths, check_ray_address, require
 from core.data.atomic import atomic_write_json, json_default
-from core.data.workspace import Workspace
+from core.data.workspace import CorpusRole, Workspace
 from core.environment import variable
 from core.errors import TimeLimitReached, UserError
 from core.progress import Progress, sub
@@ -101,8 +101,10 @@ def submit(ws: Workspace, kind: str, params: dict[str, Any] | Any, start: bool =
     require(actor, "submit a job")
     typed = validate(kind, params)
     params = dataclasses.asdict(typed)
-    check_param_paths(actor, params, ws.root)  # with accounts, only data roots and the workspace: before any
+    names = frozenset(i.name for i in ws.list_corpora()) | {r.value for r in CorpusRole} if actor != LOCAL else frozenset()
+    check_param_paths(actor, params, ws.root, names)  # with accounts, only data roots and the workspace: before any
     check_model_folders(kind, typed)  # look at the disk, so a refused path never says whether it exists
+    check_ray_address(actor, params.get("ray"), ws.settings().ray_address)
     json.dumps(params)  # fail now, not in the child, if params are not JSON
     job_id = time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
     run_dir = ws.runs_dir / job_id
