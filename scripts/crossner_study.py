@@ -511,7 +511,7 @@ def merge_results(paths: list[Path], out: Path) -> dict[str, Any]:
               "rows": {r: {"mean": v["mean"], "std": v["std"], "n": v["n"], "seeds": v["seeds"]} for r, v in summary.items()},
               "domain_precision": {row: _mean_precision(dps) for row, dps in precision.items()},
               "per_type_f1": {r: v["per_type"] for r, v in summary.items()}, "cells": cells,
-              **derived_fields(cells, parts[0]["params"])}
+              **derived_fields(cells, parts[0]["params"], [p.get("protocol") for p in parts])}
     merged.pop("run_dir", None)
     merged.pop("seconds_this_run", None)
     write_json(out, merged)
@@ -525,14 +525,18 @@ def write_json(path: Path, data: dict[str, Any]) -> None:
     atomic_write_text(path, json.dumps(data, indent=2, default=float) + "\n")
 
 
-def derived_fields(cells: list[dict[str, Any]], params: dict[str, Any]) -> dict[str, Any]:
-    """What a result JSON derives from its cells and params alone: the 95% CIs and paired tests (from the kept TEST
-    counts) and the verdict read from them (a knob variant's advice names its default recipe). One place, so a merge,
-    a refresh and a run all say the same."""
+def derived_fields(cells: list[dict[str, Any]], params: dict[str, Any],
+                   protocols: list[dict[str, Any] | None] = ()) -> dict[str, Any]:
+    """What a result JSON derives from its cells, params and guard records (`protocols`: the run's, or each merged
+    part's) alone: the 95% CIs and paired tests (from the kept TEST counts), rows marked where DEV text was allowed in an
+    MLM corpus, and the verdict read from them (a knob variant's advice names its default recipe). One place, so a
+    merge, a refresh and a run all say the same (a merge or refresh dropped the DEV mark before)."""
+    from core.experiments.guard import GuardReport
     from core.experiments.plan import knob_label
     from core.experiments.summary import experiment_verdict, interval_summary
 
-    intervals = interval_summary(cells) if cells else []
+    dev_in_mlm = any(GuardReport.from_protocol(p).dev_kept for p in protocols if p)
+    intervals = interval_summary(cells, dev_in_mlm=dev_in_mlm) if cells else []
     verdict = experiment_verdict(intervals, params.get("preset"), cells, knob_label(params))
     return {"summary": intervals, "verdict": verdict.to_dict()}
 
@@ -548,7 +552,7 @@ def refresh_results(paths: list[Path]) -> list[str]:
             lines.append(f"{path}: left as it is (its cells kept no TEST counts)")
             continue
         before = data.get("verdict") or {}
-        data.update(derived_fields(cells, data["params"]))
+        data.update(derived_fields(cells, data["params"], [data.get("protocol")]))
         data["refreshed"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
         write_json(path, data)
         def sentences(verdict: dict[str, Any]) -> dict[str, Any]:  # the verdict's two sentences
@@ -910,7 +914,8 @@ def main() -> int:
         cells = portable_cells(with_stored(result["cells"] if result else load_cells(run_dir), stored))
         held = row_order(list(dict.fromkeys([*rows, *(c["row"] for c in cells)])))  # every row the JSON holds
         summary = summarize(cells) if cells else {}
-        derived = derived_fields(cells, params)  # 95% CIs, paired tests (cells keep TEST predictions), verdict
+        guarded = guard_record(result, run_dir, stored)
+        derived = derived_fields(cells, params, [guarded])  # 95% CIs, paired tests (cells keep TEST predictions), verdict
         payload = {
             "study": "CrossNER selective pretraining (issue 11)", "domain": args.domain, **git_commit(),
             # the device carry rounds the default encoder's weights to fp16 (scripts/device_bundle.sh): said in the JSON
@@ -921,7 +926,7 @@ def main() -> int:
             "written": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "seconds_this_run": round(time.time() - started, 1),
             "protocol": {"name": PROTOCOL, "split_seed": SPLIT_SEED, "sizes": study.sizes(),
                          "dc_in_domain": sum(d == args.domain for d in study.dc.fields["domain"]),
-                         "description": PROTOCOLS[PROTOCOL], **guard_record(result, run_dir, stored)},
+                         "description": PROTOCOLS[PROTOCOL], **guarded},
             "verdict": derived["verdict"],
             "params": {**{k: v for k, v in params.items() if k != "time_limit"},  # the call's, not the study's
                        "baselines": [r for r in held if r in BASELINES],

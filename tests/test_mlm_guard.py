@@ -102,3 +102,46 @@ def corpora_for_none(tmp_path):
     dc.write_text("\n".join(unlike(s, 1) for s in TOY_SENTENCES[:8]) + "\n")
     labeled = write_toy_conll(tmp_path / "lab.conll")
     return {"tc": str(tc), "dc": str(dc), "lc": labeled, "dev": labeled, "test": labeled}
+
+
+class _Leak:
+    """A leakage report's two questions the guard asks (core.selection.leakage.LeakageReport)."""
+
+    def __init__(self, dev: set[int], test: set[int]) -> None:
+        self._rows = {"dev": dev, "test": test}
+        self.per_against = {k: {"exact": len(v), "near": 0} for k, v in self._rows.items()}
+
+    def rows(self, against: str) -> set[int]:
+        return self._rows[against]
+
+    def example(self, against: str) -> None:
+        return None
+
+
+def test_dev_text_kept_in_dc_marks_the_run_and_survives_a_refresh():
+    """Found in review: with DEV allowed, DC's DEV duplicates stayed in DC (selectable, DAPT's corpus) while the
+    protocol counted TC's alone, so no row was marked; and a merged or refreshed study JSON lost the mark."""
+    import sys
+
+    from core.data.corpus import Corpus
+    from core.experiments.guard import GuardReport, guard_mlm_corpora, guard_text
+
+    tc = Corpus(tokens=[["t", str(i)] for i in range(4)])
+    dc = Corpus(tokens=[["d", str(i)] for i in range(6)])
+    leakage = {"tc": _Leak(set(), set()), "dc": _Leak({0, 1, 2}, {2})}  # row 2 duplicates TEST too: dropped anyway
+    _, kept, report = guard_mlm_corpora(tc, dc, leakage, allow_dev_in_mlm=True, pretrains=True)
+    assert len(kept) == 5 and report.dev_in_dc == 2 and report.dev_kept == 2
+    assert any("DEV text in DC kept (2 sentences" in line for line in guard_text(report))
+    assert GuardReport.from_protocol(report.protocol).dev_kept == 2
+    _, kept, report = guard_mlm_corpora(tc, dc, leakage, allow_dev_in_mlm=True, pretrains=True, drop_dev_from_dc=True)
+    assert len(kept) == 3 and report.dev_kept == 0  # exclude_leaked
+    sys.path.insert(0, "scripts")
+    try:
+        from crossner_study import derived_fields
+    finally:
+        sys.path.remove("scripts")
+    cells = [{"row": row, "seed": 1, "f1": f1} for row, f1 in (("none", 0.5), ("tapt", 0.52))]
+    marked = derived_fields(cells, {"preset": "study"}, [{"dev_in_mlm": 0, "dev_in_dc": 2, "allow_dev_in_mlm": True}])
+    assert {e["row"]: e.get("dev_in_mlm", False) for e in marked["summary"]} == {"none": False, "tapt": True}
+    plain = derived_fields(cells, {"preset": "study"}, [{"dev_in_mlm": 0, "allow_dev_in_mlm": False}])
+    assert not any(e.get("dev_in_mlm") for e in plain["summary"])

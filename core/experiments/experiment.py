@@ -253,7 +253,7 @@ def experiment_job(params: ExperimentParams, ctx: JobContext) -> dict[str, Any]:
             cells.append(runner.run_cell(t.row, t.seed, sub, budget=t.budget, lc_size=t.lc_size))
     if limit.skipped:
         raise limit.reached(len(cells))
-    summary = interval_summary(cells, dev_in_mlm=guard.dev_in_tc > 0)
+    summary = interval_summary(cells, dev_in_mlm=guard.dev_kept > 0)
     for entry in as_entries(summary):
         if "tapt" in entry.vs and (vs := entry.vs["tapt"]).delta < 0 and vs.adjusted < 0.05:
             ctx.log(f"{entry.row}: significantly below TAPT ({vs.delta * 100:+.2f} points, Holm-adjusted p {vs.adjusted:.3f})")
