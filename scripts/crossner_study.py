@@ -174,13 +174,14 @@ def runs_again(cell: dict[str, Any], rows: list[str], seeds: list[int], old_head
                cpu_precision: str | None = None) -> bool:
     """Whether this stored cell of the asked rows and seeds runs again: with --rerun-old-head when its NER head was
     drawn apart from none's (core.experiments.records.head_drawn_apart); with --cpu-precision when it ran on a CPU in
-    the other precision (it would pair with none of the cells run now: records.ran_alike)."""
+    the other precision, or where it ran is not recorded (it would pair with none of the cells run now, or with an
+    unknown machine: records.ran_alike; a cell restored from an older JSON carried no record)."""
     from core.experiments.records import head_drawn_apart
 
     if cell.get("row") not in rows or cell.get("seed") not in seeds:
         return False
     numbers = cell.get("numerics") or {}
-    other = bool(cpu_precision) and numbers.get("device") == "cpu" and numbers.get("dtype") != cpu_precision
+    other = bool(cpu_precision) and (not numbers or numbers.get("device") == "cpu" and numbers.get("dtype") != cpu_precision)
     return (old_head and head_drawn_apart(cell)) or other
 
 
@@ -191,8 +192,11 @@ def still_to_run(cells: list[dict[str, Any]], rows: list[str], seeds: list[int],
     rerun that stops early, or a --status written before it ends, never leaves the study with fewer cells than it had.
 
     >>> old = {"row": "tapt", "seed": 1, "numerics": {"device": "cpu", "dtype": "bf16"}}
-    >>> still_to_run([{"row": "none", "seed": 1}, old], ["none", "tapt"], [1, 2], cpu_precision="fp32")
+    >>> fine = {"row": "none", "seed": 1, "numerics": {"device": "cpu", "dtype": "fp32"}}
+    >>> still_to_run([fine, old], ["none", "tapt"], [1, 2], cpu_precision="fp32")
     ([('none', 2), ('tapt', 2)], [('tapt', 1)])
+    >>> still_to_run([{"row": "none", "seed": 1}], ["none"], [1], cpu_precision="fp32")  # where it ran: unknown
+    ([], [('none', 1)])
     """
     again = sorted({(c["row"], c["seed"]) for c in cells if runs_again(c, rows, seeds, old_head, cpu_precision)})
     return missing_cells(rows, seeds, cells), again
