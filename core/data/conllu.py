@@ -4,23 +4,20 @@ file failed on its first `# sent_id` comment with "last column '1' is not a tag"
 domain text (a DC) even without tags. No well-kept library reads these lines faster than a split: `conllu` (PyPI)
 parses every column into dicts, which a 10M-token DC does not need.
 
->>> from core.data.corpus import Corpus
->>> lines = conllu_text(Corpus(tokens=[["Paris", "is"]], tags=[["B-LOC", "O"]])).splitlines()
+>>> lines = conllu_text([["Paris", "is"]], [["B-LOC", "O"]]).splitlines()
 >>> lines[0], lines[1].split("\\t")
 ('# text = Paris is', ['1', 'Paris', '_', '_', '_', '_', '_', '_', '_', 'NER=B-LOC'])
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from core.data.corpus_checks import SchemeCheck, looks_like_tag
+from core.data.corpus_checks import looks_like_tag
 from core.errors import CorpusError
 
-if TYPE_CHECKING:
-    from core.data.corpus import Corpus
+Chunk = tuple[list[list[str]], list[list[str]] | None, list[int]]  # tokens, tags (None: unlabeled), first lines
 
 COLUMNS = 10  # ID FORM LEMMA UPOS XPOS FEATS HEAD DEPREL DEPS MISC
 TAG_KEYS = ("NER", "NE")
@@ -34,12 +31,10 @@ def _misc_tag(misc: str) -> str | None:
     return None
 
 
-def iter_conllu(path: Path, lines: Iterable[tuple[int, str]], chunk: int) -> Iterator[Corpus]:
-    """Sentences of `lines` ((line number, text) pairs) in chunks; labeled when the file's first word has a tag, and
-    then every word must have one (a file half tagged is refused at the first word without)."""
-    from core.data.corpus import Corpus
-
-    checked = SchemeCheck(path)
+def iter_conllu(path: Path, lines: Iterable[tuple[int, str]], chunk: int) -> Iterator[Chunk]:
+    """Sentences of `lines` ((line number, text) pairs) in chunks of (tokens, tags, each sentence's first line), which
+    core.data.corpus makes Corpus chunks of; labeled when the file's first word has a tag, and then every word must
+    have one (a file half tagged is refused at the first word without)."""
     tokens: list[list[str]] = []
     tags: list[list[str]] = []
     starts: list[int] = []
@@ -57,7 +52,7 @@ def iter_conllu(path: Path, lines: Iterable[tuple[int, str]], chunk: int) -> Ite
                 starts.append(start)
                 cur_tok, cur_tag = [], []
             if len(tokens) >= chunk:
-                yield checked(Corpus(tokens=tokens, tags=tags if labeled else None), starts if labeled else None)
+                yield tokens, tags if labeled else None, starts
                 tokens, tags, starts = [], [], []
             continue
         cols = line.split("\t")
@@ -89,16 +84,16 @@ def iter_conllu(path: Path, lines: Iterable[tuple[int, str]], chunk: int) -> Ite
         tags.append(cur_tag)
         starts.append(start)
     if tokens:
-        yield checked(Corpus(tokens=tokens, tags=tags if labeled else None), starts if labeled else None)
+        yield tokens, tags if labeled else None, starts
 
 
-def conllu_text(corpus: Corpus) -> str:
-    """The corpus as CoNLL-U: FORM, the tag in MISC (NER=TAG) when labeled, every other column empty ("_")."""
+def conllu_text(tokens: Sequence[Sequence[str]], tags: Sequence[Sequence[str]] | None) -> str:
+    """Sentences as CoNLL-U: FORM, the tag in MISC (NER=TAG) when labeled, every other column empty ("_")."""
     out: list[str] = []
-    for i, toks in enumerate(corpus.tokens):
+    for i, toks in enumerate(tokens):
         out.append(f"# text = {' '.join(toks)}")
         for j, tok in enumerate(toks, start=1):
-            misc = f"NER={corpus.tags[i][j - 1]}" if corpus.tags is not None else "_"
+            misc = f"NER={tags[i][j - 1]}" if tags is not None else "_"
             out.append("\t".join((str(j), tok, "_", "_", "_", "_", "_", "_", "_", misc)))
         out.append("")
     return "\n".join(out) + "\n"

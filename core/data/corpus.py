@@ -503,7 +503,9 @@ def iter_corpus(path: str | Path, fmt: str = "auto", chunk_size: int = DEFAULT_C
     if fmt == "conll":
         return _iter_conll(path, chunk_size)
     if fmt == "conllu":
-        return iter_conllu(path, _iter_lines(path), chunk_size)
+        checked = SchemeCheck(path)
+        return (checked(Corpus(tokens=toks, tags=tags), starts if tags is not None else None)
+                for toks, tags, starts in iter_conllu(path, _iter_lines(path), chunk_size))
     if fmt == "jsonl":
         return _iter_jsonl(path, chunk_size, tokenize)
     if fmt == "csv":
@@ -546,7 +548,7 @@ def corpus_bytes(corpus: Corpus, fmt: str, scheme: TagScheme | str | None = None
                 out.write(f"{tok}\t{tag}\n")
             out.write("\n")
     elif fmt == "conllu":
-        out.write(conllu_text(corpus))
+        out.write(conllu_text(corpus.tokens, corpus.tags))
     elif fmt == "jsonl":
         for rec in corpus.records():
             out.write(json.dumps(rec, ensure_ascii=False) + "\n")
