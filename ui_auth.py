@@ -16,7 +16,7 @@ from core.access import LOCAL, Actor
 from core.data.workspace import Workspace
 from core.errors import UserError
 from core.team import users, websession
-from core.team.serving import AuthMode, auth_mode
+from core.team.serving import AuthMode, auth_mode, check_local_request
 
 TOKEN_KEY = "team_session_token"
 _WS_KEY = "team_ws_root"
@@ -27,10 +27,13 @@ _CLEAR_KEY = "team_cookie_clear"  # after a sign-out: the page asks the route to
 
 def signed_in(ws: Workspace, app_root: Path) -> Actor | None:
     """The acting user, LOCAL in the single-user mode, or None when the sign-in form must be shown.
-    Listening beyond loopback with no accounts stops here with one line (core.team.serving)."""
+    Listening beyond loopback with no accounts, or a request through a proxy to the single-user mode, stops here
+    with one line (core.team.serving)."""
     st.session_state[_WS_KEY] = str(ws.root)
     try:
         mode = auth_mode(ws, st.get_option("server.address"), app_root)
+        if mode == AuthMode.LOCAL:
+            check_local_request(ws.root, *_request())
     except UserError as exc:
         st.error(str(exc))
         st.stop()
@@ -39,8 +42,8 @@ def signed_in(ws: Workspace, app_root: Path) -> Actor | None:
     if mode == AuthMode.OIDC:
         if not st.user.is_logged_in:
             return None
-        try:
-            return users.actor_for_email(ws, st.user.get("email") or "")
+        try:  # the provider's claims, email_verified among them, are judged in core
+            return users.actor_for_oidc(ws, st.user.to_dict())
         except UserError as exc:
             st.session_state[_MSG_KEY] = str(exc)
             return None
@@ -58,6 +61,17 @@ def signed_in(ws: Workspace, app_root: Path) -> Actor | None:
         st.session_state[TOKEN_KEY] = cookie
         return who
     return None
+
+
+def _request() -> tuple[dict[str, str], str | None]:
+    """The headers and the peer address of the request behind this session (none under AppTest, whose context
+    holds mocks: only real strings count)."""
+    try:
+        headers, address = st.context.headers.to_dict(), st.context.ip_address
+    except (AttributeError, RuntimeError):
+        return {}, None
+    headers = {k: v for k, v in headers.items() if isinstance(k, str) and isinstance(v, str)} if isinstance(headers, dict) else {}
+    return headers, address if isinstance(address, str) else None
 
 
 def _cookie() -> str | None:
@@ -110,6 +124,8 @@ def sign_in_page() -> None:
     st.caption("NER pretraining data selection · this server needs an account")
     if msg := st.session_state.get(_MSG_KEY):
         st.error(msg)
+    if nobody := users.nobody_can_sign_in(Workspace(st.session_state[_WS_KEY])):
+        st.warning(nobody)
     slot = st.empty()  # drawn on every run, like the sign-in handoff's, so the form below never moves
     if st.session_state.get(_CLEAR_KEY) == "pending":  # signed out: the browser drops the (already revoked) cookie
         st.session_state[_CLEAR_KEY] = "sent"

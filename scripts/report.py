@@ -42,22 +42,6 @@ def load(path: Path) -> dict[str, Any]:
     return json.loads(path.read_text("utf-8"))
 
 
-def summary_of(result: dict[str, Any]) -> tuple[list[dict[str, Any]], str]:
-    """(entries with p_holm on every comparison, how they were obtained)."""
-    from core.experiments.statistics import holm
-    from core.experiments.summary import interval_summary
-
-    cells = result.get("cells") or []
-    if cells and all(c.get("test_counts") for c in cells):
-        dev = bool((result.get("protocol") or {}).get("dev_in_mlm"))
-        return interval_summary(cells, dev_in_mlm=dev), "recomputed from the cells' TEST counts, 10,000 resamples"
-    entries = json.loads(json.dumps(result.get("summary") or []))
-    tests = [t for e in entries for t in (e.get("vs") or {}).values()]
-    for t, adjusted in zip(tests, holm([t["p"] for t in tests])):
-        t["p_holm"] = adjusted
-    return entries, "stored summary (cells kept no TEST counts), 1,000 resamples"
-
-
 def _sorted_rows(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return sorted(entries, key=lambda e: (ORDER.index(e["row"]) if e["row"] in ORDER else len(ORDER), e["row"]))
 
@@ -86,13 +70,15 @@ def vs_text(e: dict[str, Any], base: str) -> str:
 
 
 def study_block(paths: list[Path], label: str) -> str:
+    from core.experiments.summary import report_summary
+
     results = [(p, load(p)) for p in paths if p.is_file()]
     if not results:
         return f"No {label} result yet.\n"
     lines = ["| domain | row | test F1 [95% CI] | vs TAPT | vs none | vs random |", "|---|---|---|---|---|---|"]
     notes, says = [], []
     for path, result in results:
-        entries, how = summary_of(result)
+        entries, how = report_summary(result)
         cells = result.get("cells") or []
         seeds = sorted({c["seed"] for c in cells})
         for e in _sorted_rows(entries):

@@ -1,7 +1,9 @@
 """The CrossNER study table with its uncertainty, from the result JSONs that scripts/crossner_study.py writes:
 per row and domain, TEST F1 with its 95% CI, and the paired difference against TAPT, against no pretraining and, for
-a selection strategy when the study ran the random control, against random, with its CI and p-value. It prints
-Markdown (README, closing notes) and writes nothing.
+a selection strategy when the study ran the random control, against random, with its CI, p-value and Holm-adjusted p,
+marked as every table marks a claim (core.experiments.summary.claim_mark: Holm p < 0.05 over 3+ seeds). A summary from
+before Holm gets it from its stored p (summary.apply_holm). It prints Markdown (README, closing notes) and writes
+nothing.
 
 --long puts one line per domain and row (readable with five domains).
 
@@ -14,6 +16,8 @@ import json
 import sys
 from pathlib import Path
 from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 ORDER = ("none", "tapt", "dapt", "tapt+dapt")
 
@@ -29,18 +33,26 @@ def cell_text(entry: dict[str, Any]) -> str:
 
 
 def versus_text(entry: dict[str, Any], base: str) -> str:
+    """'+1.20 [+0.20, +2.00], p 0.030 (Holm 0.060)' with the summary's claim mark; an untested control says why."""
+    from core.experiments.summary import p_text
+
     t = (entry.get("vs") or {}).get(base)
     if t is None:
-        return "–"
+        why = (entry.get("untested") or {}).get(base)
+        return f"not tested: {why}" if why else "–"
     lo, hi = t["ci"]
-    star = " *" if t["p"] < 0.05 else ""
-    return f"{_pp(t['delta'])} [{_pp(lo)}, {_pp(hi)}], p {t['p']:.2f}{star}"
+    return f"{_pp(t['delta'])} [{_pp(lo)}, {_pp(hi)}], {p_text(t)}"
 
 
 def table(paths: list[Path], long: bool = False) -> str:
     """Rows down and each domain's columns across, or with `long` one line per domain and row (domain, row, F1,
     the paired tests): what stays readable with five domains."""
+    from core.experiments.statistics import MIN_CLAIM_SEEDS
+    from core.experiments.summary import report_summary
+
     results = [json.loads(p.read_text("utf-8")) for p in paths]
+    for r in results:
+        r["summary"] = report_summary(r)[0]  # recomputed where the cells kept TEST counts
     rows: list[str] = []
     for r in results:
         for e in r.get("summary") or []:
@@ -69,7 +81,7 @@ def table(paths: list[Path], long: bool = False) -> str:
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)] + ["| " + " | ".join(b) + " |" for b in body]
     seeds = ", ".join(f"{r['domain']} {sorted({c['seed'] for c in r.get('cells', [])})}" for r in results)
     lines.append("")
-    lines.append(f"Seeds: {seeds}. Points of test F1; * p < 0.05. Method: "
+    lines.append(f"Seeds: {seeds}. Points of test F1; * Holm-adjusted p < 0.05 over {MIN_CLAIM_SEEDS}+ seeds. Method: "
                  + (results[0].get("summary") or [{}])[0].get("ci_method", "bootstrap") + "; paired tests over the same "
                  "resampled seeds and sentences.")
     return "\n".join(lines)

@@ -4,9 +4,11 @@ its TAPT or a selection row is better with a Holm-adjusted p < 0.05 on at least 
 significantly worse on no domain.
 
 A knob variant is a result whose recipe differs from the default's only in the MLM settings or the rehearsal share
-(core.experiments.plan.recipe_of); `none` is left out of the comparisons, since it does not pretrain. Each pretraining
-row both ran is tested variant minus default on the seeds both ran and the same TEST sentences (the paired two-level
-bootstrap of core.experiments.statistics), and Holm's correction runs over every comparison of the ablation at once.
+(core.experiments.plan.recipe_of); `none` is left out of the comparisons, since it does not pretrain. The rule reads
+the rows it names only (rule_row: TAPT and the selection rows; not DAPT, whose DC is not chosen, nor the random
+control, which tests the selection): each of these that both ran is tested variant minus default on the seeds both
+ran and the same TEST sentences (the paired two-level bootstrap of core.experiments.statistics), and Holm's
+correction runs over every comparison of the ablation at once.
 A variant is paired only with a default whose cells ran alike (records.ran_alike: device and precision); one without
 such a default is listed as unpaired, not tested against another machine's numbers.
 A knob that ran on fewer domains than the rule needs is "open" until the rest run, unless it can no longer qualify.
@@ -17,7 +19,7 @@ still to come, not a domain where the knob failed: it counts as left unless it i
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,7 +27,7 @@ from core.experiments.plan import BASELINES, knob_label, recipe_of
 from core.experiments.records import Cell, as_cells, head_drawn_apart, ran_alike
 from core.experiments.statistics import ALPHA, MIN_CLAIM_SEEDS, N_RESAMPLES, holm, paired_test
 from core.experiments.study import DOMAINS
-from core.experiments.summary import cell_counts
+from core.experiments.summary import cell_counts, is_selection
 from core.selection.strategies import ENTITY_AWARE
 
 KNOB_FIELDS = ("mlm_config", "rehearsal_share")  # what a knob variant changes; the rest of its recipe is the default's
@@ -171,10 +173,16 @@ def ways_text(ran: tuple[str, ...] | list[str]) -> str:
     return " and ".join(ran) or "an unrecorded device"
 
 
+def rule_row(row: str) -> bool:
+    """A row the decision rule reads: "its TAPT or a selection row" (README), so not DAPT nor the random control."""
+    return row == "tapt" or is_selection(row)
+
+
 def knob_tests(results: Iterable[RunOfRecipe], n_boot: int = N_RESAMPLES, seed: int = 0,
-               failed: list[str] | None = None) -> list[KnobTest]:
+               failed: list[str] | None = None, rows: Callable[[str], bool] | None = None) -> list[KnobTest]:
     """Every (knob, domain, pretraining row) comparison with the default of the same group (RunOfRecipe.group: base
-    recipe and domain) that ran alike, with Holm-adjusted p over all of them. A pair that cannot be paired (other TEST
+    recipe and domain) that ran alike, with Holm-adjusted p over all of them; `rows` keeps only the rows it accepts
+    (the rule's: rule_row), so the Holm family is the comparisons read. A pair that cannot be paired (other TEST
     sentences) raises, unless `failed` collects its message instead."""
     from core.errors import UserError
 
@@ -184,7 +192,7 @@ def knob_tests(results: Iterable[RunOfRecipe], n_boot: int = N_RESAMPLES, seed: 
     for r in results:
         if not r.knob or (default := defaults.get((r.group, r.ran))) is None:
             continue
-        for row in sorted({c.row for c in r.cells} - {"none"}):
+        for row in sorted(row for row in {c.row for c in r.cells} - {"none"} if rows is None or rows(row)):
             try:
                 tests.append(_paired(r.knob, r.domain, row, r.cells, default.cells, row, n_boot, seed))
             except UserError as exc:
@@ -220,9 +228,9 @@ def _outcome(tests: Sequence[KnobTest], domains: Sequence[str], needed: int, alp
 
 def decide(results: Iterable[RunOfRecipe], domains: Sequence[str] = DOMAINS, needed: int = NEEDED_DOMAINS,
            alpha: float = ALPHA, n_boot: int = N_RESAMPLES) -> Decision:
-    """The rule applied to every knob variant among `results`."""
+    """The rule applied to every knob variant among `results`, over the rows it names (rule_row)."""
     results = list(results)
-    tests = knob_tests(results, n_boot=n_boot)
+    tests = knob_tests(results, n_boot=n_boot, rows=rule_row)
     outcomes = [KnobOutcome(knob, *_outcome([t for t in tests if t.knob == knob], domains, needed, alpha,
                                             {r.domain for r in results if r.knob == knob and not r.finished}))
                 for knob in sorted({t.knob for t in tests})]

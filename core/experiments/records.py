@@ -146,8 +146,9 @@ class PairTest:
 
     @property
     def too_few_seeds(self) -> bool:
-        """Paired over fewer seeds than a claim needs (MIN_CLAIM_SEEDS); 0: an older record that did not count them."""
-        return 0 < self.seeds < MIN_CLAIM_SEEDS
+        """Paired over fewer seeds than a claim needs (MIN_CLAIM_SEEDS). 0 is an older record that did not count them:
+        unknown is too few, since a one-seed bootstrap (sentences only) would otherwise pass as a claim."""
+        return self.seeds < MIN_CLAIM_SEEDS
 
     @property
     def significant(self) -> bool:
@@ -273,7 +274,7 @@ class ExperimentResult:
     @property
     def dev_in_mlm(self) -> bool:
         """The run allowed DEV text in its MLM corpora (--allow-dev-in-mlm): its DEV figures are optimistic."""
-        return bool(self.protocol and self.protocol.dev_in_tc)
+        return bool(self.protocol and self.protocol.dev_kept)
 
     def test_leaks(self) -> list[tuple[str, dict[str, Any]]]:
         """(corpus, its exact/near duplicate counts of TEST) for each MLM corpus that held TEST sentences."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
@@ -19,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from core.errors import UserError
 from core.experiments.plan import BASELINES
 from core.experiments.records import (
     Cell,
@@ -101,19 +103,69 @@ def _label(cell: Cell, split_budgets: set[str], lc_sizes: list[int]) -> str:
 def interval_summary(cells: Iterable[Cell | Mapping[str, Any]], baselines: Sequence[str] = BASELINE_ROWS, n_boot: int = N_RESAMPLES,
                      seed: int = 0, dev_in_mlm: bool = False) -> list[dict[str, Any]]:
     """One entry per row (per SC budget when a strategy ran several, per LC size when there were several), each
-    compared with the `baselines` present and, for a selection strategy, with the random control (CONTROL_ROW); every
-    comparison carries `p_holm`, Holm-adjusted over all comparisons of these cells. `dev_in_mlm`: the run allowed DEV
-    text in its MLM corpora, marked on every pretraining row."""
-    out = _entries(as_cells(cells), baselines, n_boot, seed)
-    tests = [t for e in out for t in e["vs"].values()]
-    for t, adjusted in zip(tests, holm([t["p"] for t in tests])):
-        t["p_holm"] = adjusted
-        t["holm_family"] = len(tests)
+    compared with the `baselines` present and, for a selection strategy, with the random control (CONTROL_ROW) of its
+    own SC budget; every comparison carries `p_holm`, Holm-adjusted over all comparisons of these cells (apply_holm).
+    `dev_in_mlm`: the run allowed DEV text in its MLM corpora, marked on every pretraining row."""
+    out = apply_holm(_entries(as_cells(cells), baselines, n_boot, seed))
     if dev_in_mlm:
         for e in out:
             if not e["row"].startswith("none"):
                 e["dev_in_mlm"] = True
     return out
+
+
+def report_summary(result: Mapping[str, Any]) -> tuple[list[dict[str, Any]], str]:
+    """A study result's summary as the reports (README, study tables) read it, and how it was obtained: recomputed
+    from the cells' kept TEST counts (so a rule changed since, such as Holm's family, holds for old files too), else
+    the stored summary with Holm applied over its comparisons (a copy: the file is never changed). Rows are marked
+    where the run kept DEV text in an MLM corpus (core.experiments.guard). A page reads `result_summary`, which keeps
+    a stored Holm-ready summary: 10,000 resamples per view would be too slow there."""
+    import copy
+
+    from core.experiments.guard import GuardReport
+
+    cells = result.get("cells") or []
+    if cells and all(c.get("test_counts") for c in cells):
+        dev = bool(GuardReport.from_protocol(result.get("protocol") or {}).dev_kept)
+        return interval_summary(cells, dev_in_mlm=dev), "recomputed from the cells' TEST counts, 10,000 resamples"
+    return apply_holm(copy.deepcopy(list(result.get("summary") or []))), \
+        "stored summary (cells kept no TEST counts), 1,000 resamples"
+
+
+def _lc_suffix(label: str) -> str:
+    return label[label.index(" · LC "):] if " · LC " in label else ""
+
+
+def apply_holm(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Holm over an experiment's comparisons, in place, one test per unordered pair of rows: "none vs tapt" is "tapt
+    vs none" mirrored (the same paired draws, the same p), so it shows on both rows with one adjusted p but counts once
+    (else each mirrored pair would make every other comparison harder to pass). An entry's `_against` (from _entries)
+    names the row each of its tests ran against; a stored summary has none, and a baseline's label is its name plus
+    the entry's LC size."""
+    pairs: dict[frozenset[str], list[dict[str, Any]]] = {}
+    for e in entries:
+        against = e.pop("_against", None) or {}
+        for base, t in (e.get("vs") or {}).items():
+            partner = against.get(base) or base + _lc_suffix(e["row"])
+            pairs.setdefault(frozenset((e["row"], partner)), []).append(t)
+    for tests, adjusted in zip(pairs.values(), holm([ts[0]["p"] for ts in pairs.values()])):
+        for t in tests:
+            t["p_holm"], t["holm_family"] = adjusted, len(pairs)
+    return entries
+
+
+def _check_cells(label: str, cs: Sequence[Cell], read_f1: bool) -> None:
+    """Refuse what would be pooled or averaged silently: a seed twice in one row (one of the two would vanish from the
+    counts), an F1 that is no number where the row is read from its cells' F1 (no counts kept)."""
+    seen: set[int] = set()
+    for c in cs:
+        if c.seed in seen:
+            raise UserError(f"row {c.row} seed {c.seed} appears twice ({label}): two cells of one row and seed cannot "
+                            "both count; keep one (merging result files refuses this too)")
+        seen.add(c.seed)
+        if read_f1 and not (isinstance(c.f1, (int, float)) and math.isfinite(c.f1)):
+            raise UserError(f"row {c.row} seed {c.seed}: F1 is {c.f1!r}, not a number, and the cell kept no TEST counts "
+                            "to recompute it from: rerun the cell or drop it")
 
 
 def _entries(cells: Sequence[Cell], baselines: Sequence[str], n_boot: int, seed: int) -> list[dict[str, Any]]:
@@ -131,17 +183,28 @@ def _entries(cells: Sequence[Cell], baselines: Sequence[str], n_boot: int, seed:
         counts = {label: {c.seed: cell_counts(c) for c in cs} for label, cs in by_label.items()}
         complete = {label: runs for label, runs in counts.items() if all(v is not None for v in runs.values())}
         suffix = f" · LC {size}" if len(lc_sizes) > 1 else ""
-        names = {b: b + suffix for b in (*baselines, CONTROL_ROW)}
+        # the random control of each SC budget: a selection is held against the draw of its own budget only
+        controls = {c.budget: _label(c, split, lc_sizes) for c in group if c.row == CONTROL_ROW}
         for label, cs in by_label.items():
-            f1s = [c.f1 for c in cs]
-            bases = [b for b in baselines if names[b] != label] + ([CONTROL_ROW] if is_selection(cs[0].row) else [])
+            _check_cells(label, cs, label not in complete)
+            against = {b: b + suffix for b in baselines if b + suffix != label}
+            untested = {}
+            if is_selection(cs[0].row) and controls:
+                if cs[0].budget in controls:
+                    against[CONTROL_ROW] = controls[cs[0].budget]
+                else:
+                    untested[CONTROL_ROW] = f"no {CONTROL_ROW} row at SC {cs[0].budget}"
             if label in complete:
-                entry = summary_entry(label, {**complete, **{b: complete[n] for b, n in names.items() if n in complete}},
-                                      baselines=bases, n_boot=n_boot, seed=seed)
+                runs = {**complete, **{b: complete[n] for b, n in against.items() if n in complete}}
+                entry = summary_entry(label, runs, baselines=[b for b, n in against.items() if n in complete],
+                                      n_boot=n_boot, seed=seed)
             else:
+                f1s = [c.f1 for c in cs]
                 entry = {"row": label, "f1_mean": statistics.fmean(f1s), "f1_std": statistics.stdev(f1s) if len(f1s) > 1 else None,
                          "f1_ci": None, "seeds": len(f1s), "vs": {}, "note": NO_PREDICTIONS}
-            entry.update(row=label, budget=cs[0].budget, lc_size=size)
+            entry.update(row=label, budget=cs[0].budget, lc_size=size, _against=against)
+            if untested:
+                entry["untested"] = untested
             out.append(entry)
     return out
 
@@ -184,13 +247,14 @@ def p_text(t: PairTest | Mapping[str, Any]) -> str:
 
 
 def claim_mark(t: PairTest | Mapping[str, Any]) -> str:
-    """What every table puts after a p: " *" for a claim; for a p below ALPHA on too few seeds, why it is none
-    (core.experiments.statistics.MIN_CLAIM_SEEDS); else nothing."""
+    """What every table puts after a p: " *" for a claim; for a p below ALPHA on too few seeds (or seeds an older
+    record did not count), why it is none (core.experiments.statistics.MIN_CLAIM_SEEDS); else nothing."""
     t = PairTest.of(t)
     if t.significant:
         return " *"
     if t.adjusted < ALPHA:
-        return f" ({t.seeds} seed{'s' if t.seeds != 1 else ''}: a claim needs {MIN_CLAIM_SEEDS})"
+        seeds = f"{t.seeds} seed{'s' if t.seeds != 1 else ''}" if t.seeds else "seeds not recorded"
+        return f" ({seeds}: a claim needs {MIN_CLAIM_SEEDS})"
     return ""
 
 
@@ -251,8 +315,11 @@ def _significant(v: dict[str, Any]) -> bool:
 
 def _against_control(entries: Sequence[SummaryEntry], scale: float) -> list[dict[str, Any]]:
     """"beat" / "fell below" the random control when the Holm-adjusted p is below 0.05, else "no clear difference":
-    then the selection's gain, if any, came from more DC text, not from what it chose."""
-    out = []
+    then the selection's gain, if any, came from more DC text, not from what it chose. A selection whose SC budget
+    had no random draw is said to be untested, not left out."""
+    out = [{"row": e.row, "against": CONTROL_ROW, "verdict": "not tested", "bad": False,
+            "text": f"{e.row} against the random control: not tested: {why}"}
+           for e in entries if (why := (e.other.get("untested") or {}).get(CONTROL_ROW))]
     for e, v, (d, lo, hi) in _paired(entries, CONTROL_ROW, scale):
         verdict = ("beat" if d > 0 else "fell below") if _significant(v) else "no clear difference"
         words = "was not clearly better than" if verdict == "no clear difference" else verdict
@@ -282,7 +349,7 @@ def experiment_verdict(entries: Iterable[SummaryEntry | Mapping[str, Any]], pres
     entries = as_entries(entries)
     verdicts = pretraining_verdicts(entries)
     vs_none = [v for v in verdicts if v["against"] == "none"]
-    vs_random = [v for v in verdicts if v["against"] == CONTROL_ROW]
+    vs_random = [v for v in verdicts if v["against"] == CONTROL_ROW and v["verdict"] != "not tested"]
     helped = [v["row"] for v in vs_none if v["verdict"] == "helped"]
     harmed = [v["row"] for v in vs_none if v["verdict"] == "harmed"]
     beat = [v["row"] for v in vs_random if v["verdict"] == "beat"]
@@ -312,14 +379,16 @@ MIN_GAIN = 0.01  # a gain over no pretraining below one F1 point does not pay fo
 def user_advice(entries: Iterable[SummaryEntry | Mapping[str, Any]], cells: Iterable[Cell | Mapping[str, Any]],
                 family: int = 1, knob: str = "") -> dict[str, Any]:
     """What the user should do, read from Holm-adjusted p and intervals, never from a point estimate alone: "helps"
-    (the best row that beats none significantly, with its gain and interval), "no help" (every row's gain over none is
-    below MIN_GAIN with 95% confidence, or significantly negative: fine-tune without pretraining), else "cannot say"
-    with the seeds it would take (core.experiments.statistics.seeds_to_settle) or why more seeds would not settle it.
-    A knob variant (`knob`, issue 46) runs no none of its own: it is read against its default recipe, not told to add
-    the row."""
-    from core.experiments.statistics import seeds_to_settle
+    (the best row that beats none significantly, with its gain and interval, and whether a selection also beat the
+    random draw), "no help" (every row ran MIN_CLAIM_SEEDS seeds and its gain over none is below MIN_GAIN on its
+    interval at alpha / family, Bonferroni over the Holm family as each such claim is one of its tests, or is
+    significantly negative: fine-tune without pretraining), else "cannot say" with the seeds it would take
+    (core.experiments.statistics.seeds_to_settle) or why more seeds would not settle it. A knob variant (`knob`,
+    issue 46) runs no none of its own: it is read against its default recipe, not told to add the row."""
+    from core.experiments.statistics import bonferroni_upper, seeds_to_settle
 
-    tests = [(e, e.vs["none"]) for e in as_entries(entries) if "none" in e.vs and not e.row.startswith("none")]
+    entries = as_entries(entries)
+    tests = [(e, e.vs["none"]) for e in entries if "none" in e.vs and not e.row.startswith("none")]
     if not tests and knob:
         return {"case": "not tested", "text": f"a knob variant ({knob}) borrows none from its default recipe: read its "
                                               "rows against that default (the Results page's recipe variants, python -m "
@@ -328,23 +397,27 @@ def user_advice(entries: Iterable[SummaryEntry | Mapping[str, Any]], cells: Iter
         return {"case": "not tested", "text": "no pretraining row was compared with none: add the none row to the run"}
     helped = [(e, t) for e, t in tests if t.delta > 0 and t.significant]
     if helped:
-        e, t = max(helped, key=lambda et: et[1].delta)
-        what = "pretraining on selected data" if is_selection(e.row) else f"pretraining ({e.row})"
-        return {"case": "helps", "row": e.row, "delta": t.delta, "ci": t.ci,
-                "text": f"{what} helps here: {t.delta * 100:+.2f} test F1 points [{t.ci[0] * 100:+.2f}, "
-                        f"{t.ci[1] * 100:+.2f}] over none ({e.row}, Holm-adjusted p {t.adjusted:.3f})"}
-    open_rows = [(e, t) for e, t in tests if t.ci[1] >= MIN_GAIN]
+        return _helps(*max(helped, key=lambda et: et[1].delta))
+    m = max([family, *(t.holm_family for _, t in tests)])
+    open_rows = [(e, t) for e, t in tests if t.too_few_seeds or not (
+        (t.significant and t.delta < 0) or bonferroni_upper(t.delta, t.ci, m) < MIN_GAIN)]
     if not open_rows:
         return {"case": "no help", "text": f"no recipe tried helps on this task (every gain over none is below "
-                                           f"{MIN_GAIN * 100:g} F1 point with 95% confidence): fine-tune without pretraining"}
+                                           f"{MIN_GAIN * 100:g} F1 point with 95% confidence, Bonferroni over {m} "
+                                           f"comparisons, on {MIN_CLAIM_SEEDS}+ seeds): fine-tune without pretraining"}
     e, t = max(open_rows, key=lambda et: et[1].delta)
-    seeds = t.seeds or e.seeds
-    cells = as_cells(cells)
-    runs = _row_runs(cells, e.row), _row_runs(cells, "none")
-    settle = seeds_to_settle(runs[0], runs[1], family=family) if all(runs) and len(runs[0]) == len(runs[1]) else None
     figures = f"best: {e.row} {t.delta * 100:+.2f} [{t.ci[0] * 100:+.2f}, {t.ci[1] * 100:+.2f}]"
+    fewest = min(t2.seeds or e2.seeds for e2, t2 in open_rows)
+    if fewest < MIN_CLAIM_SEEDS:  # no claim either way below it
+        more = MIN_CLAIM_SEEDS - fewest
+        return {"case": "cannot say", "row": e.row, "seeds": fewest, "more_seeds": more,
+                "text": f"cannot say with {fewest} seed{'s' * (fewest != 1)} whether pretraining helps ({figures}): run "
+                        f"{more} more (a claim either way needs {MIN_CLAIM_SEEDS})"}
+    seeds = t.seeds or e.seeds
+    runs = _paired_runs(as_cells(cells), e)
+    settle = seeds_to_settle(*runs, family=m) if runs else None
     if settle and settle["needed"]:
-        more = settle["needed"] - seeds
+        more = settle["needed"] - settle["seeds"]
         return {"case": "cannot say", "row": e.row, "seeds": seeds, "more_seeds": more,
                 "text": f"cannot say with {seeds} seed{'s' * (seeds != 1)} whether pretraining helps ({figures}): run {more} more"}
     why = settle["reason"] if settle else "run more seeds"
@@ -352,11 +425,38 @@ def user_advice(entries: Iterable[SummaryEntry | Mapping[str, Any]], cells: Iter
             "text": f"cannot say with {seeds} seed{'s' * (seeds != 1)} whether pretraining helps ({figures}): {why}"}
 
 
-def _row_runs(cells: Sequence[Cell], row: str) -> list[np.ndarray]:
-    """One row's per-sentence counts, seed by seed in seed order (empty when a cell has none)."""
-    mine = sorted((c for c in cells if c.row == row), key=lambda c: c.seed)
-    runs = [cell_counts(c) for c in mine]
-    return runs if runs and all(r is not None for r in runs) else []
+def _helps(e: SummaryEntry, t: PairTest) -> dict[str, Any]:
+    """The "helps" advice for the row `e`: which row, by how much over none, and for a selection whether choosing beat
+    the random draw of the same size (Holm-adjusted, 3+ seeds); else the gain may be more DC text of any kind."""
+    text = (f"{e.row} helps over no pretraining here: {t.delta * 100:+.2f} test F1 points [{t.ci[0] * 100:+.2f}, "
+            f"{t.ci[1] * 100:+.2f}] over none (Holm-adjusted p {t.adjusted:.3f})")
+    beats = None
+    if is_selection(e.row):
+        control = e.vs.get(CONTROL_ROW)
+        beats = bool(control and control.significant and control.delta > 0)
+        if beats:
+            text += (f"; the selection also beat a random draw of the same size ({control.delta * 100:+.2f} points, "
+                     f"Holm-adjusted p {control.adjusted:.3f})")
+        else:
+            why = (f"Holm-adjusted p {control.adjusted:.3f}{claim_mark(control)}" if control else
+                   (e.other.get("untested") or {}).get(CONTROL_ROW, f"no {CONTROL_ROW} row ran"))
+            text += f"; not shown better than a random draw of the same size ({why}): the gain may come from more DC text"
+    return {"case": "helps", "row": e.row, "delta": t.delta, "ci": t.ci, "beats_random": beats, "text": text}
+
+
+def _paired_runs(cells: Sequence[Cell], entry: SummaryEntry) -> tuple[list[np.ndarray], list[np.ndarray]] | None:
+    """The entry's per-sentence counts and none's, on the seeds both ran at the entry's SC budget and LC size, in seed
+    order; None when they share no seed or a cell kept no counts."""
+    def mine(c: Cell, row: str) -> bool:
+        return c.row == row and entry.lc_size in (None, c.lc_size)
+
+    own = {c.seed: c for c in cells if mine(c, entry.row.split(" · ")[0]) and entry.budget in (None, c.budget)}
+    none = {c.seed: c for c in cells if mine(c, "none")}
+    seeds = sorted(set(own) & set(none))
+    a, b = [cell_counts(own[s]) for s in seeds], [cell_counts(none[s]) for s in seeds]
+    if not seeds or any(x is None for x in a + b) or len({len(x) for x in a + b}) != 1:
+        return None
+    return a, b
 
 
 def _by_row(cells: Sequence[Cell], key: str) -> dict[str, list[dict[str, Any]]]:

@@ -1,5 +1,5 @@
 """How the app may serve: single user on loopback, accounts, or OIDC, and the refusal to listen on the network
-with no access control at all.
+with no access control at all, or to serve a request that came through a proxy without it.
 
 >>> is_loopback("127.0.0.1"), is_loopback("localhost"), is_loopback("::1"), is_loopback("0.0.0.0"), is_loopback("")
 (True, True, True, False, False)
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ipaddress
 import socket
+from collections.abc import Mapping
 from enum import Enum
 from pathlib import Path
 
@@ -67,3 +68,57 @@ def auth_mode(ws: Workspace, address: str | None, app_root: Path) -> AuthMode:
     where = address or "every interface (no address given)"
     raise UserError(f"refusing to listen on {where} with no access control: add a user first, e.g. "
                     f"`python -m core --workspace {ws.root} users add NAME --role admin` (or configure OIDC, see README)")
+
+
+FORWARDING_HEADERS = ("forwarded", "x-forwarded-for", "x-forwarded-host", "x-real-ip")  # set by a proxy on its way
+
+
+def check_local_request(workspace_root: str | Path, headers: Mapping[str, str] | None, ip_address: str | None) -> None:
+    """Refuse (UserError) a request that the single-user mode, which makes everyone the local admin, must not serve.
+
+    That mode trusts the bind address alone, but a reverse proxy on this machine (the README's nginx:
+    `proxy_pass http://127.0.0.1:8501`) connects from loopback on every remote visitor's behalf. So a request is
+    refused when it carries a proxy's forwarding header, comes from an address that is not loopback
+    (`ip_address`; Streamlit gives None for loopback), or names a Host other than this machine's loopback: the
+    README's proxy passes the public host name on (`proxy_set_header Host $host`), and a DNS-rebinding page sends
+    its own. No headers at all (no request behind the run: a test) is served.
+
+    >>> check_local_request("/ws", {"Host": "localhost:8501"}, None)
+    >>> check_local_request("/ws", {"Host": "127.0.0.1", "X-Forwarded-For": "203.0.113.9"}, None)
+    ... # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    core.errors.UserError: this app has no accounts, ... came through a proxy (X-Forwarded-For): create an admin account...
+    """
+    lower = {str(k).lower(): str(v) for k, v in (headers or {}).items()}
+    forwarded = [k for k in FORWARDING_HEADERS if k in lower]
+    host = lower.get("host", "").strip()
+    if forwarded:
+        why = f"came through a proxy ({', '.join(h.title() for h in forwarded)})"
+    elif ip_address and not _loopback_ip(ip_address):
+        why = f"comes from {ip_address}"
+    elif host and not _local_host(host):
+        why = f"names the host {host[:100]!r}"
+    else:
+        return
+    raise UserError(f"this app has no accounts, so it serves a browser on this machine only, and this request {why}: "
+                    f"create an admin account first (`python -m core --workspace {workspace_root} users add NAME --role admin`); "
+                    "then everyone signs in")
+
+
+def _loopback_ip(address: str) -> bool:
+    try:
+        return ipaddress.ip_address(address.strip().strip("[]").split("%")[0]).is_loopback
+    except ValueError:
+        return False
+
+
+def _local_host(host: str) -> bool:
+    """Whether a Host header names this machine's loopback: localhost, a *.localhost name or a loopback address,
+    with or without a port. Judged by spelling, never by resolving (a rebinding name resolves to loopback too)."""
+    name = host.lower()
+    if name.startswith("["):
+        name = name[1:name.find("]")] if "]" in name else name
+    elif name.count(":") == 1:
+        name = name.rsplit(":", 1)[0]
+    name = name.rstrip(".")
+    return name == "localhost" or name.endswith(".localhost") or _loopback_ip(name)

@@ -2,16 +2,30 @@
 repeated failures, and server-side sessions.
 
 Names are Unicode (NFC; letters of any script, digits, '.', '_', '-') and compared without case: `ANN` is `ann`.
-Repeated failures slow sign-in down instead of locking an account: after FREE_FAILURES wrong attempts for one name
-(existing or not), or CLIENT_FREE_FAILURES from one address, the next attempt waits BASE_DELAY seconds, doubling up
-to MAX_DELAY;
-an attempt made while it waits is refused unchecked. Every refusal reads the same, so no one learns which names
-exist, and no one can lock another person out for long. A right password resets both counters.
+Once any account exists (enabled or not) the app asks everyone to sign in, and the team always keeps an enabled
+admin: the first account is one, and the last enabled admin cannot be demoted or disabled.
+
+Repeated failures slow sign-in down instead of locking an account, counted three ways (SQLite table `throttle`):
+- per address (`client:`): after CLIENT_FREE_FAILURES wrong attempts from one address, its next attempt waits
+  BASE_DELAY seconds, doubling with each further failure up to MAX_DELAY;
+- per name and address (`pair:`): after FREE_FAILURES wrong attempts at one name from one address, the same;
+- per name from everywhere (`name:`): after FREE_FAILURES wrong attempts at a name, every address's next attempt
+  at it waits at least the name's delay (doubling to MAX_DELAY) after that address's own last failure there.
+An attempt made while it waits is refused unchecked and writes nothing (no audit row, no counter), so a flood
+cannot grow the store. The name's counter never refuses an address that has not failed at that name within the
+name's delay: others cannot keep a person out (unless they share that person's address); a right password clears
+the name's, the pair's and the address's counters. Brute force of one account from k addresses stays slow: past
+FREE_FAILURES + 8 failures at a name, each address gets at most one guess at it per MAX_DELAY (plus one first
+guess per fresh address), i.e. about k guesses every five minutes against a password of MIN_PASSWORD or more
+characters hashed with argon2. Every refusal reads the same, so no one learns which names exist. A typed name is
+cut to MAX_NAME characters before it is stored (a longer one cannot be an account), and counters idle for
+FORGET_SECONDS are dropped.
 
 A session token is random (secrets), handed to the browser once and stored here only as its SHA-256, so a
 copied database cannot be replayed as a session; an unknown (forged), expired or revoked token, or one of a
 user disabled since, gets "sign in again". Users who sign in through OIDC (`st.login`) are matched by e-mail
-and have no password here.
+and have no password here; a provider that sends `email_verified` must have verified it, and one that sends no
+such claim is trusted on its e-mail (configure only a provider that owns or verifies its users' addresses).
 """
 
 from __future__ import annotations
@@ -20,7 +34,9 @@ import hashlib
 import secrets
 import time
 import unicodedata
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
@@ -31,15 +47,17 @@ from core.data.workspace import Workspace
 from core.errors import UserError
 from core.team.db import audit
 
-FREE_FAILURES = 5  # wrong attempts for one name before its sign-in slows down ...
+FREE_FAILURES = 5  # wrong attempts at one name (from one address, or from all) before it slows down ...
 CLIENT_FREE_FAILURES = 20  # ... and from one address, which many people may share (a NAT, a proxy, this machine)
 BASE_DELAY = 2.0  # seconds to wait after the first slowed failure, doubling with each further one ...
 MAX_DELAY = 300.0  # ... up to this
+FORGET_SECONDS = 24 * 3600  # a throttle counter with no failure for this long is dropped
+MAX_CLIENT = 100  # characters of a client address kept (an IPv6 address with a zone fits)
 SESSION_SECONDS = 12 * 3600
 MIN_PASSWORD = 8
 MAX_NAME = 64
 _HASHER = PasswordHasher()
-REFUSED = ("wrong user name or password (after repeated failures, sign-in for a name or from one place waits up to "
+REFUSED = ("wrong user name or password (after repeated failures, another try from the same place waits up to "
            f"{int(MAX_DELAY // 60)} minutes: try again later)")
 
 
@@ -58,7 +76,7 @@ class User:
 
     @property
     def locked(self) -> bool:
-        """Sign-in for this name is waiting out repeated failures (no lock: see the module's docstring)."""
+        """Sign-in for this name is slowed after repeated failures (no lock: see the module's docstring)."""
         return self.locked_until > time.time()
 
     def actor(self) -> Actor:
@@ -117,8 +135,26 @@ def _find(con, name: str):
 
 
 def has_accounts(ws: Workspace) -> bool:
-    """Whether sign-in is on: any enabled user exists."""
-    return any(not u.disabled for u in list_users(ws))
+    """Whether sign-in is on: any user exists, enabled or not. Counting enabled users only turned sign-in off (and
+    made every visitor the local admin) once every account was disabled."""
+    con = connect(ws)
+    try:
+        return con.execute("SELECT 1 FROM users LIMIT 1").fetchone() is not None
+    finally:
+        con.close()
+
+
+def nobody_can_sign_in(ws: Workspace) -> str | None:
+    """A message when accounts exist but every one is disabled (sign-in stays on, so nobody gets in), else None."""
+    con = connect(ws)
+    try:
+        rows = con.execute("SELECT disabled FROM users").fetchall()
+    finally:
+        con.close()
+    if not rows or any(not r["disabled"] for r in rows):
+        return None
+    return (f"every account of this workspace is disabled, so nobody can sign in: an admin with a shell on the server "
+            f"re-enables one with `python -m core --workspace {ws.root} users enable NAME`")
 
 
 def get_user(ws: Workspace, name: str) -> User:
@@ -149,17 +185,40 @@ def add_user(ws: Workspace, name: str, role: Role | str, password: str | None = 
                             + ": `users set-role` or `users set-password` change it")
         if email and con.execute("SELECT 1 FROM users WHERE lower(email) = lower(?)", (email,)).fetchone():
             raise UserError(f"e-mail {email!r} belongs to another user")
+        if role != Role.ADMIN and _enabled_admins(con) == 0:
+            raise UserError(f"user {name!r}: the team has no enabled admin, so the next account must be one (the first "
+                            "account turns sign-in on, and only an admin manages users): "
+                            "`python -m core users add NAME --role admin` first")
         con.execute("INSERT INTO users (name, role, pw_hash, email, created) VALUES (?, ?, ?, ?, ?)",
                     (name, role.value, pw_hash, email or None, time.time()))
         audit(con, actor, "user added", name, role=role.value, email=email or "")
     return get_user(ws, name)
 
 
-def _change(ws: Workspace, actor: Actor, name: str, what: str, sql: str, args: tuple, **detail) -> User:
+def _enabled_admins(con, besides: str | None = None) -> int:
+    return con.execute("SELECT count(*) FROM users WHERE role = ? AND disabled = 0 AND name IS NOT ?",
+                       (Role.ADMIN.value, besides)).fetchone()[0]
+
+
+def _keep_an_admin(con, name: str) -> None:
+    """Refuse a change that takes the last enabled admin away: nobody could manage users from the app any more."""
+    row = con.execute("SELECT role, disabled FROM users WHERE name = ?", (name,)).fetchone()
+    if row is not None and row["role"] == Role.ADMIN.value and not row["disabled"] and not _enabled_admins(con, name):
+        raise UserError(f"{name!r} is the last enabled admin: the team would have no one to manage users; make "
+                        "another user admin first (`python -m core users set-role NAME admin`)")
+
+
+def _change(ws: Workspace, actor: Actor, name: str, what: str, sql: str, args: tuple, drops_admin: bool = False,
+            clear: bool = False, **detail) -> User:
+    """One change to one user, after the role check and inside one transaction: refused, it changes nothing."""
     require(actor, "manage users")
     name = get_user(ws, name).name  # a clear message for an unknown name; the name as stored
     with transaction(ws) as con:
+        if drops_admin:
+            _keep_an_admin(con, name)
         con.execute(sql, (*args, name))
+        if clear:
+            _clear(con, name)
         if what in ("user disabled", "password changed"):  # their open sessions end now
             con.execute("DELETE FROM sessions WHERE name = ?", (name,))
         audit(con, actor, what, name, **detail)
@@ -168,30 +227,48 @@ def _change(ws: Workspace, actor: Actor, name: str, what: str, sql: str, args: t
 
 def set_role(ws: Workspace, name: str, role: Role | str, actor: Actor = LOCAL) -> User:
     role = Role.parse(role)
-    return _change(ws, actor, name, "role changed", "UPDATE users SET role = ? WHERE name = ?", (role.value,), role=role.value)
+    return _change(ws, actor, name, "role changed", "UPDATE users SET role = ? WHERE name = ?", (role.value,),
+                   drops_admin=role != Role.ADMIN, role=role.value)
 
 
 def set_disabled(ws: Workspace, name: str, disabled: bool = True, actor: Actor = LOCAL) -> User:
     return _change(ws, actor, name, "user disabled" if disabled else "user enabled",
-                   "UPDATE users SET disabled = ? WHERE name = ?", (int(disabled),))
+                   "UPDATE users SET disabled = ? WHERE name = ?", (int(disabled),), drops_admin=disabled)
 
 
 def set_password(ws: Workspace, name: str, password: str, actor: Actor = LOCAL) -> User:
+    """A new password; the name's sign-in slow-down ends with it (checked for the role before anything is done)."""
+    require(actor, "manage users")
     pw_hash = _HASHER.hash(check_password(password))
-    _clear(ws, name)
-    return _change(ws, actor, name, "password changed", "UPDATE users SET pw_hash = ?, failed = 0, locked_until = 0 WHERE name = ?",
-                   (pw_hash,))
+    return _change(ws, actor, name, "password changed", "UPDATE users SET pw_hash = ?, failed = 0, locked_until = 0 "
+                   "WHERE name = ?", (pw_hash,), clear=True)
 
 
 def unlock(ws: Workspace, name: str, actor: Actor = LOCAL) -> User:
-    """Lift the slow-down of a name at once (an admin who knows the person asked)."""
-    _clear(ws, name)
-    return _change(ws, actor, name, "user unlocked", "UPDATE users SET failed = 0, locked_until = 0 WHERE name = ?", ())
+    """Lift the slow-down of a name at once (an admin who knows the person asked), from every address."""
+    return _change(ws, actor, name, "user unlocked", "UPDATE users SET failed = 0, locked_until = 0 WHERE name = ?", (),
+                   clear=True)
 
 
-def _clear(ws: Workspace, name: str) -> None:
-    with transaction(ws) as con:
-        con.execute("DELETE FROM throttle WHERE key = ?", (f"name:{name_key(name)}",))
+def _clear(con, name: str) -> None:
+    """Drop a name's counters: its own and those of every (name, address) pair."""
+    pair = _pair_key(name_key(name), "")
+    con.execute("DELETE FROM throttle WHERE key = ? OR substr(key, 1, ?) = ?", (f"name:{name_key(name)}", len(pair), pair))
+
+
+def _pair_key(key: str, client: str) -> str:
+    return f"pair:{key}\n{client}"  # no name holds a newline (check_name), and a typed one is never an account's
+
+
+def _cut(text: str, limit: int) -> str:
+    """`text` as stored: at most `limit` characters, '…' marking a cut."""
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+def _typed(name: str) -> str:
+    """A typed name, cut to MAX_NAME characters before anything is stored (a longer one cannot be an account: its
+    tail tells nothing, and an attacker could fill the audit log and the throttle table with it)."""
+    return _cut(unicodedata.normalize("NFC", (name or "")[:4 * MAX_NAME].strip()), MAX_NAME)
 
 
 def delay_after(failures: int, free: int = FREE_FAILURES) -> float:
@@ -213,39 +290,66 @@ def _waiting(entry: tuple[int, float] | None, free: int = FREE_FAILURES) -> tupl
     return failures, last + delay_after(failures, free)
 
 
+def _held(seen: dict[str, tuple[int, float]], now: float) -> bool:
+    """Whether an attempt must wait (see the module's docstring): its address, or its (name, address) pair, is
+    waiting out its own failures, or this address failed at this name within the name's delay."""
+    client_failures, client_last = seen.get("client", (0, 0.0))
+    pair_failures, pair_last = seen.get("pair", (0, 0.0))
+    name_failures = seen.get("name", (0, 0.0))[0]
+    if now < client_last + delay_after(client_failures, CLIENT_FREE_FAILURES):
+        return True
+    return now < pair_last + max(delay_after(pair_failures), delay_after(name_failures))
+
+
+def _seen(con, keys: dict[str, str]) -> dict[str, tuple[int, float]]:
+    return {kind: (r["failures"], r["last"]) for kind, k in keys.items()
+            if (r := con.execute("SELECT failures, last FROM throttle WHERE key = ?", (k,)).fetchone())}
+
+
 def authenticate(ws: Workspace, name: str, password: str, client: str = "local") -> Actor:
     """The actor for a right name and password. Every refusal reads REFUSED, whether the name exists, the password
-    was wrong, or sign-in for this name or from this `client` (an address) waits out repeated failures; a
-    disabled account says so only to someone who gave its password."""
-    keys = (f"name:{name_key(name)}", f"client:{client}")
-    refusal: SignInError | None = None  # raised after the transaction commits: failures must be recorded
+    was wrong, or this attempt waits out repeated failures (refused unchecked, nothing written); a disabled account
+    says so only to someone who gave its password. `client` is the address the attempt comes from."""
+    typed, client = _typed(name), _cut(client or "unknown", MAX_CLIENT)
+    keys = {"name": f"name:{name_key(typed)}", "pair": _pair_key(name_key(typed), client), "client": f"client:{client}"}
     now = time.time()
+    con = connect(ws)
+    try:  # a flood of attempts that must wait is refused on a read, without taking the store's write lock
+        held = _held(_seen(con, keys), now)
+    finally:
+        con.close()
+    if held:
+        raise SignInError(REFUSED)
+    refusal: SignInError | None = None  # raised after the transaction commits: failures must be recorded
     with transaction(ws) as con:
-        entries = {k: (r["failures"], r["last"]) for k in keys
-                   if (r := con.execute("SELECT * FROM throttle WHERE key = ?", (k,)).fetchone())}
-        row = _find(con, name)
-        who = row["name"] if row else (name or "?")
-        if _waiting(entries.get(keys[0]))[1] > now or _waiting(entries.get(keys[1]), CLIENT_FREE_FAILURES)[1] > now:
-            audit(con, who, "sign-in refused", who, reason="waiting after repeated failures", client=client)
-            refusal = SignInError(REFUSED)
-        elif row is None or not _password_matches(row["pw_hash"], password):
-            for k in keys:
+        if _held(seen := _seen(con, keys), now):  # another attempt failed in between
+            raise SignInError(REFUSED)
+        row = _find(con, typed)
+        who = row["name"] if row else (typed or "?")
+        if row is None or not _password_matches(row["pw_hash"], password):
+            for k in keys.values():
                 con.execute("INSERT INTO throttle (key, failures, last) VALUES (?, 1, ?) ON CONFLICT(key) DO UPDATE SET "
                             "failures = failures + 1, last = excluded.last", (k, now))
+            con.execute("DELETE FROM throttle WHERE last < ?", (now - FORGET_SECONDS,))
             audit(con, who, "sign-in failed", who, reason="unknown user" if row is None else "wrong password",
-                  failures=entries.get(keys[0], (0, 0))[0] + 1, client=client)
+                  failures=seen.get("name", (0, 0.0))[0] + 1, client=client)
             refusal = SignInError(REFUSED)
         elif row["disabled"]:
-            audit(con, who, "sign-in refused", who, reason="disabled")
-            refusal = SignInError(f"account {who!r} is disabled: ask an admin")
+            audit(con, who, "sign-in refused", who, reason="disabled", client=client)
+            refusal = SignInError(_disabled(ws, who))
         else:
             if _HASHER.check_needs_rehash(row["pw_hash"]):
                 con.execute("UPDATE users SET pw_hash = ? WHERE name = ?", (_HASHER.hash(password), who))
-            con.execute("DELETE FROM throttle WHERE key IN (?, ?)", keys)
+            con.execute("DELETE FROM throttle WHERE key IN (?, ?, ?)", tuple(keys.values()))
             audit(con, who, "signed in", who, client=client)
     if refusal is not None:
         raise refusal
     return _user(row).actor()
+
+
+def _disabled(ws: Workspace, name: str) -> str:
+    return (f"account {name!r} is disabled: ask an admin (one with a shell on the server runs "
+            f"`python -m core --workspace {ws.root} users enable {name}`)")
 
 
 def _password_matches(pw_hash: str | None, password: str) -> bool:
@@ -269,8 +373,24 @@ def actor_for_email(ws: Workspace, email: str) -> Actor:
                           f"`python -m core users add NAME --email {email or 'E-MAIL'} --role annotator`")
     user = _user(row)
     if user.disabled:
-        raise SignInError(f"account {user.name!r} is disabled: ask an admin")
+        raise SignInError(_disabled(ws, user.name))
     return user.actor()
+
+
+def actor_for_oidc(ws: Workspace, claims: Mapping[str, Any]) -> Actor:
+    """The role of an OIDC sign-in from the provider's claims (`st.user`). An e-mail the provider says it has not
+    verified (`email_verified` present and not true) names no one: anyone could have typed it at the provider. A
+    provider that sends no `email_verified` is trusted on its e-mail (see the module's docstring)."""
+    email = str(claims.get("email") or "")
+    if "email_verified" in claims and not _true(claims["email_verified"]):
+        raise SignInError(f"your identity provider has not verified the e-mail {email or '(none)'}, so it cannot "
+                          "stand for an account here: verify it with the provider, then sign in again")
+    return actor_for_email(ws, email)
+
+
+def _true(value: Any) -> bool:
+    """A claim's truth: JSON true, or the string "true" some providers send (AWS Cognito)."""
+    return value is True or (isinstance(value, str) and value.strip().lower() == "true")
 
 
 def _digest(token: str) -> str:
