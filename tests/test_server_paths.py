@@ -141,3 +141,16 @@ def test_a_typed_model_folder_is_checked_before_inspect_reads_it(roots, tmp_path
         with pytest.raises(AccessDenied, match="may not use model ="):
             prediction_request(ws, model, "dc", actor=RITA)
     assert not (ws.root / "artifacts").exists() or not any((ws.root / "artifacts").rglob("meta.json"))
+
+
+def test_a_task_suggests_only_with_a_model_under_the_allowed_roots(roots, tmp_path):
+    """Found in review: create_task loaded its suggesting model in-process from any server folder."""
+    from core.team import tasks, users
+
+    ws, data = roots
+    users.add_user(ws, "boss", "admin", "a long password 1")
+    users.add_user(ws, "ann", "annotator", "a long password 2")
+    ws.import_corpus(data / "dc.txt", name="dc", actor=RITA)
+    with pytest.raises(AccessDenied, match="may not use model ="):
+        tasks.create_task(ws, RITA, "t", ["ann"], corpus="dc", types=["PER"], suggest_model=str(tmp_path / "elsewhere"))
+    assert tasks.list_tasks(ws, RITA) == []

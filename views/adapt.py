@@ -145,7 +145,8 @@ def augment_tab() -> None:
     with_lc = d[1].checkbox("Include LC (a training corpus)", value=True, key="aug_with_lc")
     if d[2].button("Save as corpus", key="aug_save"):
         corpus = aug.combine_with_lc(source, generated, name) if with_lc else generated
-        info = run_guarded(lambda: ws.save_corpus(corpus, name, source=f"augmentation job {job.id}"), "Could not save")
+        info = run_guarded(lambda: ws.save_corpus(corpus, name, source=f"augmentation job {job.id}", actor=actor()),
+                           "Could not save")
         if info:
             st.success(f"Saved {count(info.sentences, 'sentence')} as {info.name!r}: train on it from the Runs page.")
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from core.access import AccessDenied, Actor, Role, require
+from core.access import AccessDenied, Actor, Role, check_param_paths, require
 from core.data.annotation_db import StaleVersion, connect, next_version, spans_from_json, spans_json, transaction
 from core.data.showtext import isolated
 from core.data.tags import Span
@@ -161,6 +161,8 @@ def create_task(ws: Workspace, actor: Actor, name: str, annotators: Sequence[str
     `suggest_model`, each item carries that NER model's spans as suggestions (pre-filled in the queue, shown apart from
     the annotator's own; only what the annotator saves is an answer)."""
     require(actor, "manage review tasks")
+    # a suggesting model folder or a selection folder is read in this process: checked like a job's settings
+    check_param_paths(actor, {"model": suggest_model or "", "selection": selection or ""}, ws.root)
     if not name.strip():
         raise UserError("a task needs a name")
     people = [get_user(ws, a.strip()) for a in annotators if a.strip()]  # names as stored ('ANN' is 'ann')
