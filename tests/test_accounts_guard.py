@@ -223,3 +223,23 @@ def test_oidc_e_mail_counts_only_when_the_provider_has_not_denied_verifying_it(w
     else:
         with pytest.raises(users.SignInError, match="not verified the e-mail olga@example.org"):
             users.actor_for_oidc(ws, claims)
+
+
+def test_an_unknown_name_costs_the_same_argon2_work_as_a_wrong_password(ws, monkeypatch):
+    """Found in review: argon2 was skipped for an unknown name, so the answer's time told which names exist."""
+    verified: list[str] = []
+    real = users._HASHER
+
+    class Counting:
+        def __getattr__(self, name):
+            return getattr(real, name)
+
+        def verify(self, pw_hash: str, password: str) -> bool:
+            verified.append(pw_hash)
+            return real.verify(pw_hash, password)
+
+    monkeypatch.setattr(users, "_HASHER", Counting())
+    for name in ("nobody", "ann"):
+        with pytest.raises(users.SignInError):
+            users.authenticate(ws, name, "not the password", client="127.0.0.1")
+    assert len(verified) == 2 and all(h.startswith("$argon2") for h in verified)

@@ -30,6 +30,7 @@ such claim is trusted on its e-mail (configure only a provider that owns or veri
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import secrets
 import time
@@ -326,7 +327,8 @@ def authenticate(ws: Workspace, name: str, password: str, client: str = "local")
             raise SignInError(REFUSED)
         row = _find(con, typed)
         who = row["name"] if row else (typed or "?")
-        if row is None or not _password_matches(row["pw_hash"], password):
+        stored = row["pw_hash"] if row is not None else None  # none for an unknown name or an OIDC-only user
+        if not _password_matches(stored or _dummy_hash(), password) or stored is None:
             for k in keys.values():
                 con.execute("INSERT INTO throttle (key, failures, last) VALUES (?, 1, ?) ON CONFLICT(key) DO UPDATE SET "
                             "failures = failures + 1, last = excluded.last", (k, now))
@@ -350,6 +352,13 @@ def authenticate(ws: Workspace, name: str, password: str, client: str = "local")
 def _disabled(ws: Workspace, name: str) -> str:
     return (f"account {name!r} is disabled: ask an admin (one with a shell on the server runs "
             f"`python -m core --workspace {ws.root} users enable {name}`)")
+
+
+@functools.lru_cache(maxsize=1)
+def _dummy_hash() -> str:
+    """A hash to verify against when the name is unknown, so an unknown name costs the same argon2 work as a wrong
+    password: the answer's time must not tell which names exist, as its words do not."""
+    return _HASHER.hash(secrets.token_urlsafe(16))
 
 
 def _password_matches(pw_hash: str | None, password: str) -> bool:
