@@ -66,3 +66,14 @@ def test_a_second_explanation_embeds_one_sentence_and_hashes_no_dc(explained, ti
     again = explain_sentence(ws, dsir.key, int(dsir.indices[2]), labeled=None, model=str(tiny_bert_dir))
     assert embedded == [1] and hashed == [len(ws.resolve_corpus("tc"))]  # the sentence; TC's counts (small) only
     assert again["nearest_tc"] == first["nearest_tc"] and again["dsir"] == first["dsir"]
+
+
+def test_explain_reads_the_selection_s_own_bucket_count(explained, tiny_bert_dir):
+    """Found in review: Explain hashed n-grams into the default 10,000 buckets whatever the selection used, so its
+    log weight differed from the selection's score where `buckets` was set."""
+    ws, _, _ = explained
+    small = select(ws.resolve_corpus("tc"), open_corpus_stream(ws, "dc"), "dsir", 30, workspace=ws,
+                   names={"tc": "tc", "dc": "dc"}, options={"sampling": "topk", "buckets": 500})
+    top = int(small.indices[0])
+    out = explain_sentence(ws, small.key, top, labeled=None, neighbours=1, model=str(tiny_bert_dir))
+    assert out["dsir"]["log_weight"] == pytest.approx(float(small.scores[top]), abs=1e-6)

@@ -118,7 +118,9 @@ def explain_sentence(ws: Workspace, selection: str, dc_index: int, labeled: str 
     out: dict[str, Any] = {"selection": meta.key, "dc": dc_name, "dc_index": dc_index, "text": text,
                            "ranks": ranks_under_saved_selections(ws, meta.dc_hash or "", dc_index),
                            "nearest_tc": nearest_tc(ws, tc_name, text, model, neighbours), "encoder": model,
-                           "dsir": dsir_ngrams(tc.tokens, dc, sentence, top_ngrams, ws=ws)}
+                           # the selection's own bucket count: its scores came from it (the default gave other weights)
+                           "dsir": dsir_ngrams(tc.tokens, dc, sentence, top_ngrams,
+                                               buckets=int((meta.options or {}).get("buckets") or DEFAULT_BUCKETS), ws=ws)}
     if labeled:
         out["entity_words_added"] = entity_words_added(labeled, ws, tc.tokens, sentence)
     return out

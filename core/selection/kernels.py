@@ -45,8 +45,11 @@ def topk_cosine(emb: np.ndarray, queries: np.ndarray, k: int, chunk_rows: int | 
         row_max[start:start + len(block)] = sims.max(axis=0)
         cand_sim = np.concatenate([best_sim, sims], axis=1)
         cand_idx = np.concatenate([best_idx, np.broadcast_to(np.arange(start, start + len(block)), sims.shape)], axis=1)
-        if cand_sim.shape[1] > k:
-            part = np.argpartition(-cand_sim, k - 1, axis=1)[:, :k]
+        if cand_sim.shape[1] > k:  # by similarity, then index, in every chunk: argpartition kept arbitrary members
+            # of a tie (duplicate rows), so the k kept depended on the chunk size, which depends on the query count.
+            # A stable sort on similarity alone is enough: the columns are the kept best (by similarity, then index),
+            # then this chunk's rows in index order, all later than any kept one, so ties stay in index order
+            part = np.argsort(-cand_sim, axis=1, kind="stable")[:, :k]
             cand_sim = np.take_along_axis(cand_sim, part, 1)
             cand_idx = np.take_along_axis(cand_idx, part, 1)
         best_sim, best_idx = cand_sim, cand_idx

@@ -145,7 +145,7 @@ def rank_order(scores: np.ndarray, higher_is_better: bool = True, secondary: np.
         return np.argsort(np.nan_to_num(sign * scores, nan=np.inf), kind="stable")
     keys = [np.arange(len(scores))]
     if secondary is not None:
-        keys.append(sign * np.nan_to_num(np.asarray(secondary, dtype=np.float64), nan=-np.inf * sign))
+        keys.append(np.nan_to_num(sign * np.asarray(secondary, dtype=np.float64), nan=np.inf))  # NaN last, either way
     # NaN scores (e.g. an empty sentence under an LM) go last, whatever the direction
     keys.append(np.nan_to_num(sign * scores, nan=np.inf))
     return np.lexsort(keys)
@@ -401,7 +401,8 @@ def select(tc: Corpus | CorpusStream, dc: Corpus | CorpusStream, strategy: str |
 
     tc_hash, dc_hash = corpus_digest(tc), stream.digest()
     key = content_hash("selection", tc_hash, dc_hash, strat.value, count, _model_ids(strat, model, model2, ner_model),
-                       seed if strat in (Strategy.RANDOM, Strategy.DSIR) else None, options)
+                       seed if strat in (Strategy.RANDOM, Strategy.DSIR) else None, options,
+                       *(["gumbel-stream-2"] if strat == Strategy.DSIR else []))  # a draw cached before is not reused
     if workspace is not None:
         cached = cached_selection(workspace, key, stream)
         if cached is not None:
