@@ -33,7 +33,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from core.access import LOCAL, Actor, check_param_paths, check_ray_address, require
+from core.access import LOCAL, AccessDenied, Actor, check_param_paths, check_ray_address, require
 from core.data.atomic import atomic_write_json, json_default
 from core.data.workspace import CorpusRole, Workspace
 from core.environment import variable
@@ -263,7 +263,12 @@ def delete(ws: Workspace, job_id: str, actor: Actor = LOCAL) -> None:
     require(actor, "cancel, resume or delete a job")
     job = get_job(ws, job_id)
     if job.active:
-        cancel(ws, job.id, actor=actor)
+        try:
+            cancel(ws, job.id, actor=actor)
+        except AccessDenied:
+            raise
+        except UserError:  # it finished meanwhile: nothing to stop
+            pass
     con = connect(ws)
     try:
         con.execute("DELETE FROM jobs WHERE id = ?", (job.id,))
