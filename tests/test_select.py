@@ -64,7 +64,8 @@ def test_budget_edge_cases():
     assert resolve_budget("4", 10) == (4, [])
     assert resolve_budget(500.0, 1000) == (500, [])  # a whole float over 1 is a count
     assert resolve_budget(np.int64(4), 10) == (4, []) and resolve_budget(np.float32(0.5), 10) == (5, [])
-    assert resolve_budget(0.0001, 10) == (1, [])  # a ratio never rounds to nothing
+    assert resolve_budget(0.0001, 10)[0] == 1  # a ratio never rounds to nothing, and says so
+    assert "rounds to none: selecting 1 sentence" in resolve_budget(0.0001, 10)[1][0]
     count, notes = resolve_budget(50, 7)
     assert count == 7 and "exceeds" in notes[0]
     for bad in (0, -3, 0.0, -0.5, 1.5, "abc", "", float("nan"), float("inf"), True, None, [3]):

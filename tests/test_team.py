@@ -422,7 +422,8 @@ def test_a_task_carries_a_models_suggestions_and_only_answers_count(team_ws, tin
     corrected or rejected) is the answer, the audit and the progress say which; agreement reads answers only."""
     from tests.tiny_models import build_rigged_ner
 
-    model = build_rigged_ner(tmp_path / "rigged", tiny_bert_dir, "LOC")
+    # under the workspace, as a finished NER run's model is: a researcher names no other server folder (core.access)
+    model = build_rigged_ner(team_ws.runs_dir / "rigged", tiny_bert_dir, "LOC")
     rita, ann, bob = Actor("rita", Role.RESEARCHER), Actor("ann", Role.ANNOTATOR), Actor("bob", Role.ANNOTATOR)
     task = tasks.create_task(team_ws, rita, "suggested", ["ann", "bob"], corpus="demo-dc", n_items=2, overlap=1.0,
                              types=["PER", "LOC"], suggest_model=str(model))
