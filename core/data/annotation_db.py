@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping
 from contextlib import AbstractContextManager
 from typing import Any
 
-from core.data.atomic import open_sqlite, write_transaction
+from core.data.atomic import add_columns, open_sqlite, write_transaction
 from core.data.tags import Span
 from core.data.workspace import Workspace
 
@@ -149,7 +149,7 @@ class StaleVersion(Exception):
 
 def connect(ws: Workspace) -> sqlite3.Connection:
     con = open_sqlite(ws.root / FILE, _SCHEMA)
-    _add_columns(con)
+    add_columns(con, _ADDED_COLUMNS)
     if (ws.root / _OLD_REVIEW_FILE).exists():
         _merge_review_file(ws, con)
     return con
@@ -179,16 +179,6 @@ def spans_json(spans: Iterable[Span]) -> str:
 
 def spans_from_json(text: str) -> list[Span]:
     return [Span.from_dict(d) for d in json.loads(text)]
-
-
-def _add_columns(con: sqlite3.Connection) -> None:
-    for table, column, declaration in _ADDED_COLUMNS:
-        if column not in {r[1] for r in con.execute(f"PRAGMA table_info({table})")}:
-            try:
-                con.execute(f"ALTER TABLE {table} ADD COLUMN {column} {declaration}")
-            except sqlite3.OperationalError as exc:  # another process added it first
-                if "duplicate column" not in str(exc):
-                    raise
 
 
 def _merge_review_file(ws: Workspace, con: sqlite3.Connection) -> None:

@@ -126,6 +126,18 @@ def open_sqlite(path: str | Path, schema: str) -> sqlite3.Connection:
     return con
 
 
+def add_columns(con: sqlite3.Connection, added: Iterable[tuple[str, str, str]]) -> None:
+    """(table, column, declaration) columns newer than a store's first schema, added to an older database where
+    missing (two processes may race: the second one's duplicate column is no error)."""
+    for table, column, declaration in added:
+        if column not in {r[1] for r in con.execute(f"PRAGMA table_info({table})")}:
+            try:
+                con.execute(f"ALTER TABLE {table} ADD COLUMN {column} {declaration}")
+            except sqlite3.OperationalError as exc:  # another process added it first
+                if "duplicate column" not in str(exc):
+                    raise
+
+
 @contextmanager
 def write_transaction(con: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
     """BEGIN IMMEDIATE ... COMMIT on `con` (one write lock around a read-compare-write, so two writers cannot both

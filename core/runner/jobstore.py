@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from core.data.atomic import json_default, open_sqlite
+from core.data.atomic import add_columns, json_default, open_sqlite
 from core.data.workspace import Workspace
 from core.errors import UserError
 from core.runner.jobresult import JobResult
@@ -44,7 +44,7 @@ CREATE TABLE IF NOT EXISTS jobs (
     pid_start TEXT
 )
 """
-_ADDED_COLUMNS = (("pid_start", "TEXT"),)  # columns newer than the first schema, added to an older database
+_ADDED_COLUMNS = (("jobs", "pid_start", "TEXT"),)  # columns newer than the first schema, added to an older database
 _MIGRATED: set[str] = set()  # databases this process has already brought up to date
 
 
@@ -129,14 +129,7 @@ def read_metrics(run_dir: Path) -> list[dict[str, Any]]:
 def connect(ws: Workspace) -> sqlite3.Connection:
     con = open_sqlite(ws.jobs_db, _SCHEMA)
     if str(ws.jobs_db) not in _MIGRATED:
-        have = {r[1] for r in con.execute("PRAGMA table_info(jobs)")}
-        for column, declaration in _ADDED_COLUMNS:
-            if column not in have:
-                try:
-                    con.execute(f"ALTER TABLE jobs ADD COLUMN {column} {declaration}")
-                except sqlite3.OperationalError as exc:  # another process added it first
-                    if "duplicate column" not in str(exc):
-                        raise
+        add_columns(con, _ADDED_COLUMNS)
         _MIGRATED.add(str(ws.jobs_db))
     return con
 
