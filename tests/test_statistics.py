@@ -124,7 +124,29 @@ def test_seeds_are_averaged_and_their_spread_widens_the_interval():
     assert f1_interval([good, bad], n_boot=400, resample_seeds=False) == (0.5, 0.5, 0.5)
     assert f1_interval([good, bad], n_boot=400) == (0.5, 0.0, 1.0)
     varied = paired_test([good, bad], [bad, bad], n_boot=400)  # +0.5 on average, but all of it from one seed
-    assert varied["delta"] == 0.5 and varied["ci"] == [0.0, 1.0] and varied["p"] > 0.05
+    assert varied["delta"] == 0.5 and varied["ci_resampled"] == [0.0, 1.0] and varied["p"] > 0.05
+    assert varied["ci"] == [-1.0, 1.0]  # the seed-level t at one degree of freedom, clipped to what F1 allows
+
+
+def _shifted(base: np.ndarray, gain: int) -> np.ndarray:
+    """`base` with its first `gain` wrong sentences made right: a seed that gains `gain` sentences over `base`."""
+    out = base.copy()
+    out[np.flatnonzero(base[:, 0] == 0)[:gain]] = [1, 0, 0]
+    return out
+
+
+def test_three_seeds_that_disagree_make_no_claim_that_the_resamples_alone_would_make():
+    """Per-seed gains of about 6, 1 and 5 points on 1,000 sentences: every resample of three seeds stays above 0, so
+    the resampled reading claims (p near 1/B); the seeds' own spread (sd about 2.7 points, t at about 2 degrees of
+    freedom) does not support it, and a claim needs both readings. The same gain on every seed is claimed by both."""
+    base = _system(1000, 0.6, 5)
+    a = [_shifted(base, g) for g in (45, 8, 38)]
+    disagree = paired_test(a, [base] * 3, n_boot=500, seed=0)
+    assert disagree["p_resampled"] < 0.01 and disagree["p"] > 0.05
+    assert disagree["seed_t"]["df"] < 3 and disagree["ci"][0] < 0 < disagree["ci_resampled"][0]
+    steady = paired_test([_shifted(base, 30)] * 3, [base] * 3, n_boot=500, seed=0)
+    assert steady["p"] < 0.01 and steady["seed_t"]["df"] is None  # no seed spread: the sentences' z
+    assert paired_test(base, base, n_boot=50).get("seed_t") is None  # one seed: the resampled reading alone
 
 
 def test_resamples_match_a_plain_loop_and_share_their_draws_across_calls():

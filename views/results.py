@@ -32,8 +32,11 @@ from ui import get_workspace, run_guarded
 INTERVAL_HELP = ("95% CI: percentile bootstrap of the seed-mean F1, two-level: the seeds are drawn again, then the TEST "
                  "sentences (10,000 resamples), so it holds both test-set and seed variation. Differences: the same draws "
                  "for both rows (paired over sentences and seeds); p-value by the shifted null (Berg-Kirkpatrick et al. "
-                 "2012), Holm-adjusted over every comparison of the experiment: verdicts and significance read the "
-                 "adjusted p. With one seed the table says '(1 seed)' instead of a spread.")
+                 "2012). With two or more seeds each is also read as a t-test (seed and sentence variance added, "
+                 "Welch-Satterthwaite df), since resampling three seeds shows too little of their spread: p is the larger "
+                 "of the two readings, the interval the hull of both. p is Holm-adjusted over every comparison of the "
+                 "experiment: verdicts and significance read the adjusted p. With one seed the table says '(1 seed)' "
+                 "instead of a spread.")
 
 
 
