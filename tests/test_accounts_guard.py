@@ -101,6 +101,46 @@ def test_single_user_mode_serves_a_browser_on_this_machine(headers, ip):
     check_local_request("/srv/ws", headers, ip)
 
 
+@pytest.mark.parametrize("peer, forwarded, trusted, expected", [
+    (None, "198.51.100.7", "127.0.0.1", "198.51.100.7"),  # nginx on this machine (Streamlit's peer None: loopback)
+    (None, "198.51.100.7, 203.0.113.9", "127.0.0.1", "203.0.113.9"),  # the left entry is the browser's to write
+    ("10.0.0.5", "198.51.100.7, 10.0.0.9", "10.0.0.0/8", "198.51.100.7"),  # two trusted hops, then the client
+    ("203.0.113.9", "10.1.1.1", "127.0.0.1", "203.0.113.9"),  # a peer that is no trusted proxy: its header is ignored
+    (None, "198.51.100.7", "", "127.0.0.1"),  # no trusted proxy set: every header ignored, the peer counts
+    (None, "[2001:db8::7]:443", "::1, 127.0.0.1", "2001:db8::7"),
+    ("::ffff:127.0.0.1", "198.51.100.7", "127.0.0.1", "198.51.100.7"),  # an IPv4 peer written as IPv6
+    (None, "not-an-address, 198.51.100.7", "127.0.0.1", "198.51.100.7"),
+    (None, "198.51.100.7, garbage", "127.0.0.1", "127.0.0.1"),  # unreadable nearest hop: the proxy itself counts
+])
+def test_behind_a_trusted_proxy_each_browser_is_slowed_on_its_own(peer, forwarded, trusted, expected):
+    """Behind a proxy every sign-in came from its address, so one person guessing slowed everyone's failed attempts:
+    NERSELECT_TRUSTED_PROXIES names the proxies whose X-Forwarded-For is read, from the right, as far as it is believed."""
+    from core.team.serving import client_address, trusted_proxies
+
+    assert client_address(peer, {"X-Forwarded-For": forwarded}, trusted_proxies(trusted)) == expected
+
+
+def test_two_browsers_behind_one_proxy_keep_their_own_counters(ws, monkeypatch):
+    from core.team.serving import client_address, trusted_proxies
+
+    monkeypatch.setenv("NERSELECT_TRUSTED_PROXIES", "127.0.0.1")
+    guesser, other = (client_address(None, {"X-Forwarded-For": ip}, trusted_proxies()) for ip in ("198.51.100.7", "198.51.100.8"))
+    for _ in range(users.CLIENT_FREE_FAILURES + 1):
+        with pytest.raises(UserError):
+            users.authenticate(ws, f"nobody{_}", "wrong", client=guesser)
+    with pytest.raises(UserError):  # the guesser waits, even with the right password
+        users.authenticate(ws, "boss", PASSWORD, client=guesser)
+    assert users.authenticate(ws, "boss", PASSWORD, client=other).name == "boss"
+
+
+def test_a_mistyped_trusted_proxy_is_named(monkeypatch):
+    from core.team.serving import trusted_proxies
+
+    monkeypatch.setenv("NERSELECT_TRUSTED_PROXIES", "127.0.0.1, 10.0.0.0/33")
+    with pytest.raises(UserError, match=r"NERSELECT_TRUSTED_PROXIES: '10.0.0.0/33' is not an address or network"):
+        trusted_proxies()
+
+
 # --------------------------------------------------------------------------- 2: a flood cannot grow the store
 
 
