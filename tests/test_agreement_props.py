@@ -67,14 +67,14 @@ def reference_f1(ps, credit) -> float:
     return 1.0 if total == 0 else 2 * sum(best_matching(a, b, credit) for a, b, _ in ps) / total
 
 
-def reference_kappa(ps) -> float:
+def reference_kappa(ps, bio: bool = False) -> float:
     la, lb = [], []
     for a, b, n in ps:
         for spans, out in ((a, la), (b, lb)):
             labels = ["O"] * n
             for s in spans:
                 for i in range(s.start, s.end):
-                    labels[i] = s.type
+                    labels[i] = (("B-" if i == s.start else "I-") + s.type) if bio else s.type
             out.extend(labels)
     if la == lb:
         return 1.0
@@ -92,6 +92,7 @@ def test_agreement_matches_brute_force(ps):
     for key, credit in CREDIT.items():
         assert r[key] == pytest.approx(reference_f1(ps, credit), abs=1e-6), key
     assert r["kappa_token"] == pytest.approx(reference_kappa(ps), abs=1e-6)
+    assert r["kappa_bio"] == pytest.approx(reference_kappa(ps, bio=True), abs=1e-6)
     for t, row in r["per_type"].items():
         only = [([s for s in a if s.type == t], [s for s in b if s.type == t], n) for a, b, n in ps]
         assert row["f1_exact"] == pytest.approx(reference_f1(only, CREDIT["f1_exact"]), abs=1e-6)
@@ -108,10 +109,17 @@ def test_agreement_matches_brute_force(ps):
 @given(pairs())
 def test_agreement_is_symmetric_and_identical_annotations_agree(ps):
     r, swapped = agreement(ps), agreement([(b, a, n) for a, b, n in ps])
-    for key in ("f1_exact", "f1_boundary", "f1_partial", "f1_type", "kappa_token"):
+    for key in ("f1_exact", "f1_boundary", "f1_partial", "f1_type", "kappa_token", "kappa_bio"):
         assert r[key] == pytest.approx(swapped[key], abs=1e-6), key
     same = agreement([(a, a, n) for a, _, n in ps])
-    assert all(same[k] == 1.0 for k in ("f1_exact", "f1_boundary", "f1_partial", "f1_type", "kappa_token"))
+    assert all(same[k] == 1.0 for k in ("f1_exact", "f1_boundary", "f1_partial", "f1_type", "kappa_token", "kappa_bio"))
+
+
+def test_bio_kappa_sees_a_split_span_that_type_kappa_cannot():
+    """One PER span over tokens 0-3 against two adjacent PER spans (0-2, 2-4): every token has the same type, so type
+    kappa is 1.0 while exact F1 is 0; the BIO tags differ at token 2 (I-PER against B-PER)."""
+    r = agreement([([Span(0, 4, "PER")], [Span(0, 2, "PER"), Span(2, 4, "PER")], 6)])
+    assert r["f1_exact"] == 0.0 and r["kappa_token"] == 1.0 and r["kappa_bio"] < 0.8
 
 
 def test_sentences_without_entities(tmp_path, capsys):

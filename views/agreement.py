@@ -36,11 +36,14 @@ if result is None:
 if not result["sentences"]:
     st.info("No sentence has been answered by two annotators yet: agreement appears once overlapping items are done.")
 else:
-    c = st.columns(4)
+    c = st.columns(5)
     c[0].metric("Sentences reviewed twice", result["sentences"])
     c[1].metric("Entity F1, exact", _num(result["f1_exact"]), help="Same boundaries and type (1.0 when neither marked an entity)")
     c[2].metric("Entity F1, partial", _num(result["f1_partial"]), help="Same boundaries count 1, overlapping spans half, type ignored")
-    c[3].metric("Token kappa", _num(result["kappa_token"]), help="Cohen's kappa over each token's entity type (O for none)")
+    c[3].metric("Token kappa", _num(result["kappa_token"]), help="Cohen's kappa over each token's entity type (O for none); "
+                "blind to boundaries between adjacent spans of one type")
+    c[4].metric("BIO kappa", _num(result.get("kappa_bio")), help="Cohen's kappa over each token's BIO tag: also sees where "
+                "adjacent spans of one type split")
     t = st.columns(2)
     t[0].markdown("**Per entity type**")
     t[0].dataframe(pd.DataFrame([{"type": k, **v} for k, v in result["per_type"].items()]), hide_index=True, key="agr_types")

@@ -106,7 +106,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     for p in [task, *ts.choices.values()]:
         add_workspace_arg(p)
 
-    p = sub.add_parser("agreement", help="agreement between annotators: entity F1 (exact, partial), token kappa, per type")
+    p = sub.add_parser("agreement", help="agreement between annotators: entity F1 (exact, partial), token and BIO kappa, per type")
     p.add_argument("files", nargs="*", metavar="CONLL", help="two annotators' CoNLL files of the same sentences")
     p.add_argument("--task", help="a review task's overlapping items instead of files")
     p.add_argument("--json", action="store_true")
@@ -338,7 +338,7 @@ def cmd_agreement(args: argparse.Namespace) -> int:
         print("no sentences reviewed by two annotators yet")
         return 0
     print(f"{result['sentences']} sentences · entity F1 exact {result['f1_exact']:.3f} · partial {result['f1_partial']:.3f} "
-          f"· token kappa {result['kappa_token']:.3f}")
+          f"· token kappa {result['kappa_token']:.3f} · BIO kappa {result['kappa_bio']:.3f}")
     for t, r in result["per_type"].items():
         print(f"  {t:<20} F1 exact {r['f1_exact']:.3f}  partial {r['f1_partial']:.3f}  spans {r['support']}")
     return 0

@@ -125,7 +125,7 @@ def import_task(ws: Workspace, actor: Actor, task_id: str, name: str, role: str 
         raise UserError(f"task {task_id} has no settled sentences yet ({report['open_disagreements']} disagreements open, "
                         f"{report['unanswered']} unanswered)")
     agree = task_agreement(ws, actor, task_id)
-    kappa = "-" if agree["kappa_token"] is None else f"{agree['kappa_token']:.3f}"
+    kappa = "-" if agree["kappa_token"] is None else f"{agree['kappa_token']:.3f} (BIO {agree['kappa_bio']:.3f})"
     f1 = "-" if agree["f1_exact"] is None else f"{agree['f1_exact']:.3f}"
     source = (f"review task {task.id} ({task.name}) over {task.source}; annotators {', '.join(task.annotators)}; "
               f"agreement on {agree['sentences']} sentences: F1 exact {f1}, token kappa {kappa}; "

@@ -11,7 +11,9 @@ The four entity measures follow nervaluate's schemas:
 - `f1_partial` (partial): same boundaries count 1, overlapping spans 0.5, type ignored;
 - `f1_type` (ent_type): overlapping spans of the same type.
 Two annotations without a single entity agree completely (F1 1.0): "no entity here" is an answer like any other.
-Kappa compares each token's entity type (B-/I- dropped; O for none) with scikit-learn's cohen_kappa_score.
+Kappa compares each token's entity type (B-/I- dropped; O for none) with scikit-learn's cohen_kappa_score
+(`kappa_token`), and each token's BIO tag (`kappa_bio`): type kappa cannot see a boundary (one span against two
+adjacent spans of its type gives every token the same type), the tags can (the second span starts with B).
 """
 
 from __future__ import annotations
@@ -79,18 +81,20 @@ def f1(pairs: Sequence[Pair], credit: Credit) -> float:
     return round(2 * sum(matched(a, b, credit) for a, b, _ in pairs) / total, 6)
 
 
-def _token_labels(spans: Sequence[Span], n: int) -> list[str]:
+def _token_labels(spans: Sequence[Span], n: int, bio: bool = False) -> list[str]:
     labels = ["O"] * n
     for s in spans:
-        labels[s.start:s.end] = [s.type] * (s.end - s.start)
+        labels[s.start:s.end] = [f"I-{s.type}" if bio else s.type] * (s.end - s.start)
+        if bio and s.end > s.start:
+            labels[s.start] = f"B-{s.type}"
     return labels
 
 
-def kappa(pairs: Sequence[Pair]) -> float | None:
-    """Cohen's kappa over every token's type; 1.0 when the annotations are identical (kappa itself is 0/0 when
-    both gave every token one label), None when no sentence has a token."""
-    la = [t for a, _, n in pairs for t in _token_labels(a, n)]
-    lb = [t for _, b, n in pairs for t in _token_labels(b, n)]
+def kappa(pairs: Sequence[Pair], bio: bool = False) -> float | None:
+    """Cohen's kappa over every token's type (or, `bio`, its BIO tag); 1.0 when the annotations are identical (kappa
+    itself is 0/0 when both gave every token one label), None when no sentence has a token."""
+    la = [t for a, _, n in pairs for t in _token_labels(a, n, bio)]
+    lb = [t for _, b, n in pairs for t in _token_labels(b, n, bio)]
     if not la:
         return None
     return 1.0 if la == lb else round(float(cohen_kappa_score(la, lb)), 6)
@@ -130,11 +134,13 @@ def agreement(pairs: Sequence[Pair]) -> dict[str, Any]:
     0.0
     """
     if not pairs:
-        return {"sentences": 0, **dict.fromkeys(MEASURES), "kappa_token": None, "per_type": {}, "confusion": {}}
+        return {"sentences": 0, **dict.fromkeys(MEASURES), "kappa_token": None, "kappa_bio": None, "per_type": {},
+                "confusion": {}}
     out: dict[str, Any] = {"sentences": len(pairs)}
     for key, credit in MEASURES.items():
         out[key] = f1(pairs, credit)
     out["kappa_token"] = kappa(pairs)
+    out["kappa_bio"] = kappa(pairs, bio=True)
     support = Counter(s.type for a, b, _ in pairs for s in (*a, *b))
     out["per_type"] = {}
     for t in sorted(support):
