@@ -219,27 +219,44 @@ def get_job(ws: Workspace, job_id: str) -> Job:
     return reap(ws, row_to_job(ws, rows[0]))
 
 
+def _stat(pid: int) -> list[str] | None:
+    """The fields of /proc/PID/stat after the command name (state first), read once; None where there is none."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[-1].split()
+    except OSError:
+        return None
+
+
+@functools.lru_cache(maxsize=1)
+def _boot_id() -> str | None:
+    """This boot's id: fixed while this process lives, so read once."""
+    try:
+        with open("/proc/sys/kernel/random/boot_id") as fh:
+            return fh.read().strip()
+    except OSError:
+        return None
+
+
+def _start_of(fields: list[str] | None) -> str | None:
+    boot = _boot_id()
+    return f"{boot}:{fields[19]}" if fields is not None and len(fields) > 19 and boot is not None else None
+
+
 def process_start(pid: int | None) -> str | None:
     """Which process a pid is: the boot and the kernel's start tick of the process (/proc/PID/stat, field 22), so a
     pid the system handed to another program after a restart or a long run is not taken for the job. None where
     there is no /proc (then a live pid is trusted as before)."""
-    if not pid:
-        return None
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            start = fh.read().rsplit(")", 1)[-1].split()[19]
-        with open("/proc/sys/kernel/random/boot_id") as fh:
-            return f"{fh.read().strip()}:{start}"
-    except (OSError, IndexError):
-        return None
+    return _start_of(_stat(pid)) if pid else None
 
 
 def pid_alive(pid: int | None, start: str | None = None) -> bool:
     """Whether the process is running; with `start` (process_start when the pid was stored), only if it is still
-    that process."""
+    that process. /proc/PID/stat is read once for both questions (the Jobs page asks it of every row)."""
     if not pid:
         return False
-    if start is not None and (now := process_start(pid)) is not None and now != start:
+    fields = _stat(pid)
+    if start is not None and (now := _start_of(fields)) is not None and now != start:
         return False  # the pid was reused by another program
     try:
         os.kill(pid, 0)
@@ -247,11 +264,8 @@ def pid_alive(pid: int | None, start: str | None = None) -> bool:
         return False
     except PermissionError:
         return True
-    try:  # a zombie (our own child that exited unreaped) counts as dead
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().split(")")[-1].split()[0] != "Z"
-    except OSError:
-        return True
+    # a zombie (our own child that exited unreaped) counts as dead; no /proc: a live pid is trusted
+    return fields is None or not fields or fields[0] != "Z"
 
 
 SPAWN_GRACE_S = 60.0  # a claimed row has no pid until Popen returns; it is not "vanished" meanwhile
