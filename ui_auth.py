@@ -16,7 +16,7 @@ from core.access import LOCAL, Actor
 from core.data.workspace import Workspace
 from core.errors import UserError
 from core.team import users, websession
-from core.team.serving import AuthMode, auth_mode, check_local_request, client_address, trusted_proxies
+from core.team.serving import AuthMode, auth_mode, check_local_request, client_key
 
 TOKEN_KEY = "team_session_token"
 _WS_KEY = "team_ws_root"
@@ -32,7 +32,6 @@ def signed_in(ws: Workspace, app_root: Path) -> Actor | None:
     st.session_state[_WS_KEY] = str(ws.root)
     try:
         mode = auth_mode(ws, st.get_option("server.address"), app_root)
-        trusted_proxies()  # a mistyped NERSELECT_TRUSTED_PROXIES stops here, not at the first sign-in
         if mode == AuthMode.LOCAL:
             check_local_request(ws.root, *_request())
     except UserError as exc:
@@ -101,15 +100,8 @@ def keep_session_in_browser() -> None:
 
 def _client() -> str:
     """Where the sign-in comes from (sign-in is slowed per address after repeated failures): the browser's address,
-    read through the proxies NERSELECT_TRUSTED_PROXIES names (core.team.serving.client_address)."""
-    headers, address = _request()
-    try:  # every X-Forwarded-For line, in order: a proxy may add its own line instead of extending the first
-        chain = st.context.headers.get_all("X-Forwarded-For")
-    except (AttributeError, RuntimeError, TypeError):
-        chain = []
-    if isinstance(chain, list) and chain and all(isinstance(c, str) for c in chain):
-        headers = {**{k: v for k, v in headers.items() if k.lower() != "x-forwarded-for"}, "X-Forwarded-For": ", ".join(chain)}
-    return client_address(address, headers, trusted_proxies())
+    which Streamlit's server already read through a trusted proxy's X-Forwarded-For (core.team.serving.client_key)."""
+    return client_key(_request()[1])
 
 
 def _submit() -> None:

@@ -96,7 +96,8 @@ def test_summary_entry_has_the_issue_shape_and_leaves_missing_baselines_out():
     entry = summary_entry("dsir", runs, n_boot=200)
     assert set(entry) >= {"row", "f1_mean", "f1_ci", "seeds", "vs"} and entry["seeds"] == 2
     assert set(entry["vs"]) == {"tapt"}  # no "none" row: left out, not faked
-    assert {"delta", "ci", "p", "p_mc_error", "resamples"} <= set(entry["vs"]["tapt"])
+    assert {"delta", "ci", "p", "p_resampled", "p_resampled_mc_error", "resamples", "seed_t"} <= set(entry["vs"]["tapt"])
+    assert "p_mc_error" not in entry["vs"]["tapt"]  # it was the resampled p's, not the p beside it
     assert "seeds_needed" not in entry["vs"]["tapt"]
     lo, hi = entry["f1_ci"]
     assert entry["f1_mean"] == pytest.approx(np.mean([f1_of(c) for c in runs["dsir"].values()])) and lo <= entry["f1_mean"] <= hi
@@ -342,3 +343,15 @@ def test_a_gain_on_fewer_than_three_seeds_is_no_claim_however_small_its_p():
 
     knob = KnobTest("l2sp", "music", "tapt", [1, 2], 0.03, [0.01, 0.05], 0.001, p_holm=0.004)
     assert not knob.claims() and KnobTest("l2sp", "music", "tapt", [1, 2, 3], 0.03, [0.01, 0.05], 0.001, 0.004).claims()
+
+
+def test_the_no_help_bound_widens_by_the_t_quantile_when_seeds_carry_the_noise():
+    """Bonferroni over 17 comparisons: z's ratio widens a normal interval by about 1.5; at two degrees of freedom the t
+    quantile at alpha / 17 is about 19 standard errors, not 3: a "no help" claim read off z's ratio was too sure."""
+    from core.experiments.statistics import bonferroni_upper
+
+    normal = bonferroni_upper(0.0, [-0.01, 0.01], 17)
+    seeds = bonferroni_upper(0.0, [-0.01, 0.01], 17, seed_t={"se": 0.005, "df": 2.0})
+    assert normal == pytest.approx(0.0152, abs=1e-4) and seeds > 0.09
+    assert bonferroni_upper(0.0, [-0.01, 0.01], 17, seed_t={"se": 0.001, "df": None}) == normal  # narrower: z's bound
+

@@ -20,7 +20,8 @@ test both rows get the same seed draw and the same sentence draw (seed s of one 
   needs both readings. The resampled reading alone is kept as `p_resampled` and `ci_resampled`.
 - `holm`: Holm's step-down adjustment of the p-values of one experiment's comparisons (every row against none, TAPT
   and, for a selection, random): a verdict and a star read the adjusted p, never the raw one.
-- p comes from 10,000 resamples, with its Monte-Carlo standard error (`p_mc_error`, sqrt(p(1-p)/B)) beside it.
+- p comes from 10,000 resamples, with its Monte-Carlo standard error (`p_mc_error`, sqrt(p(1-p)/B)) beside it
+  (`p_resampled_mc_error` beside `p_resampled` where the t reading was made too).
   There is no "seeds needed": a power figure from a per-seed SD of three seeds, ignoring the test-sentence variance the
   p includes, said "2 seeds" where p was 0.64.
 
@@ -228,8 +229,9 @@ def paired_test(a: Any, b: Any, method: str = "bootstrap", n_boot: int = N_RESAM
         return out
     # a claim needs both readings (an intersection-union test: each at level alpha, so both together are too): the
     # resamples where sentences carry the noise, the t where three or five seeds do and resampling them cannot show it
-    return {**out, "p": max(p, seed_t["p"]), "ci": [min(lo, seed_t["ci"][0]), max(hi, seed_t["ci"][1])],
-            "p_resampled": p, "ci_resampled": [lo, hi], "seed_t": seed_t}
+    resampled = {"p_resampled": p, "ci_resampled": [lo, hi], "p_resampled_mc_error": out.pop("p_mc_error")}
+    return {**out, "p": max(p, seed_t["p"]), "ci": [min(lo, seed_t["ci"][0]), max(hi, seed_t["ci"][1])], **resampled,
+            "seed_t": seed_t}
 
 
 def seed_level_test(a: np.ndarray, b: np.ndarray, seed: int = 0, alpha: float = ALPHA,
@@ -343,18 +345,29 @@ def holm(pvalues: Sequence[float]) -> list[float]:
     return out
 
 
-def bonferroni_upper(delta: float, ci: Sequence[float], family: int, alpha: float = ALPHA) -> float:
+def bonferroni_upper(delta: float, ci: Sequence[float], family: int, alpha: float = ALPHA,
+                     seed_t: Mapping[str, Any] | None = None) -> float:
     """The upper bound of a difference's two-sided interval at alpha / family (Bonferroni over `family` comparisons),
     from its stored 95% interval: the bootstrap distribution taken as normal above `delta`, its upper half-width
     (hi - delta) is z(1 - alpha/2) standard errors, so the bound at alpha / family is delta + (hi - delta) *
     z(1 - alpha / (2 family)) / z(1 - alpha / 2). A stored summary holds no resamples, and a percentile read 0.15%
-    deep into 10,000 resamples rests on 15 of them; this keeps the interval's own asymmetry.
+    deep into 10,000 resamples rests on 15 of them; this keeps the interval's own asymmetry. With `seed_t` (the test's
+    seed-level reading) the bound is also its t quantile at alpha / family times its standard error, and the larger
+    of the two is kept, as a claim needs both readings.
 
     >>> round(bonferroni_upper(0.0, [-0.01, 0.01], 1), 6), round(bonferroni_upper(0.0, [-0.01, 0.01], 17), 4)
     (0.01, 0.0152)
     """
     scale = NormalDist().inv_cdf(1 - alpha / (2 * max(1, family))) / NormalDist().inv_cdf(1 - alpha / 2)
-    return delta + (ci[1] - delta) * scale
+    bound = delta + (ci[1] - delta) * scale
+    if seed_t and seed_t.get("se") is not None:  # the t reading (paired_test's `seed_t`) widens by its own quantile:
+        from scipy.stats import t as student_t  # at two degrees of freedom far more than z's ratio
+
+        df = seed_t.get("df")
+        q = NormalDist().inv_cdf(1 - alpha / (2 * max(1, family))) if df is None else \
+            float(student_t.ppf(1 - alpha / (2 * max(1, family)), df))
+        bound = max(bound, delta + q * float(seed_t["se"]))
+    return bound
 
 
 def summary_entry(row: str, runs_by_row: Mapping[str, Mapping[int, np.ndarray]], baselines: Sequence[str] = ("tapt", "none"),
@@ -366,10 +379,10 @@ def summary_entry(row: str, runs_by_row: Mapping[str, Mapping[int, np.ndarray]],
     runs = dict(sorted(runs_by_row[row].items()))
     per_seed = [f1_of(c) for c in runs.values()]
     f1, lo, hi = f1_interval(list(runs.values()), n_boot, seed)
+    ci_method = "percentile bootstrap, two-level (seeds, then test sentences)" + (
+        ", widened to the seed-level t interval" if len(per_seed) > 1 else ", test sentences alone (1 seed)")
     entry: dict[str, Any] = {"row": row, "f1_mean": f1, "f1_std": float(np.std(per_seed, ddof=1)) if len(per_seed) > 1 else None,
-                             "f1_ci": [lo, hi], "seeds": len(per_seed),
-                             "ci_method": "percentile bootstrap, two-level (seeds, then test sentences), widened to the "
-                                          "seed-level t interval", "vs": {}}
+                             "f1_ci": [lo, hi], "seeds": len(per_seed), "ci_method": ci_method, "vs": {}}
     for base in baselines:
         if base == row or base not in runs_by_row:
             continue

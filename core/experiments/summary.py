@@ -400,7 +400,7 @@ def user_advice(entries: Iterable[SummaryEntry | Mapping[str, Any]], cells: Iter
         return _helps(*max(helped, key=lambda et: et[1].delta))
     m = max([family, *(t.holm_family for _, t in tests)])
     open_rows = [(e, t) for e, t in tests if t.too_few_seeds or not (
-        (t.significant and t.delta < 0) or bonferroni_upper(t.delta, t.ci, m) < MIN_GAIN)]
+        (t.significant and t.delta < 0) or bonferroni_upper(t.delta, t.ci, m, seed_t=t.other.get("seed_t")) < MIN_GAIN)]
     if not open_rows:
         return {"case": "no help", "text": f"no recipe tried helps on this task (every gain over none is below "
                                            f"{MIN_GAIN * 100:g} F1 point with 95% confidence, Bonferroni over {m} "

@@ -124,72 +124,29 @@ def _local_host(host: str) -> bool:
     return name == "localhost" or name.endswith(".localhost") or _loopback_ip(name)
 
 
-TRUSTED_PROXIES_ENV = "NERSELECT_TRUSTED_PROXIES"
-Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 
+def client_key(peer: str | None) -> str:
+    """The address sign-in's slow-down counts a request under. Behind a proxy the peer is already the browser's:
+    Streamlit's server, uvicorn, rewrites it from X-Forwarded-For when the request comes from an address in
+    FORWARDED_ALLOW_IPS (default 127.0.0.1 and ::1, a proxy on this machine), reading the chain right to left as far
+    as those addresses wrote it; a well-kept reading, so none is written here. What is added: Streamlit's None for a
+    loopback peer is 127.0.0.1, an IPv4 address written as IPv6 is that IPv4 address, and an IPv6 address counts as its
+    /64, the block one household or server gets, so stepping through one's own block gives no fresh free guesses.
 
-def trusted_proxies(text: str | None = None) -> list[Network]:
-    """The proxies whose X-Forwarded-For is believed: `text`, else the NERSELECT_TRUSTED_PROXIES variable, a comma-
-    separated list of addresses or networks (`127.0.0.1`, `10.0.0.0/8`, `::1`). Empty: none (every header is ignored,
-    since any browser can send one). A bad entry is a UserError naming it.
-
-    >>> [str(n) for n in trusted_proxies("127.0.0.1, 10.0.0.0/8")]
-    ['127.0.0.1/32', '10.0.0.0/8']
+    >>> client_key(None), client_key("::ffff:198.51.100.7"), client_key("2001:db8:1:2:aa:bb:cc:dd")
+    ('127.0.0.1', '198.51.100.7', '2001:db8:1:2::/64')
+    >>> client_key("::1"), client_key("not an address")
+    ('::1', 'not an address')
     """
-    import os
-
-    raw = os.environ.get(TRUSTED_PROXIES_ENV, "") if text is None else text
-    out: list[Network] = []
-    for entry in (e.strip() for e in raw.split(",")):
-        if not entry:
-            continue
-        try:
-            out.append(ipaddress.ip_network(entry.strip("[]"), strict=False))
-        except ValueError:
-            raise UserError(f"{TRUSTED_PROXIES_ENV}: {entry[:100]!r} is not an address or network (expected e.g. "
-                            "127.0.0.1, ::1 or 10.0.0.0/8, comma-separated)") from None
-    return out
-
-
-def client_address(peer: str | None, headers: Mapping[str, str] | None, trusted: list[Network]) -> str:
-    """The address a request comes from, as sign-in's slow-down counts it. Behind a trusted proxy that is the right-most
-    X-Forwarded-For entry that is not itself a trusted proxy (what the nearest untrusted hop said it connected from:
-    the entries left of it are the browser's to write, so they are never believed); else the peer. `peer` None is
-    Streamlit's loopback. Hand-written: Streamlit gives the peer and the headers, and no well-kept library here reads
-    a forwarding chain (Werkzeug's ProxyFix and uvicorn's forwarded_allow_ips do it for their own servers).
-
-    >>> nets = trusted_proxies("127.0.0.1")
-    >>> client_address(None, {"X-Forwarded-For": "198.51.100.7, 203.0.113.9"}, nets)
-    '203.0.113.9'
-    >>> client_address("203.0.113.9", {"X-Forwarded-For": "10.1.1.1"}, nets)  # not a trusted proxy: the header is anyone's
-    '203.0.113.9'
-    """
-    address = _parse_ip(peer) if peer else ipaddress.ip_address("127.0.0.1")
-    if address is None:
-        return (peer or "unknown")[:200]
-    lower = {str(k).lower(): str(v) for k, v in (headers or {}).items()}
-    chain = [e.strip() for e in lower.get("x-forwarded-for", "").split(",") if e.strip()]
-    while _trusted(address, trusted) and chain:
-        hop = _parse_ip(chain.pop())
-        if hop is None:  # a malformed entry: what lies beyond it cannot be read, so the last good hop stands
-            break
-        address = hop
-    return str(address)
-
-
-def _parse_ip(text: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
-    """An address from a peer or a forwarding entry ('[::1]:443', '203.0.113.9:5000', 'fe80::1%eth0'), else None."""
-    value = text.strip()
-    if value.startswith("[") and "]" in value:
-        value = value[1:value.index("]")]
-    elif value.count(":") == 1:
-        value = value.split(":", 1)[0]
+    if not peer:
+        return "127.0.0.1"
     try:
-        return ipaddress.ip_address(value.split("%")[0])
+        address = ipaddress.ip_address(peer.strip().strip("[]").split("%")[0])
     except ValueError:
-        return None
-
-
-def _trusted(address: ipaddress.IPv4Address | ipaddress.IPv6Address, trusted: list[Network]) -> bool:
-    mapped = getattr(address, "ipv4_mapped", None) or address  # ::ffff:127.0.0.1 is 127.0.0.1
-    return any(mapped.version == net.version and mapped in net for net in trusted)
+        return peer.strip()[:200]
+    if isinstance(address, ipaddress.IPv6Address):
+        if address.ipv4_mapped is not None:
+            return str(address.ipv4_mapped)
+        if not address.is_loopback:
+            return str(ipaddress.ip_network(f"{address}/64", strict=False))
+    return str(address)
