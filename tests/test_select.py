@@ -306,6 +306,28 @@ def test_dsir_weights_match_the_unhashed_reference_and_sampling_is_seeded():
     assert len(orders) > 1  # Gumbel-top-k samples, it does not just sort
 
 
+def test_dsir_chunk_length_weighs_sentences_as_chunks_and_a_short_selection_is_named():
+    """The paper's sum over n-grams ranks short sentences first (each n-gram TC lacks costs): a DC of short
+    off-domain sentences and long on-domain ones with some off-domain words. "chunk" weighs each by its mean log ratio
+    per n-gram times DC's mean n-gram count (the same scale, so Gumbel stays as sharp) and ranks the long on-domain
+    ones first; the summed ranking's short pick is named in the selection's notes, with the option that fixes it."""
+    tc = ["the band played the song on the album"] * 4
+    long_on = [f"the band played the song on the album and then the crowd {w} loudly all night" for w in "abcdef"]
+    short_off = [f"tax {w}" for w in "abcdef"]
+    dc = corpus(long_on + short_off)
+    by_sum = select(corpus(tc), dc, "dsir", 6, options={"sampling": "topk"})
+    by_chunk = select(corpus(tc), dc, "dsir", 6, options={"sampling": "topk", "length": "chunk"})
+    assert set(by_sum.indices.tolist()) == set(range(6, 12)) and set(by_chunk.indices.tolist()) == set(range(6))
+    assert by_sum.meta.extra["mean_tokens"] == {"selected": 2.0, "dc": 9.0}
+    assert any("fewer tokens than a random draw" in n and "length=chunk" in n for n in by_sum.notes)
+    assert by_chunk.meta.extra["length"] == "chunk" and by_chunk.meta.extra["mean_tokens"]["selected"] == 16.0
+    assert ["78% more tokens" in n and "length=chunk" not in n for n in by_chunk.notes] == [True]  # named, no hint
+    ngrams = np.array([31.0] * 6 + [3.0] * 6)  # 16 and 2 tokens: n unigrams and n - 1 bigrams
+    np.testing.assert_allclose(by_chunk.scores, by_sum.scores / ngrams * ngrams.mean())
+    with pytest.raises(UserError, match="'length' must be one of sum, chunk"):
+        select(corpus(tc), dc, "dsir", 2, options={"length": "mean"})
+
+
 def test_random_is_seeded_and_all_takes_everything():
     dc = corpus([f"s{i}" for i in range(50)])
     a = select(corpus(["t"]), dc, "random", 10, seed=3)

@@ -12,7 +12,7 @@ from core.data.selection_store import list_selections, load_selection
 from core.data.workspace import CorpusRole
 from core.errors import UserError
 from core.recipes.budget import Budget
-from core.recipes.selection_options import SAMPLINGS, SelectionOptions
+from core.recipes.selection_options import LENGTHS, SAMPLINGS, SelectionOptions
 from core.selection.compare import overlap_matrix, ranking_table, score_histogram
 from core.selection.strategies import Strategy
 from core.tables import readable
@@ -63,6 +63,11 @@ options: dict[str, object] = {}
 if strategy == Strategy.DSIR:
     options["sampling"] = st.radio("DSIR ranking", list(SAMPLINGS), key="sel_dsir_sampling", horizontal=True,
                                    help="gumbel: importance resampling as in the paper; topk: deterministic highest weights")
+    length = st.radio("DSIR sentence length", list(LENGTHS), key="sel_dsir_length", horizontal=True,
+                      help="sum: the paper's sum over a sentence's n-grams, which favours short sentences; "
+                           "chunk: each sentence weighed as a chunk of DC's mean length would be")
+    if length != SelectionOptions().length:  # the default left unset: a selection made before keeps its key
+        options["length"] = length
 if strategy == Strategy.ENTITY_GAIN_POOL:
     options["pool"] = st.slider("Domain pool, in budgets", 1.0, 20.0, SelectionOptions().pool, 0.5, key="sel_gain_pool",
                                 help="Only this many budgets' worth of the DC sentences nearest TC compete on entity gain; "

@@ -13,7 +13,7 @@ selection saved before this keeps its key.
 >>> SelectionOptions.parse({"bucket": 500})  # doctest: +ELLIPSIS
 Traceback (most recent call last):
 ...
-core.errors.UserError: unknown selection option(s) 'bucket'; known: sampling, buckets, k, order, normalize_tc, ..., pool
+core.errors.UserError: unknown selection option(s) 'bucket'; known: sampling, buckets, length, k, order, ..., pool
 """
 
 from __future__ import annotations
@@ -27,12 +27,15 @@ from typing import Any
 from core.errors import UserError
 
 SAMPLINGS = ("gumbel", "topk")
+LENGTHS = ("sum", "chunk")  # dsir's weighing of sentences of different lengths (core.lm.dsir.LENGTHS)
 
 
 @dataclass(frozen=True)
 class SelectionOptions:
     sampling: str = "gumbel"  # dsir: "gumbel" draws by importance weight without replacement (the DSIR paper's), "topk"
     buckets: int = 10_000  # dsir: hashed n-gram buckets of the two bag-of-n-gram models
+    length: str = "sum"  # dsir: "sum" over a sentence's n-grams (the paper's formula; favours short sentences), "chunk"
+    # weighs each sentence as a chunk of DC's mean length (core.lm.dsir.dsir_scores)
     k: int | None = None  # knn: neighbours kept per TC sentence; None: 2 * ceil(budget / |TC|) + 1
     order: int = 3  # ppl: n-gram order of TC's language model
     normalize_tc: bool = False  # cosine: average TC's unit vectors instead of its raw embeddings (the paper's)
@@ -50,6 +53,8 @@ class SelectionOptions:
                 raise UserError(f"selection option {f.name!r} must be {_expected(hints[f.name])}, got {value!r}")
         if self.sampling not in SAMPLINGS:
             raise UserError(f"selection option 'sampling' must be one of {', '.join(SAMPLINGS)}, got {self.sampling!r}")
+        if self.length not in LENGTHS:
+            raise UserError(f"selection option 'length' must be one of {', '.join(LENGTHS)}, got {self.length!r}")
         for name in ("buckets", "k", "order", "batch_size"):
             if (value := getattr(self, name)) is not None and value < 1:
                 raise UserError(f"selection option {name!r} must be at least 1, got {value}")

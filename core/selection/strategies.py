@@ -180,6 +180,7 @@ class _Ranking:
     scores: np.ndarray  # (N,) the strategy's score per DC sentence
     order: np.ndarray  # (N,) DC indices, best first
     extra: dict[str, Any] = field(default_factory=dict)
+    lengths: np.ndarray | None = None  # (N,) tokens per DC sentence, where the strategy read them anyway
 
 
 def _embed_pair(x: _Inputs, model: str, start: float, end: float) -> tuple[np.ndarray, np.ndarray]:
@@ -326,12 +327,11 @@ def _by_mlm_ppl(x: _Inputs) -> _Ranking:
 
 
 def _by_dsir(x: _Inputs) -> _Ranking:
-    from core.lm.dsir import dsir_log_weights, gumbel_top_order
+    from core.lm.dsir import dsir_scores, gumbel_top_order
 
-    logw = dsir_log_weights(x.tc, x.dc, buckets=x.options.buckets, progress=x.progress)
-    if x.options.sampling == "topk":
-        return _Ranking(logw, rank_order(logw), {"sampling": "topk"})
-    return _Ranking(logw, gumbel_top_order(logw, x.seed), {"sampling": "gumbel"})
+    logw, tokens = dsir_scores(x.tc, x.dc, buckets=x.options.buckets, progress=x.progress, length=x.options.length)
+    order = rank_order(logw) if x.options.sampling == "topk" else gumbel_top_order(logw, x.seed)
+    return _Ranking(logw, order, {"sampling": x.options.sampling, "length": x.options.length}, lengths=tokens)
 
 
 def _by_random(x: _Inputs) -> _Ranking:
@@ -417,6 +417,11 @@ def select(tc: Corpus | CorpusStream, dc: Corpus | CorpusStream, strategy: str |
     ranking = _SCORERS[strat](x)
     order = np.asarray(ranking.order, dtype=np.int64)
     indices = order[:count]
+    if ranking.lengths is not None and count < n:
+        fix = " (dsir: --option length=chunk weighs each sentence as a chunk of DC's mean length)" \
+            if strat == Strategy.DSIR and parsed.length == "sum" else ""
+        ranking.extra["mean_tokens"], note = length_note(ranking.lengths, indices, fix)
+        notes.extend([note] if note else [])
     dc_domains = stream.field_counts("domain")
     selected_domains = stream.field_counts("domain", indices) if dc_domains is not None else None
     names = names or {}
@@ -438,6 +443,23 @@ def select(tc: Corpus | CorpusStream, dc: Corpus | CorpusStream, strategy: str |
         save_selection(workspace, sel)
     report(1.0, f"selected {count:,} of {n:,}")
     return sel
+
+
+LENGTH_NOTE_RATIO = 0.8  # a selection this much shorter (or 1 / this longer) per sentence than DC is named
+
+
+def length_note(lengths: np.ndarray, indices: np.ndarray, fix: str = "") -> tuple[dict[str, float], str | None]:
+    """The selection's and DC's mean tokens per sentence, and a note where they differ by a fifth or more: at a budget
+    in sentences a selection of short sentences pretrains on fewer tokens than the random draw it is compared with
+    (long ones, more), so part of any difference is the amount of text, not its choice. `fix`: what would mend it."""
+    picked, whole = float(lengths[indices].mean()) if len(indices) else 0.0, float(lengths.mean())
+    means = {"selected": round(picked, 2), "dc": round(whole, 2)}
+    if whole <= 0 or LENGTH_NOTE_RATIO < picked / whole < 1 / LENGTH_NOTE_RATIO:
+        return means, None
+    fix = fix if picked < whole else ""
+    return means, (f"the selected sentences average {picked:.1f} tokens against DC's {whole:.1f}: about "
+                   f"{abs(1 - picked / whole):.0%} {'fewer' if picked < whole else 'more'} tokens than a random draw of "
+                   f"the same count{fix}")
 
 
 def _model_ids(strat: Strategy, model: str, model2: str | None, ner_model: str | None) -> dict[str, str]:
