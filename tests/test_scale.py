@@ -147,13 +147,15 @@ def test_parallel_row_group_passes_equal_sequential(ws20k, monkeypatch):
     import core.selection.strategies
 
     tc, dc = ws20k.load_corpus("demo-tc"), ws20k.load_corpus("demo-dc")
-    mem = {s: select(tc, dc, s, 0.1) for s in ("dsir", "ppl")}
+    runs = [("dsir", {}), ("dsir", {"length": "chunk"}), ("ppl", {})]  # chunk: DC's mean n-grams over every group
+    mem = [select(tc, dc, s, 0.1, options=o) for s, o in runs]
     monkeypatch.setattr(core.lm.dsir, "PARALLEL_MIN", 1000)
     monkeypatch.setattr(core.lm.dsir, "_KEEP_MATRICES", 1000)
     monkeypatch.setattr(core.selection.strategies, "PARALLEL_MIN", 1000)
-    for s in ("dsir", "ppl"):
-        par = select(tc, open_corpus_stream(ws20k, "dc"), s, 0.1)
-        assert np.array_equal(par.order, mem[s].order) and np.allclose(par.scores, mem[s].scores, equal_nan=True)
+    for (s, o), alone in zip(runs, mem):
+        par = select(tc, open_corpus_stream(ws20k, "dc"), s, 0.1, options=o)
+        assert np.array_equal(par.order, alone.order) and np.allclose(par.scores, alone.scores, equal_nan=True)
+        assert par.meta.extra.get("mean_tokens") == alone.meta.extra.get("mean_tokens")
 
 
 # --------------------------------------------------------------------------- similarity, Map sampling, NER prediction over a streamed DC
