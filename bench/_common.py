@@ -53,6 +53,18 @@ def write_json(name: str, payload: dict[str, Any]) -> Path:
     return path
 
 
+def write_results(name: str, payload: dict[str, Any], started: float, argv: list[str] | None, out: str | None) -> None:
+    """The run's seconds and the command that made it added to `payload`, written to bench/results/NAME.json and, with
+    `out` (a bench whose table README quotes: docs/results/), there too."""
+    script = f"bench/bench_{name.replace('-', '_')}.py"
+    payload = {**payload, "seconds": round(time.time() - started, 1),
+               "command": " ".join(["python", script, *(argv if argv is not None else sys.argv[1:])])}
+    write_json(name, payload)
+    if out:
+        Path(out).write_text(json.dumps(payload, indent=2) + "\n")
+        print(f"wrote {out}")
+
+
 def crossner_splits(domain: str):
     """(train, dev, test) Corpus objects of one CrossNER domain; exits with a message when absent."""
     from core.data.corpus import read_corpus

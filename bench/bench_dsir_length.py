@@ -14,7 +14,6 @@ Not a timing: the figures are seeded and the load does not change them.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
@@ -22,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import CROSSNER, print_table, write_json
+from _common import CROSSNER, print_table, write_results
 
 from core.experiments.study import DOMAINS, crossner_protocol
 from core.recipes.selection_options import LENGTHS
@@ -63,12 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.time()
     rows = [row for domain in DOMAINS for row in domain_rows(domain)]  # precision: at most target_in_dc / budget
     print_table(rows, f"DSIR by sentence-length weighing (mean over seeds {', '.join(map(str, SEEDS))})")
-    payload = {"rows": rows, "seeds": list(SEEDS), "seconds": round(time.time() - started, 1),
-               "command": " ".join(["python", "bench/bench_dsir_length.py", *(argv if argv is not None else sys.argv[1:])])}
-    write_json("dsir-length", payload)
-    if args.out:
-        Path(args.out).write_text(json.dumps(payload, indent=2) + "\n")
-        print(f"wrote {args.out}")
+    write_results("dsir-length", {"rows": rows, "seeds": list(SEEDS)}, started, argv, args.out)
     return 0
 
 

@@ -17,7 +17,6 @@ Not a timing: the machine's load does not change the figures (seeded), only how 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
@@ -25,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import print_table, write_json
+from _common import print_table, write_results
 
 from core.experiments.statistics import f1_of, paired_test
 
@@ -76,12 +75,8 @@ def main(argv: list[str] | None = None) -> int:
     print_table(rows, f"false claims at p < 0.05 under no difference ({args.reps} draws each; a sound test: about 0.05)")
     power = [claim_rate(s, sd, args.reps, args.n_boot, shift=SHIFT) for s in (3, 5) for sd in (0.02, 0.3)]
     print_table(power, f"claims at p < 0.05 with a real difference (logit +{SHIFT}; the higher the better)")
-    payload = {"sentences": SENTENCES, "n_boot": args.n_boot, "rows": rows, "power": power, "seconds": round(time.time() - started, 1),
-               "command": " ".join(["python", "bench/bench_null_rate.py", *(argv if argv is not None else sys.argv[1:])])}
-    write_json("null-rate", payload)
-    if args.out:
-        Path(args.out).write_text(json.dumps(payload, indent=2) + "\n")
-        print(f"wrote {args.out}")
+    write_results("null-rate", {"sentences": SENTENCES, "n_boot": args.n_boot, "rows": rows, "power": power}, started,
+                  argv, args.out)
     return 0
 
 
