@@ -124,7 +124,6 @@ def _local_host(host: str) -> bool:
     return name == "localhost" or name.endswith(".localhost") or _loopback_ip(name)
 
 
-
 def client_key(peer: str | None) -> str:
     """The address sign-in's slow-down counts a request under. Behind a proxy the peer is already the browser's:
     Streamlit's server, uvicorn, rewrites it from X-Forwarded-For when the request comes from an address in
