@@ -22,6 +22,7 @@ import numpy as np
 from core.data.corpus import Corpus
 from core.data.stream import PARALLEL_MIN, CorpusStream, map_row_groups, worker_pool
 from core.progress import Progress
+from core.recipes.selection_options import LENGTHS
 
 DEFAULT_BUCKETS = 10_000  # the paper's hashed feature space size
 _CHUNK = 100_000  # sentences per vectorizer call
@@ -49,9 +50,6 @@ def feature_distribution(counts: np.ndarray) -> np.ndarray:
     """Add-one smoothed probabilities over hashed buckets, as log."""
     counts = np.asarray(counts, dtype=np.float64).ravel() + 1.0
     return np.log(counts / counts.sum())
-
-
-LENGTHS = ("sum", "chunk")
 
 
 def dsir_log_weights(tc: Corpus, dc: Corpus | CorpusStream, buckets: int = DEFAULT_BUCKETS,

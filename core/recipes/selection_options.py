@@ -27,7 +27,7 @@ from typing import Any
 from core.errors import UserError
 
 SAMPLINGS = ("gumbel", "topk")
-LENGTHS = ("sum", "chunk")  # dsir's weighing of sentences of different lengths (core.lm.dsir.LENGTHS)
+LENGTHS = ("sum", "chunk")  # dsir's weighing of sentences of different lengths (core.lm.dsir.dsir_scores)
 
 
 @dataclass(frozen=True)
