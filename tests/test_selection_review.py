@@ -5,10 +5,12 @@ ratio budgets rounded half up and a ratio below half a sentence said, and Explai
 from __future__ import annotations
 
 import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from core.lm.dsir import gumbel_top_order
 from core.recipes.budget import Budget
-from core.selection.kernels import topk_cosine
+from core.selection.kernels import best_k_in_order, topk_cosine
 from core.selection.strategies import rank_order
 
 
@@ -25,6 +27,18 @@ def test_nearest_rows_among_ties_do_not_depend_on_the_chunk_size():
     emb = np.ones((3000, 4), dtype=np.float32)  # every row a duplicate: all tied
     for chunk in (None, 7, 1024, 1500):
         assert topk_cosine(emb, emb[:2], 3, chunk_rows=chunk)[0].tolist() == [[0, 1, 2], [0, 1, 2]]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 6), st.integers(1, 40), st.integers(0, 45), st.integers(0, 10_000))
+def test_best_k_keeps_the_k_largest_earliest_first_among_ties(q, c, k, seed):
+    """The partition-based pick equals a full sort by (value descending, position), NaN last, on rows full of ties."""
+    k = min(k, c)
+    rng = np.random.default_rng(seed)
+    sims = rng.integers(0, 4, size=(q, c)).astype(np.float32)  # four values: ties everywhere
+    sims[rng.random((q, c)) < 0.1] = np.nan
+    expected = np.lexsort((np.broadcast_to(np.arange(c), sims.shape), np.nan_to_num(-sims, nan=np.inf)), axis=1)[:, :k]
+    assert best_k_in_order(sims, k).tolist() == expected.tolist()
 
 
 def test_a_nan_secondary_key_ranks_last_in_either_direction():

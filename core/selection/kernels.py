@@ -45,13 +45,35 @@ def topk_cosine(emb: np.ndarray, queries: np.ndarray, k: int, chunk_rows: int | 
         row_max[start:start + len(block)] = sims.max(axis=0)
         cand_sim = np.concatenate([best_sim, sims], axis=1)
         cand_idx = np.concatenate([best_idx, np.broadcast_to(np.arange(start, start + len(block)), sims.shape)], axis=1)
-        if cand_sim.shape[1] > k:  # by similarity, then index, in every chunk: argpartition kept arbitrary members
-            # of a tie (duplicate rows), so the k kept depended on the chunk size, which depends on the query count.
-            # A stable sort on similarity alone is enough: the columns are the kept best (by similarity, then index),
-            # then this chunk's rows in index order, all later than any kept one, so ties stay in index order
-            part = np.argsort(-cand_sim, axis=1, kind="stable")[:, :k]
+        if cand_sim.shape[1] > k:
+            part = best_k_in_order(cand_sim, k)
             cand_sim = np.take_along_axis(cand_sim, part, 1)
             cand_idx = np.take_along_axis(cand_idx, part, 1)
         best_sim, best_idx = cand_sim, cand_idx
     order = np.lexsort((best_idx, -best_sim), axis=1)
     return np.take_along_axis(best_idx, order, 1), np.take_along_axis(best_sim, order, 1), row_max
+
+
+def best_k_in_order(sims: np.ndarray, k: int) -> np.ndarray:
+    """Column positions of each row's k largest values, sorted by value, ties by position (earliest first).
+
+    The kept best come first in `topk_cosine`'s candidates and later rows follow in index order, so position order is
+    index order and the k kept never depend on the chunk size (argpartition alone keeps arbitrary members of a tie,
+    i.e. duplicate DC rows). Written by hand because a full stable argsort over each chunk is O(C log C) and made
+    top-k slower than loading everything (bench/bench_select.py --part topk): partition finds the k-th value in O(C),
+    every column above it is kept, ties at it by position, and only the k kept get sorted. NaN ranks last.
+    """
+    q, c = sims.shape
+    if k == 0:
+        return np.zeros((q, 0), dtype=np.int64)
+    if np.isnan(sims).any():
+        sims = np.where(np.isnan(sims), -np.inf, sims)
+    kth = np.partition(sims, c - k, axis=1)[:, c - k, None]  # each row's k-th largest
+    keep = sims >= kth
+    if int(keep.sum()) != q * k:  # more than one column ties at the k-th value somewhere: the earliest ones
+        tie = sims == kth
+        need = k - (sims > kth).sum(axis=1, keepdims=True)
+        keep = (sims > kth) | (tie & (np.cumsum(tie, axis=1) <= need))
+    cols = np.nonzero(keep)[1].reshape(q, k)  # row-major: each row's kept columns in position order
+    order = np.argsort(-np.take_along_axis(sims, cols, 1), axis=1, kind="stable")
+    return np.take_along_axis(cols, order, 1)
