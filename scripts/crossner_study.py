@@ -711,7 +711,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--workspace", help="study workspace (default: workspace/study-<domain>-v2 in the checkout, git-ignored)")
     parser.add_argument("--seeds", default="1,2,3")
     parser.add_argument("--preset", default="study", help="training preset of every cell (core.recipes.presets.PRESETS)")
-    parser.add_argument("--rows", default=",".join(ROWS), help="baselines (none, tapt, dapt, tapt+dapt) and selection strategies")
+    parser.add_argument("--rows", default=",".join(ROWS), help="baselines (none, tapt, dapt, tapt+dapt) and selection strategies, "
+                                                            "with options as NAME:KEY=VALUE (dsir:length=chunk)")
     parser.add_argument("--budget", help="SC size (count or ratio of DC); default |TC|, TC:SC 1:1 as in the seed paper")
     parser.add_argument("--model", default="default", help="encoder: default (the embedded MiniLM), a Hugging Face id or a "
                         "local folder; another than the default names the run folder and JSON (study-music-<name>-study-pick4)")

@@ -46,6 +46,25 @@ def test_parse_strategy():
         parse_strategy("cosine@b7")
 
 
+def test_a_strategy_row_carries_its_options():
+    from core.experiments.plan import StrategyRow
+
+    assert StrategyRow.parse("dsir:length=chunk@base") == StrategyRow("dsir", "base", {"length": "chunk"})
+    assert StrategyRow.parse("knn:k=5").options == {"k": 5} and StrategyRow.parse("dsir:length=chunk").label == "dsir:length=chunk"
+    for bad, why in (("dsir:length=sideways", "'length' must be one of sum, chunk"), ("dsir:length", "expected KEY=VALUE"),
+                     ("cosine@b1@base", "one @ at most"), ("dsri", "unknown strategy"), (":k=3", "strategy name first")):
+        with pytest.raises(UserError, match=why):
+            StrategyRow.parse(bad)
+
+
+def test_an_experiment_refuses_a_bad_row_option_at_submit(tmp_path):
+    from core.runner.params import ExperimentParams
+
+    assert ExperimentParams(strategies=["DSIR : length=chunk", " ", "cosine@B1"]).strategies == ["dsir:length=chunk", "cosine@b1"]
+    with pytest.raises(UserError, match="bucket"):
+        ExperimentParams(strategies=["dsir:bucket=100"])
+
+
 @pytest.fixture
 def corpora(tmp_path):
     tc = tmp_path / "tc.txt"
@@ -95,6 +114,20 @@ def test_experiment_runs_cells_and_resumes(tmp_path, corpora, tiny_bert_dir, mon
     (run_dir / "log.txt").write_text("")
     again = jobs.run_inline(ws, "experiment", params, run_dir=run_dir)  # a resumed job: every cell is already done
     assert again["cells"] == result["cells"] and "test F1" not in (run_dir / "log.txt").read_text()
+
+
+def test_a_dsir_row_with_options_selects_with_them(tmp_path, corpora, tiny_bert_dir, monkeypatch):
+    """`dsir:length=chunk` is its own row: its cell's selection ran with the option (saved in the selection's meta)."""
+    from core.data.selection_store import selection_meta
+
+    monkeypatch.setenv("NERSELECT_TORCH_THREADS", "1")
+    ws = Workspace(tmp_path / "ws")
+    params = {**corpora, "strategies": ["dsir:length=chunk"], "baselines": [], "seeds": [1], "model": str(tiny_bert_dir),
+              "preset": "tiny", "domain": "toy", "budget": 4, "pick_checkpoint": 0}
+    result = jobs.run_inline(ws, "experiment", params, run_dir=tmp_path / "run")
+    (cell,) = result["cells"]
+    assert result["rows"] == ["dsir:length=chunk"] and cell["row"] == "dsir:length=chunk" and cell["budget"] == 4
+    assert selection_meta(ws, cell["selection_key"]).options == {"length": "chunk"}
 
 
 def test_bad_baseline_is_a_user_error(tmp_path, corpora):

@@ -206,3 +206,14 @@ def test_experiment_form_submits_budgets_and_lc_sizes(runs_ws, monkeypatch):
     job = next(j for j in jobs.list_jobs(Workspace(runs_ws), "experiment") if j.params.get("budgets"))
     assert job.params["time_limit"] == 5400.0
     jobs.delete(Workspace(runs_ws), job.id)
+    # a typed row with a selection option: its own row, stored as one name; a misspelt option starts nothing
+    at.text_input(key="exp_time_limit").input("")
+    at.multiselect(key="exp_strategies").set_value(["dsir", "DSIR:length=chunk"])
+    at.button(key="FormSubmitter:exp_form-Start experiment").click().run()
+    job = next(j for j in jobs.list_jobs(Workspace(runs_ws), "experiment") if j.params.get("budgets"))
+    assert job.params["strategies"] == ["dsir", "dsir:length=chunk"]
+    jobs.delete(Workspace(runs_ws), job.id)
+    at.multiselect(key="exp_strategies").set_value(["dsir:lenght=chunk"])
+    at.button(key="FormSubmitter:exp_form-Start experiment").click().run()
+    assert not at.exception and any("lenght" in e.value for e in at.error), [e.value for e in at.error]
+    assert len(jobs.list_jobs(Workspace(runs_ws), "experiment")) == before

@@ -344,6 +344,25 @@ def test_random_is_seeded_and_all_takes_everything():
         select(corpus(["t"]), dc, "best", 3)
 
 
+def test_repeated_sentences_are_named_or_passed_over_and_the_store_reads_the_same_rows(tmp_path):
+    """Every strategy scores a copy as its original; dedupe keeps the first and fills the budget from the next ranked."""
+    copies = ["the band played a show", "The band played a show .", "the band  PLAYED a show !"] * 2
+    texts = [*copies, "a quiet morning", "the band toured", "stock prices fell", "rain again today"]
+    tc = corpus(["the band played a show"])
+    plain = select(tc, corpus(texts), "random", 6, seed=1)  # 6 of 10 with 6 copies: 2 copies at least, 1 repeat
+    copies_picked = sum(1 for i in plain.indices if i < 6)
+    assert plain.meta.extra["repeats"] == copies_picked - 1 >= 1
+    assert any(f"{copies_picked - 1} of the 6 selected sentences repeat" in n and "dedupe=true" in n for n in plain.notes)
+    ws = Workspace(tmp_path / "ws")
+    once = select(tc, corpus(texts), "random", 5, seed=1, options={"dedupe": True}, workspace=ws)
+    assert sum(1 for i in once.indices if i < 6) == 1 and once.budget == 5 and once.meta.extra["repeats_passed_over"] >= 1
+    assert sorted(once.order.tolist()) == list(range(10)) and once.order[:5].tolist() == once.indices.tolist()
+    assert load_selection(ws, once.key).indices.tolist() == once.indices.tolist()  # the store reads order[:budget]
+    few = select(tc, corpus(texts[:3]), "random", 3, options={"dedupe": True})
+    assert few.budget == 1 and any("DC holds only 1 distinct sentence:" in n for n in few.notes)
+    assert not any("repeat" in n for n in select(tc, corpus(texts[5:]), "random", 5).notes)
+
+
 # ---------------------------------------------------------------- persistence, export, comparison
 
 

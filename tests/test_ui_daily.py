@@ -167,6 +167,9 @@ def test_the_pooled_entity_gain_sends_its_pool_with_the_selection(small_ws, monk
     at.button(key="sel_run").click().run()
     assert not at.exception
     assert submitted and submitted[-1]["strategy"] == "entity-gain-pool" and submitted[-1]["options"] == {"pool": 5.0}
+    at.checkbox(key="sel_dedupe").check().run()  # any strategy: repeats passed over, the same option as --option dedupe=true
+    at.button(key="sel_run").click().run()
+    assert not at.exception and submitted[-1]["options"] == {"pool": 5.0, "dedupe": True}
 
 
 def test_dsir_ranking_shows_the_sampled_key(small_ws, monkeypatch):

@@ -89,8 +89,11 @@ with mlm_tab, st.form("mlm_form"):
 with exp_tab, st.form("exp_form"):
     strategies = [s.value for s in Strategy]
     c = st.columns(2)
-    e_strats = c[0].multiselect("Selection strategies", strategies, default=["dsir"],
-                                key="exp_strategies", help="name@b1 reads B1 (the TAPT model) instead of the base encoder")
+    e_strats = c[0].multiselect("Selection strategies", strategies, default=["dsir"], key="exp_strategies",
+                                accept_new_options=True,
+                                help="Pick, or type a row: name@b1 reads B1 (the TAPT model) instead of the base encoder; "
+                                     "name:KEY=VALUE sets a selection option as the Selection page does "
+                                     "(dsir:length=chunk, knn:k=5), each typed row its own row of the results.")
     e_base = c[1].multiselect("Baselines", BASELINES, default=["none", "tapt"], key="exp_baselines")
     c = st.columns(4)
     e_seeds = c[0].text_input("Seeds", "1", key="exp_seeds", help="e.g. 1,2,3 for mean ± std (each seed repeats every row)")

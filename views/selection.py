@@ -75,6 +75,10 @@ if strategy == Strategy.ENTITY_GAIN_POOL:
 if strategy == Strategy.ENTITY_GAIN:
     options["mix"] = st.slider("Entity gain's share of the score", 0.0, 1.0, SelectionOptions().mix, 0.05, key="sel_gain_mix",
                                help="1: only the new entity mentions count; 0: only the closeness to TC (cosine) counts")
+if st.checkbox("Pass over repeated sentences", key="sel_dedupe",
+               help="A sentence whose text (case, punctuation and spacing folded) repeats one ranked before it is skipped "
+                    "and the budget filled from the next ranked. Off, repeats are counted in the selection's notes."):
+    options["dedupe"] = True
 
 budget_problem = None
 try:

@@ -157,7 +157,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     x.add_argument("--lc", required=True, help="labeled training corpus: name, role or file (required)")
     x.add_argument("--dev", required=True, help="labeled corpus for early stopping (required)")
     x.add_argument("--test", required=True, help="labeled corpus the F1 is measured on (required)")
-    x.add_argument("--strategies", default="", help="comma-separated selection strategies (core.selection.strategies), NAME@b1 to read B1 "
+    x.add_argument("--strategies", default="", help="comma-separated selection strategies (core.selection.strategies); NAME@b1 reads B1, "
+                                                    "NAME:KEY=VALUE sets a selection option (dsir:length=chunk), each its own row "
                                                     "(default: none, only baselines)")
     x.add_argument("--baselines", default=",".join(field_default(ExperimentParams, "baselines")),
                    help=f"comma-separated subset of {', '.join(BASELINES)}; '' for no baselines (default: {','.join(BASELINES)})")

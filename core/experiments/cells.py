@@ -22,6 +22,7 @@ from core.experiments.plan import (
     BASELINES,
     CELL_FILE,
     PICK_FILE,
+    StrategyRow,
     cell_key,
     parse_strategy,
     resolve_sc_budget,
@@ -336,7 +337,8 @@ class ExperimentCells(CellTrainer):
             mlm_folder = self.pretrain_dir(row, seed)
             encoder = self.mlm_model(phases, mlm_folder, seed, part("mlm"))
         else:
-            name, model_tag = parse_strategy(row)
+            spec = StrategyRow.parse(row)
+            name, model_tag = spec.name, spec.model_tag
             needs_b1, needs_b2 = strategy_models(name, model_tag)
             kwargs: dict[str, Any] = {"model": self.model, "seed": seed, "workspace": self.ctx.workspace}
             if needs_b1 or needs_b2:
@@ -351,6 +353,8 @@ class ExperimentCells(CellTrainer):
                 from core.selection.entity_gain import label_shares
 
                 kwargs["options"] = {"type_weights": label_shares(lc)}
+            if spec.options:  # the row's own (dsir:length=chunk); a type_weights given there wins over LC's
+                kwargs["options"] = {**kwargs.get("options", {}), **spec.options}
             selection = select(self.tc, self.dc, name, count, progress=part("select"), **kwargs)
             selected = selection.selected
             sel_key = selection.key

@@ -13,7 +13,7 @@ selection saved before this keeps its key.
 >>> SelectionOptions.parse({"bucket": 500})  # doctest: +ELLIPSIS
 Traceback (most recent call last):
 ...
-core.errors.UserError: unknown selection option(s) 'bucket'; known: sampling, buckets, length, k, order, ..., pool
+core.errors.UserError: unknown selection option(s) 'bucket'; known: sampling, buckets, length, k, order, ..., dedupe
 """
 
 from __future__ import annotations
@@ -44,6 +44,8 @@ class SelectionOptions:
     type_weights: dict[str, float] | None = None  # entity-gain: entity type shares (an experiment passes LC's);
     # None: B2's own predictions on TC
     pool: float = 3.0  # entity-gain-pool: the pool × budget DC sentences nearest TC are the only ones ranked by gain
+    dedupe: bool = False  # every strategy: a sentence whose normalised text repeats one ranked before it is passed
+    # over and the budget filled from the next ranked (core.selection.repeats); off, repeats are only counted in a note
 
     def __post_init__(self) -> None:
         hints = typing.get_type_hints(type(self))

@@ -230,6 +230,10 @@ class ExperimentParams:
     time_limit: float | str | None = None  # '2h', '90m', or seconds; seconds once checked
 
     def __post_init__(self) -> None:  # out-of-range settings are refused when the job is submitted, not minutes in
+        from core.experiments.plan import StrategyRow
+
+        # one name per row: 'Cosine@B1' and 'cosine@b1' are the same cells; a bad option is refused here
+        self.strategies = [StrategyRow.parse(s).label for s in self.strategies if str(s).strip()]
         if self.pick_checkpoint is None and self.preset in PRESETS:  # an unknown preset is refused by its own check
             self.pick_checkpoint = experiment_settings(self.preset)["pick_checkpoint"]
         if self.pick_checkpoint is not None and self.pick_checkpoint < 0:

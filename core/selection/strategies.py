@@ -416,6 +416,8 @@ def select(tc: Corpus | CorpusStream, dc: Corpus | CorpusStream, strategy: str |
                 workspace=workspace, options=parsed, progress=report, ray=ray)
     ranking = _SCORERS[strat](x)
     order = np.asarray(ranking.order, dtype=np.int64)
+    order, count, repeat_notes = _repeats(stream, order, count, parsed.dedupe, ranking.extra)
+    notes.extend(repeat_notes)
     indices = order[:count]
     if ranking.lengths is not None and count < n:
         fix = " (dsir: --option length=chunk weighs each sentence as a chunk of DC's mean length)" \
@@ -443,6 +445,29 @@ def select(tc: Corpus | CorpusStream, dc: Corpus | CorpusStream, strategy: str |
         save_selection(workspace, sel)
     report(1.0, f"selected {count:,} of {n:,}")
     return sel
+
+
+def _repeats(stream: CorpusStream, order: np.ndarray, count: int, dedupe: bool, extra: dict[str, Any]
+             ) -> tuple[np.ndarray, int, list[str]]:
+    """(order, count, notes) with copies of one sentence handled (core.selection.repeats). `dedupe`: the first copies
+    fill the budget and the repeats passed over follow the budget in the order, so `order[:count]` stays the selection
+    (as the store reads it); otherwise the repeats among the selected are counted and named."""
+    from core.selection.repeats import first_copies, repeats_in
+
+    if not dedupe:
+        extra["repeats"] = repeats = repeats_in(stream, order[:count])
+        return order, count, [f"{repeats:,} of the {count:,} selected sentences repeat one selected before them (the same "
+                              "text once case, punctuation and spacing are folded): --option dedupe=true keeps one copy "
+                              "and fills the budget from the next ranked"] if repeats else []
+    kept, passed = first_copies(stream, order, count)
+    extra["repeats_passed_over"] = passed
+    notes = [f"{passed:,} repeated sentences passed over (dedupe): the budget filled from the next ranked"] if passed else []
+    if len(kept) < count:
+        notes.append(f"DC holds only {len(kept):,} distinct sentence{'s' if len(kept) != 1 else ''}: "
+                     f"{len(kept):,} selected, not {count:,}")
+    rest = np.ones(len(stream), dtype=bool)
+    rest[kept] = False
+    return np.concatenate([np.asarray(kept, dtype=np.int64), order[rest[order]]]), len(kept), notes
 
 
 LENGTH_NOTE_RATIO = 0.8  # a selection this much shorter (or 1 / this longer) per sentence than DC is named
