@@ -280,10 +280,12 @@ class Left(NamedTuple):
 def cells_left(args: argparse.Namespace, results: Path = ROOT / "docs" / "results") -> Left:
     """A study command against its result JSON: what a grid's --status totals, and what scripts/study_plans.py counts
     a plan's cells with."""
+    from core.experiments.plan import row_names
+
     _, variant = recipe_variant(args)
     path = result_path(args.domain, variant, results)
     cells = (read_result(path) or {}).get("cells") or []
-    rows = [r.strip() for r in args.rows.split(",") if r.strip()]
+    rows = row_names(args.rows)
     seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
     return Left(path, variant, cells, *still_to_run(cells, rows, seeds, args.rerun_old_head, args.cpu_precision))
 
@@ -645,7 +647,9 @@ def grid_commands(args: argparse.Namespace, argv: list[str]) -> list[list[str]]:
                                           "rehearsal_share": float(value) if key == "rehearsal_share" else args.rehearsal_share})
             recipe_variant(probe)  # an unknown setting or a bad value is refused now
             variants.append(extra)
-    rows = [r.strip() for r in str(getattr(args, "rows", None) or ",".join(ROWS)).split(",") if r.strip()]
+    from core.experiments.plan import row_names
+
+    rows = row_names(str(getattr(args, "rows", None) or ",".join(ROWS)))
     if len(variants) > 1 and set(rows) == {"none"}:
         raise UserError("--grid with --rows none alone: a knob changes the MLM, and none does not pretrain; "
                         "give the pretraining rows too (e.g. --rows none,tapt,dsir,random)")
@@ -881,7 +885,7 @@ def main() -> int:
     from core.data.workspace import Workspace
     from core.errors import UserError
     from core.experiments.experiment import format_results, load_cells, per_type_table, row_order, summarize
-    from core.experiments.plan import BASELINES
+    from core.experiments.plan import BASELINES, row_names
     from core.experiments.study import PROTOCOL, PROTOCOLS, SPLIT_SEED, crossner_protocol
     from core.experiments.summary import portable_cells
     from core.recipes.presets import PRESETS
@@ -895,7 +899,7 @@ def main() -> int:
     except (ValueError, UserError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    rows = [r.strip() for r in args.rows.split(",") if r.strip()]
+    rows = row_names(args.rows)
     ws = Workspace(args.workspace or ROOT / "workspace" / f"study-{args.domain}-{PROTOCOL}")
     # --status reads a study that may be running: it must not write into its workspace
     names = {r: f"{study.domain}-{r}" for r in study.by_role()} if args.status else import_study(ws, study)

@@ -81,6 +81,17 @@ class StrategyRow:
             f":{k}={v}" for k, v in zip(self.options, shown))
 
 
+def row_names(text: str) -> list[str]:
+    """Comma-separated rows as results name them: baselines as they are, strategies by StrategyRow's label, so a
+    study asked for 'DSIR:length=chunk' finds the cells its experiment stored as 'dsir:length=chunk'.
+
+    >>> row_names(" none, tapt ,DSIR:length=chunk,")
+    ['none', 'tapt', 'dsir:length=chunk']
+    """
+    names = [r.strip() for r in text.split(",") if r.strip()]
+    return [r if r.lower() in BASELINES else StrategyRow.parse(r).label for r in names]
+
+
 def parse_strategy(spec: str) -> tuple[str, str | None]:
     """'cosine@b1' -> ('cosine', 'b1'); 'dsir:length=chunk' -> ('dsir', None): StrategyRow without its options."""
     row = StrategyRow.parse(spec)
