@@ -77,3 +77,16 @@ def test_explain_reads_the_selection_s_own_bucket_count(explained, tiny_bert_dir
     top = int(small.indices[0])
     out = explain_sentence(ws, small.key, top, labeled=None, neighbours=1, model=str(tiny_bert_dir))
     assert out["dsir"]["log_weight"] == pytest.approx(float(small.scores[top]), abs=1e-6)
+
+
+def test_explain_reads_the_selection_s_own_smoothing(explained, tiny_bert_dir):
+    """A selection made with smoothing=dc scores n-grams TC lacks otherwise than add-one: Explain's log weight and
+    n-gram contributions follow the selection's option, so they sum to its score."""
+    ws, _, _ = explained
+    sel = select(ws.resolve_corpus("tc"), open_corpus_stream(ws, "dc"), "dsir", 30, workspace=ws,
+                 names={"tc": "tc", "dc": "dc"}, options={"sampling": "topk", "smoothing": "dc"})
+    top = int(sel.indices[0])
+    out = explain_sentence(ws, sel.key, top, labeled=None, neighbours=1, model=str(tiny_bert_dir))
+    assert out["dsir"]["log_weight"] == pytest.approx(float(sel.scores[top]), abs=1e-6)
+    plain = select(ws.resolve_corpus("tc"), open_corpus_stream(ws, "dc"), "dsir", 30, options={"sampling": "topk"})
+    assert abs(float(plain.scores[top]) - float(sel.scores[top])) > 1e-3  # the two smoothings differ here

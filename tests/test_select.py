@@ -278,7 +278,7 @@ def test_mlm_pseudo_perplexity_matches_one_by_one_reference(tiny_mlm_dir):
 # ---------------------------------------------------------------- dsir, random, all
 
 
-def _dsir_reference(tc_texts, dc_texts, buckets):
+def _dsir_reference(tc_texts, dc_texts, buckets, smoothing="add-one"):
     def grams(text):
         w = text.lower().split()
         return Counter(w + [f"{a} {b}" for a, b in zip(w, w[1:])])
@@ -286,11 +286,14 @@ def _dsir_reference(tc_texts, dc_texts, buckets):
     ct = sum((grams(t) for t in tc_texts), Counter())
     cr = sum((grams(t) for t in dc_texts), Counter())
     nt, nr = sum(ct.values()), sum(cr.values())
-    out = []
-    for t in dc_texts:
-        g = grams(t)
-        out.append(sum(c * (math.log((ct[k] + 1) / (nt + buckets)) - math.log((cr[k] + 1) / (nr + buckets))) for k, c in g.items()))
-    return np.array(out)
+
+    def p_dc(k):
+        return (cr[k] + 1) / (nr + buckets)
+
+    def p_tc(k):  # "dc": buckets pseudo-counts (one each, as add-one) spread as DC's distribution
+        return (ct[k] + 1) / (nt + buckets) if smoothing == "add-one" else (ct[k] + buckets * p_dc(k)) / (nt + buckets)
+
+    return np.array([sum(c * (math.log(p_tc(k)) - math.log(p_dc(k))) for k, c in grams(t).items()) for t in dc_texts])
 
 
 def test_dsir_weights_match_the_unhashed_reference_and_sampling_is_seeded():
@@ -304,6 +307,24 @@ def test_dsir_weights_match_the_unhashed_reference_and_sampling_is_seeded():
     assert a.order.tolist() == b.order.tolist()
     orders = {tuple(select(corpus(tc), corpus(dc), "dsir", 2, seed=s).order.tolist()) for s in range(8)}
     assert len(orders) > 1  # Gumbel-top-k samples, it does not just sort
+    by_dc = select(corpus(tc), corpus(dc), "dsir", 2, options={"sampling": "topk", "buckets": 1 << 20, "smoothing": "dc"})
+    np.testing.assert_allclose(by_dc.scores, _dsir_reference(tc, dc, 1 << 20, "dc"), atol=1e-9)
+    assert by_dc.meta.extra["smoothing"] == "dc" and by_dc.key != sel.key
+
+
+def test_dsir_dc_smoothing_keeps_a_small_tc_from_rewarding_what_dc_rarely_says():
+    """Add-one gives TC's unseen n-grams 1 / (N_TC + B), above DC's own estimate for an n-gram DC rarely holds: a DC
+    sentence of rare words TC never used outranks one sharing TC's words. With DC's distribution as TC's prior every
+    unseen n-gram costs the same, and the sentence sharing TC's words comes first."""
+    tc = ["the band played"]
+    dc = ["the band played the song"] + ["the the the"] * 50 + ["zebra quantum xylophone"]
+    add_one = select(corpus(tc), corpus(dc), "dsir", 1, options={"sampling": "topk"})
+    by_dc = select(corpus(tc), corpus(dc), "dsir", 1, options={"sampling": "topk", "smoothing": "dc"})
+    assert add_one.indices.tolist() == [51] and by_dc.indices.tolist() == [0]
+    assert any("TC holds 5 n-grams for 10,000 buckets" in n and "smoothing=dc" in n for n in add_one.notes)
+    assert not any("smoothing=dc" in n for n in by_dc.notes)
+    with pytest.raises(UserError, match="'smoothing' must be one of add-one, dc"):
+        select(corpus(tc), corpus(dc), "dsir", 1, options={"smoothing": "laplace"})
 
 
 def test_dsir_chunk_length_weighs_sentences_as_chunks_and_a_short_selection_is_named():
@@ -321,7 +342,8 @@ def test_dsir_chunk_length_weighs_sentences_as_chunks_and_a_short_selection_is_n
     assert by_sum.meta.extra["mean_tokens"] == {"selected": 2.0, "dc": 9.0}
     assert any("fewer tokens than a random draw" in n and "length=chunk" in n for n in by_sum.notes)
     assert by_chunk.meta.extra["length"] == "chunk" and by_chunk.meta.extra["mean_tokens"]["selected"] == 16.0
-    assert ["78% more tokens" in n and "length=chunk" not in n for n in by_chunk.notes] == [True]  # named, no hint
+    length_notes = [n for n in by_chunk.notes if "random draw" in n]
+    assert ["78% more tokens" in n and "length=chunk" not in n for n in length_notes] == [True]  # named, no hint
     ngrams = np.array([31.0] * 6 + [3.0] * 6)  # 16 and 2 tokens: n unigrams and n - 1 bigrams
     np.testing.assert_allclose(by_chunk.scores, by_sum.scores / ngrams * ngrams.mean())
     with pytest.raises(UserError, match="'length' must be one of sum, chunk"):

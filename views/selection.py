@@ -12,7 +12,7 @@ from core.data.selection_store import list_selections, load_selection
 from core.data.workspace import CorpusRole
 from core.errors import UserError
 from core.recipes.budget import Budget
-from core.recipes.selection_options import LENGTHS, SAMPLINGS, SelectionOptions
+from core.recipes.selection_options import LENGTHS, SAMPLINGS, SMOOTHINGS, SelectionOptions
 from core.selection.compare import overlap_matrix, ranking_table, score_histogram
 from core.selection.strategies import Strategy
 from core.tables import readable
@@ -68,6 +68,13 @@ if strategy == Strategy.DSIR:
                            "chunk: each sentence weighed as a chunk of DC's mean length would be")
     if length != SelectionOptions().length:  # the default left unset: a selection made before keeps its key
         options["length"] = length
+    smoothing = st.radio("DSIR smoothing", list(SMOOTHINGS), key="sel_dsir_smoothing", horizontal=True,
+                         help="add-one: one count added to every n-gram bucket of TC and DC (what the studies ran); "
+                              "with a small TC it rewards n-grams rare in DC. dc: TC's counts take DC's distribution "
+                              "as their prior, so every n-gram TC lacks costs the same and a small TC still finds its "
+                              "domain (docs/results/dsir-smoothing.json)")
+    if smoothing != SelectionOptions().smoothing:
+        options["smoothing"] = smoothing
 if strategy == Strategy.ENTITY_GAIN_POOL:
     options["pool"] = st.slider("Domain pool, in budgets", 1.0, 20.0, SelectionOptions().pool, 0.5, key="sel_gain_pool",
                                 help="Only this many budgets' worth of the DC sentences nearest TC compete on entity gain; "

@@ -48,8 +48,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="domain for domain precision (default: TC's majority domain, else the workspace's target domain)")
     p.add_argument("--seed", type=int, default=field_default(SelectParams, "seed"))
     p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
-                   help="strategy option, e.g. sampling=topk (dsir), k=10 (knn), order=4 (ppl), mix=0.7 (entity-gain: the "
-                        "gain's share), pool=3 (entity-gain-pool: budgets of DC nearest TC that compete), "
+                   help="strategy option, e.g. sampling=topk, length=chunk, smoothing=dc (dsir), k=10 (knn), order=4 (ppl), "
+                        "mix=0.7 (entity-gain: the gain's share), pool=3 (entity-gain-pool: budgets of DC nearest TC that compete), "
                         "dedupe=true (any strategy: pass over sentences repeating one ranked before)")
     p.add_argument("--ray", default=None, metavar="ADDRESS",
                    help="run the embedding / LM-scoring pass on a Ray cluster ('local' starts one on this machine)")

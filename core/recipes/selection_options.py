@@ -13,7 +13,7 @@ selection saved before this keeps its key.
 >>> SelectionOptions.parse({"bucket": 500})  # doctest: +ELLIPSIS
 Traceback (most recent call last):
 ...
-core.errors.UserError: unknown selection option(s) 'bucket'; known: sampling, buckets, length, k, order, ..., dedupe
+core.errors.UserError: unknown selection option(s) 'bucket'; known: sampling, buckets, length, smoothing, k, ..., dedupe
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from core.errors import UserError
 
 SAMPLINGS = ("gumbel", "topk")
 LENGTHS = ("sum", "chunk")  # dsir's weighing of sentences of different lengths (core.lm.dsir.dsir_scores)
+SMOOTHINGS = ("add-one", "dc")  # dsir's estimate of TC's n-gram distribution (core.lm.dsir.log_ratios)
 
 
 @dataclass(frozen=True)
@@ -36,6 +37,8 @@ class SelectionOptions:
     buckets: int = 10_000  # dsir: hashed n-gram buckets of the two bag-of-n-gram models
     length: str = "sum"  # dsir: "sum" over a sentence's n-grams (the paper's formula; favours short sentences), "chunk"
     # weighs each sentence as a chunk of DC's mean length (core.lm.dsir.dsir_scores)
+    smoothing: str = "add-one"  # dsir: TC's bucket counts + 1 each ("add-one"), or + DC's distribution with as much
+    # mass ("dc"), which a small TC does not drown (core.lm.dsir.log_ratios)
     k: int | None = None  # knn: neighbours kept per TC sentence; None: 2 * ceil(budget / |TC|) + 1
     order: int = 3  # ppl: n-gram order of TC's language model
     normalize_tc: bool = False  # cosine: average TC's unit vectors instead of its raw embeddings (the paper's)
@@ -57,6 +60,8 @@ class SelectionOptions:
             raise UserError(f"selection option 'sampling' must be one of {', '.join(SAMPLINGS)}, got {self.sampling!r}")
         if self.length not in LENGTHS:
             raise UserError(f"selection option 'length' must be one of {', '.join(LENGTHS)}, got {self.length!r}")
+        if self.smoothing not in SMOOTHINGS:
+            raise UserError(f"selection option 'smoothing' must be one of {', '.join(SMOOTHINGS)}, got {self.smoothing!r}")
         for name in ("buckets", "k", "order", "batch_size"):
             if (value := getattr(self, name)) is not None and value < 1:
                 raise UserError(f"selection option {name!r} must be at least 1, got {value}")

@@ -17,7 +17,7 @@ from core.data import selection_store as store
 from core.data.stream import CorpusStream, open_corpus_stream
 from core.data.workspace import Workspace
 from core.errors import UserError
-from core.lm.dsir import DEFAULT_BUCKETS, feature_distribution, hashed_ngrams
+from core.lm.dsir import DEFAULT_BUCKETS, hashed_ngrams, log_ratios
 from core.selection.coverage import entity_mentions, word_set
 
 DSIR_COUNTS = "dsir-counts"  # artifact kind: a DC's hashed n-gram counts (explain), by DC content and bucket count
@@ -39,12 +39,13 @@ def ranks_under_saved_selections(ws: Workspace, dc_hash: str, dc_index: int) -> 
 
 
 def dsir_ngrams(tc_tokens: list[list[str]], dc: CorpusStream, sentence: list[str], top: int = 10,
-                buckets: int = DEFAULT_BUCKETS, ws: Workspace | None = None) -> dict[str, Any]:
-    """The sentence's DSIR log-weight and its n-grams by contribution (log p_TC - log p_DC of their bucket, times count)."""
+                buckets: int = DEFAULT_BUCKETS, ws: Workspace | None = None, smoothing: str = "add-one") -> dict[str, Any]:
+    """The sentence's DSIR log-weight (the summed one) and its n-grams by contribution (log p_TC - log p_DC of their
+    bucket, times count), under the selection's smoothing (core.lm.dsir.log_ratios)."""
     from sklearn.utils import murmurhash3_32
 
     tc_counts = np.asarray(hashed_ngrams(tc_tokens, buckets).sum(axis=0)).ravel()
-    diff = feature_distribution(tc_counts) - feature_distribution(dc_bucket_counts(dc, buckets, ws))
+    diff = log_ratios(tc_counts, dc_bucket_counts(dc, buckets, ws), smoothing)
     words = [t.lower() for t in sentence]
     grams = words + [f"{a} {b}" for a, b in zip(words, words[1:])]
     # the bucket of an n-gram exactly as sklearn's HashingVectorizer (core.lm.dsir) hashes it
@@ -120,7 +121,8 @@ def explain_sentence(ws: Workspace, selection: str, dc_index: int, labeled: str 
                            "nearest_tc": nearest_tc(ws, tc_name, text, model, neighbours), "encoder": model,
                            # the selection's own bucket count: its scores came from it (the default gave other weights)
                            "dsir": dsir_ngrams(tc.tokens, dc, sentence, top_ngrams,
-                                               buckets=int((meta.options or {}).get("buckets") or DEFAULT_BUCKETS), ws=ws)}
+                                               buckets=int((meta.options or {}).get("buckets") or DEFAULT_BUCKETS), ws=ws,
+                                               smoothing=str((meta.options or {}).get("smoothing") or "add-one"))}
     if labeled:
         out["entity_words_added"] = entity_words_added(labeled, ws, tc.tokens, sentence)
     return out

@@ -329,9 +329,12 @@ def _by_mlm_ppl(x: _Inputs) -> _Ranking:
 def _by_dsir(x: _Inputs) -> _Ranking:
     from core.lm.dsir import dsir_scores, gumbel_top_order
 
-    logw, tokens = dsir_scores(x.tc, x.dc, buckets=x.options.buckets, progress=x.progress, length=x.options.length)
+    logw, tokens = dsir_scores(x.tc, x.dc, buckets=x.options.buckets, progress=x.progress, length=x.options.length,
+                               smoothing=x.options.smoothing)
     order = rank_order(logw) if x.options.sampling == "topk" else gumbel_top_order(logw, x.seed)
-    return _Ranking(logw, order, {"sampling": x.options.sampling, "length": x.options.length}, lengths=tokens)
+    tc_ngrams = int(sum(2 * len(t) - 1 for t in x.tc.tokens if t))  # n unigrams and n - 1 bigrams a sentence
+    return _Ranking(logw, order, {"sampling": x.options.sampling, "length": x.options.length,
+                                  "smoothing": x.options.smoothing, "tc_ngrams": tc_ngrams}, lengths=tokens)
 
 
 def _by_random(x: _Inputs) -> _Ranking:
@@ -424,6 +427,11 @@ def select(tc: Corpus | CorpusStream, dc: Corpus | CorpusStream, strategy: str |
             if strat == Strategy.DSIR and parsed.length == "sum" else ""
         ranking.extra["mean_tokens"], note = length_note(ranking.lengths, indices, fix)
         notes.extend([note] if note else [])
+    if strat == Strategy.DSIR and parsed.smoothing == "add-one" and ranking.extra["tc_ngrams"] < 2 * parsed.buckets:
+        notes.append(f"TC holds {ranking.extra['tc_ngrams']:,} n-grams for {parsed.buckets:,} buckets: add-one's prior "
+                     "is much of TC's estimate, which rewards n-grams DC rarely holds, whatever TC says; --option "
+                     "smoothing=dc takes DC's distribution as the prior (on the CrossNER studies' corpora it picked more "
+                     "target-domain text, most of all from a small TC: docs/results/dsir-smoothing.json)")
     dc_domains = stream.field_counts("domain")
     selected_domains = stream.field_counts("domain", indices) if dc_domains is not None else None
     names = names or {}
