@@ -47,12 +47,12 @@ def test_parse_strategy():
 
 
 def test_a_strategy_row_carries_its_options():
-    from core.experiments.plan import StrategyRow
+    from core.recipes.strategy_row import StrategyRow
 
     assert StrategyRow.parse("dsir:length=chunk@base") == StrategyRow("dsir", "base", {"length": "chunk"})
     assert StrategyRow.parse("knn:k=5").options == {"k": 5} and StrategyRow.parse("dsir:length=chunk").label == "dsir:length=chunk"
     for bad, why in (("dsir:length=sideways", "'length' must be one of sum, chunk"), ("dsir:length", "expected KEY=VALUE"),
-                     ("cosine@b1@base", "one @ at most"), ("dsri", "unknown strategy"), (":k=3", "strategy name first")):
+                     ("cosine@b1@base", "one @ at most"), (":k=3", "strategy name first")):
         with pytest.raises(UserError, match=why):
             StrategyRow.parse(bad)
 
@@ -131,6 +131,8 @@ def test_a_dsir_row_with_options_selects_with_them(tmp_path, corpora, tiny_bert_
 
 
 def test_bad_baseline_is_a_user_error(tmp_path, corpora):
+    with pytest.raises(UserError, match="unknown strategy 'dsri'"):  # an unknown row: refused before anything is read
+        jobs.run_inline(Workspace(tmp_path / "ws"), "experiment", {**corpora, "strategies": ["dsri:length=chunk"], "seeds": [1]})
     with pytest.raises(UserError, match="unknown baseline"):
         jobs.run_inline(Workspace(tmp_path / "ws"), "experiment", {**corpora, "baselines": ["bert"], "seeds": [1]})
     assert BASELINES == ("none", "tapt", "dapt", "tapt+dapt")

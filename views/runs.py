@@ -6,7 +6,7 @@ import streamlit as st
 
 from core.data.selection_store import list_selections
 from core.data.workspace import CorpusRole
-from core.experiments.plan import BASELINES, parse_seeds
+from core.experiments.plan import BASELINES, check_rows, parse_seeds
 from core.recipes import presets
 from core.recipes.budget import Budget
 from core.recipes.configs import parse_settings
@@ -142,10 +142,11 @@ with exp_tab, st.form("exp_form"):
                "MLM on TC+SC -> NER on LC -> test F1; baselines once per seed and LC size.")
     if st.form_submit_button("Start experiment", type="primary"):
         parsed = run_guarded(lambda: (parse_seeds(e_seeds, "Seeds"), Budget.parse_list(e_budget, "SC budgets"),
-                                      Budget.parse_list(e_lc, "LC sizes"), parse_settings(e_mlm, "MLM settings")))
+                                      Budget.parse_list(e_lc, "LC sizes"), parse_settings(e_mlm, "MLM settings"),
+                                      check_rows(e_strats)))
         if parsed is not None:
-            seeds, budgets, lc_sizes, mlm_settings = parsed
-            params = {"tc": "tc", "dc": "dc", "lc": "lc", "dev": "dev", "test": "test", "strategies": e_strats,
+            seeds, budgets, lc_sizes, mlm_settings, exp_rows = parsed
+            params = {"tc": "tc", "dc": "dc", "lc": "lc", "dev": "dev", "test": "test", "strategies": exp_rows,
                       "baselines": e_base, "seeds": seeds, "budgets": [b.value for b in budgets] or None,
                       "lc_sizes": [s.value for s in lc_sizes] or None, "preset": e_preset, "model": e_model.strip() or "default",
                       "exclude_leaked": bool(e_exclude), "allow_dev_in_mlm": bool(e_allow_dev),

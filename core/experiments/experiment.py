@@ -51,6 +51,7 @@ from core.experiments.parallel import CellTask, parse_parallel
 from core.experiments.plan import (
     BASELINES,
     RECIPE_FILE,
+    check_rows,
     knob_label,
     parse_strategy,
     recipe_of,
@@ -197,7 +198,7 @@ def experiment_job(params: ExperimentParams, ctx: JobContext) -> dict[str, Any]:
     for k in ("lc", "dev", "test"):
         if not corpora[k].labeled:
             raise UserError(f"{k.upper()} {refs[k].name!r} must be a labeled corpus")
-    strategies = [s for s in params.strategies if s]
+    strategies = check_rows(params.strategies)  # an unknown strategy is refused here, before any corpus is read
     baselines = [b for b in params.baselines if b]
     unknown = [b for b in baselines if b not in BASELINES]
     if unknown:
@@ -217,8 +218,6 @@ def experiment_job(params: ExperimentParams, ctx: JobContext) -> dict[str, Any]:
     n_tc, n_dc, n_lc = len(corpora["tc"]), len(corpora["dc"]), len(corpora["lc"])
     budgets = sweep_budgets(params.budget, params.budgets)
     if strategies:
-        for s in strategies:
-            parse_strategy(s)
         counts = [resolve_sc_budget(b, n_tc, n_dc) for b in budgets]  # a bad budget fails here, before training
         budgets = [b for i, b in enumerate(budgets) if counts[i] not in counts[:i]]  # 0.1 and 600 of 6,000: one cell
     lc_sizes = sorted({Budget.parse(s, "LC size").count(n_lc, what="LC size") for s in params.lc_sizes or [n_lc]})

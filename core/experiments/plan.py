@@ -7,78 +7,19 @@ the folder key of each cell; shared by the experiment job, compare-sources, the 
 
 from __future__ import annotations
 
-import json
-import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from core.errors import UserError
 from core.recipes.budget import Budget
+from core.recipes.strategy_row import StrategyRow
 
 BASELINES = ("none", "tapt", "dapt", "tapt+dapt")
 CELL_FILE = "cell.json"
 PICK_FILE = "pick.json"  # a cell's checkpoint choice (base encoder or an MLM snapshot) with every probe score
 
 
-
-
-@dataclass(frozen=True)
-class StrategyRow:
-    """A selection row of an experiment as a user names it: the strategy, which encoder it reads ('@b1': the TAPT
-    model; '@base'), and options as the Selection page and `select --option` take them, each after a ':'
-    ('dsir:length=chunk'), since commas already separate rows. Without this a study could not run a strategy with
-    anything but its defaults, so DSIR's length=chunk was never trained on.
-
-    >>> StrategyRow.parse("dsir:length=chunk:sampling=topk")
-    StrategyRow(name='dsir', model_tag=None, options={'length': 'chunk', 'sampling': 'topk'})
-    >>> StrategyRow.parse(" Cosine@B1 : normalize_tc=true ").label
-    'cosine@b1:normalize_tc=true'
-    >>> StrategyRow.parse("entity_gain:mix=0.7").label
-    'entity-gain:mix=0.7'
-    >>> StrategyRow.parse("dsir:lenght=chunk")  # doctest: +ELLIPSIS
-    Traceback (most recent call last):
-    core.errors.UserError: strategy 'dsir:lenght=chunk': unknown selection option(s) 'lenght'; known: sampling, ...
-    """
-
-    name: str
-    model_tag: str | None
-    options: dict[str, Any]
-
-    @classmethod
-    def parse(cls, spec: str) -> StrategyRow:
-        from core.recipes.configs import parse_settings
-        from core.recipes.selection_options import SelectionOptions
-        from core.selection.strategies import Strategy
-
-        parts = re.split(r"([:@])", spec.strip())
-        name, model, items = parts[0].strip().lower(), None, []
-        for mark, text in zip(parts[1::2], parts[2::2]):
-            if mark == "@":
-                if model is not None:
-                    raise UserError(f"strategy {spec!r}: one @ at most (@b1 or @base)")
-                model = text.strip().lower()
-            else:
-                items.append(text)
-        if model is not None and model not in ("b1", "base"):
-            raise UserError(f"strategy {spec!r}: the part after @ must be b1 or base")
-        if not name:
-            raise UserError(f"strategy {spec!r}: expected a strategy name first (e.g. dsir:length=chunk)")
-        name = Strategy.parse(name).value
-        options = parse_settings(items, f"strategy {spec!r}")
-        try:
-            SelectionOptions.parse(options)
-        except UserError as exc:
-            raise UserError(f"strategy {spec!r}: {exc}") from None
-        return cls(name, model, options)
-
-    @property
-    def label(self) -> str:
-        """The row's name in results: name, @model, then the options in the order given (values as JSON writes them)."""
-        shown = (v if isinstance(v, str) else json.dumps(v) for v in self.options.values())
-        return self.name + (f"@{self.model_tag}" if self.model_tag else "") + "".join(
-            f":{k}={v}" for k, v in zip(self.options, shown))
 
 
 def row_names(text: str) -> list[str]:
@@ -90,6 +31,22 @@ def row_names(text: str) -> list[str]:
     """
     names = [r.strip() for r in text.split(",") if r.strip()]
     return [r if r.lower() in BASELINES else StrategyRow.parse(r).label for r in names]
+
+
+def check_rows(specs: Sequence[str]) -> list[str]:
+    """Selection rows as results name them, each an existing strategy with options it may take (UserError naming the
+    row otherwise): what an experiment checks when it starts and the Runs page before it submits one.
+
+    >>> check_rows(["DSIR:length=chunk", "cosine@b1"])
+    ['dsir:length=chunk', 'cosine@b1']
+    >>> check_rows(["dsri"])  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    core.errors.UserError: unknown strategy 'dsri': expected one of ...
+    """
+    rows = [StrategyRow.parse(s) for s in specs if str(s).strip()]
+    for row in rows:
+        strategy_models(row.name, row.model_tag)
+    return [row.label for row in rows]
 
 
 def parse_strategy(spec: str) -> tuple[str, str | None]:

@@ -21,6 +21,7 @@ from core.errors import UserError
 from core.recipes.duration import parse_duration
 from core.recipes.presets import DEFAULT_PRESET, PRESETS, experiment_settings
 from core.recipes.selection_options import SelectionOptions
+from core.recipes.strategy_row import StrategyRow
 
 SCHEMA_VERSION = 2
 
@@ -230,8 +231,6 @@ class ExperimentParams:
     time_limit: float | str | None = None  # '2h', '90m', or seconds; seconds once checked
 
     def __post_init__(self) -> None:  # out-of-range settings are refused when the job is submitted, not minutes in
-        from core.experiments.plan import StrategyRow
-
         # one name per row: 'Cosine@B1' and 'cosine@b1' are the same cells; a bad option is refused here
         self.strategies = [StrategyRow.parse(s).label for s in self.strategies if str(s).strip()]
         if self.pick_checkpoint is None and self.preset in PRESETS:  # an unknown preset is refused by its own check

@@ -1,0 +1,67 @@
+"""An experiment's selection row as a user names it (`dsir:length=chunk`, `cosine@b1`), parsed and named once: the
+experiment job, the study script, the CLI and the Runs page all read rows through here. A recipe-stage module, so
+the job's params can check a row's options at submit; whether the strategy exists is checked where strategies live
+(core.experiments.plan.strategy_models, when the job starts)."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from core.errors import UserError
+from core.recipes.configs import parse_settings
+from core.recipes.selection_options import SelectionOptions
+
+
+@dataclass(frozen=True)
+class StrategyRow:
+    """A selection row of an experiment as a user names it: the strategy, which encoder it reads ('@b1': the TAPT
+    model; '@base'), and options as the Selection page and `select --option` take them, each after a ':'
+    ('dsir:length=chunk'), since commas already separate rows. Without this a study could not run a strategy with
+    anything but its defaults, so DSIR's length=chunk was never trained on.
+
+    >>> StrategyRow.parse("dsir:length=chunk:sampling=topk")
+    StrategyRow(name='dsir', model_tag=None, options={'length': 'chunk', 'sampling': 'topk'})
+    >>> StrategyRow.parse(" Cosine@B1 : normalize_tc=true ").label
+    'cosine@b1:normalize_tc=true'
+    >>> StrategyRow.parse("entity_gain:mix=0.7").label
+    'entity-gain:mix=0.7'
+    >>> StrategyRow.parse("dsir:lenght=chunk")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    core.errors.UserError: strategy 'dsir:lenght=chunk': unknown selection option(s) 'lenght'; known: sampling, ...
+    """
+
+    name: str
+    model_tag: str | None
+    options: dict[str, Any]
+
+    @classmethod
+    def parse(cls, spec: str) -> StrategyRow:
+        parts = re.split(r"([:@])", spec.strip())
+        name, model, items = parts[0].strip().lower().replace("_", "-"), None, []  # as Strategy.parse reads a name
+        for mark, text in zip(parts[1::2], parts[2::2]):
+            if mark == "@":
+                if model is not None:
+                    raise UserError(f"strategy {spec!r}: one @ at most (@b1 or @base)")
+                model = text.strip().lower()
+            else:
+                items.append(text)
+        if model is not None and model not in ("b1", "base"):
+            raise UserError(f"strategy {spec!r}: the part after @ must be b1 or base")
+        if not name:
+            raise UserError(f"strategy {spec!r}: expected a strategy name first (e.g. dsir:length=chunk)")
+        options = parse_settings(items, f"strategy {spec!r}")
+        try:
+            SelectionOptions.parse(options)
+        except UserError as exc:
+            raise UserError(f"strategy {spec!r}: {exc}") from None
+        return cls(name, model, options)
+
+    @property
+    def label(self) -> str:
+        """The row's name in results: name, @model, then the options in the order given (values as JSON writes them)."""
+        shown = (v if isinstance(v, str) else json.dumps(v) for v in self.options.values())
+        return self.name + (f"@{self.model_tag}" if self.model_tag else "") + "".join(
+            f":{k}={v}" for k, v in zip(self.options, shown))
