@@ -896,10 +896,10 @@ def main() -> int:
     try:
         seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
         study = crossner_protocol(CROSSNER, args.domain)
+        rows = row_names(args.rows)
     except (ValueError, UserError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    rows = row_names(args.rows)
     ws = Workspace(args.workspace or ROOT / "workspace" / f"study-{args.domain}-{PROTOCOL}")
     # --status reads a study that may be running: it must not write into its workspace
     names = {r: f"{study.domain}-{r}" for r in study.by_role()} if args.status else import_study(ws, study)

@@ -63,6 +63,12 @@ def test_an_experiment_refuses_a_bad_row_option_at_submit(tmp_path):
     assert ExperimentParams(strategies=["DSIR : length=chunk", " ", "cosine@B1"]).strategies == ["dsir:length=chunk", "cosine@b1"]
     with pytest.raises(UserError, match="bucket"):
         ExperimentParams(strategies=["dsir:bucket=100"])
+    # one computation, one row: any order or spelling of its options, a default spelt out, the same row picked twice
+    same = ["dsir", "DSIR", "dsir:length=sum", "dsir:length=chunk:sampling=topk", "dsir:sampling=topk:length=chunk",
+            "entity-gain:mix=1", "entity_gain:mix=1.0"]
+    assert ExperimentParams(strategies=same).strategies == ["dsir", "dsir:sampling=topk:length=chunk", "entity-gain:mix=1.0"]
+    with pytest.raises(UserError, match="'k' is not read by dsir"):
+        ExperimentParams(strategies=["dsir:k=5"])
 
 
 @pytest.fixture
@@ -132,7 +138,7 @@ def test_a_dsir_row_with_options_selects_with_them(tmp_path, corpora, tiny_bert_
 
 def test_bad_baseline_is_a_user_error(tmp_path, corpora):
     with pytest.raises(UserError, match="unknown strategy 'dsri'"):  # an unknown row: refused before anything is read
-        jobs.run_inline(Workspace(tmp_path / "ws"), "experiment", {**corpora, "strategies": ["dsri:length=chunk"], "seeds": [1]})
+        jobs.run_inline(Workspace(tmp_path / "ws"), "experiment", {**corpora, "strategies": ["dsri"], "seeds": [1]})
     with pytest.raises(UserError, match="unknown baseline"):
         jobs.run_inline(Workspace(tmp_path / "ws"), "experiment", {**corpora, "baselines": ["bert"], "seeds": [1]})
     assert BASELINES == ("none", "tapt", "dapt", "tapt+dapt")

@@ -325,6 +325,8 @@ def test_dsir_dc_smoothing_keeps_a_small_tc_from_rewarding_what_dc_rarely_says()
     assert not any("smoothing=dc" in n for n in by_dc.notes)
     with pytest.raises(UserError, match="'smoothing' must be one of add-one, dc"):
         select(corpus(tc), corpus(dc), "dsir", 1, options={"smoothing": "laplace"})
+    with pytest.raises(UserError, match="'smoothing' is not read by random"):  # not silently ignored
+        select(corpus(tc), corpus(dc), "random", 1, options={"smoothing": "dc"})
 
 
 def test_dsir_chunk_length_weighs_sentences_as_chunks_and_a_short_selection_is_named():
@@ -380,6 +382,11 @@ def test_repeated_sentences_are_named_or_passed_over_and_the_store_reads_the_sam
     assert sum(1 for i in once.indices if i < 6) == 1 and once.budget == 5 and once.meta.extra["repeats_passed_over"] >= 1
     assert sorted(once.order.tolist()) == list(range(10)) and once.order[:5].tolist() == once.indices.tolist()
     assert load_selection(ws, once.key).indices.tolist() == once.indices.tolist()  # the store reads order[:budget]
+    ws.save_corpus(corpus(texts), "copies")  # a streamed DC (parquet, read in row groups): the same rows
+    from core.data.stream import open_corpus_stream
+
+    streamed = select(tc, open_corpus_stream(ws, "copies"), "random", 5, seed=1, options={"dedupe": True})
+    assert streamed.indices.tolist() == once.indices.tolist() and streamed.order.tolist() == once.order.tolist()
     few = select(tc, corpus(texts[:3]), "random", 3, options={"dedupe": True})
     assert few.budget == 1 and any("DC holds only 1 distinct sentence:" in n for n in few.notes)
     assert not any("repeat" in n for n in select(tc, corpus(texts[5:]), "random", 5).notes)

@@ -39,6 +39,8 @@ def test_best_k_keeps_the_k_largest_earliest_first_among_ties(q, c, k, seed):
     sims[rng.random((q, c)) < 0.1] = np.nan
     expected = np.lexsort((np.broadcast_to(np.arange(c), sims.shape), np.nan_to_num(-sims, nan=np.inf)), axis=1)[:, :k]
     assert best_k_in_order(sims, k).tolist() == expected.tolist()
+    assert best_k_in_order(sims, c + 3).tolist() == np.lexsort(  # more asked than there are: every column
+        (np.broadcast_to(np.arange(c), sims.shape), np.nan_to_num(-sims, nan=np.inf)), axis=1).tolist()
 
 
 def test_a_nan_secondary_key_ranks_last_in_either_direction():

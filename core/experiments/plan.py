@@ -26,11 +26,11 @@ def row_names(text: str) -> list[str]:
     """Comma-separated rows as results name them: baselines as they are, strategies by StrategyRow's label, so a
     study asked for 'DSIR:length=chunk' finds the cells its experiment stored as 'dsir:length=chunk'.
 
-    >>> row_names(" none, tapt ,DSIR:length=chunk,")
+    >>> row_names(" none, TAPT ,DSIR:length=chunk,dsir:length=chunk:length=chunk")  # each row once
     ['none', 'tapt', 'dsir:length=chunk']
     """
     names = [r.strip() for r in text.split(",") if r.strip()]
-    return [r if r.lower() in BASELINES else StrategyRow.parse(r).label for r in names]
+    return list(dict.fromkeys(r.lower() if r.lower() in BASELINES else StrategyRow.parse(r).label for r in names))
 
 
 def check_rows(specs: Sequence[str]) -> list[str]:
@@ -46,7 +46,7 @@ def check_rows(specs: Sequence[str]) -> list[str]:
     rows = [StrategyRow.parse(s) for s in specs if str(s).strip()]
     for row in rows:
         strategy_models(row.name, row.model_tag)
-    return [row.label for row in rows]
+    return list(dict.fromkeys(row.label for row in rows))  # 'dsir' picked and 'DSIR' typed: one row, not two
 
 
 def parse_strategy(spec: str) -> tuple[str, str | None]:

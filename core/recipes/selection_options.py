@@ -81,6 +81,47 @@ class SelectionOptions:
         return cls(**dict(options or {}))
 
 
+# Which strategies read each option (None: every one, in `select`); an option given to a strategy that does not read it
+# is refused (`check_readers`), so `--option k=5` on dsir is not silently ignored.
+READERS: dict[str, tuple[str, ...] | None] = {
+    "sampling": ("dsir",), "buckets": ("dsir",), "length": ("dsir",), "smoothing": ("dsir",), "k": ("knn",),
+    "order": ("ppl",), "normalize_tc": ("cosine",), "batch_size": ("ner", "mlm-ppl", "entity-gain", "entity-gain-pool"),
+    "mix": ("entity-gain",), "type_weights": ("entity-gain", "entity-gain-pool"), "pool": ("entity-gain-pool",),
+    "dedupe": None,
+}
+
+
+def check_readers(strategy: str, options: Mapping[str, Any] | None) -> None:
+    """UserError for an option `strategy` does not read, naming the strategies that do.
+
+    >>> check_readers("dsir", {"length": "chunk", "dedupe": True})
+    >>> check_readers("cosine", {"length": "chunk"})
+    Traceback (most recent call last):
+    core.errors.UserError: selection option 'length' is not read by cosine (only by dsir)
+    """
+    for name in options or {}:
+        readers = READERS.get(name)
+        if readers is not None and strategy not in readers:
+            raise UserError(f"selection option {name!r} is not read by {strategy} (only by {', '.join(readers)})")
+
+
+def canonical_options(options: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Options as one computation names them: in the fields' order, a whole number given for a number field as a float,
+    and an option set to its default left out, so `mix=1` and `mix=1.0`, or `length=sum` and nothing, are one row.
+
+    >>> canonical_options({"sampling": "topk", "length": "chunk", "mix": 1, "buckets": 10_000})
+    {'sampling': 'topk', 'length': 'chunk', 'mix': 1.0}
+    """
+    parsed, default = SelectionOptions.parse(options), SelectionOptions()
+    hints = typing.get_type_hints(SelectionOptions)
+    out: dict[str, Any] = {}
+    for f in dataclasses.fields(SelectionOptions):
+        if f.name in (options or {}) and (value := getattr(parsed, f.name)) != getattr(default, f.name):
+            out[f.name] = float(value) if float in typing.get_args(hints[f.name]) + (hints[f.name],) and \
+                not isinstance(value, bool) else value
+    return out
+
+
 def _fits(value: Any, tp: Any) -> bool:
     if value is None:
         return type(None) in typing.get_args(tp)

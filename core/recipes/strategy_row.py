@@ -12,7 +12,7 @@ from typing import Any
 
 from core.errors import UserError
 from core.recipes.configs import parse_settings
-from core.recipes.selection_options import SelectionOptions
+from core.recipes.selection_options import canonical_options, check_readers
 
 
 @dataclass(frozen=True)
@@ -23,11 +23,16 @@ class StrategyRow:
     anything but its defaults, so DSIR's length=chunk was never trained on.
 
     >>> StrategyRow.parse("dsir:length=chunk:sampling=topk")
-    StrategyRow(name='dsir', model_tag=None, options={'length': 'chunk', 'sampling': 'topk'})
+    StrategyRow(name='dsir', model_tag=None, options={'sampling': 'topk', 'length': 'chunk'})
     >>> StrategyRow.parse(" Cosine@B1 : normalize_tc=true ").label
     'cosine@b1:normalize_tc=true'
     >>> StrategyRow.parse("entity_gain:mix=0.7").label
     'entity-gain:mix=0.7'
+    >>> StrategyRow.parse("dsir:length=chunk:sampling=topk:buckets=10000").label  # fields' order, defaults left out
+    'dsir:sampling=topk:length=chunk'
+    >>> StrategyRow.parse("cosine:length=chunk")
+    Traceback (most recent call last):
+    core.errors.UserError: strategy 'cosine:length=chunk': selection option 'length' is not read by cosine (only by dsir)
     >>> StrategyRow.parse("dsir:lenght=chunk")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     core.errors.UserError: strategy 'dsir:lenght=chunk': unknown selection option(s) 'lenght'; known: sampling, ...
@@ -52,16 +57,18 @@ class StrategyRow:
             raise UserError(f"strategy {spec!r}: the part after @ must be b1 or base")
         if not name:
             raise UserError(f"strategy {spec!r}: expected a strategy name first (e.g. dsir:length=chunk)")
-        options = parse_settings(items, f"strategy {spec!r}")
         try:
-            SelectionOptions.parse(options)
+            options = canonical_options(parse_settings(items, "options"))
+            check_readers(name, options)
         except UserError as exc:
             raise UserError(f"strategy {spec!r}: {exc}") from None
         return cls(name, model, options)
 
     @property
     def label(self) -> str:
-        """The row's name in results: name, @model, then the options in the order given (values as JSON writes them)."""
+        """The row's name in results: name, @model, then the options that differ from their defaults in the fields'
+        order (core.recipes.selection_options.canonical_options; values as JSON writes them), so one computation has
+        one name whatever order or spelling it was asked in."""
         shown = (v if isinstance(v, str) else json.dumps(v) for v in self.options.values())
         return self.name + (f"@{self.model_tag}" if self.model_tag else "") + "".join(
             f":{k}={v}" for k, v in zip(self.options, shown))

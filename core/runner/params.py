@@ -232,7 +232,7 @@ class ExperimentParams:
 
     def __post_init__(self) -> None:  # out-of-range settings are refused when the job is submitted, not minutes in
         # one name per row: 'Cosine@B1' and 'cosine@b1' are the same cells; a bad option is refused here
-        self.strategies = [StrategyRow.parse(s).label for s in self.strategies if str(s).strip()]
+        self.strategies = list(dict.fromkeys(StrategyRow.parse(s).label for s in self.strategies if str(s).strip()))
         if self.pick_checkpoint is None and self.preset in PRESETS:  # an unknown preset is refused by its own check
             self.pick_checkpoint = experiment_settings(self.preset)["pick_checkpoint"]
         if self.pick_checkpoint is not None and self.pick_checkpoint < 0:

@@ -64,6 +64,7 @@ def best_k_in_order(sims: np.ndarray, k: int) -> np.ndarray:
     every column above it is kept, ties at it by position, and only the k kept get sorted. NaN ranks last.
     """
     q, c = sims.shape
+    k = min(k, c)
     if k == 0:
         return np.zeros((q, 0), dtype=np.int64)
     if np.isnan(sims).any():

@@ -3,14 +3,16 @@ strategy scores a copy exactly as its original, so copies are ranked side by sid
 would fill. On the CrossNER studies' DC about 1-2% of sentences are extra copies (ai 87 of 4,621); DSIR at |TC| picked
 3 repeats of 91 on music, none elsewhere.
 
-Exact repeats only, after core.data.neardup.normalize (case, punctuation and spacing folded): near duplicates are a
-judgement (core.selection.leakage finds them against DEV/TEST); an exact copy adds nothing to MLM but weight.
+Exact repeats only, after core.data.neardup.normalize (case, punctuation and spacing folded; a sentence that folds
+to nothing keeps its own text): near duplicates are a judgement (core.selection.leakage finds them against DEV/TEST);
+an exact copy adds nothing to MLM but weight. Each row becomes a 64-bit key, read in index order a block at a time, so
+memory stays at 8 bytes a row plus one block of text whatever the budget, and a streamed DC is read once.
 
 >>> from core.data.corpus import Corpus
->>> dc = Corpus(tokens=[["a", "b"], ["A", "b", "!"], ["c"], ["d"]])
+>>> dc = Corpus(tokens=[["a", "b"], ["A", "b", "!"], ["c"], ["d"], ["."], ["-"]])
 >>> first_copies(dc, [1, 0, 2, 3], 2)
 ([1, 2], 1)
->>> repeats_in(dc, [0, 1, 2])
+>>> repeats_in(dc, [0, 1, 2, 4, 5])  # "." and "-" fold to nothing: two sentences, not a copy
 1
 """
 
@@ -25,36 +27,44 @@ from core.data.corpus import Corpus
 from core.data.neardup import normalize
 from core.data.stream import CorpusStream
 
-BLOCK = 4096  # ranked rows read at a time while filling the budget
+BLOCK = 65_536  # rows whose text is read at a time
 
 
-def _key(text: str) -> bytes:
-    return hashlib.blake2b(normalize(text).encode("utf-8"), digest_size=12).digest()  # 1M selected: ~100 MB of keys
+def _key(text: str) -> int:
+    folded = normalize(text) or text
+    return int.from_bytes(hashlib.blake2b(folded.encode("utf-8"), digest_size=8).digest(), "little")
+
+
+def row_keys(dc: Corpus | CorpusStream, rows: Sequence[int] | np.ndarray) -> np.ndarray:
+    """The key of each row's text (uint64, aligned with `rows`), rows read in index order: a block of sorted rows
+    touches few of a streamed DC's row groups, where rank order would read every group once a block."""
+    stream = CorpusStream.of(dc)
+    rows = np.asarray(rows, dtype=np.int64)
+    keys = np.empty(len(rows), dtype=np.uint64)
+    by_index = np.argsort(rows, kind="stable")
+    for start in range(0, len(rows), BLOCK):
+        part = by_index[start:start + BLOCK]
+        keys[part] = np.fromiter((_key(t) for t in stream.take(rows[part]).texts()), dtype=np.uint64, count=len(part))
+    return keys
 
 
 def first_copies(dc: Corpus | CorpusStream, order: Sequence[int] | np.ndarray, count: int) -> tuple[list[int], int]:
-    """The first `count` rows of `order` whose text no earlier row of it has, and how many repeats were passed over."""
-    stream = CorpusStream.of(dc)
-    seen: set[bytes] = set()
-    kept: list[int] = []
-    passed = pos = 0
+    """The first `count` rows of `order` whose text no earlier row of it has, and how many repeats were passed over
+    to find them (every repeat in `order` when it holds fewer than `count` distinct texts)."""
     order = np.asarray(order, dtype=np.int64)
-    while len(kept) < count and pos < len(order):
-        block = order[pos:pos + max(BLOCK, 2 * (count - len(kept)))]
-        pos += len(block)
-        for i, text in zip(block.tolist(), stream.take(block).texts()):
-            key = _key(text)
-            if key in seen:
-                passed += 1
-                continue
-            seen.add(key)
-            kept.append(i)
-            if len(kept) == count:
-                break
-    return kept, passed
+    seen = min(len(order), max(2 * count, count + BLOCK))
+    while True:
+        _, first = np.unique(row_keys(dc, order[:seen]), return_index=True)  # each key's first position
+        kept = np.sort(first)
+        if len(kept) >= count or seen == len(order):
+            break
+        seen = min(len(order), 2 * seen)  # too many repeats among the first ranked: read further down
+    if len(kept) < count:
+        return order[kept].tolist(), seen - len(kept)
+    kept = kept[:count]
+    return order[kept].tolist(), int(kept[-1]) + 1 - count if count else 0
 
 
 def repeats_in(dc: Corpus | CorpusStream, indices: Sequence[int] | np.ndarray) -> int:
-    """How many of the rows at `indices` repeat the text of one before them."""
-    texts = CorpusStream.of(dc).take(np.asarray(indices, dtype=np.int64)).texts() if len(indices) else []
-    return len(texts) - len({_key(t) for t in texts})
+    """How many of the rows at `indices` repeat the text of another of them."""
+    return len(indices) - len(np.unique(row_keys(dc, indices)))

@@ -40,7 +40,7 @@ from core.errors import UserError
 from core.lm.pseudo_ppl import pseudo_perplexities
 from core.progress import Progress, sub
 from core.recipes.budget import Budget
-from core.recipes.selection_options import SelectionOptions
+from core.recipes.selection_options import SelectionOptions, check_readers
 from core.selection.kernels import cosine_to_vector, normalize_rows, topk_cosine
 
 if TYPE_CHECKING:
@@ -397,6 +397,7 @@ def select(tc: Corpus | CorpusStream, dc: Corpus | CorpusStream, strategy: str |
         count = n
     options = dict(options or {})  # as given: the key and the meta; the strategies read the parsed form
     parsed = SelectionOptions.parse(options)
+    check_readers(strat.value, options)
     report = progress or (lambda f, m="": None)
     target = resolve_target_domain(tc, target_domain)
 
