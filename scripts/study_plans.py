@@ -66,8 +66,10 @@ def study_left(args: argparse.Namespace, results: Path) -> dict[str, Any]:
     ones it would run again."""
     import crossner_study as study
 
+    from core.experiments.plan import row_names
+
     left = study.cells_left(args, results)
-    asked = len([r for r in args.rows.split(",") if r.strip()]) * len([s for s in args.seeds.split(",") if s.strip()])
+    asked = len(row_names(args.rows)) * len([s for s in args.seeds.split(",") if s.strip()])  # each row once
     return {"domain": args.domain, "variant": left.variant, "file": left.path.name, "asked": asked,
             "missing": len(left.missing), "again": len(left.again),
             "to_go": [f"{r} {s}" for r, s in left.missing] + [f"{r} {s} again" for r, s in left.again]}

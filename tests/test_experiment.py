@@ -69,6 +69,22 @@ def test_an_experiment_refuses_a_bad_row_option_at_submit(tmp_path):
     assert ExperimentParams(strategies=same).strategies == ["dsir", "dsir:sampling=topk:length=chunk", "entity-gain:mix=1.0"]
     with pytest.raises(UserError, match="'k' is not read by dsir"):
         ExperimentParams(strategies=["dsir:k=5"])
+    # type_weights=null (B2's own type shares) is no default for an experiment, which passes LC's: its own row
+    assert ExperimentParams(strategies=["entity-gain", "entity-gain:type_weights=null"]).strategies == [
+        "entity-gain", "entity-gain:type_weights=null"]
+
+
+def test_every_selection_option_says_which_strategies_read_it():
+    """A new option left out of READERS would pass on every strategy unchecked; a select job is refused at submit."""
+    import dataclasses
+
+    from core.recipes.selection_options import READERS, SelectionOptions
+    from core.runner.kinds import validate
+
+    assert set(READERS) == {f.name for f in dataclasses.fields(SelectionOptions)}
+    with pytest.raises(UserError, match="'k' is not read by dsir"):
+        validate("select", {"tc": "tc", "dc": "dc", "strategy": "DSIR", "budget": 10, "options": {"k": 5}})
+    assert validate("select", {"tc": "tc", "dc": "dc", "strategy": "knn", "budget": 10, "options": {"k": 5}}).options == {"k": 5}
 
 
 @pytest.fixture

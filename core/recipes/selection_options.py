@@ -116,7 +116,9 @@ def canonical_options(options: Mapping[str, Any] | None) -> dict[str, Any]:
     hints = typing.get_type_hints(SelectionOptions)
     out: dict[str, Any] = {}
     for f in dataclasses.fields(SelectionOptions):
-        if f.name in (options or {}) and (value := getattr(parsed, f.name)) != getattr(default, f.name):
+        # type_weights=null asks for B2's own shares where an experiment would pass LC's: never left out
+        if f.name in (options or {}) and ((value := getattr(parsed, f.name)) != getattr(default, f.name)
+                                          or f.name == "type_weights"):
             out[f.name] = float(value) if float in typing.get_args(hints[f.name]) + (hints[f.name],) and \
                 not isinstance(value, bool) else value
     return out

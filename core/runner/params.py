@@ -20,7 +20,7 @@ from typing import Any, Union
 from core.errors import UserError
 from core.recipes.duration import parse_duration
 from core.recipes.presets import DEFAULT_PRESET, PRESETS, experiment_settings
-from core.recipes.selection_options import SelectionOptions
+from core.recipes.selection_options import SelectionOptions, check_readers
 from core.recipes.strategy_row import StrategyRow
 
 SCHEMA_VERSION = 2
@@ -131,6 +131,9 @@ class SelectParams:
     seed: int = 0
     options: dict[str, Any] | None = checked_field(SelectionOptions.parse)  # core.recipes.selection_options
     ray: str | None = None
+
+    def __post_init__(self) -> None:  # an option the strategy does not read is refused at submit, not when it runs
+        check_readers(self.strategy.strip().lower().replace("_", "-"), self.options)
 
 
 @dataclass
