@@ -53,12 +53,14 @@ def first_copies(dc: Corpus | CorpusStream, order: Sequence[int] | np.ndarray, c
     to find them (every repeat in `order` when it holds fewer than `count` distinct texts)."""
     order = np.asarray(order, dtype=np.int64)
     seen = min(len(order), max(2 * count, count + BLOCK))
+    keys = row_keys(dc, order[:seen])
     while True:
-        _, first = np.unique(row_keys(dc, order[:seen]), return_index=True)  # each key's first position
+        _, first = np.unique(keys, return_index=True)  # each key's first position
         kept = np.sort(first)
         if len(kept) >= count or seen == len(order):
             break
-        seen = min(len(order), 2 * seen)  # too many repeats among the first ranked: read further down
+        more = min(len(order), 2 * seen)  # too many repeats among the first ranked: read further down
+        keys, seen = np.concatenate([keys, row_keys(dc, order[seen:more])]), more
     if len(kept) < count:
         return order[kept].tolist(), seen - len(kept)
     kept = kept[:count]
