@@ -53,3 +53,32 @@ def test_ratio_budgets_round_half_up_and_a_vanishing_ratio_says_so():
     assert [Budget(0.5).count(5), Budget(0.25).count(10), Budget(0.5).count(3)] == [3, 3, 2]
     assert Budget(1e-9).count(5) == 1 and "rounds to none" in Budget(1e-9).note(5)[0]
     assert Budget(0.2).note(100) == []
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.sampled_from(["a", "A .", "b", "c", "d", ".", "-"]), max_size=20), st.integers(0, 22),
+       st.integers(1, 4), st.randoms(use_true_random=False))
+def test_first_copies_walks_the_ranking_as_a_set_of_seen_texts_would(texts, count, block, rnd):
+    """The keyed, block-wise first_copies (a prefix of the ranking that grows when repeats fill it) against the plain
+    walk: keep a row whose folded text was not seen, count the repeats passed over until the budget is full."""
+    from core.data.corpus import Corpus
+    from core.data.neardup import normalize
+    from core.selection import repeats
+
+    order = list(range(len(texts)))
+    rnd.shuffle(order)
+    seen, kept, passed = set(), [], 0
+    for i in order:
+        if len(kept) == count:
+            break
+        key = normalize(texts[i]) or texts[i]
+        if key in seen:
+            passed += 1
+        else:
+            seen.add(key)
+            kept.append(i)
+    old, repeats.BLOCK = repeats.BLOCK, block
+    try:
+        assert repeats.first_copies(Corpus([t.split() for t in texts]), order, count) == (kept, passed)
+    finally:
+        repeats.BLOCK = old
