@@ -71,11 +71,14 @@ class SelectionMeta:
 
     @property
     def label(self) -> str:
-        """How a person reads a selection everywhere: strategy, model, size of DC, DC and the key's start."""
+        """How a person reads a selection everywhere: strategy with the options that differ from their defaults, as an
+        experiment row names it (`extra["row"]`, written by core.selection.strategies.select; two DSIR selections of
+        one DC differed only by their key before), model, size of DC, DC and the key's start."""
         model = f" · {Path(str(self.model)).name}" if self.model and self.model != "default" else ""
         size = self.dc_size
         amount = f"{self.budget:,}/{size:,}" if isinstance(self.budget, int) and isinstance(size, int) else f"{self.budget or '?'}"
-        return f"{self.strategy or 'selection'}{model} · {amount} · {self.dc_name or '?'} [{self.key[:8]}]"
+        name = (self.extra or {}).get("row") or self.strategy or "selection"
+        return f"{name}{model} · {amount} · {self.dc_name or '?'} [{self.key[:8]}]"
 
 
 @dataclass

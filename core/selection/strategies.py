@@ -40,7 +40,7 @@ from core.errors import UserError
 from core.lm.pseudo_ppl import pseudo_perplexities
 from core.progress import Progress, sub
 from core.recipes.budget import Budget
-from core.recipes.selection_options import SelectionOptions, check_readers
+from core.recipes.selection_options import SelectionOptions, canonical_options, check_readers
 from core.selection.kernels import cosine_to_vector, normalize_rows, topk_cosine
 
 if TYPE_CHECKING:
@@ -445,7 +445,8 @@ def select(tc: Corpus | CorpusStream, dc: Corpus | CorpusStream, strategy: str |
         higher_is_better=info.higher_is_better, notes=notes, target_domain=target,
         dc_domain_counts=dict(dc_domains) if dc_domains is not None else None,
         selected_domain_counts=dict(selected_domains) if selected_domains is not None else None,
-        extra={k: v for k, v in ranking.extra.items() if not isinstance(v, np.ndarray)}, created=time.time())
+        extra={**{k: v for k, v in ranking.extra.items() if not isinstance(v, np.ndarray)}, "row": _row_name(strat, options)},
+        created=time.time())
     sel = Selection(strategy=strat.value, indices=indices, scores=np.asarray(ranking.scores), order=order, meta=meta, key=key,
                     source=stream)
     meta.seconds = time.time() - t0
@@ -454,6 +455,15 @@ def select(tc: Corpus | CorpusStream, dc: Corpus | CorpusStream, strategy: str |
         save_selection(workspace, sel)
     report(1.0, f"selected {count:,} of {n:,}")
     return sel
+
+
+def _row_name(strat: Strategy, options: Mapping[str, Any]) -> str:
+    """The selection as an experiment row would name it ('dsir:smoothing=dc'), for its label; type_weights (LC's
+    shares an experiment passes: a table, not a choice) left out."""
+    from core.recipes.strategy_row import StrategyRow
+
+    shown = {k: v for k, v in canonical_options(options).items() if k != "type_weights"}
+    return StrategyRow(strat.value, None, shown).label
 
 
 def _repeats(stream: CorpusStream, order: np.ndarray, count: int, dedupe: bool, extra: dict[str, Any]
