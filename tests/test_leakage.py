@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from core.cli import main
 from core.data.corpus import Corpus
@@ -107,3 +109,14 @@ def test_an_exact_copy_of_dev_is_also_a_near_copy_of_test():
     report = texts_leakage([dev[0], "He did n't go to Paris , she said ."], labeled)
     assert report.rows("dev") == {0} and report.rows("test") == {0, 1}
     assert report.per_against == {"dev": {"exact": 1, "near": 0}, "test": {"exact": 1, "near": 1}}
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=40))
+def test_normalize_by_translate_is_the_per_character_definition(text):
+    """normalize drops punctuation through a code-point table (10x faster on a leakage scan); the definition it must
+    keep: every character whose Unicode category is P* becomes a space, after case folding."""
+    import unicodedata
+
+    kept = "".join(" " if unicodedata.category(c).startswith("P") else c for c in text.casefold())
+    assert normalize(text) == " ".join(kept.split())

@@ -10,6 +10,8 @@ True
 
 from __future__ import annotations
 
+import functools
+import sys
 import unicodedata
 from collections.abc import Iterable
 
@@ -18,9 +20,16 @@ MIN_WORDS_NEAR = 3  # shorter sentences are compared exactly only (any two share
 
 
 def normalize(text: str) -> str:
-    """Case-folded words without punctuation, one space apart."""
-    kept = "".join(" " if unicodedata.category(c).startswith("P") else c for c in text.casefold())
-    return " ".join(kept.split())
+    """Case-folded words without punctuation (any Unicode P* category), one space apart."""
+    return " ".join(text.casefold().translate(_punctuation()).split())
+
+
+@functools.cache
+def _punctuation() -> dict[int, str]:
+    """Every punctuation code point mapped to a space, built once (about 0.3 s): `str.translate` replaces them in C,
+    where testing each character's category in Python took 40 us a sentence, most of a leakage scan's or a
+    selection's repeat count (core.selection.repeats) on millions of sentences."""
+    return {cp: " " for cp in range(sys.maxunicode + 1) if unicodedata.category(chr(cp)).startswith("P")}
 
 
 def shingles(normalized: str) -> set[str]:
