@@ -41,6 +41,25 @@ def test_the_runner_and_the_pages_read_the_row():
     assert jobview.describe_job(broken) == "Compare sources · (its settings no longer validate)"
 
 
+def test_a_stored_row_a_newer_check_refuses_is_listed_not_fatal(tmp_path):
+    """A select row stored before options were checked against their strategy (dsir with k=5): its listing says its
+    settings no longer validate instead of raising in every page and CLI listing that reads it."""
+    from core.data.workspace import Workspace
+    from core.runner import jobs
+
+    ws = Workspace(tmp_path / "ws")
+    job = jobs.submit(ws, "select", {"tc": "tc", "dc": "dc", "strategy": "knn", "budget": 5, "options": {"k": 5}},
+                      start=False)
+    with jobstore.connect(ws) as db:
+        params = jobstore.encode({**job.params, "strategy": "dsir"}, "params")
+        db.execute("UPDATE jobs SET params = ? WHERE id = ?", (params, job.id))
+    (listed,) = jobs.list_jobs(ws, "select")
+    assert "'k' is not read by dsir" in listed.params_error
+    assert jobview.describe_job(listed) == "Selection · (its settings no longer validate)"
+    with pytest.raises(UserError, match="'k' is not read by dsir"):
+        _ = listed.spec
+
+
 def test_validation_names_the_field():
     with pytest.raises(UserError, match="'budget'"):
         validate("select", {"tc": "tc", "dc": "dc", "strategy": "random"})

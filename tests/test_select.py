@@ -310,8 +310,12 @@ def test_dsir_weights_match_the_unhashed_reference_and_sampling_is_seeded():
     by_dc = select(corpus(tc), corpus(dc), "dsir", 2, options={"sampling": "topk", "buckets": 1 << 20, "smoothing": "dc"})
     np.testing.assert_allclose(by_dc.scores, _dsir_reference(tc, dc, 1 << 20, "dc"), atol=1e-9)
     assert by_dc.meta.extra["smoothing"] == "dc" and by_dc.key != sel.key
-    # its label names the options as an experiment row would (the sampling left out where it is the default)
+    # its label names the options that differ from their defaults, in the fields' order, as an experiment row would
     assert by_dc.meta.label.startswith("dsir:sampling=topk:buckets=1048576:smoothing=dc · 2/5") and a.meta.label.startswith("dsir · ")
+    from core.selection.strategies import _row_name  # entity gain: LC's table (an experiment's) left out, null kept
+
+    assert [_row_name(Strategy.ENTITY_GAIN, o) for o in ({"type_weights": {"PER": 1.0}}, {"type_weights": None})] == [
+        "entity-gain", "entity-gain:type_weights=null"]
 
 
 def test_dsir_dc_smoothing_keeps_a_small_tc_from_rewarding_what_dc_rarely_says():

@@ -77,7 +77,7 @@ class SelectionMeta:
         model = f" · {Path(str(self.model)).name}" if self.model and self.model != "default" else ""
         size = self.dc_size
         amount = f"{self.budget:,}/{size:,}" if isinstance(self.budget, int) and isinstance(size, int) else f"{self.budget or '?'}"
-        name = (self.extra or {}).get("row") or self.strategy or "selection"
+        name = (self.extra.get("row") if isinstance(self.extra, dict) else None) or self.strategy or "selection"
         return f"{name}{model} · {amount} · {self.dc_name or '?'} [{self.key[:8]}]"
 
 

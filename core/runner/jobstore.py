@@ -161,11 +161,13 @@ def row_to_job(ws: Workspace, row: sqlite3.Row) -> Job:
     params, version = decode(row["params"], "params")
     result, _ = decode(row["result"], "result")
     params_error = None
-    if version < SCHEMA_VERSION and row["kind"] in KINDS:
-        try:  # an old row: fill today's defaults where it validates, say why where it does not
-            params = dataclasses.asdict(validate(row["kind"], params))
+    if row["kind"] in KINDS:
+        try:  # an old row: fill today's defaults where it validates; any row: say why where it does not (a check
+            # added since it was stored, e.g. an option its strategy does not read, would break every listing)
+            typed = validate(row["kind"], params)
+            params = dataclasses.asdict(typed) if version < SCHEMA_VERSION else params
         except UserError as exc:
-            params_error = f"stored with schema {version}; {exc}"
+            params_error = f"stored with schema {version}; {exc}" if version < SCHEMA_VERSION else str(exc)
     return Job(
         id=row["id"], kind=row["kind"], params=params or {}, status=row["status"], pid=row["pid"],
         progress=row["progress"], message=row["message"], created=row["created"], started=row["started"],

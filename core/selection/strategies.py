@@ -458,11 +458,11 @@ def select(tc: Corpus | CorpusStream, dc: Corpus | CorpusStream, strategy: str |
 
 
 def _row_name(strat: Strategy, options: Mapping[str, Any]) -> str:
-    """The selection as an experiment row would name it ('dsir:smoothing=dc'), for its label; type_weights (LC's
-    shares an experiment passes: a table, not a choice) left out."""
+    """The selection as an experiment row would name it ('dsir:smoothing=dc'), for its label; type_weights given as a
+    table (LC's shares an experiment passes) left out, given as null (B2's own shares) kept, as the row keeps it."""
     from core.recipes.strategy_row import StrategyRow
 
-    shown = {k: v for k, v in canonical_options(options).items() if k != "type_weights"}
+    shown = {k: v for k, v in canonical_options(options).items() if not (k == "type_weights" and v is not None)}
     return StrategyRow(strat.value, None, shown).label
 
 
