@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -23,6 +24,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import CROSSNER, print_table, write_results
 
+from core.data.corpus import Corpus
 from core.experiments.study import DOMAINS, crossner_protocol
 from core.recipes.selection_options import LENGTHS
 from core.selection.strategies import select
@@ -42,15 +44,22 @@ def domain_rows(domain: str) -> list[dict[str, object]]:
     return rows
 
 
-def _row(tc, dc, in_target: np.ndarray, domain: str, budget: int, length: str) -> dict[str, object]:
+def dsir_picks(tc_of: Callable[[int], Corpus], dc: Corpus, in_target: np.ndarray, budget: int,
+               options: dict[str, str]) -> tuple[float, float, float]:
+    """Mean over SEEDS of the share of DSIR's picks from the target domain and of their tokens per sentence, and DC's
+    tokens per sentence: what both DSIR option benches report. `tc_of(seed)` is the seed's TC (a cut of it may vary)."""
     precision, tokens = [], []
     for seed in SEEDS:
-        sel = select(tc, dc, "dsir", budget, seed=seed, options={"length": length})
+        sel = select(tc_of(seed), dc, "dsir", budget, seed=seed, options=options)
         precision.append(float(in_target[sel.indices].mean()))
         tokens.append(sel.meta.extra["mean_tokens"])
-    picked, whole = float(np.mean([t["selected"] for t in tokens])), tokens[0]["dc"]
+    return float(np.mean(precision)), float(np.mean([t["selected"] for t in tokens])), tokens[0]["dc"]
+
+
+def _row(tc, dc, in_target: np.ndarray, domain: str, budget: int, length: str) -> dict[str, object]:
+    precision, picked, whole = dsir_picks(lambda seed: tc, dc, in_target, budget, {"length": length})
     return {"domain": domain, "budget": budget, "length": length, "dc": len(dc),
-            "target_in_dc": int(in_target.sum()), "domain_precision": round(float(np.mean(precision)), 3),
+            "target_in_dc": int(in_target.sum()), "domain_precision": round(precision, 3),
             "mean_tokens_selected": round(picked, 1), "mean_tokens_dc": round(whole, 1),
             "tokens_vs_random": round(picked / whole, 3)}
 

@@ -23,12 +23,12 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import CROSSNER, print_table, write_results
+from bench_dsir_length import SEEDS, dsir_picks
 
+from core.data.corpus import Corpus
 from core.experiments.study import DOMAINS, crossner_protocol
 from core.recipes.selection_options import LENGTHS, SMOOTHINGS
-from core.selection.strategies import select
 
-SEEDS = (1, 2, 3)
 TC_SIZES = (10, 30, 100, None)  # None: the whole TC
 
 
@@ -36,21 +36,18 @@ def domain_rows(domain: str) -> list[dict[str, object]]:
     corpora = crossner_protocol(CROSSNER, domain)
     tc, dc = corpora.tc, corpora.dc
     in_target = np.array([d == domain for d in dc.fields["domain"]])
-    whole = float(np.mean([len(t) for t in dc.tokens]))
     rows = []
     for size in [s for s in TC_SIZES if s is None or s < len(tc)]:  # a cut as large as TC is TC
+        def tc_of(seed: int, size: int | None = size) -> Corpus:
+            return tc if size is None else tc.subset(sorted(random.Random(seed).sample(range(len(tc)), size)))
+
         for length in LENGTHS:
             for smoothing in SMOOTHINGS:
-                precision, tokens = [], []
-                for seed in SEEDS:
-                    cut = tc if size is None else tc.subset(sorted(random.Random(seed).sample(range(len(tc)), size)))
-                    sel = select(cut, dc, "dsir", len(tc), seed=seed, options={"length": length, "smoothing": smoothing})
-                    precision.append(float(in_target[sel.indices].mean()))
-                    tokens.append(sel.meta.extra["mean_tokens"]["selected"])
+                precision, picked, whole = dsir_picks(tc_of, dc, in_target, len(tc),
+                                                      {"length": length, "smoothing": smoothing})
                 rows.append({"domain": domain, "tc": size or len(tc), "budget": len(tc), "length": length,
                              "smoothing": smoothing, "target_share_of_dc": round(float(in_target.mean()), 3),
-                             "domain_precision": round(float(np.mean(precision)), 3),
-                             "tokens_vs_random": round(float(np.mean(tokens)) / whole, 3)})
+                             "domain_precision": round(precision, 3), "tokens_vs_random": round(picked / whole, 3)})
     return rows
 
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from core.errors import UserError
 from core.recipes.budget import Budget
-from core.recipes.strategy_row import StrategyRow
+from core.recipes.strategy_row import StrategyRow, row_labels
 
 BASELINES = ("none", "tapt", "dapt", "tapt+dapt")
 CELL_FILE = "cell.json"
@@ -29,8 +29,7 @@ def row_names(text: str) -> list[str]:
     >>> row_names(" none, TAPT ,DSIR:length=chunk,dsir:length=chunk:length=chunk")  # each row once
     ['none', 'tapt', 'dsir:length=chunk']
     """
-    names = [r.strip() for r in text.split(",") if r.strip()]
-    return list(dict.fromkeys(r.lower() if r.lower() in BASELINES else StrategyRow.parse(r).label for r in names))
+    return row_labels(text.split(","), keep=BASELINES)
 
 
 def check_rows(specs: Sequence[str]) -> list[str]:
@@ -43,10 +42,10 @@ def check_rows(specs: Sequence[str]) -> list[str]:
     Traceback (most recent call last):
     core.errors.UserError: unknown strategy 'dsri': expected one of ...
     """
-    rows = [StrategyRow.parse(s) for s in specs if str(s).strip()]
-    for row in rows:
-        strategy_models(row.name, row.model_tag)
-    return list(dict.fromkeys(row.label for row in rows))  # 'dsir' picked and 'DSIR' typed: one row, not two
+    labels = row_labels(specs)
+    for label in labels:
+        strategy_models(*parse_strategy(label))
+    return labels
 
 
 def parse_strategy(spec: str) -> tuple[str, str | None]:

@@ -18,6 +18,8 @@ True
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from core.data.corpus import Corpus
@@ -82,16 +84,24 @@ def log_ratios(tc_counts: np.ndarray, dc_counts: np.ndarray, smoothing: str = "a
     return np.log((tc_counts + prior * np.exp(log_dc)) / (tc_counts.sum() + prior)) - log_dc
 
 
+class DsirScores(NamedTuple):
+    """What one DSIR pass yields: each DC sentence's log weight and token count, and how many n-grams TC's estimate
+    rests on (fewer than about twice the buckets and add-one's prior outweighs TC: `log_ratios`)."""
+
+    log_weights: np.ndarray
+    tokens: np.ndarray
+    tc_ngrams: int
+
+
 def dsir_log_weights(tc: Corpus, dc: Corpus | CorpusStream, buckets: int = DEFAULT_BUCKETS,
                      progress: Progress | None = None, length: str = "sum", smoothing: str = "add-one") -> np.ndarray:
     """Log importance weight log p_TC(x) / p_DC(x) of every DC sentence under the hashed n-gram model (`dsir_scores`)."""
-    return dsir_scores(tc, dc, buckets, progress, length, smoothing)[0]
+    return dsir_scores(tc, dc, buckets, progress, length, smoothing).log_weights
 
 
 def dsir_scores(tc: Corpus, dc: Corpus | CorpusStream, buckets: int = DEFAULT_BUCKETS,
-                progress: Progress | None = None, length: str = "sum", smoothing: str = "add-one"
-                ) -> tuple[np.ndarray, np.ndarray]:
-    """(log importance weight, token count) of every DC sentence. `length`: "sum" is the paper's sum over a unit's
+                progress: Progress | None = None, length: str = "sum", smoothing: str = "add-one") -> DsirScores:
+    """Log importance weight and token count of every DC sentence. `length`: "sum" is the paper's sum over a unit's
     n-grams, which the paper takes over fixed-length chunks; over sentences of any length it favours short ones (each
     n-gram TC lacks costs, and a short sentence has fewer: on the studies' CrossNER corpora the picks' sentences are
     mostly two thirds to nine tenths of DC's mean length, `bench/bench_dsir_length.py`). "chunk" weighs each
@@ -108,6 +118,7 @@ def dsir_scores(tc: Corpus, dc: Corpus | CorpusStream, buckets: int = DEFAULT_BU
         raise ValueError(f"smoothing must be one of {SMOOTHINGS}, got {smoothing!r}")
     dc = CorpusStream.of(dc)
     tc_counts = np.asarray(hashed_ngrams(tc.tokens, buckets).sum(axis=0)).ravel()
+    tc_ngrams = int(tc_counts.sum())
     n = len(dc)
     if dc.streamed and n > max(_KEEP_MATRICES, PARALLEL_MIN):
         # Both passes on every core, each worker reading its own row groups (hashing is the cost).
@@ -117,7 +128,7 @@ def dsir_scores(tc: Corpus, dc: Corpus | CorpusStream, buckets: int = DEFAULT_BU
             diff = log_ratios(tc_counts, dc_counts, smoothing)
             parts = map_row_groups(dc, _group_weights, (buckets, diff), progress=sub(0.5, 1.0), pool=pool)
         out, ngrams = np.concatenate([w for w, _ in parts]), np.concatenate([g for _, g in parts])
-        return _by_length(out, ngrams, length), _tokens(ngrams)
+        return DsirScores(_by_length(out, ngrams, length), _tokens(ngrams), tc_ngrams)
     dc_counts = np.zeros(buckets, dtype=np.float64)
     kept = []
     done = 0
@@ -139,7 +150,7 @@ def dsir_scores(tc: Corpus, dc: Corpus | CorpusStream, buckets: int = DEFAULT_BU
         start += x.shape[0]
         if progress is not None:
             progress(0.5 + 0.5 * start / max(1, n), "importance weights")
-    return _by_length(out, ngrams, length), _tokens(ngrams)
+    return DsirScores(_by_length(out, ngrams, length), _tokens(ngrams), tc_ngrams)
 
 
 def _by_length(weights: np.ndarray, ngrams: np.ndarray, length: str) -> np.ndarray:

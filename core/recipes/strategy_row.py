@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -72,3 +73,16 @@ class StrategyRow:
         shown = (v if isinstance(v, str) else json.dumps(v) for v in self.options.values())
         return self.name + (f"@{self.model_tag}" if self.model_tag else "") + "".join(
             f":{k}={v}" for k, v in zip(self.options, shown))
+
+
+def row_labels(specs: Iterable[str], keep: Iterable[str] = ()) -> list[str]:
+    """Each row once, as results name it ('dsir' picked and 'DSIR' typed are one row, not two); names in `keep` (the
+    baselines, which take no options) are only lower-cased. Blank entries are skipped. The one place rows are
+    deduplicated: the experiment's params, the study script and the Runs page all come here.
+
+    >>> row_labels([" none", "TAPT", "DSIR:length=chunk", "dsir:length=chunk:length=chunk", ""], keep=("none", "tapt"))
+    ['none', 'tapt', 'dsir:length=chunk']
+    """
+    kept = set(keep)
+    names = (str(s).strip() for s in specs)
+    return list(dict.fromkeys(n.lower() if n.lower() in kept else StrategyRow.parse(n).label for n in names if n))

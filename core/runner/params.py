@@ -21,7 +21,7 @@ from core.errors import UserError
 from core.recipes.duration import parse_duration
 from core.recipes.presets import DEFAULT_PRESET, PRESETS, experiment_settings
 from core.recipes.selection_options import SelectionOptions, check_readers
-from core.recipes.strategy_row import StrategyRow
+from core.recipes.strategy_row import row_labels
 
 SCHEMA_VERSION = 2
 
@@ -235,7 +235,7 @@ class ExperimentParams:
 
     def __post_init__(self) -> None:  # out-of-range settings are refused when the job is submitted, not minutes in
         # one name per row: 'Cosine@B1' and 'cosine@b1' are the same cells; a bad option is refused here
-        self.strategies = list(dict.fromkeys(StrategyRow.parse(s).label for s in self.strategies if str(s).strip()))
+        self.strategies = row_labels(self.strategies)
         if self.pick_checkpoint is None and self.preset in PRESETS:  # an unknown preset is refused by its own check
             self.pick_checkpoint = experiment_settings(self.preset)["pick_checkpoint"]
         if self.pick_checkpoint is not None and self.pick_checkpoint < 0:

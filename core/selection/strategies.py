@@ -329,12 +329,13 @@ def _by_mlm_ppl(x: _Inputs) -> _Ranking:
 def _by_dsir(x: _Inputs) -> _Ranking:
     from core.lm.dsir import dsir_scores, gumbel_top_order
 
-    logw, tokens = dsir_scores(x.tc, x.dc, buckets=x.options.buckets, progress=x.progress, length=x.options.length,
-                               smoothing=x.options.smoothing)
+    scores = dsir_scores(x.tc, x.dc, buckets=x.options.buckets, progress=x.progress, length=x.options.length,
+                         smoothing=x.options.smoothing)
+    logw = scores.log_weights
     order = rank_order(logw) if x.options.sampling == "topk" else gumbel_top_order(logw, x.seed)
-    tc_ngrams = int(sum(2 * len(t) - 1 for t in x.tc.tokens if t))  # n unigrams and n - 1 bigrams a sentence
     return _Ranking(logw, order, {"sampling": x.options.sampling, "length": x.options.length,
-                                  "smoothing": x.options.smoothing, "tc_ngrams": tc_ngrams}, lengths=tokens)
+                                  "smoothing": x.options.smoothing, "tc_ngrams": scores.tc_ngrams},
+                    lengths=scores.tokens)
 
 
 def _by_random(x: _Inputs) -> _Ranking:
