@@ -49,7 +49,7 @@ def test_parse_strategy():
 def test_a_strategy_row_carries_its_options():
     from core.recipes.strategy_row import StrategyRow
 
-    assert StrategyRow.parse("dsir:length=chunk@base") == StrategyRow("dsir", "base", {"length": "chunk"})
+    assert StrategyRow.parse("dsir:length=chunk@base") == StrategyRow("dsir", None, {"length": "chunk"})  # @base: a row's own
     assert StrategyRow.parse("knn:k=5").options == {"k": 5} and StrategyRow.parse("dsir:length=chunk").label == "dsir:length=chunk"
     for bad, why in (("dsir:length=sideways", "'length' must be one of sum, chunk"), ("dsir:length", "expected KEY=VALUE"),
                      ("cosine@b1@base", "one @ at most"), (":k=3", "strategy name first")):
@@ -72,6 +72,21 @@ def test_an_experiment_refuses_a_bad_row_option_at_submit(tmp_path):
     # type_weights=null (B2's own type shares) is no default for an experiment, which passes LC's: its own row
     assert ExperimentParams(strategies=["entity-gain", "entity-gain:type_weights=null"]).strategies == [
         "entity-gain", "entity-gain:type_weights=null"]
+    # an unknown strategy is refused at submit (not after the corpora are read); an option typed after a comma says how
+    with pytest.raises(UserError, match="unknown strategy 'dsri'"):
+        ExperimentParams(strategies=["dsri"])
+    with pytest.raises(UserError, match="options follow a strategy after ':'"):
+        ExperimentParams(strategies="dsir:length=chunk,sampling=topk".split(","))
+
+
+def test_a_model_tag_that_changes_nothing_is_one_row_with_the_plain_one():
+    """'@base' is what a row reads anyway, and '@b1' on a strategy that reads no encoder (or B1 always) changes
+    nothing: each would pretrain and fine-tune the same selection again under its own name."""
+    from core.experiments.plan import check_rows, row_names
+
+    assert check_rows(["dsir", "dsir@b1", "random@base", "random", "cosine", "cosine@base", "cosine@b1",
+                       "mlm-ppl", "mlm-ppl@b1"]) == ["dsir", "random", "cosine", "cosine@b1", "mlm-ppl"]
+    assert row_names("none,ner@b1,knn@B1,knn@base") == ["none", "ner", "knn@b1", "knn"]
 
 
 def test_every_selection_option_says_which_strategies_read_it():
@@ -82,6 +97,12 @@ def test_every_selection_option_says_which_strategies_read_it():
     from core.runner.kinds import validate
 
     assert set(READERS) == {f.name for f in dataclasses.fields(SelectionOptions)}
+    from core.recipes.selection_options import STRATEGIES
+    from core.selection.strategies import Strategy
+
+    assert STRATEGIES == tuple(s.value for s in Strategy)  # the recipe stage's names: every strategy, none more
+    with pytest.raises(UserError, match="select params: unknown strategy 'dsri'"):  # not "'length' is not read by dsri"
+        validate("select", {"tc": "tc", "dc": "dc", "strategy": "dsri", "budget": 10, "options": {"length": "chunk"}})
     with pytest.raises(UserError, match="'k' is not read by dsir"):
         validate("select", {"tc": "tc", "dc": "dc", "strategy": "DSIR", "budget": 10, "options": {"k": 5}})
     assert validate("select", {"tc": "tc", "dc": "dc", "strategy": "knn", "budget": 10, "options": {"k": 5}}).options == {"k": 5}

@@ -312,10 +312,12 @@ def test_dsir_weights_match_the_unhashed_reference_and_sampling_is_seeded():
     assert by_dc.meta.extra["smoothing"] == "dc" and by_dc.key != sel.key
     # its label names the options that differ from their defaults, in the fields' order, as an experiment row would
     assert by_dc.meta.label.startswith("dsir:sampling=topk:buckets=1048576:smoothing=dc · 2/5") and a.meta.label.startswith("dsir · ")
-    from core.selection.strategies import _row_name  # entity gain: LC's table (an experiment's) left out, null kept
+    # entity gain: LC's table (an experiment's) left out, null kept; nothing set is B2's own shares, as null: one name
+    from core.selection.strategies import _named_options, _row_name
 
-    assert [_row_name(Strategy.ENTITY_GAIN, o) for o in ({"type_weights": {"PER": 1.0}}, {"type_weights": None})] == [
-        "entity-gain", "entity-gain:type_weights=null"]
+    assert [_row_name(Strategy.ENTITY_GAIN, _named_options(Strategy.ENTITY_GAIN, o))
+            for o in ({"type_weights": {"PER": 1.0}}, {"type_weights": None}, {})] == [
+        "entity-gain", "entity-gain:type_weights=null", "entity-gain:type_weights=null"]
 
 
 def test_dsir_dc_smoothing_keeps_a_small_tc_from_rewarding_what_dc_rarely_says():
@@ -432,6 +434,28 @@ def test_selection_is_saved_reused_and_exported(monkeypatch, tmp_path):
     with pytest.raises(UserError):
         sel.export_bytes("xml")
     assert [m.key for m in list_selections(ws)] == [sel.key]
+
+
+def test_a_selection_is_keyed_by_its_named_options_and_one_saved_under_them_as_given_is_found(monkeypatch, tmp_path):
+    """The Selection page sends every option it shows (normalize_tc=false), an experiment only what differs: one
+    computation, so one key and one saved selection. A selection saved under its options as given (before keys were
+    named) is still found rather than made again."""
+    from core.selection import strategies
+
+    fake_embeddings(monkeypatch, {"default": {t: unit(a) for t, a in ANGLES.items()}})
+    ws = Workspace(tmp_path / "ws")
+    tc, dc = corpus(TC, ["b", "b"]), corpus(DC, ["a", "b", "b", "a", "b", "a"])
+    with monkeypatch.context() as m:  # as a selection was keyed before: by the options as given
+        m.setattr(strategies, "_named_options", lambda strat, options: dict(options))
+        old = select(tc, dc, "cosine", 3, workspace=ws, options={"normalize_tc": False})
+    with monkeypatch.context() as m:
+        m.setattr(embed, "embed_corpus", lambda *a, **k: pytest.fail("recomputed a saved selection"))
+        assert select(tc, dc, "cosine", 3, workspace=ws, options={"normalize_tc": False}).key == old.key
+    plain = select(tc, dc, "cosine", 3, workspace=ws)
+    assert plain.key != old.key  # keyed by {} now, as the experiment names it
+    monkeypatch.setattr(embed, "embed_corpus", lambda *a, **k: pytest.fail("recomputed a saved selection"))
+    page = select(tc, dc, "cosine", 3, workspace=ws, options={"normalize_tc": False})
+    assert page.key == plain.key and page.indices.tolist() == plain.indices.tolist() == old.indices.tolist()
 
 
 def test_overlap_matrix_is_jaccard():

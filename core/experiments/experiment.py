@@ -193,16 +193,16 @@ def experiment_job(params: ExperimentParams, ctx: JobContext) -> dict[str, Any]:
     Cells run seed by seed, LC size by LC size; baselines once per (seed, LC size), strategies once
     per SC budget. Every cell records budget, lc_size and mlm_seconds."""
     ws = ctx.workspace
-    refs = {k: resolve_corpus_ref(getattr(params, k), ws) for k in ("tc", "dc", "lc", "dev", "test")}
-    corpora = {k: r.load() for k, r in refs.items()}
-    for k in ("lc", "dev", "test"):
-        if not corpora[k].labeled:
-            raise UserError(f"{k.upper()} {refs[k].name!r} must be a labeled corpus")
     strategies = check_rows(params.strategies)  # an unknown strategy is refused here, before any corpus is read
     baselines = [b for b in params.baselines if b]
     unknown = [b for b in baselines if b not in BASELINES]
     if unknown:
         raise UserError(f"unknown baseline(s) {', '.join(unknown)}: expected {', '.join(BASELINES)}")
+    refs = {k: resolve_corpus_ref(getattr(params, k), ws) for k in ("tc", "dc", "lc", "dev", "test")}
+    corpora = {k: r.load() for k, r in refs.items()}
+    for k in ("lc", "dev", "test"):
+        if not corpora[k].labeled:
+            raise UserError(f"{k.upper()} {refs[k].name!r} must be a labeled corpus")
     seeds = list(params.seeds)
     rows = baselines + strategies
     if not rows or not seeds:

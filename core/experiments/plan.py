@@ -7,6 +7,7 @@ the folder key of each cell; shared by the experiment job, compare-sources, the 
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -23,29 +24,36 @@ PICK_FILE = "pick.json"  # a cell's checkpoint choice (base encoder or an MLM sn
 
 
 def row_names(text: str) -> list[str]:
-    """Comma-separated rows as results name them: baselines as they are, strategies by StrategyRow's label, so a
+    """Comma-separated rows as results name them: baselines as they are, strategies as `check_rows` names them, so a
     study asked for 'DSIR:length=chunk' finds the cells its experiment stored as 'dsir:length=chunk'.
 
     >>> row_names(" none, TAPT ,DSIR:length=chunk,dsir:length=chunk:length=chunk")  # each row once
     ['none', 'tapt', 'dsir:length=chunk']
     """
-    return row_labels(text.split(","), keep=BASELINES)
+    names = row_labels(text.split(","), keep=BASELINES)
+    return list(dict.fromkeys(n if n in BASELINES else _one_name(n) for n in names))
 
 
 def check_rows(specs: Sequence[str]) -> list[str]:
     """Selection rows as results name them, each an existing strategy with options it may take (UserError naming the
-    row otherwise): what an experiment checks when it starts and the Runs page before it submits one.
+    row otherwise): what an experiment checks when it starts and the Runs page before it submits one. An '@b1' that
+    changes nothing (a strategy that reads no encoder, or always B1) is dropped, so 'dsir@b1' does not pretrain and
+    fine-tune the cells of 'dsir' a second time under another name.
 
-    >>> check_rows(["DSIR:length=chunk", "cosine@b1"])
-    ['dsir:length=chunk', 'cosine@b1']
+    >>> check_rows(["DSIR:length=chunk", "cosine@b1", "dsir@b1", "cosine@base"])
+    ['dsir:length=chunk', 'cosine@b1', 'dsir', 'cosine']
     >>> check_rows(["dsri"])  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     core.errors.UserError: unknown strategy 'dsri': expected one of ...
     """
-    labels = row_labels(specs)
-    for label in labels:
-        strategy_models(*parse_strategy(label))
-    return labels
+    return list(dict.fromkeys(_one_name(label) for label in row_labels(specs)))
+
+
+def _one_name(label: str) -> str:
+    row = StrategyRow.parse(label)
+    if row.model_tag and strategy_models(row.name, row.model_tag) == strategy_models(row.name, None):
+        return dataclasses.replace(row, model_tag=None).label
+    return label
 
 
 def parse_strategy(spec: str) -> tuple[str, str | None]:

@@ -5,8 +5,9 @@ They were a free dict read with `.get(name, default)` in each strategy, so a typ
 default silently. Now a name no strategy reads, a value of the wrong type or out of range is refused at submit
 (core.runner.params checks SelectParams.options here), naming the option and what was expected.
 
-The selection key and the saved meta keep the options exactly as given (an unset option stays unset), so a
-selection saved before this keeps its key.
+The saved meta keeps the options as given; the selection key hashes them as one computation is named
+(`canonical_options`: a default spelt out is the same selection as nothing set), and `select` still finds a
+selection saved under its options as given, from before keys were named.
 
 >>> SelectionOptions.parse({"sampling": "topk", "buckets": 500}).buckets
 500
@@ -25,7 +26,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from core.errors import UserError
+from core.recipes.configs import type_hints
 
+# Every selection strategy's name (core.selection.strategies.Strategy, which a test holds to this): named here, at the
+# recipe stage, so a job's params refuse an unknown strategy at submit, not after its corpora are read.
+STRATEGIES = ("cosine", "cosine-concat", "knn", "ner", "entity-gain", "entity-gain-pool", "ppl", "mlm-ppl", "dsir",
+              "random", "all")
 SAMPLINGS = ("gumbel", "topk")
 LENGTHS = ("sum", "chunk")  # dsir's weighing of sentences of different lengths (core.lm.dsir.dsir_scores)
 SMOOTHINGS = ("add-one", "dc")  # dsir's estimate of TC's n-gram distribution (core.lm.dsir.log_ratios)
@@ -51,7 +57,7 @@ class SelectionOptions:
     # over and the budget filled from the next ranked (core.selection.repeats); off, repeats are only counted in a note
 
     def __post_init__(self) -> None:
-        hints = typing.get_type_hints(type(self))
+        hints = type_hints(type(self))
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
             if not _fits(value, hints[f.name]):
@@ -91,14 +97,33 @@ READERS: dict[str, tuple[str, ...] | None] = {
 }
 
 
+def strategy_name(name: str) -> str:
+    """A strategy's name as results write it ('Entity_Gain' -> 'entity-gain'); UserError for one that does not exist.
+
+    >>> strategy_name("dsri")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    core.errors.UserError: unknown strategy 'dsri': expected one of cosine, cosine-concat, knn, ...
+    """
+    norm = str(name).strip().lower().replace("_", "-")
+    if norm not in STRATEGIES:
+        hint = (": options follow a strategy after ':' (dsir:length=chunk:sampling=topk); commas separate rows"
+                if "=" in norm else f": expected one of {', '.join(STRATEGIES)}")
+        raise UserError(f"unknown strategy {name!r}{hint}")
+    return norm
+
+
 def check_readers(strategy: str, options: Mapping[str, Any] | None) -> None:
-    """UserError for an option `strategy` does not read, naming the strategies that do.
+    """UserError for an unknown strategy, or an option `strategy` does not read, naming the strategies that do.
 
     >>> check_readers("dsir", {"length": "chunk", "dedupe": True})
     >>> check_readers("cosine", {"length": "chunk"})
     Traceback (most recent call last):
     core.errors.UserError: selection option 'length' is not read by cosine (only by dsir)
+    >>> check_readers("dsri", {"length": "chunk"})  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    core.errors.UserError: unknown strategy 'dsri': expected one of ...
     """
+    strategy = strategy_name(strategy)
     for name in options or {}:
         readers = READERS.get(name)
         if readers is not None and strategy not in readers:
@@ -113,7 +138,7 @@ def canonical_options(options: Mapping[str, Any] | None) -> dict[str, Any]:
     {'sampling': 'topk', 'length': 'chunk', 'mix': 1.0}
     """
     parsed, default = SelectionOptions.parse(options), SelectionOptions()
-    hints = typing.get_type_hints(SelectionOptions)
+    hints = type_hints(SelectionOptions)
     out: dict[str, Any] = {}
     for f in dataclasses.fields(SelectionOptions):
         # type_weights=null asks for B2's own shares where an experiment would pass LC's: never left out

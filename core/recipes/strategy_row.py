@@ -13,7 +13,7 @@ from typing import Any
 
 from core.errors import UserError
 from core.recipes.configs import parse_settings
-from core.recipes.selection_options import canonical_options, check_readers
+from core.recipes.selection_options import canonical_options, check_readers, strategy_name
 
 
 @dataclass(frozen=True)
@@ -29,6 +29,8 @@ class StrategyRow:
     'cosine@b1:normalize_tc=true'
     >>> StrategyRow.parse("entity_gain:mix=0.7").label
     'entity-gain:mix=0.7'
+    >>> StrategyRow.parse("cosine@base").label  # the base encoder is a row's own
+    'cosine'
     >>> StrategyRow.parse("dsir:length=chunk:sampling=topk:buckets=10000").label  # fields' order, defaults left out
     'dsir:sampling=topk:length=chunk'
     >>> StrategyRow.parse("cosine:length=chunk")
@@ -46,7 +48,9 @@ class StrategyRow:
     @classmethod
     def parse(cls, spec: str) -> StrategyRow:
         parts = re.split(r"([:@])", spec.strip())
-        name, model, items = parts[0].strip().lower().replace("_", "-"), None, []  # as Strategy.parse reads a name
+        if not parts[0].strip():
+            raise UserError(f"strategy {spec!r}: expected a strategy name first (e.g. dsir:length=chunk)")
+        name, model, items = strategy_name(parts[0]), None, []
         for mark, text in zip(parts[1::2], parts[2::2]):
             if mark == "@":
                 if model is not None:
@@ -56,8 +60,7 @@ class StrategyRow:
                 items.append(text)
         if model is not None and model not in ("b1", "base"):
             raise UserError(f"strategy {spec!r}: the part after @ must be b1 or base")
-        if not name:
-            raise UserError(f"strategy {spec!r}: expected a strategy name first (e.g. dsir:length=chunk)")
+        model = None if model == "base" else model  # the base encoder is what a row without @ reads: one name for it
         try:
             options = canonical_options(parse_settings(items, "options"))
             check_readers(name, options)

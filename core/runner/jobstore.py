@@ -71,6 +71,9 @@ class Job:
     pid_start: str | None = None  # which process `pid` was (core.runner.jobstore.process_start): a reused pid is not it
     schema_version: int = SCHEMA_VERSION
     params_error: str | None = None  # an old row whose params no longer validate: why
+    # the params as the kind's dataclass, when the row was read (row_to_job validates every row): `spec` without a
+    # second validation, which a jobs listing polled every few seconds would pay for each row
+    typed: Any = dataclasses.field(default=None, repr=False, compare=False)
 
     @property
     def active(self) -> bool:
@@ -107,7 +110,7 @@ class Job:
         the scheduler or a report reads a job's settings (a UserError says why an old row does not fit)."""
         if self.params_error:
             raise UserError(self.params_error)
-        return validate(self.kind, self.params)
+        return self.typed if self.typed is not None else validate(self.kind, self.params)
 
 
 def read_metrics(run_dir: Path) -> list[dict[str, Any]]:
@@ -160,7 +163,7 @@ def _run_dir(ws: Workspace, row: sqlite3.Row) -> Path:
 def row_to_job(ws: Workspace, row: sqlite3.Row) -> Job:
     params, version = decode(row["params"], "params")
     result, _ = decode(row["result"], "result")
-    params_error = None
+    params_error, typed = None, None
     if row["kind"] in KINDS:
         try:  # an old row: fill today's defaults where it validates; any row: say why where it does not (a check
             # added since it was stored, e.g. an option its strategy does not read, would break every listing)
@@ -173,7 +176,7 @@ def row_to_job(ws: Workspace, row: sqlite3.Row) -> Job:
         progress=row["progress"], message=row["message"], created=row["created"], started=row["started"],
         finished=row["finished"], error=row["error"], run_dir=_run_dir(ws, row),
         result=result, attempts=row["attempts"], pid_start=row["pid_start"], schema_version=version,
-        params_error=params_error,
+        params_error=params_error, typed=typed,
     )
 
 

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Union
 
 from core.errors import UserError
+from core.recipes.configs import type_hints
 from core.recipes.duration import parse_duration
 from core.recipes.presets import DEFAULT_PRESET, PRESETS, experiment_settings
 from core.recipes.selection_options import SelectionOptions, check_readers
@@ -132,8 +133,11 @@ class SelectParams:
     options: dict[str, Any] | None = checked_field(SelectionOptions.parse)  # core.recipes.selection_options
     ray: str | None = None
 
-    def __post_init__(self) -> None:  # an option the strategy does not read is refused at submit, not when it runs
-        check_readers(self.strategy.strip().lower().replace("_", "-"), self.options)
+    def __post_init__(self) -> None:  # an unknown strategy, or an option it does not read, is refused at submit
+        try:
+            check_readers(self.strategy, self.options)
+        except UserError as exc:
+            raise UserError(f"select params: {exc}") from None
 
 
 @dataclass
@@ -371,7 +375,7 @@ def validate_params(cls: type, params: dict[str, Any] | Any, kind: str = "") -> 
         params = dataclasses.asdict(params)
     if not isinstance(params, dict):
         raise UserError(f"{kind} params: expected an object of fields, got {type(params).__name__}")
-    hints = typing.get_type_hints(cls)
+    hints = type_hints(cls)
     fields = {f.name: f for f in dataclasses.fields(cls)}
     unknown = [k for k in params if k not in fields]
     if unknown:
@@ -410,7 +414,7 @@ def check_config(trainer: str, overrides: dict[str, Any], preset: str, what: str
     cls = CONFIGS[trainer]
     try:
         check_settings(cls, overrides, trainer.upper())
-        hints = typing.get_type_hints(cls)
+        hints = type_hints(cls)
         for key, value in overrides.items():
             if value is not None and not _check(value, hints[key]):
                 raise UserError(f"{key} must be {_type_name(hints[key])}, got {value!r}")

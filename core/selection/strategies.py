@@ -40,7 +40,7 @@ from core.errors import UserError
 from core.lm.pseudo_ppl import pseudo_perplexities
 from core.progress import Progress, sub
 from core.recipes.budget import Budget
-from core.recipes.selection_options import SelectionOptions, canonical_options, check_readers
+from core.recipes.selection_options import SelectionOptions, canonical_options, check_readers, strategy_name
 from core.selection.kernels import cosine_to_vector, normalize_rows, topk_cosine
 
 if TYPE_CHECKING:
@@ -71,11 +71,7 @@ class Strategy(str, Enum):
     def parse(cls, name: str | Strategy) -> Strategy:
         if isinstance(name, Strategy):
             return name
-        norm = str(name).strip().lower().replace("_", "-")
-        try:
-            return cls(norm)
-        except ValueError:
-            raise UserError(f"unknown strategy {name!r}: expected one of {', '.join(s.value for s in cls)}") from None
+        return cls(strategy_name(name))  # the recipe stage's list of names, which a test holds to this enum
 
     @property
     def info(self) -> StrategyInfo:
@@ -405,11 +401,19 @@ def select(tc: Corpus | CorpusStream, dc: Corpus | CorpusStream, strategy: str |
     from core.lm.embed import corpus_digest
 
     tc_hash, dc_hash = corpus_digest(tc), stream.digest()
-    key = content_hash("selection", tc_hash, dc_hash, strat.value, count, _model_ids(strat, model, model2, ner_model),
-                       seed if strat in (Strategy.RANDOM, Strategy.DSIR) else None, options,
-                       *(["gumbel-stream-2"] if strat == Strategy.DSIR else []))  # a draw cached before is not reused
+    named = _named_options(strat, options)
+
+    def key_of(opts: Mapping[str, Any]) -> str:
+        return content_hash("selection", tc_hash, dc_hash, strat.value, count, _model_ids(strat, model, model2, ner_model),
+                            seed if strat in (Strategy.RANDOM, Strategy.DSIR) else None, opts,
+                            *(["gumbel-stream-2"] if strat == Strategy.DSIR else []))  # a draw cached before is not reused
+
+    # one computation, one key: the page's sampling=gumbel and an experiment's nothing find each other's selection;
+    # one saved under the options as given (before keys were named) is still found
+    key = key_of(named)
     if workspace is not None:
-        cached = cached_selection(workspace, key, stream)
+        cached = next((c for k in dict.fromkeys([key, key_of(options)])
+                       if (c := cached_selection(workspace, k, stream)) is not None), None)
         if cached is not None:
             cached.meta.seconds = time.time() - t0
             if target is not None:
@@ -446,7 +450,7 @@ def select(tc: Corpus | CorpusStream, dc: Corpus | CorpusStream, strategy: str |
         higher_is_better=info.higher_is_better, notes=notes, target_domain=target,
         dc_domain_counts=dict(dc_domains) if dc_domains is not None else None,
         selected_domain_counts=dict(selected_domains) if selected_domains is not None else None,
-        extra={**{k: v for k, v in ranking.extra.items() if not isinstance(v, np.ndarray)}, "row": _row_name(strat, options)},
+        extra={**{k: v for k, v in ranking.extra.items() if not isinstance(v, np.ndarray)}, "row": _row_name(strat, named)},
         created=time.time())
     sel = Selection(strategy=strat.value, indices=indices, scores=np.asarray(ranking.scores), order=order, meta=meta, key=key,
                     source=stream)
@@ -458,12 +462,22 @@ def select(tc: Corpus | CorpusStream, dc: Corpus | CorpusStream, strategy: str |
     return sel
 
 
-def _row_name(strat: Strategy, options: Mapping[str, Any]) -> str:
-    """The selection as an experiment row would name it ('dsir:smoothing=dc'), for its label; type_weights given as a
-    table (LC's shares an experiment passes) left out, given as null (B2's own shares) kept, as the row keeps it."""
+def _named_options(strat: Strategy, options: Mapping[str, Any]) -> dict[str, Any]:
+    """The options as one computation is named (canonical_options: defaults left out, numbers as floats); for the
+    entity-aware strategies an unset type_weights is B2's own shares, as null asks, so the two are one."""
+    named = canonical_options(options)
+    if strat in ENTITY_AWARE and "type_weights" not in named:
+        named = {**named, "type_weights": None}
+    return named
+
+
+def _row_name(strat: Strategy, named: Mapping[str, Any]) -> str:
+    """The selection as an experiment row would name it ('dsir:smoothing=dc'), for its label. An entity-aware
+    selection with B2's own type shares is the row 'entity-gain:type_weights=null'; one given a table is named as the
+    row 'entity-gain', whose cells pass LC's shares (a table typed at the CLI reads the same)."""
     from core.recipes.strategy_row import StrategyRow
 
-    shown = {k: v for k, v in canonical_options(options).items() if not (k == "type_weights" and v is not None)}
+    shown = {k: v for k, v in named.items() if not (k == "type_weights" and v is not None)}
     return StrategyRow(strat.value, None, shown).label
 
 
