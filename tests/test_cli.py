@@ -85,3 +85,19 @@ def test_output_into_a_closed_pipe_ends_quietly(tmp_path):
     proc.stdout.close()  # like `head` exiting before the listing is written
     err = proc.stderr.read().decode()
     assert proc.wait() == 0 and "BrokenPipe" not in err and "Traceback" not in err, err
+
+
+def test_jobs_list_json_holds_the_rows_fields_and_nothing_else(tmp_path, capsys):
+    """The listing's JSON is the stored row (params as stored, run folder, device), not the typed params the listing
+    validated, written out as a Python repr."""
+    import dataclasses
+
+    from core.data.workspace import Workspace
+    from core.runner import jobs, jobstore
+
+    ws = Workspace(tmp_path / "ws")
+    jobs.submit(ws, "sleep", {"steps": 1}, start=False)
+    assert main(["--workspace", str(ws.root), "jobs", "list", "--json"]) == 0
+    (row,) = json.loads(capsys.readouterr().out)
+    fields = {f.name for f in dataclasses.fields(jobstore.Job)} - {"typed"}
+    assert set(row) == fields | {"device"} and row["params"]["steps"] == 1

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import time
 
@@ -42,7 +43,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _job_dict(job: jobstore.Job) -> dict:
     from core.runner.jobview import device_text
 
-    d = dict(vars(job))
+    # the row's fields, not vars(): the typed params and any cached property read before are not the row's JSON
+    d = {f.name: getattr(job, f.name) for f in dataclasses.fields(job) if f.name != "typed"}
     d["run_dir"] = str(job.run_dir)
     d["device"] = device_text(job)  # where the runner placed a training job (GPU and reserved memory, or CPU)
     return d

@@ -105,10 +105,10 @@ def strategy_name(name: str) -> str:
     core.errors.UserError: unknown strategy 'dsri': expected one of cosine, cosine-concat, knn, ...
     """
     norm = str(name).strip().lower().replace("_", "-")
-    if norm not in STRATEGIES:
+    if norm not in STRATEGIES:  # a bare 'sampling=topk' is an option a comma cut from its row's strategy
         hint = (": options follow a strategy after ':' (dsir:length=chunk:sampling=topk); commas separate rows"
-                if "=" in norm else f": expected one of {', '.join(STRATEGIES)}")
-        raise UserError(f"unknown strategy {name!r}{hint}")
+                if "=" in norm and ":" not in norm else f": expected one of {', '.join(STRATEGIES)}")
+        raise UserError(f"unknown strategy {str(name).strip()!r}{hint}")
     return norm
 
 

@@ -1,7 +1,8 @@
 """An experiment's selection row as a user names it (`dsir:length=chunk`, `cosine@b1`), parsed and named once: the
 experiment job, the study script, the CLI and the Runs page all read rows through here. A recipe-stage module, so
-the job's params can check a row's options at submit; whether the strategy exists is checked where strategies live
-(core.experiments.plan.strategy_models, when the job starts)."""
+the job's params check a row at submit: its strategy exists (core.recipes.selection_options.STRATEGIES) and reads
+each option given. Which encoder a strategy reads lives with the strategies (core.experiments.plan.check_rows drops an
+'@b1' that changes nothing, when the job starts)."""
 
 from __future__ import annotations
 
