@@ -640,3 +640,26 @@ def test_a_selection_option_no_strategy_reads_is_refused_at_submit(tmp_path):
         validate("select", {**base, "options": {"buckets": "many"}})
     assert validate("select", {**base, "options": {"buckets": 100}}).options == {"buckets": 100}  # kept as given
     assert SelectionOptions.parse(None) == SelectionOptions()
+
+
+def test_a_default_batch_size_and_whole_type_shares_name_the_same_selection_and_bad_shares_are_refused():
+    """mlm-ppl's own batch of 64 spelt out, or type shares written as whole numbers, are the computation left unset or
+    written as floats: one row name and one selection key. A share that is not a number was taken at submit and only
+    failed inside the job; it is refused with the option named."""
+    from core.recipes.selection_options import SelectionOptions
+    from core.recipes.strategy_row import StrategyRow
+    from core.runner.kinds import validate
+    from core.selection.strategies import Strategy, _named_options
+
+    assert _named_options(Strategy.MLM_PPL, {"batch_size": 64}) == _named_options(Strategy.MLM_PPL, {})
+    assert _named_options(Strategy.NER, {"batch_size": 64}) == {"batch_size": 64}  # not ner's default (32)
+    assert _named_options(Strategy.ENTITY_GAIN, {"type_weights": {"PER": 1}}) == \
+        _named_options(Strategy.ENTITY_GAIN, {"type_weights": {"PER": 1.0}}) == {"type_weights": {"PER": 1.0}}
+    assert StrategyRow.parse("mlm-ppl:batch_size=64").label == "mlm-ppl"
+    assert StrategyRow.parse("ner:batch_size=32").label == "ner"
+    assert SelectionOptions.parse({"batch_size": 8}).batch_for("mlm-ppl") == 8
+    assert SelectionOptions().batch_for("mlm-ppl") == 64 and SelectionOptions().batch_for("entity-gain") == 32
+    base = {"tc": "tc", "dc": "dc", "strategy": "entity-gain", "budget": 10}
+    for bad in ("many", -1, True):
+        with pytest.raises(UserError, match=f"'type_weights' maps entity types.*got {bad!r} for 'PER'"):
+            validate("select", {**base, "options": {"type_weights": {"PER": bad}}})

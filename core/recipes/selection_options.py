@@ -35,6 +35,10 @@ STRATEGIES = ("cosine", "cosine-concat", "knn", "ner", "entity-gain", "entity-ga
 SAMPLINGS = ("gumbel", "topk")
 LENGTHS = ("sum", "chunk")  # dsir's weighing of sentences of different lengths (core.lm.dsir.dsir_scores)
 SMOOTHINGS = ("add-one", "dc")  # dsir's estimate of TC's n-gram distribution (core.lm.dsir.log_ratios)
+# Sentences per forward pass when batch_size is unset: mlm-ppl masks every token of a sentence in turn, so its passes
+# are short rows of one sentence's maskings and take more of them; the NER models run 32.
+BATCH_SIZES = {"mlm-ppl": 64}
+DEFAULT_BATCH = 32
 
 
 @dataclass(frozen=True)
@@ -48,7 +52,7 @@ class SelectionOptions:
     k: int | None = None  # knn: neighbours kept per TC sentence; None: 2 * ceil(budget / |TC|) + 1
     order: int = 3  # ppl: n-gram order of TC's language model
     normalize_tc: bool = False  # cosine: average TC's unit vectors instead of its raw embeddings (the paper's)
-    batch_size: int | None = None  # ner, mlm-ppl, entity-gain: sentences per forward pass; None: 32 (mlm-ppl 64)
+    batch_size: int | None = None  # ner, mlm-ppl, entity-gain: sentences per forward pass; None: batch_for's default
     mix: float = 0.5  # entity-gain: the entity gain's share of the score, the rest is cosine to TC
     type_weights: dict[str, float] | None = None  # entity-gain: entity type shares (an experiment passes LC's);
     # None: B2's own predictions on TC
@@ -71,12 +75,20 @@ class SelectionOptions:
         for name in ("buckets", "k", "order", "batch_size"):
             if (value := getattr(self, name)) is not None and value < 1:
                 raise UserError(f"selection option {name!r} must be at least 1, got {value}")
+        for name, share in (self.type_weights or {}).items():
+            if not isinstance(share, (int, float)) or isinstance(share, bool) or share < 0:
+                raise UserError(f"selection option 'type_weights' maps entity types to their shares, numbers of 0 or "
+                                f"more ({{\"PER\": 0.5, \"LOC\": 0.5}}); got {share!r} for {name!r}")
         if self.pool < 1.0:
             raise UserError(f"selection option 'pool' is the domain pool's size in budgets (the pool x budget DC sentences "
                             f"nearest TC compete), at least 1; got {self.pool}")
         if not 0.0 <= self.mix <= 1.0:
             raise UserError(f"selection option 'mix' is the entity gain's share of the score, between 0 and 1; "
                             f"got {self.mix}")
+
+    def batch_for(self, strategy: str) -> int:
+        """Sentences per forward pass for `strategy`: the one set, else the strategy's default (BATCH_SIZES)."""
+        return self.batch_size or BATCH_SIZES.get(strategy, DEFAULT_BATCH)
 
     @classmethod
     def parse(cls, options: Mapping[str, Any] | None) -> SelectionOptions:
@@ -130,20 +142,30 @@ def check_readers(strategy: str, options: Mapping[str, Any] | None) -> None:
             raise UserError(f"selection option {name!r} is not read by {strategy} (only by {', '.join(readers)})")
 
 
-def canonical_options(options: Mapping[str, Any] | None) -> dict[str, Any]:
-    """Options as one computation names them: in the fields' order, a whole number given for a number field as a float,
-    and an option set to its default left out, so `mix=1` and `mix=1.0`, or `length=sum` and nothing, are one row.
+def canonical_options(options: Mapping[str, Any] | None, strategy: str | None = None) -> dict[str, Any]:
+    """Options as one computation names them: in the fields' order, a whole number given for a number field as a float
+    (type_weights' shares too), and an option set to its default left out, so `mix=1` and `mix=1.0`, or `length=sum`
+    and nothing, are one row. With `strategy`, a batch_size equal to its default (BATCH_SIZES) is left out as well.
 
     >>> canonical_options({"sampling": "topk", "length": "chunk", "mix": 1, "buckets": 10_000})
     {'sampling': 'topk', 'length': 'chunk', 'mix': 1.0}
+    >>> canonical_options({"batch_size": 32, "type_weights": {"PER": 1}}, "entity-gain")
+    {'type_weights': {'PER': 1.0}}
+    >>> canonical_options({"batch_size": 64}, "mlm-ppl"), canonical_options({"batch_size": 64}, "ner")
+    ({}, {'batch_size': 64})
     """
     parsed, default = SelectionOptions.parse(options), SelectionOptions()
     hints = type_hints(SelectionOptions)
     out: dict[str, Any] = {}
     for f in dataclasses.fields(SelectionOptions):
-        # type_weights=null asks for B2's own shares where an experiment would pass LC's: never left out
-        if f.name in (options or {}) and ((value := getattr(parsed, f.name)) != getattr(default, f.name)
-                                          or f.name == "type_weights"):
+        if f.name not in (options or {}):
+            continue
+        value = getattr(parsed, f.name)
+        if f.name == "type_weights":  # null asks for B2's own shares where an experiment would pass LC's: never left out
+            out[f.name] = None if value is None else {k: float(v) for k, v in value.items()}
+        elif f.name == "batch_size" and strategy is not None and value == default.batch_for(strategy):
+            continue
+        elif value != getattr(default, f.name):
             out[f.name] = float(value) if float in typing.get_args(hints[f.name]) + (hints[f.name],) and \
                 not isinstance(value, bool) else value
     return out

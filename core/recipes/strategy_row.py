@@ -63,7 +63,7 @@ class StrategyRow:
             raise UserError(f"strategy {spec!r}: the part after @ must be b1 or base")
         model = None if model == "base" else model  # the base encoder is what a row without @ reads: one name for it
         try:
-            options = canonical_options(parse_settings(items, "options"))
+            options = canonical_options(parse_settings(items, "options"), name)
             check_readers(name, options)
         except UserError as exc:
             raise UserError(f"strategy {spec!r}: {exc}") from None

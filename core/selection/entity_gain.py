@@ -90,7 +90,7 @@ def entity_gain_scores(tc: Corpus, dc: Any, ner_model: str | None, cosine: np.nd
                         "mentions TC has and DC would add")
     mix = options.mix
     model = load_ner_model(ner_model)
-    batch = options.batch_size or 32
+    batch = options.batch_for("entity-gain")
     tc_preds = predict_corpus(model, tc, batch_size=batch, progress=sub(progress, 0.0, 0.1, "NER on TC: "))
     known = {mention(p.tokens, s) for p in tc_preds for s in p.spans}
     shares = options.type_weights  # LC's type shares (an experiment passes them); else B2's own on TC

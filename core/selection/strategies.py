@@ -245,7 +245,7 @@ def _by_ner(x: _Inputs) -> _Ranking:
     for part in x.dc.batches(NER_BATCH):  # predictions of one batch at a time: memory flat in DC's size
         lo = done / n
         hi = (done + len(part)) / n
-        preds = predict_corpus(model, part, batch_size=x.options.batch_size or 32,
+        preds = predict_corpus(model, part, batch_size=x.options.batch_for(Strategy.NER.value),
                                progress=x.sub(0.05 + 0.9 * lo, 0.05 + 0.9 * hi, "NER: "))
         n_spans[done:done + len(part)] = [len(p.spans) for p in preds]
         c1[done:done + len(part)] = [p.c1 for p in preds]
@@ -316,7 +316,7 @@ def _by_mlm_ppl(x: _Inputs) -> _Ranking:
     ppl = np.empty(len(x.dc), dtype=np.float64)
     done, n = 0, len(x.dc)
     for texts in x.dc.text_batches(MLM_BATCH):
-        ppl[done:done + len(texts)] = pseudo_perplexities(texts, x.model, batch_size=x.options.batch_size or 64,
+        ppl[done:done + len(texts)] = pseudo_perplexities(texts, x.model, batch_size=x.options.batch_for(Strategy.MLM_PPL.value),
                                                           progress=x.sub(done / n, (done + len(texts)) / n))
         done += len(texts)
     return _Ranking(ppl, rank_order(ppl, higher_is_better=False))
@@ -465,7 +465,7 @@ def select(tc: Corpus | CorpusStream, dc: Corpus | CorpusStream, strategy: str |
 def _named_options(strat: Strategy, options: Mapping[str, Any]) -> dict[str, Any]:
     """The options as one computation is named (canonical_options: defaults left out, numbers as floats); for the
     entity-aware strategies an unset type_weights is B2's own shares, as null asks, so the two are one."""
-    named = canonical_options(options)
+    named = canonical_options(options, strat.value)
     if strat in ENTITY_AWARE and "type_weights" not in named:
         named = {**named, "type_weights": None}
     return named
