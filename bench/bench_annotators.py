@@ -282,10 +282,12 @@ def check_run(ws, task_id: str, browsed: list[dict]) -> dict:
         if progress.get(who, {}).get("done") != len(b["saves"]):
             progress_off += 1
             problems.append(f"{who}: progress says {progress.get(who, {}).get('done')} done, the browser saved {len(b['saves'])}")
-    # the export: items with one answer (or agreeing answers) with their tags, in task order; differing pairs left out
+    # the export: items every assigned annotator answered (or skipped), alike, with their tags, in task order;
+    # differing pairs and those still waiting for a second answer left out
     tokens = tasks.item_tokens(ws, task_id)
+    pending = Counter(q.index for b in browsed for q in tasks.queue(ws, rita, task_id, b["who"]) if q.status is None)
     expected = [(tuple(tokens[i]), tuple(tags_from_spans(next(iter(got[i].values())), len(tokens[i]))))
-                for i in tokens if i in got and len({tuple(sorted(v)) for v in got[i].values()}) == 1]
+                for i in tokens if i in got and not pending[i] and len({tuple(sorted(v)) for v in got[i].values()}) == 1]
     differing = sum(1 for i in got if len({tuple(sorted(v)) for v in got[i].values()}) > 1)
     try:
         data, report = adjudicate.export_task(ws, rita, task_id)

@@ -90,17 +90,17 @@ def test_the_first_of_two_identical_words_is_marked(paper_ws):
         page.goto(f"{url}/agreement")  # adjudication: a final span on the first paper
         sign_in(page, "rita")
         wait_for_app(page, "where annotators differ")
-        item = page.locator("[class*='st-key-agr_item_0']")
+        item = page.locator("[class*='st-key-agr_item_0_']")
         item.get_by_text("Edit the final spans").click()
-        click_token(page, "st-key-agr_tok_0", "paper ·6")  # ann's span is the draft: first clear it, then mark
-        page.locator("[class*='st-key-agr_remove_0'] button").click()
-        nothing_picked(page, "st-key-agr_tok_0")
-        click_token(page, "st-key-agr_tok_0", "paper ·2")
-        page.locator("[class*='st-key-agr_type_0'] button", has_text="PER").first.click()
+        click_token(page, "st-key-agr_tok_0_", "paper ·6")  # ann's span is the draft: first clear it, then mark
+        page.locator("[class*='st-key-agr_remove_0_'] button").click()
+        nothing_picked(page, "st-key-agr_tok_0_")
+        click_token(page, "st-key-agr_tok_0_", "paper ·2")
+        page.locator("[class*='st-key-agr_type_0_'] button", has_text="PER").first.click()
         page.wait_for_function(IDLE)
-        page.locator("[class*='st-key-agr_assign_0'] button").click()
-        nothing_picked(page, "st-key-agr_tok_0")
-        page.locator("[class*='st-key-agr_save_0'] button").click()
+        page.locator("[class*='st-key-agr_assign_0_'] button").click()
+        nothing_picked(page, "st-key-agr_tok_0_")
+        page.locator("[class*='st-key-agr_save_0_'] button").click()
         wait_for_app(page, "decided (rita)")
         from core.team import adjudicate
 

@@ -257,7 +257,7 @@ def test_task_agreement_adjudication_and_the_corpus_it_becomes(team_ws, capsys):
     with pytest.raises(AccessDenied):
         adjudicate.adjudicate(team_ws, ann, task.id, open_items[0].index, [])
     corpus, report = adjudicate.settled_corpus(team_ws, rita, task.id)
-    assert report == {"sentences": 2, "open_disagreements": 1, "unanswered": 0}
+    assert report == {"sentences": 2, "open_disagreements": 1, "awaiting_review": 0, "unanswered": 0}
     adjudicate.adjudicate(team_ws, rita, task.id, open_items[0].index, [Span(0, 1, "PER")], source="ann")
     info, report = adjudicate.import_task(team_ws, rita, task.id, "task-lc")
     assert info.sentences == 3 and info.labeled and report["open_disagreements"] == 0
@@ -265,6 +265,40 @@ def test_task_agreement_adjudication_and_the_corpus_it_becomes(team_ws, capsys):
     assert team_ws.load_corpus("task-lc").tags[0][0] == "B-PER"
     with pytest.raises(AccessDenied):
         adjudicate.import_task(team_ws, ann, task.id, "sneaky")
+
+
+def test_a_sentence_assigned_twice_is_settled_only_once_both_answered(team_ws, capsys):
+    """One answer of two is not agreement: the second annotator may differ. Such a sentence was exported (and could
+    go into LC) and then turned into a disagreement; now it waits, counted apart. A skip counts as an answer."""
+    rita, ann, bob = Actor("rita", Role.RESEARCHER), Actor("ann", Role.ANNOTATOR), Actor("bob", Role.ANNOTATOR)
+    task = tasks.create_task(team_ws, rita, "twice", ["ann", "bob"], corpus="demo-dc", n_items=2, overlap=1.0, types=["PER"])
+    first, second = (i.index for i in tasks.queue(team_ws, ann, task.id))
+    tasks.save_annotation(team_ws, ann, task.id, first, [Span(0, 1, "PER")])
+    assert adjudicate.settled_corpus(team_ws, rita, task.id)[1] == \
+        {"sentences": 0, "open_disagreements": 0, "awaiting_review": 1, "unanswered": 1}
+    with pytest.raises(UserError, match="no settled sentences yet .*1 awaiting another annotator's answer"):
+        adjudicate.export_task(team_ws, rita, task.id)
+    tasks.save_annotation(team_ws, bob, task.id, first, [])
+    assert adjudicate.settled_corpus(team_ws, rita, task.id)[1]["open_disagreements"] == 1
+    tasks.save_annotation(team_ws, ann, task.id, second, [Span(0, 1, "PER")])
+    tasks.save_annotation(team_ws, bob, task.id, second, [], status="skipped")
+    corpus, report = adjudicate.settled_corpus(team_ws, rita, task.id)
+    assert report == {"sentences": 1, "open_disagreements": 1, "awaiting_review": 0, "unanswered": 0}
+    assert corpus.fields["task_index"] == [second] and corpus.tags[0][0] == "B-PER"
+    assert main(["--workspace", str(team_ws.root), "task", "export", task.id, "--out", str(team_ws.root / "t.conll")]) == 0
+    assert "1 disagreement open, 0 awaiting another annotator's answer, 0 unanswered: left out" in capsys.readouterr().out
+
+
+def test_an_answer_or_decision_with_a_type_the_task_does_not_list_is_refused_and_nothing_stored(team_ws):
+    rita, ann = Actor("rita", Role.RESEARCHER), Actor("ann", Role.ANNOTATOR)
+    task = tasks.create_task(team_ws, rita, "per", ["ann"], corpus="demo-dc", n_items=1, overlap=0.0, types=["PER"])
+    index = tasks.queue(team_ws, ann, task.id)[0].index
+    with pytest.raises(UserError, match=r"type\(s\) '\[x\]\(http://e.example\)' are not this task's \(PER\)"):
+        tasks.save_annotation(team_ws, ann, task.id, index, [Span(0, 1, "[x](http://e.example)")])
+    with pytest.raises(UserError, match="'PRE' are not this task's"):
+        adjudicate.adjudicate(team_ws, rita, task.id, index, [Span(0, 1, "PRE")])
+    assert tasks.queue(team_ws, ann, task.id)[0].status is None and adjudicate.items(team_ws, rita, task.id)[0].version == 0
+    tasks.save_annotation(team_ws, ann, task.id, index, [], status="skipped")  # a skip carries no spans to check
 
 
 def test_every_open_disagreement_comes_before_the_decided_ones_and_a_stale_decision_is_refused(team_ws):

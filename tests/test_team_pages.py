@@ -154,3 +154,64 @@ def test_save_merged_with_next_stores_the_sentence_shown_and_ends_on_the_next_un
     assert not at.exception, [e.value for e in at.exception]
     assert any(f"Sentence {todo + 1} of" in m.value for m in at.markdown), [m.value for m in at.markdown][:3]
     assert tasks.queue(ws, ann, task.id)[0].version == items[0].version + 1  # the first sentence was stored again
+
+
+def test_the_agreement_editor_keeps_each_tasks_decision_apart(tmp_path, monkeypatch):
+    """Two tasks over one corpus share sentence indices: the editor's draft was keyed by the index alone, so task B's
+    draft stayed in the editor when the researcher switched to task A, and Save stored it over A's decision. A decision
+    of no entity ([]) opened as the first annotator's spans, so a save after any edit undid it."""
+    from core.data.corpus import Corpus
+    from core.team import adjudicate
+
+    ws = Workspace(tmp_path / "ws")
+    for name, role in (("boss", "admin"), ("rita", "researcher"), ("ann", "annotator"), ("bob", "annotator")):
+        users.add_user(ws, name, role, PASSWORD)
+    ws.save_corpus(Corpus(tokens=[["Ada", "met", "Bob", "in", "Rome"]]), "c")
+    rita, ann, bob = Actor("rita", Role.RESEARCHER), Actor("ann", Role.ANNOTATOR), Actor("bob", Role.ANNOTATOR)
+    a = tasks.create_task(ws, rita, "A", ["ann", "bob"], corpus="c", overlap=1.0, types=["PER", "LOC"])
+    tasks.save_annotation(ws, ann, a.id, 0, [Span(0, 1, "PER")])
+    tasks.save_annotation(ws, bob, a.id, 0, [])
+    adjudicate.adjudicate(ws, rita, a.id, 0, [], "bob", expected_version=0)  # "no entity" is A's final answer
+    b = tasks.create_task(ws, rita, "B", ["ann", "bob"], corpus="c", overlap=1.0, types=["PER", "LOC"])
+    tasks.save_annotation(ws, ann, b.id, 0, [Span(4, 5, "LOC")])
+    tasks.save_annotation(ws, bob, b.id, 0, [Span(2, 3, "PER"), Span(4, 5, "LOC")])
+
+    def final(task) -> list | None:
+        return adjudicate.items(ws, rita, task.id)[0].adjudicated
+
+    def draft(at: AppTest, task) -> list:
+        return at.session_state[f"agr_draft_0_{task.id}_{adjudicate.items(ws, rita, task.id)[0].version}"]
+
+    at = app_as(tmp_path / "ws", monkeypatch, "rita")
+    at.switch_page("views/agreement.py").run()
+    at.selectbox(key="agr_task").set_value(a).run()
+    assert draft(at, a) == []  # the decision as it stands, not ann's PER
+    at.selectbox(key="agr_task").set_value(b).run()
+    assert draft(at, b) == [Span(4, 5, "LOC")]  # B's first answer, not A's draft
+    save = next(w for w in at.button if w.key and w.key.startswith("agr_save_0_"))
+    save.click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert final(b) == [Span(4, 5, "LOC")] and final(a) == []
+    at.selectbox(key="agr_task").set_value(a).run()
+    save = next(w for w in at.button if w.key and w.key.startswith("agr_save_0_"))
+    save.click().run()
+    assert final(a) == [] and final(b) == [Span(4, 5, "LOC")]
+
+
+def test_a_refused_user_change_shows_why_and_an_accepted_one_takes(tmp_path, monkeypatch):
+    """The Users page reran after every change, so core's refusal (the last enabled admin cannot become an annotator)
+    was drawn and wiped at once: the click seemed to do nothing."""
+    ws = Workspace(tmp_path / "ws")
+    for name, role in (("boss", "admin"), ("ann", "annotator")):
+        users.add_user(ws, name, role, PASSWORD)
+    at = app_as(tmp_path / "ws", monkeypatch, "boss")
+    at.switch_page("views/users.py").run()
+    at.selectbox(key="users_pick").set_value("boss")
+    at.selectbox(key="users_role").set_value("annotator")
+    at.button(key="users_set_role").click().run()
+    assert any("Could not set role" in e.value and "admin" in e.value for e in at.error), [e.value for e in at.error]
+    assert users.get_user(ws, "boss").role == Role.ADMIN
+    at.selectbox(key="users_pick").set_value("ann")
+    at.selectbox(key="users_role").set_value("researcher")
+    at.button(key="users_set_role").click().run()
+    assert not at.error and users.get_user(ws, "ann").role == Role.RESEARCHER

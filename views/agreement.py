@@ -63,24 +63,31 @@ if open_items:
     st.html(legend_html(colors, gold=False))
 
 
+def slot(index: int, version: int) -> str:
+    """A sentence's editor keys: its index, the task and the decision's version, so a draft made on one task (or before
+    another researcher's decision) is never the draft of another: tasks over one corpus share sentence indices."""
+    return f"{index}_{task.id}_{version}"
+
+
 def decide(index: int, spans: list | None, source: str, version: int) -> None:
     """`version`: the decision's version as the page was drawn, so another researcher's later one is not overwritten."""
+    draft = f"agr_draft_{slot(index, version)}"
     if spans is None:  # the edited draft as it is now, not as the page was drawn
-        spans = st.session_state.get(f"agr_draft_{index}", [])
+        spans = st.session_state.get(draft, [])
     try:
         adjudicate.adjudicate(ws, me, task.id, index, spans, source, expected_version=version)
         st.session_state.pop("agr_error", None)
-        st.session_state.pop(f"agr_draft_{index}", None)  # the editor starts again from the decision just taken
+        st.session_state.pop(draft, None)  # the editor starts again from the decision just taken
     except UserError as exc:
         st.session_state["agr_error"] = str(exc)
 
 
-def edit(index: int, n: int, remove: bool) -> None:
-    key = f"agr_draft_{index}"
+def edit(index: int, version: int, n: int, remove: bool) -> None:
+    key, tok = f"agr_draft_{slot(index, version)}", f"agr_tok_{slot(index, version)}"
     try:
-        st.session_state[key] = edit_spans(st.session_state[key], st.session_state.get(f"agr_tok_{index}") or [],
-                                           st.session_state.get(f"agr_type_{index}"), n, remove=remove)
-        st.session_state[f"agr_tok_{index}"] = []
+        st.session_state[key] = edit_spans(st.session_state[key], st.session_state.get(tok) or [],
+                                           st.session_state.get(f"agr_type_{slot(index, version)}"), n, remove=remove)
+        st.session_state[tok] = []
     except UserError as exc:
         st.session_state["agr_error"] = str(exc)
 
@@ -88,38 +95,41 @@ def edit(index: int, n: int, remove: bool) -> None:
 if err := st.session_state.get("agr_error"):
     st.error(err)
 for item in open_items[:20]:
-    with st.container(border=True, key=f"agr_item_{item.index}"):
+    at = slot(item.index, item.version)
+    with st.container(border=True, key=f"agr_item_{item.index}_{task.id}"):
         done = f" · decided ({item.adjudicated_by})" if item.adjudicated is not None else ""
         st.markdown(f"**Sentence {item.index}**{done}")
         for who, spans in item.answers.items():
             c = st.columns([5, 1])
             c[0].html(f"<b>{html.escape(who)}</b>" + sentence_html(item.tokens, spans, colors))
-            c[1].button(f"Pick {who}", key=f"agr_pick_{item.index}_{who}", on_click=decide,
+            c[1].button(f"Pick {who}", key=f"agr_pick_{at}_{who}", on_click=decide,
                          args=(item.index, spans, who, item.version))
         if item.adjudicated is not None:
             st.html("<b>final</b>" + sentence_html(item.tokens, item.adjudicated, colors))
         # Keyed, its open state is kept by the server: a redraw of the page cannot close it in the middle of an edit.
-        with st.expander("Edit the final spans", key=f"agr_edit_{item.index}", on_change="rerun"):
-            key = f"agr_draft_{item.index}"
-            st.session_state.setdefault(key, list(item.adjudicated or next(iter(item.answers.values()))))
+        with st.expander("Edit the final spans", key=f"agr_edit_{item.index}_{task.id}", on_change="rerun"):
+            key = f"agr_draft_{at}"
+            # a decision of no entity ([]) is the draft as it is, not a cue to start from an annotator's answer
+            st.session_state.setdefault(key, list(item.adjudicated if item.adjudicated is not None
+                                                  else next(iter(item.answers.values()))))
             st.html(sentence_html(item.tokens, st.session_state[key], colors))
-            token_pills(item.tokens, f"agr_tok_{item.index}")
-            st.pills("Entity type", list(colors), selection_mode="single", key=f"agr_type_{item.index}")
+            token_pills(item.tokens, f"agr_tok_{at}")
+            st.pills("Entity type", list(colors), selection_mode="single", key=f"agr_type_{at}")
             b, n = st.columns(3), len(item.tokens)
-            buttons = ClickOrder([(f"agr_assign_{item.index}", edit, (item.index, n, False)),
-                                 (f"agr_remove_{item.index}", edit, (item.index, n, True)),
-                                 (f"agr_save_{item.index}", decide, (item.index, None, "edited", item.version))])
-            buttons.button(b[0], "Assign type", f"agr_assign_{item.index}")
-            buttons.button(b[1], "Remove", f"agr_remove_{item.index}")
-            buttons.button(b[2], "Save as final", f"agr_save_{item.index}", type="primary")
+            buttons = ClickOrder([(f"agr_assign_{at}", edit, (item.index, item.version, n, False)),
+                                 (f"agr_remove_{at}", edit, (item.index, item.version, n, True)),
+                                 (f"agr_save_{at}", decide, (item.index, None, "edited", item.version))])
+            buttons.button(b[0], "Assign type", f"agr_assign_{at}")
+            buttons.button(b[1], "Remove", f"agr_remove_{at}")
+            buttons.button(b[2], "Save as final", f"agr_save_{at}", type="primary")
 if len(open_items) > 20:
     st.caption(f"The first 20 of {len(open_items)} are shown, those still to decide first: each one decided makes "
                "room for the next.")
 
 st.subheader("Use the settled sentences")
 corpus, report = adjudicate.settled_corpus(ws, me, task.id)
-st.caption(f"{report['sentences']} settled (agreed, single-annotator or adjudicated) · {report['open_disagreements']} "
-           f"disagreements open · {report['unanswered']} unanswered: only settled sentences are exported.")
+st.caption(f"{report['sentences']} settled (every annotator answered and agreed, or adjudicated) · "
+           f"{adjudicate.left_out(report).replace(', ', ' · ')}: only settled sentences are exported.")
 if len(corpus):
     data = run_guarded(lambda: adjudicate.export_task(ws, me, task.id)[0])
     if data:

@@ -38,18 +38,14 @@ if people:
         who = st.selectbox("User", [u.name for u in people], key="users_pick")
         c = st.columns(4)
         new_role = c[0].selectbox("Role", [r.value for r in Role], key="users_role")
-        if c[0].button("Set role", key="users_set_role"):
-            run_guarded(lambda: users.set_role(ws, who, new_role, actor=me))
-            st.rerun()
-        if c[1].button("Disable", key="users_disable"):
-            run_guarded(lambda: users.set_disabled(ws, who, True, actor=me))
-            st.rerun()
-        if c[2].button("Enable", key="users_enable"):
-            run_guarded(lambda: users.set_disabled(ws, who, False, actor=me))
-            st.rerun()
-        if c[3].button("Unlock", key="users_unlock"):
-            run_guarded(lambda: users.unlock(ws, who, actor=me))
-            st.rerun()
+        changes = ((c[0], "Set role", "users_set_role", lambda: users.set_role(ws, who, new_role, actor=me)),
+                   (c[1], "Disable", "users_disable", lambda: users.set_disabled(ws, who, True, actor=me)),
+                   (c[2], "Enable", "users_enable", lambda: users.set_disabled(ws, who, False, actor=me)),
+                   (c[3], "Unlock", "users_unlock", lambda: users.unlock(ws, who, actor=me)))
+        for where, label, key, change in changes:
+            # a refused change keeps its error on the page: a rerun would wipe it and the click seem to do nothing
+            if where.button(label, key=key) and run_guarded(change, f"Could not {label.lower()}") is not None:
+                st.rerun()
 
 st.subheader("Audit log")
 log = read_audit(ws, 200, actor=me)

@@ -302,12 +302,11 @@ def cmd_task_adjudicate(args: argparse.Namespace) -> int:
 
 
 def cmd_task_export(args: argparse.Namespace) -> int:
-    from core.team.adjudicate import export_task
+    from core.team.adjudicate import export_task, left_out
 
     data, report = export_task(_ws(args), LOCAL, args.task)
     Path(args.out).write_bytes(data)
-    print(f"wrote {report['sentences']} settled sentences to {args.out} ({report['open_disagreements']} disagreements "
-          f"still open, {report['unanswered']} unanswered: left out)")
+    print(f"wrote {report['sentences']} settled sentences to {args.out} ({left_out(report)}: left out)")
     return 0
 
 

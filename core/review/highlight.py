@@ -134,13 +134,16 @@ def query_hits(tokens: Sequence[str], query: str) -> set[int]:
 
     >>> sorted(query_hits(["New", "York", "is", "big"], "york is"))
     [1, 2]
+    >>> sorted(query_hits(["İZMİR", "VE", "ANKARA"], "ve"))  # 'İ'.lower() is two characters: bounds from lowered tokens
+    [1]
     """
     q = query.strip().lower()
     if not q:
         return set()
-    text = " ".join(tokens).lower()
+    lowered = [t.lower() for t in tokens]  # lowered joined equals joined lowered: lowering maps each character alone
+    text = " ".join(lowered)
     bounds, pos = [], 0
-    for t in tokens:
+    for t in lowered:
         bounds.append((pos, pos + len(t)))
         pos += len(t) + 1
     found: set[int] = set()

@@ -15,9 +15,10 @@ from core.data.tags import Span, tags_from_spans
 from core.data.workspace import CorpusInfo, Workspace
 from core.errors import UserError
 from core.review.store import check_spans
+from core.tables import count
 from core.team.agreement import task_agreement
 from core.team.db import audit
-from core.team.tasks import answers, get_task, item_tokens
+from core.team.tasks import answers, check_task_types, get_task, item_tokens
 
 
 @dataclass
@@ -28,6 +29,7 @@ class Item:
     adjudicated: list[Span] | None  # a researcher's decision, if any
     adjudicated_by: str = ""
     version: int = 0  # of the decision (0: none yet): what a researcher saw, checked when they decide
+    waiting: int = 0  # annotators it is assigned to who have neither answered nor skipped it yet
 
     @property
     def agreed(self) -> bool:
@@ -36,10 +38,11 @@ class Item:
 
     @property
     def final(self) -> list[Span] | None:
-        """The adjudicated spans, else the agreed ones, else None (still open)."""
+        """The adjudicated spans, else the agreed ones once every annotator it is assigned to has answered or skipped
+        it (one answer of two is not agreement: the second may differ), else None (still open)."""
         if self.adjudicated is not None:
             return self.adjudicated
-        return next(iter(self.answers.values())) if self.answers and self.agreed else None
+        return next(iter(self.answers.values())) if self.answers and self.agreed and not self.waiting else None
 
 
 def items(ws: Workspace, actor: Actor, task_id: str) -> list[Item]:
@@ -49,12 +52,16 @@ def items(ws: Workspace, actor: Actor, task_id: str) -> list[Item]:
     try:
         decided = {r["idx"]: (spans_from_json(r["spans"]), r["by"], r["version"])
                    for r in con.execute("SELECT idx, spans, by, version FROM adjudications WHERE task_id = ?", (task_id,))}
+        waiting = {r["idx"]: r["n"] for r in con.execute(
+            "SELECT s.idx, COUNT(*) AS n FROM assignments s LEFT JOIN annotations a ON a.task_id = s.task_id "
+            "AND a.idx = s.idx AND a.annotator = s.annotator WHERE s.task_id = ? AND a.status IS NULL GROUP BY s.idx",
+            (task_id,))}
     finally:
         con.close()
     out = []
     for idx, tokens in item_tokens(ws, task_id).items():
         spans, by, version = decided.get(idx, (None, "", 0))
-        out.append(Item(idx, tokens, got.get(idx, {}), spans, by, version))
+        out.append(Item(idx, tokens, got.get(idx, {}), spans, by, version, waiting.get(idx, 0)))
     return out
 
 
@@ -75,11 +82,12 @@ def adjudicate(ws: Workspace, actor: Actor, task_id: str, index: int, spans: Seq
     `expected_version`: the decision's version the researcher saw (`Item.version`, 0: none); a decision saved by
     someone else since raises AdjudicationConflict instead of being overwritten. None overwrites on purpose."""
     require(actor, "adjudicate")
-    get_task(ws, task_id)
+    task = get_task(ws, task_id)
     tokens = item_tokens(ws, task_id)
     if index not in tokens:
         raise UserError(f"task {task_id} has no sentence {index}")
     spans = check_spans(list(spans), len(tokens[index]))
+    check_task_types(task, index, spans)
     with transaction(ws) as con:
         try:
             _, version = next_version(con, "adjudications", {"task_id": task_id, "idx": int(index)}, expected_version)
@@ -97,22 +105,34 @@ def adjudicate(ws: Workspace, actor: Actor, task_id: str, index: int, spans: Seq
 
 
 def settled_corpus(ws: Workspace, actor: Actor, task_id: str) -> tuple[Corpus, dict[str, int]]:
-    """The items with final spans as a labeled corpus, and counts of what was left out and why."""
+    """The items with final spans as a labeled corpus, and counts of what was left out and why: disagreements still to
+    decide, sentences whose answers so far agree but wait for another annotator's, and sentences nobody answered."""
     all_items = items(ws, actor, task_id)
     done = [i for i in all_items if i.final is not None]
-    report = {"sentences": len(done), "open_disagreements": sum(1 for i in all_items if i.answers and i.final is None),
+    report = {"sentences": len(done),
+              "open_disagreements": sum(1 for i in all_items if i.answers and not i.agreed and i.adjudicated is None),
+              "awaiting_review": sum(1 for i in all_items if i.answers and i.agreed and i.final is None),
               "unanswered": sum(1 for i in all_items if not i.answers and i.adjudicated is None)}
     corpus = Corpus(tokens=[i.tokens for i in done], tags=[tags_from_spans(i.final, len(i.tokens)) for i in done],
                     fields={"task_index": [i.index for i in done]}, name=f"task-{task_id}")
     return corpus, report
 
 
+def left_out(report: dict[str, int]) -> str:
+    """What settled_corpus left out, in words.
+
+    >>> left_out({"open_disagreements": 1, "awaiting_review": 2, "unanswered": 0})
+    "1 disagreement open, 2 awaiting another annotator's answer, 0 unanswered"
+    """
+    return (f"{count(report['open_disagreements'], 'disagreement')} open, {report['awaiting_review']:,} awaiting another "
+            f"annotator's answer, {report['unanswered']:,} unanswered")
+
+
 def export_task(ws: Workspace, actor: Actor, task_id: str, fmt: str = "conll") -> tuple[bytes, dict[str, int]]:
     require(actor, "adjudicate")
     corpus, report = settled_corpus(ws, actor, task_id)
     if not len(corpus):
-        raise UserError(f"task {task_id} has no settled sentences yet ({report['open_disagreements']} disagreements open, "
-                        f"{report['unanswered']} unanswered)")
+        raise UserError(f"task {task_id} has no settled sentences yet ({left_out(report)})")
     return corpus_bytes(corpus, fmt), report
 
 
@@ -122,14 +142,13 @@ def import_task(ws: Workspace, actor: Actor, task_id: str, name: str, role: str 
     task = get_task(ws, task_id)
     corpus, report = settled_corpus(ws, actor, task_id)
     if not len(corpus):
-        raise UserError(f"task {task_id} has no settled sentences yet ({report['open_disagreements']} disagreements open, "
-                        f"{report['unanswered']} unanswered)")
+        raise UserError(f"task {task_id} has no settled sentences yet ({left_out(report)})")
     agree = task_agreement(ws, actor, task_id)
     kappa = "-" if agree["kappa_token"] is None else f"{agree['kappa_token']:.3f} (BIO {agree['kappa_bio']:.3f})"
     f1 = "-" if agree["f1_exact"] is None else f"{agree['f1_exact']:.3f}"
     source = (f"review task {task.id} ({task.name}) over {task.source}; annotators {', '.join(task.annotators)}; "
               f"agreement on {agree['sentences']} sentences: F1 exact {f1}, token kappa {kappa}; "
-              f"{report['sentences']} settled sentences ({report['open_disagreements']} disagreements left out)")
+              f"{report['sentences']} settled sentences ({left_out(report)} left out)")
     info = ws.save_corpus(corpus, name, role=role, source=source, actor=actor)
     con = connect(ws)
     try:

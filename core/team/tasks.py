@@ -253,13 +253,21 @@ def queue(ws: Workspace, actor: Actor, task_id: str, annotator: str | None = Non
                       spans_from_json(r["spans"]) if r["spans"] else [], r["version"] or 0, r["n"]) for r in rows]
 
 
+def check_task_types(task: Task, index: int, spans: Sequence[Span]) -> None:
+    """Refuse a span whose type the task does not list: the queue offers only the task's types, and a type from
+    elsewhere (a typo at the CLI, a hand-made request) would enter agreement and the exported corpus."""
+    if other := sorted({s.type for s in spans} - set(task.types)):
+        raise UserError(f"sentence {index} of task {task.id}: type(s) {', '.join(map(repr, other))} are not this task's "
+                        f"({', '.join(task.types)})")
+
+
 def save_annotation(ws: Workspace, actor: Actor, task_id: str, index: int, spans: Sequence[Span], status: str = "done",
                     expected_version: int = 0) -> QueueItem:
     """The actor's answer for one item of their queue. `expected_version` is the version they saw (0: none yet)."""
     require(actor, "review")
     if status not in ITEM_STATES:
         raise UserError(f"status {status!r}: expected one of {', '.join(ITEM_STATES)}")
-    get_task(ws, task_id)  # a clear message for a task deleted meanwhile
+    task = get_task(ws, task_id)  # a clear message for a task deleted meanwhile
     with transaction(ws) as con:
         item = con.execute("SELECT tokens, suggested FROM task_items WHERE task_id = ? AND idx = ?", (task_id, index)).fetchone()
         mine = con.execute("SELECT 1 FROM assignments WHERE task_id = ? AND idx = ? AND annotator = ?",
@@ -267,6 +275,7 @@ def save_annotation(ws: Workspace, actor: Actor, task_id: str, index: int, spans
         if item is None or mine is None:
             raise AccessDenied(f"sentence {index} of task {task_id} is not in {actor.name}'s queue")
         spans = check_spans(list(spans), len(json.loads(item["tokens"]))) if status == "done" else []
+        check_task_types(task, index, spans)
         try:
             _, version = next_version(con, "annotations", {"task_id": task_id, "idx": index, "annotator": actor.name},
                                       expected_version)
