@@ -171,11 +171,12 @@ def domain_sentence(result: dict[str, Any], entries: list[dict[str, Any]]) -> st
 
 def compare_block(path: Path) -> str:
     """The 25 (source, target) pairs: gain over no pretraining with Holm over the pairs, and each measure's r."""
-    from core.experiments.statistics import holm
+    from core.experiments.statistics import MIN_CLAIM_SEEDS, holm
 
     data = load(path)
     points = data["points"]
     adjusted = holm([p["gain_p"] for p in points])
+    claims = len(data["seeds"]) >= MIN_CLAIM_SEEDS  # README's rule: no star below 3 seeds, whatever the p
     targets = sorted({p["target"] for p in points})
     sources = sorted({p["source"] for p in points})
     cell = {(p["target"], p["source"]): (p, a) for p, a in zip(points, adjusted)}
@@ -186,11 +187,13 @@ def compare_block(path: Path) -> str:
         row = []
         for s in sources:
             p, a = cell[(t, s)]
-            text = f"{pp(p['gain'])} [{pp(p['gain_ci'][0])}, {pp(p['gain_ci'][1])}]" + (" *" if a < 0.05 else "")
+            text = f"{pp(p['gain'])} [{pp(p['gain_ci'][0])}, {pp(p['gain_ci'][1])}]" + (" *" if claims and a < 0.05 else "")
             row.append(f"**{text}**" if p["in_domain"] else text)
         base = next(p for (tt, _), (p, _) in cell.items() if tt == t)["baseline_f1"]
         lines.append(f"| {short[t]} | " + " | ".join(row) + f" | {100 * base:.2f} |")
-    lines += ["", f"Seeds {data['seeds']}, preset {data['preset']}; * Holm-adjusted p < 0.05 over the {len(points)} pairs; "
+    star = (f"* Holm-adjusted p < 0.05 over the {len(points)} pairs" if claims else
+            f"no star: a claim needs {MIN_CLAIM_SEEDS} seeds or more, whatever the p (Holm over the {len(points)} pairs)")
+    lines += ["", f"Seeds {data['seeds']}, preset {data['preset']}; {star}; "
               "bold: the target's own text as source. Source: "
               f"`{path.relative_to(ROOT)}`.", "",
               "| measure | r [95% CI] | p | Spearman ρ | r within targets [95% CI] | r without in-domain |", "|---|---|---|---|---|---|"]

@@ -61,3 +61,18 @@ def test_the_ablation_table_is_made_from_every_study_json_and_plan_here():
     made = report.generated_files()
     assert set(made) == {report.RESULTS / "ablation.md", report.RESULTS / "ablation.json"}
     assert all(path.read_text("utf-8") == text for path, text in made.items())
+
+
+def test_the_compare_table_stars_a_pair_only_with_three_seeds_or_more(tmp_path, monkeypatch):
+    """README's rule, no star below 3 seeds, held in every table but the compare one, which starred on p alone."""
+    import json
+
+    data = json.loads((ROOT / "docs/results/crossner-compare-pooled-study.json").read_text("utf-8"))
+    data["points"][0]["gain_p"] = 1e-6  # a pair far below 0.05 after Holm over the 25
+    monkeypatch.setattr(report, "ROOT", tmp_path)  # the table names its source relative to the project
+    for seeds, starred in (([1, 2], False), ([1, 2, 3], True)):
+        path = tmp_path / f"compare-{len(seeds)}.json"
+        path.write_text(json.dumps({**data, "seeds": seeds}), "utf-8")
+        table = report.compare_block(path).split("\n\n")[0]
+        assert ("] *" in table) == starred, table  # a star follows the interval (bold cells start with "**")
+        assert ("a claim needs 3 seeds" in report.compare_block(path)) != starred
