@@ -18,7 +18,7 @@ from core.data.workspace import Workspace, default_root, folder_state
 from core.errors import UserError
 from core.runner import jobs
 from core.runner.jobview import LIST_POLL_S, active_ids, ended_since, running_summary
-from ui import ACTOR_KEY, WS_KEY, actor, run_guarded
+from ui import ACTOR_KEY, WS_KEY, actor, run_guarded, show_error
 from ui_auth import sidebar_account, sign_in_page, signed_in
 
 st.set_page_config(page_title="NER pretraining data selection", page_icon="🔎", layout="wide")
@@ -83,7 +83,7 @@ def ask_to_create(pending: str) -> None:
     what = "does not exist" if folder_state(pending) == "missing" else "is not a workspace"
     st.warning(f"`{pending}` {what}. Create a workspace there?")
     if err := st.session_state.pop("ws_create_error", None):
-        st.error(f"Cannot use this folder: {err}")
+        show_error(f"Cannot use this folder: {err}")
     c = st.columns(2)
     c[0].button("Create, empty", key="ws_create_empty", on_click=_create, args=(pending, False))
     c[1].button("Create with the demo", key="ws_create_demo", on_click=_create, args=(pending, True))
@@ -113,7 +113,7 @@ def sidebar_workspace(team: bool) -> None:
             _prepare(root, demo=root == home or root in st.session_state.get("ws_with_demo", ()))
             ws = Workspace(st.session_state[WS_KEY])
         except (UserError, OSError) as exc:
-            st.error(f"Cannot use this workspace: {exc}")
+            show_error(f"Cannot use this workspace: {exc}")
             st.session_state[WS_KEY] = home
             _prepare(home)
             ws = Workspace(home)

@@ -15,6 +15,7 @@ import streamlit as st
 from core.access import LOCAL, Actor
 from core.data import selection_store
 from core.data.selection import SelectionMeta
+from core.data.showtext import markdown_literal
 from core.data.workspace import CorpusRole, Workspace
 from core.errors import UserError
 from core.review import predictions
@@ -79,6 +80,12 @@ def _corpus_label(ws: Workspace, name: str) -> str:
     return f"{name}{role} · {count(info.sentences, 'sentence')}"
 
 
+def show_error(text: str) -> None:
+    """An error box whose text is shown as itself: messages quote file lines, names and job errors, so a line holding
+    `![x](https://host/t.png)` or `:red[...]` must not load an image or restyle the page (core.data.showtext)."""
+    st.error(markdown_literal(text))
+
+
 def run_guarded(fn: Callable[[], Any], what: str = "", before_error: Callable[[], Any] | None = None) -> Any:
     """Call `fn`; show a user mistake as an error box instead of a traceback (`before_error`: clear what the
     attempt drew, e.g. its progress bar)."""
@@ -87,7 +94,7 @@ def run_guarded(fn: Callable[[], Any], what: str = "", before_error: Callable[[]
     except UserError as exc:
         if before_error is not None:
             before_error()
-        st.error(f"{what + ': ' if what else ''}{exc}")
+        show_error(f"{what + ': ' if what else ''}{exc}")
         return None
 
 
@@ -161,7 +168,7 @@ def job_status(job: jobstore.Job, on_done: Callable[[jobstore.Job], None] | None
             if on_done is not None:
                 on_done(current)
         else:
-            st.error(f"{label}: {current.error or current.message}")
+            show_error(f"{label}: {current.error or current.message}")
             with st.expander("Log"):
                 st.code(current.log_tail(60) or "(empty)")
 

@@ -17,7 +17,7 @@ from core.recipes.duration import format_clock
 from core.runner import jobs, jobstore
 from core.runner.jobview import describe_job, device_text, job_charts, status_text
 from core.train.checkpoint_pick import mlm_snapshots
-from ui import actor, corpus_picker, run_guarded, slow_down_polling, submit_job
+from ui import actor, corpus_picker, run_guarded, show_error, slow_down_polling, submit_job
 
 
 def show_launched(job: jobstore.Job | None) -> None:
@@ -39,7 +39,7 @@ def job_detail(ws: Workspace, job_id: str, interval: float | None) -> None:
     said = status_text(job, jobs.list_jobs(ws))
     st.progress(job.progress, text=" · ".join([said, format_clock(job.elapsed)] + ([job.message] if job.message not in ("", said) else [])))
     if job.error:
-        st.error(job.error)
+        show_error(job.error)
     b = st.columns(6)
     # each action through the error box: the job may have ended, been resumed or deleted from elsewhere meanwhile
     if job.active and b[0].button("Cancel", key=f"cancel_{job.id}"):

@@ -43,7 +43,7 @@ def coverage_panel(ws: Workspace, view_key: str) -> None:
                                             for c in ("entity words %", "mentions %", "TC's gap closed %")})
                 for words in cov.added_examples.values():
                     if words:
-                        st.caption(f"Adds, most frequent first: {', '.join(words)}")
+                        st.caption(f"Adds, most frequent first: {markdown_literal(', '.join(words))}")
                 types = cov.type_frame()
                 st.dataframe(types, key="sel_cov_types",
                              column_config={c: st.column_config.NumberColumn(format="%.1f") for c in types.columns})
@@ -102,4 +102,5 @@ def why_panel(ws: Workspace, sel: Selection, view_key: str) -> None:
                 c[1].dataframe(pd.DataFrame(why["dsir"]["ngrams"]), hide_index=True, key="sel_why_ngrams")
                 if "entity_words_added" in why:
                     words = why["entity_words_added"]["words"]
-                    st.caption(f"Entity words of {why_labeled} it holds that TC lacks: {', '.join(words) or '(none)'}")
+                    st.caption(f"Entity words of {markdown_literal(str(why_labeled))} it holds that TC lacks: "
+                               f"{markdown_literal(', '.join(words)) or '(none)'}")

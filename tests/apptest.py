@@ -20,3 +20,10 @@ def open_app(workspace: str | Path, monkeypatch, page: str | None = None) -> App
         at.run()
         assert not at.exception, [e.value for e in at.exception]
     return at
+
+
+def shown(element) -> str:
+    """An AppTest element's text as the user reads it: error boxes escape Markdown (ui.show_error), so '\\.' is '.'."""
+    import re
+
+    return re.sub(r"\\(.)", r"\1", str(element.value))

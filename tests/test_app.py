@@ -78,3 +78,24 @@ def test_the_path_import_form_passes_format_and_overwrite_to_the_job(demo_ws, mo
     assert jobs.wait(ws, job.id, timeout=120).status == "done"
     info = ws.corpus_info("forced-text")
     assert (info.sentences, info.labeled) == (2, False)
+
+
+def test_an_error_quoting_a_file_line_shows_the_line_as_text_not_markdown():
+    """A message quotes the bad line of a file; a line holding Markdown loaded a remote image or restyled the box."""
+    from streamlit.testing.v1 import AppTest
+
+    def page() -> None:
+        from core.errors import UserError
+        from ui import run_guarded
+
+        def fail() -> None:
+            raise UserError("bad.conll:2: expected 'TOKEN<TAB>TAG', got '![t](http://evil.example/p.png) :red[**BIG**]'")
+
+        run_guarded(fail, "Could not import")
+
+    at = AppTest.from_function(page, default_timeout=60).run()
+    raw = at.error[0].value
+    assert "![t](" not in raw and ":red[" not in raw and "\\!\\[t\\]" in raw
+    from tests.apptest import shown
+
+    assert shown(at.error[0]).endswith("got '![t](http://evil.example/p.png) :red[**BIG**]'")

@@ -47,6 +47,24 @@ def test_jsonl_text_and_tokens_keep_extra_fields(tmp_path):
     assert c.tags == [["B-LOC", "I-LOC"]]
 
 
+def test_a_token_that_is_empty_or_holds_a_space_is_refused_in_every_record_format(tmp_path):
+    """CoNLL refused "New York" as one token; JSONL, CSV and Parquet took it (and ""), then wrote CoNLL that the
+    project could not read back."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    good = {"tokens": ["Paris", "is"], "tags": ["B-LOC", "O"]}
+    for bad, said in ((["New York", "is"], "token 1 ('New York') is more than one word"), (["Paris", ""], "token 2 ('') is empty")):
+        row = {"tokens": bad, "tags": ["B-LOC", "O"]}
+        path = write(tmp_path, "t.jsonl", json.dumps(good) + "\n" + json.dumps(row) + "\n")
+        with pytest.raises(CorpusError, match=f"t.jsonl:2: {said.replace('(', '.').replace(')', '.')}"):
+            read_corpus(path)
+        pq.write_table(pa.table({"tokens": [good["tokens"], bad], "tags": [good["tags"], row["tags"]]}), tmp_path / "t.parquet")
+        with pytest.raises(CorpusError, match="t.parquet:2: token"):
+            read_corpus(tmp_path / "t.parquet")
+    assert read_corpus(write(tmp_path, "ok.jsonl", json.dumps({"text": "New York  is"}))).tokens == [["New", "York", "is"]]
+
+
 def test_csv_and_parquet_round_trip(tmp_path):
     c = Corpus(tokens=[["a", "b"], ["c"]], tags=[["B-X", "I-X"], ["O"]], fields={"domain": ["d1", "d2"]})
     for fmt in ("csv", "parquet", "jsonl"):

@@ -485,6 +485,30 @@ def test_selection_job_runs_on_workspace_corpora(tmp_path):
         jobs.run_inline(ws, "select", {"tc": "tc", "dc": "dc", "strategy": "random", "budget": -1})
 
 
+def test_a_selection_made_from_a_role_reads_the_corpus_it_was_made_on_after_the_role_moves(tmp_path):
+    """A selection made with `--dc dc` recorded the role, so once the role moved to another corpus self-training,
+    Inspect and Explain read that corpus's rows at the selection's indices. It now records the corpus the role named,
+    and a reader whose corpus changed under the recorded name says so instead of reading other rows."""
+    from core.data.selection_store import selection_dc, selection_meta
+    from core.runner import jobs
+    from core.selection.explain import explain_sentence
+
+    ws = Workspace(tmp_path / "ws")
+    ws.save_corpus(corpus(["t a", "t b"], ["x", "x"]), "tc", role="tc")
+    ws.save_corpus(corpus([f"first {i}" for i in range(20)]), "dc1", role="dc")
+    ws.save_corpus(corpus([f"second {i}" for i in range(20)]), "dc2")
+    result = jobs.run_inline(ws, "select", {"tc": "tc", "dc": "dc", "strategy": "random", "budget": 5, "seed": 1})
+    meta = selection_meta(ws, result["key"])
+    assert (meta.tc_name, meta.dc_name) == ("tc", "dc1") and [m.key for m in list_selections(ws, in_workspace=True)] == [meta.key]
+    ws.set_role("dc2", "dc")
+    assert selection_dc(ws, meta) == "dc1"
+    index = int(load_selection(ws, meta.key).indices[0])
+    assert explain_sentence(ws, meta.key, index, labeled=None)["text"].startswith("first")
+    meta.dc_name = "dc"  # as selections were recorded before: by the role, which dc2 holds now
+    with pytest.raises(UserError, match="holds other sentences now .*the role moved to it.*make the selection again"):
+        selection_dc(ws, meta)
+
+
 def test_ranking_table_reads_dc_texts_when_dc_was_named_by_its_role(tmp_path):
     from core.runner import jobs
     from core.selection.compare import ranking_table

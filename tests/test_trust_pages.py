@@ -11,7 +11,7 @@ from core.data.stream import open_corpus_stream
 from core.data.workspace import Workspace
 from core.runner import jobs, jobstore
 from core.selection.strategies import select
-from tests.apptest import open_app
+from tests.apptest import open_app, shown
 
 
 @pytest.fixture(scope="module")
@@ -89,7 +89,7 @@ def test_results_page_pools_compare_sources_results_of_several_targets(trust_ws,
     assert sorted(picked) == [1, 2]  # newest first: the demo run (0), then b (1), the newer a (2), the older a (3)
     other = 0
     at.multiselect(key="pool_pick").select(other).run()  # a third result of another recipe: refused, said in words
-    assert not at.exception and any("different recipes" in e.value for e in at.error)
+    assert not at.exception and any("different recipes" in shown(e) for e in at.error)
     # the CLI pools the same comparisons from the workspace, saying which
     from core.cli import main
 

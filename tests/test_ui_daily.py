@@ -76,6 +76,25 @@ def test_corpora_browser_searches_filters_and_pages(small_ws, monkeypatch):
     assert not at.exception and any("Page 2 of" in c.value for c in at.caption)
 
 
+def test_every_value_the_field_filter_offers_finds_its_rows(tmp_path):
+    """Booleans and whole floats were offered as Python writes them ('True', '1.0') and matched as Arrow casts them
+    ('true', '1'): picking one showed no row."""
+    import json
+
+    from core.data.browse import browse_corpus, filter_fields
+
+    src = tmp_path / "f.jsonl"
+    rows = [{"text": "a b", "gold": True, "w": 1.0}, {"text": "c d", "gold": False, "w": 2.5},
+            {"text": "e f", "gold": True, "w": 1.0}]
+    src.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    ws = Workspace(tmp_path / "ws")
+    ws.import_corpus(src, name="f")
+    fields = filter_fields(ws, "f")
+    for field in ("gold", "w"):
+        counts = {v: browse_corpus(ws, "f", field=field, values=[v]).matches for v in fields[field]}
+        assert sum(counts.values()) == 3 and all(counts.values()), (field, counts)
+
+
 # --------------------------------------------------------------------------- Runs
 
 

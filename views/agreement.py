@@ -14,7 +14,7 @@ from core.review.predictions import edit_spans
 from core.tables import count
 from core.team import adjudicate, tasks
 from core.team.agreement import task_agreement
-from ui import actor, get_workspace, run_guarded
+from ui import actor, get_workspace, run_guarded, show_error
 from ui_review import ClickOrder, token_pills
 
 
@@ -93,7 +93,7 @@ def edit(index: int, version: int, n: int, remove: bool) -> None:
 
 
 if err := st.session_state.get("agr_error"):
-    st.error(err)
+    show_error(err)
 for item in open_items[:20]:
     at = slot(item.index, item.version)
     with st.container(border=True, key=f"agr_item_{item.index}_{task.id}"):

@@ -22,6 +22,7 @@ from ui import (
     predictions_ready,
     restore_from_url,
     run_guarded,
+    show_error,
     source_picker,
 )
 from ui_review import ClickOrder, chosen_type, export_panel, token_pills, type_picker
@@ -226,7 +227,7 @@ def span_editor(req: predictions.PredictionRequest, row: dict, types: list, colo
             c[0].caption("No entity types in this corpus yet: type a new one.")
         c[1].text_input("or a new type", key=f"insp_newtype_{i}", placeholder="e.g. band")
         if err := st.session_state.get("insp_edit_error"):
-            st.error(err)
+            show_error(err)
         b = st.columns([1, 1, 1.5, 1, 2])
         buttons = ClickOrder([(f"insp_assign_{i}", edit_draft, (i, len(tokens), False)),
                              (f"insp_remove_{i}", edit_draft, (i, len(tokens), True)),

@@ -13,7 +13,7 @@ from core.errors import UserError
 from core.review.highlight import legend_html, page_css, sentence_html, type_colors
 from core.review.predictions import edit_spans
 from core.team import tasks
-from ui import actor, get_workspace
+from ui import actor, get_workspace, show_error
 from ui_review import ClickOrder, chosen_type, token_pills, type_picker
 
 st.title("My review queue")
@@ -116,7 +116,7 @@ with st.container(border=True, key="q_card"):
     else:
         st.caption("This task names no entity types: ask its researcher.")
     if err := st.session_state.get("q_error"):
-        st.error(err)
+        show_error(err)
     b = st.columns([1.2, 1, 1.5, 1, 1, 1])
     buttons.button(b[0], "Assign type", "q_assign", disabled=not types)
     buttons.button(b[1], "Remove", "q_remove")

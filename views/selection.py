@@ -9,6 +9,7 @@ import streamlit as st
 
 from core.data.selection import EXPORT_FORMATS
 from core.data.selection_store import list_selections, load_selection
+from core.data.showtext import markdown_literal
 from core.data.workspace import CorpusRole
 from core.errors import UserError
 from core.recipes.budget import Budget
@@ -147,7 +148,7 @@ if "domain_precision" in summary:
 else:
     m[2].caption("Domain precision needs a `domain` field in DC and a target domain.")
 for note in sel.notes:
-    st.info(note)
+    st.info(markdown_literal(note))
 
 
 coverage_panel(ws, view_key)

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from core.data.atomic import json_default, plain_json
 from core.data.corpus import Corpus, write_corpus
-from core.data.selection_store import selected_indices, selection_meta
+from core.data.selection_store import selected_indices, selection_dc, selection_meta
 from core.data.tags import spans_from_tags
 from core.errors import UserError
 from core.progress import Progress, sub
@@ -210,7 +210,7 @@ def selftrain_job(params: SelftrainParams, ctx: JobContext) -> dict[str, Any]:
         raise UserError("self-training needs unlabeled sentences: a corpus (unlabeled) or a saved selection")
     if params.selection:  # the sentences a saved selection picked from its DC, through the selection store
         meta = selection_meta(ws, params.selection)
-        unlabeled = ws.resolve_corpus(meta.dc_name or "dc").subset(sorted(selected_indices(ws, params.selection)))
+        unlabeled = ws.resolve_corpus(selection_dc(ws, meta)).subset(sorted(selected_indices(ws, params.selection)))
     else:
         unlabeled = ws.resolve_corpus(params.unlabeled)
     test = ws.resolve_corpus(params.test) if params.test else None

@@ -38,10 +38,16 @@ def filter_fields(ws: Workspace, name: str) -> dict[str, list[str]]:
         column = table.column(field)
         if pa.types.is_list(column.type) or pa.types.is_struct(column.type):
             continue
-        values = pc.unique(column)
+        values = pc.unique(_as_text(column))
         if len(values) <= MAX_FILTER_VALUES:
-            out[field] = sorted(str(v) for v in values.to_pylist() if v is not None)
+            out[field] = sorted(v for v in values.to_pylist() if v is not None)
     return out
+
+
+def _as_text(column: pa.ChunkedArray) -> pa.ChunkedArray:
+    """A field's values as the filter offers and matches them: one spelling for both sides (Arrow's 'true' and '1',
+    where Python's str gives 'True' and '1.0', so a value offered from one never matched the other)."""
+    return pc.cast(column, pa.string())
 
 
 def browse_corpus(ws: Workspace, name: str, query: str = "", field: str | None = None, values: list[str] | None = None,
@@ -60,7 +66,7 @@ def browse_corpus(ws: Workspace, name: str, query: str = "", field: str | None =
         if field not in table.column_names:
             raise UserError(f"corpus {name!r} has no field {field!r}: its fields are "
                             f"{', '.join(c for c in table.column_names if c not in ('tokens', 'tags')) or 'none'}")
-        wanted = pc.is_in(pc.cast(table.column(field), pa.string()), value_set=pa.array([str(v) for v in values]))
+        wanted = pc.is_in(_as_text(table.column(field)), value_set=pa.array([str(v) for v in values]))
         keep = wanted if keep is None else pc.and_(keep, wanted)
     index = pa.array(range(total), type=pa.int64())
     if keep is not None:

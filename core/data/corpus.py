@@ -24,7 +24,7 @@ import pyarrow.parquet as pq
 
 from core.data.atomic import atomic_write_bytes
 from core.data.conllu import conllu_text, iter_conllu
-from core.data.corpus_checks import SchemeCheck, check_rows, looks_like_tag, string_lists
+from core.data.corpus_checks import SchemeCheck, check_rows, looks_like_tag, string_lists, token_problem
 from core.data.tags import TagScheme, convert_tags, detect_scheme
 from core.errors import CorpusError
 
@@ -269,6 +269,8 @@ def _record_to_sentence(rec: dict[str, Any], path: Path, lineno: int, tokenize: 
             toks = tokenize(toks)
         if not isinstance(toks, list) or not all(isinstance(t, str) for t in toks):
             raise CorpusError(path, lineno, "'tokens' must be a list of strings")
+        if problem := token_problem(toks):
+            raise CorpusError(path, lineno, problem)
         rec.pop("text", None)
     elif "text" in rec:
         text = rec.pop("text")

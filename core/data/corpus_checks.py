@@ -3,6 +3,7 @@ Parquet rows checked as a JSONL line is, and one tag scheme per file."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -31,12 +32,30 @@ def string_lists(schema: pa.Schema, column: str) -> bool:
         pa.types.is_string(kind.value_type) or pa.types.is_large_string(kind.value_type))
 
 
+_SPACE = re.compile(r"\s")
+
+
+def token_problem(tokens: list[str]) -> str | None:
+    """What is wrong with a sentence's given tokens, if anything: an empty token, or one holding a space, cannot be
+    written to CoNLL and read back (one word per line), and a browser row splitting the text on spaces would no
+    longer line up with its tags; None when every token is one non-empty word."""
+    if "" not in tokens and not _SPACE.search("".join(tokens)):  # one search a sentence: a DC has millions
+        return None
+    for k, t in enumerate(tokens):
+        if t == "" or any(ch.isspace() for ch in t):
+            return (f"token {k + 1} ({t!r}) is {'empty' if t == '' else 'more than one word'}: 'tokens' lists one "
+                    "word per entry, without spaces (give 'text' to have it split)")
+    return None
+
+
 def check_rows(corpus: Corpus, path: Path, first_row: int) -> None:
     """The checks `_record_to_sentence` makes on a text record, on typed rows (Parquet rows are counted from 1)."""
     for i, toks in enumerate(corpus.tokens):
         row = first_row + i + 1
         if toks is None or any(t is None for t in toks):
             raise CorpusError(path, row, "'tokens' must be a list of strings (found a null)")
+        if problem := token_problem(toks):
+            raise CorpusError(path, row, problem)
         if corpus.tags is None:
             continue
         tags = corpus.tags[i]

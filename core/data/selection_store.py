@@ -16,7 +16,7 @@ import numpy as np
 
 from core.data.atomic import atomic_write_json, temp_path_for
 from core.data.selection import Selection, SelectionMeta
-from core.data.stream import CorpusStream
+from core.data.stream import CorpusStream, open_corpus_stream
 from core.data.workspace import Workspace, content_hash
 from core.errors import UserError
 
@@ -144,6 +144,26 @@ def selection_meta(ws: Workspace, ref: str | Path) -> SelectionMeta:
             meta = SelectionMeta(budget=sum(1 for line in fh if line.strip()))
         meta.key, meta.path = folder.name, str(folder)
     return meta
+
+
+def selection_dc(ws: Workspace, meta: SelectionMeta) -> str:
+    """The workspace corpus a selection's row indices point into, checked against the DC it was made on (its size and
+    token digest), so the indices never read another corpus's rows: a selection made before DCs were recorded by name
+    names its DC by a role, which may have moved since, and a corpus may have been imported again under its name."""
+    what = f"selection {meta.key[:8]} was made on {meta.dc_name!r}"
+    try:
+        ref = ws.ref(meta.dc_name) if meta.dc_name else None
+    except UserError:
+        ref = None
+    if ref is None or ref.kind == "path":
+        raise UserError(f"{what}, which is not a workspace corpus: its rows cannot be read here")
+    size = ws.corpus_info(ref.name).sentences
+    if (meta.dc_size is not None and size != meta.dc_size) or \
+            (meta.dc_hash and open_corpus_stream(ws, ref.name).digest() != meta.dc_hash):
+        raise UserError(f"{what} ({int(meta.dc_size or 0):,} sentences), but {ref.name!r} holds other sentences now "
+                        f"({size:,}; {'the role moved to it' if ref.kind == 'role' else 'imported again'}): make the "
+                        "selection again on this DC")
+    return ref.name
 
 
 def selected_indices(ws: Workspace, ref: str | Path) -> list[int]:

@@ -20,7 +20,7 @@ import pandas as pd
 from core.access import LOCAL, Actor, check_param_paths
 from core.data.atomic import atomic_write_json
 from core.data.corpus import Corpus, corpus_bytes, write_corpus
-from core.data.selection_store import selected_indices, selection_meta
+from core.data.selection_store import selected_indices, selection_dc, selection_meta
 from core.data.stream import CorpusStream
 from core.data.tags import Span, TagScheme
 from core.data.workspace import Workspace, content_hash
@@ -113,11 +113,8 @@ def prediction_request(ws: Workspace, model: str | Path, corpus: str | None = No
         raise UserError(f"{model} is not a fine-tuned NER model folder (no ner_config.json): pick a finished NER run")
     indices = None
     if selection:
-        corpus = selection_meta(ws, selection).dc_name
+        corpus = selection_dc(ws, selection_meta(ws, selection))
         indices = sorted(set(selected_indices(ws, selection)))
-        if not corpus or not ws.has_corpus(str(corpus)):
-            raise UserError(f"selection {selection!r} was made from {corpus!r}, which is not a workspace corpus: "
-                            "its rows cannot be read here")
     if not corpus:
         raise UserError("choose a corpus or a saved selection to inspect")
     info = ws.corpus_info(corpus)

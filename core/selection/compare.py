@@ -9,8 +9,9 @@ import numpy as np
 
 from core.data.corpus import Corpus
 from core.data.selection import Selection, finite_or_none
+from core.data.selection_store import selection_dc
 from core.data.stream import CorpusStream
-from core.data.workspace import Workspace, resolve_corpus_ref
+from core.data.workspace import Workspace
 from core.errors import UserError
 
 
@@ -59,14 +60,13 @@ def ranking_table(sel: Selection, dc: Corpus | None = None, head: int = 20, tail
 
 
 def _dc_rows(ws: Workspace, sel: Selection, idx: list[int]) -> Corpus | None:
-    name = sel.meta.dc_name
-    try:  # the one resolver: a name, or a role ("dc") the CLI accepted
-        ref = resolve_corpus_ref(name, ws) if name else None
+    """DC's rows at `idx` with every field, when the selection's DC is a workspace corpus still holding the sentences
+    it was made on (core.data.selection_store.selection_dc); None otherwise (the table then shows the saved texts)."""
+    try:
+        name = selection_dc(ws, sel.meta)
     except UserError:
-        ref = None
-    if ref is None or ref.kind == "path" or ws.corpus_info(ref.name).sentences != sel.dc_size:
         return None
-    return CorpusStream.from_workspace(ws, ref.name).take(idx)  # only the row groups holding these rows
+    return CorpusStream.from_workspace(ws, name).take(idx)  # only the row groups holding these rows
 
 
 def score_histogram(sel: Selection, bins: int = 60):

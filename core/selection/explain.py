@@ -109,6 +109,7 @@ def explain_sentence(ws: Workspace, selection: str, dc_index: int, labeled: str 
     dc_name, tc_name = meta.dc_name, meta.tc_name
     if not dc_name or not tc_name:
         raise UserError(f"selection {meta.key[:8]} does not name a workspace TC and DC: its sentences cannot be explained here")
+    dc_name = store.selection_dc(ws, meta)
     dc = open_corpus_stream(ws, dc_name)
     if not 0 <= dc_index < len(dc):
         raise UserError(f"index {dc_index} is outside DC {dc_name!r} (0 to {len(dc) - 1})")

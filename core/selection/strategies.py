@@ -560,7 +560,14 @@ def run_selection(ws: Workspace, params: SelectParams, progress: Progress | None
             + (f" on Ray {ray}" if ray else ""))
     return select(tc, dc, params.strategy, params.budget, model=params.model or "default", model2=params.model2 or None,
                   ner_model=params.ner_model or None, target_domain=target, seed=params.seed, workspace=ws, progress=progress,
-                  options=params.options, names={"tc": str(params.tc), "dc": str(params.dc)}, ray=ray)
+                  options=params.options, names={"tc": _pinned(ws, params.tc), "dc": _pinned(ws, params.dc)}, ray=ray)
+
+
+def _pinned(ws: Workspace, ref: str) -> str:
+    """A corpus as a saved selection records it: the workspace corpus a name or role resolves to now (a role moves to
+    another corpus later, and the selection's row indices must still read the one they were made on), a file as given."""
+    got = ws.ref(ref)
+    return got.name if got.kind != "path" else str(ref)
 
 
 def selection_job(params: SelectParams, ctx: JobContext) -> dict[str, Any]:
