@@ -10,6 +10,7 @@ import pytest
 
 from core.cli import main
 from core.data.workspace import Workspace
+from core.errors import UserError
 from tests.conftest import TOY_SENTENCES, load_script, unlike
 from tests.ner_data import single_thread_torch, write_toy_conll  # noqa: F401 - fixture
 
@@ -247,6 +248,8 @@ def test_finished_cells_come_back_into_a_fresh_workspace_under_their_key_only(tm
     assert not (tmp_path / "cs3/cells/src1").exists()
     typed, ctx = jobs.inline_context(fresh, "compare-sources", {**params, "preset": "demo"}, run_dir=tmp_path / "cs4")
     assert Comparison(typed, ctx).restore(kept, {"file": "kept.json"}) == 0  # another recipe
+    with pytest.raises(UserError, match="holds a finished no-pretraining seed 1 cell of another recipe or other corpora"):
+        jobs.run_inline(fresh, "compare-sources", {**params, "preset": "demo"}, run_dir=tmp_path / "cs2")  # cs2's cells
 
 
 @pytest.mark.long  # over ~15 s: CI runs it after the default suite (.ci/run)

@@ -344,8 +344,9 @@ def test_a_cell_finished_before_sweeps_is_kept_on_resume(tmp_path, corpora, monk
     (old / "mlm").mkdir(parents=True)
     (old / "cell.json").write_text(json.dumps({"row": "tapt", "seed": 1, "f1": 0.42, "per_type": {}}))
     (old / "mlm" / "seconds.json").write_text(json.dumps({"seconds": 3.5}))
-    result = jobs.run_inline(Workspace(tmp_path / "ws"), "experiment", {**corpora, "baselines": ["tapt"], "seeds": [1]},
-                             run_dir=run_dir)
+    # the folder's cell ran without checkpoint pick (the default since issue 26): resumed under its own recipe
+    result = jobs.run_inline(Workspace(tmp_path / "ws"), "experiment", {**corpora, "baselines": ["tapt"], "seeds": [1],
+                                                                         "pick_checkpoint": 0}, run_dir=run_dir)
     (cell,) = result["cells"]
     assert cell["f1"] == 0.42 and cell["budget"] is None and cell["lc_size"] == 24 and cell["mlm_seconds"] == 3.5
 
@@ -394,7 +395,8 @@ def test_checkpoint_pick_in_cells_uses_the_probe_winner_and_probes_the_base_once
     assert main(["--workspace", str(ws.root), "experiment", "--tc", corpora["tc"], "--dc", corpora["dc"], "--lc", corpora["lc"],
                  "--dev", corpora["dev"], "--test", corpora["test"], "--strategies", "random", "--baselines", "none,tapt",
                  "--seeds", "1", "--budget", "8", "--model", str(tiny_bert_dir), "--preset", "tiny", "--domain", "toy",
-                 "--pick-checkpoint", "2", "--out", str(run_dir), "--quiet"]) == 0  # the same run, resumed from the CLI
+                 "--pick-checkpoint", "2", "--mlm", "epochs=100", "--out", str(run_dir), "--quiet"]) == 0  # the same
+    # run (its recipe, MLM epochs included: another one is refused even with every cell finished), resumed from the CLI
     out = capsys.readouterr().out
     assert probed == [] and "random: checkpoint pick kept the base encoder in 1 of 1 cells" in out
     assert "tapt: checkpoint pick kept the base encoder in 0 of 1 cells" in out and "used: step-2" in out
@@ -448,13 +450,17 @@ def test_rehearsal_mixes_dc_into_every_mlm_corpus_and_names_dc_in_the_lineage(tm
 
 def test_a_run_folder_keeps_one_recipe(tmp_path, corpora, tiny_bert_dir):
     """Issue 26 made checkpoint pick a preset default: continuing an old folder with new settings would mix two recipes
-    in one table. New cells under another recipe are refused, naming the setting; finished folders stay readable."""
+    in one table. Another recipe is refused, naming the setting, even when every cell is finished; finished folders
+    stay readable under their own recipe."""
     ws, run_dir = Workspace(tmp_path / "ws"), tmp_path / "run"
     params = {**corpora, "baselines": ["none"], "seeds": [1], "model": str(tiny_bert_dir), "preset": "tiny"}
     jobs.run_inline(ws, "experiment", params, run_dir=run_dir)
     assert json.loads((run_dir / "recipe.json").read_text())["pick_checkpoint"] == 0  # tiny's default, recorded
-    again = jobs.run_inline(ws, "experiment", {**params, "pick_checkpoint": 2}, run_dir=run_dir)  # nothing to train
+    again = jobs.run_inline(ws, "experiment", params, run_dir=run_dir)  # the same recipe, nothing to train: read back
     assert [c["seed"] for c in again["cells"]] == [1]
+    # another recipe is refused even with nothing left to train: its result would file the old cells under it
+    with pytest.raises(UserError, match=r"another recipe \(pick_checkpoint: 0 there, 2 now\)"):
+        jobs.run_inline(ws, "experiment", {**params, "pick_checkpoint": 2}, run_dir=run_dir)
     with pytest.raises(UserError, match=r"another recipe \(pick_checkpoint: 0 there, 2 now\)"):
         jobs.run_inline(ws, "experiment", {**params, "seeds": [1, 2], "pick_checkpoint": 2}, run_dir=run_dir)
     assert not (run_dir / "cells" / "none.lc24" / "seed-2").exists()  # refused before any cell started

@@ -70,6 +70,21 @@ def test_validation_names_the_field():
     assert validate("sleep", {}).steps == field_default(KINDS["sleep"].params, "steps")
 
 
+def test_seeds_and_baselines_that_would_fail_inside_the_job_are_refused_at_submit():
+    """A seed of -1 trained every baseline and then failed in numpy's generator for the random row, naming nothing;
+    an empty seed list or an unknown baseline failed only once the job had read its corpora."""
+    for kind, params in (("experiment", {"seeds": [1, -1], "strategies": ["random"]}),
+                         ("compare-sources", {"sources": ["a"], "seeds": [-1]}),
+                         ("select", {"tc": "tc", "dc": "dc", "strategy": "random", "budget": 5, "seed": -1})):
+        with pytest.raises(UserError, match=f"{kind} params: field 'seeds?'.* at least 0, got -1"):
+            validate(kind, params)
+    with pytest.raises(UserError, match="seeds is empty"):
+        validate("experiment", {"seeds": []})
+    with pytest.raises(UserError, match="unknown baseline.*'nonee': expected none, tapt, dapt, tapt\\+dapt"):
+        validate("experiment", {"baselines": ["nonee"]})
+    assert validate("experiment", {"baselines": [" None", "TAPT", ""]}).baselines == ["none", "tapt"]
+
+
 def test_a_missing_model_folder_is_refused_at_submit(tmp_path):
     """Issue 24: a mistyped model folder failed 5 s into the job (and offered Resume); now submit refuses it, and
     stores nothing. 'default' and Hugging Face ids ('org/name') are not paths and pass."""
@@ -85,6 +100,13 @@ def test_a_missing_model_folder_is_refused_at_submit(tmp_path):
     folder.mkdir()
     for model in ("default", "dslim/bert-base-NER", str(folder)):
         assert jobs.submit(ws, "ner", {"train": "lc", "model": model}, start=False).status == "queued"
+
+    # an out folder holding another run's model is replaced only when asked: its lineage would describe the new one
+    (folder / "config.json").write_text("{}")
+    with pytest.raises(UserError, match="output folder .* already exists and is not empty.*overwrite"):
+        jobs.submit(ws, "ner", {"train": "lc", "out": str(folder)}, start=False)
+    assert jobs.submit(ws, "ner", {"train": "lc", "out": str(folder), "overwrite": True}, start=False).status == "queued"
+    assert jobs.submit(ws, "ner", {"train": "lc", "out": str(tmp_path / "new")}, start=False).status == "queued"
 
 
 def test_a_bad_training_config_is_refused_at_submit_without_torch(tmp_path):

@@ -63,6 +63,16 @@ def test_no_help_is_never_said_on_one_seed_however_narrow_the_interval():
     assert experiment_verdict(interval_summary(same, n_boot=300), "study", same).advice["case"] == "no help"
 
 
+def test_models_that_predict_nothing_never_read_as_no_help():
+    """F1 near 0 on every row gives differences of 0 with tight intervals, which read as "no recipe helps: fine-tune
+    without pretraining", a confident decision from models that learned nothing. It is "cannot say", naming them."""
+    dead = [_cell(row, s, _counts(0.0, s)) for row in ("none", "tapt") for s in (1, 2, 3)]
+    assert all(c["f1"] < 0.05 for c in dead)
+    advice = experiment_verdict(interval_summary(dead, n_boot=300), "study", dead).advice
+    assert advice["case"] == "cannot say" and advice["rows"] == ["none", "tapt"], advice
+    assert "predict almost nothing" in advice["text"] and "fine-tune without pretraining" not in advice["text"]
+
+
 def test_no_help_reads_the_interval_at_alpha_over_the_family():
     """A 95% upper end of +0.8 points passes alone, not as one of 17 tests: Bonferroni widens it to about +1.2."""
     from core.experiments.statistics import bonferroni_upper

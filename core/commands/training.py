@@ -14,7 +14,7 @@ from pathlib import Path
 
 from core.cliutil import add_workspace_arg, comma_list, print_json, progress_wanted, tqdm_progress
 from core.data.workspace import Workspace, resolve_corpus_ref
-from core.errors import TIME_LIMIT_EXIT, UserError
+from core.errors import TIME_LIMIT_EXIT
 from core.experiments.parallel import parse_parallel
 from core.experiments.plan import BASELINES
 from core.recipes.budget import Budget
@@ -260,13 +260,16 @@ def cmd_pick_checkpoint(args: argparse.Namespace) -> int:
 
 
 def cmd_ner_train(args: argparse.Namespace) -> int:
+    from core.runner.kinds import validate
+    from core.runner.params import check_out_folder
+
     out = Path(args.out).resolve()
-    if out.exists() and any(out.iterdir()) and not args.overwrite and not args.run_dir:
-        raise UserError(f"output folder {out} already exists and is not empty; choose another --out or pass --overwrite")
     config = _config_overrides(args, ("epochs", "patience", "seed", "lr", "head_lr", "batch_size", "dev_limit", "max_steps"))
     params = {"train": _corpus(args, args.train), "dev": _corpus(args, args.dev), "test": _corpus(args, args.test),
               "model": _model(args.model),
-              "out": str(out), "preset": args.preset, "config": config}
+              "out": str(out), "preset": args.preset, "config": config,
+              "overwrite": bool(args.overwrite or args.run_dir)}  # a resumed run (--run-dir) writes its own out again
+    check_out_folder("ner", validate("ner", params))
     result = JobResult.from_dict(_run(args, "ner", params, "ner train"))
     msg = f"model written to {result.out_dir}: {result.steps} steps, {result.epochs_run} epochs"
     if result.best_dev_f1 is not None:

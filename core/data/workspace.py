@@ -529,7 +529,11 @@ class Workspace:
         require(actor, "import a corpus")
         tmp = temp_path_for(self.corpora_dir / f"{name}.jsonl")
         try:
-            write_corpus(corpus, tmp, fmt="parquet")
+            try:
+                write_corpus(corpus, tmp, fmt="parquet")
+            except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:  # a field whose values one column cannot hold
+                raise UserError(f"corpus {name!r} was not stored: a field holds values of different kinds, which one "
+                                f"Parquet column cannot ({exc})") from None
             return self._import_file(tmp, role, name, "parquet", overwrite, None, source, actor)
         finally:
             tmp.unlink(missing_ok=True)

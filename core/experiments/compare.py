@@ -157,6 +157,13 @@ class Comparison:
         """One NER run on LC (after MLM on `src`, or none for the baseline) and its TEST F1, kept in `cell_file`."""
         done = self.cell_file(row, seed)
         if (kept_cell := load_cell(done)) is not None:
+            # only under its key, as `restore` brings cells back: a rerun into this folder with another recipe, LC,
+            # DEV, TEST or source would otherwise report the old cell's F1 as its own (a cell from before keys has none)
+            if kept_cell.key and kept_cell.key != self.cell_key(seed, src):
+                what = "no-pretraining" if row == BASELINE else row
+                raise UserError(f"run folder {self.run_dir} holds a finished {what} seed {seed} cell of another recipe or "
+                                "other corpora (encoder, MLM/NER settings, LC, DEV, TEST or source): continue it with "
+                                "the same settings, or give a new folder (--out)")
             return kept_cell.to_dict()
         folder, trainer, ctx = done.parent, self.trainer, self.ctx
         folder.mkdir(parents=True, exist_ok=True)

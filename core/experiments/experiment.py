@@ -194,10 +194,7 @@ def experiment_job(params: ExperimentParams, ctx: JobContext) -> dict[str, Any]:
     per SC budget. Every cell records budget, lc_size and mlm_seconds."""
     ws = ctx.workspace
     strategies = check_rows(params.strategies)  # an unknown strategy is refused here, before any corpus is read
-    baselines = [b for b in params.baselines if b]
-    unknown = [b for b in baselines if b not in BASELINES]
-    if unknown:
-        raise UserError(f"unknown baseline(s) {', '.join(unknown)}: expected {', '.join(BASELINES)}")
+    baselines = list(params.baselines)  # known, each once (ExperimentParams)
     refs = {k: resolve_corpus_ref(getattr(params, k), ws) for k in ("tc", "dc", "lc", "dev", "test")}
     corpora = {k: r.load() for k, r in refs.items()}
     for k in ("lc", "dev", "test"):
@@ -207,6 +204,9 @@ def experiment_job(params: ExperimentParams, ctx: JobContext) -> dict[str, Any]:
     rows = baselines + strategies
     if not rows or not seeds:
         raise UserError("nothing to run: give at least one strategy or baseline, and one seed")
+    # LC is not touched by the leakage guard: its sizes are checked before that pass over all of DC (minutes on a big DC)
+    lc_sizes = sorted({Budget.parse(s, "LC size").count(len(corpora["lc"]), what="LC size")
+                       for s in params.lc_sizes or [len(corpora["lc"])]})
     leakage = pretraining_leakage(corpora, ctx)
     corpora["tc"], corpora["dc"], guard = guard_mlm_corpora(
         corpora["tc"], corpora["dc"], leakage, params.allow_dev_in_mlm or False, any(r != "none" for r in rows), refs["tc"].name,
@@ -220,7 +220,6 @@ def experiment_job(params: ExperimentParams, ctx: JobContext) -> dict[str, Any]:
     if strategies:
         counts = [resolve_sc_budget(b, n_tc, n_dc) for b in budgets]  # a bad budget fails here, before training
         budgets = [b for i, b in enumerate(budgets) if counts[i] not in counts[:i]]  # 0.1 and 600 of 6,000: one cell
-    lc_sizes = sorted({Budget.parse(s, "LC size").count(n_lc, what="LC size") for s in params.lc_sizes or [n_lc]})
     runner = ExperimentCells(params, ctx, {k: r.to_dict() for k, r in refs.items()}, corpora["tc"], corpora["dc"], corpora["lc"],
                              corpora["dev"], corpora["test"])
     domain = params.domain or ws.settings().target_domain or refs["test"].name or "test"
@@ -234,6 +233,9 @@ def experiment_job(params: ExperimentParams, ctx: JobContext) -> dict[str, Any]:
         ctx.log(f"time limit {format_duration(params.time_limit)}: no cell starts that would end past it"
                 + (f" (a row none of its own cells can time yet is timed by {len(lent)} cells of "
                    f"{', '.join(lenders[:3])}{' and more' if len(lenders) > 3 else ''}: the same task)" if lent else ""))
+    # before any finished cell is read back: a rerun with another recipe would otherwise report the old cells under
+    # the new recipe whenever nothing is left to train (the check in run_cell only runs for a cell that trains)
+    check_recipe(ctx.run_dir, params, len(runner.lc))
     if params.ray or parallel != 1:
         cells = run_at_once(tasks, runner, params, ctx, {k: r.to_dict() for k, r in refs.items()}, corpora, limit)
     else:
@@ -297,7 +299,6 @@ def run_at_once(tasks: list[CellTask], runner: ExperimentCells, params: Experime
     done = {i: runner.finished_cell(t.row, t.seed, t.budget, t.lc_size) for i, t in enumerate(tasks)}
     todo = [i for i, c in done.items() if c is None]
     if todo:
-        check_recipe(ctx.run_dir, params, len(runner.lc))
         position = {i: k for k, i in enumerate(todo)}
         left = [replace(tasks[i], after=position.get(tasks[i].after) if tasks[i].after is not None else None,
                         weight=runner.cell_weight(tasks[i].row)) for i in todo]

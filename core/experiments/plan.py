@@ -14,9 +14,8 @@ from typing import Any
 
 from core.errors import UserError
 from core.recipes.budget import Budget
-from core.recipes.strategy_row import StrategyRow, row_labels
+from core.recipes.strategy_row import BASELINES, StrategyRow, row_labels
 
-BASELINES = ("none", "tapt", "dapt", "tapt+dapt")
 CELL_FILE = "cell.json"
 PICK_FILE = "pick.json"  # a cell's checkpoint choice (base encoder or an MLM snapshot) with every probe score
 

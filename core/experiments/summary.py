@@ -42,6 +42,7 @@ from core.experiments.statistics import (
     holm,
     summary_entry,
 )
+from core.train.quality import NEAR_ZERO_F1
 
 PREDICTIONS_FILE = "test_predictions.jsonl"
 BASELINE_ROWS = ("tapt", "none")
@@ -373,6 +374,12 @@ def experiment_verdict(entries: Iterable[SummaryEntry | Mapping[str, Any]], pres
                    selection_beats_random=selection, comparisons=family, advice=advice)
 
 
+def near_zero_rows(entries: Sequence[SummaryEntry]) -> list[str]:
+    """Rows whose seed-mean test F1 is below NEAR_ZERO_F1 (core.train.quality): models that learned (almost)
+    nothing, whose differences are all near zero with tight intervals and would read as "no recipe helps"."""
+    return list(dict.fromkeys(e.row for e in entries if math.isfinite(e.f1_mean) and e.f1_mean < NEAR_ZERO_F1))
+
+
 MIN_GAIN = 0.01  # a gain over no pretraining below one F1 point does not pay for pretraining: "no recipe helps" below it
 
 
@@ -395,6 +402,11 @@ def user_advice(entries: Iterable[SummaryEntry | Mapping[str, Any]], cells: Iter
                                               "core compare-recipes, or scripts/crossner_study.py --status)"}
     if not tests:
         return {"case": "not tested", "text": "no pretraining row was compared with none: add the none row to the run"}
+    if weak := near_zero_rows(entries):  # F1 near 0 everywhere makes "no gain" look certain: it is no evidence
+        return {"case": "cannot say", "rows": weak, "more_seeds": None,
+                "text": f"cannot say: the NER models of {', '.join(weak)} predict almost nothing (test F1 below "
+                        f"{NEAR_ZERO_F1 * 100:g} points), so no comparison means anything; fix the fine-tune first (more "
+                        "epochs or a larger preset, a larger LC, or check LC's tag column with python -m core stats)"}
     helped = [(e, t) for e, t in tests if t.delta > 0 and t.significant]
     if helped:
         return _helps(*max(helped, key=lambda et: et[1].delta))

@@ -79,6 +79,10 @@ class StrategyRow:
             f":{k}={v}" for k, v in zip(self.options, shown))
 
 
+# The rows an experiment runs without a selection: no pretraining, MLM on TC, on DC, on both (the seed paper's)
+BASELINES = ("none", "tapt", "dapt", "tapt+dapt")
+
+
 def row_labels(specs: Iterable[str], keep: Iterable[str] = ()) -> list[str]:
     """Each row once, as results name it ('dsir' picked and 'DSIR' typed are one row, not two); names in `keep` (the
     baselines, which take no options) are only lower-cased. Blank entries are skipped. The one place rows are

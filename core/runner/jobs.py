@@ -55,7 +55,7 @@ from core.runner.jobstore import (
     update,
 )
 from core.runner.kinds import KINDS, lane, validate
-from core.runner.params import SCHEMA_VERSION, SleepParams, check_model_folders
+from core.runner.params import SCHEMA_VERSION, SleepParams, check_model_folders, check_out_folder
 
 
 def list_jobs(ws: Workspace, kind: str | None = None) -> list[Job]:
@@ -104,6 +104,7 @@ def submit(ws: Workspace, kind: str, params: dict[str, Any] | Any, start: bool =
     names = frozenset(i.name for i in ws.list_corpora()) | {r.value for r in CorpusRole} if actor != LOCAL else frozenset()
     check_param_paths(actor, params, ws.root, names)  # with accounts, only data roots and the workspace: before any
     check_model_folders(kind, typed)  # look at the disk, so a refused path never says whether it exists
+    check_out_folder(kind, typed)
     check_ray_address(actor, params.get("ray"), ws.settings().ray_address)
     json.dumps(params)  # fail now, not in the child, if params are not JSON
     job_id = time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]

@@ -22,7 +22,7 @@ from core.recipes.configs import type_hints
 from core.recipes.duration import parse_duration
 from core.recipes.presets import DEFAULT_PRESET, PRESETS, experiment_settings
 from core.recipes.selection_options import SelectionOptions, check_readers
-from core.recipes.strategy_row import row_labels
+from core.recipes.strategy_row import BASELINES, row_labels
 
 SCHEMA_VERSION = 2
 
@@ -62,6 +62,8 @@ def bounded(default: Any, at_least: float | None = None, above: float | None = N
 def range_error(value: Any, limits: tuple[float | None, float | None, float | None]) -> str | None:
     """What is wrong with `value` for a bounded field's (at_least, above, at_most), or None."""
     at_least, above, at_most = limits
+    if isinstance(value, (list, tuple)):  # a list field (seeds): each item in the range
+        return next((f"item {wrong}" for v in value if (wrong := range_error(v, limits))), None)
     if value is None or isinstance(value, (str, bool)):
         return None
     for bad, words in ((at_least is not None and value < at_least, f"at least {at_least}"),
@@ -70,6 +72,12 @@ def range_error(value: Any, limits: tuple[float | None, float | None, float | No
         if bad:
             return f"must be {words}, got {value!r}"
     return None
+
+
+def seeds_field(default: list[int] | None = None) -> Any:
+    """A list of seeds: each at least 0 (numpy's generators refuse a negative one, deep inside a strategy, after the
+    baselines had trained), refused at submit with the field's name."""
+    return field(default_factory=lambda: list(default or [1]), metadata={"range": (0, None, None)})
 
 
 def config_fields(cls: type) -> tuple[str, ...]:
@@ -98,7 +106,7 @@ class SimilarityJobParams:
     jsd_order: int = bounded(3, at_least=1)  # 1..jsd_order-grams pooled for JSD
     subsample_tokens: int | None = bounded(None, at_least=1)  # sub-corpora of this many source tokens (size control) ...
     subsample_k: int = bounded(1, at_least=1)  # ... this many of them, measures averaged
-    seed: int = 0
+    seed: int = bounded(0, at_least=0)
     tvcc_method: str = "auto"  # content words: auto, spacy, approx
     wvv_dim: int = bounded(100, at_least=1)  # skip-gram dimensions for WVV
     wvv_window: int = bounded(5, at_least=1)
@@ -129,7 +137,7 @@ class SelectParams:
     model2: str | None = None
     ner_model: str | None = None
     target_domain: str | None = None
-    seed: int = 0
+    seed: int = bounded(0, at_least=0)
     options: dict[str, Any] | None = checked_field(SelectionOptions.parse)  # core.recipes.selection_options
     ray: str | None = None
 
@@ -148,7 +156,7 @@ class ProjectParams:
     corpora: list[str] | None = None
     model: str = "default"
     fit_points: int = bounded(20_000, at_least=4)  # UMAP needs a few neighbours
-    seed: int = 0
+    seed: int = bounded(0, at_least=0)
 
 
 @dataclass
@@ -176,7 +184,7 @@ class PickParams:
     preset: str = DEFAULT_PRESET  # the probe's NER recipe (epochs capped)
     epochs: int = bounded(8, at_least=1)  # at most this many NER epochs per candidate (the probe is a short fine-tune)
     min_gain: float = 0.0
-    seed: int = 1
+    seed: int = bounded(1, at_least=0)
 
 
 @dataclass
@@ -187,7 +195,8 @@ class NerParams:
     model: str = "default"
     preset: str = DEFAULT_PRESET
     config: dict[str, Any] = config_field("ner")
-    out: str | None = None
+    out: str | None = None  # None: the run's own folder
+    overwrite: bool = False  # an `out` folder that holds files is replaced only when asked (check_out_folder)
 
 
 @dataclass
@@ -207,7 +216,7 @@ class ExperimentParams:
     test: str = "test"
     strategies: list[str] = field(default_factory=list)
     baselines: list[str] = field(default_factory=lambda: ["none", "tapt", "dapt", "tapt+dapt"])
-    seeds: list[int] = field(default_factory=lambda: [1])
+    seeds: list[int] = seeds_field()
     budget: Amount | None = amount_field(None)  # one SC size (count or ratio of DC; None: |TC|) ...
     budgets: list[Amount] | None = amount_field(None, many=True)  # ... or a sweep of them (Fig. 2); not both
     # LC sub-samples (counts or ratios of LC; None: all), drawn with the seed (Fig. 4)
@@ -240,6 +249,12 @@ class ExperimentParams:
     def __post_init__(self) -> None:  # out-of-range settings are refused when the job is submitted, not minutes in
         # one name per row: 'Cosine@B1' and 'cosine@b1' are the same cells; a bad option is refused here
         self.strategies = row_labels(self.strategies)
+        if unknown := [b for b in self.baselines if str(b).strip() and str(b).strip().lower() not in BASELINES]:
+            raise UserError(f"experiment params: unknown baseline(s) {', '.join(map(repr, unknown))}: expected "
+                            f"{', '.join(BASELINES)}")
+        self.baselines = row_labels(self.baselines, keep=BASELINES)
+        if not self.seeds:
+            raise UserError("experiment params: seeds is empty: give at least one seed")
         if self.pick_checkpoint is None and self.preset in PRESETS:  # an unknown preset is refused by its own check
             self.pick_checkpoint = experiment_settings(self.preset)["pick_checkpoint"]
         if self.pick_checkpoint is not None and self.pick_checkpoint < 0:
@@ -269,7 +284,7 @@ class SelftrainParams:
     threshold: float | str = "auto"
     ratio: float = bounded(1.0, above=0)  # k = ratio x |LC|
     preset: str = DEFAULT_PRESET
-    seed: int = 1
+    seed: int = bounded(1, at_least=0)
     config: dict[str, Any] | None = config_field("ner", None)
     out: str | None = None
 
@@ -289,7 +304,7 @@ class AugmentSettings:
     mixed_max_rate: float = bounded(0.3, above=0, at_most=1)  # "mixed" masks between 1 and this share of the tokens
     top_k: int = bounded(5, at_least=1)  # candidates per mask, as in the paper
     per_sentence: int = bounded(1, at_least=1)  # generated variants per LC sentence
-    seed: int = 0
+    seed: int = bounded(0, at_least=0)
     batch_size: int = bounded(32, at_least=1)
 
 
@@ -312,7 +327,7 @@ class CompareSourcesParams:
     test: str = "test"
     target: str = "tc"
     measures: list[str] = field(default_factory=lambda: ["tvc", "tvcc", "ppl", "jsd", "wvv"])
-    seeds: list[int] = field(default_factory=lambda: [1])
+    seeds: list[int] = seeds_field()
     preset: str = DEFAULT_PRESET
     model: str = "default"
     out: str | None = None
@@ -458,6 +473,17 @@ def field_default(cls: type, name: str) -> Any:
 
 
 MODEL_FIELDS = ("model", "model2", "ner_model")  # params naming a model: "default", a Hugging Face id, or a folder
+
+
+def check_out_folder(kind: str, params: Any) -> None:
+    """An output folder given by path that already holds files is refused unless `overwrite` says to replace it: a
+    job would otherwise put its model over another run's, whose lineage and F1 would then describe the new one."""
+    out = getattr(params, "out", None)
+    if out and hasattr(params, "overwrite") and not params.overwrite:
+        folder = Path(out).expanduser()
+        if folder.is_dir() and any(folder.iterdir()):
+            raise UserError(f"{kind} params: output folder {str(folder)!r} already exists and is not empty: choose "
+                            "another out, or set overwrite (--overwrite) to replace it")
 
 
 def check_model_folders(kind: str, params: Any) -> None:

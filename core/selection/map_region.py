@@ -131,9 +131,30 @@ def save_region_selection(ws: Workspace, atlas: Atlas, mask: np.ndarray, dc: str
     return sel
 
 
+def _kind(value: object) -> str:
+    """A field value's kind as one Parquet column can hold it: ints and floats are one (numbers), a bool is not."""
+    return "number" if isinstance(value, (int, float)) and not isinstance(value, bool) else type(value).__name__
+
+
+def shared_fields(parts: list[Corpus], name: str) -> list[Corpus]:
+    """The parts with only the fields they all have; a field whose parts give it different kinds (ids as numbers in
+    one corpus, as text in another) kept as text, since one Parquet column holds one type.
+
+    >>> a, b = Corpus(tokens=[["x"]], fields={"id": [3], "w": [1]}), Corpus(tokens=[["y"]], fields={"id": ["b0"], "w": [0.5]})
+    >>> [p.fields for p in shared_fields([a, b], "r")]
+    [{'id': ['3'], 'w': [1]}, {'id': ['b0'], 'w': [0.5]}]
+    """
+    shared = set.intersection(*(set(p.fields) for p in parts))
+    as_text = {f for f in shared if len({_kind(v) for p in parts for v in p.fields[f] if v is not None}) > 1}
+    return [Corpus(tokens=p.tokens, name=name, fields={
+        f: [None if v is None else str(v) for v in values] if f in as_text else values
+        for f, values in p.fields.items() if f in shared}) for p in parts]
+
+
 def save_region_corpus(ws: Workspace, atlas: Atlas, mask: np.ndarray, name: str, how: Region,
                        actor: Actor = LOCAL) -> CorpusInfo:
-    """Every sentence in the region (of every corpus on the map, with the fields they share) as a new corpus."""
+    """Every sentence in the region (of every corpus on the map, with the fields they share: `shared_fields`) as a
+    new corpus."""
     require(actor, "import a corpus")
     name = valid_name(name)
     if ws.has_corpus(name):
@@ -143,10 +164,7 @@ def save_region_corpus(ws: Workspace, atlas: Atlas, mask: np.ndarray, name: str,
         parts.append(open_corpus_stream(ws, corpus).take(rows))
     if not parts:
         raise UserError("the region holds no sentence: draw it over some points")
-    shared = set.intersection(*(set(p.fields) for p in parts))
-    parts = [Corpus(tokens=p.tokens, fields={f: v for f, v in p.fields.items() if f in shared}, name=name)
-             for p in parts]
-    corpus = Corpus.concat(parts, name=name)
+    corpus = Corpus.concat(shared_fields(parts, name), name=name)
     source = f"map region of {atlas.key[:8]} ({how.describe()}; {len(corpus):,} sentences of " + \
         ", ".join(f"{c}" for c in region_rows(atlas, mask)) + ")"
     return ws.save_corpus(corpus, name, source=source, actor=actor)
