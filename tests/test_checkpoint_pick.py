@@ -159,3 +159,21 @@ def test_checkpoint_pick_is_the_default_of_demo_and_study_and_off_in_paper(tmp_p
             main(["--workspace", str(ws.root), "experiment", "--tc", "tc", "--dc", "dc", "--lc", "lc", "--dev", "dev",
                   "--test", "test", "--preset", "study", "--out", str(tmp_path / "run"), *extra])
     assert [p["pick_checkpoint"] for p in seen] == [None, 0, 4, 6]  # None: resolved by ExperimentParams as above
+
+
+def test_the_probe_fine_tunes_with_the_runs_own_ner_settings(tmp_path, monkeypatch):
+    """The experiment's NER overrides (device, precision, an out-of-memory retry's grad_accum) never reached the pick's
+    probe, which rebuilt the preset's: a probe out of GPU memory was retried with a grad_accum it did not use."""
+    from dataclasses import replace
+
+    from core.train import ner_train
+    from core.train.checkpoint_pick import PROBE_EPOCHS, Candidate, dev_f1_probe
+
+    seen = []
+    monkeypatch.setattr(ner_train, "train_ner", lambda lc, dev, path, out, config, **k: seen.append(config) or
+                        {"best_dev_f1": 0.5})
+    own = replace(ner_train.preset_config("study"), grad_accum=4, device="cpu", epochs=50)
+    assert dev_f1_probe(None, None, tmp_path, "study", seed=7, config=own)(Candidate("base", str(tmp_path), None)) == 0.5
+    assert (seen[0].grad_accum, seen[0].device, seen[0].seed, seen[0].epochs) == (4, "cpu", 7, PROBE_EPOCHS)
+    dev_f1_probe(None, None, tmp_path, "study", seed=7)(Candidate("base", str(tmp_path), None))
+    assert seen[1] == replace(ner_train.preset_config("study", seed=7), epochs=PROBE_EPOCHS)

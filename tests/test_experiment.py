@@ -351,6 +351,31 @@ def test_a_cell_finished_before_sweeps_is_kept_on_resume(tmp_path, corpora, monk
     assert cell["f1"] == 0.42 and cell["budget"] is None and cell["lc_size"] == 24 and cell["mlm_seconds"] == 3.5
 
 
+def test_b2_is_the_tapt_cells_model_whichever_row_runs_first(tmp_path, corpora, tiny_bert_dir, monkeypatch):
+    """A row reading B2 (ner) that ran before the tapt row fine-tuned B2 from the final MLM model; the tapt cell,
+    added later, picked another encoder and still reused that model under its own pick. B2 now comes from the
+    encoder the tapt cell's pick chooses, and a kept NER model is reused only for the encoder it was tuned from."""
+    from core.experiments.cells import CellTrainer
+
+    monkeypatch.setenv("NERSELECT_TORCH_THREADS", "1")
+
+    def fake_score(self, cand, work, seed, lc):  # tapt's first snapshot wins the probe
+        return 0.9 if cand.label == "step-2" else 0.5
+
+    monkeypatch.setattr(CellTrainer, "short_fine_tune", fake_score)
+    ws, run_dir = Workspace(tmp_path / "ws"), tmp_path / "run"
+    params = {**corpora, "strategies": ["ner"], "baselines": [], "seeds": [1], "budget": 8, "model": str(tiny_bert_dir),
+              "preset": "tiny", "pick_checkpoint": 2, "mlm_config": {"epochs": 100}}
+    jobs.run_inline(ws, "experiment", params, run_dir=run_dir)
+    b2 = run_dir / "cells" / "tapt.lc24" / "seed-1" / "ner"
+    assert json.loads((b2 / "summary.json").read_text())["encoder"].endswith("step-2")
+    tuned = (b2 / "model" / "model.safetensors").stat().st_mtime_ns
+    later = jobs.run_inline(ws, "experiment", {**params, "baselines": ["tapt"]}, run_dir=run_dir)
+    tapt = next(c for c in later["cells"] if c["row"] == "tapt")
+    assert tapt["encoder"].endswith("step-2") and tapt["pick"]["chosen"] == "step-2"
+    assert (b2 / "model" / "model.safetensors").stat().st_mtime_ns == tuned  # the same model: not tuned again
+
+
 def test_checkpoint_pick_in_cells_uses_the_probe_winner_and_probes_the_base_once(tmp_path, corpora, tiny_bert_dir,
                                                                                   monkeypatch, capsys):
     """Issue 26: with pick_checkpoint an MLM cell fine-tunes NER from the candidate the DEV-F1 probe scores best
@@ -478,3 +503,19 @@ def test_a_run_folder_keeps_one_recipe(tmp_path, corpora, tiny_bert_dir):
                                                   "pick": {"chosen": "step-2", "helped": True}}))
     with pytest.raises(UserError, match="made with checkpoint pick.*--pick-checkpoint"):
         jobs.run_inline(ws, "experiment", {**params, "seeds": [1, 2, 3]}, run_dir=run_dir)
+
+
+def test_an_mlm_models_seconds_add_up_over_the_sessions_that_trained_it(tmp_path, monkeypatch):
+    """A cell's MLM stopped at a session's end and resumed from its checkpoint recorded only the last session's
+    seconds (Table 5, the time plot, lineage and the time limit's estimates all read them)."""
+    from core.experiments.cells import MlmClock
+
+    monkeypatch.setattr(MlmClock, "SAVE_EVERY", 0.0)
+    first = MlmClock(tmp_path)
+    first.tick()  # then the session ends: no finish
+    so_far = json.loads((tmp_path / "seconds.partial.json").read_text())["seconds"]
+    (tmp_path / "seconds.partial.json").write_text(json.dumps({"seconds": so_far + 600.0}))  # as if 10 min had run
+    second = MlmClock(tmp_path)
+    second.finish()
+    assert json.loads((tmp_path / "seconds.json").read_text())["seconds"] >= 600.0
+    assert not (tmp_path / "seconds.partial.json").exists()

@@ -83,6 +83,31 @@ def where_ran(summary: JobResult) -> str:
     return device
 
 
+class MlmClock:
+    """An MLM model's training seconds over every session that worked on it: a run stopped at a session's end and
+    resumed from its checkpoint counted only the last session's. The time so far is kept beside the checkpoint
+    (at most every SAVE_EVERY seconds, from the training's metric calls) and the total written to seconds.json."""
+
+    SAVE_EVERY = 30.0
+
+    def __init__(self, folder: Path) -> None:
+        self.partial, self.final = folder / "seconds.partial.json", folder / "seconds.json"
+        self.before = float(json.loads(self.partial.read_text("utf-8"))["seconds"]) if self.partial.exists() else 0.0
+        self.t0 = self.saved = time.time()
+
+    def spent(self) -> float:
+        return self.before + time.time() - self.t0
+
+    def tick(self) -> None:
+        if time.time() - self.saved >= self.SAVE_EVERY:
+            atomic_write_json(self.partial, {"seconds": self.spent()})
+            self.saved = time.time()
+
+    def finish(self) -> None:
+        atomic_write_json(self.final, {"seconds": self.spent()})
+        self.partial.unlink(missing_ok=True)
+
+
 class CellTrainer:
     """MLM then NER for one cell folder, resumable (a finished model is reused, an interrupted
     one resumes from its checkpoint); shared by experiments and compare-sources."""
@@ -114,10 +139,10 @@ class CellTrainer:
         # two cells running at once may need one model (a seed's B1): one trains it, the other waits and reuses it
         with exclusive(folder / "mlm.lock", lambda: progress(0.0, f"waiting: another cell is pretraining {folder.parent.name}")):
             if not finished_model(out):
-                t0 = time.time()
+                clock = MlmClock(folder / "mlm")
                 run_phases(phases, self.model, out, replace(self.mlm_config, seed=seed), folder / "mlm", progress, self.ctx.log,
-                           lambda **v: self.ctx.metric(cell=folder.parent.name, seed=seed, stage="mlm", **v))
-                atomic_write_json(folder / "mlm" / "seconds.json", {"seconds": time.time() - t0})
+                           lambda **v: (self.ctx.metric(cell=folder.parent.name, seed=seed, stage="mlm", **v), clock.tick()))
+                clock.finish()
         return str(out)
 
     def shared_mlm_model(self, name: str, corpus_hash: str, texts: list[str], seed: int, progress) -> tuple[str, Path]:
@@ -201,7 +226,7 @@ class CellTrainer:
     def short_fine_tune(self, cand, work: Path, seed: int, lc: Corpus) -> float:
         from core.train.checkpoint_pick import dev_f1_probe
 
-        return dev_f1_probe(lc, self.dev, work, self.preset, seed, log=self.ctx.log)(cand)
+        return dev_f1_probe(lc, self.dev, work, self.preset, seed, log=self.ctx.log, config=self.ner_config)(cand)
 
     def mlm_seconds(self, folder: Path) -> float:
         path = folder / "mlm" / "seconds.json"
@@ -217,12 +242,14 @@ class CellTrainer:
         out = folder / "ner" / "model"
         summary_path = folder / "ner" / "summary.json"
         with exclusive(folder / "ner.lock", lambda: progress(0.0, f"waiting: another cell is fine-tuning {folder.parent.name}")):
-            if not (out / CONFIG_FILE).exists() or not summary_path.exists():  # B2 is the TAPT cell's model
+            kept = json.loads(summary_path.read_text("utf-8")) if summary_path.exists() else None
+            # a kept model is reused only if fine-tuned from this encoder (one from before the record is taken as is)
+            if not (out / CONFIG_FILE).exists() or kept is None or kept.get("encoder", encoder) != encoder:
                 summary = train_ner(lc if lc is not None else self.lc, self.dev, encoder, out,
                                     replace(self.ner_config, seed=seed), progress, self.ctx.log,
                                     lambda **v: self.ctx.metric(cell=folder.parent.name, seed=seed, stage="ner", **v),
                                     checkpoint_dir=folder / "ner", overwrite=True)
-                atomic_write_json(summary_path, summary)
+                atomic_write_json(summary_path, {**summary, "encoder": encoder})
             # a finished cell keeps its model, not the resume state (optimizer moments twice: ~50 GB over a study)
             Checkpointer(folder / "ner").discard()
         return str(out), json.loads(summary_path.read_text("utf-8"))
@@ -285,12 +312,15 @@ class ExperimentCells(CellTrainer):
         return self._lc_subsets[(size, seed)]
 
     def tapt_models(self, seed: int, lc_size: int, progress) -> tuple[str, str]:
-        """The TAPT row's models for this seed and LC size (trained here if the row has not run yet)."""
-        span = phase_spans(["mlm", "ner"], self.device)
-        b1 = self.mlm_model(self.rehearse([("tapt", self.tc.texts())], seed), self.pretrain_dir("tapt", seed), seed,
-                            sub(progress, *span["mlm"]))
-        b2, _ = self.ner_model(b1, self.cell_dir("tapt", seed, None, lc_size), seed, sub(progress, *span["ner"]),
-                               lc=self.lc_subset(lc_size, seed))
+        """The TAPT row's models for this seed and LC size (trained here if the row has not run yet): B1 the MLM
+        model, B2 the tapt cell's NER model, fine-tuned from the encoder that cell's checkpoint pick chooses (stored,
+        so the cell and this agree whichever runs first: B2 was the final MLM model's when a B2 row ran first)."""
+        span = phase_spans(["mlm", "pick", "ner"] if self.pick else ["mlm", "ner"], self.device)
+        phases, folder, lc = self.rehearse([("tapt", self.tc.texts())], seed), self.pretrain_dir("tapt", seed), \
+            self.lc_subset(lc_size, seed)
+        b1 = self.mlm_model(phases, folder, seed, sub(progress, *span["mlm"]))
+        encoder = self.choose_encoder(b1, phases, folder, seed, sub(progress, *span["pick"]), lc)[0] if self.pick else b1
+        b2, _ = self.ner_model(encoder, self.cell_dir("tapt", seed, None, lc_size), seed, sub(progress, *span["ner"]), lc=lc)
         return b1, b2
 
     # ------------------------------------------------------------------ one cell

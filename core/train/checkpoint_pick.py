@@ -122,16 +122,18 @@ def pick_checkpoint(cands: Sequence[Candidate], probe: Callable[[Candidate], flo
 
 
 def dev_f1_probe(lc: Corpus, dev: Corpus, work_dir: str | Path, preset: str = DEFAULT_PRESET, seed: int = 1,
-                 epochs: int = PROBE_EPOCHS, log: Callable[[str], None] | None = None) -> Callable[[Candidate], float]:
-    """A probe: best DEV F1 of a short NER fine-tune (the `preset` recipe, at most `epochs` epochs) from the candidate."""
+                 epochs: int = PROBE_EPOCHS, log: Callable[[str], None] | None = None,
+                 config: Any = None) -> Callable[[Candidate], float]:
+    """A probe: best DEV F1 of a short NER fine-tune (the `preset` recipe, or the run's own NER `config` with its
+    overrides: device, precision, an out-of-memory retry's grad_accum; at most `epochs` epochs) from the candidate."""
     from core.train.ner_train import preset_config, train_ner
 
     work = Path(work_dir)
 
     def probe(c: Candidate) -> float:
-        base = preset_config(preset, seed=seed)
-        config = replace(base, epochs=min(base.epochs, epochs))
-        result = train_ner(lc, dev, c.path, work / c.label, config=config, log=log, overwrite=True)
+        base = replace(config, seed=seed) if config is not None else preset_config(preset, seed=seed)
+        short = replace(base, epochs=min(base.epochs, epochs))
+        result = train_ner(lc, dev, c.path, work / c.label, config=short, log=log, overwrite=True)
         return float(result["best_dev_f1"] or 0.0)
 
     return probe
