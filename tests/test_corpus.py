@@ -65,6 +65,18 @@ def test_a_token_that_is_empty_or_holds_a_space_is_refused_in_every_record_forma
     assert read_corpus(write(tmp_path, "ok.jsonl", json.dumps({"text": "New York  is"}))).tokens == [["New", "York", "is"]]
 
 
+def test_a_bad_tag_sequence_in_a_record_format_names_its_records_line():
+    """The CoNLL rule (token k on the line k after the sentence's first) named line 5 of a 2-line JSONL file."""
+    import tempfile
+    from pathlib import Path
+
+    rows = [{"tokens": ["a", "b"], "tags": ["B-PER", "O"]}, {"tokens": ["x", "y", "z", "w"], "tags": ["O", "O", "O", "I-PER"]}]
+    path = Path(tempfile.mkdtemp()) / "bad.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with pytest.raises(CorpusError, match=r"bad.jsonl:2: sentence 2, token 4: 'I-PER' follows O"):
+        read_corpus(path)
+
+
 def test_csv_and_parquet_round_trip(tmp_path):
     c = Corpus(tokens=[["a", "b"], ["c"]], tags=[["B-X", "I-X"], ["O"]], fields={"domain": ["d1", "d2"]})
     for fmt in ("csv", "parquet", "jsonl"):

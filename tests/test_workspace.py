@@ -36,6 +36,26 @@ def test_reimport_same_content_is_a_noop_and_different_content_is_refused(ws, tm
     assert ws.import_corpus(p, overwrite=True).sentences == 3
 
 
+def test_a_field_that_widens_after_the_first_chunk_is_imported_and_one_that_changes_kind_is_refused(ws, tmp_path,
+                                                                                                   monkeypatch):
+    """The Parquet schema came from the first chunk (50,000 sentences): a field null there and text later, or whole
+    numbers turning decimal, refused a file the readers accept. Text in one chunk and numbers in another still is."""
+    from core.data import corpus, parquet_import
+
+    monkeypatch.setattr(parquet_import, "iter_corpus", lambda path, fmt: corpus.iter_corpus(path, fmt, chunk_size=2))
+    rows = [{"text": "a b", "domain": None, "w": 1}, {"text": "c d", "domain": None, "w": 2},
+            {"text": "e f", "domain": "news", "w": 2.5}]
+    src = tmp_path / "wide.jsonl"
+    src.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    info = ws.import_corpus(src, name="wide")
+    back = ws.load_corpus("wide")
+    assert info.sentences == 3 and back.fields["domain"] == [None, None, "news"] and back.fields["w"] == [1.0, 2.0, 2.5]
+    src.write_text("".join(json.dumps({"text": f"s {i}", "id": i if i < 2 else f"x{i}"}) + "\n" for i in range(3)))
+    with pytest.raises(CorpusError, match="wide.jsonl:3: field 'id' is text here but number on line 1"):
+        ws.import_corpus(src, name="mixed")
+    assert not ws.has_corpus("mixed")
+
+
 def test_bad_input_changes_nothing_stored(ws, tmp_path):
     good = tmp_path / "c.conll"
     good.write_text(CONLL)

@@ -215,7 +215,7 @@ def _iter_txt(path: Path, chunk: int, tokenize: Tokenizer) -> Iterator[Corpus]:
 
 
 def _iter_conll(path: Path, chunk: int) -> Iterator[Corpus]:
-    checked = SchemeCheck(path)
+    checked = SchemeCheck(path, token_per_line=True)
     tokens: list[list[str]] = []
     tags: list[list[str]] = []
     lines: list[int] = []

@@ -73,14 +73,16 @@ class SchemeCheck:
     whole corpus IOB1 instead of being refused as it is in a small file), with sentences counted from the file's
     start in the messages."""
 
-    def __init__(self, path: Path) -> None:
-        self.path, self.scheme, self.sentences = path, TagScheme.NONE, 0
+    def __init__(self, path: Path, token_per_line: bool = False) -> None:
+        """`token_per_line`: CoNLL, where a sentence's token k is on the line k after its first (tags.check_sequences)."""
+        self.path, self.scheme, self.sentences, self.token_per_line = path, TagScheme.NONE, 0, token_per_line
 
     def __call__(self, corpus: Corpus, lines: list[int] | None) -> Corpus:
         if corpus.tags is not None:
             if self.scheme == TagScheme.NONE:
                 self.scheme = detect_scheme(corpus.tags)
             if self.scheme != TagScheme.NONE:
-                check_sequences(corpus.tags, self.scheme, str(self.path), lines, first_sentence=self.sentences)
+                check_sequences(corpus.tags, self.scheme, str(self.path), lines, first_sentence=self.sentences,
+                                token_per_line=self.token_per_line)
         self.sentences += len(corpus)
         return corpus

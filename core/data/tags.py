@@ -200,14 +200,16 @@ def convert_tags(tags: Sequence[str], source: TagScheme | str, target: TagScheme
 
 
 def check_sequences(tag_sequences: Sequence[Sequence[str]], scheme: TagScheme, path: str | None = None,
-                    lines: Sequence[int] | None = None, first_sentence: int = 0) -> None:
+                    lines: Sequence[int] | None = None, first_sentence: int = 0, token_per_line: bool = True) -> None:
     """Raise a CorpusError at the first invalid sequence, naming sentence and token (`first_sentence`: how many
-    sentences of the file came before these, so a later chunk's sentence is counted from the file's start)."""
+    sentences of the file came before these, so a later chunk's sentence is counted from the file's start).
+    `lines`: each sentence's first line; `token_per_line` (CoNLL) puts token k on the line k after it, else (a JSONL
+    record, a CoNLL-U sentence with comment or range lines) the line named is the sentence's own or first one."""
     for s, tags in enumerate(tag_sequences):
         problems = validate_tags(tags, scheme)
         if problems:
             tok, msg = problems[0]
-            line = lines[s] + tok if lines is not None else None
+            line = None if lines is None else lines[s] + tok if token_per_line else lines[s]
             raise CorpusError(path, line, f"sentence {first_sentence + s + 1}, token {tok + 1}: {msg} (scheme {scheme})")
 
 

@@ -37,8 +37,9 @@ from core.data.atomic import (
     split_fields,
     temp_path_for,
 )
-from core.data.corpus import Corpus, iter_corpus, read_corpus, write_corpus
-from core.data.tags import TagScheme, split_tag
+from core.data.corpus import Corpus, read_corpus, write_corpus
+from core.data.parquet_import import write_parquet
+from core.data.tags import TagScheme
 from core.environment import variable
 from core.errors import CorpusError, UserError
 from core.progress import Progress
@@ -427,45 +428,11 @@ class Workspace:
         target = self.corpora_dir / f"{name}.parquet"
         size = max(path.stat().st_size, 1) if path.exists() else 1
         tmp = temp_path_for(target)
-        writer: pq.ParquetWriter | None = None
-        n_sent = n_tok = 0
-        longest = (0, 0)  # (tokens, sentence number) of the longest sentence
-        labeled = None
-        fields: list[str] = []
-        types: set[str] = set()
-        schemes: set[TagScheme] = set()
         try:
-            for chunk in iter_corpus(path, fmt):
-                try:
-                    table = chunk.to_arrow()
-                except pa.ArrowException as exc:  # a value the readers let through that no column type holds
-                    raise CorpusError(path, None, f"sentences {n_sent + 1:,} to {n_sent + len(chunk):,} do not fit "
-                                                  f"one table ({exc}): expected one type per field") from None
-                if writer is None:
-                    writer = pq.ParquetWriter(tmp, table.schema)
-                    labeled = chunk.labeled
-                    fields = list(chunk.fields)
-                elif table.schema != writer.schema:
-                    try:
-                        table = table.cast(writer.schema)
-                    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as exc:
-                        raise CorpusError(path, None, f"sentences {n_sent + 1:,} on do not have the columns of the ones "
-                                                      f"before (a field's type changed, or one appeared): {exc}") from None
-                writer.write_table(table)
-                lengths = [len(t) for t in chunk.tokens]
-                if lengths and max(lengths) > longest[0]:
-                    longest = (max(lengths), n_sent + lengths.index(max(lengths)) + 1)
-                n_sent += len(chunk)
-                n_tok += sum(lengths)
-                if chunk.tags is not None:
-                    schemes.add(chunk.scheme)
-                    types.update(split_tag(t)[1] for tags in chunk.tags for t in tags if t != "O")
-                if progress is not None:
-                    progress(min(0.99, _bytes_done(path, n_sent, size)), f"{n_sent:,} sentences read")
-            if writer is None:
-                raise CorpusError(path, None, "no sentences found")
-            writer.close()
-            writer = None
+            written = write_parquet(path, fmt, tmp, size, progress)
+            n_sent, n_tok, longest, labeled, fields, types, schemes = (
+                written.sentences, written.tokens, written.longest, written.labeled, written.fields, written.types,
+                written.schemes)
             if role is not None and role.needs_labels and not labeled:
                 raise CorpusError(path, None, f"role {role.value.upper()} needs a labeled corpus "
                                               "(CoNLL, or JSONL/CSV/Parquet with tags); this file has no tags")
@@ -497,8 +464,6 @@ class Workspace:
             atomic_write_json(self._info_path(name), asdict(info))
             os.replace(tmp, target)
         finally:
-            if writer is not None:
-                writer.close()
             tmp.unlink(missing_ok=True)
         if role is not None:
             self.set_role(name, role, actor=actor)
@@ -568,12 +533,6 @@ class Workspace:
     @property
     def jobs_db(self) -> Path:
         return self.root / "jobs.sqlite"
-
-
-def _bytes_done(path: Path, n_sent: int, size: int) -> float:
-    # A cheap progress estimate without a second pass over the file.
-    avg = 120  # bytes per sentence in typical English corpora; progress is capped at 0.99 anyway
-    return n_sent * avg / size
 
 
 def _combined_scheme(schemes: set[TagScheme]) -> TagScheme:
