@@ -509,6 +509,23 @@ def test_a_selection_made_from_a_role_reads_the_corpus_it_was_made_on_after_the_
         selection_dc(ws, meta)
 
 
+def test_a_dc_field_named_like_an_export_key_is_exported_beside_it_not_dropped(tmp_path):
+    """A DC field called score or rank vanished from the JSONL export, whose own score and rank took its place."""
+    from core.runner import jobs
+
+    ws = Workspace(tmp_path / "ws")
+    ws.save_corpus(corpus(["t a", "t b"]), "tc", role="tc")
+    ws.save_corpus(Corpus(tokens=[["s", str(i)] for i in range(8)], fields={"score": [i / 10 for i in range(8)],
+                                                                            "rank": list(range(8))}), "dc", role="dc")
+    key = jobs.run_inline(ws, "select", {"tc": "tc", "dc": "dc", "strategy": "random", "budget": 3, "seed": 1})["key"]
+    rows = [json.loads(line) for line in load_selection(ws, key).export_bytes("jsonl").decode().splitlines()]
+    assert [r["rank"] for r in rows] == [1, 2, 3] and all(r["dc_rank"] == r["dc_index"] for r in rows)
+    assert all(r["dc_score"] == r["dc_index"] / 10 for r in rows)
+    saved = load_selection(ws, key)
+    saved.source = None  # read back from the saved selected.jsonl, as when DC is gone
+    assert saved.selected.fields["rank"] == [r["dc_index"] for r in rows]
+
+
 def test_ranking_table_reads_dc_texts_when_dc_was_named_by_its_role(tmp_path):
     from core.runner import jobs
     from core.selection.compare import ranking_table

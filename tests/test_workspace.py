@@ -293,3 +293,19 @@ def test_settings_are_a_typed_record_that_refuses_a_misspelt_name(tmp_path):
     ws.settings_path.write_text("{not json", "utf-8")
     with pytest.raises(UserError, match="workspace.json: not readable JSON"):
         ws.settings()
+
+
+def test_a_corpus_that_lost_its_description_can_be_replaced_or_deleted(ws, tmp_path):
+    """The message said "import its file again with overwrite", and that import (and a delete) failed on the same
+    missing description."""
+    src = tmp_path / "x.txt"
+    src.write_text("a b\n")
+    ws.import_corpus(src, name="x", role="dc")
+    (ws.corpora_dir / "x.json").unlink()
+    with pytest.raises(UserError, match="lost its description .*overwrite"):
+        ws.import_corpus(src, name="x")
+    info = ws.import_corpus(src, name="x", overwrite=True)
+    assert info.sentences == 1 and info.role == "dc" and ws.settings().roles["dc"] == "x"
+    (ws.corpora_dir / "x.json").unlink()
+    ws.delete_corpus("x")
+    assert not ws.has_corpus("x") and "dc" not in ws.settings().roles

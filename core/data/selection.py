@@ -15,7 +15,7 @@ import numpy as np
 
 from core.data.atomic import split_fields, temp_path_for
 from core.data.corpus import Corpus
-from core.data.stream import CorpusStream, selected_records
+from core.data.stream import CorpusStream, imported_field, selected_records
 from core.errors import UserError
 
 EXPORT_FORMATS = ("txt", "jsonl", "csv")
@@ -104,8 +104,8 @@ class Selection:
                 self.selected_corpus = self.source.take(self.indices)
             elif self._rows_path() is not None:
                 rows = list(self._file_records())
-                fixed = {"text", "tokens", "score", "rank", "dc_index"}
-                fields = {k: [r.get(k) for r in rows] for k in (rows[0] if rows else {}) if k not in fixed}
+                fields = {name: [r.get(k) for r in rows] for k in (rows[0] if rows else {})
+                          if (name := imported_field(k)) is not None}
                 self.selected_corpus = Corpus(tokens=[r["tokens"] for r in rows], fields=fields,
                                               name=self.meta.dc_name or "")
             else:

@@ -220,7 +220,7 @@ def selected_records(stream: CorpusStream, indices: np.ndarray, scores: np.ndarr
         start = end
     table = pa.concat_tables(parts)
     table = table.take(pa.array(np.argsort(table.column("_rank").to_numpy(), kind="stable")))
-    names = [c for c in table.column_names if c not in ("tokens", "tags", "_rank", "text", "score", "rank", "dc_index")]
+    names = [c for c in table.column_names if c not in ("tokens", "tags", "_rank")]
     for s in range(0, len(table), batch):
         sl = table.slice(s, batch).to_pydict()
         for j, toks in enumerate(sl["tokens"]):
@@ -230,8 +230,24 @@ def selected_records(stream: CorpusStream, indices: np.ndarray, scores: np.ndarr
             rec = {"text": " ".join(toks), "tokens": toks, "score": v if np.isfinite(v) else None, "rank": r + 1,
                    "dc_index": i}
             for k in names:
-                rec[k] = sl[k][j]
+                rec[exported_field(k)] = sl[k][j]
             yield rec
+
+
+EXPORT_KEYS = ("text", "tokens", "score", "rank", "dc_index")  # what a selection export writes of its own
+
+
+def exported_field(name: str) -> str:
+    """A DC field's key in a selection export: a field named like one of the export's own keys ('score', 'rank')
+    is kept as 'dc_score', 'dc_rank' instead of being dropped (`imported_field` reads it back)."""
+    return f"dc_{name}" if name in EXPORT_KEYS else name
+
+
+def imported_field(key: str) -> str | None:
+    """The DC field an export key holds (None: one of the export's own keys)."""
+    if key in EXPORT_KEYS:
+        return None
+    return key[3:] if key.startswith("dc_") and key[3:] in EXPORT_KEYS else key
 
 
 def _apply_to_groups(path: str, groups: list[int], fn: Callable[..., Any], args: tuple) -> list[Any]:

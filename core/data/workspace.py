@@ -437,7 +437,13 @@ class Workspace:
                 raise CorpusError(path, None, f"role {role.value.upper()} needs a labeled corpus "
                                               "(CoNLL, or JSONL/CSV/Parquet with tags); this file has no tags")
             new_hash = file_hash(tmp)
-            if target.exists():
+            if target.exists() and not self._info_path(name).exists() and overwrite:
+                # data that lost its description (a first import stopped between the two): replaced as asked, keeping
+                # a role the settings still give it
+                held_roles = [CorpusRole(r) for r, v in self.settings().roles.items() if v == name]
+                if held_roles and role is None and (labeled or not held_roles[0].needs_labels):
+                    role = held_roles[0]
+            elif target.exists():
                 old = self.corpus_info(name)
                 if old.hash == new_hash:
                     tmp.unlink(missing_ok=True)
@@ -505,7 +511,12 @@ class Workspace:
 
     def delete_corpus(self, name: str, actor: Actor = LOCAL) -> None:
         require(actor, "change corpora or roles")
-        self.set_role(name, None, actor=actor)
+        if self._info_path(name).exists():
+            self.set_role(name, None, actor=actor)
+        else:  # data that lost its description: no info to change, only the settings' roles that name it
+            settings = self.settings()
+            atomic_write_json(self.settings_path, replace(settings, roles={
+                k: v for k, v in settings.roles.items() if v != name}).to_dict())
         (self.corpora_dir / f"{name}.parquet").unlink(missing_ok=True)
         self._info_path(name).unlink(missing_ok=True)
 
