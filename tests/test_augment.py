@@ -147,6 +147,17 @@ def test_augmentation_keeps_labels_and_never_emits_an_original(sampling, order):
             assert all(LC.tags[src][i] == "O" for i in changed)
 
 
+@pytest.mark.parametrize("criterion", ["top", "joint"])
+def test_a_second_variant_in_a_fixed_position_mode_takes_the_next_candidate(criterion):
+    """entity and context sampling mask the same tokens in every variant and took the best candidate each time, so
+    per_sentence 2 only repeated the first variant (dropped as a duplicate): the second takes the second best."""
+    one = augment_corpus(LC, ScriptedMLM(), AugmentSettings(sampling="entity", criterion=criterion, per_sentence=1))
+    two = augment_corpus(LC, ScriptedMLM(), AugmentSettings(sampling="entity", criterion=criterion, per_sentence=2))
+    assert two.stats["generated"] == 2 * one.stats["generated"] > 0
+    assert len({tuple(t) for t in two.corpus.tokens}) == len(two.corpus)
+    assert any(w.endswith("YYYY") for toks in two.corpus.tokens for w in toks)  # the second-best candidate
+
+
 def test_independent_masks_see_the_original_and_conditional_the_previous_prediction():
     lc = LC.subset([2])  # "Paris ... France .": entity sampling masks positions 0 and 5
     ind = ScriptedMLM()
@@ -259,6 +270,29 @@ def test_selftrain_cli_end_to_end(tiny_ner, files, capsys):
     assert (out / "ner_config.json").exists()
     pseudo = read_corpus(files / "st-model-pseudo.conll")
     assert len(pseudo) == 4 and all(tuple(t) in {tuple(u) for u in UNLABELED} for t in pseudo.tokens)
+
+
+def test_selftrain_writes_pseudo_labels_in_the_lcs_scheme(tiny_ner, files, monkeypatch):
+    """Predictions come in BIO: beside a BIOES LC they were concatenated as they were, so the retraining data mixed
+    schemes and every BIO span was a forbidden transition to the BIOES CRF."""
+    from core.adapt import selftrain
+    from core.data.tags import TagScheme, validate_tags
+    from core.train.ner_predict import predict_corpus
+
+    def with_a_span(model, corpus, **kwargs):  # the tiny model may predict no entity: give each sentence one
+        preds = predict_corpus(model, corpus, **kwargs)
+        for p in preds:
+            p.tags = ["B-PER", "I-PER"] + ["O"] * (len(p.tokens) - 2) if len(p.tokens) > 1 else ["B-PER"]
+        return preds
+
+    monkeypatch.setattr(selftrain, "predict_corpus", with_a_span)
+    bioes = LC.with_scheme(TagScheme.BIOES)
+    assert bioes.scheme == TagScheme.BIOES
+    selftrain.self_train(tiny_ner, bioes, Corpus(tokens=UNLABELED), LC, None, files / "st", measure="c2", threshold=0.0,
+                         preset="tiny")
+    pseudo = read_corpus(files / "st-pseudo.conll")
+    assert any(t.startswith(("E-", "S-")) for tags in pseudo.tags for t in tags)
+    assert all(not validate_tags(tags, TagScheme.BIOES) for tags in pseudo.tags)
 
 
 def test_selftrain_threshold_above_every_confidence_is_a_user_error(tiny_ner, files, capsys):

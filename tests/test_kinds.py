@@ -85,6 +85,21 @@ def test_seeds_and_baselines_that_would_fail_inside_the_job_are_refused_at_submi
     assert validate("experiment", {"baselines": [" None", "TAPT", ""]}).baselines == ["none", "tapt"]
 
 
+def test_a_misspelt_choice_or_threshold_is_refused_at_submit_naming_the_field():
+    """A sampling mode, confidence measure, pooling or self-training threshold out of its choices was taken at submit
+    and failed once a model had loaded (a threshold of 'abc' as a bare ValueError)."""
+    selftrain = {"model": "m", "lc": "lc", "dev": "dev"}
+    for kind, params, said in (("selftrain", {**selftrain, "measure": "c3"}, "'measure' must be one of c1, c2"),
+                               ("selftrain", {**selftrain, "threshold": "abc"}, "'threshold': .*'auto' or a number"),
+                               ("selftrain", {**selftrain, "threshold": 7}, "'threshold': .*got 7"),
+                               ("augment", {"model": "m", "sampling": "entiti"}, "'sampling' must be one of entity"),
+                               ("augment", {"model": "m", "criterion": "best"}, "'criterion' must be one of top, joint"),
+                               ("embed", {"corpus": "c", "pooling": "max"}, "'pooling' must be one of mean, model")):
+        with pytest.raises(UserError, match=f"{kind} params: field {said}"):
+            validate(kind, params)
+    assert validate("selftrain", {**selftrain, "threshold": 0.5}).threshold == 0.5
+
+
 def test_a_missing_model_folder_is_refused_at_submit(tmp_path):
     """Issue 24: a mistyped model folder failed 5 s into the job (and offered Resume); now submit refuses it, and
     stores nothing. 'default' and Hugging Face ids ('org/name') are not paths and pass."""

@@ -261,3 +261,27 @@ def test_the_measure_settings_are_declared_once():
     for name in settings:
         job = field_default(SimilarityJobParams, name)
         assert getattr(SimilarityParams(), name) == (tuple(job) if isinstance(job, list) else job), name
+
+
+def test_measure_settings_are_refused_at_submit_naming_the_field():
+    """An unknown measure, a JSD order of 9 or a misspelt TVcC method were taken at submit and failed once the job had
+    read its corpora, the order message naming `order` for a bad `jsd_order`."""
+    from core.runner.kinds import validate
+    from core.runner.params import SIMILARITY_MEASURES
+    from core.similarity.measures import MEASURES
+
+    assert tuple(MEASURES) == SIMILARITY_MEASURES
+    base = {"sources": ["a"], "targets": ["b"]}
+    for bad, said in (({"measures": ["tvc", "bogus"]}, "unknown measure.*bogus"), ({"jsd_order": 9}, "jsd_order: n-gram order"),
+                      ({"order": 12}, "order: n-gram order"), ({"tvcc_method": "spcy"}, "tvcc method"),
+                      ({"wvv_words": "x"}, "wvv_words"), ({"measures": "tvc, nope"}, "unknown measure.*nope")):
+        with pytest.raises(UserError, match=said):
+            validate("similarity", {**base, **bad})
+    assert validate("similarity", {**base, "measures": "TVC, jsd"}).measures == "TVC, jsd"  # normalised by the job
+
+
+def test_wvv_with_no_word_at_its_minimum_count_says_so():
+    from core.similarity.measures import SimilarityParams, compare_corpora
+
+    with pytest.raises(UserError, match="no word of the source occurs 2 times .*lower wvv_min_count"):
+        compare_corpora([["a", "b", "c"]], [["a", "b"]], SimilarityParams(measures=("wvv",), wvv_min_count=2))

@@ -121,10 +121,12 @@ if not usable:
             f"Fig. 2 it then plots each measure against the F1 gain with Pearson r. Finished runs with an F1 found: {len(runs)}.")
     st.stop()
 groups = sorted({r["data"] for r in usable})
-if len(groups) > 1:  # a gain compares runs on one LC and TEST: pick which runs enter (baselines included)
-    data = st.selectbox("Runs trained and tested on", groups, key="sim_f1_data",
-                        help="F1 gains only compare runs on the same LC and TEST (an experiment's LC-size sweep adds subsets).")
-    runs = [r for r in runs if r["data"] == data]
+# a gain compares runs on one LC and TEST: only that group's runs enter, baselines included (a baseline of another
+# LC or TEST, such as an LC-size sweep's none cells, would shift every gain)
+data = groups[0] if len(groups) == 1 else st.selectbox(
+    "Runs trained and tested on", groups, key="sim_f1_data",
+    help="F1 gains only compare runs on the same LC and TEST (an experiment's LC-size sweep adds subsets).")
+runs = [r for r in runs if r["data"] == data]
 target = st.selectbox("Similarity target (x: each source measured against it)", result.targets, key="sim_f1_target",
                       help="The corpus the measures compared each source with (usually TC). The runs' F1 is on their TEST.")
 corr = run_guarded(lambda: correlate_with_f1(runs, result, target), "could not correlate")

@@ -20,6 +20,7 @@ differ from the original (looked for among the 50 most probable tokens).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import random
 from collections.abc import Sequence
@@ -27,14 +28,13 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from core.adapt.selftrain import MEASURES
 from core.data.atomic import json_default
 from core.data.corpus import Corpus, write_corpus
 from core.data.tags import spans_from_tags
 from core.errors import ModelError, UserError
 from core.progress import Progress
 from core.recipes.presets import DEFAULT_PRESET, MLM
-from core.runner.params import AugmentSettings
+from core.runner.params import SAMPLINGS, AugmentSettings
 from core.train.ner_model import load_ner_model
 from core.train.ner_predict import predict_corpus
 
@@ -42,9 +42,6 @@ if TYPE_CHECKING:
     from core.runner.jobs import JobContext
     from core.runner.params import AugmentParams
 
-SAMPLINGS = ("entity", "context", "random-context", "mixed")
-ORDERS = ("independent", "conditional")
-CRITERIA = ("top", "joint")
 
 
 # --------------------------------------------------------------------------- confidence error rate
@@ -58,10 +55,9 @@ CRITERIA = ("top", "joint")
 
 def check_settings(settings: AugmentSettings) -> None:
     """A UserError naming the first setting outside what augmentation accepts."""
-    for value, allowed, what in ((settings.sampling, SAMPLINGS, "sampling"), (settings.order, ORDERS, "order"),
-                                 (settings.criterion, CRITERIA, "criterion"), (settings.measure, MEASURES, "measure")):
-        if value not in allowed:
-            raise UserError(f"unknown {what} {value!r}: expected one of {', '.join(allowed)}")
+    for f in dataclasses.fields(settings):  # the choices AugmentSettings declares (core.runner.params.choice)
+        if (allowed := f.metadata.get("choices")) and (value := getattr(settings, f.name)) not in allowed:
+            raise UserError(f"unknown {f.name} {value!r}: expected one of {', '.join(allowed)}")
     if not 0.0 <= settings.min_token_prob <= 1.0 or not 0.0 <= settings.min_confidence <= 1.0:
         raise UserError("min_token_prob and min_confidence must lie in [0, 1]")
     if settings.per_sentence < 1 or settings.top_k < 1:
@@ -209,7 +205,7 @@ class MaskedLM:
             yield chunk, top_p.tolist(), top_i.tolist()
 
     def accuracy(self, corpus: Corpus, n: int = 200, seed: int = 0, batch_size: int = 32) -> float | None:
-        """Share of `n` masked words of `corpus` (held-out text, e.g. TC) that the model puts first:
+        """Share of `n` masked words of `corpus` (text it did not augment, e.g. TC or DEV) that the model puts first:
         the plain measure of whether its MLM head learned anything. None when the corpus has no words."""
         rng = random.Random(seed)
         slots = [(i, j) for i, toks in enumerate(corpus.tokens) for j, w in enumerate(toks) if w.isalpha()]
@@ -241,18 +237,22 @@ class AugmentResult:
 
 
 def _choose(candidates: list[tuple[str, float]], words: list[str], pos: int, original_text: str, criterion: str,
-            min_prob: float) -> str | None:
+            min_prob: float, rank: int = 0) -> str | None:
+    """The candidate at `rank` by the criterion (0: the best); None when there are not that many usable ones."""
     usable = [(w, p) for w, p in candidates if p >= min_prob]
-    if not usable:
-        return None
-    if criterion == "top":
-        return usable[0][0]
+    if criterion != "top":
+        def joint(item: tuple[str, float]) -> float:
+            trial = words[:pos] + [item[0]] + words[pos + 1:]
+            return item[1] * levenshtein(original_text, " ".join(trial))
 
-    def joint(item: tuple[str, float]) -> float:
-        trial = words[:pos] + [item[0]] + words[pos + 1:]
-        return item[1] * levenshtein(original_text, " ".join(trial))
+        usable = sorted(usable, key=joint, reverse=True)  # stable: ties keep the MLM's order
+    return usable[rank][0] if rank < len(usable) else None
 
-    return max(usable, key=joint)[0]
+
+# Sampling modes whose masked positions are fixed by the tags: every variant of a sentence masks the same tokens, so
+# variant v takes each mask's (v+1)-th best candidate (the best every time repeated the first variant, dropped as a
+# duplicate: per_sentence > 1 gave nothing more). The random modes draw other positions per variant instead.
+FIXED_POSITIONS = ("entity", "context")
 
 
 def augment_corpus(lc: Corpus, mlm: MaskedLM, config: AugmentSettings, ner_model: Any = None,
@@ -267,20 +267,22 @@ def augment_corpus(lc: Corpus, mlm: MaskedLM, config: AugmentSettings, ner_model
     report = progress or (lambda f, m: None)
     rng = random.Random(config.seed)
     jobs: list[tuple[int, list[str], list[int]]] = []  # (source index, working words, positions)
-    for _ in range(config.per_sentence):
+    ranks: list[int] = []  # each job's candidate rank (FIXED_POSITIONS)
+    for variant in range(config.per_sentence):
         for i, tags in enumerate(lc.tags):
             jobs.append((i, list(lc.tokens[i]), sample_positions(tags, config.sampling, rng, config.random_rate,
                                                                  config.mixed_max_rate)))
+            ranks.append(variant if config.sampling in FIXED_POSITIONS else 0)
     masked_total = sum(len(p) for _, _, p in jobs)
     done = 0
     if config.order == "independent":
         requests = [(lc.tokens[i], pos) for i, _, positions in jobs for pos in positions]
         cands = mlm.candidates(requests, config.top_k, config.batch_size)
         k = 0
-        for i, words, positions in jobs:
+        for (i, words, positions), rank in zip(jobs, ranks):
             text = " ".join(lc.tokens[i])
             for pos in positions:
-                choice = _choose(cands[k], list(lc.tokens[i]), pos, text, config.criterion, config.min_token_prob)
+                choice = _choose(cands[k], list(lc.tokens[i]), pos, text, config.criterion, config.min_token_prob, rank)
                 k += 1
                 if choice is not None:
                     words[pos] = choice
@@ -288,10 +290,10 @@ def augment_corpus(lc: Corpus, mlm: MaskedLM, config: AugmentSettings, ner_model
     else:
         rounds = max((len(p) for _, _, p in jobs), default=0)
         for r in range(rounds):  # round r: the r-th mask of every sentence, on its current words
-            active = [(i, words, positions[r]) for i, words, positions in jobs if r < len(positions)]
-            cands = mlm.candidates([(words, pos) for _, words, pos in active], config.top_k, config.batch_size)
-            for (i, words, pos), cand in zip(active, cands):
-                choice = _choose(cand, words, pos, " ".join(lc.tokens[i]), config.criterion, config.min_token_prob)
+            active = [(i, words, positions[r], rank) for (i, words, positions), rank in zip(jobs, ranks) if r < len(positions)]
+            cands = mlm.candidates([(words, pos) for _, words, pos, _ in active], config.top_k, config.batch_size)
+            for (i, words, pos, rank), cand in zip(active, cands):
+                choice = _choose(cand, words, pos, " ".join(lc.tokens[i]), config.criterion, config.min_token_prob, rank)
                 if choice is not None:
                     words[pos] = choice
             done += len(active)
@@ -337,7 +339,9 @@ def augment_corpus(lc: Corpus, mlm: MaskedLM, config: AugmentSettings, ner_model
 MIN_DISTINCT_SHARE = 0.2  # distinct replacement words / replacements
 MAX_STOP_SHARE = 0.5  # replacements that are stop words ("the", "of", ...)
 MAX_TOP_WORD_SHARE = 0.5  # the single most frequent replacement word
-WARN_MLM_ACCURACY = 0.15  # top-1 accuracy on masked held-out TC words below this: a weak MLM
+# top-1 accuracy on masked words of the check corpus (TC by default, which B1 trained on: a floor, not a held-out
+# score) below this: an MLM whose head barely predicts words at all
+WARN_MLM_ACCURACY = 0.15
 MIN_REPLACEMENTS_JUDGED = 10  # fewer replacements say nothing either way
 
 
@@ -368,7 +372,8 @@ def judge_augmentation(quality: dict[str, Any], mlm_accuracy: float | None, mode
     n = quality["replacements"]
     figures = (f"{n} replacements, {quality['distinct_replacements']} distinct"
                + (f", {quality['stop_word_share']:.0%} stop words, top words {', '.join(quality['top_words'][:3])}" if n else "")
-               + (f"; MLM top-1 accuracy on held-out TC words {mlm_accuracy:.1%}" if mlm_accuracy is not None else ""))
+               + (f"; MLM top-1 accuracy on masked words of the check corpus {mlm_accuracy:.1%} (a floor: TC is text "
+                  "B1 trained on, not held out)" if mlm_accuracy is not None else ""))
     steps = (mlm_info or {}).get("steps")
     trained = f"it was trained for {steps} steps" + (" from a fresh MLM head" if (mlm_info or {}).get("fresh_head") else "") \
         if steps is not None else ""
@@ -409,13 +414,13 @@ def augment_job(params: AugmentParams, ctx: JobContext) -> dict[str, Any]:
     result = augment_corpus(lc, mlm, params, ner_model=ner_model, progress=ctx.sub(0.05, 0.9))
     quality = replacement_quality(lc, result.corpus)
     accuracy = None
-    if params.check_tc:  # held-out text the MLM did not augment: does its head predict words at all?
+    if params.check_tc:  # text the MLM did not augment (TC: B1's own training text): does its head predict words at all?
         try:
             held_out = ws.resolve_corpus(params.check_tc)
         except UserError as exc:
             ctx.log(f"MLM accuracy not measured: {exc}")
         else:
-            ctx.progress(0.92, "MLM accuracy on masked held-out TC words")
+            ctx.progress(0.92, "MLM accuracy on masked words of the check corpus")
             accuracy = mlm.accuracy(held_out, seed=params.seed, batch_size=params.batch_size)
     info_path = Path(params.model) / "mlm_info.json"
     info = json.loads(info_path.read_text("utf-8")) if info_path.is_file() else None

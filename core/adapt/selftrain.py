@@ -31,6 +31,7 @@ from core.errors import UserError
 from core.progress import Progress, sub
 from core.recipes.presets import DEFAULT_PRESET
 from core.runner.jobresult import JobResult
+from core.runner.params import CONFIDENCE_MEASURES
 from core.train import lineage
 from core.train.ner_model import load_ner_model
 from core.train.ner_predict import evaluate, predict_corpus
@@ -42,7 +43,7 @@ if TYPE_CHECKING:
     from core.runner.params import SelftrainParams
 
 
-MEASURES = ("c1", "c2")
+MEASURES = CONFIDENCE_MEASURES  # named with the job's params (core.runner.params)
 
 
 RATIOS = (0.5, 1.0, 2.0)  # k = ratio x |LC| in the paper's experiments
@@ -170,8 +171,10 @@ def self_train(model_dir: str | Path, lc: Corpus, unlabeled: Corpus, dev: Corpus
     say(f"{n_confident} of {len(preds)} unlabeled sentences reach {measure} >= {chosen:.3f}; sampled {len(picked)} (k = {k})")
     if not picked:
         raise UserError(f"no unlabeled sentence reaches {measure} >= {chosen:.3f}: lower the threshold")
+    # predictions come in BIO; beside a BIOES (or IOB1) LC they are written in LC's scheme, or the training data would
+    # mix schemes and the CRF would see every BIO span as a forbidden transition
     pseudo = Corpus(tokens=[list(preds[i].tokens) for i in picked], tags=[list(preds[i].tags) for i in picked],
-                    name="pseudo")
+                    name="pseudo").with_scheme(lc.scheme)
     train = Corpus.concat([Corpus(tokens=lc.tokens, tags=lc.tags, name="lc"), pseudo], name="lc+pseudo")
     base, recipe = _base_recipe(model_dir, preset, config, seed)
     out_dir = Path(out_dir)

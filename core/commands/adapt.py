@@ -10,7 +10,6 @@ import argparse
 import sys
 from pathlib import Path
 
-from core.adapt.augment import CRITERIA, ORDERS, SAMPLINGS
 from core.adapt.selftrain import MEASURES
 from core.cliutil import add_workspace_arg, print_json, progress_wanted, tqdm_progress
 from core.data.workspace import Workspace
@@ -18,7 +17,7 @@ from core.errors import UserError
 from core.recipes.presets import PRESETS, preset_help
 from core.runner import jobs
 from core.runner.jobresult import JobResult
-from core.runner.params import AugmentParams, SelftrainParams, field_default
+from core.runner.params import CRITERIA, ORDERS, SAMPLINGS, AugmentParams, SelftrainParams, field_default
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -61,8 +60,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--device", default=field_default(AugmentParams, "device"))
     p.add_argument("--out", required=True, help="output CoNLL file (a .jsonl with the same stem is written beside it)")
     p.add_argument("--check-tc", default=field_default(AugmentParams, "check_tc"),
-                   help="held-out corpus on which the MLM's masked-word accuracy is measured "
-                   "(default: the workspace's TC; 'none' skips it)")
+                   help="corpus on which the MLM's masked-word accuracy is measured, a check that its head predicts "
+                   "words at all (default: the workspace's TC, which B1 trained on: a floor, not a held-out score; "
+                   "give DEV for text it never saw; 'none' skips it)")
     p.add_argument("--allow-degenerate", action="store_true",
                    help="write the output even when the quality gate finds the MLM degenerate (same few words everywhere)")
     p.add_argument("--json", action="store_true", help="print a JSON summary")

@@ -32,7 +32,7 @@ MLM: dict[str, dict[str, Any]] = {
     "paper": {},
     # ~3.5 min alone on 2 CPU cores: a fixed 200 steps of 16 x 64-token blocks whatever the corpus size (the demo TC
     # is 10 steps per epoch), at a learning rate high enough for the fresh MLM head of the default MiniLM to learn.
-    # Measured on the demo TC (seed 1): held-out TC masked-word accuracy 57%, and `augment` on the demo LC passes the
+    # Measured on the demo TC (seed 1): masked-word accuracy on TC (its training text) 57%, and `augment` on the demo LC passes the
     # quality gate (33 distinct of 116 replacements, 1% stop words); lr 1e-4 at the same steps reached 21% and was
     # refused as degenerate, 30 steps replaced every entity with "the".
     "demo": {"epochs": 1000, "batch_size": 16, "block_size": 64, "max_steps": 200, "lr": 5e-4, "checkpoint_every": 50,
@@ -80,7 +80,7 @@ NOTES: dict[str, dict[str, str]] = {
         "demo": "200 steps of 16 x 64-token blocks at lr 5e-4, ~3.5 min: on the demo TC a fresh MLM head reaches 0.57 "
                 "held-out masked-word accuracy (30 steps: every entity became \"the\") and `augment` passes its quality gate",
         "study": "400 steps of 16 x 128-token blocks, ~6.5 min alone on 2 free cores with bf16 (~10 min without): "
-                 "a fresh MLM head learns (held-out TC masked-word accuracy well above the base encoder's)",
+                 "a fresh MLM head learns (masked-word accuracy on TC well above the base encoder's)",
         "paper": "5 epochs, batch 64: the seed paper's; hours on CPU for a large corpus",
     },
     "ner": {

@@ -59,6 +59,28 @@ def bounded(default: Any, at_least: float | None = None, above: float | None = N
     return field(default=default, metadata={"range": (at_least, above, at_most)})
 
 
+def choice(default: str, options: tuple[str, ...]) -> Any:
+    """A text field with the values its job accepts, refused at submit with the field's name and the choices (a
+    misspelt sampling mode, confidence measure or pooling failed minutes into the job, after a model had loaded)."""
+    return field(default=default, metadata={"choices": options})
+
+
+# the choices of the adaptation and embedding settings, named once (core.adapt and core.lm read them from here)
+SAMPLINGS = ("entity", "context", "random-context", "mixed")  # which LC tokens augmentation may mask
+ORDERS = ("independent", "conditional")  # every mask on the original sentence, or after earlier replacements
+CRITERIA = ("top", "joint")  # the most probable candidate, or probability x edit distance
+CONFIDENCE_MEASURES = ("c1", "c2")  # a NER prediction's confidence: CRF posterior, or the least sure tag's marginal
+POOLINGS = ("mean", "model")  # a sentence embedding: mean of token vectors, or the model's own pooling
+
+
+def check_threshold(value: Any) -> None:
+    """Self-training's confidence threshold: 'auto' (the CER-optimal one on DEV) or a number in [0, 1]."""
+    if value == "auto":
+        return
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
+        raise UserError(f"threshold must be 'auto' or a number in [0, 1], got {value!r}")
+
+
 def range_error(value: Any, limits: tuple[float | None, float | None, float | None]) -> str | None:
     """What is wrong with `value` for a bounded field's (at_least, above, at_most), or None."""
     at_least, above, at_most = limits
@@ -94,6 +116,35 @@ class ImportParams:
     overwrite: bool = False
 
 
+# The similarity measures' names and settings, named here so a job is refused at submit (core.similarity.measures
+# describes each measure under these keys; a test holds the two equal)
+SIMILARITY_MEASURES = ("tvc", "tvcc", "ppl", "jsd", "wvv", "ttr")
+TVCC_METHODS = ("auto", "spacy", "approx")
+MAX_NGRAM_ORDER = 6
+
+
+def measure_list(measures: list[str] | tuple[str, ...] | str) -> tuple[str, ...]:
+    """'tvc, JSD' or ['tvc', 'jsd'] -> ('tvc', 'jsd')."""
+    items = measures.split(",") if isinstance(measures, str) else measures
+    return tuple(str(m).strip().lower() for m in items if str(m).strip())
+
+
+def check_similarity_settings(measures: tuple[str, ...], order: int, jsd_order: int, wvv_words: str,
+                              tvcc_method: str) -> None:
+    """The measure settings a job and core.similarity.measures.SimilarityParams accept (UserError naming the field)."""
+    unknown = [m for m in measures if m not in SIMILARITY_MEASURES]
+    if unknown or not measures:
+        raise UserError(f"unknown measure(s) {', '.join(unknown) or '(none given)'}: choose from "
+                        f"{', '.join(SIMILARITY_MEASURES)}")
+    for name, value in (("order", order), ("jsd_order", jsd_order)):
+        if not 1 <= value <= MAX_NGRAM_ORDER:
+            raise UserError(f"{name}: n-gram order must be between 1 and {MAX_NGRAM_ORDER}, got {value}")
+    if wvv_words not in ("shared", "source"):
+        raise UserError(f"wvv_words must be 'shared' or 'source', got {wvv_words!r}")
+    if tvcc_method not in TVCC_METHODS:
+        raise UserError(f"tvcc method must be one of {', '.join(TVCC_METHODS)}, got {tvcc_method!r}")
+
+
 @dataclass
 class SimilarityJobParams:
     """The job's corpora and the measure settings; core.similarity.measures.SimilarityParams is the validated,
@@ -115,12 +166,17 @@ class SimilarityJobParams:
     wvv_words: str = "shared"  # WVV over source words shared with the target, or all source words ("source")
     histogram: dict[str, Any] | None = None  # {"tc", "dc"}: also DC's per-sentence PPL histogram under a TC model
 
+    def __post_init__(self) -> None:  # refused at submit, not after the corpora are read
+        if isinstance(self.measures, (str, list)) and all(isinstance(m, str) for m in self.measures):
+            check_similarity_settings(measure_list(self.measures), self.order, self.jsd_order, self.wvv_words,
+                                      self.tvcc_method)
+
 
 @dataclass
 class EmbedParams:
     corpus: str
     model: str = "default"
-    pooling: str = "mean"
+    pooling: str = choice("mean", POOLINGS)
     device: str = "auto"
     precision: str = "auto"
     chunk_size: int | None = bounded(None, at_least=1)
@@ -280,8 +336,8 @@ class SelftrainParams:
     unlabeled: str | None = None
     selection: str | None = None
     test: str | None = None
-    measure: str = "c1"
-    threshold: float | str = "auto"
+    measure: str = choice("c1", CONFIDENCE_MEASURES)
+    threshold: float | str = field(default="auto", metadata={"check": check_threshold})
     ratio: float = bounded(1.0, above=0)  # k = ratio x |LC|
     preset: str = DEFAULT_PRESET
     seed: int = bounded(1, at_least=0)
@@ -294,12 +350,12 @@ class AugmentSettings:
     """How MLM augmentation (core.adapt.augment, Tokarchuk et al. 2021 Section 4) rewrites LC: the one
     declaration of these settings, read by `augment_corpus`, the job and the CLI."""
 
-    sampling: str = "entity"  # which tokens may be masked: entity, context, random-context, mixed
-    order: str = "independent"  # independent: every mask on the original; conditional: after earlier replacements
-    criterion: str = "top"  # top: most probable candidate; joint: probability x edit distance
+    sampling: str = choice("entity", SAMPLINGS)  # which tokens may be masked: entity, context, random-context, mixed
+    order: str = choice("independent", ORDERS)  # independent: every mask on the original; conditional: after earlier ones
+    criterion: str = choice("top", CRITERIA)  # top: most probable candidate; joint: probability x edit distance
     min_token_prob: float = bounded(0.0, at_least=0, at_most=1)  # a candidate below this MLM probability is never used
     min_confidence: float = bounded(0.0, at_least=0, at_most=1)  # generated sentences below it dropped (needs a NER model)
-    measure: str = "c1"  # which NER confidence min_confidence applies to
+    measure: str = choice("c1", CONFIDENCE_MEASURES)  # which NER confidence min_confidence applies to
     random_rate: float = bounded(0.15, above=0, at_most=1)  # share of O tokens masked by "random-context" (BERT's masking rate)
     mixed_max_rate: float = bounded(0.3, above=0, at_most=1)  # "mixed" masks between 1 and this share of the tokens
     top_k: int = bounded(5, at_least=1)  # candidates per mask, as in the paper
@@ -315,7 +371,7 @@ class AugmentParams(AugmentSettings):
     ner_model: str | None = None  # for min_confidence
     device: str = "auto"
     out: str | None = None  # default: RUN/augmented.conll
-    check_tc: str | None = "tc"  # held-out corpus for the MLM accuracy check (None: skip it)
+    check_tc: str | None = "tc"  # corpus for the MLM accuracy check (TC: B1's training text, a floor; None: skip it)
     allow_degenerate: bool = False  # write the output even when the quality gate finds the MLM degenerate
 
 
@@ -410,6 +466,8 @@ def validate_params(cls: type, params: dict[str, Any] | Any, kind: str = "") -> 
     for name, value in params.items():
         if "range" in fields[name].metadata and (wrong := range_error(value, fields[name].metadata["range"])):
             raise UserError(f"{kind} params: field {name!r} {wrong}")
+        if (options := fields[name].metadata.get("choices")) and value not in options:
+            raise UserError(f"{kind} params: field {name!r} must be one of {', '.join(options)}, got {value!r}")
         if "check" in fields[name].metadata and value is not None:
             try:
                 fields[name].metadata["check"](value)

@@ -37,7 +37,12 @@ from core.data.stream import CorpusStream
 from core.errors import UserError
 from core.lm.ngram import KneserNeyLM, NgramCounts, build_lm, build_lm_streamed
 from core.progress import Progress
-from core.runner.params import SimilarityJobParams, field_default
+from core.runner.params import (
+    SimilarityJobParams,
+    check_similarity_settings,
+    field_default,
+    measure_list,
+)
 
 Tokens = Sequence[Sequence[str]]
 Text = Tokens | CorpusStream  # a corpus as token lists, or streamed from its workspace Parquet
@@ -68,7 +73,6 @@ MEASURES: dict[str, MeasureInfo] = {m.key: m for m in (
     MeasureInfo("ttr", "TTR", None, "Type-token ratio of each corpus: distinct words / tokens (diversity; depends on size)."),
 )}
 PAIRWISE = ("tvc", "tvcc", "ppl", "jsd", "wvv")
-TVCC_METHODS = ("auto", "spacy", "approx")
 CONTENT_POS = ("NOUN", "PROPN", "VERB", "ADJ")
 _SPACY_PIPELINES = ("en_core_web_sm", "en_core_web_md", "en_core_web_lg", "en_core_web_trf")
 
@@ -102,27 +106,17 @@ class SimilarityParams:
     wvv_words: str = _job_default("wvv_words")
 
     def __post_init__(self) -> None:
-        unknown = [m for m in self.measures if m not in MEASURES]
-        if unknown or not self.measures:
-            raise UserError(f"unknown measure(s) {', '.join(unknown) or '(none given)'}: choose from {', '.join(MEASURES)}")
-        if not 1 <= self.order <= 6 or not 1 <= self.jsd_order <= 6:
-            raise UserError(f"n-gram order must be between 1 and 6, got {self.order}")
+        check_similarity_settings(self.measures, self.order, self.jsd_order, self.wvv_words, self.tvcc_method)
         if self.subsample_tokens is not None and self.subsample_tokens < 1:
             raise UserError(f"sub-sample size must be a positive number of tokens, got {self.subsample_tokens}")
         if self.subsample_k < 1:
             raise UserError(f"number of sub-samples must be >= 1, got {self.subsample_k}")
-        if self.wvv_words not in ("shared", "source"):
-            raise UserError(f"wvv_words must be 'shared' or 'source', got {self.wvv_words!r}")
-        if self.tvcc_method not in TVCC_METHODS:
-            raise UserError(f"tvcc method must be one of {', '.join(TVCC_METHODS)}, got {self.tvcc_method!r}")
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> SimilarityParams:
         known = {k: v for k, v in d.items() if k in cls.__dataclass_fields__}
-        if isinstance(known.get("measures"), str):
-            known["measures"] = [m.strip().lower() for m in known["measures"].split(",") if m.strip()]
         if "measures" in known:
-            known["measures"] = tuple(known["measures"])
+            known["measures"] = measure_list(known["measures"])
         return cls(**known)
 
     @property
@@ -299,8 +293,14 @@ def train_word_vectors(tokens: Text, params: SimilarityParams) -> Any:
 
     if not n_tokens(tokens):
         raise UserError("WVV needs a non-empty source corpus")
-    return Word2Vec(_sentences(tokens), vector_size=params.wvv_dim, window=params.wvv_window, min_count=params.wvv_min_count,
-                    sg=1, seed=params.seed, workers=1, epochs=params.wvv_epochs)
+    try:
+        return Word2Vec(_sentences(tokens), vector_size=params.wvv_dim, window=params.wvv_window,
+                        min_count=params.wvv_min_count, sg=1, seed=params.seed, workers=1, epochs=params.wvv_epochs)
+    except RuntimeError as exc:  # gensim's words for an empty vocabulary: "you must first build vocabulary"
+        if "vocabulary" not in str(exc):
+            raise
+        raise UserError(f"WVV: no word of the source occurs {params.wvv_min_count} times (wvv_min_count): lower "
+                        "wvv_min_count or give a larger source") from None
 
 
 def word_vector_variance(source_model: Any, target: Text, words: str = "shared") -> float:
