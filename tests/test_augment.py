@@ -362,6 +362,18 @@ def test_varied_replacements_pass_and_a_weak_mlm_only_warns():
     assert verdict == "warn" and "2.0%" in message and "Max steps" in message and "--max-steps 200" in message
 
 
+def test_context_replacements_as_stop_wordy_as_the_words_they_replace_pass_the_gate():
+    """Context sampling masks the O tokens beside entities, mostly stop words: varied, sensible replacements of them
+    (about half stop words) were refused as degenerate by a rule meant for entity slots."""
+    from core.adapt.augment import judge_augmentation
+
+    context = {"replacements": 100, "distinct_replacements": 34, "distinct_share": 0.34, "stop_word_share": 0.52,
+               "replaced_stop_word_share": 0.73, "top_word_share": 0.07, "top_words": ["of (7)"]}
+    assert judge_augmentation(context, 0.4, "m")[0] == "ok"
+    entity = {**context, "replaced_stop_word_share": 0.0}  # entity words turned into stop words: still refused
+    assert judge_augmentation(entity, 0.4, "m")[0] == "degenerate"
+
+
 def test_near_zero_f1_says_why():
     from core.train.quality import weak_f1_reason
 
