@@ -49,13 +49,16 @@ class Once(argparse.Action):
 
 def progress_wanted(args: argparse.Namespace) -> bool:
     """Progress bars go to stderr, so `--json` (which owns stdout) never hides them on a terminal: a 28-minute
-    `compare-sources --json` used to print nothing until the end. `--quiet` does; a piped stderr shows none."""
+    `compare-sources --json` used to print nothing until the end. `--quiet` hides them, and so does `--json` when
+    stderr is not a terminal (a log file keeps every redraw)."""
     if getattr(args, "quiet", False):
         return False
     return not getattr(args, "json", False) or sys.stderr.isatty()
 
 
 def add_workspace_arg(parser: argparse.ArgumentParser) -> None:
-    """Commands accept --workspace after the command name too."""
+    """Commands accept --workspace (and --create-workspace) after the command name too."""
     parser.add_argument("--workspace", default=argparse.SUPPRESS,
                         help="workspace folder (default: $NERSELECT_WORKSPACE, else ./workspace)")
+    parser.add_argument("--create-workspace", action="store_true", default=argparse.SUPPRESS,
+                        help="make --workspace a new workspace when it is not one yet")

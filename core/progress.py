@@ -99,6 +99,8 @@ class CliProgress:
             if failed:
                 self._bar.leave = False  # an error message follows; a half-drawn bar above it only confuses
             self._bar.close()
+            if failed and not sys.stderr.isatty():  # a log file keeps the bar's text: end its line, so the
+                print(file=sys.stderr, flush=True)  # error is a line of its own
             self._bar = None
 
 

@@ -53,6 +53,8 @@ def test_a_mistyped_workspace_is_refused_unless_asked_to_create(tmp_path, monkey
     assert main(["--workspace", str(tmp_path / "stuff"), "corpora"]) == 2 and "not a workspace" in capsys.readouterr().err
     assert main(["--workspace", str(deeper), "--create-workspace", "corpora"]) == 0 and deeper.is_dir()
     assert main(["--workspace", str(deeper), "corpora"]) == 0  # now it is one
+    after = tmp_path / "after"  # both flags after the command name too, as README's --workspace is
+    assert main(["corpora", "--workspace", str(after), "--create-workspace"]) == 0 and after.is_dir()
 
 
 def test_jobs_show_json_is_one_object(tmp_path, capsys):
@@ -82,3 +84,18 @@ def test_leakage_help_describes_the_check_and_its_defaults(capsys):
         main(["leakage", "--help"])
     out = capsys.readouterr().out
     assert "Has evaluation text leaked" in out and "(default: dev,test)" in out and "(default: 0.5)" in out
+
+
+def test_an_unknown_task_or_a_missing_also_folder_is_said_not_shown_as_nothing(tmp_path, capsys):
+    """`task progress nosuch` printed nothing with exit 0, `task export nosuch` said it had no settled sentences yet,
+    and `runs disk --also /missing` counted the missing folder as empty."""
+    from core.cli import main
+
+    ws = str(tmp_path / "ws")
+    assert main(["--workspace", ws, "--create-workspace", "corpora"]) == 0
+    capsys.readouterr()
+    for argv in (["task", "progress", "nosuch"], ["task", "export", "nosuch", "--out", str(tmp_path / "t.conll")]):
+        assert main(["--workspace", ws, *argv]) == 2 and "no review task 'nosuch'" in capsys.readouterr().err
+    for what in ("disk", "free-snapshots"):
+        assert main(["--workspace", ws, "runs", what, "--also", str(tmp_path / "missing")]) == 2
+        assert "--also: no such folder" in capsys.readouterr().err

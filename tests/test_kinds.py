@@ -158,3 +158,14 @@ def test_every_result_panel_belongs_to_a_kind():
     import ui_runs
 
     assert set(ui_runs.RESULT_PANELS) <= set(KINDS)
+
+
+def test_training_counts_of_zero_are_refused_at_submit():
+    """`ner train --epochs 0` and a batch size of 0 trained nothing (or one sentence at a time) and said "model
+    written"; a max_steps of -3 was refused as a head warm-up that covers the run."""
+    for kind, config, said in (("ner", {"epochs": 0}, "epochs must be at least 1"),
+                               ("ner", {"batch_size": 0}, "batch_size must be at least 1"),
+                               ("mlm", {"batch_size": 0}, "batch_size must be at least 1"),
+                               ("mlm", {"max_steps": -3}, "max_steps must be at least 1 when set")):
+        with pytest.raises(UserError, match=f"{kind} params: field 'config': {said}"):
+            validate(kind, {"config": config})

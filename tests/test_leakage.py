@@ -82,6 +82,7 @@ def test_cli_prints_the_json(ws, capsys):
     out = json.loads(capsys.readouterr().out)
     assert {"exact", "near", "threshold", "examples"} <= set(out) and out["exact"] == 2 and out["near"] == 1
     assert {"corpus_index", "against", "index", "similarity"} <= set(out["examples"][0])
+    assert out["corpus"] == "dc"  # the scanned corpus, not the last DEV/TEST corpus a leak matched
     assert main(["--workspace", str(ws.root), "leakage", "--corpus", "nope", "--against", "test"]) == 2
 
 

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from core.cli import main
 from core.data.corpus import Corpus
-from core.errors import CorpusError
+from core.errors import CorpusError, UserError
 from core.lm.ngram import FALLBACK_DISCOUNTS, build_lm, load_arpa, modified_kn_discounts
 
 TOY = [["a", "b"], ["a", "c"]]
@@ -277,6 +277,16 @@ def test_bad_arpa_raises_corpus_error_with_line(tmp_path, edit, line, message):
     with pytest.raises(CorpusError) as err:
         load_arpa(path)
     assert err.value.line == line and message in err.value.message, str(err.value)
+
+
+def test_a_file_named_arpa_without_its_header_is_refused_not_scored_as_text(tmp_path):
+    """`lm score --arpa bad.arpa` read a damaged ARPA file as a corpus and gave a perplexity of its words."""
+    from core.lm.ngram import lm_from
+
+    path = tmp_path / "cut.arpa"
+    path.write_text("garbage\n")
+    with pytest.raises(UserError, match="named .arpa but has no .*header"):
+        lm_from(path)
 
 
 def test_good_arpa_loads_and_missing_context_is_reported(tmp_path):

@@ -10,9 +10,10 @@ import pytest
 from core.data.workspace import Workspace
 from core.errors import UserError
 from core.experiments.experiment import cell_tasks, load_cells
-from core.experiments.parallel import Slot, parse_parallel, plan_slots
+from core.experiments.parallel import Slot, plan_slots
 from core.runner import jobs
 from core.runner.devices import Gpu
+from core.runner.params import parse_parallel
 from tests.test_experiment import corpora  # noqa: F401 - fixture
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from core.cliutil import add_workspace_arg, comma_list, print_json, progress_wanted, tqdm_progress
 from core.data.workspace import Workspace
+from core.errors import UserError
 from core.recipes.presets import PRESETS
 from core.runner.params import CompareSourcesParams, field_default
 from core.similarity.measures import PAIRWISE
@@ -59,7 +60,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("runs", help="runs with their lineage (base model, MLM corpora and hashes, selection, LC/DEV/TEST)")
     rsub = p.add_subparsers(dest="runs_cmd", required=True)
     s = rsub.add_parser("list", help="runs of the workspace, newest first")
-    s.add_argument("--kind", default=None, help="only runs of this kind (mlm, ner, selftrain)")
+    s.add_argument("--kind", default=None, choices=("mlm", "ner", "selftrain"), help="only runs of this kind")
     s.add_argument("--json", action="store_true")
     add_workspace_arg(s)
     s.set_defaults(func=cmd_runs_list)
@@ -158,6 +159,13 @@ def cmd_compare_recipes(args: argparse.Namespace) -> int:
     return 0
 
 
+def _folders(also: list[str]) -> list[Path]:
+    """--also folders, each one that exists (a mistyped one is said, not counted as holding nothing)."""
+    if missing := [p for p in also if not Path(p).is_dir()]:
+        raise UserError(f"--also: no such folder {', '.join(map(repr, missing))}")
+    return [Path(p) for p in also]
+
+
 def cmd_runs_list(args: argparse.Namespace) -> int:
     from core.train.lineage import list_runs
 
@@ -196,7 +204,7 @@ def cmd_runs_show(args: argparse.Namespace) -> int:
 def cmd_runs_disk(args: argparse.Namespace) -> int:
     from core.experiments.disk import disk_use, format_disk_use
 
-    report = disk_use(Workspace(args.workspace), [Path(p) for p in args.also])
+    report = disk_use(Workspace(args.workspace), _folders(args.also))
     if args.json:
         print_json(report)
         return 0
@@ -207,7 +215,7 @@ def cmd_runs_disk(args: argparse.Namespace) -> int:
 def cmd_runs_free_snapshots(args: argparse.Namespace) -> int:
     from core.experiments.disk import format_freed, free_snapshots
 
-    result = free_snapshots(Workspace(args.workspace), [Path(p) for p in args.also], dry_run=args.dry_run)
+    result = free_snapshots(Workspace(args.workspace), _folders(args.also), dry_run=args.dry_run)
     if args.json:
         print_json(result)
         return 0

@@ -98,7 +98,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("corpora", nargs="*", help="corpus names, roles (tc, dc) or files; default: the --selection's TC and DC, "
                    "else the TC and DC roles")
     p.add_argument("--selection", help="a saved selection: adds its group (TC / selected / filtered) and score per point")
-    p.add_argument("--out", help="output .parquet (x, y, corpus, row, text; with --selection also group, score)")
+    p.add_argument("--out", help="output .parquet (x, y, corpus, row, text; with --selection also group, score_percentile)")
     p.add_argument("--model", default=field_default(ProjectParams, "model"))
     p.add_argument("--fit-points", type=int, default=field_default(ProjectParams, "fit_points"),
                    help="UMAP is fitted on at most this many sentences; the rest are placed on the fitted map")
@@ -222,6 +222,22 @@ def cmd_leakage(args: argparse.Namespace) -> int:
     return 0
 
 
+def region_corners(text: str) -> list[list[float]]:
+    """'x,y x,y x,y' -> [[x, y], ...]; UserError unless every corner is two numbers and there are 3 or more.
+
+    >>> region_corners("0,0 1,0 0.5,2")
+    [[0.0, 0.0], [1.0, 0.0], [0.5, 2.0]]
+    """
+    said = f"--region: expected at least 3 corners as 'x,y x,y x,y', got {text!r}"
+    try:
+        corners = [[float(v) for v in corner.split(",")] for corner in text.split()]
+    except ValueError:
+        raise UserError(said) from None
+    if len(corners) < 3 or any(len(c) != 2 for c in corners):
+        raise UserError(said)
+    return corners
+
+
 def cmd_project(args: argparse.Namespace) -> int:
     from core.selection.atlas import build_atlas, map_corpora, points_frame
     from core.selection.layers import prediction_values, selection_layer, selection_percentiles
@@ -234,6 +250,7 @@ def cmd_project(args: argparse.Namespace) -> int:
                         "DC roles (import --role)")
     if (args.save_selection or args.save_corpus) and not (args.region or args.search):
         raise UserError("--save-selection / --save-corpus save a --region or a --search")
+    polygon = region_corners(args.region) if args.region else None  # a typo refused before the map is built
     with tqdm_progress("project", enabled=progress_wanted(args)) as progress:
         atlas, reused = build_atlas(ws, corpora, args.model, fit_points=args.fit_points, seed=args.seed, progress=progress)
     report = {"key": atlas.key, "reused": reused, "points": len(atlas), "method": atlas.meta["method"],
@@ -254,15 +271,12 @@ def cmd_project(args: argparse.Namespace) -> int:
                                  "mean": float(values[ok].mean()) if ok.any() else None}
         if frame is not None:
             frame[f"predicted_{args.measure}"] = values
-    how = None
     if args.region:
-        try:
-            polygon = [[float(v) for v in corner.split(",")] for corner in args.region.split()]
-        except ValueError:
-            raise UserError(f"--region: expected corners as 'x,y x,y x,y', got {args.region!r}") from None
         how = Region(mode="polygon", polygon=polygon)
     elif args.search:
         how = Region(query=args.search)
+    else:
+        how = None
     if how is not None:
         mask = how.mask(atlas)
         report["chosen"] = {name: int(len(rows)) for name, rows in region_rows(atlas, mask).items()}

@@ -11,7 +11,7 @@ from core.cliutil import add_workspace_arg, print_json, progress_wanted, tqdm_pr
 from core.data.atomic import atomic_write_text
 from core.data.corpus import Corpus
 from core.data.workspace import Workspace, resolve_corpus_ref
-from core.lm.ngram import build_lm, lm_from
+from core.lm.ngram import build_lm, check_order, lm_from
 from core.similarity.measures import MEASURES, SimilarityParams, compare_corpora, corpus_text
 
 
@@ -73,6 +73,7 @@ def cmd_similarity(args: argparse.Namespace) -> int:
 
 
 def cmd_lm_build(args: argparse.Namespace) -> int:
+    check_order(args.order)  # before the corpus is read: a bad order after minutes of encoding helps no one
     corpus = resolve(args.file, args.workspace)
     with tqdm_progress(f"{args.order}-gram LM") as progress:
         lm = build_lm(corpus, order=args.order, progress=progress)

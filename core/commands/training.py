@@ -15,7 +15,6 @@ from pathlib import Path
 from core.cliutil import add_workspace_arg, comma_list, print_json, progress_wanted, tqdm_progress
 from core.data.workspace import Workspace, resolve_corpus_ref
 from core.errors import TIME_LIMIT_EXIT
-from core.experiments.parallel import parse_parallel
 from core.experiments.plan import BASELINES
 from core.recipes.budget import Budget
 from core.recipes.configs import parse_settings
@@ -201,7 +200,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help=preset_help("experiment") + f" (default: {DEFAULT_PRESET})")
     x.add_argument("--domain", help="column name in the results table (default: the workspace's target domain, else the test "
                                     "corpus name)")
-    x.add_argument("--parallel", default=field_default(ExperimentParams, "parallel"), type=parse_parallel, metavar="N|auto",
+    x.add_argument("--parallel", default=field_default(ExperimentParams, "parallel"), metavar="N|auto",
                    help="cells at once, each in its own process: a number, or 'auto' (as many as the GPUs' free memory fits "
                         "at the memory a cell of this recipe was measured to need; 1 on a machine without a GPU); results are "
                         "the same cells in the same folders (default: %(default)s)")

@@ -47,7 +47,7 @@ from core.experiments.cell_clock import TimeLimit
 from core.experiments.cell_phases import cumulative
 from core.experiments.cells import ExperimentCells
 from core.experiments.guard import GUARD_FILE, guard_mlm_corpora, guard_text
-from core.experiments.parallel import CellTask, parse_parallel
+from core.experiments.parallel import CellTask
 from core.experiments.plan import (
     BASELINES,
     RECIPE_FILE,
@@ -71,6 +71,7 @@ from core.experiments.summary import (
 )
 from core.recipes.budget import Budget
 from core.recipes.duration import format_duration
+from core.runner.params import parse_parallel
 from core.selection.leakage import LeakageReport
 
 if TYPE_CHECKING:

@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from core.environment import visible_devices
-from core.errors import UserError
 from core.runner.devices import Gpu, Grant, gpus, is_out_of_memory, need_mib, record_job_peak
+from core.runner.params import AUTO
 
 if TYPE_CHECKING:
     from core.data.corpus import Corpus
@@ -32,28 +32,8 @@ if TYPE_CHECKING:
     from core.runner.jobs import JobContext
     from core.runner.params import ExperimentParams
 
-AUTO = "auto"
 SLOTS_DIR = "slots"  # in the run folder: each slot's progress (slot-K.json) and the STOP file that ends every slot
 CELLS_CLASS = "core.experiments.cells:ExperimentCells"
-
-
-def parse_parallel(value: int | str | None) -> int | str:
-    """'auto' or a count >= 1 (the CLI's --parallel, the Runs page, ExperimentParams.parallel).
-
-    >>> parse_parallel("auto"), parse_parallel("3"), parse_parallel(None)
-    ('auto', 3, 1)
-    """
-    if value is None or value == "":
-        return 1
-    if str(value).strip().lower() == AUTO:
-        return AUTO
-    try:
-        n = int(str(value).strip())
-    except ValueError:
-        n = 0
-    if n < 1:
-        raise UserError(f"parallel: give 'auto' or a number of cells at once (1 or more), got {value!r}")
-    return n
 
 
 @dataclass(frozen=True)

@@ -35,6 +35,7 @@ import pandas as pd
 from core.data.corpus import Corpus
 from core.errors import CorpusError, UserError
 from core.progress import Progress
+from core.runner.params import MAX_NGRAM_ORDER
 
 TokenSource = Corpus | Sequence[Sequence[str]] | Iterable[Corpus]
 
@@ -42,7 +43,13 @@ UNK, BOS, EOS = "<unk>", "<s>", "</s>"
 UNK_ID, BOS_ID, EOS_ID = 0, 1, 2
 FALLBACK_DISCOUNTS = (0.5, 1.0, 1.5)  # lmplz --discount_fallback defaults
 ARPA_ZERO = -99.0  # log10 of "probability zero" by ARPA convention (used for <s>)
-MAX_ORDER = 6
+MAX_ORDER = MAX_NGRAM_ORDER  # named with the similarity job's settings (core.runner.params)
+
+
+def check_order(order: int) -> None:
+    """An n-gram order this LM builds (1 to MAX_ORDER), refused before any corpus is read."""
+    if not 1 <= order <= MAX_ORDER:
+        raise UserError(f"n-gram order must be between 1 and {MAX_ORDER}, got {order}")
 
 
 # --------------------------------------------------------------------------- vocabulary & encoding
@@ -547,8 +554,7 @@ def estimate(enc: Encoded, vocab: Vocabulary, order: int = 3, discounts: Sequenc
     count, as NLTK's KneserNeyInterpolated) or a (D1, D2, D3+) triple. A unigram discount of 0
     switches off the uniform interpolation, so <unk> gets probability 0.
     """
-    if not 1 <= order <= MAX_ORDER:
-        raise UserError(f"n-gram order must be between 1 and {MAX_ORDER}, got {order}")
+    check_order(order)
     if discounts is not None and len(discounts) != order:
         raise UserError(f"give one discount per order: {order} values, got {len(discounts)}")
     if enc.n_tokens == 0:
@@ -679,8 +685,7 @@ def estimate_from_counts(counts: NgramCounts, order: int = 3, discounts: Sequenc
     """`estimate` from padded n-gram counts: each order's distinct n-grams in lexicographic id
     order are exactly `index_ngrams`' sorted keys (key = row of the prefix * V + last word), so
     the tables, and the model, are the same."""
-    if not 1 <= order <= MAX_ORDER:
-        raise UserError(f"n-gram order must be between 1 and {MAX_ORDER}, got {order}")
+    check_order(order)
     if discounts is not None and len(discounts) != order:
         raise UserError(f"give one discount per order: {order} values, got {len(discounts)}")
     report = progress or (lambda f, m: None)
@@ -876,6 +881,9 @@ def lm_from(ref: str | Path, order: int = 3, progress: Progress | None = None, w
     if p.is_file():
         if _looks_like_arpa(p):
             return load_arpa(p, progress)
+        if p.suffix.lower() == ".arpa":  # scored as a corpus it would quietly give a perplexity of nothing
+            raise UserError(f"{p} is named .arpa but has no '\\data\\' header: not an ARPA language model (a damaged "
+                            "or cut file?); build it again with `python -m core lm build`")
         from core.data.corpus import read_corpus
 
         return build_lm(read_corpus(p), order=order, progress=progress)

@@ -108,6 +108,9 @@ class NerConfig:
     device: str = "auto"
     precision: str = "auto"  # bf16/fp16 autocast on GPU, fp32 on CPU
 
+    def __post_init__(self) -> None:  # refused where the config is made (submit), not after a run of 0 steps "succeeds"
+        check_counts(self, "eval_batch_size")
+
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> NerConfig:
         check_settings(cls, d, "NER")
@@ -145,6 +148,7 @@ class MlmConfig:
     precision: str = "auto"  # bf16/fp16 autocast on GPU, fp32 on CPU
 
     def __post_init__(self) -> None:  # a bad recipe value is refused where the config is made (submit), not minutes in
+        check_counts(self)
         check_mlm_recipe(self, None)
 
     @classmethod
@@ -154,6 +158,16 @@ class MlmConfig:
 
 
 CONFIGS: dict[str, type] = {"ner": NerConfig, "mlm": MlmConfig}  # what a job's config field holds (core.runner.params)
+
+
+def check_counts(config: Any, *more: str) -> None:
+    """Epochs, batch size, gradient accumulation (and `more` count fields) at least 1, max_steps at least 1 when set:
+    0 epochs or a batch of 0 trained nothing (or one sentence at a time) and reported a model written."""
+    for name in ("epochs", "batch_size", "grad_accum", *more):
+        if not getattr(config, name) >= 1:
+            raise UserError(f"{name} must be at least 1, got {getattr(config, name)}")
+    if config.max_steps is not None and not config.max_steps >= 1:
+        raise UserError(f"max_steps must be at least 1 when set (unset: no cap), got {config.max_steps}")
 
 
 def check_mlm_recipe(config: Any, n_layers: int | None) -> None:

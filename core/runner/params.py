@@ -81,6 +81,29 @@ def check_threshold(value: Any) -> None:
         raise UserError(f"threshold must be 'auto' or a number in [0, 1], got {value!r}")
 
 
+AUTO = "auto"  # parallel: as many cells at once as the cards' free memory fits (core.experiments.parallel)
+
+
+def parse_parallel(value: int | str | None) -> int | str:
+    """'auto' or a count >= 1 (the CLI's --parallel, the Runs page, ExperimentParams.parallel).
+
+    >>> parse_parallel("auto"), parse_parallel("3"), parse_parallel(None)
+    ('auto', 3, 1)
+    """
+    if value is None or value == "":
+        return 1
+    if str(value).strip().lower() == AUTO:
+        return AUTO
+    try:
+        n = int(str(value).strip())
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise UserError(f"parallel: give 'auto' or a number of cells at once (1 or more), got {value!r}")
+    return n
+
+
+
 def range_error(value: Any, limits: tuple[float | None, float | None, float | None]) -> str | None:
     """What is wrong with `value` for a bounded field's (at_least, above, at_most), or None."""
     at_least, above, at_most = limits
@@ -305,6 +328,7 @@ class ExperimentParams:
     def __post_init__(self) -> None:  # out-of-range settings are refused when the job is submitted, not minutes in
         # one name per row: 'Cosine@B1' and 'cosine@b1' are the same cells; a bad option is refused here
         self.strategies = row_labels(self.strategies)
+        self.parallel = parse_parallel(self.parallel)
         if unknown := [b for b in self.baselines if str(b).strip() and str(b).strip().lower() not in BASELINES]:
             raise UserError(f"experiment params: unknown baseline(s) {', '.join(map(repr, unknown))}: expected "
                             f"{', '.join(BASELINES)}")

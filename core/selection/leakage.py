@@ -165,13 +165,13 @@ def scan(corpus: Corpus | CorpusStream, index: LeakageIndex, progress: Progress 
             is_exact = found[0][3]
             exact += is_exact
             near += not is_exact
-            for name in dict.fromkeys(f[0] for f in found):  # exact or near for each labeled corpus on its own
-                per.setdefault(name, {"exact": 0, "near": 0})[
-                    "exact" if any(f[3] for f in found if f[0] == name) else "near"] += 1
-                by.setdefault(name, []).append(i)
+            for against in dict.fromkeys(f[0] for f in found):  # exact or near for each labeled corpus on its own
+                per.setdefault(against, {"exact": 0, "near": 0})[
+                    "exact" if any(f[3] for f in found if f[0] == against) else "near"] += 1
+                by.setdefault(against, []).append(i)
             if len(examples) < max_examples:
-                name, j, sim, _ = max(found, key=lambda f: f[2])
-                examples.append({"corpus_index": i, "against": name, "index": j, "similarity": round(sim, 4),
+                against, j, sim, _ = max(found, key=lambda f: f[2])
+                examples.append({"corpus_index": i, "against": against, "index": j, "similarity": round(sim, 4),
                                  "text": texts[k]})
         done += len(texts)
         progress(done / max(n, 1), f"{done:,} of {n:,} sentences checked, {exact + near:,} leaked")

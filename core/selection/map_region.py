@@ -21,8 +21,8 @@ from core.selection.layers import points_in_polygon, search_points
 
 @dataclass(frozen=True)
 class Region:
-    """How a choice on the Map was made: a drawn polygon (the page's lasso or box, the CLI's `map --region`) or a
-    text search (`map --search`). Both the page and the CLI turn it into the chosen points here, and a saved
+    """How a choice on the Map was made: a drawn polygon (the page's lasso or box, the CLI's `project --region`) or a
+    text search (`project --search`). Both the page and the CLI turn it into the chosen points here, and a saved
     selection's or corpus's lineage records it."""
 
     mode: str | None = None  # "lasso", "box" (the page), "polygon" (the CLI)

@@ -48,6 +48,7 @@ class Item:
 def items(ws: Workspace, actor: Actor, task_id: str) -> list[Item]:
     """Every item of the task with its answers and decision, in task order."""
     got = answers(ws, actor, task_id)
+    get_task(ws, task_id)  # an unknown task is said ("no review task"), not "no settled sentences yet"
     con = connect(ws)
     try:
         decided = {r["idx"]: (spans_from_json(r["spans"]), r["by"], r["version"])

@@ -293,6 +293,7 @@ def save_annotation(ws: Workspace, actor: Actor, task_id: str, index: int, spans
 def progress(ws: Workspace, actor: Actor, task_id: str) -> list[dict]:
     """Per annotator: assigned, done, skipped (staff only: it shows everyone's work)."""
     require(actor, "read other annotators' work")
+    get_task(ws, task_id)  # an unknown task is said, not an empty table
     con = connect(ws)
     try:
         assigned = Counter(r[0] for r in con.execute("SELECT annotator FROM assignments WHERE task_id = ?", (task_id,)))

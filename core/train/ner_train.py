@@ -269,7 +269,8 @@ def train_ner(train: Corpus, dev: Corpus | None, model: str | ModelRef, out_dir:
     seconds = loop.seconds
     if progress is not None:
         progress(1.0, f"done: best dev F1 {st.best:.4f}" if dev_b is not None else "done")
-    log(f"NER training finished in {seconds:.1f}s: {st.step} steps, best dev F1 {st.best:.4f} at epoch {st.best_epoch}; model in {out_dir}")
+    best = f", best dev F1 {st.best:.4f} at epoch {st.best_epoch}" if dev_b is not None else " (no DEV: the last epoch's model)"
+    log(f"NER training finished in {seconds:.1f}s: {st.step} steps{best}; model in {out_dir}")
     return {"out_dir": str(out_dir), "best_dev_f1": st.best if dev_b is not None else None, "best_epoch": st.best_epoch,
             "epochs_run": st.epoch, "steps": st.step, "train_sentences": n, "labels": labels, "seconds": seconds,
             "sentences_per_s": loop.units / seconds if seconds > 0 else None, "device": device, "precision": precision}
