@@ -61,4 +61,4 @@ def add_workspace_arg(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--workspace", default=argparse.SUPPRESS,
                         help="workspace folder (default: $NERSELECT_WORKSPACE, else ./workspace)")
     parser.add_argument("--create-workspace", action="store_true", default=argparse.SUPPRESS,
-                        help="make --workspace a new workspace when it is not one yet")
+                        help="make --workspace a new workspace when it is not one yet (default: refuse)")

@@ -368,7 +368,7 @@ def test_b2_is_the_tapt_cells_model_whichever_row_runs_first(tmp_path, corpora, 
               "preset": "tiny", "pick_checkpoint": 2, "mlm_config": {"epochs": 100}}
     jobs.run_inline(ws, "experiment", params, run_dir=run_dir)
     b2 = run_dir / "cells" / "tapt.lc24" / "seed-1" / "ner"
-    assert json.loads((b2 / "summary.json").read_text())["encoder"].endswith("step-2")
+    assert json.loads((b2 / "summary.json").read_text())["encoder"] == "pretrain/tapt/seed-1/mlm/phase-tapt/snapshots/step-2"
     tuned = (b2 / "model" / "model.safetensors").stat().st_mtime_ns
     later = jobs.run_inline(ws, "experiment", {**params, "baselines": ["tapt"]}, run_dir=run_dir)
     tapt = next(c for c in later["cells"] if c["row"] == "tapt")
@@ -519,3 +519,16 @@ def test_an_mlm_models_seconds_add_up_over_the_sessions_that_trained_it(tmp_path
     second.finish()
     assert json.loads((tmp_path / "seconds.json").read_text())["seconds"] >= 600.0
     assert not (tmp_path / "seconds.partial.json").exists()
+
+
+def test_a_folder_with_no_finished_cell_takes_the_new_recipe(tmp_path):
+    """The recipe check now runs before any cell: a run stopped before its first cell (a time limit no cell fits)
+    locked its folder to that recipe, and a rerun with a lower max_steps was refused as "cells of another recipe"."""
+    from core.experiments.records import check_recipe
+    from core.runner.kinds import validate
+
+    first = validate("experiment", {"mlm_config": {"max_steps": 400}})
+    check_recipe(tmp_path, first, 24)
+    again = validate("experiment", {"mlm_config": {"max_steps": 100}})
+    check_recipe(tmp_path, again, 24)  # no cell holds the first recipe: taken
+    assert json.loads((tmp_path / "recipe.json").read_text())["mlm_config"]["max_steps"] == 100

@@ -505,8 +505,12 @@ def test_a_selection_made_from_a_role_reads_the_corpus_it_was_made_on_after_the_
     index = int(load_selection(ws, meta.key).indices[0])
     assert explain_sentence(ws, meta.key, index, labeled=None)["text"].startswith("first")
     meta.dc_name = "dc"  # as selections were recorded before: by the role, which dc2 holds now
-    with pytest.raises(UserError, match="holds other sentences now .*the role moved to it.*make the selection again"):
+    with pytest.raises(UserError, match="holds other sentences now .*make the selection again"):
         selection_dc(ws, meta)
+    dc_file = tmp_path / "dc.txt"  # a DC given as a file is still read as that file
+    dc_file.write_text("".join(f"file {i}\n" for i in range(12)))
+    key = jobs.run_inline(ws, "select", {"tc": "tc", "dc": str(dc_file), "strategy": "random", "budget": 3})["key"]
+    assert selection_dc(ws, selection_meta(ws, key)) == str(dc_file)
 
 
 def test_a_dc_field_named_like_an_export_key_is_exported_beside_it_not_dropped(tmp_path):

@@ -71,6 +71,10 @@ def test_models_that_predict_nothing_never_read_as_no_help():
     advice = experiment_verdict(interval_summary(dead, n_boot=300), "study", dead).advice
     assert advice["case"] == "cannot say" and advice["rows"] == ["none", "tapt"], advice
     assert "predict almost nothing" in advice["text"] and "fine-tune without pretraining" not in advice["text"]
+    # one row whose fine-tune failed does not hide a real gain: it is left out and named
+    mixed = [_cell(row, s, _counts(hit, s)) for row, hit in (("none", 0.5), ("tapt", 0.9), ("dsir", 0.0)) for s in (1, 2, 3)]
+    advice = experiment_verdict(interval_summary(mixed, n_boot=300), "study", mixed).advice
+    assert advice["case"] == "helps" and advice["left_out"] == ["dsir"] and "dsir left out" in advice["text"], advice
 
 
 def test_no_help_reads_the_interval_at_alpha_over_the_family():

@@ -309,3 +309,15 @@ def test_a_corpus_that_lost_its_description_can_be_replaced_or_deleted(ws, tmp_p
     (ws.corpora_dir / "x.json").unlink()
     ws.delete_corpus("x")
     assert not ws.has_corpus("x") and "dc" not in ws.settings().roles
+
+
+def test_a_value_no_wider_column_holds_is_refused_at_once(tmp_path):
+    """A whole number past 2^53 in a float column: the merged schema is the same one, and the import re-read the whole
+    file MAX_SCHEMA_WIDENINGS times before a vague message."""
+    import pyarrow as pa
+
+    from core.data.parquet_import import _fitted
+
+    table = pa.table({"x": pa.array([2**53 + 1], pa.int64())})
+    with pytest.raises(CorpusError, match="sentences 50,001 on hold a value the columns of the ones before cannot"):
+        _fitted(tmp_path / "f.jsonl", table, pa.schema([("x", pa.float64())]), 50_000)

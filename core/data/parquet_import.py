@@ -101,6 +101,9 @@ def _fitted(path: Path, table: pa.Table, schema: pa.Schema, before: int) -> pa.T
         if wider.names != schema.names:  # a field that appeared: not a wider column of the same table
             raise CorpusError(path, None, f"sentences {before + 1:,} on do not have the columns of the ones before (a "
                                           f"field appeared): {exc}") from None
+        if wider.equals(schema):  # no wider column holds it (a whole number past 2^53 in a float column): say so
+            raise CorpusError(path, None, f"sentences {before + 1:,} on hold a value the columns of the ones before "
+                                          f"cannot: {exc}") from None
         raise WiderSchema(wider) from None
 
 

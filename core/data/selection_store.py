@@ -78,10 +78,18 @@ def list_selections(ws: Workspace, dc: str | None = None, in_workspace: bool = F
             continue  # a half-written or foreign folder is not a selection
         if dc is not None and meta.dc_name != dc:
             continue
-        if in_workspace and not (meta.dc_name and ws.has_corpus(meta.dc_name)):
+        if in_workspace and not _names_a_workspace_corpus(ws, meta.dc_name):
             continue
         out.append(meta)
     return out
+
+
+def _names_a_workspace_corpus(ws: Workspace, name: str | None) -> bool:
+    """A name or (a selection recorded before DCs were pinned) a role of a workspace corpus, not a file."""
+    try:
+        return bool(name) and ws.ref(name).kind != "path"
+    except UserError:
+        return False
 
 
 def _read_meta(folder: Path) -> SelectionMeta | None:
@@ -155,15 +163,16 @@ def selection_dc(ws: Workspace, meta: SelectionMeta) -> str:
         ref = ws.ref(meta.dc_name) if meta.dc_name else None
     except UserError:
         ref = None
-    if ref is None or ref.kind == "path":
-        raise UserError(f"{what}, which is not a workspace corpus: its rows cannot be read here")
-    size = ws.corpus_info(ref.name).sentences
-    if (meta.dc_size is not None and size != meta.dc_size) or \
-            (meta.dc_hash and open_corpus_stream(ws, ref.name).digest() != meta.dc_hash):
-        raise UserError(f"{what} ({int(meta.dc_size or 0):,} sentences), but {ref.name!r} holds other sentences now "
-                        f"({size:,}; {'the role moved to it' if ref.kind == 'role' else 'imported again'}): make the "
-                        "selection again on this DC")
-    return ref.name
+    if ref is None:
+        raise UserError(f"{what}, which cannot be found now: its rows cannot be read here")
+    where = ref.name if ref.kind != "path" else str(meta.dc_name)  # a DC given as a file is read as that file
+    stream = open_corpus_stream(ws, where)
+    if (meta.dc_size is not None and len(stream) != meta.dc_size) or (meta.dc_hash and stream.digest() != meta.dc_hash):
+        # e.g. the role moved to another corpus, the corpus was imported again, or (an experiment's selection) the DC
+        # it ranked had its DEV/TEST duplicates dropped first
+        raise UserError(f"{what} ({int(meta.dc_size or 0):,} sentences), but {where!r} holds other sentences now "
+                        f"({len(stream):,}): make the selection again on this DC")
+    return where
 
 
 def selected_indices(ws: Workspace, ref: str | Path) -> list[int]:

@@ -239,15 +239,24 @@ EXPORT_KEYS = ("text", "tokens", "score", "rank", "dc_index")  # what a selectio
 
 def exported_field(name: str) -> str:
     """A DC field's key in a selection export: a field named like one of the export's own keys ('score', 'rank')
-    is kept as 'dc_score', 'dc_rank' instead of being dropped (`imported_field` reads it back)."""
-    return f"dc_{name}" if name in EXPORT_KEYS else name
+    is kept as 'dc_score', 'dc_rank' instead of being dropped, and one already starting with 'dc_' gets a second
+    'dc_' so that the two never meet (`imported_field` strips exactly one).
+
+    >>> [exported_field(n) for n in ("domain", "score", "dc_score")]
+    ['domain', 'dc_score', 'dc_dc_score']
+    """
+    return f"dc_{name}" if name in EXPORT_KEYS or name.startswith("dc_") else name
 
 
 def imported_field(key: str) -> str | None:
-    """The DC field an export key holds (None: one of the export's own keys)."""
+    """The DC field an export key holds (None: one of the export's own keys).
+
+    >>> [imported_field(k) for k in ("domain", "dc_score", "dc_dc_score", "dc_index")]
+    ['domain', 'score', 'dc_score', None]
+    """
     if key in EXPORT_KEYS:
         return None
-    return key[3:] if key.startswith("dc_") and key[3:] in EXPORT_KEYS else key
+    return key[3:] if key.startswith("dc_") else key
 
 
 def _apply_to_groups(path: str, groups: list[int], fn: Callable[..., Any], args: tuple) -> list[Any]:

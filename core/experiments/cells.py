@@ -232,6 +232,13 @@ class CellTrainer:
         path = folder / "mlm" / "seconds.json"
         return float(json.loads(path.read_text("utf-8"))["seconds"]) if path.exists() else 0.0
 
+    def _as_recorded(self, encoder: str) -> str:
+        """An encoder as a kept NER model records it: relative to the run folder when it lies inside it."""
+        try:
+            return Path(encoder).resolve().relative_to(self.run_dir.resolve()).as_posix()
+        except ValueError:
+            return encoder
+
     def ner_model(self, encoder: str, folder: Path, seed: int, progress, lc: Corpus | None = None) -> tuple[str, dict[str, Any]]:
         from dataclasses import replace
 
@@ -243,13 +250,15 @@ class CellTrainer:
         summary_path = folder / "ner" / "summary.json"
         with exclusive(folder / "ner.lock", lambda: progress(0.0, f"waiting: another cell is fine-tuning {folder.parent.name}")):
             kept = json.loads(summary_path.read_text("utf-8")) if summary_path.exists() else None
-            # a kept model is reused only if fine-tuned from this encoder (one from before the record is taken as is)
-            if not (out / CONFIG_FILE).exists() or kept is None or kept.get("encoder", encoder) != encoder:
+            # a kept model is reused only if fine-tuned from this encoder (one from before the record is taken as is);
+            # recorded relative to the run folder when inside it, so a moved workspace still matches
+            source = self._as_recorded(encoder)
+            if not (out / CONFIG_FILE).exists() or kept is None or kept.get("encoder", source) != source:
                 summary = train_ner(lc if lc is not None else self.lc, self.dev, encoder, out,
                                     replace(self.ner_config, seed=seed), progress, self.ctx.log,
                                     lambda **v: self.ctx.metric(cell=folder.parent.name, seed=seed, stage="ner", **v),
                                     checkpoint_dir=folder / "ner", overwrite=True)
-                atomic_write_json(summary_path, {**summary, "encoder": encoder})
+                atomic_write_json(summary_path, {**summary, "encoder": source})
             # a finished cell keeps its model, not the resume state (optimizer moments twice: ~50 GB over a study)
             Checkpointer(folder / "ner").discard()
         return str(out), json.loads(summary_path.read_text("utf-8"))

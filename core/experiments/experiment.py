@@ -236,7 +236,8 @@ def experiment_job(params: ExperimentParams, ctx: JobContext) -> dict[str, Any]:
                    f"{', '.join(lenders[:3])}{' and more' if len(lenders) > 3 else ''}: the same task)" if lent else ""))
     # before any finished cell is read back: a rerun with another recipe would otherwise report the old cells under
     # the new recipe whenever nothing is left to train (the check in run_cell only runs for a cell that trains)
-    check_recipe(ctx.run_dir, params, len(runner.lc))
+    new_cells = any(runner.finished_cell(t.row, t.seed, t.budget, t.lc_size) is None for t in tasks)
+    check_recipe(ctx.run_dir, params, len(runner.lc), new_cells)
     if params.ray or parallel != 1:
         cells = run_at_once(tasks, runner, params, ctx, {k: r.to_dict() for k, r in refs.items()}, corpora, limit)
     else:

@@ -343,21 +343,23 @@ def _listed(value: Any) -> Any:
     return list(value) if isinstance(value, tuple) else value
 
 
-def check_recipe(run_dir: str | Path, params: Any, lc_sentences: int | None = None) -> None:
+def check_recipe(run_dir: str | Path, params: Any, lc_sentences: int | None = None, new_cells: bool = True) -> None:
     """Refuse to continue a run folder with another recipe than the one its finished cells ran with, naming each
     differing setting; a first run records its recipe. A folder from before recipe.json is checked on checkpoint
     pick alone, read from its finished cells (a cell that picked has a `pick` record). An LC-size sweep whose finished
     smaller cells chose their checkpoint on all of LC (before the probe used each cell's own sample, which their pick
-    record says in `probe_lc`) is refused too: its new cells would choose the other way."""
+    record says in `probe_lc`) is refused too: its new cells would choose the other way (`new_cells` False: none will
+    run, so that sweep stays readable). A folder whose recipe.json names no finished cell (a run stopped before its
+    first cell) takes the recipe of this run."""
     folder = Path(run_dir)
     recipe = recipe_of(params)
     finished = load_cells(folder)
-    if lc_sentences and (old := [c for c in finished if c.pick and "probe_lc" not in c.pick
+    if new_cells and lc_sentences and (old := [c for c in finished if c.pick and "probe_lc" not in c.pick
                                  and (c.lc_size or lc_sentences) < lc_sentences]):
         raise UserError(f"run folder {folder} holds {len(old)} LC-sweep cells whose checkpoint pick probed on all of LC, "
                         "not on the cell's own LC sample as pick does now: continue this sweep in a new folder")
     stored_path = folder / RECIPE_FILE
-    if stored_path.is_file():
+    if stored_path.is_file() and finished:
         raw = json.loads(stored_path.read_text("utf-8"))
         # only the fields the file names: a field added to the recipe later does not refuse older folders
         diff = recipe_differences(recipe_of(raw, tuple(f for f in RECIPE_FIELDS if f in raw)), recipe)

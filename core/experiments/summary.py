@@ -391,10 +391,29 @@ def user_advice(entries: Iterable[SummaryEntry | Mapping[str, Any]], cells: Iter
     interval at alpha / family, Bonferroni over the Holm family as each such claim is one of its tests, or is
     significantly negative: fine-tune without pretraining), else "cannot say" with the seeds it would take
     (core.experiments.statistics.seeds_to_settle) or why more seeds would not settle it. A knob variant (`knob`,
-    issue 46) runs no none of its own: it is read against its default recipe, not told to add the row."""
+    issue 46) runs no none of its own: it is read against its default recipe, not told to add the row. Models that
+    predict almost nothing (near_zero_rows) make every difference near 0 with a tight interval, which would read as
+    "no help": a near-zero none makes the advice "cannot say", a near-zero other row is left out and named."""
+    entries = as_entries(entries)
+    weak = near_zero_rows(entries)
+    if any(r.startswith("none") for r in weak):  # the baseline learned nothing: no comparison with it means anything
+        return {"case": "cannot say", "rows": weak, "more_seeds": None,
+                "text": f"cannot say: the NER models of {', '.join(weak)} predict almost nothing (test F1 below "
+                        f"{NEAR_ZERO_F1 * 100:g} points), so no comparison with no pretraining means anything; fix the "
+                        "fine-tune first (more epochs or a larger preset, a larger LC, or check LC's tag column with "
+                        "python -m core stats)"}
+    advice = _advice([e for e in entries if e.row not in weak], cells, family, knob)
+    if weak:  # a row whose fine-tune failed is left out of the advice, and said
+        advice = {**advice, "left_out": weak,
+                  "text": f"{advice['text']} ({', '.join(weak)} left out: its NER models predict almost nothing, test "
+                          f"F1 below {NEAR_ZERO_F1 * 100:g} points; its fine-tune failed)"}
+    return advice
+
+
+def _advice(entries: list[SummaryEntry], cells: Iterable[Cell | Mapping[str, Any]], family: int,
+            knob: str) -> dict[str, Any]:
     from core.experiments.statistics import bonferroni_upper, seeds_to_settle
 
-    entries = as_entries(entries)
     tests = [(e, e.vs["none"]) for e in entries if "none" in e.vs and not e.row.startswith("none")]
     if not tests and knob:
         return {"case": "not tested", "text": f"a knob variant ({knob}) borrows none from its default recipe: read its "
@@ -402,11 +421,6 @@ def user_advice(entries: Iterable[SummaryEntry | Mapping[str, Any]], cells: Iter
                                               "core compare-recipes, or scripts/crossner_study.py --status)"}
     if not tests:
         return {"case": "not tested", "text": "no pretraining row was compared with none: add the none row to the run"}
-    if weak := near_zero_rows(entries):  # F1 near 0 everywhere makes "no gain" look certain: it is no evidence
-        return {"case": "cannot say", "rows": weak, "more_seeds": None,
-                "text": f"cannot say: the NER models of {', '.join(weak)} predict almost nothing (test F1 below "
-                        f"{NEAR_ZERO_F1 * 100:g} points), so no comparison means anything; fix the fine-tune first (more "
-                        "epochs or a larger preset, a larger LC, or check LC's tag column with python -m core stats)"}
     helped = [(e, t) for e, t in tests if t.delta > 0 and t.significant]
     if helped:
         return _helps(*max(helped, key=lambda et: et[1].delta))

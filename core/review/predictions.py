@@ -114,6 +114,9 @@ def prediction_request(ws: Workspace, model: str | Path, corpus: str | None = No
     indices = None
     if selection:
         corpus = selection_dc(ws, selection_meta(ws, selection))
+        if not ws.has_corpus(corpus):  # predictions are cached by the workspace corpus's hash and read from its Parquet
+            raise UserError(f"selection {selection!r} was made on the file {corpus!r}, not a workspace corpus: import it "
+                            "to inspect the selection's sentences here")
         indices = sorted(set(selected_indices(ws, selection)))
     if not corpus:
         raise UserError("choose a corpus or a saved selection to inspect")

@@ -66,6 +66,8 @@ def _dc_rows(ws: Workspace, sel: Selection, idx: list[int]) -> Corpus | None:
         name = selection_dc(ws, sel.meta)
     except UserError:
         return None
+    if not ws.has_corpus(name):  # a DC given as a file: the table shows the saved texts
+        return None
     return CorpusStream.from_workspace(ws, name).take(idx)  # only the row groups holding these rows
 
 

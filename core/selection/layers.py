@@ -229,7 +229,8 @@ def points_in_polygon(xy: np.ndarray, polygon: Sequence[Sequence[float]]) -> np.
     """Boolean mask of the points inside a polygon (even-odd rule; a box is its four corners).
     Written with numpy (one pass per edge over the points in the polygon's bounding box) because the
     same test runs in the browser on the same vertices: a lasso there and here choose the same points."""
-    if any(len(corner) != 2 for corner in polygon):  # before numpy: ragged corners make no array
+    if any(np.ndim(corner) != 1 or len(corner) != 2 for corner in polygon):  # before numpy: ragged corners, or
+        # plain numbers, make no (n, 2) array
         raise UserError(f"a region needs at least 3 corners as (x, y) pairs, got {list(polygon)!r}")
     poly = np.asarray(polygon, dtype=np.float64)
     if poly.ndim != 2 or poly.shape[1] != 2 or len(poly) < 3:
