@@ -13,6 +13,7 @@ from core.data.workspace import CorpusRole
 from core.recipes.presets import preset_choices
 from core.review import predictions
 from core.review.highlight import CSS, augmented_html, type_colors
+from core.runner.params import CONFIDENCE_MEASURES, CRITERIA, ORDERS, SAMPLINGS
 from core.tables import count
 from core.train import lineage
 from ui import (
@@ -40,7 +41,7 @@ def selftrain_tab() -> None:
     c = st.columns(3)
     with c[0]:
         model = model_picker("NER model trained on LC", "st_model", predictions.list_ner_models(ws))
-        measure = st.radio("Confidence", self_training.MEASURES, key="st_measure", horizontal=True,
+        measure = st.radio("Confidence", CONFIDENCE_MEASURES, key="st_measure", horizontal=True,
                            captions=["sequence posterior", "min tag marginal"])
     with c[1]:
         lc = corpus_picker(ws, "LC", CorpusRole.LC, key="st_lc", labeled=True)
@@ -103,9 +104,9 @@ def augment_tab() -> None:
         lc = corpus_picker(ws, "LC", CorpusRole.LC, key="aug_lc", labeled=True)
         model = model_picker("Masked LM", "aug_model", predictions.list_mlm_models(ws))
     with c[1]:
-        sampling = st.selectbox("Sampling", aug.SAMPLINGS, key="aug_sampling")
-        order = st.selectbox("Order", aug.ORDERS, key="aug_order")
-        criterion = st.selectbox("Criterion (5 best predictions)", aug.CRITERIA, key="aug_criterion",
+        sampling = st.selectbox("Sampling", SAMPLINGS, key="aug_sampling")
+        order = st.selectbox("Order", ORDERS, key="aug_order")
+        criterion = st.selectbox("Criterion (5 best predictions)", CRITERIA, key="aug_criterion",
                                  format_func=lambda k: {"top": "top token", "joint": "probability x Levenshtein"}[k])
     with c[2]:
         min_prob = st.number_input("Min token probability", 0.0, 1.0, 0.0, 0.01, key="aug_min_prob")
