@@ -31,7 +31,7 @@ from core.errors import UserError
 from core.progress import Progress, sub
 from core.recipes.presets import DEFAULT_PRESET
 from core.runner.jobresult import JobResult
-from core.runner.params import CONFIDENCE_MEASURES
+from core.runner.params import CONFIDENCE_MEASURES, check_threshold
 from core.train import lineage
 from core.train.ner_model import load_ner_model
 from core.train.ner_predict import evaluate, predict_corpus
@@ -161,8 +161,7 @@ def self_train(model_dir: str | Path, lc: Corpus, unlabeled: Corpus, dev: Corpus
     curve = cer_curve(confs, correct)
     best = optimal_threshold(curve)
     chosen = best if threshold in (None, "auto") else float(threshold)
-    if not 0.0 <= chosen <= 1.0:
-        raise UserError(f"threshold must lie in [0, 1] or be 'auto', got {threshold}")
+    check_threshold(chosen)  # the range the job's params check
     say(f"CER-optimal {measure} threshold on DEV: {best:.3f} (CER {min(p['cer'] for p in curve):.3f}); using {chosen:.3f}")
     preds = predict_corpus(model, unlabeled.unlabeled(), progress=part(0.1, 0.3, f"pseudo-labelling {len(unlabeled):,} sentences: "))
     k = max(1, round(ratio * len(lc)))

@@ -17,7 +17,15 @@ from core.errors import UserError
 from core.recipes.presets import PRESETS, preset_help
 from core.runner import jobs
 from core.runner.jobresult import JobResult
-from core.runner.params import CRITERIA, ORDERS, SAMPLINGS, AugmentParams, SelftrainParams, field_default
+from core.runner.params import (
+    CRITERIA,
+    ORDERS,
+    SAMPLINGS,
+    AugmentParams,
+    SelftrainParams,
+    check_threshold,
+    field_default,
+)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -75,10 +83,11 @@ def _threshold(value: str) -> float | str:
         return value
     try:
         t = float(value)
+        check_threshold(t)  # the range the job's params check (core.runner.params)
     except ValueError:
         raise UserError(f"--threshold: expected a number in [0, 1] or 'auto', got {value!r}") from None
-    if not 0.0 <= t <= 1.0:
-        raise UserError(f"--threshold: expected a number in [0, 1], got {t}")
+    except UserError as exc:
+        raise UserError(f"--threshold: {exc}") from None
     return t
 
 
