@@ -356,8 +356,9 @@ def restore_cells(previous: Path, run_dir: Path, params: dict[str, Any], protoco
     None when nothing did; a file that is not a result JSON is a UserError."""
     from core.data.atomic import atomic_write_json
     from core.errors import UserError
-    from core.experiments.plan import BASELINES, parse_strategy, strategy_models
+    from core.experiments.plan import BASELINES, parse_strategy
     from core.experiments.records import Cell, cell_path, save_cell
+    from core.recipes.strategy_info import strategy_models
 
     data = same_study(previous, params, protocol)
     if data is None:

@@ -87,6 +87,10 @@ def test_a_model_tag_that_changes_nothing_is_one_row_with_the_plain_one():
     assert check_rows(["dsir", "dsir@b1", "random@base", "random", "cosine", "cosine@base", "cosine@b1",
                        "mlm-ppl", "mlm-ppl@b1"]) == ["dsir", "random", "cosine", "cosine@b1", "mlm-ppl"]
     assert row_names("none,ner@b1,knn@B1,knn@base") == ["none", "ner", "knn@b1", "knn"]
+    from core.runner.kinds import validate  # the job's params name it so at submit: the listing shows the row it runs
+
+    params = validate("experiment", {"strategies": ["dsir@b1", "dsir", "cosine@b1"]})
+    assert params.strategies == ["dsir", "cosine@b1"]
 
 
 def test_every_selection_option_says_which_strategies_read_it():
@@ -97,10 +101,11 @@ def test_every_selection_option_says_which_strategies_read_it():
     from core.runner.kinds import validate
 
     assert set(READERS) == {f.name for f in dataclasses.fields(SelectionOptions)}
-    from core.recipes.selection_options import STRATEGIES
-    from core.selection.strategies import Strategy
+    from core.recipes.strategy_info import STRATEGIES, Strategy
+    from core.recipes.strategy_info import STRATEGY_INFO as INFO
 
-    assert STRATEGIES == tuple(s.value for s in Strategy)  # the recipe stage's names: every strategy, none more
+    assert set(INFO) == set(Strategy)  # every strategy the recipe stage names has its label, models and score
+    assert {s for readers in READERS.values() if readers for s in readers} <= set(STRATEGIES)  # no misspelt reader
     with pytest.raises(UserError, match="select params: unknown strategy 'dsri'"):  # not "'length' is not read by dsri"
         validate("select", {"tc": "tc", "dc": "dc", "strategy": "dsri", "budget": 10, "options": {"length": "chunk"}})
     with pytest.raises(UserError, match="'k' is not read by dsir"):

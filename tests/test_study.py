@@ -470,8 +470,9 @@ def test_every_device_plan_reads_as_device_study_reads_it(plan):
     scripts/device_study.sh splits it; scripts/study_plans.read_plan) names known domains and rows, no domain twice,
     and arguments the study accepts, every knob value included (grid_commands refuses a bad one); and what is left
     of it counts from the study's own JSON naming."""
-    from core.experiments.plan import BASELINES, parse_strategy, strategy_models
+    from core.experiments.plan import BASELINES, parse_strategy
     from core.experiments.study import DOMAINS
+    from core.recipes.strategy_info import strategy_models
 
     plans = load_script("study_plans")
     lanes = plans.read_plan(plan)

@@ -11,6 +11,7 @@ from core.recipes import presets
 from core.recipes.budget import Budget
 from core.recipes.configs import parse_settings
 from core.recipes.presets import preset_help
+from core.recipes.strategy_info import Strategy
 from core.runner import jobs, jobstore
 from core.runner.jobview import (
     CHART_POLL_S,
@@ -21,7 +22,6 @@ from core.runner.jobview import (
     job_rows,
 )
 from core.runner.kinds import KINDS
-from core.selection.strategies import Strategy
 from core.train.modes import MODES
 from ui import corpus_picker, get_workspace, job_poll, run_guarded, submit_job
 from ui_runs import disk_panel, job_curves, job_detail, show_launched

@@ -14,8 +14,8 @@ from core.data.workspace import CorpusRole
 from core.errors import UserError
 from core.recipes.budget import Budget
 from core.recipes.selection_options import LENGTHS, SAMPLINGS, SMOOTHINGS, SelectionOptions
+from core.recipes.strategy_info import Strategy
 from core.selection.compare import overlap_matrix, ranking_table, score_histogram
-from core.selection.strategies import Strategy
 from core.tables import readable
 from ui import CURRENT_SELECTION, corpus_picker, get_workspace, job_status, latest_job, run_guarded, selection_picker, submit_job
 from ui_selection import coverage_panel, leakage_panel, why_panel

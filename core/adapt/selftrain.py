@@ -43,7 +43,6 @@ if TYPE_CHECKING:
     from core.runner.params import SelftrainParams
 
 
-MEASURES = CONFIDENCE_MEASURES  # named with the job's params (core.runner.params)
 
 
 RATIOS = (0.5, 1.0, 2.0)  # k = ratio x |LC| in the paper's experiments
@@ -79,7 +78,7 @@ def optimal_threshold(curve: Sequence[dict[str, float]]) -> float:
 def cer_inputs_from_rows(rows: Sequence[dict[str, Any]], measure: str) -> tuple[list[float], list[bool]]:
     """Confidences and exact-match correctness from cached prediction rows of a labeled corpus
     (core.train.ner_predict.write_predictions: `spans`, `gold_spans`, `c1`, `c2`)."""
-    if measure not in MEASURES:
+    if measure not in CONFIDENCE_MEASURES:
         raise UserError(f"unknown confidence measure {measure!r}: expected c1 or c2")
     if rows and "gold_spans" not in rows[0]:
         raise UserError("the CER needs a labeled corpus (DEV): these predictions have no gold spans")
@@ -110,7 +109,7 @@ def cer_figure(curve: Sequence[dict[str, float]], optimal: float, chosen: float 
 def pseudo_label_sample(predictions: Sequence[Any], measure: str, threshold: float, k: int, seed: int = 0) -> list[int]:
     """Indices of k predictions drawn uniformly among those with confidence >= threshold
     (all of them when fewer are confident)."""
-    if measure not in MEASURES:
+    if measure not in CONFIDENCE_MEASURES:
         raise UserError(f"unknown confidence measure {measure!r}: expected c1 or c2")
     confident = [i for i, p in enumerate(predictions) if getattr(p, measure) >= threshold]
     if len(confident) <= k:
@@ -143,7 +142,7 @@ def self_train(model_dir: str | Path, lc: Corpus, unlabeled: Corpus, dev: Corpus
                log: Callable[[str], None] | None = None, metric: Callable[..., None] | None = None) -> dict[str, Any]:
     """The whole Section 3 recipe; returns thresholds, the CER curve, counts and test F1 of the
     LC model (baseline) and of the self-trained one."""
-    if measure not in MEASURES:
+    if measure not in CONFIDENCE_MEASURES:
         raise UserError(f"unknown confidence measure {measure!r}: expected c1 or c2")
     if ratio <= 0:
         raise UserError(f"ratio must be positive (k = ratio x |LC|), got {ratio}")

@@ -10,7 +10,6 @@ import argparse
 import sys
 from pathlib import Path
 
-from core.adapt.selftrain import MEASURES
 from core.cliutil import add_workspace_arg, print_json, progress_wanted, tqdm_progress
 from core.data.workspace import Workspace
 from core.errors import UserError
@@ -18,6 +17,7 @@ from core.recipes.presets import PRESETS, preset_help
 from core.runner import jobs
 from core.runner.jobresult import JobResult
 from core.runner.params import (
+    CONFIDENCE_MEASURES,
     CRITERIA,
     ORDERS,
     SAMPLINGS,
@@ -35,7 +35,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--unlabeled", required=True, help="unlabeled sentences to pseudo-label (DC or a selection's file)")
     p.add_argument("--dev", required=True, help="labeled DEV split (threshold choice by confidence error rate)")
     p.add_argument("--test", default=None, help="labeled TEST split (F1 of the LC model and of the self-trained model)")
-    p.add_argument("--measure", choices=MEASURES, default=field_default(SelftrainParams, "measure"),
+    p.add_argument("--measure", choices=CONFIDENCE_MEASURES, default=field_default(SelftrainParams, "measure"),
                    help="c1 = sequence posterior, c2 = minimum tag marginal")
     p.add_argument("--threshold", default=field_default(SelftrainParams, "threshold"),
                    help="confidence threshold in [0, 1], or 'auto' for the CER-optimal one")
@@ -60,7 +60,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--ner-model", default=None, help="NER model folder scoring generated sentences")
     p.add_argument("--min-confidence", type=float, default=field_default(AugmentParams, "min_confidence"),
                    help="drop generated sentences below this NER confidence")
-    p.add_argument("--measure", choices=MEASURES, default=field_default(AugmentParams, "measure"),
+    p.add_argument("--measure", choices=CONFIDENCE_MEASURES, default=field_default(AugmentParams, "measure"),
                    help="which NER confidence --min-confidence applies to")
     p.add_argument("--per-sentence", type=int, default=field_default(AugmentParams, "per_sentence"),
                    help="variants generated per LC sentence")

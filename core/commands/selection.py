@@ -19,7 +19,7 @@ from core.runner.params import ProjectParams, SelectParams, field_default
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from core.selection.strategies import Strategy
+    from core.recipes.strategy_info import Strategy
 
     p = sub.add_parser("embed", help="sentence embeddings of a corpus (mean of the last layer) as a .npy file")
     p.add_argument("file", help="corpus file or workspace corpus name")

@@ -27,14 +27,14 @@ from core.experiments.plan import (
     parse_strategy,
     resolve_sc_budget,
     slug,
-    strategy_models,
     sweep_budgets,
 )
 from core.experiments.records import Cell, check_recipe, load_cell, save_cell
 from core.experiments.summary import keep_predictions
 from core.progress import silent, sub
+from core.recipes.strategy_info import ENTITY_AWARE, strategy_models
 from core.runner.jobresult import JobResult
-from core.selection.strategies import ENTITY_AWARE, select
+from core.selection.strategies import select
 from core.train.lineage import CorpusStamp, Lineage, MlmPhase, SelectionStamp, from_base, record_run, write_lineage
 from core.train.modes import MODE_PHASES
 

@@ -28,7 +28,7 @@ from core.experiments.records import Cell, as_cells, head_drawn_apart, ran_alike
 from core.experiments.statistics import ALPHA, MIN_CLAIM_SEEDS, N_RESAMPLES, holm, paired_test
 from core.experiments.study import DOMAINS
 from core.experiments.summary import cell_counts, is_selection
-from core.selection.strategies import ENTITY_AWARE
+from core.recipes.strategy_info import ENTITY_AWARE
 
 KNOB_FIELDS = ("mlm_config", "rehearsal_share")  # what a knob variant changes; the rest of its recipe is the default's
 NEEDED_DOMAINS = 3  # better on at least this many of the five domains ...

@@ -56,7 +56,6 @@ from core.experiments.plan import (
     parse_strategy,
     recipe_of,
     resolve_sc_budget,
-    strategy_models,
     sweep_budgets,
 )
 from core.experiments.records import Cell, ExperimentResult, as_cells, as_entries, as_result, check_recipe
@@ -71,6 +70,7 @@ from core.experiments.summary import (
 )
 from core.recipes.budget import Budget
 from core.recipes.duration import format_duration
+from core.recipes.strategy_info import strategy_models
 from core.runner.params import parse_parallel
 from core.selection.leakage import LeakageReport
 
@@ -236,16 +236,16 @@ def experiment_job(params: ExperimentParams, ctx: JobContext) -> dict[str, Any]:
                    f"{', '.join(lenders[:3])}{' and more' if len(lenders) > 3 else ''}: the same task)" if lent else ""))
     # before any finished cell is read back: a rerun with another recipe would otherwise report the old cells under
     # the new recipe whenever nothing is left to train (the check in run_cell only runs for a cell that trains)
-    new_cells = any(runner.finished_cell(t.row, t.seed, t.budget, t.lc_size) is None for t in tasks)
-    check_recipe(ctx.run_dir, params, len(runner.lc), new_cells)
+    done = {i: runner.finished_cell(t.row, t.seed, t.budget, t.lc_size) for i, t in enumerate(tasks)}  # read once
+    check_recipe(ctx.run_dir, params, len(runner.lc), any(c is None for c in done.values()))
     if params.ray or parallel != 1:
-        cells = run_at_once(tasks, runner, params, ctx, {k: r.to_dict() for k, r in refs.items()}, corpora, limit)
+        cells = run_at_once(tasks, done, runner, params, ctx, {k: r.to_dict() for k, r in refs.items()}, corpora, limit)
     else:
         cells = []  # each cell's slice of the bar by its expected clock (a none cell is a fraction of a pretraining one)
         left_out: set[int] = set()  # a cell that reads B1/B2 waits for its seed's TAPT cell: left out with it
         for i, (t, (start, end)) in enumerate(zip(tasks, cumulative([runner.cell_weight(t.row) for t in tasks]))):
-            if (finished := runner.finished_cell(t.row, t.seed, t.budget, t.lc_size)) is not None:
-                cells.append(finished)  # an earlier run's: read once, never trained again
+            if (finished := done[i]) is not None:
+                cells.append(finished)  # an earlier run's: never trained again
                 continue
             if t.after in left_out or not limit.fits(t.row, cells, f"{t.label} seed {t.seed}"):
                 if t.after in left_out:
@@ -291,14 +291,15 @@ def cell_tasks(rows: Sequence[str], seeds: Sequence[int], budgets: Sequence[Any]
     return tasks
 
 
-def run_at_once(tasks: list[CellTask], runner: ExperimentCells, params: ExperimentParams, ctx: JobContext,
-                refs: dict[str, Any], corpora: dict[str, Corpus], limit: TimeLimit | None = None) -> list[dict[str, Any]]:
-    """The cells still to run on worker processes (`parallel`) or Ray (`ray`), finished ones read back; the same
+def run_at_once(tasks: list[CellTask], done: dict[int, dict[str, Any] | None], runner: ExperimentCells,
+                params: ExperimentParams, ctx: JobContext, refs: dict[str, Any], corpora: dict[str, Corpus],
+                limit: TimeLimit | None = None) -> list[dict[str, Any]]:
+    """The cells still to run on worker processes (`parallel`) or Ray (`ray`), with `done` the finished ones by task
+    index (None: still to run, as experiment_job read them before its recipe check); the same
     cells in the same folders as one at a time (core.experiments.parallel). With a `limit`, a cell that would end
     past it is not started (local workers; Ray takes the whole plan at once, so there it is refused up front)."""
     from core.experiments.parallel import WorkerSpec, cell_need, plan_slots, run_local, run_ray, visible_cards
 
-    done = {i: runner.finished_cell(t.row, t.seed, t.budget, t.lc_size) for i, t in enumerate(tasks)}
     todo = [i for i, c in done.items() if c is None]
     if todo:
         position = {i: k for k, i in enumerate(todo)}

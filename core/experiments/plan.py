@@ -7,7 +7,6 @@ the folder key of each cell; shared by the experiment job, compare-sources, the 
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -20,8 +19,6 @@ CELL_FILE = "cell.json"
 PICK_FILE = "pick.json"  # a cell's checkpoint choice (base encoder or an MLM snapshot) with every probe score
 
 
-
-
 def row_names(text: str) -> list[str]:
     """Comma-separated rows as results name them: baselines as they are, strategies as `check_rows` names them, so a
     study asked for 'DSIR:length=chunk' finds the cells its experiment stored as 'dsir:length=chunk'.
@@ -29,15 +26,13 @@ def row_names(text: str) -> list[str]:
     >>> row_names(" none, TAPT ,DSIR:length=chunk,dsir:length=chunk:length=chunk")  # each row once
     ['none', 'tapt', 'dsir:length=chunk']
     """
-    names = row_labels(text.split(","), keep=BASELINES)
-    return list(dict.fromkeys(n if n in BASELINES else _one_name(n) for n in names))
+    return row_labels(text.split(","), keep=BASELINES)
 
 
 def check_rows(specs: Sequence[str]) -> list[str]:
     """Selection rows as results name them, each an existing strategy with options it may take (UserError naming the
     row otherwise): what an experiment checks when it starts and the Runs page before it submits one. An '@b1' that
-    changes nothing (a strategy that reads no encoder, or always B1) is dropped, so 'dsir@b1' does not pretrain and
-    fine-tune the cells of 'dsir' a second time under another name.
+    changes nothing is dropped (core.recipes.strategy_row.StrategyRow).
 
     >>> check_rows(["DSIR:length=chunk", "cosine@b1", "dsir@b1", "cosine@base"])
     ['dsir:length=chunk', 'cosine@b1', 'dsir', 'cosine']
@@ -45,31 +40,13 @@ def check_rows(specs: Sequence[str]) -> list[str]:
     Traceback (most recent call last):
     core.errors.UserError: unknown strategy 'dsri': expected one of ...
     """
-    return list(dict.fromkeys(_one_name(label) for label in row_labels(specs)))
-
-
-def _one_name(label: str) -> str:
-    row = StrategyRow.parse(label)
-    if row.model_tag and strategy_models(row.name, row.model_tag) == strategy_models(row.name, None):
-        return dataclasses.replace(row, model_tag=None).label
-    return label
+    return row_labels(specs)
 
 
 def parse_strategy(spec: str) -> tuple[str, str | None]:
     """'cosine@b1' -> ('cosine', 'b1'); 'dsir:length=chunk' -> ('dsir', None): StrategyRow without its options."""
     row = StrategyRow.parse(spec)
     return row.name, row.model_tag
-
-
-def strategy_models(name: str, model_tag: str | None) -> tuple[bool, bool]:
-    """(needs B1, needs B2) for a strategy, from core.selection.strategies's strategy table when it has one."""
-    from core.selection.strategies import Strategy
-
-    info = Strategy.parse(name).info
-    uses, trained = set(info.models), info.needs_trained_model
-    needs_b1 = ("model" in uses and (trained or model_tag == "b1")) or "model2" in uses
-    needs_b2 = bool(uses & {"model2", "ner_model"})
-    return needs_b1, needs_b2
 
 
 def parse_seeds(text: str, what: str) -> list[int]:

@@ -17,7 +17,7 @@ from core.errors import ModelError, UserError
 from core.lm.models import ModelRef, offline_env, pick_device, resolve_model
 from core.lm.precision import PROBE_TEXTS, cosine_agreement, cpu_flags, cpu_has_bf16
 from core.progress import Progress
-from core.runner.params import POOLINGS as PARAM_POOLINGS
+from core.runner.params import POOLINGS
 
 if TYPE_CHECKING:
     pass
@@ -25,9 +25,6 @@ if TYPE_CHECKING:
 Pooling = Literal["mean", "model"]
 BF16_MIN_COSINE = 0.9999  # agreement with fp32 required before bf16 is used on a CPU
 _PRECISION_VERDICTS: dict[str, dict[str, Any]] = {}
-
-
-POOLINGS = PARAM_POOLINGS  # named with the job's params (core.runner.params)
 
 
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")

@@ -27,11 +27,8 @@ from typing import Any
 
 from core.errors import UserError
 from core.recipes.configs import type_hints
+from core.recipes.strategy_info import strategy_name
 
-# Every selection strategy's name (core.selection.strategies.Strategy, which a test holds to this): named here, at the
-# recipe stage, so a job's params refuse an unknown strategy at submit, not after its corpora are read.
-STRATEGIES = ("cosine", "cosine-concat", "knn", "ner", "entity-gain", "entity-gain-pool", "ppl", "mlm-ppl", "dsir",
-              "random", "all")
 SAMPLINGS = ("gumbel", "topk")
 LENGTHS = ("sum", "chunk")  # dsir's weighing of sentences of different lengths (core.lm.dsir.dsir_scores)
 SMOOTHINGS = ("add-one", "dc")  # dsir's estimate of TC's n-gram distribution (core.lm.dsir.log_ratios)
@@ -107,21 +104,6 @@ READERS: dict[str, tuple[str, ...] | None] = {
     "mix": ("entity-gain",), "type_weights": ("entity-gain", "entity-gain-pool"), "pool": ("entity-gain-pool",),
     "dedupe": None,
 }
-
-
-def strategy_name(name: str) -> str:
-    """A strategy's name as results write it ('Entity_Gain' -> 'entity-gain'); UserError for one that does not exist.
-
-    >>> strategy_name("dsri")  # doctest: +ELLIPSIS
-    Traceback (most recent call last):
-    core.errors.UserError: unknown strategy 'dsri': expected one of cosine, cosine-concat, knn, ...
-    """
-    norm = str(name).strip().lower().replace("_", "-")
-    if norm not in STRATEGIES:  # a bare 'sampling=topk' is an option a comma cut from its row's strategy
-        hint = (": options follow a strategy after ':' (dsir:length=chunk:sampling=topk); commas separate rows"
-                if "=" in norm and ":" not in norm else f": expected one of {', '.join(STRATEGIES)}")
-        raise UserError(f"unknown strategy {str(name).strip()!r}{hint}")
-    return norm
 
 
 def check_readers(strategy: str, options: Mapping[str, Any] | None) -> None:

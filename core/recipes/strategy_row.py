@@ -1,8 +1,9 @@
 """An experiment's selection row as a user names it (`dsir:length=chunk`, `cosine@b1`), parsed and named once: the
 experiment job, the study script, the CLI and the Runs page all read rows through here. A recipe-stage module, so
-the job's params check a row at submit: its strategy exists (core.recipes.selection_options.STRATEGIES) and reads
-each option given. Which encoder a strategy reads lives with the strategies (core.experiments.plan.check_rows drops an
-'@b1' that changes nothing, when the job starts)."""
+the job's params check a row at submit: its strategy exists (core.recipes.strategy_info.Strategy) and reads
+each option given, and an '@b1' that changes nothing (a strategy that reads no encoder, or always B1; which one reads
+what: core.recipes.strategy_info) is dropped, so 'dsir@b1' does not pretrain and fine-tune the cells of 'dsir' a second
+time under another name."""
 
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ from typing import Any
 
 from core.errors import UserError
 from core.recipes.configs import parse_settings
-from core.recipes.selection_options import canonical_options, check_readers, strategy_name
+from core.recipes.selection_options import canonical_options, check_readers
+from core.recipes.strategy_info import strategy_models, strategy_name
 
 
 @dataclass(frozen=True)
@@ -32,6 +34,8 @@ class StrategyRow:
     'entity-gain:mix=0.7'
     >>> StrategyRow.parse("cosine@base").label  # the base encoder is a row's own
     'cosine'
+    >>> StrategyRow.parse("dsir@b1").label, StrategyRow.parse("cosine-concat@b1").label  # no encoder read; always B1
+    ('dsir', 'cosine-concat')
     >>> StrategyRow.parse("dsir:length=chunk:sampling=topk:buckets=10000").label  # fields' order, defaults left out
     'dsir:sampling=topk:length=chunk'
     >>> StrategyRow.parse("cosine:length=chunk")
@@ -61,7 +65,8 @@ class StrategyRow:
                 items.append(text)
         if model is not None and model not in ("b1", "base"):
             raise UserError(f"strategy {spec!r}: the part after @ must be b1 or base")
-        model = None if model == "base" else model  # the base encoder is what a row without @ reads: one name for it
+        if model == "base" or (model == "b1" and strategy_models(name, "b1") == strategy_models(name, None)):
+            model = None  # the base encoder is what a row without @ reads; an @b1 that changes nothing: one name each
         try:
             options = canonical_options(parse_settings(items, "options"), name)
             check_readers(name, options)

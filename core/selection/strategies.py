@@ -26,7 +26,6 @@ import time
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from enum import Enum
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -40,7 +39,8 @@ from core.errors import UserError
 from core.lm.pseudo_ppl import pseudo_perplexities
 from core.progress import Progress, sub
 from core.recipes.budget import Budget
-from core.recipes.selection_options import SelectionOptions, canonical_options, check_readers, strategy_name
+from core.recipes.selection_options import SelectionOptions, canonical_options, check_readers
+from core.recipes.strategy_info import ENTITY_AWARE, Strategy
 from core.selection.kernels import cosine_to_vector, normalize_rows, topk_cosine
 
 if TYPE_CHECKING:
@@ -49,83 +49,6 @@ if TYPE_CHECKING:
 
 NER_BATCH = 10_000  # DC sentences predicted per pass of the NER strategy
 MLM_BATCH = 10_000  # DC sentences per pseudo-perplexity call
-
-
-class Strategy(str, Enum):
-    COSINE = "cosine"
-    COSINE_CONCAT = "cosine-concat"
-    KNN = "knn"
-    NER = "ner"
-    ENTITY_GAIN = "entity-gain"
-    ENTITY_GAIN_POOL = "entity-gain-pool"
-    PPL = "ppl"
-    MLM_PPL = "mlm-ppl"
-    DSIR = "dsir"
-    RANDOM = "random"
-    ALL = "all"
-
-    def __str__(self) -> str:
-        return self.value
-
-    @classmethod
-    def parse(cls, name: str | Strategy) -> Strategy:
-        if isinstance(name, Strategy):
-            return name
-        return cls(strategy_name(name))  # the recipe stage's list of names, which a test holds to this enum
-
-    @property
-    def info(self) -> StrategyInfo:
-        return STRATEGIES[self]
-
-
-ENTITY_AWARE = (Strategy.ENTITY_GAIN, Strategy.ENTITY_GAIN_POOL)  # issue 46's: they weigh entity types by LC's shares
-
-
-@dataclass(frozen=True)
-class StrategyInfo:
-    label: str
-    description: str
-    score_name: str
-    higher_is_better: bool
-    models: tuple[str, ...] = ()  # which of model / model2 / ner_model it reads
-    needs_trained_model: bool = False  # unusable with the default encoder alone
-
-    def missing(self, given: Mapping[str, str | None]) -> list[str]:
-        """The models this strategy cannot run without that `given` leaves empty (`model` falls back to the default
-        encoder; model2 and ner_model have no default).
-
-        >>> STRATEGIES[Strategy.COSINE_CONCAT].missing({"model": "b1", "model2": ""})
-        ['model2']
-        """
-        return [m for m in self.models if m != "model" and not (given.get(m) or "").strip()]
-
-
-STRATEGIES: dict[Strategy, StrategyInfo] = {
-    Strategy.COSINE: StrategyInfo("Cosine to mean TC embedding", "Cosine similarity of each DC sentence to the mean TC embedding "
-                                  "(pretrained encoder, or B1 = encoder after MLM on TC).", "cosine", True, ("model",)),
-    Strategy.COSINE_CONCAT: StrategyInfo("Cosine on [B1 ; B2]", "Cosine to the mean TC embedding on concatenated embeddings of "
-                                         "B1 (model) and B2 (model2, B1 fine-tuned for NER).", "cosine", True, ("model", "model2"), True),
-    Strategy.KNN: StrategyInfo("kNN of TC sentences", "For each TC sentence its nearest DC sentences, unioned until the budget "
-                               "(kNN-TAPT). Score: highest cosine to any TC sentence.", "max cosine", True, ("model",)),
-    Strategy.NER: StrategyInfo("NER-Selected", "Sentences with the most entities predicted by a fine-tuned NER model (B2); "
-                               "ties by CRF sequence confidence c1.", "entities", True, ("ner_model",), True),
-    Strategy.ENTITY_GAIN: StrategyInfo("Entity gain", "Entity mentions a sentence adds that TC lacks (predicted by a fine-tuned "
-                                       "NER model, B2; weighted by the type's share in LC), mixed with the cosine to the mean TC "
-                                       "embedding (B1), as percentile ranks (option mix: the gain's share, 0.5).", "gain x domain rank",
-                                       True, ("model", "ner_model"), True),
-    Strategy.ENTITY_GAIN_POOL: StrategyInfo("Entity gain in the domain pool", "Among the DC sentences nearest TC (cosine to "
-                                            "the mean TC embedding under B1; option pool: how many budgets, 3), those "
-                                            "adding the most entity mentions TC lacks (B2, weighted by LC's type shares); "
-                                            "ties and the rest by cosine.", "1 + gain in the pool, 0 outside",
-                                            True, ("model", "ner_model"), True),
-    Strategy.PPL: StrategyInfo("N-gram perplexity", "Lowest perplexity under a Kneser-Ney 3-gram LM of TC.", "perplexity", False),
-    Strategy.MLM_PPL: StrategyInfo("MLM pseudo-perplexity", "Lowest masked-LM pseudo-perplexity under B1 (each token masked in turn).",
-                                   "pseudo-perplexity", False, ("model",), True),
-    Strategy.DSIR: StrategyInfo("DSIR", "Importance resampling on hashed 1-2-gram features (Xie et al. 2023): log p_TC/p_DC per "
-                                "sentence, Gumbel-top-k sampled.", "log importance weight", True),
-    Strategy.RANDOM: StrategyInfo("Random", "A uniform random sample of DC (seeded).", "random key", True),
-    Strategy.ALL: StrategyInfo("All of DC", "Every DC sentence (budget ignored).", "none", True),
-}
 
 
 # --------------------------------------------------------------------------- budget and ranking
