@@ -312,6 +312,7 @@ class LoopState:
     best_epoch: int = -1
     bad_epochs: int = 0
     finished: bool = False  # early stopping or the step cap ended training: a resume trains no further
+    grad_accum: int | None = None  # the micro-batches per step `position` counts in (None: a checkpoint before 2026-11)
 
     @classmethod
     def from_checkpoint(cls, state: dict[str, Any]) -> LoopState:
@@ -358,6 +359,10 @@ class TrainLoop:
         self.eval_prefix = eval_prefix
         self.on_step = on_step  # after every optimizer step (MLM keeps model snapshots for checkpoint selection)
         self.state = LoopState()
+        # Examples of the current epoch trained on before its plan changed (an out-of-memory retry halves the
+        # micro-batch: core.runner.devices.smaller_micro_batch), left out of the new plan; and the plan being run.
+        self._skipped: set[int] = set()
+        self._micros: list[list[int]] = []
         self.last_saved = 0
         self.units = 0
         self.seconds = 0.0
@@ -378,15 +383,28 @@ class TrainLoop:
         self.state = LoopState.from_checkpoint(state)
         self.state.finished = False  # recomputed by run() from this call's step cap and patience, which may differ
         self.last_saved = self.state.step
+        self._skipped = set(state.get("epoch_skipped", ()))
+        saved, now = self.state.grad_accum, self.config.grad_accum
+        if saved is not None and saved != now and self.state.position:
+            # `position` counts micro-batches of the old size, which the new plan cuts differently (NER's length
+            # buckets regroup them): the examples done are left out of the new plan instead, each trained once
+            self._skipped = set(state["epoch_done"])
+            self.state.position = 0
+            self.log(f"the micro-batch changed since the checkpoint (grad_accum {saved} -> {now}): the "
+                     f"{len(self._skipped):,} examples epoch {self.state.epoch + 1} already trained on are left out of it")
+        self.state.grad_accum = now
 
     def save_checkpoint(self) -> None:
         if self.ckpt is None:
             return
         if self.flush_best is not None:
             self.flush_best()
+        self.state.grad_accum = self.config.grad_accum
+        done = self._skipped.union(*self._micros[:self.state.position])
         self.ckpt.save({"model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(),
                         "scheduler": self.scheduler.state_dict(), "scaler": self.scaler.state_dict(), "rng": rng_state(),
-                        "loop": asdict(self.state), **self.extra}, self.state.step)
+                        "loop": asdict(self.state), "epoch_skipped": sorted(self._skipped), "epoch_done": sorted(done),
+                        **self.extra}, self.state.step)
         self.last_saved = self.state.step
 
     # ---- the loop
@@ -443,6 +461,9 @@ class TrainLoop:
         self.model.train()
         while st.epoch < cfg.epochs and not st.finished:
             micros = self.plan(st.epoch)
+            if self._skipped:
+                micros = [m for m in ([i for i in mb if i not in self._skipped] for mb in micros) if m]
+            self._micros = micros
             accum = 0
             stopped_mid_epoch = False
             for m_i in range(st.position, len(micros)):
@@ -491,6 +512,7 @@ class TrainLoop:
                 self.model.train()
             st.epoch += 1
             st.position = 0
+            self._skipped, self._micros = set(), []
             ends = st.finished or last_epoch
             due = bool(cfg.checkpoint_every) and st.step - self.last_saved >= cfg.checkpoint_every
             if (ends and cfg.checkpoint_at_end) or (not ends and due):
