@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 
 import streamlit as st
 
+from core.data.showtext import markdown_literal
 from core.data.workspace import Workspace
 from core.review import predictions
 from core.review.highlight import token_labels, type_colors
@@ -70,7 +71,7 @@ def type_picker(types: list[str], key: str, colors: dict[str, str] | None = None
     st.session_state[f"{key}_types"] = list(types)  # for chosen_type
     box = where.container(horizontal=True, key=f"{key}_box", gap="small")
     for k, entity in enumerate(types):
-        box.button(entity, key=f"{key}_b{k}", on_click=_choose, args=(key, entity),
+        box.button(markdown_literal(entity), key=f"{key}_b{k}", on_click=_choose, args=(key, entity),
                    type="primary" if entity == chosen else "secondary",
                    shortcut=str(k + 1) if k < KEYED_TYPES else None,
                    help=f"key {k + 1}" if k < KEYED_TYPES else None)
@@ -84,7 +85,7 @@ def token_pills(tokens: list[str], key: str, container=None) -> None:
     """The token picker of every span editor: options are token positions, labels unique within the sentence
     (`token_labels`), so the first of two equal words is the one marked. The picked positions are
     `st.session_state[key]`."""
-    labels = token_labels(tokens)
+    labels = [markdown_literal(label) for label in token_labels(tokens)]  # pills render Markdown: a token shows as itself
     (container or st).pills("Tokens", list(range(len(tokens))), selection_mode="multi", format_func=labels.__getitem__,
                             key=key, label_visibility="collapsed")
 

@@ -215,3 +215,30 @@ def test_a_refused_user_change_shows_why_and_an_accepted_one_takes(tmp_path, mon
     at.selectbox(key="users_role").set_value("researcher")
     at.button(key="users_set_role").click().run()
     assert not at.error and users.get_user(ws, "ann").role == Role.RESEARCHER
+
+
+def test_tokens_and_types_show_as_themselves_in_the_pickers(tmp_path, monkeypatch):
+    """Streamlit renders Markdown in pills options and button labels: a DC token `![x](https://...)` made every
+    annotator's browser fetch a remote image, and `**now**` showed bold as 'now', in the token picker of the queue and
+    the Agreement editor, and so did a task's entity type on its buttons and pills."""
+    from core.data.corpus import Corpus
+    from core.data.showtext import markdown_literal
+
+    ws = Workspace(tmp_path / "ws")
+    for name, role in (("boss", "admin"), ("rita", "researcher"), ("ann", "annotator"), ("bob", "annotator")):
+        users.add_user(ws, name, role, PASSWORD)
+    tokens = ["Visit", "![x](https://evil.example/t.png)", "[here](https://evil.example)", "**now**"]
+    ws.save_corpus(Corpus(tokens=[tokens]), "c")
+    rita, ann = Actor("rita", Role.RESEARCHER), Actor("ann", Role.ANNOTATOR)
+    task = tasks.create_task(ws, rita, "md", ["ann", "bob"], corpus="c", overlap=1.0, types=["PER", "**B**"])
+    at = app_as(tmp_path / "ws", monkeypatch, "ann")
+    grid = next(w for w in at.get("button_group") if w.key and w.key.startswith("q_tokens_"))
+    assert grid.options == [markdown_literal(t) for t in tokens] and "![x](" not in "".join(grid.options)
+    assert {b.label for b in at.button if b.key and b.key.startswith("q_type_b")} == {"PER", r"\*\*B\*\*"}
+    tasks.save_annotation(ws, ann, task.id, 0, [Span(0, 1, "**B**")])
+    tasks.save_annotation(ws, Actor("bob", Role.ANNOTATOR), task.id, 0, [])  # they differ: the editor opens
+    at = app_as(tmp_path / "ws", monkeypatch, "rita")
+    at.switch_page("views/agreement.py").run()
+    assert not at.exception, [e.value for e in at.exception]
+    groups = {w.key.split("_")[1]: w.options for w in at.get("button_group") if w.key and w.key.startswith("agr_")}
+    assert groups["tok"] == [markdown_literal(t) for t in tokens] and set(groups["type"]) == {"PER", r"\*\*B\*\*"}

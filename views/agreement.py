@@ -8,6 +8,7 @@ import html
 import pandas as pd
 import streamlit as st
 
+from core.data.showtext import markdown_literal
 from core.errors import UserError
 from core.review.highlight import legend_html, page_css, sentence_html, type_colors
 from core.review.predictions import edit_spans
@@ -114,7 +115,7 @@ for item in open_items[:20]:
                                                   else next(iter(item.answers.values()))))
             st.html(sentence_html(item.tokens, st.session_state[key], colors))
             token_pills(item.tokens, f"agr_tok_{at}")
-            st.pills("Entity type", list(colors), selection_mode="single", key=f"agr_type_{at}")
+            st.pills("Entity type", list(colors), selection_mode="single", key=f"agr_type_{at}", format_func=markdown_literal)
             b, n = st.columns(3), len(item.tokens)
             buttons = ClickOrder([(f"agr_assign_{at}", edit, (item.index, item.version, n, False)),
                                  (f"agr_remove_{at}", edit, (item.index, item.version, n, True)),

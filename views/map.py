@@ -199,7 +199,7 @@ chosen = np.flatnonzero(mask)
 per_corpus = {name: len(rows) for name, rows in region_rows(atlas, mask).items()}
 what = how.short
 s1, s2 = st.columns([2, 3])
-s1.metric(f"Sentences ({what})", f"{len(chosen):,}")
+s1.metric(f"Sentences ({markdown_literal(what)})", f"{len(chosen):,}")  # a search typed shows as typed
 s2.write(pd.DataFrame([per_corpus], index=["sentences"]))
 show = 200
 picked = chosen[sample_rows(len(chosen), show, st.session_state.get("map_sample_seed", 0))]

@@ -141,7 +141,7 @@ m[0].metric("Selected", f"{summary['selected']:,}", help=f"of {summary['dc_size'
 m[1].metric("Strategy", sel.strategy)
 if "domain_precision" in summary:
     dp, rp = summary["domain_precision"], summary["random_domain_precision"]
-    m[2].metric(f"Domain precision ({summary['target_domain']})", f"{dp:.3f}", delta=f"{dp - rp:+.3f} vs random",
+    m[2].metric(f"Domain precision ({markdown_literal(summary['target_domain'])})", f"{dp:.3f}", delta=f"{dp - rp:+.3f} vs random",
                 help="Share of selected sentences whose `domain` is the target domain; random selection expects the "
                      "domain's share of DC.")
     m[3].metric("Random baseline", f"{rp:.3f}")
