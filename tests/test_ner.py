@@ -172,6 +172,33 @@ def test_encode_words_aligns_first_subtokens_and_handles_odd_words(tiny_bert_dir
     assert long.n_words == [10]  # [CLS] + 10 words + [SEP]
 
 
+def test_a_sentence_cut_inside_an_entity_is_trained_on_a_path_the_crf_allows(tiny_bert_dir):
+    """A sentence longer than max_length is cut; sliced, its BIOES tags ended on B- or I-, which the constrained CRF
+    scores as impossible (a log-likelihood of about -1e4, swamping the logged loss)."""
+    from core.train.crf import constrain_bioes, log_likelihood
+    from core.train.ner_model import build_ner_model
+    from core.train.ner_train import EncodedCorpus
+
+    words = ["A", "b", "c", "John", "Ronald", "Reuel", "Tolkien", "wrote"]
+    corpus = Corpus(tokens=[words], tags=[["O", "O", "O", "B-PER", "I-PER", "I-PER", "E-PER", "O"]])
+    labels = ["O", "B-PER", "I-PER", "E-PER", "S-PER"]
+    model = build_ner_model(str(tiny_bert_dir), labels, max_length=7, seed=1)  # [CLS] + 5 words + [SEP]
+    data = EncodedCorpus(model, corpus)
+    assert [labels[t] for t in data.tags[0]] == ["O", "O", "O", "B-PER", "E-PER"]
+    constrain_bioes(model.crf, labels)
+    emissions = torch.zeros(1, 5, len(labels))
+    tags, mask = torch.tensor([data.tags[0]]), torch.ones(1, 5, dtype=torch.bool)
+    assert float(log_likelihood(model.crf, emissions, tags, mask).detach()) > -100
+
+
+def test_a_step_cap_below_one_epoch_still_scores_dev(tiny_bert_dir, tmp_path):
+    """The cap ended training mid-epoch and skipped that epoch's dev pass: below one epoch nothing was ever scored, the
+    run reported best dev F1 -1 and a checkpoint pick read every candidate as equal (so "pretraining did not help")."""
+    summary = train_ner(toy_ner_corpus(), toy_ner_corpus(), str(tiny_bert_dir), tmp_path / "m",
+                        preset_config("tiny", epochs=3, max_steps=1))  # 3 steps an epoch
+    assert summary["steps"] == 1 and summary["best_dev_f1"] >= 0 and summary["best_epoch"] == 1
+
+
 @pytest.fixture(scope="module")
 def trained_model(tiny_bert_dir, tmp_path_factory):
     out = tmp_path_factory.mktemp("ner") / "model"

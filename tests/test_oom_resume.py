@@ -88,3 +88,19 @@ def test_an_unchanged_micro_batch_resumes_at_its_position(tmp_path):
     whole: list[int] = []
     _loop(4, 2, tmp_path / "whole", whole).run()
     assert first[:16] + again == whole  # the same order, nothing repeated or skipped
+
+
+def test_an_epochs_short_last_group_steps_with_the_mean_of_its_micro_batches():
+    """With grad_accum 2 (as after a retry) an epoch of 5 micro-batches ends on a group of one: divided by 2 like the
+    full groups, its step was half as large as its gradient."""
+    w = torch.nn.Parameter(torch.zeros(()))
+    model = torch.nn.Module()
+    model.w = w
+    optimizer = torch.optim.SGD([w], lr=1.0)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: 1.0)
+    loop = TrainLoop(model, optimizer, scheduler, grad_scaler("cpu", "fp32"),
+                     LoopConfig(epochs=1, seed=1, grad_accum=2, grad_clip=0.0, checkpoint_every=0),
+                     plan=lambda epoch: [[i] for i in range(5)], forward=lambda idx: (-w, 1), device="cpu",
+                     precision="fp32", total_steps=3)
+    assert loop.run().step == 3
+    assert float(w.detach()) == pytest.approx(3.0)  # three steps of the mean gradient -1, not 1 + 1 + 0.5

@@ -192,6 +192,22 @@ def tags_from_spans(spans: Sequence[Span], length: int, scheme: TagScheme | str 
     return tags
 
 
+def cut_tags(tags: Sequence[str], n: int, scheme: TagScheme | str = TagScheme.BIOES) -> list[str]:
+    """The first `n` tags of a sentence a model cuts short (its max_length), an entity the cut runs through ending at
+    the cut: sliced, a BIOES sequence would end on B- or I-, a path the constrained CRF scores as impossible (its loss
+    then swamps the logged training loss).
+
+    >>> cut_tags(["B-PER", "I-PER", "E-PER", "O"], 2), cut_tags(["B-PER", "E-PER", "S-LOC"], 1)
+    (['B-PER', 'E-PER'], ['S-PER'])
+    >>> cut_tags(["S-PER", "O"], 5)
+    ['S-PER', 'O']
+    """
+    if n >= len(tags):
+        return list(tags)
+    spans = [Span(s.start, min(s.end, n), s.type) for s in spans_from_tags(tags, scheme) if s.start < n]
+    return tags_from_spans(spans, n, scheme)
+
+
 def convert_tags(tags: Sequence[str], source: TagScheme | str, target: TagScheme | str) -> list[str]:
     target = TagScheme(target)
     if target == TagScheme.NONE:

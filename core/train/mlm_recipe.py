@@ -91,7 +91,10 @@ def param_groups(model: Any, config: Any) -> list[dict[str, Any]]:
 
 def head_warmup(model: Any, config: Any, start_step: int, log: Callable[[str], None]) -> Callable[[Any], None] | None:
     """Freeze everything below the head now (unless `start_step` is already past the warm-up) and return the loop's
-    on_step hook that unfreezes it after `head_warmup_steps` steps; None when there is no warm-up."""
+    on_step hook that unfreezes it after `head_warmup_steps` steps; None when there is no warm-up. A BERT head's
+    output matrix is the word-embedding matrix (tied weights, listed once, as the embeddings'): it stays frozen with
+    them, so the warm-up trains the head's transform and bias; `freeze_layers`, the layer-wise lr and L2-SP treat it as
+    the embeddings too."""
     steps = config.head_warmup_steps
     if not steps or start_step >= steps:
         return None

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from core.data.corpus import Corpus
-from core.data.tags import TagScheme, spans_from_tags, tags_from_spans
+from core.data.tags import TagScheme, cut_tags, spans_from_tags, tags_from_spans
 from core.errors import UserError
 from core.lm.models import ModelRef
 from core.recipes.configs import NerConfig
@@ -79,14 +79,6 @@ def _check_labeled(corpus: Corpus, what: str) -> Corpus:
     return corpus.with_scheme(TagScheme.BIOES)
 
 
-def _tag_ids(model: NerModel, tags: Sequence[Sequence[str]], width: int) -> torch.Tensor:
-    ids = torch.zeros(len(tags), width, dtype=torch.long)
-    for b, seq in enumerate(tags):
-        seq = seq[:width]
-        ids[b, : len(seq)] = torch.tensor([model.label_index.get(t, 0) for t in seq], dtype=torch.long)
-    return ids
-
-
 class EncodedCorpus:
     """A labeled corpus tokenized once (sub-token ids, first sub-token of each word, tag ids), so
     a training step only pads a batch instead of re-running the tokenizer every epoch."""
@@ -101,7 +93,8 @@ class EncodedCorpus:
                 self.ids.append(batch.input_ids[b, :n_sub].tolist())
                 self.firsts.append(batch.word_index[b, :n_words].tolist())
         index = model.label_index
-        self.tags = [[index.get(t, 0) for t in seq[: len(f)]] for seq, f in zip(corpus.tags or [[] for _ in self.ids], self.firsts)]
+        self.tags = [[index.get(t, 0) for t in cut_tags(seq, len(f))]
+                     for seq, f in zip(corpus.tags or [[] for _ in self.ids], self.firsts)]
         self.pad_id = model.tokenizer.pad_token_id or 0
 
     def __len__(self) -> int:

@@ -466,10 +466,13 @@ class TrainLoop:
             self._micros = micros
             accum = 0
             stopped_mid_epoch = False
+            group = cfg.grad_accum
             for m_i in range(st.position, len(micros)):
+                if accum == 0:  # an epoch's last group may be short: its step is the mean of the micro-batches it has
+                    group = min(cfg.grad_accum, len(micros) - m_i)
                 with autocast(self.device, self.precision):
                     loss, units = self.forward(micros[m_i])
-                    scaled = loss / cfg.grad_accum if cfg.grad_accum > 1 else loss
+                    scaled = loss / group if group > 1 else loss
                 self.scaler.scale(scaled).backward()
                 self.units += units
                 window_units += units
@@ -501,7 +504,11 @@ class TrainLoop:
                     break
                 if cfg.checkpoint_every and st.step - self.last_saved >= cfg.checkpoint_every and not last_in_epoch:
                     self.save_checkpoint()
-            if stopped_mid_epoch:  # the step cap, mid-epoch: remember the position, skip this epoch's dev pass
+            if stopped_mid_epoch:  # the step cap, mid-epoch: training ends here, so the model is scored on dev as at
+                if self.evaluate is not None:  # an epoch's end (a cap below one epoch was never scored, its best -1)
+                    self.model.eval()
+                    self._evaluate()
+                    self.model.train()
                 if cfg.checkpoint_at_end:
                     self.save_checkpoint()
                 break
