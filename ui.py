@@ -91,10 +91,11 @@ def run_guarded(fn: Callable[[], Any], what: str = "", before_error: Callable[[]
     attempt drew, e.g. its progress bar)."""
     try:
         return fn()
-    except UserError as exc:
+    except (UserError, OSError) as exc:  # OSError: a path the system refused (no space, no permission), said as one line
         if before_error is not None:
             before_error()
-        show_error(f"{what + ': ' if what else ''}{exc}")
+        said = str(exc) if isinstance(exc, UserError) else f"{exc.filename or ''}{': ' if exc.filename else ''}{exc.strerror or exc}"
+        show_error(f"{what + ': ' if what else ''}{said}")
         return None
 
 

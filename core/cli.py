@@ -93,4 +93,8 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:  # `python -m core jobs list | head`: the reader left; no traceback, and none at exit
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    except OSError as exc:  # a path the system refused (full disk, no permission, a folder where a file goes)
+        where = exc.filename if exc.filename is not None else ""
+        print(f"error: {where}{': ' if where else ''}{exc.strerror or exc}", file=sys.stderr)
+        return 2
     return int(code or 0)

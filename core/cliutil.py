@@ -11,6 +11,7 @@ import json
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 from core.data.atomic import json_default
@@ -19,6 +20,65 @@ from core.data.atomic import json_default
 def comma_list(text: str) -> list[str]:
     """'a, b,,c' -> ['a', 'b', 'c']: the items of a comma-separated option."""
     return [s.strip() for s in text.split(",") if s.strip()]
+
+
+def out_file(text: str) -> str:
+    """An --out that names a file to write, checked when the command line is read (argparse's `type`), so a folder or
+    a path under a file is refused before the work, not after it as an IsADirectoryError (`project` ran its UMAP
+    first). Parents that do not exist yet are made by the writers.
+
+    >>> out_file("/")
+    Traceback (most recent call last):
+    argparse.ArgumentTypeError: / is a folder: give a file (in it, or anywhere)
+    """
+    path = Path(text).expanduser()
+    if not text.strip():
+        raise argparse.ArgumentTypeError("give a file name")
+    if path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text} is a folder: give a file (in it, or anywhere)")
+    _check_parents(text, path)
+    return text
+
+
+def out_folder(text: str) -> str:
+    """An --out that names a folder to write (a model, a run): refused when it is a file or lies under one."""
+    path = Path(text).expanduser()
+    if not text.strip():
+        raise argparse.ArgumentTypeError("give a folder name")
+    if path.exists() and not path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text} is a file: give a folder (a new one is made)")
+    _check_parents(text, path)
+    return text
+
+
+def _check_parents(text: str, path: Path) -> None:
+    import os
+
+    for parent in path.absolute().parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise argparse.ArgumentTypeError(f"{text}: {parent} is a file, not a folder")
+            if not os.access(parent, os.W_OK | os.X_OK):
+                raise argparse.ArgumentTypeError(f"{text}: cannot write in {parent}")
+            return
+
+
+def read_text_file(path: str | Path, what: str) -> str:
+    """A small text file a command reads whole (a password, guidelines), UTF-8 with or without a BOM; a file that
+    cannot be read or is not UTF-8 is a UserError naming it, the line and the column, as corpus files get."""
+    from core.errors import UserError
+
+    try:
+        raw = Path(path).read_bytes()
+    except OSError as exc:
+        raise UserError(f"{path}: cannot read the {what} ({exc.strerror})") from None
+    try:
+        return raw.decode("utf-8").removeprefix("\ufeff")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        column = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise UserError(f"{path}:{line}: the {what} is not valid UTF-8 (byte 0x{raw[exc.start]:02x} at column "
+                        f"{column}); save the file as UTF-8") from None
 
 
 def print_json(obj: Any) -> None:

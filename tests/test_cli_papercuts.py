@@ -99,3 +99,32 @@ def test_an_unknown_task_or_a_missing_also_folder_is_said_not_shown_as_nothing(t
     for what in ("disk", "free-snapshots"):
         assert main(["--workspace", ws, "runs", what, "--also", str(tmp_path / "missing")]) == 2
         assert "--also: no such folder" in capsys.readouterr().err
+
+
+def test_an_out_that_cannot_be_written_is_refused_before_the_work(tmp_path, capsys, monkeypatch):
+    """`select --out DIR` ended in IsADirectoryError (after `project` had run its UMAP), an --out under a file in
+    FileExistsError; every --out is checked when the command line is read, and an OS refusal left over is one line."""
+    import core.commands.corpus
+    from core.cli import main
+
+    ws = str(tmp_path / "ws")
+    assert main(["demo", ws, "--dc-size", "60"]) == 0
+    (tmp_path / "folder").mkdir()
+    (tmp_path / "afile").write_text("x")
+    capsys.readouterr()
+    for out, said in ((tmp_path / "folder", "is a folder"), (tmp_path / "afile" / "x.jsonl", "is a file, not a folder")):
+        with pytest.raises(SystemExit) as stop:
+            main(["--workspace", ws, "select", "--tc", "tc", "--dc", "dc", "--strategy", "random", "--budget", "5",
+                  "--out", str(out)])
+        assert stop.value.code == 2 and said in capsys.readouterr().err
+    assert not list((tmp_path / "folder").iterdir())
+    with pytest.raises(SystemExit):
+        main(["--workspace", ws, "ner", "train", "--train", "lc", "--out", str(tmp_path / "afile")])
+    assert "is a file: give a folder" in capsys.readouterr().err
+
+    def refused(_args) -> int:
+        raise IsADirectoryError(21, "Is a directory", str(tmp_path / "folder"))
+
+    monkeypatch.setattr(core.commands.corpus, "cmd_corpora", refused)
+    assert main(["--workspace", ws, "corpora"]) == 2
+    assert capsys.readouterr().err.strip() == f"error: {tmp_path / 'folder'}: Is a directory"

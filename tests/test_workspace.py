@@ -225,13 +225,13 @@ def test_an_absurdly_long_sentence_is_imported_with_a_warning(tmp_path, capsys):
 
     path = tmp_path / "dc.txt"
     path.write_text("a short sentence .\n" + " ".join(["word"] * 1500) + "\nanother one .\n")
-    info = Workspace(tmp_path / "ws").import_corpus(path, name="dc")
+    info = Workspace(tmp_path / "ws").import_corpus(path, name="long")
     assert info.sentences == 3 and len(info.warnings) == 1 and "sentence 2 has 1,500 tokens" in info.warnings[0]
     ok = tmp_path / "ok.txt"
     ok.write_text("a short sentence .\n")
     assert Workspace(tmp_path / "ws").import_corpus(ok, name="ok").warnings == []
     capsys.readouterr()
-    assert main(["--workspace", str(tmp_path / "ws2"), "import", str(path), "--name", "dc"]) == 0
+    assert main(["--workspace", str(tmp_path / "ws2"), "import", str(path), "--name", "long"]) == 0
     assert "sentence 2 has 1,500 tokens" in capsys.readouterr().err
 
 

@@ -9,6 +9,7 @@ import streamlit as st
 from core.access import LOCAL, server_roots_text
 from core.data.browse import browse_corpus, filter_fields
 from core.data.corpus import FORMAT_CHOICES
+from core.data.showtext import markdown_literal
 from core.data.stats import corpus_stats, length_histogram
 from core.data.workspace import ROLE_LABELS, CorpusRole
 from core.review.highlight import browse_rows_html, page_css, type_colors
@@ -93,7 +94,7 @@ with load_tab, st.form("upload_form", clear_on_submit=False):
         if info is not None:
             st.success(f"Imported {info.name!r}: {count(info.sentences, 'sentence')}, {count(info.tokens, 'token')}.")
             for warning in info.warnings:
-                st.warning(warning)
+                st.warning(markdown_literal(warning))
             st.session_state["corpus_view"] = info.name
 
 with path_tab, st.form("path_form"):
@@ -135,8 +136,12 @@ with st.expander("Role", expanded=False):
     new_role = st.selectbox("Role of this corpus", ROLE_OPTIONS, index=ROLE_OPTIONS.index(role_now), format_func=_role_label,
                             key=f"role_select_{name}")
     if new_role != role_now and st.button("Set role", key=f"set_role_{name}"):
-        if run_guarded(lambda: ws.set_role(name, new_role, actor=actor()) or True, "Could not set the role"):
+        notes = run_guarded(lambda: ws.set_role(name, new_role, actor=actor()), "Could not set the role")
+        if notes is not None:
+            st.session_state["role_notes"] = notes  # shown after the rerun that redraws the roles
             st.rerun()
+    for note in st.session_state.pop("role_notes", []):
+        st.warning(markdown_literal(note))
 
 stats, lengths = cached_stats(name, info.hash)
 m = st.columns(5)

@@ -195,8 +195,8 @@ if job_ids and st.session_state.get("runs_selected") not in job_ids:
 chosen = st.selectbox("Job", job_ids, key="runs_selected", format_func=lambda i: names.get(i, i)) if job_ids else None
 
 
-if chosen:
-    interval = job_poll(jobstore.get_job(ws, chosen))
+if chosen and (picked := run_guarded(lambda: jobstore.get_job(ws, chosen))) is not None:  # deleted in another tab
+    interval = job_poll(picked)
     st.fragment(job_detail, run_every=interval)(ws, chosen, interval)
     st.fragment(job_curves, run_every=CHART_POLL_S if interval else None)(ws, chosen)
 

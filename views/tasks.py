@@ -37,8 +37,9 @@ with st.expander("New task", expanded=not tasks.list_tasks(ws, me)):
                                     default=[u.name for u in people if u.role == Role.ANNOTATOR], key="task_annotators")
         c = st.columns(3)
         n_items = c[0].number_input("Sentences", min_value=1, max_value=tasks.MAX_ITEMS, value=50, key="task_items")
-        overlap = c[1].slider("Reviewed by two annotators", 0.0, 1.0, 0.2, 0.05, key="task_overlap",
-                              help="The share of sentences that goes to a second annotator: agreement is measured on these")
+        overlap = c[1].slider("Reviewed by two annotators", 0.0, 1.0, tasks.DEFAULT_OVERLAP, 0.05, key="task_overlap",
+                              help="The share of sentences that goes to a second annotator: agreement is measured on "
+                                   "these (with one annotator nobody reviews twice: none)")
         types = c[2].text_input("Entity types", value=", ".join(tasks.default_types(ws)), key="task_types",
                                 help="Comma-separated; default: the types of the workspace's LC")
         models = [str(m) for m in list_ner_models(ws)]
@@ -50,7 +51,8 @@ with st.expander("New task", expanded=not tasks.list_tasks(ws, me)):
         if st.form_submit_button("Create task", type="primary"):
             made = run_guarded(lambda: tasks.create_task(
                 ws, me, name, annotators, selection=selection if kind == "a saved selection" else None,
-                corpus=corpus if kind == "a corpus" else None, n_items=int(n_items), overlap=overlap, guidelines=guidelines,
+                corpus=corpus if kind == "a corpus" else None, n_items=int(n_items),
+                overlap=overlap if len(annotators) > 1 else None, guidelines=guidelines,
                 types=[t.strip() for t in types.split(",") if t.strip()], suggest_model=suggest), "Could not create the task")
             if made:
                 st.success(f"Task {made.id}: {count(made.items, 'sentence')} for {', '.join(made.annotators)}.")

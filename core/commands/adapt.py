@@ -10,7 +10,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from core.cliutil import add_workspace_arg, print_json, progress_wanted, tqdm_progress
+from core.cliutil import add_workspace_arg, out_file, out_folder, print_json, progress_wanted, tqdm_progress
 from core.data.workspace import Workspace
 from core.errors import UserError
 from core.recipes.presets import PRESETS, preset_help
@@ -44,7 +44,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--preset", default=field_default(SelftrainParams, "preset"), choices=PRESETS,
                    help="NER training preset for the retraining: " + preset_help("ner"))
     p.add_argument("--seed", type=int, default=field_default(SelftrainParams, "seed"))
-    p.add_argument("--out", required=True, help="folder for the self-trained NER model")
+    p.add_argument("--out", required=True, type=out_folder, help="folder for the self-trained NER model")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     add_workspace_arg(p)
     p.set_defaults(func=cmd_selftrain)
@@ -66,7 +66,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="variants generated per LC sentence")
     p.add_argument("--seed", type=int, default=field_default(AugmentParams, "seed"))
     p.add_argument("--device", default=field_default(AugmentParams, "device"))
-    p.add_argument("--out", required=True, help="output CoNLL file (a .jsonl with the same stem is written beside it)")
+    p.add_argument("--out", required=True, type=out_file, help="output CoNLL file (a .jsonl with the same stem is written beside it)")
     p.add_argument("--check-tc", default=field_default(AugmentParams, "check_tc"),
                    help="corpus on which the MLM's masked-word accuracy is measured, a check that its head predicts "
                    "words at all (default: the workspace's TC, which B1 trained on: a floor, not a held-out score; "

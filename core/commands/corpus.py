@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from core.cliutil import Once, add_workspace_arg, print_json, tqdm_progress
+from core.cliutil import Once, add_workspace_arg, out_file, print_json, tqdm_progress
 from core.data.corpus import FORMAT_CHOICES, format_from_extension, write_corpus
 from core.data.stats import corpus_stats
 from core.data.tags import TagScheme
@@ -31,7 +31,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("convert", help="convert a labeled corpus to another tag scheme or format")
     p.add_argument("file", help="workspace corpus name, role, or file path (in that order)")
     p.add_argument("--to", required=True, choices=["bio", "bioes", "iob1"], help="target tag scheme")
-    p.add_argument("--out", required=True, help="output file (format from its extension; CoNLL by default)")
+    p.add_argument("--out", required=True, type=out_file, help="output file (format from its extension; CoNLL by default)")
     p.add_argument("--format", default="auto", choices=FORMAT_CHOICES, help="input format of a file path")
     add_workspace_arg(p)
     p.set_defaults(func=cmd_convert)

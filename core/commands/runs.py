@@ -7,7 +7,7 @@ import argparse
 import time
 from pathlib import Path
 
-from core.cliutil import add_workspace_arg, comma_list, print_json, progress_wanted, tqdm_progress
+from core.cliutil import add_workspace_arg, comma_list, out_file, out_folder, print_json, progress_wanted, tqdm_progress
 from core.data.workspace import Workspace
 from core.errors import UserError
 from core.recipes.presets import PRESETS
@@ -30,7 +30,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="comma-separated seeds (each repeats every source and the baseline)")
     p.add_argument("--preset", default=field_default(CompareSourcesParams, "preset"), choices=PRESETS, help="MLM and NER training preset")
     p.add_argument("--model", default=field_default(CompareSourcesParams, "model"), help="base encoder")
-    p.add_argument("--out", required=True, help="run folder (rerun with the same folder to resume)")
+    p.add_argument("--out", required=True, type=out_folder, help="run folder (rerun with the same folder to resume)")
     p.add_argument("--allow-dev-in-mlm", action="store_true", dest="allow_dev_in_mlm",
                    help="pretrain on a source that holds DEV sentences (refused by default; recorded in the result)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
@@ -44,7 +44,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("results", nargs="*", help="compare-sources result JSONs (compare.json of a run folder, or the "
                    "--json output); none: the workspace's finished comparisons of the recipe with most targets, the newest "
                    "per target (as the Results page)")
-    p.add_argument("--out", help="also write the pooled result to this JSON file")
+    p.add_argument("--out", type=out_file, help="also write the pooled result to this JSON file")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     add_workspace_arg(p)
     p.set_defaults(func=cmd_compare_pool)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from core.cliutil import add_workspace_arg, print_json, progress_wanted, tqdm_progress
+from core.cliutil import add_workspace_arg, out_file, print_json, progress_wanted, tqdm_progress
 from core.data.atomic import temp_path_for
 from core.data.neardup import THRESHOLD
 from core.data.workspace import Workspace
@@ -24,7 +24,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("embed", help="sentence embeddings of a corpus (mean of the last layer) as a .npy file")
     p.add_argument("file", help="corpus file or workspace corpus name")
     p.add_argument("--model", default="default", help="'default', a model folder or a Hugging Face id")
-    p.add_argument("--out", required=True, help="output .npy (float32, one row per sentence)")
+    p.add_argument("--out", required=True, type=out_file, help="output .npy (float32, one row per sentence)")
     p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
     p.add_argument("--pooling", default="mean", choices=["mean", "model"],
                    help="mean of token activations (paper), or the model's own sentence-transformers pooling")
@@ -40,7 +40,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--dc", required=True, help="domain corpus: file or workspace corpus name")
     p.add_argument("--strategy", required=True, choices=[s.value for s in Strategy])
     p.add_argument("--budget", required=True, help="a count (e.g. 5000) or a ratio of DC (e.g. 0.1; 1.0 = all)")
-    p.add_argument("--out", required=True, help="output JSONL (one object per selected sentence); .txt or .csv also work")
+    p.add_argument("--out", required=True, type=out_file, help="output JSONL (one object per selected sentence); .txt or .csv also work")
     p.add_argument("--model", default=field_default(SelectParams, "model"), help="encoder for cosine/knn, B1 for cosine-concat and mlm-ppl")
     p.add_argument("--model2", default=field_default(SelectParams, "model2"), help="B2 (NER fine-tuned) for cosine-concat")
     p.add_argument("--ner-model", default=field_default(SelectParams, "ner_model"), help="fine-tuned NER model folder for strategy ner")
@@ -98,7 +98,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("corpora", nargs="*", help="corpus names, roles (tc, dc) or files; default: the --selection's TC and DC, "
                    "else the TC and DC roles")
     p.add_argument("--selection", help="a saved selection: adds its group (TC / selected / filtered) and score per point")
-    p.add_argument("--out", help="output .parquet (x, y, corpus, row, text; with --selection also group, score_percentile)")
+    p.add_argument("--out", type=out_file, help="output .parquet (x, y, corpus, row, text; with --selection also group, score_percentile)")
     p.add_argument("--model", default=field_default(ProjectParams, "model"))
     p.add_argument("--fit-points", type=int, default=field_default(ProjectParams, "fit_points"),
                    help="UMAP is fitted on at most this many sentences; the rest are placed on the fitted map")

@@ -7,7 +7,7 @@ import json
 import sys
 from typing import Any
 
-from core.cliutil import add_workspace_arg, print_json, progress_wanted, tqdm_progress
+from core.cliutil import add_workspace_arg, out_file, print_json, progress_wanted, tqdm_progress
 from core.data.atomic import atomic_write_text
 from core.data.corpus import Corpus
 from core.data.workspace import Workspace, resolve_corpus_ref
@@ -34,7 +34,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     b = lsub.add_parser("build", help="train an interpolated modified Kneser-Ney LM and write it as ARPA")
     b.add_argument("file", help="corpus file, or workspace corpus name/role")
     b.add_argument("--order", type=int, default=3)
-    b.add_argument("--arpa", required=True, help="output ARPA file")
+    b.add_argument("--arpa", required=True, type=out_file, help="output ARPA file")
     add_workspace_arg(b)
     b.set_defaults(func=cmd_lm_build)
     s = lsub.add_parser("score", help="per-sentence log10 probability and perplexity under an LM")
@@ -43,7 +43,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--order", type=int, default=3, help="order when --arpa is a corpus")
     s.add_argument("--backend", default="auto", choices=["auto", "numpy", "kenlm"],
                    help="numpy (default via auto: measured faster) or the kenlm-ex query library for ARPA files")
-    s.add_argument("--out", default=None, help="write JSON lines here (default: stdout) and print a summary")
+    s.add_argument("--out", default=None, type=out_file, help="write JSON lines here (default: stdout) and print a summary")
     s.add_argument("--ray", default=None, metavar="ADDRESS",
                    help="score on a Ray cluster ('local' starts one on this machine); numpy backend")
     add_workspace_arg(s)

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 from core.access import LOCAL, Role
-from core.cliutil import add_workspace_arg, comma_list, print_json
+from core.cliutil import add_workspace_arg, comma_list, out_file, print_json, read_text_file
 from core.data.workspace import Workspace
 from core.errors import UserError
 
@@ -63,7 +63,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     src.add_argument("--corpus", help="workspace corpus (name or role): a seeded sample of its sentences")
     p.add_argument("--annotators", required=True, help="comma-separated user names")
     p.add_argument("--items", type=int, help="how many sentences (default: all)")
-    p.add_argument("--overlap", type=float, default=0.2, help="share of items reviewed by two annotators (default 0.2)")
+    p.add_argument("--overlap", type=float, default=None,
+                   help="share of items reviewed by two annotators (default 0.2 with two annotators or more, 0 with one)")
     p.add_argument("--guidelines-file", help="text file shown to annotators above their queue")
     p.add_argument("--types", help="entity types, comma-separated (default: the LC's types)")
     p.add_argument("--seed", type=int, default=0)
@@ -96,7 +97,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_task_adjudicate)
     p = ts.add_parser("export", help="the settled sentences (adjudicated or agreed) as CoNLL")
     p.add_argument("task")
-    p.add_argument("--out", required=True)
+    p.add_argument("--out", required=True, type=out_file)
     p.set_defaults(func=cmd_task_export)
     p = ts.add_parser("import", help="the settled sentences as a workspace corpus (e.g. --role lc)")
     p.add_argument("task")
@@ -126,10 +127,7 @@ def _ws(args: argparse.Namespace) -> Workspace:
 def _password(args: argparse.Namespace) -> str:
     if getattr(args, "password_file", None):
         path = Path(args.password_file)
-        try:
-            lines = path.read_text().splitlines()
-        except OSError as exc:
-            raise UserError(f"{path}: cannot read the password file ({exc.strerror})") from None
+        lines = read_text_file(path, "password file").splitlines()
         if not lines or not lines[0]:
             raise UserError(f"{path}: line 1 is empty; expected the password on the first line")
         return lines[0]
@@ -201,10 +199,7 @@ def cmd_task_create(args: argparse.Namespace) -> int:
 
     guidelines = ""
     if args.guidelines_file:
-        try:
-            guidelines = Path(args.guidelines_file).read_text()
-        except OSError as exc:
-            raise UserError(f"{args.guidelines_file}: cannot read the guidelines ({exc.strerror})") from None
+        guidelines = read_text_file(args.guidelines_file, "guidelines file")
     task = create_task(_ws(args), LOCAL, args.name, comma_list(args.annotators), selection=args.selection, corpus=args.corpus,
                        n_items=args.items, overlap=args.overlap, guidelines=guidelines,
                        types=comma_list(args.types) if args.types else None, seed=args.seed,

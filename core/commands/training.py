@@ -12,7 +12,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from core.cliutil import add_workspace_arg, comma_list, print_json, progress_wanted, tqdm_progress
+from core.cliutil import add_workspace_arg, comma_list, out_file, out_folder, print_json, progress_wanted, tqdm_progress
 from core.data.workspace import Workspace, resolve_corpus_ref
 from core.errors import TIME_LIMIT_EXIT
 from core.experiments.plan import BASELINES
@@ -58,7 +58,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("mlm", help="MLM continued pretraining on sentences from files or workspace corpora")
     p.add_argument("--train", nargs="+", required=True, metavar="FILE", help="corpus files or workspace corpus names")
     p.add_argument("--model", default=field_default(MlmParams, "model"), help="encoder: 'default', a folder, or a Hugging Face id")
-    p.add_argument("--out", required=True, help="output model folder (safetensors + tokenizer)")
+    p.add_argument("--out", required=True, type=out_folder, help="output model folder (safetensors + tokenizer)")
     p.add_argument("--preset", default=field_default(MlmParams, "preset"), choices=PRESETS, help=preset_help("mlm"))
     p.add_argument("--epochs", type=int)
     p.add_argument("--max-steps", type=int, dest="max_steps")
@@ -116,7 +116,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     t.add_argument("--dev", help="dev corpus for early stopping (default: none, train for --epochs)")
     t.add_argument("--test", help="also evaluate on this corpus and save its predictions in the run folder")
     t.add_argument("--model", default=field_default(NerParams, "model"))
-    t.add_argument("--out", required=True)
+    t.add_argument("--out", required=True, type=out_folder)
     t.add_argument("--preset", default=field_default(NerParams, "preset"), choices=PRESETS, help=preset_help("ner"))
     t.add_argument("--epochs", type=int)
     t.add_argument("--patience", type=int)
@@ -134,7 +134,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     pr = nsub.add_parser("predict", help="spans, c1 and c2 per sentence as JSON lines")
     pr.add_argument("--model", required=True)
     pr.add_argument("corpus", metavar="FILE")
-    pr.add_argument("--out", required=True, help="output .jsonl")
+    pr.add_argument("--out", required=True, type=out_file, help="output .jsonl")
     pr.add_argument("--batch-size", type=int, default=field_default(PredictParams, "batch_size"))
     pr.add_argument("--quiet", action="store_true")
     add_workspace_arg(pr)
@@ -212,7 +212,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "device) would end past this long from the start, e.g. 2h, 1h30m, 90m or seconds; the run then "
                         f"stops with its finished cells kept (exit {TIME_LIMIT_EXIT}) and the same command continues "
                         "(default: no limit)")
-    x.add_argument("--out", required=True, help="run folder for the experiment; rerun with it to resume (required)")
+    x.add_argument("--out", required=True, type=out_folder, help="run folder for the experiment; rerun with it to resume (required)")
     x.add_argument("--json", action="store_true", help="print the result as one JSON object (default: the results table)")
     x.add_argument("--quiet", action="store_true", help="no progress bar (default: a bar on stderr)")
     add_workspace_arg(x)

@@ -16,6 +16,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from core.errors import UserError
+
 
 def current_umask() -> int:
     """The process umask, read without changing it where Linux says it (/proc), else by the
@@ -120,9 +122,16 @@ def open_sqlite(path: str | Path, schema: str) -> sqlite3.Connection:
     callers open explicit transactions only where they need one."""
     con = sqlite3.connect(path, timeout=30, isolation_level=None)
     con.row_factory = sqlite3.Row
-    con.execute("PRAGMA journal_mode=WAL")
-    con.execute("PRAGMA busy_timeout=30000")
-    con.executescript(schema)
+    try:
+        con.execute("PRAGMA journal_mode=WAL")
+        con.execute("PRAGMA busy_timeout=30000")
+        con.executescript(schema)
+    except sqlite3.DatabaseError as exc:
+        con.close()
+        if isinstance(exc, sqlite3.OperationalError):  # locked, or a full disk: not the file's fault
+            raise
+        raise UserError(f"{path}: not a readable SQLite database ({exc}): restore it from a backup, or move it away "
+                        "to start an empty one") from None
     return con
 
 

@@ -182,12 +182,27 @@ CONLL_SHARE = 0.8  # of a .txt file's first 50 non-blank lines ending in a tag; 
 # --------------------------------------------------------------------------- line reading
 
 
+_MAGIC = {b"\x1f\x8b": "gzip", b"PK\x03\x04": "zip", b"BZh": "bzip2", b"\xfd7zXZ": "xz", b"(\xb5/\xfd": "zstd"}
+
+
+def compressed_as(head: bytes) -> str | None:
+    r"""The archive format a file's first bytes name ('gzip' for b'\x1f\x8b...'), None for anything else: read as
+    text, a .gz is 'not valid UTF-8 at column 2', which sends a user to re-save a file that is fine once unpacked.
+
+    >>> compressed_as(b"\x1f\x8b\x08\x00"), compressed_as(b"PK\x03\x04..."), compressed_as(b"John B-PER")
+    ('gzip', 'zip', None)
+    """
+    return next((name for magic, name in _MAGIC.items() if head.startswith(magic)), None)
+
+
 def _iter_lines(path: Path) -> Iterator[tuple[int, str]]:
     """(1-based line number, text without newline). UTF-8 with or without BOM only: any
     other bytes raise a CorpusError naming the line, because silently mis-decoded text
     would poison vocabulary statistics downstream."""
     with open(path, "rb") as fh:
         for lineno, raw in enumerate(fh, start=1):
+            if lineno == 1 and (packed := compressed_as(raw)):
+                raise CorpusError(path, 1, f"a {packed} archive, not text: unpack it first and give the file inside")
             try:
                 line = raw.decode("utf-8")
             except UnicodeDecodeError as exc:
@@ -282,6 +297,11 @@ def _record_to_sentence(rec: dict[str, Any], path: Path, lineno: int, tokenize: 
     tags = rec.pop("tags", None)
     if tags is None and isinstance(rec.get("ner_tags"), list) and all(isinstance(t, str) for t in rec["ner_tags"]):
         tags = rec.pop("ner_tags")  # Hugging Face datasets' column name, when it holds strings
+    elif tags is None and isinstance(rec.get("ner_tags"), list) and any(isinstance(t, int) for t in rec["ner_tags"]):
+        raise CorpusError(path, lineno, "'ner_tags' holds numbers (class ids, as a Hugging Face dataset stores them); "
+                                        "write the label names instead (B-PER, I-PER, O, ...: the dataset's "
+                                        "features['ner_tags'].feature.int2str), or name the field otherwise to keep it "
+                                        "as a plain field")
     if tags is not None:
         if isinstance(tags, str):
             tags = tags.split()
@@ -466,7 +486,8 @@ def _iter_parquet(path: Path, chunk: int, tokenize: Tokenizer) -> Iterator[Corpu
     except (pa.ArrowInvalid, OSError) as exc:
         raise CorpusError(path, None, f"not a readable Parquet file: {exc}") from None
     columns = pf.schema_arrow.names
-    if all(string_lists(pf.schema_arrow, c) for c in ("tokens", "tags") if c in columns) and "tokens" in columns:
+    if (all(string_lists(pf.schema_arrow, c) for c in ("tokens", "tags") if c in columns) and "tokens" in columns
+            and "ner_tags" not in columns):  # a Hugging Face export's ner_tags: read (or refused) as JSONL reads it
         # Fast path for our own workspace files: columns are already lists of strings; each row is still checked
         # (a null, a tags list of another length, a tag that is not one), by its row number
         checked = SchemeCheck(path)

@@ -46,7 +46,7 @@ def corpus_stats(corpus: Corpus) -> dict[str, Any]:
             sentences_with_entities=with_entities,
         )
     for key, values in corpus.fields.items():
-        counts = Counter(v for v in values if v is not None)
+        counts = Counter(v for v in values if v is not None and not isinstance(v, (list, dict)))  # a list: no category
         if 1 < len(counts) <= 50:  # categorical fields such as `domain`; ids are skipped
             stats.setdefault("field_counts", {})[key] = dict(counts.most_common())
     return stats

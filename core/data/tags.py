@@ -221,12 +221,24 @@ def check_sequences(tag_sequences: Sequence[Sequence[str]], scheme: TagScheme, p
     sentences of the file came before these, so a later chunk's sentence is counted from the file's start).
     `lines`: each sentence's first line; `token_per_line` (CoNLL) puts token k on the line k after it, else (a JSONL
     record, a CoNLL-U sentence with comment or range lines) the line named is the sentence's own or first one."""
+    def line_of(s: int, tok: int) -> int | None:
+        return None if lines is None else lines[s] + tok if token_per_line else lines[s]
+
     for s, tags in enumerate(tag_sequences):
         problems = validate_tags(tags, scheme)
         if problems:
             tok, msg = problems[0]
-            line = None if lines is None else lines[s] + tok if token_per_line else lines[s]
-            raise CorpusError(path, line, f"sentence {first_sentence + s + 1}, token {tok + 1}: {msg} (scheme {scheme})")
+            if scheme == TagScheme.BIOES and not validate_tags(tags, TagScheme.BIO):
+                # a BIO file with a stray E-/S- was read as BIOES: name the stray tag, not a valid BIO sentence
+                stray = next(((k, i, t) for k, seq in enumerate(tag_sequences) for i, t in enumerate(seq)
+                              if t[:2] in ("E-", "S-", "L-", "U-")), None)
+                if stray is not None:
+                    k, i, t = stray
+                    raise CorpusError(path, line_of(k, i), f"sentence {first_sentence + k + 1}, token {i + 1}: {t!r} is a "
+                                      f"BIOES tag, but sentence {first_sentence + s + 1} is BIO ({msg}): the file mixes "
+                                      "BIO and BIOES; write it in one scheme")
+                msg += "; it reads as BIO: does the file mix BIO and BIOES?"
+            raise CorpusError(path, line_of(s, tok), f"sentence {first_sentence + s + 1}, token {tok + 1}: {msg} (scheme {scheme})")
 
 
 def entity_types(tag_sequences: Sequence[Sequence[str]]) -> list[str]:

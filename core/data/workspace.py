@@ -154,6 +154,18 @@ class CorpusInfo:
         return cls(**{k: v for k, v in d.items() if k in known})
 
 
+def _read_info(path: Path) -> CorpusInfo:
+    """A corpus's stored description; one damaged by hand or by a full disk is a UserError naming the file."""
+    try:
+        data = json.loads(path.read_text("utf-8"))
+        if not isinstance(data, dict):
+            raise TypeError("not a JSON object")
+        return CorpusInfo.from_dict(data)
+    except (json.JSONDecodeError, UnicodeDecodeError, TypeError) as exc:
+        raise UserError(f"{path}: the corpus description is damaged ({exc}); import the corpus {path.stem!r} again "
+                        "(CLI: import FILE --name NAME --overwrite)") from None
+
+
 MAX_SENTENCE_TOKENS = 1_000  # far past any NER model's input (they read 256 sub-tokens): a sentence this long is a format slip
 
 
@@ -319,6 +331,10 @@ class Workspace:
             raise UserError(f"{self.settings_path}: not readable JSON (line {exc.lineno}: {exc.msg}); fix or remove it") from None
         if not isinstance(data, dict):
             raise UserError(f"{self.settings_path}: expected a JSON object of settings")
+        roles = data.get("roles") or {}
+        if not isinstance(roles, dict) or not all(isinstance(v, str) for v in roles.values()):
+            raise UserError(f"{self.settings_path}: 'roles' must map a role (tc, dc, lc, dev, test) to a corpus name; "
+                            "fix it, or set the roles again on the Corpora page")
         return Settings.from_dict(data)
 
     def update_settings(self, actor: Actor = LOCAL, **changes: Any) -> Settings:
@@ -338,13 +354,18 @@ class Workspace:
     def corpus_for_role(self, role: CorpusRole | str) -> str | None:
         return self.roles().get(CorpusRole(role))
 
-    def set_role(self, name: str, role: CorpusRole | str | None, actor: Actor = LOCAL) -> None:
+    def set_role(self, name: str, role: CorpusRole | str | None, actor: Actor = LOCAL) -> list[str]:
+        """Give `name` the role (None: none); a corpus holds one role and a role one corpus. Returns what else
+        changed, for the user to read: the role it held before, the corpus that held this role, and a role corpus
+        with the very same sentences (LC as TEST would score a model on its training data)."""
         require(actor, "change corpora or roles")
         info = self.corpus_info(name)
         settings = self.settings()
         roles = {k: v for k, v in settings.roles.items() if v != name}
+        role = CorpusRole(role) if role is not None else None
+        notes = [f"{name!r} is no longer the {old.upper()}: the workspace has no {old.upper()} now"
+                 for old, v in settings.roles.items() if v == name and old != (role.value if role else None)]
         if role is not None:
-            role = CorpusRole(role)
             if role.needs_labels and not info.labeled:
                 raise UserError(f"corpus {name!r} is unlabeled; role {role.value.upper()} needs a labeled corpus")
             previous = roles.get(role.value)
@@ -353,10 +374,15 @@ class Workspace:
                 old = self.corpus_info(previous)
                 old.role = None
                 atomic_write_json(self._info_path(previous), asdict(old))
+                notes.append(f"the {role.value.upper()} was {previous!r} until now")
             roles[role.value] = name
+            notes += [f"{name!r} ({role.value.upper()}) holds the same sentences as {other!r}, the {r.upper()}"
+                      for r, other in roles.items() if r != role.value and other != name and self.has_corpus(other)
+                      and self.corpus_info(other).hash == info.hash]
         atomic_write_json(self.settings_path, replace(settings, roles=roles).to_dict())
         info.role = role.value if role is not None else None
         atomic_write_json(self._info_path(name), asdict(info))
+        return notes
 
     # ---- corpora
     @property
@@ -382,12 +408,12 @@ class Workspace:
         infos = []
         for p in sorted(self.corpora_dir.glob("*.json")):
             if (self.corpora_dir / f"{p.stem}.parquet").exists():
-                infos.append(CorpusInfo.from_dict(json.loads(p.read_text("utf-8"))))
+                infos.append(_read_info(p))
         return infos
 
     def corpus_info(self, name: str) -> CorpusInfo:
         self.corpus_path(name)
-        return CorpusInfo.from_dict(json.loads(self._info_path(name).read_text("utf-8")))
+        return _read_info(self._info_path(name))
 
     def load_corpus(self, name: str) -> Corpus:
         return Corpus.from_arrow(pq.read_table(self.corpus_path(name)), name=name)
@@ -423,7 +449,13 @@ class Workspace:
     def _import_file(self, path: str | Path, role: CorpusRole | str | None, name: str | None, fmt: str, overwrite: bool,
                      progress: Progress | None, source: str | None, actor: Actor) -> CorpusInfo:
         path = Path(path)
-        name = valid_name(name or path.stem)
+        try:
+            name = valid_name(name if name and name.strip() else path.stem)
+        except UserError as exc:
+            if name and name.strip():
+                raise
+            raise UserError(f"{exc}; the name comes from the file name ({path.name}): give one "
+                            "(CLI: --name; Corpora page: 'Name in the workspace')") from None
         role = CorpusRole(role) if role else None
         target = self.corpora_dir / f"{name}.parquet"
         size = max(path.stat().st_size, 1) if path.exists() else 1
@@ -447,9 +479,9 @@ class Workspace:
                 old = self.corpus_info(name)
                 if old.hash == new_hash:
                     tmp.unlink(missing_ok=True)
-                    if role is not None:
-                        self.set_role(name, role, actor=actor)
-                    return self.corpus_info(name)
+                    notes = self.set_role(name, role, actor=actor) if role is not None else []
+                    same = self.corpus_info(name)
+                    return replace(same, warnings=[*same.warnings, *notes])
                 if not overwrite:
                     raise UserError(f"a different corpus named {name!r} already exists; choose another name, or replace it "
                                     "(CLI: --overwrite; Corpora page: 'Replace a different corpus of the same name')")
@@ -471,11 +503,14 @@ class Workspace:
             os.replace(tmp, target)
         finally:
             tmp.unlink(missing_ok=True)
-        if role is not None:
-            self.set_role(name, role, actor=actor)
+        notes = self.set_role(name, role, actor=actor) if role is not None else []
+        if name.lower() in {r.value for r in CorpusRole} and (role is None or role.value != name.lower()):
+            notes.append(f"a corpus named {name!r} is what {name!r} means in every corpus argument (names come before "
+                         f"roles), not the workspace's {name.upper()}: give it another name to keep the two apart")
         if progress is not None:
             progress(1.0, f"imported {n_sent:,} sentences as {name!r}")
-        return self.corpus_info(name)
+        done = self.corpus_info(name)
+        return replace(done, warnings=[*done.warnings, *notes])
 
     def import_upload(self, filename: str, data: bytes, role: CorpusRole | str | None = None, name: str | None = None,
                       fmt: str = "auto", overwrite: bool = False, progress: Progress | None = None,

@@ -79,6 +79,9 @@ def _task(row: sqlite3.Row, items: int = 0) -> Task:
                 row["suggested_by"])
 
 
+DEFAULT_OVERLAP = 0.2  # a fifth of a task's items reviewed by two annotators, for agreement
+
+
 def assign(n_items: int, annotators: Sequence[str], overlap: float, seed: int = 0) -> list[list[str]]:
     """Per item, who reviews it: a seeded `overlap` share of the items goes to two annotators, the rest to one; each
     item to the least loaded (ties in rotation order), so every annotator's share differs by at most one item
@@ -92,7 +95,8 @@ def assign(n_items: int, annotators: Sequence[str], overlap: float, seed: int = 
     if not 0.0 <= overlap <= 1.0:
         raise UserError(f"overlap {overlap}: give a share between 0 and 1 (0.2 = a fifth of the items reviewed twice)")
     if overlap > 0 and len(annotators) < 2:
-        raise UserError("an overlap needs two annotators or more (agreement compares two people)")
+        raise UserError(f"overlap {overlap}: a share reviewed twice needs two annotators or more (agreement compares two "
+                        "people); with one annotator give overlap 0")
     doubled = set(np.random.default_rng(seed).permutation(n_items)[: math.ceil(overlap * n_items)].tolist()) if overlap else set()
     load = dict.fromkeys(annotators, 0)
     out = []
@@ -155,18 +159,25 @@ def suggestion_outcome(suggested: Sequence[Span], answer: Sequence[Span]) -> dic
 
 
 def create_task(ws: Workspace, actor: Actor, name: str, annotators: Sequence[str], selection: str | None = None,
-                corpus: str | None = None, n_items: int | None = None, overlap: float = 0.2, guidelines: str = "",
+                corpus: str | None = None, n_items: int | None = None, overlap: float | None = None, guidelines: str = "",
                 types: Sequence[str] | None = None, seed: int = 0, suggest_model: str | None = None) -> Task:
     """A task over the first `n_items` of a selection (best ranked) or a seeded sample of a corpus; with
     `suggest_model`, each item carries that NER model's spans as suggestions (pre-filled in the queue, shown apart from
-    the annotator's own; only what the annotator saves is an answer)."""
+    the annotator's own; only what the annotator saves is an answer). `overlap` None: DEFAULT_OVERLAP with two
+    annotators or more, 0 with one."""
     require(actor, "manage review tasks")
     # a suggesting model folder or a selection folder is read in this process: checked like a job's settings
     check_param_paths(actor, {"model": suggest_model or "", "selection": selection or ""}, ws.root)
     if not name.strip():
         raise UserError("a task needs a name")
     people = [get_user(ws, a.strip()) for a in annotators if a.strip()]  # names as stored ('ANN' is 'ann')
-    annotators = list(dict.fromkeys(u.name for u in people))
+    annotators = [u.name for u in people]
+    if twice := next((a for i, a in enumerate(annotators) if a in annotators[:i]), None):
+        raise UserError(f"annotator {twice!r} is named twice: name each annotator once")
+    if seed < 0:
+        raise UserError(f"seed {seed}: give a whole number of at least 0")
+    if overlap is None:
+        overlap = DEFAULT_OVERLAP if len(annotators) > 1 else 0.0
     for u in people:
         if u.disabled:
             raise UserError(f"user {u.name!r} is disabled: enable them or pick someone else")
