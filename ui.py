@@ -7,8 +7,8 @@ want; that lives in core/.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
 
 import streamlit as st
 
@@ -22,6 +22,9 @@ from core.review import predictions
 from core.runner import jobs, jobstore
 from core.runner.jobview import describe_job, poll_seconds, status_text
 from core.tables import count
+
+if TYPE_CHECKING:
+    from core.experiments.readout import Said
 
 WS_KEY = "workspace_root"
 ACTOR_KEY = "signed_in_actor"  # set by app.py on every run from the sign-in (never from a typed name)
@@ -84,6 +87,12 @@ def show_error(text: str) -> None:
     """An error box whose text is shown as itself: messages quote file lines, names and job errors, so a line holding
     `![x](https://host/t.png)` or `:red[...]` must not load an image or restyle the page (core.data.showtext)."""
     st.error(markdown_literal(text))
+
+
+def show_readout(said: Iterable[Said]) -> None:
+    """An experiment's readout (core.experiments.readout), each line in its tone, as the Results and Runs pages say it."""
+    for line in said:
+        getattr(st, line.tone)((f"**{line.strong}**: " if line.strong else "") + line.text)
 
 
 def run_guarded(fn: Callable[[], Any], what: str = "", before_error: Callable[[], Any] | None = None) -> Any:

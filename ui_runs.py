@@ -11,13 +11,13 @@ import streamlit as st
 from core.data.showtext import markdown_literal
 from core.data.workspace import CorpusRole, Workspace
 from core.experiments.disk import disk_use, format_freed, free_snapshots, human_bytes
-from core.experiments.summary import diagnostic_lines, pretraining_verdicts
+from core.experiments.readout import readout
 from core.recipes import presets
 from core.recipes.duration import format_clock
 from core.runner import jobs, jobstore
 from core.runner.jobview import describe_job, device_text, job_charts, status_text
 from core.train.checkpoint_pick import mlm_snapshots
-from ui import actor, corpus_picker, run_guarded, show_error, slow_down_polling, submit_job
+from ui import actor, corpus_picker, run_guarded, show_error, show_readout, slow_down_polling, submit_job
 
 
 def show_launched(job: jobstore.Job | None) -> None:
@@ -65,10 +65,7 @@ def mlm_result(ws: Workspace, job: jobstore.Job) -> None:
 
 
 def experiment_result(ws: Workspace, job: jobstore.Job) -> None:
-    for v in pretraining_verdicts(job.outcome.summary):
-        getattr(st, v["tone"])(v["text"])
-    for line in diagnostic_lines(job.outcome.cells):
-        st.caption(line)
+    show_readout(readout(job.result))
 
 
 def pick_result(ws: Workspace, job: jobstore.Job) -> None:

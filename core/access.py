@@ -166,6 +166,9 @@ def check_ray_address(actor: Actor, ray: str | None, workspace_address: str | No
 
 
 OUTPUT_FIELDS = frozenset({"out"})  # job params a job writes to
+# Where a signed-in user's job may write: its own run folders, and the predictions cache the Predict buttons fill
+# (core.review.predictions.PRED_KIND, which a test holds to this)
+OUTPUT_FOLDERS = ("runs", "artifacts/predictions")
 
 
 def check_param_paths(actor: Actor, params: Mapping[str, Any], workspace_root: str | Path,
@@ -178,9 +181,14 @@ def check_param_paths(actor: Actor, params: Mapping[str, Any], workspace_root: s
     root = Path(workspace_root).expanduser().resolve()
 
     def walk(key: str, value: Any) -> None:
-        if isinstance(value, str) and value and _looks_like_path(key, value, root, names):
+        # judged as the job reads it, stripped ('<space>/etc/x' was no path to the check and '/etc/x' to the job)
+        text = value.strip() if isinstance(value, str) else ""
+        if text and _looks_like_path(key, text, root, names):
+            if text != value:
+                raise AccessDenied(f"{actor} may not use {key} = {value!r}: a path with spaces or line breaks around it")
             resolved = check_server_path(actor, value, root, f"use {key} =")
-            if key in OUTPUT_FIELDS and (not _under(resolved, root / "runs") or resolved == root / "runs"):
+            if key in OUTPUT_FIELDS and not any(_under(resolved, root / f) and resolved != root / f
+                                                for f in OUTPUT_FOLDERS):
                 raise AccessDenied(f"{actor} may not write {key} = {value}: with accounts, outputs go under "
                                    f"{root / 'runs'} (leave {key} empty for the job's own folder)")
         elif isinstance(value, Mapping):

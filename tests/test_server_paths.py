@@ -8,6 +8,7 @@ import pytest
 
 from core.access import LOCAL, AccessDenied, Actor, Role, check_server_path
 from core.data.workspace import Workspace
+from core.errors import UserError
 from core.runner import jobs
 
 RITA = Actor("rita", Role.RESEARCHER)
@@ -154,3 +155,79 @@ def test_a_task_suggests_only_with_a_model_under_the_allowed_roots(roots, tmp_pa
     with pytest.raises(AccessDenied, match="may not use model ="):
         tasks.create_task(ws, RITA, "t", ["ann"], corpus="dc", types=["PER"], suggest_model=str(tmp_path / "elsewhere"))
     assert tasks.list_tasks(ws, RITA) == []
+
+
+def test_a_path_with_spaces_around_it_is_refused_not_passed_unchecked(roots, tmp_path):
+    """Found in review: ' /etc/passwd' (or a leading line break) was no path to the check, which looked at its first
+    character, and '/etc/passwd' to the job, which strips it: a researcher read any server file as a DC."""
+    ws, data = roots
+    ws.import_corpus(data / "dc.txt", name="dc", role="tc", actor=RITA)
+    outside = tmp_path / "secret.txt"
+    outside.write_text("a secret line\n")
+    for value in (f" {outside}", f"\n{outside}", f"{ws.root / 'team.sqlite'} "):
+        with pytest.raises(AccessDenied, match="a path with spaces or line breaks around it"):
+            jobs.submit(ws, "select", {"tc": "tc", "dc": value, "strategy": "random", "budget": 1}, start=False,
+                        actor=RITA)
+    from core.review.predictions import prediction_request
+
+    with pytest.raises(AccessDenied):
+        prediction_request(ws, f" {tmp_path}", "dc", actor=RITA)
+    assert jobs.list_jobs(ws) == []
+
+
+def test_corpus_deletion_takes_a_name_never_a_path(roots, tmp_path):
+    """Found in review: delete_corpus('../../outside/data') deleted data.parquet outside the workspace."""
+    ws, data = roots
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "data.parquet").write_bytes(b"PAR1 not ours")
+    rel = "../../outside/data"
+    with pytest.raises(UserError, match="no corpus '../../outside/data'"):
+        ws.delete_corpus(rel, actor=RITA)
+    assert (outside / "data.parquet").exists()
+
+
+def test_the_predict_button_works_for_a_signed_in_researcher(roots, tmp_path):
+    """Found in review: the predictions cache lies under artifacts/, and outputs were allowed only under runs/, so
+    Inspect's, Adapt's and the Map's Predict refused every signed-in user."""
+    from core.access import OUTPUT_FOLDERS
+    from core.review.predictions import PRED_KIND, PredictionRequest, predict_job_params
+
+    ws, data = roots
+    ws.import_corpus(data / "dc.txt", name="dc", actor=RITA)
+    assert f"artifacts/{PRED_KIND}" in OUTPUT_FOLDERS
+    req = PredictionRequest("k1", ws.root / "artifacts" / PRED_KIND / "k1", "org/ner-model", "dc",
+                            ws.corpus_info("dc").hash, None)
+    job = jobs.submit(ws, "predict", predict_job_params(ws, req), start=False, actor=RITA)
+    assert job.status == "queued"
+    with pytest.raises(AccessDenied, match="outputs go under"):  # the cache's folder itself, or beside it: no
+        jobs.submit(ws, "predict", {"model": "org/m", "corpus": "dc", "out": str(ws.root / "artifacts" / "x.jsonl")},
+                    start=False, actor=RITA)
+
+
+def test_a_resume_and_the_other_readers_check_paths_for_who_asks(roots, tmp_path):
+    """Found in review: a job queued at the CLI with an output outside the workspace was resumed by a researcher as
+    it was; the Map's encoder box and Adapt's preset lookup read any typed folder; free_snapshots took any root."""
+    from core.experiments.disk import free_snapshots
+    from core.runner import jobstore
+    from core.selection.atlas import find_atlas
+    from core.train.lineage import model_preset
+
+    ws, data = roots
+    ws.import_corpus(data / "dc.txt", name="dc", actor=RITA)
+    job = jobs.submit(ws, "predict", {"model": "org/m", "corpus": "dc", "out": str(tmp_path / "away.jsonl")},
+                      start=False)  # the CLI owns the machine
+    jobstore.update(ws, job.id, job.attempts, ("queued",), status="failed")
+    with pytest.raises(AccessDenied, match="may not use out ="):
+        jobs.resume(ws, job.id, actor=RITA)
+    assert jobstore.get_job(ws, job.id).status == "failed"
+    folder = tmp_path / "model"
+    folder.mkdir()
+    (folder / "ner_config.json").write_text('{"preset": "study"}')
+    with pytest.raises(AccessDenied):
+        find_atlas(ws, ["dc"], str(folder), actor=RITA)
+    with pytest.raises(AccessDenied):
+        model_preset(folder, ws, RITA)
+    assert model_preset(folder) == "study"  # the CLI's own lookup
+    with pytest.raises(AccessDenied):
+        free_snapshots(ws, roots=[tmp_path], actor=RITA)

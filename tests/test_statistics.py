@@ -355,3 +355,26 @@ def test_the_no_help_bound_widens_by_the_t_quantile_when_seeds_carry_the_noise()
     assert normal == pytest.approx(0.0152, abs=1e-4) and seeds > 0.09
     assert bonferroni_upper(0.0, [-0.01, 0.01], 17, seed_t={"se": 0.001, "df": None}) == normal  # narrower: z's bound
 
+
+
+def test_the_readout_is_one_for_the_runs_page_the_results_page_and_the_cli():
+    """The Runs page drew a smoke preset's rows as evidence ("helped", in green) while Results and the CLI said "smoke
+    test, not evidence"; and a result stored without a verdict had one in the app and none at the CLI."""
+    from core.experiments.experiment import format_results
+    from core.experiments.readout import readout, readout_lines
+    from core.experiments.summary import interval_summary
+
+    cells = _cells("none", [0.5, 0.5, 0.5]) + _cells("cosine", [0.8, 0.8, 0.8], rng_seed=1)
+    result = {"domain": "toy", "rows": ["none", "cosine"], "seeds": [1, 2, 3], "cells": cells, "preset": "tiny",
+              "summary": interval_summary(cells, n_boot=500)}  # no stored verdict, as an older result
+    said = readout(result)
+    assert said[0].strong == "Verdict" and said[0].tone == "warning" and "smoke test" in said[0].text
+    rows = [s for s in said if "against no pretraining" in s.text]
+    assert rows and all(s.text.startswith("smoke test, not evidence") and s.tone == "info" for s in rows)
+    printed = format_results(result)
+    assert all(line in printed for line in readout_lines(result)) and "verdict: " in printed
+    import inspect
+
+    import ui_runs
+
+    assert "readout(" in inspect.getsource(ui_runs.experiment_result)  # the Runs page says the same lines

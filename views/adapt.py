@@ -51,7 +51,7 @@ def selftrain_tab() -> None:
         unlabeled, sel_key = source_picker(ws, "st", CorpusRole.DC)
         ratio = st.selectbox("k = ratio x |LC|", self_training.RATIOS, index=1, key="st_ratio")
         presets = preset_choices()  # core.recipes.presets: one list, the default first
-        trained_with = lineage.model_preset(model) if model else None
+        trained_with = run_guarded(lambda: lineage.model_preset(model, ws, actor())) if model else None
         preset = st.selectbox("Retraining preset", presets, key=f"st_preset_{trained_with}",
                               index=presets.index(trained_with) if trained_with in presets else 0,
                               help="The NER model's own preset by default, so the F1 comparison measures self-training alone.")
@@ -84,7 +84,7 @@ def selftrain_tab() -> None:
             m[0].metric("Threshold", f"{r['threshold']:.3f}", help=f"CER-optimal: {r['optimal_threshold']:.3f}")
             m[1].metric("Pseudo-labeled", r["pseudo_labeled"], help=f"{r['confident']} confident of {r['unlabeled']}")
             if "baseline_f1" in r:
-                base_preset, new_preset = lineage.model_preset(job.params["model"]), job.spec.preset
+                base_preset, new_preset = lineage.model_preset(job.params["model"]), job.spec.preset  # checked at submit
                 m[2].metric(f"TEST F1, LC model ({base_preset or 'preset unknown'})", f"{r['baseline_f1']:.4f}")
                 m[3].metric(f"TEST F1, self-trained ({new_preset})", f"{r['selftrain_f1']:.4f}",
                             f"{r['selftrain_f1'] - r['baseline_f1']:+.4f}")

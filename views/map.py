@@ -78,7 +78,7 @@ def _atlas(root: str, key: str) -> Atlas:
 
 
 def _find() -> Atlas | None:
-    found = find_atlas(ws, corpora, model)
+    found = find_atlas(ws, corpora, model, actor=actor())
     return None if found is None else _atlas(str(ws.root), found.key)
 
 

@@ -12,13 +12,10 @@ import streamlit as st
 from core.experiments.compare import collect_comparisons
 from core.experiments.decision import variant_comparisons
 from core.experiments.experiment import collect_results, per_type_table, results_table
-from core.experiments.plan import knob_label
+from core.experiments.readout import readout
 from core.experiments.records import Cell
 from core.experiments.summary import (
     comparison_rows,
-    diagnostic_lines,
-    experiment_verdict,
-    pretraining_verdicts,
     result_summary,
 )
 from core.experiments.sweeps import lc_amount_frame, mlm_time_frame, sc_amount_frame, sweep_axes
@@ -27,7 +24,7 @@ from core.similarity.correlation import POOLED_HELP, default_pool, pair_rows, po
 from core.tables import readable
 from core.train.lineage import describe_run, get_run, list_runs
 from core.train.ner_predict import read_predictions, runs_with_test_predictions
-from ui import get_workspace, run_guarded
+from ui import get_workspace, run_guarded, show_readout
 
 INTERVAL_HELP = ("95% CI: percentile bootstrap of the seed-mean F1, two-level: the seeds are drawn again, then the TEST "
                  "sentences (10,000 resamples), so it holds both test-set and seed variation. Differences: the same draws "
@@ -68,24 +65,8 @@ else:
     pick = st.selectbox("Experiment", list(labels), format_func=labels.get, key="per_type_pick",
                         help="Its per-type F1 (Table 4), sweep figures (Fig. 2, Fig. 4) and Table 5 below.")
     chosen = experiments[pick]
-    for name, test in chosen.test_leaks():
-        st.warning(f"{name.upper()} of this experiment holds {test['exact']} exact and {test['near']} near duplicates of "
-                   "TEST sentences" + (" (dropped before MLM)." if chosen.protocol else
-                                       ": this run predates the MLM guard and its MLM saw evaluation text; rerun it."))
     entries = _summary(json.dumps(chosen.to_dict(), sort_keys=True, default=str))
-    fresh = experiment_verdict(entries, chosen.preset, chosen.cells, knob_label(chosen.recipe or {}))  # what an old result lacks
-    verdict = chosen.verdict or fresh
-    (st.info if verdict.evidence else st.warning)(f"**Verdict**: {verdict.text}")
-    advice = verdict.advice or fresh.advice
-    tone = {"helps": st.success, "no help": st.info}.get(advice["case"], st.warning) if verdict.evidence else st.warning
-    tone(f"**What to do**: {advice['text']}")
-    if chosen.dev_in_mlm:
-        st.warning("This run allowed DEV text in its MLM corpus (--allow-dev-in-mlm): DEV F1 and the checkpoint pick "
-                   "are optimistic for its pretraining rows, marked '(DEV in MLM)'.")
-    for v in pretraining_verdicts(entries, evidence=verdict.evidence):
-        getattr(st, v["tone"])(v["text"])
-    for line in diagnostic_lines(chosen.cells):
-        st.caption(line)
+    show_readout(readout(chosen, entries))
     comparisons = comparison_rows(entries)
     st.markdown("**Against TAPT, no pretraining and, for a selection, the random control**: difference in test F1 "
                 "points, its 95% CI, p-value and the Holm-adjusted p (significance reads the adjusted one)",

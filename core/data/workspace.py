@@ -401,6 +401,10 @@ class Workspace:
                             "file again with overwrite")
         return path
 
+    def corpus_words(self) -> frozenset[str]:
+        """The corpus names and roles a setting may give: words, never server paths (core.access.check_param_paths)."""
+        return frozenset(i.name for i in self.list_corpora()) | {r.value for r in CorpusRole}
+
     def has_corpus(self, name: str) -> bool:
         return is_valid_name(name) and (self.corpora_dir / f"{name}.parquet").exists()
 
@@ -546,6 +550,8 @@ class Workspace:
 
     def delete_corpus(self, name: str, actor: Actor = LOCAL) -> None:
         require(actor, "change corpora or roles")
+        if not self.has_corpus(name):  # a name, never a path: '../../data/x' deleted x.parquet outside corpora/
+            raise UserError(f"no corpus {name!r} in the workspace to delete")
         if self._info_path(name).exists():
             self.set_role(name, None, actor=actor)
         else:  # data that lost its description: no info to change, only the settings' roles that name it

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from core.access import LOCAL, Actor, require
+from core.access import LOCAL, Actor, check_server_path, require
 from core.data.atomic import atomic_write_json
 from core.data.workspace import Workspace
 from core.experiments.plan import PICK_FILE
@@ -204,6 +204,8 @@ def free_snapshots(ws: Workspace, roots: list[Path] | None = None, dry_run: bool
     """Delete the snapshots no pick chose in finished runs; each folder keeps FREED.json (what went, when, by whom)
     so a later pick there refuses instead of choosing among fewer candidates. Returns what was (or would be) freed."""
     require(actor, "free disk space")
+    for root in roots or []:  # with accounts, only folders the app may read and write (never any folder on the server)
+        check_server_path(actor, root, ws.root, "free snapshots in")
     freed, kept = [], []
     for s in scan_snapshots(ws, roots):
         if not s.unused:

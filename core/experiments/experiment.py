@@ -58,15 +58,14 @@ from core.experiments.plan import (
     resolve_sc_budget,
     sweep_budgets,
 )
+from core.experiments.readout import readout_lines
 from core.experiments.records import Cell, ExperimentResult, as_cells, as_entries, as_result, check_recipe
 from core.experiments.statistics import N_RESAMPLES
 from core.experiments.summary import (
     comparison_rows,
-    diagnostic_lines,
     experiment_verdict,
     interval_summary,
     interval_text,
-    pretraining_verdicts,
 )
 from core.recipes.budget import Budget
 from core.recipes.duration import format_duration
@@ -160,9 +159,6 @@ def format_results(result: ExperimentResult | Mapping[str, Any]) -> str:
     lines = [f"test F1 (%) mean ± std over seeds {result.seeds} [95% CI: seeds and test sentences resampled] on "
              f"{result.domain}:",
              table.to_string()]
-    for name, test in result.test_leaks():
-        lines.append(f"{name.upper()} held {test['exact']} exact and {test['near']} near duplicates of TEST sentences"
-                     + (": dropped before any MLM" if result.protocol else ": its MLM saw them (run before the guard)"))
     lines += guard_text(result.protocol) if result.protocol else []
     comparisons = comparison_rows(result.summary)
     if comparisons:
@@ -170,16 +166,7 @@ def format_results(result: ExperimentResult | Mapping[str, Any]) -> str:
 
         lines += ["paired differences (test F1 points; paired two-level bootstrap over seeds and test sentences):",
                   pd.DataFrame(comparisons).to_string(index=False)]
-    verdict = result.verdict
-    lines += [v["text"] for v in pretraining_verdicts(result.summary, evidence=verdict.evidence if verdict else True)]
-    if verdict:
-        lines.append(f"verdict: {verdict.text}")
-        if verdict.advice:
-            lines.append(f"what to do: {verdict.advice['text']}")
-    lines += diagnostic_lines(result.cells)
-    if result.skipped:
-        lines.append("skipped: " + "; ".join(result.skipped))
-    return "\n".join(lines)
+    return "\n".join(lines + readout_lines(result))
 
 
 def load_cells(run_dir: str | Path) -> list[dict[str, Any]]:

@@ -284,7 +284,8 @@ def pretraining_verdicts(entries: Iterable[SummaryEntry | Mapping[str, Any]], sc
     for v in verdicts:  # how a page shows it: st.warning / st.success / st.info
         if not evidence:
             v.update(bad=False, text=f"smoke test, not evidence: {v['text']}")
-        v["tone"] = "warning" if v["bad"] else "success" if v["verdict"] in ("helped", "beat") else "info"
+        v["tone"] = ("warning" if v["bad"] else "success" if v["verdict"] in ("helped", "beat") and evidence
+                     else "info")  # a smoke test's "helped" is no success
     return verdicts
 
 

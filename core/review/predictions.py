@@ -107,7 +107,7 @@ def prediction_request(ws: Workspace, model: str | Path, corpus: str | None = No
                        actor: Actor = LOCAL) -> PredictionRequest:
     """What to predict and where the cached result lives (nothing is computed here). A model typed as a folder is
     checked for `actor` before anything reads it (its ner_config.json, and whether it exists at all)."""
-    check_param_paths(actor, {"model": str(model)}, ws.root)
+    check_param_paths(actor, {"model": str(model), "selection": selection or ""}, ws.root)
     ref = resolve_model(str(model))
     if ref.ner_config() is None:
         raise UserError(f"{model} is not a fine-tuned NER model folder (no ner_config.json): pick a finished NER run")

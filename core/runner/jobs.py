@@ -35,7 +35,7 @@ from typing import Any
 
 from core.access import LOCAL, AccessDenied, Actor, check_param_paths, check_ray_address, require
 from core.data.atomic import atomic_write_json, json_default
-from core.data.workspace import CorpusRole, Workspace
+from core.data.workspace import Workspace
 from core.environment import variable
 from core.errors import TimeLimitReached, UserError
 from core.progress import Progress, sub
@@ -95,17 +95,24 @@ def max_concurrent(lane_name: str = "training") -> int:
         return 1
 
 
+def check_reach(ws: Workspace, actor: Actor, params: dict[str, Any]) -> None:
+    """What a job's settings may reach for `actor`: server paths (core.access.check_param_paths; the workspace's
+    corpus names and roles are no paths) and a Ray cluster. Checked at submit and again at resume."""
+    if actor == LOCAL:
+        return
+    check_param_paths(actor, params, ws.root, ws.corpus_words())
+    check_ray_address(actor, params.get("ray"), ws.settings().ray_address)
+
+
 def submit(ws: Workspace, kind: str, params: dict[str, Any] | Any, start: bool = True, actor: Actor = LOCAL) -> Job:
     """Queue a job; `params` (a dict or the kind's dataclass) is validated now (core.runner.kinds), so a
     wrong field fails here with its name, not later in the child."""
     require(actor, "submit a job")
     typed = validate(kind, params)
     params = dataclasses.asdict(typed)
-    names = frozenset(i.name for i in ws.list_corpora()) | {r.value for r in CorpusRole} if actor != LOCAL else frozenset()
-    check_param_paths(actor, params, ws.root, names)  # with accounts, only data roots and the workspace: before any
+    check_reach(ws, actor, params)  # with accounts, only data roots and the workspace: before any
     check_model_folders(kind, typed)  # look at the disk, so a refused path never says whether it exists
     check_out_folder(kind, typed)
-    check_ray_address(actor, params.get("ray"), ws.settings().ray_address)
     json.dumps(params)  # fail now, not in the child, if params are not JSON
     job_id = time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
     run_dir = ws.runs_dir / job_id
@@ -243,6 +250,7 @@ def resume(ws: Workspace, job_id: str, actor: Actor = LOCAL) -> Job:
     two processes of one job in one run folder would write each other's checkpoints."""
     require(actor, "cancel, resume or delete a job")
     job = get_job(ws, job_id)
+    check_reach(ws, actor, job.params)  # it may have been submitted at the CLI, where nothing confined its paths
     if job.status not in ("failed", "cancelled"):
         raise UserError(f"job {job.id} is {job.status}; only failed or cancelled jobs can be resumed")
     deadline = time.monotonic() + STOP_WAIT_S

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from core.access import LOCAL, Actor, check_param_paths
 from core.data.atomic import atomic_write_json, temp_path_for
 from core.data.stream import CorpusStream, open_corpus_stream
 from core.data.workspace import Workspace, content_hash
@@ -152,8 +153,10 @@ def _key_for(ws: Workspace, streams: dict[str, CorpusStream], model: str, poolin
 
 def find_atlas(ws: Workspace, corpora: Sequence[str], model: str = "default", *, pooling: str = "mean",
                fit_points: int = DEFAULT_FIT_POINTS, seed: int = 0, n_neighbors: int = 15,
-               min_dist: float = 0.1) -> Atlas | None:
-    """The saved map of exactly these corpora (their current contents) and encoder, or None."""
+               min_dist: float = 0.1, actor: Actor = LOCAL) -> Atlas | None:
+    """The saved map of exactly these corpora (their current contents) and encoder, or None. An encoder typed as a
+    folder is checked for `actor` first: looking it up says whether a server path exists."""
+    check_param_paths(actor, {"model": model}, ws.root)
     streams = _streams(ws, corpora)
     return load_atlas(ws, _key_for(ws, streams, model, pooling, fit_points, seed, n_neighbors, min_dist), missing_ok=True)
 

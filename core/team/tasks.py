@@ -167,7 +167,8 @@ def create_task(ws: Workspace, actor: Actor, name: str, annotators: Sequence[str
     annotators or more, 0 with one."""
     require(actor, "manage review tasks")
     # a suggesting model folder or a selection folder is read in this process: checked like a job's settings
-    check_param_paths(actor, {"model": suggest_model or "", "selection": selection or ""}, ws.root)
+    check_param_paths(actor, {"model": suggest_model or "", "selection": selection or "", "corpus": corpus or ""},
+                      ws.root, ws.corpus_words())
     if not name.strip():
         raise UserError("a task needs a name")
     people = [get_user(ws, a.strip()) for a in annotators if a.strip()]  # names as stored ('ANN' is 'ann')

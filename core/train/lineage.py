@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from core.access import LOCAL, Actor, check_param_paths
 from core.data.atomic import atomic_write_json, split_fields
 from core.data.selection_store import selection_meta
 from core.data.workspace import Workspace, resolve_corpus_ref
@@ -326,10 +327,13 @@ def record_ner(ws: Workspace, run_id: str, *, model: str, train: str | None, dev
     return record_run(ws, run_id, kind, lin, run_dir, outcome.out_dir, f1=outcome.test_f1)
 
 
-def model_preset(model_dir: str | Path) -> str | None:
+def model_preset(model_dir: str | Path, ws: Workspace | None = None, actor: Actor = LOCAL) -> str | None:
     """The training preset a NER model folder was made with: its lineage says, else its ner_config.json, else
     the params.json of the run that wrote it (RUN/model). None when unknown (a folder from elsewhere).
-    Self-training compares against this model, so it must know its recipe."""
+    Self-training compares against this model, so it must know its recipe. A folder typed by a signed-in `actor` is
+    checked first (against `ws`), as every job setting is."""
+    if actor != LOCAL:
+        check_param_paths(actor, {"model": str(model_dir)}, ws.root if ws is not None else ".")
     folder = Path(model_dir)
     lin = read_lineage(folder) if folder.is_dir() else None
     if lin is not None and lin.preset:
