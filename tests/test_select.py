@@ -64,6 +64,7 @@ def test_budget_edge_cases():
     assert resolve_budget("4", 10) == (4, [])
     assert resolve_budget(500.0, 1000) == (500, [])  # a whole float over 1 is a count
     assert resolve_budget(np.int64(4), 10) == (4, []) and resolve_budget(np.float32(0.5), 10) == (5, [])
+    assert resolve_budget(0.145, 100) == (15, []) and resolve_budget(0.285, 200)[0] == 57  # half up, not 14.4999...
     assert resolve_budget(0.0001, 10)[0] == 1  # a ratio never rounds to nothing, and says so
     assert "rounds to none: selecting 1 sentence" in resolve_budget(0.0001, 10)[1][0]
     count, notes = resolve_budget(50, 7)
@@ -249,7 +250,7 @@ def test_mlm_ppl_needs_a_trained_mlm_head(tiny_bert_dir):
         select(corpus(TC), corpus(DC), "mlm-ppl", 2, model=str(tiny_bert_dir))
 
 
-def test_mlm_pseudo_perplexity_matches_one_by_one_reference(tiny_mlm_dir):
+def test_mlm_pseudo_perplexity_matches_one_by_one_reference(tiny_mlm_dir, tmp_path):
     import torch
     from transformers import AutoModelForMaskedLM, AutoTokenizer
 
@@ -271,6 +272,13 @@ def test_mlm_pseudo_perplexity_matches_one_by_one_reference(tiny_mlm_dir):
                 nll.append(-torch.log_softmax(logits, -1)[ids[p]].item())
             expected.append(math.exp(np.mean(nll)))
     np.testing.assert_allclose(got, expected, rtol=1e-4)
+    from tests.conftest import TOY_SENTENCES
+    from tests.tiny_models import build_tiny_bert
+
+    wide = build_tiny_bert(tmp_path / "wide", TOY_SENTENCES, with_mlm_head=True, positions=512)
+    long = " ".join(["John Smith plays the guitar in London ."] * 20)  # past 128 subwords: the end counts too
+    a, b = pseudo_perplexities([long, long + " Paris is the capital of France ." * 10], str(wide))
+    assert a != pytest.approx(b, rel=1e-6)
     sel = select(corpus(["x"]), corpus(texts), "mlm-ppl", 1, model=str(tiny_mlm_dir))
     assert sel.indices.tolist() == [int(np.argmin(expected))]
 

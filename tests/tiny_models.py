@@ -9,7 +9,8 @@ from pathlib import Path
 
 
 def build_tiny_bert(out_dir: str | Path, sentences: Iterable[str], hidden: int = 32, layers: int = 2,
-                    heads: int = 2, with_mlm_head: bool = False, seed: int = 0, vocab_size: int = 400) -> Path:
+                    heads: int = 2, with_mlm_head: bool = False, seed: int = 0, vocab_size: int = 400,
+                    positions: int = 128) -> Path:
     """Save a randomly initialised BERT (BertModel, or BertForMaskedLM) and its fast tokenizer."""
     import torch
     from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
@@ -31,7 +32,7 @@ def build_tiny_bert(out_dir: str | Path, sentences: Iterable[str], hidden: int =
     fast = BertTokenizerFast(vocab=dict(vocab), do_lower_case=False)  # transformers 5 takes `vocab`, not `vocab_file`
     fast.save_pretrained(out)
     config = BertConfig(vocab_size=len(vocab), hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=heads,
-                        intermediate_size=hidden * 2, max_position_embeddings=128, pad_token_id=0)
+                        intermediate_size=hidden * 2, max_position_embeddings=positions, pad_token_id=0)
     torch.manual_seed(seed)
     model = BertForMaskedLM(config) if with_mlm_head else BertModel(config)
     model.save_pretrained(out)

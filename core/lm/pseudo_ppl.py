@@ -40,9 +40,11 @@ def _cached_mlm(model: str):
 
 
 def pseudo_perplexities(texts: Sequence[str], model: str, batch_size: int = 64, device: str = "auto",
-                        max_length: int = 128, progress: Progress | None = None) -> np.ndarray:
+                        max_length: int | None = None, progress: Progress | None = None) -> np.ndarray:
     """Masked-LM pseudo-perplexity per sentence (Salazar et al. 2020): mask each subword in
-    turn, exp of the mean negative log-likelihood of the true subwords. Masked copies of
+    turn, exp of the mean negative log-likelihood of the true subwords. `max_length` None: as far as the model reads
+    (its position embeddings, at most 512 subwords), so a long sentence's later subwords count too (a cut at 128
+    scored a sentence and the same with 200 words appended alike). Masked copies of
     equal-length sentences share batches, and the vocabulary projection runs only at the
     masked position (where the model exposes its head), which halves the cost for BERT-size vocabularies."""
     import torch
@@ -52,6 +54,8 @@ def pseudo_perplexities(texts: Sequence[str], model: str, batch_size: int = 64, 
     tokenizer, mlm = _cached_mlm(model)
     dev = pick_device(device)
     mlm.to(dev)
+    if max_length is None:
+        max_length = min(512, int(getattr(mlm.config, "max_position_embeddings", 512) or 512))
     enc = tokenizer(list(texts), truncation=True, max_length=max_length, return_special_tokens_mask=True)
     items = [(s, p) for s, mask in enumerate(enc["special_tokens_mask"]) for p, special in enumerate(mask) if not special]
     items.sort(key=lambda sp: (len(enc["input_ids"][sp[0]]), sp[0], sp[1]))  # equal lengths together: no padding

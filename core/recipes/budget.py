@@ -79,7 +79,8 @@ class Budget:
         """The sentences this budget stands for out of `total`: at least 1; more than `total` is all of it
         with `cap`, else a UserError."""
         # half up, not Python's half to even (0.5 of 5 sentences is 3, 0.25 of 10 is 3): the rule a reader expects
-        n = max(1, math.floor(self.value * total + 0.5)) if self.is_ratio else int(self.value)
+        # (rounded to 9 places first: 0.145 x 100 is 14.4999... in floating point, and half up makes it 15)
+        n = max(1, math.floor(round(self.value * total, 9) + 0.5)) if self.is_ratio else int(self.value)
         if n > total:
             if cap:
                 return total

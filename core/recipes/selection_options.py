@@ -124,6 +124,20 @@ def check_readers(strategy: str, options: Mapping[str, Any] | None) -> None:
             raise UserError(f"selection option {name!r} is not read by {strategy} (only by {', '.join(readers)})")
 
 
+def shares_of(weights: Mapping[str, float]) -> dict[str, float]:
+    """Entity-type weights as shares summing to 1: {"PER": 3, "LOC": 1} and {"PER": 0.75, "LOC": 0.25} are one
+    setting (entity gain weighs a type by its share; counts given as they are scaled every type at once, against the
+    fixed weight of a type they leave out).
+
+    >>> shares_of({"PER": 3, "LOC": 1})
+    {'PER': 0.75, 'LOC': 0.25}
+    """
+    total = float(sum(weights.values()))
+    if weights and total <= 0:
+        raise UserError("selection option 'type_weights': every share is 0; give at least one type a share above 0")
+    return {k: float(v) / total for k, v in weights.items()}
+
+
 def canonical_options(options: Mapping[str, Any] | None, strategy: str | None = None) -> dict[str, Any]:
     """Options as one computation names them: in the fields' order, a whole number given for a number field as a float
     (type_weights' shares too), and an option set to its default left out, so `mix=1` and `mix=1.0`, or `length=sum`
@@ -131,8 +145,8 @@ def canonical_options(options: Mapping[str, Any] | None, strategy: str | None = 
 
     >>> canonical_options({"sampling": "topk", "length": "chunk", "mix": 1, "buckets": 10_000})
     {'sampling': 'topk', 'length': 'chunk', 'mix': 1.0}
-    >>> canonical_options({"batch_size": 32, "type_weights": {"PER": 1}}, "entity-gain")
-    {'type_weights': {'PER': 1.0}}
+    >>> canonical_options({"batch_size": 32, "type_weights": {"PER": 3, "LOC": 1}}, "entity-gain")
+    {'type_weights': {'PER': 0.75, 'LOC': 0.25}}
     >>> canonical_options({"batch_size": 64}, "mlm-ppl"), canonical_options({"batch_size": 64}, "ner")
     ({}, {'batch_size': 64})
     """
@@ -144,7 +158,7 @@ def canonical_options(options: Mapping[str, Any] | None, strategy: str | None = 
             continue
         value = getattr(parsed, f.name)
         if f.name == "type_weights":  # null asks for B2's own shares where an experiment would pass LC's: never left out
-            out[f.name] = None if value is None else {k: float(v) for k, v in value.items()}
+            out[f.name] = None if value is None else shares_of(value)
         elif f.name == "batch_size" and strategy is not None and value == default.batch_for(strategy):
             continue
         elif value != getattr(default, f.name):

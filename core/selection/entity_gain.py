@@ -26,7 +26,7 @@ import numpy as np
 from core.data.corpus import Corpus
 from core.data.tags import Span, detect_scheme, spans_from_tags
 from core.errors import UserError
-from core.recipes.selection_options import SelectionOptions
+from core.recipes.selection_options import SelectionOptions, shares_of
 
 UNSEEN_TYPE_WEIGHT = 0.5  # a predicted type LC never shows (B2 was trained on LC: rare) counts half an even share
 
@@ -53,10 +53,12 @@ def label_shares(corpus: Corpus) -> dict[str, float]:
 def type_weights(shares: Mapping[str, float]) -> dict[str, float]:
     """Shares relative to an even share (1.0: a type as frequent as the average one).
 
+    >>> type_weights({"PER": 0.5, "LOC": 0.25, "ORG": 0.25}) == type_weights({"PER": 2, "LOC": 1, "ORG": 1})
+    True
     >>> type_weights({"PER": 0.5, "LOC": 0.25, "ORG": 0.25})
     {'PER': 1.5, 'LOC': 0.75, 'ORG': 0.75}
     """
-    return {t: s * len(shares) for t, s in shares.items()} if shares else {}
+    return {t: s * len(shares) for t, s in shares_of(shares).items()} if shares else {}
 
 
 def gains(predictions: Iterable[Any], known: set[str], weights: Mapping[str, float]) -> np.ndarray:

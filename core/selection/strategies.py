@@ -329,7 +329,7 @@ def select(tc: Corpus | CorpusStream, dc: Corpus | CorpusStream, strategy: str |
     def key_of(opts: Mapping[str, Any]) -> str:
         return content_hash("selection", tc_hash, dc_hash, strat.value, count, _model_ids(strat, model, model2, ner_model),
                             seed if strat in (Strategy.RANDOM, Strategy.DSIR) else None, opts,
-                            *(["gumbel-stream-2"] if strat == Strategy.DSIR else []))  # a draw cached before is not reused
+                            *_REVISIONS.get(strat, ()))  # a ranking cached before a change of its method is not reused
 
     # one computation, one key: the page's sampling=gumbel and an experiment's nothing find each other's selection;
     # one saved under the options as given (before keys were named) is still found
@@ -383,6 +383,11 @@ def select(tc: Corpus | CorpusStream, dc: Corpus | CorpusStream, strategy: str |
         save_selection(workspace, sel)
     report(1.0, f"selected {count:,} of {n:,}")
     return sel
+
+
+# Strategies whose ranking changed after selections were cached: a new word in their key (DSIR's streamed Gumbel draw;
+# mlm-ppl reading whole sentences, not their first 128 subwords)
+_REVISIONS: dict[Strategy, tuple[str, ...]] = {Strategy.DSIR: ("gumbel-stream-2",), Strategy.MLM_PPL: ("whole-sentence",)}
 
 
 def _named_options(strat: Strategy, options: Mapping[str, Any]) -> dict[str, Any]:
