@@ -101,3 +101,27 @@ def test_jobs_list_json_holds_the_rows_fields_and_nothing_else(tmp_path, capsys)
     (row,) = json.loads(capsys.readouterr().out)
     fields = {f.name for f in dataclasses.fields(jobstore.Job)} - {"typed"}
     assert set(row) == fields | {"device"} and row["params"]["steps"] == 1
+
+
+def test_saved_selections_are_listed_exported_and_pretrained_on_from_the_cli(tmp_path, tiny_mlm_dir, capsys):
+    """Found in review: a selection's KEY was shown only by `select --json` (one saved from the Map not at all), and
+    the CLI's mlm only concatenated files, where the Runs page mixes TC and SC 1:1 (`--mode`, the same job)."""
+    import json
+
+    from core.cli import main
+
+    ws = str(tmp_path / "ws")
+    assert main(["demo", ws, "--dc-size", "60"]) == 0
+    assert main(["--workspace", ws, "select", "--tc", "tc", "--dc", "dc", "--strategy", "random", "--budget", "6",
+                 "--out", str(tmp_path / "sc.jsonl")]) == 0
+    capsys.readouterr()
+    assert main(["--workspace", ws, "selections", "--json"]) == 0
+    (listed,) = json.loads(capsys.readouterr().out)
+    assert listed["strategy"] == "random" and listed["budget"] == 6 and listed["label"].startswith("random")
+    assert main(["--workspace", ws, "selections", "export", listed["key"][:8], "--out", str(tmp_path / "sc.txt")]) == 0
+    assert len((tmp_path / "sc.txt").read_text().splitlines()) == 6
+    capsys.readouterr()
+    assert main(["--workspace", ws, "mlm", "--mode", "tc+sc", "--selection", listed["key"], "--model", str(tiny_mlm_dir),
+                 "--preset", "tiny", "--out", str(tmp_path / "b1"), "--quiet"]) == 0
+    lineage = json.loads((tmp_path / "b1" / "lineage.json").read_text())
+    assert [p["name"] for p in lineage["mlm_phases"]] == ["tc+sc"] and lineage["selection"]["id"] == listed["key"]

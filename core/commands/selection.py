@@ -57,6 +57,19 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_workspace_arg(p)
     p.set_defaults(func=cmd_select)
 
+    p = sub.add_parser("selections", help="the saved selections, newest first: key, strategy and size, corpora (the keys "
+                                          "--selection takes); `selections export KEY --out FILE` writes one")
+    p.add_argument("--dc", help="only the selections made on this DC (a workspace corpus name)")
+    p.add_argument("--json", action="store_true")
+    add_workspace_arg(p)
+    p.set_defaults(func=cmd_selections)
+    ss = p.add_subparsers(dest="selections_command")
+    e = ss.add_parser("export", help="a saved selection's sentences as a file (.jsonl, .txt or .csv, by the extension)")
+    e.add_argument("selection", help="its key (or the key's start), as `selections` lists it")
+    e.add_argument("--out", required=True, type=out_file)
+    add_workspace_arg(e)
+    e.set_defaults(func=cmd_selections_export)
+
     p = sub.add_parser("coverage", help="entity words of a labeled corpus found in TC, in saved selections and in TC + each")
     p.add_argument("--labeled", required=True, help="labeled corpus whose entity words are counted (e.g. dev or test)")
     p.add_argument("--tc", required=True, help="task corpus: file or workspace corpus name or role")
@@ -135,6 +148,32 @@ def cmd_embed(args: argparse.Namespace) -> int:
     del arr
     os.replace(tmp, out)
     print(f"wrote {vecs.shape[0]} x {vecs.shape[1]} embeddings to {out} in {time.time() - t0:.1f}s")
+    return 0
+
+
+def cmd_selections(args: argparse.Namespace) -> int:
+    """The Selection page's list of saved selections, as text or JSON (core.data.selection_store.list_selections)."""
+    from core.data.selection_store import list_selections
+
+    metas = list_selections(Workspace(args.workspace), dc=args.dc)
+    if args.json:
+        print_json([{**m.to_dict(), "key": m.key, "label": m.label} for m in metas])
+        return 0
+    if not metas:
+        print("no saved selection" + (f" on {args.dc!r}" if args.dc else "") + ": `python -m core select ...` makes one")
+    for m in metas:
+        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(m.created)) if m.created else "-"
+        print(f"{m.key}  {when}  {m.label}  (TC {m.tc_name or '?'}, DC {m.dc_name or '?'})")
+    return 0
+
+
+def cmd_selections_export(args: argparse.Namespace) -> int:
+    """A saved selection written as the Selection page's download is, row by row (Selection.write_export)."""
+    from core.data.selection_store import load_selection
+
+    sel = load_selection(Workspace(args.workspace), args.selection)
+    out = sel.write_export(args.out)
+    print(f"{len(sel.indices):,} sentences of selection {sel.key} ({sel.meta.label}) -> {out}")
     return 0
 
 

@@ -22,6 +22,7 @@ from core.recipes.duration import parse_duration
 from core.recipes.presets import DEFAULT_PRESET, PICK_SNAPSHOTS, PRESETS, pick_defaults, preset_help
 from core.runner.jobresult import JobResult
 from core.runner.params import ExperimentParams, MlmParams, NerParams, PickParams, PredictParams, field_default
+from core.train.modes import MODES
 
 
 def _run(args: argparse.Namespace, kind: str, params: dict, desc: str) -> dict:
@@ -55,8 +56,17 @@ def _model(ref: str | None) -> str | None:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("mlm", help="MLM continued pretraining on sentences from files or workspace corpora")
-    p.add_argument("--train", nargs="+", required=True, metavar="FILE", help="corpus files or workspace corpus names")
+    p = sub.add_parser("mlm", help="MLM continued pretraining: a named recipe over TC, a selection and DC (--mode, as "
+                                   "the Runs page), or plain on corpus files (--train)")
+    source = p.add_mutually_exclusive_group(required=True)
+    source.add_argument("--mode", choices=MODES, help="tc+sc: TC and a saved selection (SC) mixed 1:1, the smaller "
+                                                      "repeated (the seed method); tapt: TC; dapt: DC; tapt+dapt: DC "
+                                                      "then TC")
+    source.add_argument("--train", nargs="+", metavar="FILE",
+                        help="plain continued pretraining on these corpus files or workspace corpora, concatenated")
+    p.add_argument("--tc", default=field_default(MlmParams, "tc"), help="with --mode: the task corpus (default: tc)")
+    p.add_argument("--selection", help="with --mode tc+sc: a saved selection's key (`python -m core selections`)")
+    p.add_argument("--dc", help="with --mode dapt or tapt+dapt: the domain corpus (e.g. dc)")
     p.add_argument("--model", default=field_default(MlmParams, "model"), help="encoder: 'default', a folder, or a Hugging Face id")
     p.add_argument("--out", required=True, type=out_folder, help="output model folder (safetensors + tokenizer)")
     p.add_argument("--preset", default=field_default(MlmParams, "preset"), choices=PRESETS, help=preset_help("mlm"))
@@ -237,8 +247,10 @@ def cmd_drift(args: argparse.Namespace) -> int:
 def cmd_mlm(args: argparse.Namespace) -> int:
     config = _config_overrides(args, ("epochs", "max_steps", "batch_size", "lr", "block_size", "grad_accum", "seed", "pack",
                                       "snapshot_every", "head_warmup_steps", "layer_lr_decay", "freeze_layers"))
-    params = {"train": [_corpus(args, f) for f in args.train], "model": _model(args.model), "out": str(Path(args.out).resolve()),
-              "preset": args.preset, "config": config}
+    source = ({"train": [_corpus(args, f) for f in args.train]} if args.train else
+              {"mode": args.mode, "tc": _corpus(args, args.tc), "selection": args.selection, "dc": _corpus(args, args.dc)})
+    params = {**source, "model": _model(args.model), "out": str(Path(args.out).resolve()), "preset": args.preset,
+              "config": config}
     result = JobResult.from_dict(_run(args, "mlm", params, "mlm"))
     print(f"model written to {result.out_dir} ({result.steps} steps"
           + ("; a fresh MLM head was initialised" if result.fresh_head else "") + ")")
