@@ -389,3 +389,21 @@ def test_crossner_music_default_encoder_f1_far_above_zero(crossner, tmp_path):
     scores = evaluate(load_ner_model(tmp_path / "m"), test)
     print(f"CrossNER music test F1 {scores['f1']:.4f} in {time.time() - t0:.0f}s")
     assert scores["f1"] > 0.2
+
+
+def test_cli_predict_without_out_fills_the_cache_inspect_and_the_map_read(trained_model, tmp_path, capsys):
+    """Found in review: `ner predict` wrote only to --out, and `project --predictions MODEL` reads the cache Inspect
+    fills, so the CLI alone could never colour a map by predictions."""
+    from core.cli import main
+    from core.data.demo import write_demo_workspace
+    from core.review.predictions import prediction_request
+
+    out, _ = trained_model
+    ws = write_demo_workspace(tmp_path / "ws", dc_size=40)
+    assert main(["--workspace", str(ws.root), "ner", "predict", "--model", str(out), "dc", "--quiet"]) == 0
+    assert "cached" in capsys.readouterr().err
+    req = prediction_request(ws, str(out), "demo-dc")
+    assert req.done and len(req.predictions_path.read_text().splitlines()) == 40
+    (tmp_path / "f.txt").write_text("John lives in Paris\n")
+    assert main(["--workspace", str(ws.root), "ner", "predict", "--model", str(out), str(tmp_path / "f.txt")]) == 2
+    assert "import the file first, or give --out FILE" in capsys.readouterr().err

@@ -13,8 +13,8 @@ import sys
 from pathlib import Path
 
 from core.cliutil import add_workspace_arg, comma_list, out_file, out_folder, print_json, progress_wanted, tqdm_progress
-from core.data.workspace import Workspace, resolve_corpus_ref
-from core.errors import TIME_LIMIT_EXIT
+from core.data.workspace import CorpusRef, Workspace, resolve_corpus_ref
+from core.errors import TIME_LIMIT_EXIT, UserError
 from core.experiments.plan import BASELINES
 from core.recipes.budget import Budget
 from core.recipes.configs import parse_settings
@@ -144,7 +144,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     pr = nsub.add_parser("predict", help="spans, c1 and c2 per sentence as JSON lines")
     pr.add_argument("--model", required=True)
     pr.add_argument("corpus", metavar="FILE")
-    pr.add_argument("--out", required=True, type=out_file, help="output .jsonl")
+    pr.add_argument("--out", type=out_file, help="output .jsonl; without it, a workspace corpus's predictions go to the "
+                                                 "cache Inspect and the Map read (`project --predictions MODEL`)")
     pr.add_argument("--batch-size", type=int, default=field_default(PredictParams, "batch_size"))
     pr.add_argument("--quiet", action="store_true")
     add_workspace_arg(pr)
@@ -297,12 +298,31 @@ def cmd_ner_predict(args: argparse.Namespace) -> int:
     from core.train.ner_predict import predict_to_file
 
     ref = resolve_corpus_ref(args.corpus, args.workspace)
+    if args.out is None:
+        return _predict_into_cache(args, ref)
     # a workspace corpus (DC) is read and written chunk by chunk; a file is read into memory
     corpus = CorpusStream(path=ref.path, name=ref.name, file_hash=ref.hash) if ref.kind != "path" else ref.load()
     model = load_ner_model(args.model)
     with tqdm_progress("predict", enabled=progress_wanted(args)) as bar:
         result = predict_to_file(model, corpus, args.out, batch_size=args.batch_size, progress=bar)
     print(f"{result['sentences']} sentences, {result['entities']} entities -> {args.out}", file=sys.stderr)
+    return 0
+
+
+def _predict_into_cache(args: argparse.Namespace, ref: CorpusRef) -> int:
+    """Inspect's Predict at the CLI: the workspace's predictions cache, filled by the same "predict" job."""
+    from core.review.predictions import predict_cached, prediction_request
+
+    if ref.kind == "path":
+        raise UserError(f"{args.corpus}: predictions are cached for workspace corpora; import the file first, or give "
+                        "--out FILE")
+    ws = Workspace(args.workspace)
+    req = prediction_request(ws, _model(args.model), ref.name)
+    cached = req.done
+    with tqdm_progress("predict", enabled=progress_wanted(args)) as bar:
+        path = predict_cached(ws, req, progress=bar)
+    print(f"predictions of {ref.name!r} by {args.model} {'were cached already' if cached else 'cached'}: {path} "
+          "(Inspect and `project --predictions` read them)", file=sys.stderr)
     return 0
 
 

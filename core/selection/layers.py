@@ -167,7 +167,8 @@ def prediction_values(ws: Workspace, atlas: Atlas, model: str, measure: str = "e
         found.append(c["name"])
     if not found:
         raise UserError(f"no predictions of {model} are cached for {', '.join(c['name'] for c in atlas.corpora)}: "
-                        "predict a corpus with this model on Inspect first (it keeps the predictions the Map reads)")
+                        "predict a corpus with this model on Inspect first, or `python -m core ner predict --model "
+                        "MODEL CORPUS` (both keep the predictions the Map reads)")
     return values
 
 
