@@ -272,6 +272,29 @@ def test_selftrain_cli_end_to_end(tiny_ner, files, capsys):
     assert len(pseudo) == 4 and all(tuple(t) in {tuple(u) for u in UNLABELED} for t in pseudo.tokens)
 
 
+def test_selftrain_cli_takes_a_saved_selection_and_the_models_own_preset(tiny_ner, files, capsys):
+    """Found in review: the Adapt page self-trains on a saved selection's sentences and retrains with the LC model's
+    own preset; the CLI took only --unlabeled files and retrained with `demo` whatever the model's recipe was."""
+    import json
+
+    from core.cli import main
+
+    ws = str(files / "ws")
+    assert main(["--workspace", ws, "--create-workspace", "import", str(files / "dc.txt"), "--name", "pool"]) == 0
+    assert main(["--workspace", ws, "import", str(files / "lc.conll"), "--name", "tc"]) == 0
+    capsys.readouterr()
+    assert main(["--workspace", ws, "select", "--tc", "tc", "--dc", "pool", "--strategy", "random", "--budget", "3",
+                 "--out", str(files / "sc.jsonl"), "--json"]) == 0
+    key = json.loads(capsys.readouterr().out)["key"]
+    code = main(["--workspace", ws, "selftrain", "--model", str(tiny_ner), "--lc", str(files / "lc.conll"),
+                 "--selection", key, "--dev", str(files / "lc.conll"), "--threshold", "0", "--out",
+                 str(files / "st-sel"), "--json"])
+    assert code == 0
+    captured = capsys.readouterr()
+    assert "retraining with preset demo (the LC model's preset is not recorded" in captured.err  # trained in-process
+    assert json.loads(captured.out)["unlabeled"] == 3
+
+
 def test_selftrain_writes_pseudo_labels_in_the_lcs_scheme(tiny_ner, files, monkeypatch):
     """Predictions come in BIO: beside a BIOES LC they were concatenated as they were, so the retraining data mixed
     schemes and every BIO span was a forbidden transition to the BIOES CRF."""

@@ -125,3 +125,20 @@ def test_saved_selections_are_listed_exported_and_pretrained_on_from_the_cli(tmp
                  "--preset", "tiny", "--out", str(tmp_path / "b1"), "--quiet"]) == 0
     lineage = json.loads((tmp_path / "b1" / "lineage.json").read_text())
     assert [p["name"] for p in lineage["mlm_phases"]] == ["tc+sc"] and lineage["selection"]["id"] == listed["key"]
+
+
+def test_roles_are_set_and_corpora_deleted_from_the_cli_as_on_the_corpora_page(tmp_path, capsys):
+    from core.cli import main
+    from core.data.workspace import Workspace
+
+    ws = str(tmp_path / "ws")
+    assert main(["demo", ws, "--dc-size", "40"]) == 0
+    capsys.readouterr()
+    assert main(["--workspace", ws, "corpora", "set-role", "demo-dc", "tc"]) == 0
+    err = capsys.readouterr().err
+    assert "'demo-dc' is no longer the DC" in err and "the TC was 'demo-tc' until now" in err
+    assert {r.value: n for r, n in Workspace(ws).roles().items()}["tc"] == "demo-dc"
+    assert main(["--workspace", ws, "corpora", "set-role", "demo-dc", "none"]) == 0
+    assert main(["--workspace", ws, "corpora", "delete", "demo-dc"]) == 0
+    assert not Workspace(ws).has_corpus("demo-dc")
+    assert main(["--workspace", ws, "corpora", "delete", "../../etc/x"]) == 2

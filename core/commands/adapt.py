@@ -32,7 +32,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("selftrain", help="self-training with CRF confidence: pseudo-label, filter by a CER threshold, retrain")
     p.add_argument("--model", required=True, help="fine-tuned NER model folder trained on LC")
     p.add_argument("--lc", required=True, help="labeled corpus (file, workspace corpus name or role)")
-    p.add_argument("--unlabeled", required=True, help="unlabeled sentences to pseudo-label (DC or a selection's file)")
+    source = p.add_mutually_exclusive_group(required=True)
+    source.add_argument("--unlabeled", help="unlabeled sentences to pseudo-label (a corpus: DC, a name or a file)")
+    source.add_argument("--selection", help="or the DC sentences a saved selection picked (its KEY: `selections`)")
     p.add_argument("--dev", required=True, help="labeled DEV split (threshold choice by confidence error rate)")
     p.add_argument("--test", default=None, help="labeled TEST split (F1 of the LC model and of the self-trained model)")
     p.add_argument("--measure", choices=CONFIDENCE_MEASURES, default=field_default(SelftrainParams, "measure"),
@@ -41,8 +43,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="confidence threshold in [0, 1], or 'auto' for the CER-optimal one")
     p.add_argument("--ratio", type=float, default=field_default(SelftrainParams, "ratio"),
                    help="pseudo-labeled sentences k = ratio x |LC| (paper: 0.5, 1, 2)")
-    p.add_argument("--preset", default=field_default(SelftrainParams, "preset"), choices=PRESETS,
-                   help="NER training preset for the retraining: " + preset_help("ner"))
+    p.add_argument("--preset", default=None, choices=PRESETS,
+                   help="NER training preset for the retraining (default: the LC model's own, as on the Adapt page, "
+                        "so the F1 comparison measures self-training alone): " + preset_help("ner"))
     p.add_argument("--seed", type=int, default=field_default(SelftrainParams, "seed"))
     p.add_argument("--out", required=True, type=out_folder, help="folder for the self-trained NER model")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
@@ -92,10 +95,17 @@ def _threshold(value: str) -> float | str:
 
 
 def cmd_selftrain(args: argparse.Namespace) -> int:
+    from core.train.lineage import model_preset
+
     ws = Workspace(args.workspace)
-    params = {"model": args.model, "lc": args.lc, "unlabeled": args.unlabeled, "dev": args.dev, "test": args.test,
-              "measure": args.measure, "threshold": _threshold(args.threshold), "ratio": args.ratio, "preset": args.preset,
-              "seed": args.seed, "out": str(Path(args.out).resolve())}
+    own = model_preset(args.model) if args.preset is None else None
+    preset = args.preset or own or field_default(SelftrainParams, "preset")
+    if args.preset is None:
+        print(f"retraining with preset {preset} (" + ("the LC model's own" if own else "the LC model's preset is not "
+              "recorded, so the default: the F1 comparison may mix recipes") + "; --preset sets it)", file=sys.stderr)
+    params = {"model": args.model, "lc": args.lc, "unlabeled": args.unlabeled, "selection": args.selection,
+              "dev": args.dev, "test": args.test, "measure": args.measure, "threshold": _threshold(args.threshold),
+              "ratio": args.ratio, "preset": preset, "seed": args.seed, "out": str(Path(args.out).resolve())}
     with tqdm_progress("selftrain", enabled=progress_wanted(args)) as progress:
         result = jobs.run_inline(ws, "selftrain", params, progress=progress)
     if args.json:

@@ -45,10 +45,21 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_workspace_arg(p)
     p.set_defaults(func=cmd_import)
 
-    p = sub.add_parser("corpora", help="list the workspace's corpora and roles")
+    p = sub.add_parser("corpora", help="list the workspace's corpora and roles; `corpora set-role NAME ROLE` and "
+                                       "`corpora delete NAME` change them, as the Corpora page does")
     p.add_argument("--json", action="store_true")
     add_workspace_arg(p)
     p.set_defaults(func=cmd_corpora)
+    cs = p.add_subparsers(dest="corpora_command")
+    r = cs.add_parser("set-role", help="give a workspace corpus a role (a role belongs to one corpus at a time)")
+    r.add_argument("name")
+    r.add_argument("role", choices=[*(c.value for c in CorpusRole), "none"], help="'none' takes its role away")
+    add_workspace_arg(r)
+    r.set_defaults(func=cmd_set_role)
+    d = cs.add_parser("delete", help="delete a workspace corpus (its selections, runs and maps stay)")
+    d.add_argument("name")
+    add_workspace_arg(d)
+    d.set_defaults(func=cmd_delete_corpus)
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -109,4 +120,19 @@ def cmd_corpora(args: argparse.Namespace) -> int:
         return 0
     for i in infos:
         print(f"{i.name:<20} {str(i.role or '-'):<5} {i.sentences:>8} sent {i.tokens:>9} tok  labeled={i.labeled}")
+    return 0
+
+
+def cmd_set_role(args: argparse.Namespace) -> int:
+    ws = Workspace(args.workspace)
+    notes = ws.set_role(args.name, None if args.role == "none" else args.role)
+    print(f"{args.name!r}: role {args.role}")
+    for note in notes:
+        print(f"note: {note}", file=sys.stderr)
+    return 0
+
+
+def cmd_delete_corpus(args: argparse.Namespace) -> int:
+    Workspace(args.workspace).delete_corpus(args.name)
+    print(f"deleted corpus {args.name!r}")
     return 0
