@@ -237,6 +237,7 @@ def test_similarity_streamed_equals_in_memory(ws2k, small_batches, monkeypatch, 
     for m in ("tvc", "tvcc", "ppl", "ppl_sum", "jsd", "wvv"):
         assert matrix.values[m][0][0] == mem[m], m
     assert matrix.ttr["demo-dc"] == mem["ttr_source"] and matrix.ttr["demo-tc"] == mem["ttr_target"]
+    assert mem_sub["ttr_source"] == mem["ttr_source"]  # the whole corpus's, as the page's matrix: not its sub-samples'
     from core.cli import main
 
     assert main(["similarity", "--source", "dc", "--target", "tc", "--workspace", str(ws2k.root), "--json",

@@ -410,7 +410,8 @@ def mean_over_samples(per_sample: list[dict[str, float]]) -> dict[str, float]:
 def compare_corpora(source: Text, target: Text, params: SimilarityParams | None = None,
                     progress: Progress | None = None) -> dict[str, Any]:
     """All requested measures for one source/target pair, as the CLI prints them: one key per
-    measure (`ttr_source`/`ttr_target` for TTR), `ppl_sum`, `tvcc_method`, sample counts.
+    measure (`ttr_source`/`ttr_target` for TTR, each of the whole corpus as the Similarity page's matrix gives it:
+    sub-sampling applies to the pairwise measures), `ppl_sum`, `tvcc_method`, sample counts.
     Either corpus may be a `CorpusStream` (a workspace corpus, see `corpus_text`): it is then
     read in record batches, with the same values as its token lists would give."""
     params = params or SimilarityParams()
@@ -423,14 +424,10 @@ def compare_corpora(source: Text, target: Text, params: SimilarityParams | None 
     for i, sample in enumerate(samples):
         report(i / len(samples), f"sample {i + 1}/{len(samples)}")
         src = CorpusSide(sample, params)
-        values = pair_values(src, tgt, params.pairwise)
-        if "ttr" in params.measures:
-            n = n_tokens(sample)
-            values["ttr_source"] = len(src.vocab) / n if n else 0.0  # = type_token_ratio(sample), one pass fewer
-        per_sample.append(values)
+        per_sample.append(pair_values(src, tgt, params.pairwise))
     result: dict[str, Any] = mean_over_samples(per_sample) if per_sample[0] else {}
     if "ttr" in params.measures:
-        result["ttr_target"] = type_token_ratio(target)
+        result["ttr_source"], result["ttr_target"] = type_token_ratio(source), type_token_ratio(target)
     if "tvcc" in params.measures:
         result["tvcc_method"] = content_word_method(params.tvcc_method)[1]
     result["source_tokens"] = int(np.mean([n_tokens(s) for s in samples]))
