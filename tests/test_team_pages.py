@@ -215,6 +215,13 @@ def test_a_refused_user_change_shows_why_and_an_accepted_one_takes(tmp_path, mon
     at.selectbox(key="users_role").set_value("researcher")
     at.button(key="users_set_role").click().run()
     assert not at.error and users.get_user(ws, "ann").role == Role.RESEARCHER
+    at.text_input(key="users_new_password").input("short")  # an admin resets a password here, as the CLI does
+    at.button(key="FormSubmitter:users_password-Set password").click().run()
+    assert any("Could not set the password" in shown(e) for e in at.error)
+    at.text_input(key="users_new_password").input("a new long password 7")
+    at.button(key="FormSubmitter:users_password-Set password").click().run()
+    assert any("Password of ann changed" in s.value for s in at.success)
+    assert users.authenticate(ws, "ann", "a new long password 7").name == "ann"
 
 
 def test_tokens_and_types_show_as_themselves_in_the_pickers(tmp_path, monkeypatch):

@@ -46,6 +46,12 @@ if people:
             # a refused change keeps its error on the page: a rerun would wipe it and the click seem to do nothing
             if where.button(label, key=key) and run_guarded(change, f"Could not {label.lower()}") is not None:
                 st.rerun()
+        with st.form("users_password", clear_on_submit=True):  # an admin's reset, as `users set-password` does
+            new_password = st.text_input(f"New password for {who}", type="password", key="users_new_password",
+                                         help=f"At least {users.MIN_PASSWORD} characters; it also lifts a lock")
+            if st.form_submit_button("Set password") and run_guarded(
+                    lambda: users.set_password(ws, who, new_password, actor=me), "Could not set the password"):
+                st.success(f"Password of {who} changed.")
 
 st.subheader("Audit log")
 log = read_audit(ws, 200, actor=me)
