@@ -1,7 +1,7 @@
 """Data adaptation commands (Tokarchuk et al. 2021): selftrain, augment.
 
-Both run the job functions of core.adapt.augment in-process (jobs.run_inline), so the numbers
-printed here are the ones the Inspect page shows for the same inputs.
+Both run their job functions (core.adapt.selftrain, core.adapt.augment) in-process (jobs.run_inline), so the
+numbers printed here are the ones the Adapt page shows for the same inputs.
 """
 
 from __future__ import annotations
