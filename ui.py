@@ -170,15 +170,23 @@ def job_status(job: jobstore.Job, on_done: Callable[[jobstore.Job], None] | None
                 if run_guarded(lambda: jobs.cancel(get_workspace(), current.id, actor=actor()) or True, "Could not cancel"):
                     st.rerun()
         elif current.status == "done":
-            st.success(f"{label} — finished")
-            if current.outcome.warning:  # quality gates: near-0 F1, a weak masked LM
-                st.warning(current.outcome.warning)
+            said = current.outcome.said()
+            st.success(f"{label} — finished" + (f": {said}" if said else ""))
+            if current.outcome.warning:  # quality gates: near-0 F1, a weak masked LM, an absurd sentence length
+                st.warning(markdown_literal(current.outcome.warning))
             if job.active:  # it finished while we were polling: redraw the whole page once
                 st.rerun()
             if on_done is not None:
                 on_done(current)
         else:
-            show_error(f"{label}: {current.error or current.message}")
+            if current.status == "cancelled":
+                st.info(f"{label}: {current.message or 'cancelled'}")
+            else:
+                show_error(f"{label}: {current.error or current.message}")
+            # on every page, not only Runs: training jobs continue from their last checkpoint, the others start over
+            if st.button("Resume", key=f"resume-{cancel_key or current.id}", help="continue from the last checkpoint"):
+                if run_guarded(lambda: jobs.resume(get_workspace(), current.id, actor=actor()), "Could not resume"):
+                    st.rerun()
             with st.expander("Log"):
                 st.code(current.log_tail(60) or "(empty)")
 

@@ -40,6 +40,8 @@ def job_detail(ws: Workspace, job_id: str, interval: float | None) -> None:
     st.progress(job.progress, text=" · ".join([said, format_clock(job.elapsed)] + ([job.message] if job.message not in ("", said) else [])))
     if job.error:
         show_error(job.error)
+    if job.status == "done" and job.outcome.warning:  # quality gates: near-0 F1, a weak masked LM
+        st.warning(markdown_literal(job.outcome.warning))
     b = st.columns(6)
     # each action through the error box: the job may have ended, been resumed or deleted from elsewhere meanwhile
     if job.active and b[0].button("Cancel", key=f"cancel_{job.id}"):

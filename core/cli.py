@@ -12,10 +12,11 @@ import importlib
 import os
 import pkgutil
 import sys
+from pathlib import Path
 
 import core.commands
 from core.environment import variable
-from core.errors import TIME_LIMIT_EXIT, TimeLimitReached, UserError
+from core.errors import TIME_LIMIT_EXIT, Interrupted, TimeLimitReached, UserError
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -66,6 +67,16 @@ def check_workspace_arg(args: argparse.Namespace) -> None:
                         "give --create-workspace to make it one")
 
 
+def how_to_continue(args: argparse.Namespace, run_dir: Path) -> str:
+    """What an interrupted inline run tells its user: a command with --run-dir resumes from that folder's last
+    checkpoint (`experiment --out` keeps its finished cells); the folder was named nowhere before."""
+    if getattr(args, "run_dir", None):
+        return f"rerun the same command to continue from {run_dir}"
+    if hasattr(args, "run_dir"):
+        return f"rerun it with --run-dir {run_dir} to continue from its last checkpoint"
+    return f"its run folder: {run_dir}"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -87,8 +98,9 @@ def main(argv: list[str] | None = None) -> int:
     except TimeLimitReached as exc:  # not an error: the finished cells are kept and the same command continues
         print(str(exc), file=sys.stderr)
         return TIME_LIMIT_EXIT
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
+    except KeyboardInterrupt as exc:
+        print("interrupted" + (f"; {how_to_continue(args, exc.run_dir)}" if isinstance(exc, Interrupted) else ""),
+              file=sys.stderr)
         return 130
     except BrokenPipeError:  # `python -m core jobs list | head`: the reader left; no traceback, and none at exit
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

@@ -35,3 +35,12 @@ TIME_LIMIT_EXIT = 3  # the CLI's exit status for a run stopped at its time limit
 class TimeLimitReached(Exception):
     """An experiment stopped at its time limit, its finished cells kept: not a failure, and not a user's mistake
     (core.experiments.cell_clock)."""
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C in a job run in this process (core.runner.jobs.run_inline): it carries the run folder, so the CLI can
+    say how to continue (a training run resumes from the folder's last checkpoint)."""
+
+    def __init__(self, run_dir: Path) -> None:
+        super().__init__()
+        self.run_dir = run_dir

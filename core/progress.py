@@ -31,6 +31,26 @@ def sub(progress: Progress | None, start: float, end: float, prefix: str = "") -
     return report
 
 
+def rows_part(progress: Progress | None, done: int, size: int, total: int, start: float = 0.0, end: float = 1.0,
+              label: str = "") -> Progress:
+    """A callback for one part of a long pass over `total` rows (rows done..done+size): its 0-1 maps onto the
+    part's share of [start, end], and its message counts the whole pass ("NER on DC: 12,000/40,000 sentences"), not
+    the part's own rows (which restarted at 0 with every part of 10,000).
+
+    >>> said = []; report = rows_part(lambda f, m: said.append((round(f, 2), m)), 10, 10, 40, label="NER: ")
+    >>> report(0.5, "5/10 sentences"); said
+    [(0.38, 'NER: 15/40 sentences')]
+    """
+    if progress is None:
+        return silent
+    lo, hi = start + (end - start) * done / max(1, total), start + (end - start) * (done + size) / max(1, total)
+
+    def report(fraction: float, message: str = "") -> None:
+        fraction = min(1.0, max(0.0, float(fraction)))
+        progress(lo + (hi - lo) * fraction, f"{label}{done + round(size * fraction):,}/{total:,} sentences")
+    return report
+
+
 class CliProgress:
     """A tqdm bar on stderr, drawn only once something reports (and after a short delay), so a
     command that fails at once prints its one-line error and no bar. `echo` prints a line above it.

@@ -408,3 +408,32 @@ def test_near_zero_f1_says_why():
     assert "LOC" in weak_f1_reason(0.0, labeled, other)
     msg = weak_f1_reason(0.01, labeled, labeled, steps=6, preset="tiny")
     assert "only 6 steps" in msg and "'tiny'" in msg and "F1 0.010" in msg
+
+
+def test_a_selftrain_job_stopped_after_retraining_resumes_instead_of_refusing_its_own_model(tiny_ner, files,
+                                                                                           monkeypatch):
+    """Found in review: stopped during the TEST evaluation, a resumed selftrain job failed with "output folder
+    .../model already exists and is not empty": its retraining kept no checkpoint in the run folder."""
+    from core.adapt import selftrain
+    from core.data.workspace import Workspace
+    from core.runner import jobs
+
+    ws = Workspace(files / "ws")
+    params = {"model": str(tiny_ner), "lc": str(files / "lc.conll"), "unlabeled": str(files / "dc.txt"),
+              "dev": str(files / "lc.conll"), "test": str(files / "lc.conll"), "threshold": 0.0, "preset": "tiny"}
+    real = selftrain.evaluate
+    calls = []
+
+    def stops_once(model, corpus, **kwargs):
+        calls.append(1)
+        if len(calls) == 2:  # the retrained model's TEST evaluation
+            raise RuntimeError("killed")
+        return real(model, corpus, **kwargs)
+
+    monkeypatch.setattr(selftrain, "evaluate", stops_once)
+    run_dir = files / "st-run"
+    with pytest.raises(RuntimeError, match="killed"):
+        jobs.run_inline(ws, "selftrain", params, run_dir=run_dir)
+    assert (run_dir / "model" / "ner_config.json").exists() and (run_dir / "checkpoint").is_dir()
+    result = jobs.run_inline(ws, "selftrain", params, run_dir=run_dir)
+    assert 0.0 <= result["selftrain_f1"] <= 1.0 and not (run_dir / "checkpoint").exists()

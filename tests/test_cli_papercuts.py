@@ -128,3 +128,26 @@ def test_an_out_that_cannot_be_written_is_refused_before_the_work(tmp_path, caps
     monkeypatch.setattr(core.commands.corpus, "cmd_corpora", refused)
     assert main(["--workspace", ws, "corpora"]) == 2
     assert capsys.readouterr().err.strip() == f"error: {tmp_path / 'folder'}: Is a directory"
+
+
+def test_an_interrupted_training_run_says_which_folder_continues_it(tmp_path, capsys, monkeypatch):
+    """Ctrl-C printed only "interrupted": the run folder holding the checkpoint (runs/inline-...) was named nowhere."""
+    import core.runner.jobs
+    from core.cli import main
+
+    ws = str(tmp_path / "ws")
+    assert main(["demo", ws, "--dc-size", "40"]) == 0
+
+    def stopped(_params, ctx):
+        (ctx.run_dir / "checkpoint").mkdir(exist_ok=True)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(core.runner.jobs, "load_job_function", lambda kind: stopped)
+    capsys.readouterr()
+    assert main(["--workspace", ws, "mlm", "--mode", "tapt", "--out", str(tmp_path / "b1"), "--quiet"]) == 130
+    said = capsys.readouterr().err
+    folder = said.split("--run-dir ")[1].split(" to continue")[0]
+    assert said.startswith("interrupted; rerun it with --run-dir ") and (Path(folder) / "checkpoint").is_dir()
+    assert main(["--workspace", ws, "mlm", "--mode", "tapt", "--out", str(tmp_path / "b1"), "--run-dir", folder,
+                 "--quiet"]) == 130
+    assert f"rerun the same command to continue from {folder}" in capsys.readouterr().err

@@ -117,6 +117,7 @@ def test_grad_accumulation_and_unpacked_mode_run(tiny_mlm_dir, tmp_path):
     result = train_mlm(TOY_SENTENCES, str(tiny_mlm_dir), tmp_path / "m",
                        preset_config("tiny", max_steps=2, batch_size=4, grad_accum=2, pack=False))
     assert result["steps"] == 2 and not result["packed"] and result["examples"] == len(TOY_SENTENCES)
+    assert result["first_loss"] > 0 and result["last_loss"] > 0  # what mlm_warning reads: did the masked LM learn
 
 
 def test_selection_texts_from_artifact(tmp_path):

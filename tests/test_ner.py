@@ -407,3 +407,25 @@ def test_cli_predict_without_out_fills_the_cache_inspect_and_the_map_read(traine
     (tmp_path / "f.txt").write_text("John lives in Paris\n")
     assert main(["--workspace", str(ws.root), "ner", "predict", "--model", str(out), str(tmp_path / "f.txt")]) == 2
     assert "import the file first, or give --out FILE" in capsys.readouterr().err
+
+
+def test_a_prediction_with_no_entity_is_said_to_be_useless(trained_model, tmp_path, monkeypatch):
+    """Found in review: a predict job that found no entity in any sentence read "finished" on Inspect and the Map."""
+    import core.train.ner_predict
+    from core.data.demo import write_demo_workspace
+    from core.runner import jobs
+    from core.runner.jobresult import JobResult
+
+    out, _ = trained_model
+    ws = write_demo_workspace(tmp_path / "ws", dc_size=20)
+    real = core.train.ner_predict.predict_corpus
+
+    def nothing(*args, **kwargs):
+        preds = real(*args, **kwargs)
+        for p in preds:
+            p.spans, p.tags = [], ["O"] * len(p.tokens)
+        return preds
+
+    monkeypatch.setattr(core.train.ner_predict, "predict_corpus", nothing)
+    result = JobResult.from_dict(jobs.run_inline(ws, "predict", {"model": str(out), "corpus": "tc"}))
+    assert result.warning and "predicted no entity in" in result.warning

@@ -203,7 +203,10 @@ def test_ner_strategy_ranks_by_entity_count_then_c1(monkeypatch, tmp_path):
         types.SimpleNamespace(spans=[object()] * spans[t], c1=c1[t], c2=0.0) for t in c.texts()])
     sel = select(corpus(TC), corpus(DC), "ner", 4, ner_model=str(ner_dir))
     assert sel.order.tolist() == [1, 4, 2, 0, 5, 3]  # 3 entities (tie on c1 -> index), then 1 entity by c1, index
-    assert sel.scores.tolist() == [1, 3, 1, 0, 3, 1]
+    assert sel.scores.tolist() == [1, 3, 1, 0, 3, 1] and not any("found no entity" in n for n in sel.notes)
+    spans.update(dict.fromkeys(spans, 0))  # a model that finds nothing: the ranking is c1 alone, and says so
+    sel = select(corpus(TC), corpus(DC), "ner", 4, ner_model=str(ner_dir))
+    assert any("the NER model found no entity in DC" in n for n in sel.notes)
     with pytest.raises(UserError, match="NER model"):
         select(corpus(TC), corpus(DC), "ner", 4)
     (ner_dir / "ner_config.json").unlink()

@@ -37,6 +37,7 @@ from core.train.ner_model import load_ner_model
 from core.train.ner_predict import evaluate, predict_corpus
 from core.train.ner_train import preset_config, train_ner
 from core.train.quality import weak_f1_reason
+from core.train.training import Checkpointer
 
 if TYPE_CHECKING:
     from core.runner.jobs import JobContext
@@ -139,8 +140,12 @@ def _base_recipe(model_dir: str | Path, preset: str, overrides: dict[str, Any] |
 def self_train(model_dir: str | Path, lc: Corpus, unlabeled: Corpus, dev: Corpus, test: Corpus | None, out_dir: str | Path,
                measure: str = "c1", threshold: float | str = "auto", ratio: float = 1.0, seed: int = 1,
                preset: str = DEFAULT_PRESET, config: dict[str, Any] | None = None, progress: Progress | None = None,
-               log: Callable[[str], None] | None = None, metric: Callable[..., None] | None = None) -> dict[str, Any]:
-    """The whole Section 3 recipe; returns thresholds, the CER curve, counts and test F1 of the
+               log: Callable[[str], None] | None = None, metric: Callable[..., None] | None = None,
+               checkpoint_dir: str | Path | None = None) -> dict[str, Any]:
+    """`checkpoint_dir`: where the retraining keeps its resumable state (a job's run folder), so a resumed job
+    continues it instead of refusing its own half-written model folder.
+
+    The whole Section 3 recipe; returns thresholds, the CER curve, counts and test F1 of the
     LC model (baseline) and of the self-trained one."""
     if measure not in CONFIDENCE_MEASURES:
         raise UserError(f"unknown confidence measure {measure!r}: expected c1 or c2")
@@ -177,8 +182,8 @@ def self_train(model_dir: str | Path, lc: Corpus, unlabeled: Corpus, dev: Corpus
     base, recipe = _base_recipe(model_dir, preset, config, seed)
     out_dir = Path(out_dir)
     write_corpus(pseudo, out_dir.parent / f"{out_dir.name}-pseudo.conll", fmt="conll")
-    trained = train_ner(train, dev, base, str(out_dir), recipe, log=log, metric=metric,
-                  progress=part(0.3, 0.95, f"retraining on {len(lc)} LC + {len(picked)} pseudo-labeled: "))
+    trained = train_ner(train, dev, base, str(out_dir), recipe, log=log, metric=metric, checkpoint_dir=checkpoint_dir,
+                        progress=part(0.3, 0.95, f"retraining on {len(lc)} LC + {len(picked)} pseudo-labeled: "))
     result: dict[str, Any] = {
         "measure": measure, "threshold": chosen, "optimal_threshold": best, "cer_curve": curve,
         "dev_sentence_accuracy": sum(correct) / max(len(correct), 1), "unlabeled": len(preds), "confident": n_confident,
@@ -218,10 +223,12 @@ def selftrain_job(params: SelftrainParams, ctx: JobContext) -> dict[str, Any]:
     out = Path(params.out or ctx.run_dir / "model")
     result = self_train(params.model, ws.resolve_corpus(params.lc), unlabeled, ws.resolve_corpus(params.dev), test, out,
                         measure=params.measure, threshold=params.threshold, ratio=params.ratio, seed=params.seed,
-                        preset=params.preset, config=params.config, progress=ctx.progress, log=ctx.log, metric=ctx.metric)
+                        preset=params.preset, config=params.config, progress=ctx.progress, log=ctx.log, metric=ctx.metric,
+                        checkpoint_dir=ctx.run_dir)
     ctx.log(json.dumps({k: v for k, v in result.items() if k not in ("cer_curve", "baseline", "selftrain")}, default=json_default))
     f1 = JobResult.from_dict(result).selftrain_f1  # None without TEST
     lineage.record_ner(ws, ctx.run_id, model=result["base_model"], train=params.lc, dev=params.dev, test=params.test,
                        seed=params.seed, preset=params.preset, result={"out_dir": str(out), "test": {"f1": f1}},
                        run_dir=ctx.run_dir, seconds=time.time() - started, kind="selftrain")
+    Checkpointer(ctx.run_dir).discard()  # only now: a retry after a failure above resumes the finished retraining
     return result

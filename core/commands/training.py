@@ -255,6 +255,8 @@ def cmd_mlm(args: argparse.Namespace) -> int:
     result = JobResult.from_dict(_run(args, "mlm", params, "mlm"))
     print(f"model written to {result.out_dir} ({result.steps} steps"
           + ("; a fresh MLM head was initialised" if result.fresh_head else "") + ")")
+    if result.warning:
+        print(f"warning: {result.warning}", file=sys.stderr)
     return 0
 
 

@@ -102,7 +102,7 @@ class NerConfig:
     min_delta: float = 0.0  # a dev-F1 gain at most this large counts as flat for early stopping (the better model is still kept)
     bucket: int = 4  # batches per length-sorted chunk (less padding); 0 or 1: plain shuffled batches
     max_steps: int | None = None  # stop after this many optimizer steps (tests, smoke runs)
-    checkpoint_every: int = 100  # steps between resumable checkpoints (also at each epoch end)
+    checkpoint_every: int = 100  # steps between resumable checkpoints (an epoch end saves once this many passed since)
     log_every: int = 10  # steps between metric lines
     constrain_bioes: bool = True  # start impossible BIOES transitions at -1e4 (see core.train.crf.constrain_bioes)
     device: str = "auto"

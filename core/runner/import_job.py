@@ -19,4 +19,4 @@ def import_job(params: ImportParams, ctx: JobContext) -> dict[str, Any]:
     ctx.log(f"imported {info.name}: {info.sentences} sentences, {info.tokens} tokens")
     for warning in info.warnings:
         ctx.log(f"warning: {warning}")
-    return asdict(info)
+    return {**asdict(info), "warning": "; ".join(info.warnings) or None}  # the job panel shows one warning

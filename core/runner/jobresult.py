@@ -53,3 +53,30 @@ class JobResult:
     @property
     def test_f1(self) -> float | None:
         return None if not self.test else self.test.get("f1")
+
+    def said(self) -> str:
+        """The figures a finished job is read by, for its last progress message and its page (the jobs table said
+        only "done", the F1 of a NER run was in its log alone).
+
+        >>> JobResult(best_dev_f1=0.6123, best_epoch=9, test={"f1": 0.587}).said()
+        'best dev F1 0.612 (epoch 9), test F1 0.587'
+        >>> JobResult(extra={"selected": 600, "dc_size": 6000}).said(), JobResult(steps=400).said()
+        ('selected 600 of 6,000', '400 steps')
+        """
+        parts = []
+        if self.best_dev_f1 is not None and self.best_dev_f1 >= 0:
+            parts.append(f"best dev F1 {self.best_dev_f1:.3f}" + (f" (epoch {self.best_epoch})" if self.best_epoch else ""))
+        if self.test_f1 is not None:
+            parts.append(f"test F1 {self.test_f1:.3f}")
+        if self.selftrain_f1 is not None:
+            parts.append(f"self-trained test F1 {self.selftrain_f1:.3f}")
+        if self.steps and not parts:
+            parts.append(f"{self.steps:,} steps")
+        if self.generated is not None:
+            parts.append(f"{self.generated:,} sentences generated")
+        x = self.extra
+        if isinstance(x.get("selected"), int) and isinstance(x.get("dc_size"), int):
+            parts.append(f"selected {x['selected']:,} of {x['dc_size']:,}")
+        if isinstance(x.get("sentences"), int) and isinstance(x.get("tokens"), int):
+            parts.append(f"{x['sentences']:,} sentences, {x['tokens']:,} tokens")
+        return ", ".join(parts)

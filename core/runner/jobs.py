@@ -37,9 +37,10 @@ from core.access import LOCAL, AccessDenied, Actor, check_param_paths, check_ray
 from core.data.atomic import atomic_write_json, json_default
 from core.data.workspace import Workspace
 from core.environment import variable
-from core.errors import TimeLimitReached, UserError
+from core.errors import Interrupted, TimeLimitReached, UserError
 from core.progress import Progress, sub
 from core.runner import devices
+from core.runner.jobresult import JobResult
 from core.runner.jobstore import (
     FINISHED,
     Job,
@@ -377,7 +378,10 @@ def run_inline(ws: Workspace, kind: str, params: dict[str, Any] | Any, run_dir: 
                progress: Progress | None = None) -> dict[str, Any]:
     """Run a job function in this process (the CLI's path): the same code and validated params as a background job."""
     typed, ctx = inline_context(ws, kind, params, run_dir, progress)
-    result = load_job_function(kind)(typed, ctx) or {}
+    try:
+        result = load_job_function(kind)(typed, ctx) or {}
+    except KeyboardInterrupt:
+        raise Interrupted(ctx.run_dir) from None
     atomic_write_json(ctx.run_dir / "result.json", result)
     return result
 
@@ -398,8 +402,9 @@ def _run_job(ws: Workspace, job_id: str) -> int:
     try:
         result = load_job_function(job.kind)(job.spec, ctx) or {}
         atomic_write_json(job.run_dir / "result.json", result)
+        said = JobResult.from_dict(result).said()
         update(ws, job.id, attempt, status="done", progress=1.0, finished=time.time(), result=encode(result, "result"),
-                message="done")
+                message="done" + (f": {said}" if said else ""))
         ctx.log("job finished")
         return 0
     except JobCancelled:

@@ -83,7 +83,7 @@ def entity_gain_scores(tc: Corpus, dc: Any, ner_model: str | None, cosine: np.nd
     """(mixed score, gain, what the selection records) for every DC sentence (DC read `batch_sentences` at a time);
     `cosine`: each DC sentence's cosine to the mean TC embedding (the strategy computes it as `cosine` does)."""
     from core.lm.models import resolve_model
-    from core.progress import sub
+    from core.progress import rows_part, sub
     from core.train.ner_model import load_ner_model
     from core.train.ner_predict import predict_corpus
 
@@ -104,7 +104,7 @@ def entity_gain_scores(tc: Corpus, dc: Any, ner_model: str | None, cosine: np.nd
     done, n = 0, len(dc)
     for part in dc.batches(batch_sentences):  # one batch of predictions at a time: memory flat in DC's size
         preds = predict_corpus(model, part, batch_size=batch,
-                               progress=sub(progress, 0.1 + 0.9 * done / n, 0.1 + 0.9 * (done + len(part)) / n, "NER on DC: "))
+                               progress=rows_part(progress, done, len(part), n, 0.1, 1.0, "NER on DC: "))
         gain[done:done + len(part)] = gains(preds, known, weights)
         done += len(part)
     score = mix * percentile_ranks(gain) + (1 - mix) * percentile_ranks(np.asarray(cosine, dtype=np.float64))

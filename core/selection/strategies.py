@@ -37,7 +37,7 @@ from core.data.stream import PARALLEL_MIN, CorpusStream, map_row_groups, open_co
 from core.data.workspace import Workspace, content_hash
 from core.errors import UserError
 from core.lm.pseudo_ppl import pseudo_perplexities
-from core.progress import Progress, sub
+from core.progress import Progress, rows_part, sub
 from core.recipes.budget import Budget
 from core.recipes.selection_options import SelectionOptions, canonical_options, check_readers
 from core.recipes.strategy_info import ENTITY_AWARE, Strategy
@@ -166,10 +166,8 @@ def _by_ner(x: _Inputs) -> _Ranking:
     c1 = np.empty(len(x.dc), dtype=np.float64)
     done, n = 0, len(x.dc)
     for part in x.dc.batches(NER_BATCH):  # predictions of one batch at a time: memory flat in DC's size
-        lo = done / n
-        hi = (done + len(part)) / n
         preds = predict_corpus(model, part, batch_size=x.options.batch_for(Strategy.NER.value),
-                               progress=x.sub(0.05 + 0.9 * lo, 0.05 + 0.9 * hi, "NER: "))
+                               progress=rows_part(x.progress, done, len(part), n, 0.05, 0.95, "NER: "))
         n_spans[done:done + len(part)] = [len(p.spans) for p in preds]
         c1[done:done + len(part)] = [p.c1 for p in preds]
         done += len(part)
@@ -240,7 +238,8 @@ def _by_mlm_ppl(x: _Inputs) -> _Ranking:
     done, n = 0, len(x.dc)
     for texts in x.dc.text_batches(MLM_BATCH):
         ppl[done:done + len(texts)] = pseudo_perplexities(texts, x.model, batch_size=x.options.batch_for(Strategy.MLM_PPL.value),
-                                                          progress=x.sub(done / n, (done + len(texts)) / n))
+                                                          progress=rows_part(x.progress, done, len(texts), n,
+                                                                             label="pseudo-perplexity: "))
         done += len(texts)
     return _Ranking(ppl, rank_order(ppl, higher_is_better=False))
 
@@ -350,6 +349,11 @@ def select(tc: Corpus | CorpusStream, dc: Corpus | CorpusStream, strategy: str |
     order = np.asarray(ranking.order, dtype=np.int64)
     order, count, repeat_notes = _repeats(stream, order, count, parsed.dedupe, ranking.extra)
     notes.extend(repeat_notes)
+    if strat in ENTITY_AWARE and ranking.extra.get("dc_with_gain") == 0:
+        notes.append("no DC sentence holds an entity mention TC lacks, by the NER model: the ranking is closeness to TC "
+                     "alone")
+    if strat == Strategy.NER and len(ranking.scores) and not np.any(ranking.scores > 0):
+        notes.append("the NER model found no entity in DC: the ranking is its confidence (c1) alone")
     indices = order[:count]
     if ranking.lengths is not None and count < n:
         fix = " (dsir: --option length=chunk weighs each sentence as a chunk of DC's mean length)" \

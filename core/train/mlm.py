@@ -192,13 +192,21 @@ def train_mlm(texts: Sequence[str], model: str | ModelRef, out_dir: str | Path, 
         order = epoch_order(len(examples), config.seed, epoch)
         return [order[i:i + micro] for i in range(0, len(order), micro)]
 
+    losses: list[float] = []  # each metric row's mean loss: whether the masked LM learned anything (mlm_warning)
+
+    def keep(**row: Any) -> None:
+        if "loss" in row:
+            losses.append(float(row["loss"]))
+        if metric is not None:
+            metric(**row)
+
     loop = TrainLoop(
         mlm, optimizer, scheduler, grad_scaler(device, precision),
         LoopConfig(epochs=config.epochs, seed=config.seed, max_steps=total_steps, grad_accum=config.grad_accum,
                    grad_clip=config.grad_clip, checkpoint_every=config.checkpoint_every, log_every=config.log_every, unit="tokens",
                    checkpoint_at_end=False),
         plan=plan, forward=forward, device=device, precision=precision, total_steps=total_steps, checkpoint_dir=checkpoint_dir,
-        extra={"config": asdict(config)}, progress=progress, log=log, metric=metric)
+        extra={"config": asdict(config)}, progress=progress, log=log, metric=keep)
     if state is not None:
         loop.restore(state)
         log(f"resumed from checkpoint at step {loop.state.step} (epoch {loop.state.epoch + 1})")
@@ -229,7 +237,31 @@ def train_mlm(texts: Sequence[str], model: str | ModelRef, out_dir: str | Path, 
         progress(1.0, f"done: {step} steps")
     log(f"MLM finished in {seconds:.1f}s: {step} steps; model in {out_dir}")
     return {**{k: v for k, v in info.items() if k != "config"}, "out_dir": str(out_dir), "seconds": seconds,
-            "tokens_per_s": real_tokens / seconds if seconds > 0 else None, "device": device}
+            "tokens_per_s": real_tokens / seconds if seconds > 0 else None, "device": device,
+            **({"first_loss": losses[0], "last_loss": losses[-1]} if losses else {})}
+
+
+def mlm_warning(phases: Sequence[dict[str, Any]]) -> str | None:
+    """What a finished MLM run must say when its masked LM learned nothing: a loss that became NaN, or one that did
+    not fall from its first metric row to its last (the job read "done" either way).
+
+    >>> mlm_warning([{"phase": "tapt", "steps": 400, "first_loss": 9.1, "last_loss": 4.2}]) is None
+    True
+    >>> mlm_warning([{"phase": "tapt", "steps": 400, "first_loss": 9.1, "last_loss": float("nan")}])
+    'phase tapt: the MLM loss became NaN (a learning rate too high, or fp16 overflow): its model is not usable'
+    """
+    said = []
+    for r in phases:
+        first, last = r.get("first_loss"), r.get("last_loss")
+        if first is None or last is None:
+            continue
+        if not math.isfinite(last):
+            said.append(f"phase {r['phase']}: the MLM loss became NaN (a learning rate too high, or fp16 overflow): its "
+                        "model is not usable")
+        elif last >= first:
+            said.append(f"phase {r['phase']}: the MLM loss did not fall ({first:.3f} at the start, {last:.3f} at the end "
+                        f"of {r.get('steps', '?')} steps): the encoder learned little; more steps or another lr")
+    return "; ".join(said) or None
 
 
 def snapshotter(model: Any, tokenizer: Any, snapshot_dir: str | Path | None, every: int, log: Log
@@ -335,7 +367,7 @@ def run_phases(phases: Sequence[tuple[str, Sequence[str]]], model: str, out_dir:
                                                        snapshot_dir=work_dir / f"phase-{name}" / "snapshots")})
         current = str(target)
     return {"out_dir": str(out_dir), "phases": results, "steps": sum(r["steps"] for r in results),
-            "fresh_head": any(r.get("fresh_head") for r in results)}
+            "fresh_head": any(r.get("fresh_head") for r in results), "warning": mlm_warning(results)}
 
 
 def mlm_job(params: MlmParams, ctx: JobContext) -> dict[str, Any]:

@@ -171,7 +171,7 @@ def ner_predict_job(params: PredictParams, ctx: JobContext) -> dict[str, Any]:
         model = load_ner_model(params.model)
         result = predict_to_file(model, stream, out, batch_size=params.batch_size, progress=ctx.sub(0, 0.95))
         ctx.log(f"predicted {result['sentences']} sentences into {result['path']}")
-        return result
+        return _said_empty(result, params.model)
     corpus = ctx.workspace.resolve_corpus(params.corpus)
     model = load_ner_model(params.model)
     preds = predict_corpus(model, corpus, batch_size=params.batch_size, progress=ctx.sub(0, 0.95))
@@ -181,6 +181,14 @@ def ner_predict_job(params: PredictParams, ctx: JobContext) -> dict[str, Any]:
     if corpus.labeled:
         result["scores"] = evaluate(model, corpus, predictions=preds)
     ctx.log(f"predicted {len(preds)} sentences into {out}")
+    return _said_empty(result, params.model)
+
+
+def _said_empty(result: dict[str, Any], model: str) -> dict[str, Any]:
+    """A prediction with no entity anywhere is useless to inspect or to colour a map by: said, not "finished"."""
+    if result["sentences"] and not result["entities"]:
+        result["warning"] = (f"{model} predicted no entity in {result['sentences']:,} sentences: check that it is a "
+                             "trained NER model (its TEST F1 on the Runs page) and that the corpus is of its language")
     return result
 
 
