@@ -138,7 +138,7 @@ def test_experiment_runs_cells_and_resumes(tmp_path, corpora, tiny_bert_dir, mon
     # pretraining cell (core.experiments.cell_phases), so the time left it shows is not the cells' count
     fractions = [f for f, _ in seen]
     assert fractions == sorted(fractions) and fractions[-1] > 0.99  # the last: the last cell scoring TEST
-    none_1 = [f for f, m in seen if m.startswith("none seed 1:")]  # the first cell: its slice starts at 0
+    none_1 = [f for f, m in seen if m.startswith("cell 1/8 none seed 1:")]  # the first cell: its slice starts at 0
     assert none_1 and max(none_1) < 0.5 / len(result["cells"])  # under half of an equal share (8 cells: 1/8 each)
     assert all(0 <= c["f1"] <= 1 and c["per_type"] for c in result["cells"])
     assert {c["budget"] for c in result["cells"] if c["row"] in ("random", "ner")} == {8}  # SC sentences selected
@@ -162,6 +162,8 @@ def test_experiment_runs_cells_and_resumes(tmp_path, corpora, tiny_bert_dir, mon
     (run_dir / "log.txt").write_text("")
     again = jobs.run_inline(ws, "experiment", params, run_dir=run_dir)  # a resumed job: every cell is already done
     assert again["cells"] == result["cells"] and "test F1" not in (run_dir / "log.txt").read_text()
+    n = len(result["cells"])
+    assert f"{n} of {n} cells finished in an earlier run of this folder: kept" in (run_dir / "log.txt").read_text()
 
 
 def test_a_dsir_row_with_options_selects_with_them(tmp_path, corpora, tiny_bert_dir, monkeypatch):

@@ -225,6 +225,8 @@ def experiment_job(params: ExperimentParams, ctx: JobContext) -> dict[str, Any]:
     # the new recipe whenever nothing is left to train (the check in run_cell only runs for a cell that trains)
     done = {i: runner.finished_cell(t.row, t.seed, t.budget, t.lc_size) for i, t in enumerate(tasks)}  # read once
     check_recipe(ctx.run_dir, params, len(runner.lc), any(c is None for c in done.values()))
+    if kept := sum(c is not None for c in done.values()):
+        ctx.log(f"{kept} of {len(tasks)} cells finished in an earlier run of this folder: kept, not trained again")
     if params.ray or parallel != 1:
         cells = run_at_once(tasks, done, runner, params, ctx, {k: r.to_dict() for k, r in refs.items()}, corpora, limit)
     else:
@@ -239,7 +241,7 @@ def experiment_job(params: ExperimentParams, ctx: JobContext) -> dict[str, Any]:
                     limit.skipped.append(f"{t.label} seed {t.seed}")
                 left_out.add(i)
                 continue
-            sub = ctx.sub(start, end, f"{t.label} seed {t.seed}: ")
+            sub = ctx.sub(start, end, f"cell {i + 1}/{len(tasks)} {t.label} seed {t.seed}: ")
             cells.append(runner.run_cell(t.row, t.seed, sub, budget=t.budget, lc_size=t.lc_size))
     if limit.skipped:
         raise limit.reached(len(cells))
@@ -313,9 +315,10 @@ def pretraining_leakage(corpora: dict[str, Corpus], ctx: JobContext) -> dict[str
 
     against = {"dev": corpora["dev"].texts(), "test": corpora["test"].texts()}
     out = {}
-    for name in ("tc", "dc"):
-        ctx.progress(0.0, f"leakage check: {name.upper()} against DEV/TEST")
-        out[name] = report = texts_leakage(corpora[name].texts(), against)
+    for name in ("tc", "dc"):  # minutes on a big DC: its sentences checked are counted as they go
+        out[name] = report = texts_leakage(corpora[name].texts(), against,
+                                           progress=lambda f, m, name=name: ctx.progress(0.0, f"leakage check, "
+                                                                                              f"{name.upper()}: {m}"))
         if test := report.counts("test"):
             ctx.log(f"warning: {name.upper()} holds {test['exact']} exact and {test['near']} near duplicates of "
                     f"TEST sentences (near: verified word-2-gram Jaccard >= {report.threshold}): they are dropped before "

@@ -206,6 +206,7 @@ def check_leakage(ws: Workspace, corpus_ref: str, against: Sequence[str], thresh
     return scan(stream, index, progress, max_examples, name=str(corpus_ref))
 
 
-def texts_leakage(texts: Sequence[str], against: dict[str, Sequence[str]], threshold: float = THRESHOLD) -> LeakageReport:
+def texts_leakage(texts: Sequence[str], against: dict[str, Sequence[str]], threshold: float = THRESHOLD,
+                  progress: Progress | None = None) -> LeakageReport:
     """The same check for sentences in memory (an experiment's TC or SC before MLM)."""
-    return scan(Corpus(tokens=[t.split() for t in texts]), LeakageIndex(dict(against), threshold))
+    return scan(Corpus(tokens=[t.split() for t in texts]), LeakageIndex(dict(against), threshold), progress)
