@@ -67,10 +67,15 @@ def test_mlm_keeps_snapshots_and_the_real_probe_prefers_a_working_checkpoint_to_
 
     write_corpus(toy_ner(48), tmp_path / "lc.conll")
     write_corpus(toy_ner(12, offset=3), tmp_path / "dev.conll")
-    code = main(["--workspace", str(tmp_path / "ws"), "pick-checkpoint", "--base", str(tiny_mlm_dir), "--snapshots",
-                 str(tmp_path / "snaps"), "--lc", str(tmp_path / "lc.conll"), "--dev", str(tmp_path / "dev.conll"),
-                 "--preset", "tiny", "--json"])
-    assert code == 0
+    argv = ["--workspace", str(tmp_path / "ws"), "pick-checkpoint", "--base", str(tiny_mlm_dir), "--snapshots",
+            str(tmp_path / "snaps"), "--lc", str(tmp_path / "lc.conll"), "--dev", str(tmp_path / "dev.conll"),
+            "--preset", "tiny", "--json", "--run-dir", str(tmp_path / "pick-run")]
+    assert main(argv) == 0
+    kept = sorted(p.name for p in (tmp_path / "pick-run" / "probe").glob("*.score.json"))
+    assert kept == ["base.score.json", "step-2.score.json", "step-4.score.json"]
+    (tmp_path / "pick-run" / "log.txt").write_text("")
+    assert main(argv) == 0  # a rerun (a resumed job) probes none again: each score was kept
+    assert (tmp_path / "pick-run" / "log.txt").read_text().count("scored in an earlier run of this job, kept") == 3
 
 
 def test_pick_checkpoint_cli_refuses_when_there_is_nothing_to_compare(tmp_path, capsys):

@@ -21,8 +21,10 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from core.data.atomic import atomic_write_json
 from core.data.corpus import Corpus
 from core.errors import UserError
+from core.progress import Progress
 from core.recipes.presets import DEFAULT_PRESET
 from core.runner.params import PickParams, field_default
 
@@ -123,9 +125,11 @@ def pick_checkpoint(cands: Sequence[Candidate], probe: Callable[[Candidate], flo
 
 def dev_f1_probe(lc: Corpus, dev: Corpus, work_dir: str | Path, preset: str = DEFAULT_PRESET, seed: int = 1,
                  epochs: int = PROBE_EPOCHS, log: Callable[[str], None] | None = None,
-                 config: Any = None) -> Callable[[Candidate], float]:
+                 config: Any = None, progress: Callable[[Candidate], Progress] | None = None
+                 ) -> Callable[[Candidate], float]:
     """A probe: best DEV F1 of a short NER fine-tune (the `preset` recipe, or the run's own NER `config` with its
-    overrides: device, precision, an out-of-memory retry's grad_accum; at most `epochs` epochs) from the candidate."""
+    overrides: device, precision, an out-of-memory retry's grad_accum; at most `epochs` epochs) from the candidate.
+    `progress(candidate)`: the callback its fine-tune reports epochs and DEV F1 to."""
     from core.train.ner_train import preset_config, train_ner
 
     work = Path(work_dir)
@@ -133,7 +137,8 @@ def dev_f1_probe(lc: Corpus, dev: Corpus, work_dir: str | Path, preset: str = DE
     def probe(c: Candidate) -> float:
         base = replace(config, seed=seed) if config is not None else preset_config(preset, seed=seed)
         short = replace(base, epochs=min(base.epochs, epochs))
-        result = train_ner(lc, dev, c.path, work / c.label, config=short, log=log, overwrite=True)
+        result = train_ner(lc, dev, c.path, work / c.label, config=short, log=log, overwrite=True,
+                           progress=progress(c) if progress is not None else None)
         return float(result["best_dev_f1"] or 0.0)
 
     return probe
@@ -148,12 +153,22 @@ def pick_job(params: PickParams, ctx: JobContext) -> dict[str, Any]:
     if len(cands) < 2:
         raise UserError(f"nothing to compare with the base encoder: no step-N snapshots in {params.snapshots} and no "
                         "final model (train MLM with snapshots: `mlm --snapshot-every N`, or the Runs page's option)")
-    inner = dev_f1_probe(lc, dev, ctx.run_dir / "probe", params.preset, params.seed, params.epochs, log=ctx.log)
     done = [0]
+    inner = dev_f1_probe(lc, dev, ctx.run_dir / "probe", params.preset, params.seed, params.epochs, log=ctx.log,
+                         progress=lambda c: ctx.sub(done[0] / len(cands), (done[0] + 1) / len(cands),
+                                                    f"probing {c.label} ({done[0] + 1} of {len(cands)}): "))
 
     def probe(c: Candidate) -> float:
-        ctx.progress(done[0] / len(cands), f"probing {c.label} ({done[0] + 1} of {len(cands)})")
-        score = inner(c)
+        # each candidate's score kept in the run folder: a resumed pick probes only the ones it had not scored
+        kept = ctx.run_dir / "probe" / f"{c.label}.score.json"
+        known = json.loads(kept.read_text("utf-8")) if kept.is_file() else None
+        if known is not None and known.get("path") == c.path:
+            score = float(known["dev_f1"])
+            ctx.log(f"checkpoint {c.label}: scored in an earlier run of this job, kept")
+        else:
+            ctx.progress(done[0] / len(cands), f"probing {c.label} ({done[0] + 1} of {len(cands)})")
+            score = inner(c)
+            atomic_write_json(kept, {"dev_f1": score, "candidate": c.label, "path": c.path})
         done[0] += 1
         ctx.progress(done[0] / len(cands), f"{c.label}: DEV F1 {score:.4f}")
         return score
