@@ -144,8 +144,11 @@ def small_ws(tmp_path):
 
 def test_matrix_is_cached_per_measure(small_ws):
     params = SimilarityParams(measures=FAST, tvcc_method="approx")
-    first = similarity_matrix(small_ws, ["dc", "other"], ["tc"], params)
+    said: list[tuple[float, str]] = []
+    first = similarity_matrix(small_ws, ["dc", "other"], ["tc"], params, progress=lambda f, m: said.append((f, m)))
     assert first.computed == 2 * 4 and first.cached == 0
+    # inside a pair the bar hears each measure (an LM on a big DC took minutes at 0%), and never runs back
+    assert any(m.startswith("dc → tc, sample 1/1: ppl (") for _, m in said) and [f for f, _ in said] == sorted(f for f, _ in said)
     assert first.values["tvc"][0][0] > first.values["tvc"][1][0]  # dc shares tc's topics, other does not
     again = similarity_matrix(small_ws, ["dc", "other"], ["tc"], params)
     assert again.cached == 8 and again.computed == 0 and again.values == first.values

@@ -17,7 +17,7 @@ from core.data.stream import CorpusStream
 from core.data.workspace import Workspace, content_hash
 from core.errors import UserError
 from core.lm.ngram import build_lm
-from core.progress import Progress
+from core.progress import Progress, sub
 from core.similarity.matrix_result import SimilarityMatrix
 from core.similarity.measures import (
     CACHE_VERSION,
@@ -80,7 +80,11 @@ def similarity_matrix(ws: Workspace, sources: Sequence[str], targets: Sequence[s
                 samples = [CorpusSide(x, params) for x in sample_subcorpora(tokens_of(s), params.subsample_tokens,
                                                                          params.subsample_k, params.seed)]
             tgt = target_sides.setdefault(t, CorpusSide(tokens_of(t), params))
-            pair = mean_over_samples([pair_values(src, tgt, missing) for src in samples])
+            share = 1 / (len(sources) * len(targets) * len(samples))  # of the bar, per sample of this pair
+            first = (i * len(targets) + j) * len(samples)
+            pair = mean_over_samples([pair_values(src, tgt, missing, sub(report, (first + k) * share, (first + k + 1) * share,
+                                                                       f"{s} → {t}, sample {k + 1}/{len(samples)}: "))
+                                      for k, src in enumerate(samples)])
             for m in missing:
                 mine = {k: v for k, v in pair.items() if k == m or k.startswith(m + "_")}
                 _cache_write(ws, _cache_key(hashes[s], hashes[t], params, m), mine)

@@ -36,7 +36,7 @@ import numpy as np
 from core.data.stream import CorpusStream
 from core.errors import UserError
 from core.lm.ngram import KneserNeyLM, NgramCounts, build_lm, build_lm_streamed
-from core.progress import Progress
+from core.progress import Progress, sub
 from core.runner.params import (
     SimilarityJobParams,
     check_similarity_settings,
@@ -383,9 +383,14 @@ class CorpusSide:
         return NgramCounts.of(token_chunks(self.tokens), self.params.jsd_order)
 
 
-def pair_values(src: CorpusSide, tgt: CorpusSide, measures: Sequence[str]) -> dict[str, float]:
+def pair_values(src: CorpusSide, tgt: CorpusSide, measures: Sequence[str],
+                progress: Progress | None = None) -> dict[str, float]:
+    """The pairwise measures of one source (sample) and target; `progress` hears which measure runs (the source's LM
+    and word vectors are built inside the first that needs them: minutes on a large DC, at 0% before)."""
     out: dict[str, float] = {}
-    for m in measures:
+    for k, m in enumerate(measures):
+        if progress is not None:
+            progress(k / len(measures), f"{m} ({k + 1} of {len(measures)} measures)")
         if m == "tvc":
             out["tvc"] = target_vocab_covered(src.vocab, tgt.vocab)
         elif m == "tvcc":
@@ -422,9 +427,10 @@ def compare_corpora(source: Text, target: Text, params: SimilarityParams | None 
     tgt = CorpusSide(target, params)
     per_sample = []
     for i, sample in enumerate(samples):
-        report(i / len(samples), f"sample {i + 1}/{len(samples)}")
         src = CorpusSide(sample, params)
-        per_sample.append(pair_values(src, tgt, params.pairwise))
+        per_sample.append(pair_values(src, tgt, params.pairwise,
+                                      sub(report, i / len(samples), (i + 1) / len(samples),
+                                          f"sample {i + 1}/{len(samples)}: ")))
     result: dict[str, Any] = mean_over_samples(per_sample) if per_sample[0] else {}
     if "ttr" in params.measures:
         result["ttr_source"], result["ttr_target"] = type_token_ratio(source), type_token_ratio(target)
