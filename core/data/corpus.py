@@ -24,7 +24,15 @@ import pyarrow.parquet as pq
 
 from core.data.atomic import atomic_write_bytes
 from core.data.conllu import conllu_text, iter_conllu
-from core.data.corpus_checks import SchemeCheck, check_rows, looks_like_tag, string_lists, token_problem
+from core.data.corpus_checks import (
+    SchemeCheck,
+    check_rows,
+    compressed_as,
+    looks_like_tag,
+    record_tags,
+    string_lists,
+    token_problem,
+)
 from core.data.tags import TagScheme, convert_tags, detect_scheme
 from core.errors import CorpusError
 
@@ -182,19 +190,6 @@ CONLL_SHARE = 0.8  # of a .txt file's first 50 non-blank lines ending in a tag; 
 # --------------------------------------------------------------------------- line reading
 
 
-_MAGIC = {b"\x1f\x8b": "gzip", b"PK\x03\x04": "zip", b"BZh": "bzip2", b"\xfd7zXZ": "xz", b"(\xb5/\xfd": "zstd"}
-
-
-def compressed_as(head: bytes) -> str | None:
-    r"""The archive format a file's first bytes name ('gzip' for b'\x1f\x8b...'), None for anything else: read as
-    text, a .gz is 'not valid UTF-8 at column 2', which sends a user to re-save a file that is fine once unpacked.
-
-    >>> compressed_as(b"\x1f\x8b\x08\x00"), compressed_as(b"PK\x03\x04..."), compressed_as(b"John B-PER")
-    ('gzip', 'zip', None)
-    """
-    return next((name for magic, name in _MAGIC.items() if head.startswith(magic)), None)
-
-
 def _iter_lines(path: Path) -> Iterator[tuple[int, str]]:
     """(1-based line number, text without newline). UTF-8 with or without BOM only: any
     other bytes raise a CorpusError naming the line, because silently mis-decoded text
@@ -294,24 +289,7 @@ def _record_to_sentence(rec: dict[str, Any], path: Path, lineno: int, tokenize: 
         toks = tokenize(text)
     else:
         raise CorpusError(path, lineno, f"expected a 'text' or 'tokens' field, found {sorted(rec)[:6]}")
-    tags = rec.pop("tags", None)
-    if tags is None and isinstance(rec.get("ner_tags"), list) and all(isinstance(t, str) for t in rec["ner_tags"]):
-        tags = rec.pop("ner_tags")  # Hugging Face datasets' column name, when it holds strings
-    elif tags is None and isinstance(rec.get("ner_tags"), list) and any(isinstance(t, int) for t in rec["ner_tags"]):
-        raise CorpusError(path, lineno, "'ner_tags' holds numbers (class ids, as a Hugging Face dataset stores them); "
-                                        "write the label names instead (B-PER, I-PER, O, ...: the dataset's "
-                                        "features['ner_tags'].feature.int2str), or name the field otherwise to keep it "
-                                        "as a plain field")
-    if tags is not None:
-        if isinstance(tags, str):
-            tags = tags.split()
-        if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
-            raise CorpusError(path, lineno, "'tags' must be a list of strings")
-        if len(tags) != len(toks):
-            raise CorpusError(path, lineno, f"{len(toks)} tokens but {len(tags)} tags")
-        for t in tags:
-            if not looks_like_tag(t):
-                raise CorpusError(path, lineno, f"tag {t!r} is not O or B-/I-/E-/S-TYPE")
+    tags = record_tags(rec, len(toks), path, lineno)  # pops its tag field from rec
     return toks, tags, rec
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
@@ -86,3 +86,40 @@ class SchemeCheck:
                                 token_per_line=self.token_per_line)
         self.sentences += len(corpus)
         return corpus
+
+
+_MAGIC = {b"\x1f\x8b": "gzip", b"PK\x03\x04": "zip", b"BZh": "bzip2", b"\xfd7zXZ": "xz", b"(\xb5/\xfd": "zstd"}
+
+
+def compressed_as(head: bytes) -> str | None:
+    r"""The archive format a file's first bytes name ('gzip' for b'\x1f\x8b...'), None for anything else: read as
+    text, a .gz is 'not valid UTF-8 at column 2', which sends a user to re-save a file that is fine once unpacked.
+
+    >>> compressed_as(b"\x1f\x8b\x08\x00"), compressed_as(b"PK\x03\x04..."), compressed_as(b"John B-PER")
+    ('gzip', 'zip', None)
+    """
+    return next((name for magic, name in _MAGIC.items() if head.startswith(magic)), None)
+
+
+def record_tags(rec: dict[str, Any], n_tokens: int, path: Path, lineno: int) -> list[str] | None:
+    """A JSONL/CSV/Parquet record's tags, popped from it: `tags`, or a Hugging Face export's `ner_tags` when it
+    holds label names (class ids are refused: read as a plain field they imported the corpus unlabeled, silently)."""
+    tags = rec.pop("tags", None)
+    if tags is None and isinstance(rec.get("ner_tags"), list) and all(isinstance(t, str) for t in rec["ner_tags"]):
+        tags = rec.pop("ner_tags")  # Hugging Face datasets' column name, when it holds strings
+    elif tags is None and isinstance(rec.get("ner_tags"), list) and any(isinstance(t, int) for t in rec["ner_tags"]):
+        raise CorpusError(path, lineno, "'ner_tags' holds numbers (class ids, as a Hugging Face dataset stores them); "
+                                        "write the label names instead (B-PER, I-PER, O, ...: the dataset's "
+                                        "features['ner_tags'].feature.int2str), or name the field otherwise to keep it "
+                                        "as a plain field")
+    if tags is not None:
+        if isinstance(tags, str):
+            tags = tags.split()
+        if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
+            raise CorpusError(path, lineno, "'tags' must be a list of strings")
+        if len(tags) != n_tokens:
+            raise CorpusError(path, lineno, f"{n_tokens} tokens but {len(tags)} tags")
+        for t in tags:
+            if not looks_like_tag(t):
+                raise CorpusError(path, lineno, f"tag {t!r} is not O or B-/I-/E-/S-TYPE")
+    return tags
