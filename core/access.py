@@ -183,6 +183,8 @@ def check_param_paths(actor: Actor, params: Mapping[str, Any], workspace_root: s
     def walk(key: str, value: Any) -> None:
         # judged as the job reads it, stripped ('<space>/etc/x' was no path to the check and '/etc/x' to the job)
         text = value.strip() if isinstance(value, str) else ""
+        if isinstance(value, str) and value and not text and key in PATH_FIELDS:  # '   ': a folder named so in the checkout
+            raise AccessDenied(f"{actor} may not use {key} = {value!r}: a path of spaces only")
         if text and _looks_like_path(key, text, root, names):
             if text != value:
                 raise AccessDenied(f"{actor} may not use {key} = {value!r}: a path with spaces or line breaks around it")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -47,13 +48,15 @@ def out_folder(text: str) -> str:
         raise argparse.ArgumentTypeError("give a folder name")
     if path.exists() and not path.is_dir():
         raise argparse.ArgumentTypeError(f"{text} is a file: give a folder (a new one is made)")
+    if path.is_dir():  # a run folder is written inside; a model folder beside it, then renamed in (its parent's)
+        if not os.access(path, os.W_OK | os.X_OK):
+            raise argparse.ArgumentTypeError(f"{text}: cannot write in it")
+        return text
     _check_parents(text, path)
     return text
 
 
 def _check_parents(text: str, path: Path) -> None:
-    import os
-
     for parent in path.absolute().parents:
         if parent.exists():
             if not parent.is_dir():

@@ -125,6 +125,9 @@ def test_saved_selections_are_listed_exported_and_pretrained_on_from_the_cli(tmp
                  "--preset", "tiny", "--out", str(tmp_path / "b1"), "--quiet"]) == 0
     lineage = json.loads((tmp_path / "b1" / "lineage.json").read_text())
     assert [p["name"] for p in lineage["mlm_phases"]] == ["tc+sc"] and lineage["selection"]["id"] == listed["key"]
+    assert main(["--workspace", ws, "corpora", "set-role", "demo-tc", "none"]) == 0  # DAPT reads DC alone: no TC needed
+    assert main(["--workspace", ws, "mlm", "--mode", "dapt", "--dc", "dc", "--model", str(tiny_mlm_dir), "--preset",
+                 "tiny", "--out", str(tmp_path / "dapt"), "--quiet"]) == 0
 
 
 def test_roles_are_set_and_corpora_deleted_from_the_cli_as_on_the_corpora_page(tmp_path, capsys):

@@ -168,6 +168,8 @@ def test_a_path_with_spaces_around_it_is_refused_not_passed_unchecked(roots, tmp
         with pytest.raises(AccessDenied, match="a path with spaces or line breaks around it"):
             jobs.submit(ws, "select", {"tc": "tc", "dc": value, "strategy": "random", "budget": 1}, start=False,
                         actor=RITA)
+    with pytest.raises(AccessDenied, match="a path of spaces only"):  # a folder named so in the app's checkout
+        jobs.submit(ws, "ner", {"train": "tc", "out": "   "}, start=False, actor=RITA)
     from core.review.predictions import prediction_request
 
     with pytest.raises(AccessDenied):

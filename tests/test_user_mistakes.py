@@ -35,6 +35,12 @@ def test_a_stray_bioes_tag_in_a_bio_file_is_named_at_its_own_line(tmp_path):
         read_corpus(tmp_path / "stray.conll")
 
 
+def test_a_typo_in_a_bioes_file_is_named_not_a_correct_tag(tmp_path):
+    (tmp_path / "typo.conll").write_text("John S-PER\nlives O\n\nMary B-PER\nSmith E-PER\n\nAnn B-PER\nsings O\n")
+    with pytest.raises(CorpusError, match=r"typo.conll:8: sentence 3, token 2: span B-PER at token 0 is not closed"):
+        read_corpus(tmp_path / "typo.conll")
+
+
 def test_a_compressed_corpus_is_said_to_be_one(tmp_path):
     (tmp_path / "dc.txt.gz").write_bytes(gzip.compress(b"a sentence\n"))
     with pytest.raises(CorpusError, match=r"dc.txt.gz:1: a gzip archive, not text: unpack it first"):
@@ -78,6 +84,13 @@ def test_damaged_stored_files_are_named_not_a_traceback(ws):
     (ws.corpora_dir / "demo-tc.json").write_text("{ bad")
     with pytest.raises(UserError, match=r"demo-tc.json: the corpus description is damaged"):
         ws.list_corpora()
+    tc_file = ws.root / "tc-again.txt"
+    tc_file.write_text("a sentence of TC\n")
+    info = ws.import_corpus(tc_file, name="demo-tc", overwrite=True)  # the repair the message names
+    assert info.sentences == 1 and ws.list_corpora()
+    (ws.corpora_dir / "demo-tc.json").write_text("{ bad")
+    ws.delete_corpus("demo-tc")  # or the other repair
+    assert not ws.has_corpus("demo-tc") and ws.list_corpora()
     ws.settings_path.write_text(json.dumps({"roles": "notadict"}))
     with pytest.raises(UserError, match=r"workspace.json: 'roles' must map a role"):
         ws.settings()

@@ -58,8 +58,10 @@ if budget_kind == "count":
 else:
     budget = float(b2.number_input("Ratio of DC", value=0.2, step=0.05, format="%.3f", key="sel_budget_ratio"))
 seed = int(b3.number_input("Seed", min_value=0, value=0, step=1, key="sel_seed", help="random, dsir (Gumbel sampling)"))
-target = b4.text_input("Target domain", value=str(ws.settings().target_domain or ""), key="sel_target",
-                       help="For domain precision when DC carries a `domain` field; empty = TC's majority domain.").strip()
+ws_target = ws.settings().target_domain
+target = b4.text_input("Target domain", key="sel_target", placeholder=f"TC's, else {ws_target}" if ws_target else "TC's",
+                       help="For domain precision when DC carries a `domain` field; empty: TC's majority domain, else "
+                            "the workspace's target, as at the CLI. A domain typed here must be one of DC's.").strip()
 options: dict[str, object] = {}
 if strategy == Strategy.DSIR:
     options["sampling"] = st.radio("DSIR ranking", list(SAMPLINGS), key="sel_dsir_sampling", horizontal=True,

@@ -300,6 +300,7 @@ def cmd_task_export(args: argparse.Namespace) -> int:
     from core.team.adjudicate import export_task, left_out
 
     data, report = export_task(_ws(args), LOCAL, args.task)
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_bytes(data)
     print(f"wrote {report['sentences']} settled sentences to {args.out} ({left_out(report)}: left out)")
     return 0

@@ -22,7 +22,7 @@ from core.recipes.duration import parse_duration
 from core.recipes.presets import DEFAULT_PRESET, PICK_SNAPSHOTS, PRESETS, pick_defaults, preset_help
 from core.runner.jobresult import JobResult
 from core.runner.params import ExperimentParams, MlmParams, NerParams, PickParams, PredictParams, field_default
-from core.train.modes import MODES
+from core.train.modes import MODES, phases_of
 
 
 def _run(args: argparse.Namespace, kind: str, params: dict, desc: str) -> dict:
@@ -248,8 +248,10 @@ def cmd_drift(args: argparse.Namespace) -> int:
 def cmd_mlm(args: argparse.Namespace) -> int:
     config = _config_overrides(args, ("epochs", "max_steps", "batch_size", "lr", "block_size", "grad_accum", "seed", "pack",
                                       "snapshot_every", "head_warmup_steps", "layer_lr_decay", "freeze_layers"))
-    source = ({"train": [_corpus(args, f) for f in args.train]} if args.train else
-              {"mode": args.mode, "tc": _corpus(args, args.tc), "selection": args.selection, "dc": _corpus(args, args.dc)})
+    reads = {k for _, phase_reads in phases_of(args.mode) for k in phase_reads} if args.mode else set()
+    source = ({"train": [_corpus(args, f) for f in args.train]} if args.train else  # only the corpora the mode reads
+              {"mode": args.mode, "tc": _corpus(args, args.tc) if "tc" in reads else None,
+               "selection": args.selection if "sc" in reads else None, "dc": _corpus(args, args.dc) if "dc" in reads else None})
     params = {**source, "model": _model(args.model), "out": str(Path(args.out).resolve()), "preset": args.preset,
               "config": config}
     result = JobResult.from_dict(_run(args, "mlm", params, "mlm"))

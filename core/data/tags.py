@@ -215,6 +215,17 @@ def convert_tags(tags: Sequence[str], source: TagScheme | str, target: TagScheme
     return tags_from_spans(spans_from_tags(tags, source), len(tags), target)
 
 
+_BIOES_ONLY = ("E-", "S-", "L-", "U-")  # prefixes BIO has no use for
+
+
+def _mostly_bio(tag_sequences: Sequence[Sequence[str]]) -> bool:
+    """More sentences read as BIO spans (B-/I- only) than hold a BIOES-only tag: the BIOES tags are the strays."""
+    bioes = sum(any(t[:2] in _BIOES_ONLY for t in seq) for seq in tag_sequences)
+    bio = sum(any(t[:2] in ("B-", "I-") for t in seq) and not any(t[:2] in _BIOES_ONLY for t in seq)
+              for seq in tag_sequences)
+    return 0 < bioes < bio
+
+
 def check_sequences(tag_sequences: Sequence[Sequence[str]], scheme: TagScheme, path: str | None = None,
                     lines: Sequence[int] | None = None, first_sentence: int = 0, token_per_line: bool = True) -> None:
     """Raise a CorpusError at the first invalid sequence, naming sentence and token (`first_sentence`: how many
@@ -228,16 +239,14 @@ def check_sequences(tag_sequences: Sequence[Sequence[str]], scheme: TagScheme, p
         problems = validate_tags(tags, scheme)
         if problems:
             tok, msg = problems[0]
-            if scheme == TagScheme.BIOES and not validate_tags(tags, TagScheme.BIO):
-                # a BIO file with a stray E-/S- was read as BIOES: name the stray tag, not a valid BIO sentence
-                stray = next(((k, i, t) for k, seq in enumerate(tag_sequences) for i, t in enumerate(seq)
-                              if t[:2] in ("E-", "S-", "L-", "U-")), None)
-                if stray is not None:
-                    k, i, t = stray
-                    raise CorpusError(path, line_of(k, i), f"sentence {first_sentence + k + 1}, token {i + 1}: {t!r} is a "
-                                      f"BIOES tag, but sentence {first_sentence + s + 1} is BIO ({msg}): the file mixes "
-                                      "BIO and BIOES; write it in one scheme")
-                msg += "; it reads as BIO: does the file mix BIO and BIOES?"
+            if scheme == TagScheme.BIOES and not validate_tags(tags, TagScheme.BIO) and _mostly_bio(tag_sequences):
+                # a BIO file with a stray E-/S- was read as BIOES: name the stray tag, not a valid BIO sentence (in a
+                # file mostly BIOES, the sentence that reads as BIO is the typo, as said below)
+                k, i, t = next((k, i, t) for k, seq in enumerate(tag_sequences) for i, t in enumerate(seq)
+                               if t[:2] in _BIOES_ONLY)
+                raise CorpusError(path, line_of(k, i), f"sentence {first_sentence + k + 1}, token {i + 1}: {t!r} is a "
+                                  f"BIOES tag, but sentence {first_sentence + s + 1} is BIO ({msg}), as most of the "
+                                  "file is: it mixes BIO and BIOES; write it in one scheme")
             raise CorpusError(path, line_of(s, tok), f"sentence {first_sentence + s + 1}, token {tok + 1}: {msg} (scheme {scheme})")
 
 

@@ -163,7 +163,7 @@ def _read_info(path: Path) -> CorpusInfo:
         return CorpusInfo.from_dict(data)
     except (json.JSONDecodeError, UnicodeDecodeError, TypeError) as exc:
         raise UserError(f"{path}: the corpus description is damaged ({exc}); import the corpus {path.stem!r} again "
-                        "(CLI: import FILE --name NAME --overwrite)") from None
+                        f"with overwrite (CLI: import FILE --name {path.stem} --overwrite), or delete it") from None
 
 
 MAX_SENTENCE_TOKENS = 1_000  # far past any NER model's input (they read 256 sub-tokens): a sentence this long is a format slip
@@ -392,6 +392,14 @@ class Workspace:
     def _info_path(self, name: str) -> Path:
         return self.corpora_dir / f"{name}.json"
 
+    def _described(self, name: str) -> bool:
+        """Whether `name`'s description is there and readable: a damaged one (by hand, a full disk) is as good as
+        lost, so importing the file again with overwrite, or deleting the corpus, repairs it as for a lost one."""
+        try:
+            return self._info_path(name).exists() and _read_info(self._info_path(name)) is not None
+        except UserError:
+            return False
+
     def corpus_path(self, name: str) -> Path:
         path = self.corpora_dir / f"{name}.parquet"
         if not is_valid_name(name) or not path.exists():  # '../x' would reach outside corpora/
@@ -473,9 +481,9 @@ class Workspace:
                 raise CorpusError(path, None, f"role {role.value.upper()} needs a labeled corpus "
                                               "(CoNLL, or JSONL/CSV/Parquet with tags); this file has no tags")
             new_hash = file_hash(tmp)
-            if target.exists() and not self._info_path(name).exists() and overwrite:
-                # data that lost its description (a first import stopped between the two): replaced as asked, keeping
-                # a role the settings still give it
+            if target.exists() and not self._described(name) and overwrite:
+                # data that lost its description (a first import stopped between the two) or holds a damaged one:
+                # replaced as asked, keeping a role the settings still give it
                 held_roles = [CorpusRole(r) for r, v in self.settings().roles.items() if v == name]
                 if held_roles and role is None and (labeled or not held_roles[0].needs_labels):
                     role = held_roles[0]
@@ -552,9 +560,9 @@ class Workspace:
         require(actor, "change corpora or roles")
         if not self.has_corpus(name):  # a name, never a path: '../../data/x' deleted x.parquet outside corpora/
             raise UserError(f"no corpus {name!r} in the workspace to delete")
-        if self._info_path(name).exists():
+        if self._described(name):
             self.set_role(name, None, actor=actor)
-        else:  # data that lost its description: no info to change, only the settings' roles that name it
+        else:  # data that lost its description or holds a damaged one: only the settings' roles that name it change
             settings = self.settings()
             atomic_write_json(self.settings_path, replace(settings, roles={
                 k: v for k, v in settings.roles.items() if v != name}).to_dict())

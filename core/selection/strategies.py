@@ -366,6 +366,9 @@ def select(tc: Corpus | CorpusStream, dc: Corpus | CorpusStream, strategy: str |
                      "smoothing=dc takes DC's distribution as the prior (on the CrossNER studies' corpora it picked more "
                      "target-domain text, most of all from a small TC: docs/results/dsir-smoothing.json)")
     dc_domains = stream.field_counts("domain")
+    if target is not None and dc_domains is not None and str(target) not in dc_domains:
+        notes.append(f"target domain {target!r} (TC's or the workspace's) is not a value of DC's 'domain' field, so "
+                     "the domain precision says nothing: name one of DC's domains as the target")
     selected_domains = stream.field_counts("domain", indices) if dc_domains is not None else None
     names = names or {}
     meta = SelectionMeta(
@@ -473,7 +476,7 @@ def resolve_target_domain(tc: Corpus, target_domain: str | None) -> str | None:
 def check_target_domain(dc: CorpusStream, name: str, target: str) -> None:
     """A target domain a user names must be a value of DC's `domain` field: any other scored every selection's
     domain precision 0.000 against random's 0.000, reported as a result. A DC without the field measures no domain
-    precision, whatever the target (the Selection page fills in the workspace's target for every DC)."""
+    precision, whatever the target. (One the user did not name, TC's or the workspace's, is said in a note.)"""
     counts = dc.field_counts("domain")
     if counts is not None and str(target) not in counts:
         shown = ", ".join(repr(k) for k, _ in counts.most_common(10))

@@ -238,12 +238,12 @@ def train_mlm(texts: Sequence[str], model: str | ModelRef, out_dir: str | Path, 
     log(f"MLM finished in {seconds:.1f}s: {step} steps; model in {out_dir}")
     return {**{k: v for k, v in info.items() if k != "config"}, "out_dir": str(out_dir), "seconds": seconds,
             "tokens_per_s": real_tokens / seconds if seconds > 0 else None, "device": device,
-            **({"first_loss": losses[0], "last_loss": losses[-1]} if losses else {})}
+            **({"first_loss": losses[0], "last_loss": losses[-1]} if len(losses) > 1 else {})}  # one row: no trend
 
 
 def mlm_warning(phases: Sequence[dict[str, Any]]) -> str | None:
     """What a finished MLM run must say when its masked LM learned nothing: a loss that became NaN, or one that did
-    not fall from its first metric row to its last (the job read "done" either way).
+    not fall from its first metric row to its last (the job read "done" either way; a run of one row says nothing).
 
     >>> mlm_warning([{"phase": "tapt", "steps": 400, "first_loss": 9.1, "last_loss": 4.2}]) is None
     True
@@ -380,10 +380,12 @@ def mlm_job(params: MlmParams, ctx: JobContext) -> dict[str, Any]:
         refs = params.train if isinstance(params.train, list) else [params.train]
         phases = [("train", [t for r in refs for t in ws.resolve_corpus(r).texts()])]
     else:
-        tc = ws.resolve_corpus(params.tc).texts() if params.tc else None
-        sc = list(selection_texts(ws, params.selection)) if params.selection else None
+        reads = {k for _, phase_reads in phases_of(params.mode) for k in phase_reads}  # dapt reads no TC: none needed
+        tc = ws.resolve_corpus(params.tc).texts() if params.tc and "tc" in reads else None
+        sc = list(selection_texts(ws, params.selection)) if params.selection and "sc" in reads else None
         # DC's texts read batch by batch from its Parquet file: the token lists are never all held beside them
-        dc = [t for part in open_corpus_stream(ws, params.dc).text_batches() for t in part] if params.dc else None
+        dc = [t for part in open_corpus_stream(ws, params.dc).text_batches() for t in part] \
+            if params.dc and "dc" in reads else None
         phases = mlm_phases(params.mode, tc, sc, dc, seed=config.seed)
     result = run_phases(phases, params.model, params.out or ctx.run_dir / "model", config, ctx.run_dir, ctx.progress, ctx.log,
                         ctx.metric)
