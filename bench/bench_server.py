@@ -1,7 +1,7 @@
 """Is the app a server you can leave running? Its CPU use idle and while a job runs, and what an
 open page costs a running job.
 
-Starts the app as README does (`streamlit run app.py` from the checkout, so .streamlit/config.toml
+Starts the app as README does (`streamlit run server.py` from the checkout, so .streamlit/config.toml
 applies: 127.0.0.1, no file watcher, no full GC after each rerun) on a free port with its own
 temporary demo workspace, and measures CPU seconds (utime + stime) of the server process and of the
 headless Chromium processes in these phases:

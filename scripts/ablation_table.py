@@ -272,8 +272,11 @@ def markdown(table: dict[str, Any]) -> str:
               "the selection row with the highest mean (chosen after the fact: read its interval). † none borrowed from "
               "another run of the same domain, protocol, encoder, preset, NER settings, seeds and device. A row marked (n seeds) "
               "ran fewer seeds than the others so far (a partial run): its mean and theirs are over different seeds, so read "
-              "the paired difference, over the seeds both ran; the counts below use it too.", "",
-              "| variant | domains | TAPT >= none | best selection >= TAPT | both | cannot say (no none, TAPT or selection yet) |",
+              "the paired difference, over the seeds both ran; the counts below use it too. The counts below are of point "
+              "estimates, untested (the seed paper's criterion, as a description): no domain in them is a finding "
+              "unless its row above is starred; the decision rule after them reads Holm-adjusted p only.", "",
+              "| variant | domains | TAPT >= none (point estimate) | best selection >= TAPT (point estimate) | both | "
+              "cannot say (no none, TAPT or selection yet) |",
               "|---|---|---|---|---|---|"]
     for variant, c in table["criterion"].items():
         lines.append(f"| {variant} | {', '.join(c['domains'])} | {c['tapt_ge_none']} | {c['best_ge_tapt']} | {c['both']} | "

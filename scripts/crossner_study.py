@@ -170,6 +170,35 @@ def with_stored(cells: list[dict[str, Any]], stored: dict[str, Any] | None) -> l
     return [*cells, *(c for c in (stored or {}).get("cells") or [] if key(c) not in have)]
 
 
+def holes(cells: list[dict[str, Any]], rows: list[str]) -> list[tuple[str, int]]:
+    """(row, seed) pairs of `rows` x every seed the cells hold that have no cell: what keeps a study unfinished.
+
+    >>> holes([{"row": "none", "seed": 1}, {"row": "none", "seed": 2}, {"row": "tapt", "seed": 1}], ["none", "tapt"])
+    [('tapt', 2)]
+    """
+    have = {(c["row"], c["seed"]) for c in cells}
+    seeds = sorted({c["seed"] for c in cells})
+    return [(r, s) for r in rows for s in seeds if (r, s) not in have]
+
+
+def other_device(cells: list[dict[str, Any]], device: str) -> str | None:
+    """The device ('cuda' or 'cpu') stored cells ran on when it is not this machine's `device`: their file is another
+    machine's study, and cells of two devices never pair (core.experiments.records.ran_alike).
+
+    >>> other_device([{"numerics": {"device": "cuda:0"}}], "cpu"), other_device([{"numerics": {"device": "cpu"}}], "cpu")
+    ('cuda', None)
+    """
+    kinds = {str((c.get("numerics") or {}).get("device", "")).split(":")[0] for c in cells} - {""}
+    return next(iter(sorted(kinds - {device})), None)
+
+
+def this_device() -> str:
+    """Where this machine's cells train: 'cuda' or 'cpu'."""
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
 def runs_again(cell: dict[str, Any], rows: list[str], seeds: list[int], old_head: bool = False,
                cpu_precision: str | None = None) -> bool:
     """Whether this stored cell of the asked rows and seeds runs again: with --rerun-old-head when its NER head was
@@ -488,6 +517,14 @@ def merge_results(paths: list[Path], out: Path) -> dict[str, Any]:
         diff = recipe_differences(recipe_of(parts[0]["params"]), recipe_of(part["params"]))
         if part["domain"] != parts[0]["domain"]:
             diff.insert(0, f"domain: {parts[0]['domain']!r} there, {part['domain']!r} now")
+        first, this = (parts[0].get("protocol") or {}), (part.get("protocol") or {})
+        for k in ("name", "split_seed", "sizes"):  # v1 and v2 parts hold other sentences in LC, DEV and TEST
+            if first.get(k) != this.get(k):
+                diff.append(f"protocol {k}: {first.get(k)!r} there, {this.get(k)!r} now")
+        devices = {str((c.get("numerics") or {}).get("device", "")).split(":")[0] for p in (parts[0], part)
+                   for c in p.get("cells") or []} - {""}
+        if len(devices) > 1:  # cells of two devices never pair (core.experiments.records.ran_alike)
+            diff.append(f"devices: the parts ran on {' and '.join(sorted(devices))}")
         if diff:
             raise SystemExit(f"error: {path} is another study than {paths[0]} ({'; '.join(diff)}): "
                              "merge only parts of one domain and recipe")
@@ -723,7 +760,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "local folder; another than the default names the run folder and JSON (study-music-<name>-study-pick4)")
     parser.add_argument("--mlm-steps", type=int, help="MLM step cap of every cell instead of the preset's (own run folder and JSON)")
     parser.add_argument("--mlm", action="append", default=[], metavar="KEY=VALUE",
-                        help="an MLM recipe setting of every cell (core.train.mlm.MlmConfig), e.g. head_warmup_steps=100, "
+                        help="an MLM recipe setting of every cell (core.recipes.configs.MlmConfig), e.g. head_warmup_steps=100, "
                              "layer_lr_decay=0.8, freeze_layers=2, lr=5e-5; repeatable; own run folder and JSON")
     parser.add_argument("--rehearsal-share", type=float, default=0.0, dest="rehearsal_share",
                         help="share of every MLM corpus made of random DC sentences (general-text replay; own run folder)")
@@ -736,7 +773,7 @@ def build_parser() -> argparse.ArgumentParser:
                              f"{pick_defaults()})")
     parser.add_argument("--no-pick-checkpoint", action="store_const", const=0, dest="pick_checkpoint",
                         help="fine-tune from the last MLM model (the study as run before checkpoint pick was the default)")
-    parser.add_argument("--out", help="result JSON (default docs/results/crossner-<domain>-<variant>.json, the run "
+    parser.add_argument("--out", help="result JSON (default docs/results/crossner-v2-<domain>-<variant>.json, the run "
                         "folder's variant, e.g. crossner-music-study-pick4.json)")
     parser.add_argument("--rerun-old-head", action="store_true", dest="rerun_old_head",
                         help="run again the stored cells of --rows whose NER head was drawn after an MLM folder's load, "
@@ -932,7 +969,9 @@ def main() -> int:
             **({"encoder_note": note} if (note := os.environ.get("NERSELECT_ENCODER_NOTE")) else {}),
             # the command that continues the whole study: not --status, and every row the JSON holds
             "command": " ".join([Path(sys.executable).name, *with_rows(sys.argv, held)]),
-            "finished": result is not None or complete, "error": error,
+            # finished: every row the JSON holds has a cell for every seed it holds (a --rows tapt call that completes
+            # its own rows does not finish rows an earlier, timed-out call left short)
+            "finished": (result is not None or complete) and not holes(cells, held), "error": error,
             "written": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "seconds_this_run": round(time.time() - started, 1),
             "protocol": {"name": PROTOCOL, "split_seed": SPLIT_SEED, "sizes": study.sizes(),
                          "dc_in_domain": sum(d == args.domain for d in study.dc.fields["domain"]),
@@ -968,6 +1007,12 @@ def main() -> int:
     try:
         protocol = {"name": PROTOCOL, "split_seed": SPLIT_SEED, "sizes": study.sizes()}
         stored = same_study(out, params, protocol, say=False)  # read only: --status may run beside the study
+        if stored is None and args.out and out.exists() and not args.status:  # silently replaced, its cells were lost
+            raise UserError(f"{out} holds another study's result (domain, protocol or recipe): give another --out")
+        if not args.status and (ran := other_device((stored or {}).get("cells") or [], this_device())):
+            raise UserError(f"{out} holds cells run on {ran}, and this machine runs on {this_device()}: its cells would "
+                            "be paired with them; on a CPU give --cpu-precision fp32 or bf16 (a study file of its own), "
+                            "or --out another file")
         restored = None if args.status else restore_cells(out, run_dir, params, protocol, rows, seeds, args.rerun_old_head,
                                                           args.cpu_precision)
     except UserError as exc:

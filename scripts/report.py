@@ -201,8 +201,9 @@ def compare_block(path: Path) -> str:
         lines.append(f"| {name} | {m['r']:+.2f} [{m['r_ci'][0]:+.2f}, {m['r_ci'][1]:+.2f}] | {m['p']:.2f} | {m['rho']:+.2f} | "
                      f"{m['r_within']:+.2f} [{m['r_within_ci'][0]:+.2f}, {m['r_within_ci'][1]:+.2f}] | {m['r_off_diagonal']:+.2f} |")
     spans = [m for m in data["measures"].values() if m["r_ci"][0] < 0 < m["r_ci"][1]]
-    lines += ["", f"- Every interval of r spans 0 for {len(spans)} of {len(data['measures'])} measures: these 25 pairs cannot "
-              "say whether a measure predicts the gain (intervals this wide allow a strong relation as well as none)."]
+    lines += ["", f"- The interval of r spans 0 for {len(spans)} of {len(data['measures'])} measures: for each of "
+              f"them, the {len(points)} pairs cannot say whether it predicts the gain (intervals this wide allow a strong "
+              "relation as well as none)."]
     gains = {}
     for p in points:
         gains.setdefault(short[p["target"]], []).append(p["gain"])

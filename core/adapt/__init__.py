@@ -1,1 +1,1 @@
-"""Adaptation and inspection stage: self-training, augmentation, weak-run explanations, the Inspect page, review, span HTML."""
+"""Adaptation stage: self-training and MLM augmentation (the Inspect page's review and span HTML are core/review)."""

@@ -4,7 +4,7 @@ gain of pretraining on a source?
 For sources S1..Sn, a target text T and a labeled LC/DEV/TEST: per seed, MLM on each source
 (starting from the base model), NER on LC (early stopping on DEV), F1 on TEST; a baseline NER
 run per seed without MLM; the measures of each source against T; and Pearson r (and p) of each
-measure against the F1 gain over the baseline (`core.similarity.measures.correlate_with_f1`, the same
+measure against the F1 gain over the baseline (`core.similarity.correlation.correlate_with_f1`, the same
 function the Similarity page uses).
 
 The run folder holds `measures/SOURCE.json` and `cells/SOURCE/seed-N/` (NER model, cell.json), so an

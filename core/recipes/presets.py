@@ -27,7 +27,7 @@ PLUMBING_PRESETS = ("tiny",)  # only check that training runs: a near-zero F1 af
 TRAINING_PRESETS = ("demo", "paper")  # what a user is pointed to when a plumbing run scores nothing
 PICK_SNAPSHOTS = 4  # MLM snapshots a checkpoint pick keeps when it is asked for without a number (CLI, page, scripts)
 
-# Settings that differ from core.train.mlm.MlmConfig's defaults (the seed paper's: 5 epochs, batch 64).
+# Settings that differ from core.recipes.configs.MlmConfig's defaults (the seed paper's: 5 epochs, batch 64).
 MLM: dict[str, dict[str, Any]] = {
     "paper": {},
     # ~3.5 min alone on 2 CPU cores: a fixed 200 steps of 16 x 64-token blocks whatever the corpus size (the demo TC
@@ -45,7 +45,7 @@ MLM: dict[str, dict[str, Any]] = {
               "log_every": 10},
 }
 
-# Settings that differ from core.train.ner_train.NerConfig's defaults (the seed paper's: lr 2e-5, up to 200 epochs).
+# Settings that differ from core.recipes.configs.NerConfig's defaults (the seed paper's: lr 2e-5, up to 200 epochs).
 NER: dict[str, dict[str, Any]] = {
     "paper": {},
     # ~1.5 min alone on 2 CPU cores for the demo's 150 LC sentences: fewer epochs, a faster head, a dev subset.
