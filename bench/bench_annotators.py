@@ -388,11 +388,11 @@ def main() -> None:
                      "save_errors": sum(len(b["errors"]) for b in r["browsers"]),
                      "stopped": sum(1 for b in r["browsers"] if b["stopped"]), "progress_off": c["progress_mismatch"],
                      "export_missing": c["export_missing"], "reloads": r["researcher"]["reloads"],
-                     "reload_errors": len(r["researcher"]["errors"]), "median_s": pct(lat, 50) or 0.0, "p95_s": pct(lat, 95) or 0.0})
+                     "reload_errors": len(r["researcher"]["errors"]), "median_s": pct(lat, 50), "p95_s": pct(lat, 95)})
     keys = ("assigned", "saves", "stored", "lost", "overwritten", "save_errors", "stopped", "progress_off", "export_missing",
             "reloads", "reload_errors")
     total = {"run": "all", "annotators": args.annotators, **{k: sum(r[k] for r in rows) for k in keys},
-             "median_s": pct(all_lat, 50) or 0.0, "p95_s": pct(all_lat, 95) or 0.0}
+             "median_s": pct(all_lat, 50), "p95_s": pct(all_lat, 95)}
     print_table(rows + [total], f"Team annotation in the browser: {args.annotators} annotators, {args.sentences} sentences, "
                                 f"overlap {args.overlap}, {args.runs} runs, researcher reloading /tasks every {args.reload_s:g} s "
                                 f"({os.cpu_count()} cores)")
@@ -407,7 +407,8 @@ def main() -> None:
     print(f"\n{total['saves']} saves, {total['lost']} lost, {total['overwritten']} overwritten, {total['save_errors']} save errors; "
           f"every confirmed save in the store, the progress counts and the export: {'yes' if intact else 'NO'}; "
           f"every assigned sentence saved: {'yes' if complete else 'NO'}; "
-          f"'Save and next' {total['median_s']:.2f} s median / {total['p95_s']:.2f} s p95")
+          + (f"'Save and next' {total['median_s']:.2f} s median / {total['p95_s']:.2f} s p95" if all_lat
+             else "'Save and next' latency: none (nothing was saved)"))
     reloads = [x for r in runs for x in r["researcher"]["load_s"]]
     if reloads:
         print(f"researcher: {len(reloads)} reloads of /tasks (each signing in again), {pct(reloads, 50):.2f} s median / "

@@ -29,6 +29,7 @@ mkdir -p "$OUT/logs"
 plan=()  # one entry per lane: "DOMAINS ROWS ARGS..."
 if [ -n "${PLAN:-}" ]; then
     [ -f "$PLAN" ] || { echo "device_study: no plan file $PLAN" >&2; exit 2; }
+    [ $# -eq 0 ] || { echo "device_study: with PLAN=, a plan line carries each study's arguments; '$*' would be dropped" >&2; exit 2; }
     while read -r line; do
         line=${line%%#*}
         [ -n "${line// /}" ] || continue
