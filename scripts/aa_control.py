@@ -31,7 +31,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("variant", type=Path, help="a study JSON whose MLM left the encoder unchanged")
     p.add_argument("default", type=Path, help="the same domain's study JSON with the none row")
     args = p.parse_args(argv)
-    rows = unchanged_against_none(json.loads(args.variant.read_text()), json.loads(args.default.read_text()))
+    variant, default = json.loads(args.variant.read_text()), json.loads(args.default.read_text())
+    from core.experiments.records import ran_alike
+
+    ways = {ran_alike(variant["cells"]), ran_alike(default["cells"])}
+    if len(ways) > 1:  # a device or precision moves F1 by itself: the control would measure the machine
+        raise SystemExit(f"error: the two studies ran differently ({' vs '.join(', '.join(w) or '?' for w in ways)}): "
+                         "the A/A control compares cells run alike only")
+    rows = unchanged_against_none(variant, default)
     print("| row | seed | checkpoint used | TEST F1 | none | minus none |\n|---|---|---|---|---|---|")
     for r in rows:
         print(f"| {r['row']} | {r['seed']} | {r['chosen']} | {100 * r['f1']:.2f} | {100 * r['none']:.2f} "
