@@ -22,7 +22,7 @@ from core.recipes.duration import parse_duration
 from core.recipes.presets import DEFAULT_PRESET, PICK_SNAPSHOTS, PRESETS, pick_defaults, preset_help
 from core.runner.jobresult import JobResult
 from core.runner.params import ExperimentParams, MlmParams, NerParams, PickParams, PredictParams, field_default
-from core.train.modes import MODES, phases_of
+from core.train.modes import MODES, mode_reads
 
 
 def _run(args: argparse.Namespace, kind: str, params: dict, desc: str) -> dict:
@@ -248,7 +248,7 @@ def cmd_drift(args: argparse.Namespace) -> int:
 def cmd_mlm(args: argparse.Namespace) -> int:
     config = _config_overrides(args, ("epochs", "max_steps", "batch_size", "lr", "block_size", "grad_accum", "seed", "pack",
                                       "snapshot_every", "head_warmup_steps", "layer_lr_decay", "freeze_layers"))
-    reads = {k for _, phase_reads in phases_of(args.mode) for k in phase_reads} if args.mode else set()
+    reads = mode_reads(args.mode) if args.mode else set()
     source = ({"train": [_corpus(args, f) for f in args.train]} if args.train else  # only the corpora the mode reads
               {"mode": args.mode, "tc": _corpus(args, args.tc) if "tc" in reads else None,
                "selection": args.selection if "sc" in reads else None, "dc": _corpus(args, args.dc) if "dc" in reads else None})

@@ -39,7 +39,7 @@ from core.recipes.configs import MlmConfig
 from core.recipes.presets import DEFAULT_PRESET, RUN_ONLY_SETTINGS, mlm_settings
 from core.train import lineage
 from core.train.mlm_recipe import chain, head_warmup, l2sp_anchor, param_groups
-from core.train.modes import phases_of
+from core.train.modes import mode_reads, phases_of
 from core.train.training import (
     Checkpointer,
     Log,
@@ -380,7 +380,7 @@ def mlm_job(params: MlmParams, ctx: JobContext) -> dict[str, Any]:
         refs = params.train if isinstance(params.train, list) else [params.train]
         phases = [("train", [t for r in refs for t in ws.resolve_corpus(r).texts()])]
     else:
-        reads = {k for _, phase_reads in phases_of(params.mode) for k in phase_reads}  # dapt reads no TC: none needed
+        reads = mode_reads(params.mode)  # dapt reads no TC: none needed
         tc = ws.resolve_corpus(params.tc).texts() if params.tc and "tc" in reads else None
         sc = list(selection_texts(ws, params.selection)) if params.selection and "sc" in reads else None
         # DC's texts read batch by batch from its Parquet file: the token lists are never all held beside them

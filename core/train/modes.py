@@ -23,3 +23,8 @@ def phases_of(mode: str) -> list[tuple[str, tuple[str, ...]]]:
     if mode not in MODE_PHASES:
         raise UserError(f"unknown MLM mode {mode!r}: expected one of {', '.join(MODES)}")
     return MODE_PHASES[mode]
+
+
+def mode_reads(mode: str) -> set[str]:
+    """The corpora a mode's phases read ('tc', 'sc', 'dc'): only these are resolved (dapt needs no TC)."""
+    return {k for _, reads in phases_of(mode) for k in reads}
