@@ -11,9 +11,9 @@ from core.data.browse import browse_corpus, filter_fields
 from core.data.corpus import FORMAT_CHOICES
 from core.data.showtext import markdown_literal
 from core.data.stats import corpus_stats, length_histogram
+from core.data.uploads import stage_upload
 from core.data.workspace import ROLE_LABELS, CorpusRole
 from core.review.highlight import browse_rows_html, page_css, type_colors
-from core.tables import count
 from ui import actor, get_workspace, job_status, latest_job, run_guarded, submit_job
 
 ws = get_workspace()
@@ -83,19 +83,13 @@ with load_tab, st.form("upload_form", clear_on_submit=False):
     up_name = c2.text_input("Name in the workspace", key="upload_name", placeholder="default: the file name")
     up_format = c3.selectbox("Format", FORMAT_OPTIONS, key="upload_format", help=FORMAT_HELP)
     up_overwrite = st.checkbox("Replace a different corpus of the same name", key="upload_overwrite")
+    st.caption("The file is kept in the workspace and read by a background job: you can close the tab meanwhile.")
     if st.form_submit_button("Import", type="primary") and upload is not None:
-        bar = st.progress(0.0, text="reading...")
-        # the error names the file and line itself ("x.conll:3: ..."); the bar goes, so it does not sit above the error
-        info = run_guarded(lambda: ws.import_upload(upload.name, upload.getvalue(), role=up_role, name=up_name or None,
-                                                    fmt=up_format, overwrite=up_overwrite,
-                                                    progress=lambda f, m: bar.progress(f, text=m),
-                                                    actor=actor()),
-                           "Could not import", before_error=bar.empty)
-        if info is not None:
-            st.success(f"Imported {info.name!r}: {count(info.sentences, 'sentence')}, {count(info.tokens, 'token')}.")
-            for warning in info.warnings:
-                st.warning(markdown_literal(warning))
-            st.session_state["corpus_view"] = info.name
+        staged = run_guarded(lambda: stage_upload(ws, upload.name, upload.getvalue(), actor=actor()), "Could not import")
+        if staged is not None:
+            submit_job("import", {"path": str(staged), "upload": upload.name, "role": up_role.value if up_role else None,
+                                  "name": up_name or None, "format": up_format, "overwrite": up_overwrite},
+                       "corpora_import_job")
 
 with path_tab, st.form("path_form"):
     path = st.text_input("File path on the server", key="path_input", placeholder="/data/dc.txt")
@@ -110,9 +104,18 @@ with path_tab, st.form("path_form"):
         submit_job("import", {"path": path, "role": p_role.value if p_role else None, "name": p_name or None,
                               "format": p_format, "overwrite": p_overwrite}, "corpora_import_job")
 
+
+
+def _show_imported(job) -> None:
+    """Once per finished import of this session: its corpus becomes the one inspected below."""
+    if st.session_state.get("corpora_import_shown") != job.id and isinstance(job.outcome.extra.get("name"), str):
+        st.session_state["corpora_import_shown"] = job.id
+        st.session_state["corpus_view"] = job.outcome.extra["name"]
+
+
 import_job = latest_job("import", "corpora_import_job")
 if import_job is not None and (import_job.active or st.session_state.get("corpora_import_job") == import_job.id):
-    job_status(import_job)
+    job_status(import_job, on_done=_show_imported)
 
 infos = ws.list_corpora()
 if not infos:

@@ -20,7 +20,6 @@ import hashlib
 import json
 import os
 import shutil
-import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field, fields, replace
@@ -40,6 +39,7 @@ from core.data.atomic import (
 from core.data.corpus import Corpus, read_corpus, write_corpus
 from core.data.parquet_import import write_parquet
 from core.data.tags import TagScheme
+from core.data.uploads import import_staged, stage_upload
 from core.environment import variable
 from core.errors import CorpusError, UserError
 from core.progress import Progress
@@ -452,7 +452,7 @@ class Workspace:
         far less than 2x its size. The parquet is written to a temp file and only moved
         into place once the whole file parsed, so a bad line changes nothing stored. A signed-in `actor` names only
         files under a data root or the workspace (core.access.check_server_path); uploads come through
-        `import_upload`, which reads its own temporary copy.
+        `import_upload` or the job's `upload` setting (core.data.uploads), which read the workspace's own copy.
         """
         require(actor, "import a corpus")
         check_server_path(actor, path, self.root, "import")
@@ -527,19 +527,10 @@ class Workspace:
     def import_upload(self, filename: str, data: bytes, role: CorpusRole | str | None = None, name: str | None = None,
                       fmt: str = "auto", overwrite: bool = False, progress: Progress | None = None,
                       actor: Actor = LOCAL) -> CorpusInfo:
-        """Import bytes from a browser upload; errors name the uploaded file, not our temp copy."""
-        require(actor, "import a corpus")
-        suffix = Path(filename).suffix
-        fd, tmp = tempfile.mkstemp(suffix=suffix, prefix="upload-")
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
-            return self._import_file(tmp, role, name or Path(filename).stem, fmt, overwrite, progress, f"upload: {filename}",
-                                     actor)
-        except CorpusError as exc:
-            raise CorpusError(filename, exc.line, exc.message) from None
-        finally:
-            Path(tmp).unlink(missing_ok=True)
+        """Import bytes from a browser upload here and now (the page stages them for the "import" job instead);
+        errors name the uploaded file, not its copy."""
+        path = stage_upload(self, filename, data, actor=actor)
+        return import_staged(self, path, filename, role, name, fmt, overwrite, progress, actor=actor)
 
     def save_corpus(self, corpus: Corpus, name: str, role: CorpusRole | str | None = None, source: str = "generated",
                     overwrite: bool = False, actor: Actor = LOCAL) -> CorpusInfo:

@@ -78,5 +78,6 @@ class JobResult:
         if isinstance(x.get("selected"), int) and isinstance(x.get("dc_size"), int):
             parts.append(f"selected {x['selected']:,} of {x['dc_size']:,}")
         if isinstance(x.get("sentences"), int) and isinstance(x.get("tokens"), int):
-            parts.append(f"{x['sentences']:,} sentences, {x['tokens']:,} tokens")
+            named = f"{x['name']!r}: " if isinstance(x.get("name"), str) else ""  # import: which corpus it made
+            parts.append(f"{named}{x['sentences']:,} sentences, {x['tokens']:,} tokens")
         return ", ".join(parts)

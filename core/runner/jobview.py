@@ -51,8 +51,8 @@ def describe_job(job: Job, max_len: int = 120) -> str:
         parts.append("(its settings no longer validate)")
     for key in kind.inputs if kind and not job.params_error else ():
         value = getattr(job.spec, key)
-        if value in (None, "", [], ()):
-            continue
+        if value in (None, "", [], ()) or (key == "path" and getattr(job.spec, "upload", None)):
+            continue  # an upload's copy is shown by the browser's file name, not its long path under uploads/
         parts.append(f"{key} {_value(key, value)}")
     text = " · ".join(parts)
     return text if len(text) <= max_len else text[: max_len - 1] + "…"

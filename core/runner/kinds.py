@@ -39,7 +39,7 @@ class JobKind:
 
 KINDS: dict[str, JobKind] = {k.name: k for k in (
     JobKind("import", "core.runner.import_job:import_job", p.ImportParams, "interactive", "Import",
-            ("path", "name", "role"), "a workspace corpus (Parquet + stats)"),
+            ("upload", "path", "name", "role"), "a workspace corpus (Parquet + stats)"),
     JobKind("similarity", "core.similarity.matrix:similarity_job", p.SimilarityJobParams, "interactive", "Similarity",
             ("sources", "targets", "measures"), "cached measure values per corpus pair"),
     JobKind("embed", "core.lm.embed:embed_job", p.EmbedParams, "interactive", "Embedding",

@@ -137,6 +137,9 @@ class ImportParams:
     name: str | None = None
     format: str = "auto"
     overwrite: bool = False
+    # the browser's file name when `path` is an upload's copy under the workspace's uploads/ (core.data.uploads):
+    # messages and the corpus's source name it, and the copy goes once the import ends
+    upload: str | None = None
 
 
 # The similarity measures' names and settings, named here so a job is refused at submit (core.similarity.measures
