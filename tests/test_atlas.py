@@ -115,6 +115,40 @@ def test_a_map_is_built_once_per_corpus_set_and_encoder(mapped, tiny_bert_dir):
         build_atlas(ws, ["dc", "dc"], str(tiny_bert_dir))
 
 
+def test_a_reused_map_reads_the_corpora_it_was_asked_for_not_the_ones_it_was_made_for(mapped, tiny_bert_dir):
+    """Found in review: a map is found by content, and it named the corpora it was first made for; those names were
+    opened to save a region, so after 'dc' changed, a region of 'dc-v1' (dc's old sentences) saved dc's new ones."""
+    ws, atlas, _, calls, _ = mapped
+    ws.save_corpus(ws.load_corpus("dc"), "dc-v1")
+    ws.save_corpus(Corpus(tokens=[["REPLACED", str(i)] for i in range(60)]), "dc", role="dc", overwrite=True)
+    again = find_atlas(ws, ["tc", "dc-v1"], str(tiny_bert_dir))
+    assert again.key == atlas.key and [c["name"] for c in again.corpora] == ["tc", "dc-v1"]
+    built, reused = build_atlas(ws, ["tc", "dc-v1"], str(tiny_bert_dir))
+    assert reused and [c["name"] for c in built.corpora] == ["tc", "dc-v1"] and calls == [72]
+    last = np.zeros(len(again), bool)
+    last[-5:] = True
+    info = save_region_corpus(ws, again, last, "tail", Region(query="item"))
+    assert ws.load_corpus("tail").tokens[-1] == ["a", "protein", "cell", "item", "59"]
+    assert info.sentences == 5
+    assert [c["name"] for c in atlas.corpora] == ["tc", "dc"]  # the map itself, shared by the page, is unchanged
+
+
+def test_a_layers_cache_stamp_changes_with_what_the_layer_reads(mapped, tiny_bert_dir):
+    """Found in review: the Map cached a layer by map key and colour alone; a DC re-imported with corrected fields
+    keeps the map (tokens alone key it) and kept showing the old domains."""
+    from core.selection.layers import field_layer, layer_stamp
+
+    ws, atlas, _, _, _ = mapped
+    before = layer_stamp(ws, atlas)
+    dc = ws.load_corpus("dc")
+    ws.save_corpus(Corpus(tokens=dc.tokens, fields={"domain": ["relabelled"] * len(dc)}), "dc", role="dc", overwrite=True)
+    again = find_atlas(ws, ["tc", "dc"], str(tiny_bert_dir))
+    assert again.key == atlas.key and layer_stamp(ws, again) != before
+    assert field_layer(ws, again, "domain").counts().get("relabelled") == 60
+    assert layer_stamp(ws, again) == layer_stamp(ws, again)
+    assert layer_stamp(ws, again.named(["tc", "dc-other"])) != layer_stamp(ws, again)
+
+
 def test_which_corpora_a_map_shows_is_decided_in_one_place(mapped, monkeypatch):
     """The Map page, `project` and its job share map_corpora: named corpora, else the selection's TC and DC, else the
     TC and DC roles; a selection that does not record its corpora is an error when asked for, a default otherwise."""

@@ -17,11 +17,21 @@ def test_robust_range_ignores_outliers():
 
 
 def test_search_mask_is_literal_case_insensitive_and_needs_every_word():
-    texts = ["The Beatles played (live)", "beatles songs", "Jazz in Oslo"]
-    assert mapview.search_mask(texts, "BEATLES").tolist() == [True, True, False]
-    assert mapview.search_mask(texts, "beatles live").tolist() == [True, False, False]
-    assert mapview.search_mask(texts, "(live").tolist() == [True, False, False]
-    assert not mapview.search_mask(texts, "  ").any()
+    words = [mapview.search_words(t) for t in ["The Beatles played (live)", "beatles songs", "Jazz in Oslo"]]
+    assert mapview.search_mask(words, "BEATLES").tolist() == [True, True, False]
+    assert mapview.search_mask(words, "beatles live").tolist() == [True, False, False]
+    assert mapview.search_mask(words, "(live").tolist() == [True, False, False]
+    assert mapview.search_mask(words, ".*").tolist() == [False, False, False]  # no regex, and no word: nothing
+    assert not mapview.search_mask(words, "  ").any()
+
+
+def test_search_matches_whole_words_anywhere_in_the_sentence():
+    """Found in review: search read the hover text, cut at 240 characters, and matched inside words ('art' in
+    'party'); the help says "every word of this query"."""
+    long = " ".join(["word"] * 60) + " the festival in Krakow would go ahead ."
+    words = [mapview.search_words(t) for t in (long, "modern art museum", "the party started late")]
+    assert mapview.search_mask(words, "krakow").tolist() == [True, False, False]
+    assert mapview.search_mask(words, "art").tolist() == [False, True, False]
 
 
 def test_nearest_neighbours_cosine_excludes_the_point(tmp_path):

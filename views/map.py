@@ -17,6 +17,7 @@ from core.selection.layers import (
     PREDICTION_MEASURES,
     corpus_layer,
     field_layer,
+    layer_stamp,
     map_fields,
     predicted_models,
     prediction_layer,
@@ -79,7 +80,7 @@ def _atlas(root: str, key: str) -> Atlas:
 
 def _find() -> Atlas | None:
     found = find_atlas(ws, corpora, model, actor=actor())
-    return None if found is None else _atlas(str(ws.root), found.key)
+    return None if found is None else _atlas(str(ws.root), found.key).named([c["name"] for c in found.corpora])
 
 
 atlas = run_guarded(_find, "Could not open the map")
@@ -135,8 +136,8 @@ if not matching and saved:
 
 
 @st.cache_data(max_entries=8, show_spinner=False)
-def _layer(root: str, key: str, colour: str, sel_key: str | None):
-    del root, key
+def _layer(root: str, key: str, colour: str, sel_key: str | None, stamp: str):
+    del root, key, stamp  # the cache key: the stamp changes when what the layer reads does (core.selection.layers)
     if colour == "selection":
         return selection_layer(ws, atlas, sel_key)
     if colour == "selection score":
@@ -148,7 +149,9 @@ def _layer(root: str, key: str, colour: str, sel_key: str | None):
     return corpus_layer(atlas)
 
 
-layer = run_guarded(lambda: _layer(str(ws.root), atlas.key, colour, sel_key), "Could not colour the map")
+layer = run_guarded(lambda: _layer(str(ws.root), atlas.key, colour, sel_key,
+                                   layer_stamp(ws, atlas, sel_key if colour.startswith("predictions: ") else None)),
+                    "Could not colour the map")
 if layer is None:
     st.stop()
 

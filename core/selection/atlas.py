@@ -43,7 +43,7 @@ ARTIFACT = "atlas"
 DEFAULT_FIT_POINTS = 20_000  # UMAP on 20k points takes about a minute on 2 cores; the rest is placed by transform
 PLACE_CHUNK = 50_000
 PARALLEL_PLACE_MIN = 200_000  # fewer unfitted points are placed in this process (workers cost seconds to start)
-TEXT_CHARS = 240  # hover and search read this much of a sentence; the Map's tables read the corpus itself
+TEXT_CHARS = 240  # hover reads this much of a sentence (search its whole words); the Map's tables read the corpus
 
 
 @dataclass
@@ -53,6 +53,7 @@ class Atlas:
     meta: dict[str, Any]
     xy: np.ndarray  # (N, 2) float32, corpus by corpus in meta["corpora"] order, rows in corpus order
     _texts: list[str] | None = field(default=None, repr=False)
+    _words: list[str] | None = field(default=None, repr=False)
 
     @property
     def corpora(self) -> list[dict[str, Any]]:
@@ -84,6 +85,15 @@ class Atlas:
 
     def __len__(self) -> int:
         return len(self.xy)
+
+    def named(self, names: Sequence[str]) -> Atlas:
+        """This map with its corpora called as the caller named them. A map is found by content alone, so one made
+        for 'demo-dc' serves 'dc-v1' holding the same sentences; everything that reads a map corpus opens it by name,
+        and the first name may since hold other sentences (or none). A copy: the page shares one loaded map."""
+        if len(names) != len(self.meta["corpora"]):
+            raise UserError(f"{len(names)} names for a map of {len(self.meta['corpora'])} corpora")
+        corpora = [{**c, "name": str(n)} for c, n in zip(self.meta["corpora"], names)]
+        return Atlas(self.key, self.folder, {**self.meta, "corpora": corpora}, self.xy, self._texts, self._words)
 
     def span(self, name: str) -> tuple[int, int]:
         """[start, end) of a corpus's points."""
@@ -117,6 +127,21 @@ class Atlas:
 
             self._texts = pq.read_table(self.folder / "texts.parquet", columns=["text"]).column("text").to_pylist()
         return self._texts
+
+    def search_words(self) -> list[str]:
+        """Every point's whole sentence as search reads it (core.selection.mapview.search_words), read on first use;
+        a map saved before the column existed is searched in its shortened text."""
+        if self._words is None:
+            import pyarrow.parquet as pq
+
+            from core.selection.mapview import search_words
+
+            path = self.folder / "texts.parquet"
+            if "words" in pq.read_schema(path).names:
+                self._words = pq.read_table(path, columns=["words"]).column("words").to_pylist()
+            else:
+                self._words = [search_words(t) for t in self.texts()]
+        return self._words
 
 
 # --------------------------------------------------------------------------- finding and building
@@ -158,7 +183,8 @@ def find_atlas(ws: Workspace, corpora: Sequence[str], model: str = "default", *,
     folder is checked for `actor` first: looking it up says whether a server path exists."""
     check_param_paths(actor, {"model": model}, ws.root)
     streams = _streams(ws, corpora)
-    return load_atlas(ws, _key_for(ws, streams, model, pooling, fit_points, seed, n_neighbors, min_dist), missing_ok=True)
+    found = load_atlas(ws, _key_for(ws, streams, model, pooling, fit_points, seed, n_neighbors, min_dist), missing_ok=True)
+    return None if found is None else found.named(list(streams))
 
 
 def build_atlas(ws: Workspace, corpora: Sequence[str], model: str = "default", *, pooling: str = "mean",
@@ -176,7 +202,7 @@ def build_atlas(ws: Workspace, corpora: Sequence[str], model: str = "default", *
     found = load_atlas(ws, key, missing_ok=True)
     if found is not None:
         report(1.0, f"map of {len(found):,} sentences reused")
-        return found, True
+        return found.named(list(streams)), True
     t0 = time.time()
     vectors = []
     for i, (name, stream) in enumerate(streams.items()):
@@ -350,10 +376,13 @@ def _place(reducer: Any, x: np.ndarray, fit: np.ndarray, fit_xy: np.ndarray) -> 
 
 
 def _texts_of(streams: Sequence[CorpusStream]) -> Any:
-    """Every sentence shortened to TEXT_CHARS, corpus by corpus, as record batches (never all in memory at once)."""
+    """(every sentence shortened to TEXT_CHARS, its whole words for search), corpus by corpus, batch by batch (never
+    all in memory at once)."""
+    from core.selection.mapview import search_words
+
     for stream in streams:
         for part in stream.text_batches():
-            yield [t if len(t) <= TEXT_CHARS else t[:TEXT_CHARS - 1] + "…" for t in part]
+            yield [t if len(t) <= TEXT_CHARS else t[:TEXT_CHARS - 1] + "…" for t in part], [search_words(t) for t in part]
 
 
 # --------------------------------------------------------------------------- persistence
@@ -370,11 +399,12 @@ def save_atlas(ws: Workspace, key: str, coords: np.ndarray, meta: dict[str, Any]
     pq.write_table(pa.table({"x": coords[:, 0], "y": coords[:, 1]}), tmp)
     os.replace(tmp, folder / "points.parquet")
     tmp = temp_path_for(folder / "texts.parquet")
-    schema = pa.schema([("text", pa.string())])
+    schema = pa.schema([("text", pa.string()), ("words", pa.string())])
     written = 0
     with pq.ParquetWriter(tmp, schema) as writer:
-        for part in texts:
-            writer.write_table(pa.table({"text": pa.array(part, pa.string())}, schema=schema))
+        for part, words in texts:
+            writer.write_table(pa.table({"text": pa.array(part, pa.string()), "words": pa.array(words, pa.string())},
+                                        schema=schema))
             written += len(part)
     if written != len(coords):
         raise RuntimeError(f"{written} texts for {len(coords)} points")  # a bug, not a user mistake

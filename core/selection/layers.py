@@ -19,7 +19,7 @@ import numpy as np
 
 from core.data.selection import SelectionMeta
 from core.data.stream import open_corpus_stream
-from core.data.workspace import Workspace
+from core.data.workspace import Workspace, content_hash
 from core.errors import UserError
 from core.selection.atlas import Atlas
 
@@ -186,6 +186,26 @@ def predicted_models(ws: Workspace, atlas: Atlas) -> list[str]:
     return out
 
 
+def layer_stamp(ws: Workspace, atlas: Atlas, model: str | None = None) -> str:
+    """What a layer of this map reads besides the map itself, as one string for a cache key: the corpora's names and
+    contents (a map is found by tokens alone, so a re-import with corrected fields keeps the map and changes a field
+    layer), and, for a model's predictions, which corpora's are cached now (another predicted later, or the model
+    retrained in place, changes them)."""
+    from core.review.predictions import prediction_request
+
+    parts = []
+    for c in atlas.corpora:
+        name = str(c["name"])
+        parts.append(f"{name}={ws.corpus_info(name).hash if ws.has_corpus(name) else c['digest']}")
+        if model:
+            try:
+                req = prediction_request(ws, model, name) if ws.has_corpus(name) else None
+            except UserError:
+                req = None
+            parts.append(f"{req.key}:{req.done}" if req is not None else "-")
+    return content_hash("layer-inputs", parts)
+
+
 def map_fields(ws: Workspace, atlas: Atlas) -> list[str]:
     """Fields some corpus on the map carries (candidate categorical layers)."""
     out: list[str] = []
@@ -252,10 +272,10 @@ def points_in_polygon(xy: np.ndarray, polygon: Sequence[Sequence[float]]) -> np.
 
 
 def search_points(atlas: Atlas, query: str) -> np.ndarray:
-    """Mask of the points whose sentence holds every word of `query` (case-insensitive, literal)."""
+    """Mask of the points whose sentence holds every word of `query` (whole words, case-insensitive, literal)."""
     from core.selection.mapview import search_mask
 
-    return search_mask(atlas.texts(), query)
+    return search_mask(atlas.search_words(), query)
 
 
 # --------------------------------------------------------------------------- what the browser gets

@@ -5,6 +5,7 @@ embedding, read from the corpora's cached embeddings (the map was built from the
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -65,13 +66,23 @@ def top_k(sims: np.ndarray, point: int, k: int) -> tuple[np.ndarray, np.ndarray]
     return top.astype(np.int64), sims[top]
 
 
-def search_mask(texts: Sequence[str], query: str) -> np.ndarray:
-    """Boolean mask of the points whose sentence contains every word of `query` (case-insensitive,
-    literal: no regex surprises from what a user types)."""
-    words = [w.lower() for w in query.split() if w.strip()]
-    if not words:
-        return np.zeros(len(texts), dtype=bool)
-    return np.array([all(w in t.lower() for w in words) for t in texts], dtype=bool)
+_WORD = re.compile(r"\w+")
+
+
+def search_words(text: str) -> str:
+    """' w1 w2 ... ': a whole sentence's words lowercased, each between spaces, what search matches whole (the map's
+    hover text is cut at TEXT_CHARS, and a word matched inside another, 'art' in 'party', is no match)."""
+    return " " + " ".join(_WORD.findall(text.lower())) + " "
+
+
+def search_mask(words: Sequence[str], query: str) -> np.ndarray:
+    """Boolean mask of the points whose sentence holds every word of `query` (whole words, case-insensitive, literal:
+    what a user types is no regex; punctuation around a word does not count). `words` holds `search_words` of each
+    sentence."""
+    wanted = [f" {w} " for w in _WORD.findall(query.lower())]
+    if not wanted:
+        return np.zeros(len(words), dtype=bool)
+    return np.array([all(w in t for w in wanted) for t in words], dtype=bool)
 
 
 def robust_range(values: np.ndarray, lo_q: float = 0.005, hi_q: float = 0.995, pad: float = 0.05) -> tuple[float, float]:
