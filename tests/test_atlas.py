@@ -177,7 +177,7 @@ def test_layers_colour_the_same_points_without_a_layout(mapped, monkeypatch):
     monkeypatch.setattr(atlas_mod, "layout", lambda *a, **k: pytest.fail("a layer ran a layout"))
     layer = selection_layer(ws, atlas, key)
     assert layer.counts() == {"filtered": 45, "selected": 15, "TC": 12}
-    assert layer.priority == [0, 1, 2] and (layer.codes[:12] == 2).all()
+    assert layer.priority == [0, 1, 3] and (layer.codes[:12] == 2).all()  # the TC on top
     assert corpus_layer(atlas).counts() == {"tc": 12, "dc": 60}
     dom = field_layer(ws, atlas, "domain")
     assert dom.counts() == {"(none)": 12, "music": 20, "politics": 20, "science": 20}
@@ -189,6 +189,16 @@ def test_layers_colour_the_same_points_without_a_layout(mapped, monkeypatch):
     assert json.dumps(data["meta"])  # the browser's meta is plain JSON
     with pytest.raises(UserError, match="no corpus on this map has the field"):
         field_layer(ws, atlas, "nope")
+
+
+def test_a_third_corpus_on_the_map_is_no_tc_in_the_selection_layer(mapped, tiny_bert_dir):
+    """Found in review: every corpus but the DC was labelled "TC" (a TEST mapped beside them counted as TC)."""
+    ws, _, key, _, _ = mapped
+    ws.save_corpus(Corpus(tokens=[["held", "out", str(i)] for i in range(7)]), "test")
+    three, _ = build_atlas(ws, ["tc", "dc", "test"], str(tiny_bert_dir))
+    layer = selection_layer(ws, three, key)
+    assert layer.counts() == {"filtered": 45, "selected": 15, "TC": 12, "other corpora": 7}
+    assert (layer.codes[-7:] == 3).all() and layer.palette[3] != layer.palette[2]
 
 
 def test_a_selection_of_another_dc_is_refused_with_its_reason(mapped, tiny_bert_dir):

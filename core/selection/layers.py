@@ -27,6 +27,7 @@ GROUP_COLORS = {"TC": "#d62728", "selected": "#1f77b4", "filtered": "#c7c7c7"}
 CATEGORY_COLORS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
                    "#17becf", "#393b79", "#637939", "#8c6d31", "#843c39", "#7b4173", "#3182bd"]
 NO_VALUE = "#dddddd"
+OTHER_COLOR = "#999999"
 MAX_CATEGORIES = len(CATEGORY_COLORS)  # the rest of a field's values share "other"
 
 
@@ -60,16 +61,22 @@ def corpus_layer(atlas: Atlas) -> Layer:
 
 
 def selection_layer(ws: Workspace, atlas: Atlas, selection: str) -> Layer:
-    """TC (every other corpus on the map), selected and filtered DC of a saved selection."""
+    """Selected and filtered DC of a saved selection, its TC (matched by content, as the DC is), and any other corpus
+    on the map (a TEST beside them is no TC)."""
     from core.data.selection_store import load_selection
 
     sel = load_selection(ws, selection)
     lo, hi = atlas.span(selection_dc(atlas, sel.meta))
-    codes = np.full(len(atlas), 2, dtype=np.uint8)  # TC / other corpora
+    codes = np.full(len(atlas), 3, dtype=np.uint8)  # other corpora
+    for c in atlas.corpora:  # a selection saved without its TC's hash (older ones) names it
+        if (c.get("digest") == sel.meta.tc_hash) if sel.meta.tc_hash else (c["name"] == sel.meta.tc_name):
+            codes[int(c["offset"]):int(c["offset"]) + int(c["sentences"])] = 2
     codes[lo:hi] = 0
     codes[lo + np.asarray(sel.indices, dtype=np.int64)] = 1
-    return _categorical(f"selection {sel.meta.strategy} [{sel.key[:8]}]", codes, ["filtered", "selected", "TC"],
-                        [GROUP_COLORS["filtered"], GROUP_COLORS["selected"], GROUP_COLORS["TC"]], [0, 1, 2])
+    labels = ["filtered", "selected", "TC"] + (["other corpora"] if (codes == 3).any() else [])
+    return _categorical(f"selection {sel.meta.strategy} [{sel.key[:8]}]", codes, labels,
+                        [GROUP_COLORS["filtered"], GROUP_COLORS["selected"], GROUP_COLORS["TC"], OTHER_COLOR][:len(labels)],
+                        [0, 1, 3, 2][:len(labels)])
 
 
 def selection_percentiles(ws: Workspace, atlas: Atlas, selection: str) -> tuple[np.ndarray, SelectionMeta]:
@@ -128,7 +135,7 @@ def field_layer(ws: Workspace, atlas: Atlas, field: str) -> Layer:
     labels = ["(none)", *top] + (["other"] if series.dropna().nunique() > len(top) else [])
     index = {v: i + 1 for i, v in enumerate(top)}
     codes = np.array([0 if v is None else index.get(v, len(top) + 1) for v in values], dtype=np.uint8)
-    colors = [NO_VALUE, *CATEGORY_COLORS[:len(top)]] + (["#999999"] if "other" in labels else [])
+    colors = [NO_VALUE, *CATEGORY_COLORS[:len(top)]] + ([OTHER_COLOR] if "other" in labels else [])
     return _categorical(field, codes, labels, colors, list(range(len(labels))))
 
 
