@@ -4,6 +4,7 @@ import os
 import pytest
 
 from core.data.atomic import atomic_write_bytes
+from core.data.corpus import Corpus
 from core.data.workspace import CorpusRole, Workspace, content_hash
 from core.errors import CorpusError, UserError
 
@@ -321,3 +322,16 @@ def test_a_value_no_wider_column_holds_is_refused_at_once(tmp_path):
     table = pa.table({"x": pa.array([2**53 + 1], pa.int64())})
     with pytest.raises(CorpusError, match="sentences 50,001 on hold a value the columns of the ones before cannot"):
         _fitted(tmp_path / "f.jsonl", table, pa.schema([("x", pa.float64())]), 50_000)
+
+
+def test_save_corpus_checks_the_name_before_writing_anything(ws, tmp_path):
+    """Found in review: the temp file beside corpora/NAME was made before the name was checked, so '../../x' or an
+    absolute path wrote a file outside the workspace (removed afterwards), and an empty name blamed a temp name."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    corpus = Corpus(tokens=[["a", "b"]])
+    for bad in (str(outside / "abs"), "../../outside2", "", "   ", "x" * 300):
+        with pytest.raises(UserError) as err:
+            ws.save_corpus(corpus, bad)
+        assert ".tmp" not in str(err.value)
+    assert list(outside.iterdir()) == [] and not (tmp_path.parent / "outside2.parquet").exists()

@@ -536,6 +536,7 @@ class Workspace:
                     overwrite: bool = False, actor: Actor = LOCAL) -> CorpusInfo:
         """Store an in-memory corpus (demo data, selections, augmentations) like an import."""
         require(actor, "import a corpus")
+        name = valid_name(name)  # before the temp file beside it: '../../x' or '/tmp/x' wrote one outside corpora/
         tmp = temp_path_for(self.corpora_dir / f"{name}.jsonl")
         try:
             try:
