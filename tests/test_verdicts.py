@@ -77,6 +77,33 @@ def test_models_that_predict_nothing_never_read_as_no_help():
     assert advice["case"] == "helps" and advice["left_out"] == ["dsir"] and "dsir left out" in advice["text"], advice
 
 
+def test_a_row_never_paired_with_none_blocks_no_help_and_is_named():
+    """Found in review: a row whose cells kept no TEST counts, or that shared no seed with none, vanished from every
+    comparison, and the advice said "no recipe helps: fine-tune without pretraining" beside a dsir 13 points up."""
+    same = [_cell(row, s, _counts(0.6, s)) for row in ("none", "tapt") for s in (1, 2, 3)]
+    for dsir, why in (([_cell("dsir", s, None, budget=400, f1=0.8) for s in (1, 2, 3)], "kept no TEST counts"),
+                      ([_cell("dsir", s, _counts(0.8, 10 + s), budget=400) for s in (4, 5, 6)], "no seed in common")):
+        cells = same + dsir
+        entries = interval_summary(cells, n_boot=300)
+        assert why in next(e for e in entries if e["row"] == "dsir")["untested"]["none"]
+        advice = experiment_verdict(entries, "study", cells).advice
+        assert advice["case"] == "cannot say" and "dsir" in advice["text"] and why in advice["text"], advice
+        assert "fine-tune without pretraining" not in advice["text"]
+
+
+def test_the_advice_says_why_nothing_was_compared_with_none():
+    """Found in review: "add the none row to the run" when none ran but kept no counts, or when every pretraining
+    row's fine-tune failed."""
+    no_counts = [_cell("none", s, None, f1=0.6) for s in (1, 2, 3)] + [_cell("tapt", s, _counts(0.6, s)) for s in (1, 2, 3)]
+    advice = experiment_verdict(interval_summary(no_counts, n_boot=300), "study", no_counts).advice
+    assert "none's cells kept no TEST counts" in advice["text"] and "add the none row" not in advice["text"], advice
+    failed = [_cell("none", s, _counts(0.7, s)) for s in (1, 2, 3)] + [_cell("tapt", s, _counts(0.0, s)) for s in (1, 2, 3)]
+    advice = experiment_verdict(interval_summary(failed, n_boot=300), "study", failed).advice
+    assert "add the none row" not in advice["text"] and "tapt left out" in advice["text"], advice
+    alone = [_cell("tapt", s, _counts(0.6, s)) for s in (1, 2, 3)]
+    assert "add the none row" in experiment_verdict(interval_summary(alone, n_boot=300), "study", alone).advice["text"]
+
+
 def test_no_help_reads_the_interval_at_alpha_over_the_family():
     """A 95% upper end of +0.8 points passes alone, not as one of 17 tests: Bonferroni widens it to about +1.2."""
     from core.experiments.statistics import bonferroni_upper

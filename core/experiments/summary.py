@@ -204,6 +204,11 @@ def _entries(cells: Sequence[Cell], baselines: Sequence[str], n_boot: int, seed:
                 entry = {"row": label, "f1_mean": statistics.fmean(f1s), "f1_std": statistics.stdev(f1s) if len(f1s) > 1 else None,
                          "f1_ci": None, "seeds": len(f1s), "vs": {}, "note": NO_PREDICTIONS}
             entry.update(row=label, budget=cs[0].budget, lc_size=size, _against=against)
+            for base, name in against.items():  # a baseline that ran but could not be paired: said, never dropped
+                if name in by_label and base not in entry["vs"] and base not in untested:
+                    untested[base] = ("this row's cells kept no TEST counts" if label not in complete else
+                                      f"{name}'s cells kept no TEST counts" if name not in complete else
+                                      f"no seed in common with {name}")
             if untested:
                 entry["untested"] = untested
             out.append(entry)
@@ -416,10 +421,18 @@ def _advice(entries: list[SummaryEntry], cells: Iterable[Cell | Mapping[str, Any
     from core.experiments.statistics import bonferroni_upper, seeds_to_settle
 
     tests = [(e, e.vs["none"]) for e in entries if "none" in e.vs and not e.row.startswith("none")]
+    # rows that ran beside a none and could not be paired with it (no counts, no seed in common): no "no help" over them
+    unpaired = [f"{e.row}: {(e.other.get('untested') or {})['none']}" for e in entries
+                if not e.row.startswith("none") and "none" not in e.vs and "none" in (e.other.get("untested") or {})]
     if not tests and knob:
         return {"case": "not tested", "text": f"a knob variant ({knob}) borrows none from its default recipe: read its "
                                               "rows against that default (the Results page's recipe variants, python -m "
                                               "core compare-recipes, or scripts/crossner_study.py --status)"}
+    if not tests and unpaired:
+        return {"case": "cannot say", "more_seeds": None,
+                "text": f"cannot say: no pretraining row could be compared with none ({'; '.join(unpaired)})"}
+    if not tests and any(e.row.startswith("none") for e in entries):
+        return {"case": "not tested", "text": "no pretraining row is left to compare with none"}
     if not tests:
         return {"case": "not tested", "text": "no pretraining row was compared with none: add the none row to the run"}
     helped = [(e, t) for e, t in tests if t.delta > 0 and t.significant]
@@ -428,6 +441,9 @@ def _advice(entries: list[SummaryEntry], cells: Iterable[Cell | Mapping[str, Any
     m = max([family, *(t.holm_family for _, t in tests)])
     open_rows = [(e, t) for e, t in tests if t.too_few_seeds or not (
         (t.significant and t.delta < 0) or bonferroni_upper(t.delta, t.ci, m, seed_t=t.other.get("seed_t")) < MIN_GAIN)]
+    if not open_rows and unpaired:  # the rows that were tested do not help; the others were never read
+        return {"case": "cannot say", "more_seeds": None,
+                "text": f"cannot say: no row tested against none helps, and {'; '.join(unpaired)} (not compared)"}
     if not open_rows:
         return {"case": "no help", "text": f"no recipe tried helps on this task (every gain over none is below "
                                            f"{MIN_GAIN * 100:g} F1 point with 95% confidence, Bonferroni over {m} "
