@@ -68,11 +68,13 @@ def _mean(values: list[float]) -> float | None:
 def domain_entry(result: dict[str, Any], others: list[dict[str, Any]]) -> dict[str, Any]:
     """One (variant, domain) entry: every row's F1 with CI and paired differences, pick and drift."""
     from core.experiments.plan import recipe_label  # encoder, preset, MLM/NER overrides, rehearsal, pick: one label
-    from core.experiments.summary import dev_deltas, interval_summary, is_selection
+    from core.experiments.summary import dev_deltas, interval_summary, is_selection, report_summary
 
     cells, none_from = borrow_none(result, others)
     dev = dev_deltas(cells)
-    summary = interval_summary(cells) if none_from else (result.get("summary") or interval_summary(cells))
+    # a stored summary from before Holm gets it here as in README (core.experiments.summary.report_summary): a star
+    # reads the adjusted p, never the raw one
+    summary = interval_summary(cells) if none_from or not result.get("summary") else report_summary(result)[0]
     if none_from:  # a row whose cells lack their TEST counts cannot be paired with the borrowed none any more: it keeps
         # the interval and tests its own file computed when its predictions existed, and has none against none
         stored = {e["row"]: e for e in result.get("summary") or []}
@@ -234,13 +236,14 @@ def _vs(row: dict[str, Any] | None, base: str) -> str:
     t = (row or {}).get("vs", {}).get(base)
     if not t:
         return "–"
-    # the star follows the Holm-adjusted p where the result has one (every comparison of its run in one family);
-    # a result from before the correction shows its raw p, marked "raw"
-    from core.experiments.summary import claim_mark
+    # the star follows the Holm-adjusted p (every comparison of its run in one family); a test kept from a file with
+    # no counts to recompute it and no adjusted p shows its raw p, marked "raw", and is never starred
+    from core.experiments.summary import claim_mark, p_value
 
     adjusted = t.get("p_holm")
-    p = f"p {t['p']:.3f}" + (f" (Holm {adjusted:.3f})" if adjusted is not None else " raw")
-    return f"{100 * t['delta']:+.2f} [{100 * t['ci'][0]:+.2f}, {100 * t['ci'][1]:+.2f}] {p}{claim_mark(t)}"
+    p = f"p {p_value(t['p'])}" + (f" (Holm {p_value(adjusted)})" if adjusted is not None else " raw")
+    star = claim_mark(t) if adjusted is not None else ""
+    return f"{100 * t['delta']:+.2f} [{100 * t['ci'][0]:+.2f}, {100 * t['ci'][1]:+.2f}] {p}{star}"
 
 
 def _dev(row: dict[str, Any] | None, key: str = "dev_vs_none") -> str:
@@ -265,8 +268,8 @@ def markdown(table: dict[str, Any]) -> str:
                  f"{cka:.3f}" if cka is not None else "–"]
         lines.append("| " + " | ".join(cells) + " |")
     lines += ["", "Points of TEST F1, mean over seeds [95% CI]; differences are paired (same seeds and test sentences), * "
-              "Holm-adjusted p < 0.05 over every comparison of that run (\"raw\": a run from before the correction, its "
-              "uncorrected p, starred at p < 0.05). DEV vs none: converged DEV F1 minus none's of the same seed (mean), "
+              "Holm-adjusted p < 0.05 over every comparison of that run (\"raw\": a test kept from a file with no "
+              "counts to adjust it with, never starred). DEV vs none: converged DEV F1 minus none's of the same seed (mean), "
               "the signal a user has without TEST. Probe gain: the short (8-epoch) DEV probe's score of the chosen "
               "checkpoint minus the base encoder's (mean), what checkpoint pick saw when it chose. \"best selection\" is "
               "the selection row with the highest mean (chosen after the fact: read its interval). † none borrowed from "
@@ -297,8 +300,10 @@ def markdown(table: dict[str, Any]) -> str:
 def _test_cells(t: dict[str, Any]) -> str:
     """A paired test's table cells: seeds, difference (points), 95% CI, p, Holm p."""
     apart = f" ‡{t['heads_apart']}" if t.get("heads_apart") else ""
+    from core.experiments.summary import p_value
+
     return (f"{len(t['seeds'])}{apart} | {100 * t['delta']:+.2f} | [{100 * t['ci'][0]:+.2f}, {100 * t['ci'][1]:+.2f}] | "
-            f"{t['p']:.3f} | {'–' if t['p_holm'] is None else format(t['p_holm'], '.3f')} |")
+            f"{p_value(t['p'])} | {'–' if t['p_holm'] is None else p_value(t['p_holm'])} |")
 
 
 def _heads_note(tests: list[dict[str, Any]]) -> list[str]:

@@ -816,6 +816,7 @@ def knob_lines(payload: dict[str, Any], default: dict[str, Any] | None, name: st
     can only be larger."""
     from core.experiments.decision import RunOfRecipe, knob_tests, unpaired_variants
     from core.experiments.statistics import MIN_CLAIM_SEEDS
+    from core.experiments.summary import p_value
 
     variant = RunOfRecipe.of(payload)
     if not variant.knob:
@@ -834,9 +835,9 @@ def knob_lines(payload: dict[str, Any], default: dict[str, Any] | None, name: st
              f"this is its comparison): variant - default, test F1 points, Holm over the "
              f"{sum(t.p_holm is not None for t in tests)} of these with {MIN_CLAIM_SEEDS} seeds or more"]
     for t in tests:
-        holm = f"no claim under {MIN_CLAIM_SEEDS} seeds" if t.p_holm is None else f"Holm {t.p_holm:.3f}"
+        holm = f"no claim under {MIN_CLAIM_SEEDS} seeds" if t.p_holm is None else f"Holm {p_value(t.p_holm)}"
         apart = f"  NER heads drawn apart at {t.heads_apart} (--rerun-old-head)" if t.heads_apart else ""
-        lines.append(f"  {t.row:8s} {100 * t.delta:+.2f} [{100 * t.ci[0]:+.2f}, {100 * t.ci[1]:+.2f}]  p {t.p:.3f}  {holm}"
+        lines.append(f"  {t.row:8s} {100 * t.delta:+.2f} [{100 * t.ci[0]:+.2f}, {100 * t.ci[1]:+.2f}]  p {p_value(t.p)}  {holm}"
                      f"  seeds {t.seeds}{apart}")
     return "\n".join(lines)
 

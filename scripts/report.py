@@ -61,9 +61,9 @@ def vs_text(e: dict[str, Any], base: str) -> str:
     t = (e.get("vs") or {}).get(base)
     if t is None:
         return "–"
-    from core.experiments.summary import claim_mark
+    from core.experiments.summary import claim_mark, p_value
 
-    return f"{pp(t['delta'])} [{pp(t['ci'][0])}, {pp(t['ci'][1])}], p {t['p']:.3f}, Holm {t['p_holm']:.3f}{claim_mark(t)}"
+    return f"{pp(t['delta'])} [{pp(t['ci'][0])}, {pp(t['ci'][1])}], p {p_value(t['p'])}, Holm {p_value(t['p_holm'])}{claim_mark(t)}"
 
 
 # --------------------------------------------------------------------------- blocks

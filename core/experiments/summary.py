@@ -245,11 +245,24 @@ def adjusted_p(t: PairTest | Mapping[str, Any]) -> float:
     return PairTest.of(t).adjusted
 
 
+def p_value(p: float) -> str:
+    """A p as every table and sentence prints it: 3 decimals, but never one that lands on the 0.05 threshold from the
+    other side (0.04996 printed "0.050" beside a star, and 0.0500 beside none): near it 4 decimals, a p below the
+    threshold cut down, so what is printed is on the side the claim was read on.
+
+    >>> p_value(0.01234), p_value(0.04996), p_value(0.0500), p_value(0.0512), p_value(1.0)
+    ('0.012', '0.0499', '0.0500', '0.0512', '1.000')
+    """
+    if 0.045 <= p < 0.055:
+        return f"{math.floor(p * 1e4) / 1e4:.4f}" if p < ALPHA else f"{p:.4f}"
+    return f"{p:.3f}"
+
+
 def p_text(t: PairTest | Mapping[str, Any]) -> str:
     """'p 0.012 (Holm 0.048)' with a star from the adjusted p only."""
     t = PairTest.of(t)
-    holm_part = f" (Holm {t.p_holm:.3f})" if t.p_holm is not None else ""
-    return f"p {t.p:.3f}{holm_part}{claim_mark(t)}"
+    holm_part = f" (Holm {p_value(t.p_holm)})" if t.p_holm is not None else ""
+    return f"p {p_value(t.p)}{holm_part}{claim_mark(t)}"
 
 
 def claim_mark(t: PairTest | Mapping[str, Any]) -> str:
@@ -271,8 +284,8 @@ def comparison_rows(entries: Iterable[SummaryEntry | Mapping[str, Any]], scale: 
     for e in as_entries(entries):
         for base, t in e.vs.items():
             rows.append({"row": e.row, "vs": base, "delta": round(t.delta * scale, 2),
-                         "95% CI": f"[{t.ci[0] * scale:.2f}, {t.ci[1] * scale:.2f}]", "p": round(t.p, 4),
-                         "p (Holm)": round(t.adjusted, 4), f"significant (Holm p < 0.05, {MIN_CLAIM_SEEDS}+ seeds)": t.significant,
+                         "95% CI": f"[{t.ci[0] * scale:.2f}, {t.ci[1] * scale:.2f}]", "p": p_value(t.p),
+                         "p (Holm)": p_value(t.adjusted), f"significant (Holm p < 0.05, {MIN_CLAIM_SEEDS}+ seeds)": t.significant,
                          "seeds": t.seeds or None})
     return rows
 
@@ -312,7 +325,7 @@ def _paired(entries: Sequence[SummaryEntry], base: str,
 
 def _figures(v: dict[str, Any], d: float, lo: float, hi: float) -> str:
     few = v["p_holm"] < ALPHA and not v["significant"]  # below ALPHA, but over too few seeds to claim it
-    return (f"{d:+.2f} test F1 points [{lo:+.2f}, {hi:+.2f}], p = {v['p']:.3f}, Holm-adjusted {v['p_holm']:.3f}, "
+    return (f"{d:+.2f} test F1 points [{lo:+.2f}, {hi:+.2f}], p = {p_value(v['p'])}, Holm-adjusted {p_value(v['p_holm'])}, "
             f"{v['seeds']} seed{'s' if v['seeds'] != 1 else ''}" + (f" (a claim needs {MIN_CLAIM_SEEDS})" if few else ""))
 
 
@@ -472,16 +485,16 @@ def _helps(e: SummaryEntry, t: PairTest) -> dict[str, Any]:
     """The "helps" advice for the row `e`: which row, by how much over none, and for a selection whether choosing beat
     the random draw of the same size (Holm-adjusted, 3+ seeds); else the gain may be more DC text of any kind."""
     text = (f"{e.row} helps over no pretraining here: {t.delta * 100:+.2f} test F1 points [{t.ci[0] * 100:+.2f}, "
-            f"{t.ci[1] * 100:+.2f}] over none (Holm-adjusted p {t.adjusted:.3f})")
+            f"{t.ci[1] * 100:+.2f}] over none (Holm-adjusted p {p_value(t.adjusted)})")
     beats = None
     if is_selection(e.row):
         control = e.vs.get(CONTROL_ROW)
         beats = bool(control and control.significant and control.delta > 0)
         if beats:
             text += (f"; the selection also beat a random draw of the same size ({control.delta * 100:+.2f} points, "
-                     f"Holm-adjusted p {control.adjusted:.3f})")
+                     f"Holm-adjusted p {p_value(control.adjusted)})")
         else:
-            why = (f"Holm-adjusted p {control.adjusted:.3f}{claim_mark(control)}" if control else
+            why = (f"Holm-adjusted p {p_value(control.adjusted)}{claim_mark(control)}" if control else
                    (e.other.get("untested") or {}).get(CONTROL_ROW, f"no {CONTROL_ROW} row ran"))
             text += f"; not shown better than a random draw of the same size ({why}): the gain may come from more DC text"
     return {"case": "helps", "row": e.row, "delta": t.delta, "ci": t.ci, "beats_random": beats, "text": text}
