@@ -188,7 +188,8 @@ def test_a_raw_p_is_never_starred_and_a_stored_summary_gets_holm(tmp_path):
     raw = {"delta": 0.02, "ci": [0.01, 0.03], "p": 0.006, "seeds": [1, 2, 3]}
     assert ablation_table._vs({"vs": {"none": raw}}, "none").endswith("p 0.006 raw")
     tests = [{"delta": 0.02, "ci": [0.01, 0.03], "p": p, "seeds": 3} for p in (0.006, 0.03, 0.04)]
-    stored = {"_file": "x.json", "params": {"preset": "study"}, "domain": "music", "cells": [], "summary": [{"row": r, "f1_mean": 0.5, "f1_ci": None, "seeds": 3, "vs": {"none": t}}
-                                       for r, t in zip(("tapt", "dsir", "cosine"), tests)]}
+    summary = [{"row": r, "f1_mean": 0.5, "f1_ci": None, "seeds": 3, "vs": {"none": t}}
+               for r, t in zip(("tapt", "dsir", "cosine"), tests)]
+    stored = {"_file": "x.json", "params": {"preset": "study"}, "domain": "music", "cells": [], "summary": summary}
     entry = ablation_table.domain_entry(stored, [])
     assert [round(entry["rows"][r]["vs"]["none"]["p_holm"], 3) for r in ("tapt", "dsir", "cosine")] == [0.018, 0.06, 0.06]

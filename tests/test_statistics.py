@@ -378,3 +378,14 @@ def test_the_readout_is_one_for_the_runs_page_the_results_page_and_the_cli():
     import ui_runs
 
     assert "readout(" in inspect.getsource(ui_runs.experiment_result)  # the Runs page says the same lines
+
+
+def test_seeds_to_settle_never_says_run_one_more_when_the_seeds_already_suffice(monkeypatch):
+    """Found in review: when the seed spread says the seeds run suffice, "run 1 more" came from a floor of n + 1,
+    with no basis: what holds such a claim back is the resampled reading or Holm."""
+    import core.experiments.statistics as stats
+
+    monkeypatch.setattr(stats, "_variance_split", lambda runs, n_boot, seed: (np.array([0.030, 0.031, 0.029, 0.030]), 1e-6))
+    runs = np.zeros((4, 10, 3), dtype=np.int64)
+    settle = stats.seeds_to_settle(runs, runs)
+    assert settle["needed"] is None and "4 seeds would do" in settle["reason"]

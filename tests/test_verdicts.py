@@ -283,3 +283,20 @@ def test_a_stored_summary_pairs_its_mirrors_within_each_lc_size():
     apply_holm(entries)
     assert [t["holm_family"] for e in entries for t in e["vs"].values()] == [2, 2, 2, 2]
     assert [t["p_holm"] for e in entries for t in e["vs"].values()] == [0.02, 0.02, 0.02, 0.02]
+
+
+def test_a_stored_verdict_from_older_code_gives_way_to_one_read_now():
+    """Found in review: a result stored before a claim needed 3 seeds kept "verdict: yes (tapt)" and "tapt helps" beside
+    the row line "no clear gain, 2 seeds (a claim needs 3)"."""
+    from core.experiments.readout import readout_lines
+
+    vs = {"delta": 0.02, "ci": [0.005, 0.035], "p": 0.004, "p_holm": 0.008, "seeds": 2, "holm_family": 2}
+    result = {"domain": "music", "preset": "study", "cells": [],
+              "summary": [{"row": "tapt", "f1_mean": 0.62, "seeds": 2, "f1_ci": [0.6, 0.64], "vs": {"none": vs}},
+                          {"row": "none", "f1_mean": 0.60, "seeds": 2, "f1_ci": [0.58, 0.62],
+                           "vs": {"tapt": {**vs, "delta": -0.02, "ci": [-0.035, -0.005]}}}],
+              "verdict": {"text": "pretraining helps against none: yes (tapt)", "pretraining_helps": "yes",
+                          "advice": {"case": "helps", "text": "tapt helps over no pretraining here"}}}
+    lines = readout_lines(result)
+    assert not any("yes (tapt)" in line or "tapt helps" in line for line in lines), lines
+    assert any(line.startswith("what to do: cannot say with 2 seeds") for line in lines), lines

@@ -258,8 +258,10 @@ def experiment_job(params: ExperimentParams, ctx: JobContext) -> dict[str, Any]:
             "verdict": experiment_verdict(summary, params.preset, cells, knob_label(params)).to_dict(),
             "leakage": {k: v.stored() for k, v in leakage.items()},
             "summary_method": "95% CI: percentile bootstrap of the seed-mean F1, seeds then TEST sentences resampled "
-                              f"({N_RESAMPLES:,} resamples); vs: the same draws for both rows (paired over sentences and seeds), p by the "
-                              "shifted null (Berg-Kirkpatrick et al. 2012)"}
+                              f"({N_RESAMPLES:,} resamples), widened to the seed-level t interval with 2+ seeds; vs: the "
+                              "same draws for both rows (paired over sentences and seeds), p the larger of the shifted "
+                              "null's (Berg-Kirkpatrick et al. 2012) and a seed-level t-test's, the interval the hull of "
+                              "both; Holm over the experiment's comparisons, a claim on 3+ seeds"}
 
 
 def cell_tasks(rows: Sequence[str], seeds: Sequence[int], budgets: Sequence[Any], lc_sizes: Sequence[int]) -> list[CellTask]:

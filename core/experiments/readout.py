@@ -34,8 +34,10 @@ def readout(result: ExperimentResult | Mapping[str, Any],
                                                              ": this run predates the MLM guard and its MLM saw "
                                                              "evaluation text; rerun it."))
            for name, test in result.test_leaks()]
+    # read now, from the same entries as the per-row lines below: a verdict stored by older code (before a claim needed
+    # 3 seeds) said "helps" beside a row line saying "no clear gain"; the stored one only where no entry is left
     fresh = experiment_verdict(entries, result.preset, result.cells, knob_label(result.recipe or {}))
-    verdict = result.verdict or fresh
+    verdict = fresh if entries or not result.verdict else result.verdict
     out.append(Said("info" if verdict.evidence else "warning", verdict.text, "Verdict"))
     advice = verdict.advice or fresh.advice
     if advice:

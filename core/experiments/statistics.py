@@ -22,8 +22,9 @@ test both rows get the same seed draw and the same sentence draw (seed s of one 
   and, for a selection, random): a verdict and a star read the adjusted p, never the raw one.
 - p comes from 10,000 resamples, with its Monte-Carlo standard error (`p_mc_error`, sqrt(p(1-p)/B)) beside it
   (`p_resampled_mc_error` beside `p_resampled` where the t reading was made too).
-  There is no "seeds needed": a power figure from a per-seed SD of three seeds, ignoring the test-sentence variance the
-  p includes, said "2 seeds" where p was 0.64.
+- `seeds_to_settle` sizes a run that cannot say yet (the advice's "run M more"): Stein's two-stage estimate with
+  the seed and the test-sentence variance split (a power figure from a per-seed SD alone, ignoring the sentences, said
+  "2 seeds" where p was 0.64); None with the reason where more seeds would not settle it.
 
 Runs are (n, 3) count arrays, or (S, n, 3) for S seeds scored on the same n sentences. Resampling is
 hand-written on numpy count rows (one integer matrix product per batch of resamples) because no well-kept
@@ -318,7 +319,12 @@ def seeds_to_settle(a: Any, b: Any, family: int = 1, alpha: float = ALPHA, n_boo
             return {**out, "needed": None, "reason": f"it would take more than {max_seeds} seeds"}
         return {**out, "needed": None, "reason": f"{n} seeds pin the seed-to-seed spread down too loosely to size the "
                                                  f"run (Student t {q:.1f} at {n - 1} df): run {k - n} more, then ask again"}
-    needed = max(n + 1, math.ceil(per_seed / room))
+    needed = math.ceil(per_seed / room)
+    if needed <= n:  # by the seed spread the n seeds suffice: what holds the claim back is the resampled reading or
+        # Holm over the family, which more seeds of the same spread need not change (said "run 1 more" with no basis)
+        return {**out, "needed": None, "reason": f"by the seed-to-seed spread {n} seeds would do: what keeps the claim "
+                                                 "open is the test-sentence resampling or the correction over the "
+                                                 "family's comparisons, which more seeds need not settle"}
     if needed > max_seeds:
         return {**out, "needed": None, "reason": f"it would take more than {max_seeds} seeds"}
     return {**out, "needed": needed, "reason": ""}
