@@ -40,6 +40,17 @@ def test_summary_and_tables():
     assert list(types.columns) == ["none", "tapt", "dsir"] and types.loc["PER", "dsir"] == 60.0 and types.loc["PER", "none"] == 50.0
 
 
+def test_a_rerun_pools_once_per_seed_and_another_test_file_is_its_own_column():
+    """Found in review: two experiments of one recipe and domain sharing a seed were pooled into "row none seed 1
+    appears twice", and the Results page failed."""
+    newer = [{**c, "f1": c["f1"] + 0.1} for c in CELLS]
+    table = results_table([{"domain": "music", "cells": newer}, {"domain": "music", "cells": CELLS}])
+    assert list(table.columns) == ["music"] and table.loc["dsir", "music"] == "72.00 ± 2.83"  # the newest (first) kept
+    other = {"domain": "music", "cells": CELLS, "corpora": {"test": {"hash": "bbbbbbbbbbbb"}}}
+    table = results_table([{"domain": "music", "cells": newer, "corpora": {"test": {"hash": "aaaaaaaaaaaa"}}}, other])
+    assert list(table.columns) == ["music", "music (TEST bbbbbbbb)"] and table.loc["dsir", "music (TEST bbbbbbbb)"] == "62.00 ± 2.83"
+
+
 def test_parse_strategy():
     assert parse_strategy("cosine@b1") == ("cosine", "b1") and parse_strategy(" dsir ") == ("dsir", None)
     with pytest.raises(UserError):

@@ -9,6 +9,7 @@ import pytest
 
 from core.data.stream import open_corpus_stream
 from core.data.workspace import Workspace
+from core.errors import UserError
 from core.runner import jobs, jobstore
 from core.selection.strategies import select
 from tests.apptest import open_app, shown
@@ -115,3 +116,25 @@ def test_results_page_shows_the_verdict_and_marks_dev_in_mlm(trust_ws, monkeypat
     assert not at.exception, [e.value for e in at.exception]
     warnings = " ".join(w.value for w in at.warning)
     assert "**Verdict**: smoke test (preset tiny): not evidence" in warnings and "allowed DEV text in its MLM corpus" in warnings
+
+
+def test_one_damaged_experiment_or_predictions_file_never_takes_down_the_results_page(trust_ws, monkeypatch, tmp_path):
+    """Found in review: an F1 that is no number (with no counts to recompute it) raised through the whole page, a
+    cell from before sweeps (no lc_size) broke Fig. 2, and a damaged test_predictions.jsonl showed a traceback."""
+    from core.train.ner_predict import read_predictions
+
+    ws = Workspace(trust_ws)
+    bad = jobs.submit(ws, "experiment", {"domain": "politics"}, start=False)
+    cells = [{"row": "dsir", "seed": 1, "f1": float("nan"), "budget": 10},
+             {"row": "dsir", "seed": 2, "f1": 0.5, "budget": 20}]
+    jobstore.update(ws, bad.id, status="done", progress=1.0, result=json.dumps({"domain": "politics", "cells": cells}))
+    at = open_app(trust_ws, monkeypatch, "views/results.py")
+    assert not at.exception, [e.value for e in at.exception]
+    picker = at.selectbox(key="per_type_pick")
+    picker.set_value(next(k for k, o in enumerate(picker.options) if "politics" in o)).run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert any("F1 is nan" in e.value for e in at.error), [e.value for e in at.error]
+    damaged = tmp_path / "test_predictions.jsonl"
+    damaged.write_text('{"tokens": ["a"], "spans": [], "c1": 0.9, "c2": 0.1}\n{ bad\n')
+    with pytest.raises(UserError, match="test_predictions.jsonl:2"):
+        read_predictions(damaged)

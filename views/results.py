@@ -59,14 +59,20 @@ if not experiments:
 else:
     st.markdown("**Test F1 (%), mean ± std over seeds [95% CI]** (as the seed paper's Table 3)",
                 help=INTERVAL_HELP)
-    st.dataframe(_table(json.dumps([e.to_dict() for e in experiments], sort_keys=True, default=str)), key="results_table")
+    table = run_guarded(lambda: _table(json.dumps([e.to_dict() for e in experiments], sort_keys=True, default=str)),
+                        "Could not build the results table")
+    if table is not None:
+        st.dataframe(table, key="results_table")
     labels = {i: f"{e.domain} · job {e.job}" + (" (partial)" if e.partial else "") for i, e in enumerate(experiments)}
     st.caption("A strategy run at several SC budgets has one row per budget; sweeps enter at their largest LC size.")
     pick = st.selectbox("Experiment", list(labels), format_func=labels.get, key="per_type_pick",
                         help="Its per-type F1 (Table 4), sweep figures (Fig. 2, Fig. 4) and Table 5 below.")
     chosen = experiments[pick]
-    entries = _summary(json.dumps(chosen.to_dict(), sort_keys=True, default=str))
-    show_readout(readout(chosen, entries))
+    # one damaged experiment (an F1 that is no number, a seed twice) is said and skipped, never the whole page
+    entries = run_guarded(lambda: _summary(json.dumps(chosen.to_dict(), sort_keys=True, default=str)),
+                          f"Could not read experiment {labels[pick]}") or []
+    if entries:
+        show_readout(readout(chosen, entries))
     comparisons = comparison_rows(entries)
     st.markdown("**Against TAPT, no pretraining and, for a selection, the random control**: difference in test F1 "
                 "points, its 95% CI, p-value and the Holm-adjusted p (significance reads the adjusted one)",
@@ -77,7 +83,9 @@ else:
         st.caption("No paired comparison: the experiment has no `tapt` or `none` row, or its runs kept no per-sentence "
                    "TEST predictions (runs made before they were kept: rerun them for intervals).")
     st.markdown("**Per entity type, test F1 (%) mean over seeds** (as Table 4)")
-    st.dataframe(per_type_table(chosen), key="per_type_table")
+    types = run_guarded(lambda: per_type_table(chosen), f"Could not read experiment {labels[pick]}")
+    if types is not None:
+        st.dataframe(types, key="per_type_table")
 
 
 def sweep_section(cells: list[Cell]) -> None:
@@ -93,7 +101,8 @@ def sweep_section(cells: list[Cell]) -> None:
         fig = px.line(strat, x="budget", y="f1_mean", error_y="ci_plus", error_y_minus="ci_minus", color="series", markers=True,
                       hover_data={"seeds_label": True, "ci_plus": False, "ci_minus": False},
                       labels={"budget": "SC sentences (budget)", "f1_mean": "test F1", "series": "strategy", "seeds_label": "seeds"},
-                      title=f"Fig. 2: test F1 (mean over seeds, bars: 95% CI) against the amount of SC, LC {int(f2['lc_size'].max()):,}")
+                      title="Fig. 2: test F1 (mean over seeds, bars: 95% CI) against the amount of SC"
+                            + (f", LC {int(f2['lc_size'].max()):,}" if f2["lc_size"].notna().any() else ""))
         for _, b in f2[f2["kind"] == "baseline"].iterrows():
             fig.add_hline(y=b["f1_mean"], line_dash="dot", annotation_text=f"{b['row']} {b['f1_mean']:.3f}",
                           annotation_position="bottom right")
@@ -117,7 +126,7 @@ def sweep_section(cells: list[Cell]) -> None:
 
 
 if experiments:
-    sweep_section(experiments[pick].cells)
+    run_guarded(lambda: sweep_section(experiments[pick].cells), "Could not draw the sweep figures")
 
 
 @st.cache_data(max_entries=4, show_spinner="Pairing each recipe variant with its default (10,000 draws a row)...")
@@ -221,7 +230,8 @@ else:
                             f" · test F1 {with_preds[i]['f1']:.3f}" if isinstance(with_preds[i]["f1"], (int, float)) else ""))
     only_errors = c[1].checkbox("Only sentences with errors", key="pred_errors")
     limit = c[2].number_input("Show", 5, 500, 25, step=5, key="pred_limit")
-    rows = read_predictions(with_preds[pj]["path"], limit=int(limit), only_errors=only_errors)
+    rows = run_guarded(lambda: read_predictions(with_preds[pj]["path"], limit=int(limit), only_errors=only_errors),
+                       "Could not read the test predictions") or []
     colors = type_colors({s.type for r in rows for s in [*r["spans"], *(r["gold"] or [])]})
     st.html(legend_html(colors))
     for r in rows:

@@ -118,16 +118,27 @@ def results_table(experiments: Iterable[ExperimentResult | Mapping[str, Any]], p
     """The seed's Table 3: rows strategies and baselines, columns domains, cells 'mean ± std [95% CI]' of
     test F1 over seeds ('(1 seed)' instead of a spread; no interval for runs without kept predictions).
     `experiments` are experiment results (each with `domain` and `cells`);
-    two experiments of one recipe on one domain are pooled; a recipe variant (other MLM settings or rehearsal,
-    plan.knob_label) is a column of its own, "music (lr=5e-05)", never pooled with its default's cells; sweeps enter
-    as `table_cells` gives them."""
+    two experiments of one recipe on one domain are pooled, a cell (row, seed, budget, LC size) run twice counting
+    once: the first listed's, the newest as collect_results lists them (pooled, the two made "row none seed 1
+    appears twice" and the page failed); an experiment scored on another TEST file is a column of its own; a recipe
+    variant (other MLM settings or rehearsal, plan.knob_label) is a column of its own, "music (lr=5e-05)", never pooled
+    with its default's cells; sweeps enter as `table_cells` gives them."""
     import pandas as pd
 
     by_domain: dict[str, list[Cell]] = {}
     dev_in_mlm: set[str] = set()  # domains with a run that allowed DEV text in its MLM corpora: marked on their rows
+    tests: dict[str, str | None] = {}  # column -> the TEST file's hash its cells were scored on
+    have: dict[str, set[tuple]] = {}
     for exp in map(as_result, experiments):
         column = exp.domain + (f" ({knob})" if exp.recipe and (knob := knob_label(exp.recipe)) else "")
-        by_domain.setdefault(column, []).extend(table_cells(exp.cells))
+        test = ((exp.extra.get("corpora") or {}).get("test") or {}).get("hash")
+        if test and tests.get(column) and tests[column] != test:
+            column += f" (TEST {test[:8]})"
+        tests.setdefault(column, test)
+        for c in table_cells(exp.cells):
+            if (c.row, c.seed, c.budget, c.lc_size) not in have.setdefault(column, set()):
+                have[column].add((c.row, c.seed, c.budget, c.lc_size))
+                by_domain.setdefault(column, []).append(c)
         if exp.dev_in_mlm:
             dev_in_mlm.add(column)
     scale = 100.0 if percent else 1.0

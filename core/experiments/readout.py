@@ -36,7 +36,8 @@ def readout(result: ExperimentResult | Mapping[str, Any],
            for name, test in result.test_leaks()]
     # read now, from the same entries as the per-row lines below: a verdict stored by older code (before a claim needed
     # 3 seeds) said "helps" beside a row line saying "no clear gain"; the stored one only where no entry is left
-    fresh = experiment_verdict(entries, result.preset, result.cells, knob_label(result.recipe or {}))
+    preset = result.preset or (result.verdict.preset if result.verdict else None)  # older files kept it there only
+    fresh = experiment_verdict(entries, preset, result.cells, knob_label(result.recipe or {}))
     verdict = fresh if entries or not result.verdict else result.verdict
     out.append(Said("info" if verdict.evidence else "warning", verdict.text, "Verdict"))
     advice = verdict.advice or fresh.advice

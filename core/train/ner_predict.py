@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from core.data.corpus import Corpus
 from core.data.stream import CorpusStream
 from core.data.tags import Span, TagScheme, spans_from_tags, tags_from_spans
-from core.errors import UserError
+from core.errors import CorpusError, UserError
 from core.lm.models import pick_device
 from core.train.ner_model import NerModel, Prediction, load_ner_model
 from core.train.training import (
@@ -147,12 +147,16 @@ def read_predictions(path: str | Path, limit: int | None = None, only_errors: bo
     `errors`, the number of predicted and gold spans without an exact match."""
     rows = []
     with open(path, encoding="utf-8") as fh:
-        for line in fh:
+        for number, line in enumerate(fh, 1):
             if not line.strip():
                 continue
-            d = json.loads(line)
-            pred = [Span.from_dict(s) for s in d["spans"]]
-            gold = [Span.from_dict(s) for s in d["gold_spans"]] if "gold_spans" in d else None
+            try:  # a damaged file (a run stopped while writing it, an edit) names its line, never a traceback
+                d = json.loads(line)
+                pred = [Span.from_dict(s) for s in d["spans"]]
+                gold = [Span.from_dict(s) for s in d["gold_spans"]] if "gold_spans" in d else None
+                float(d["c1"]), float(d["c2"]), list(d["tokens"])
+            except (ValueError, KeyError, TypeError, AttributeError) as exc:
+                raise CorpusError(path, number, f"not a prediction row (JSON with tokens, spans, c1, c2): {exc}") from None
             errors = len(set(pred) ^ set(gold)) if gold is not None else 0
             if only_errors and not errors:
                 continue
