@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -224,6 +225,15 @@ def test_parse_seeds_one_rule_for_cli_and_page():
             parse_seeds(bad, "--seeds")
     with pytest.raises(UserError, match="Seeds: give at least one seed"):
         parse_seeds(" , ", "Seeds")
+    # found in review: '1,1' ran every cell, then its summary refused "row none seed 1 appears twice"; 2**64 failed
+    # inside torch.manual_seed
+    with pytest.raises(UserError, match="seed 1 is given twice"):
+        parse_seeds("1,2,1", "--seeds")
+    with pytest.raises(UserError, match="seed 18446744073709551616 is above"):
+        parse_seeds(str(2**64), "--seeds")
+    for bad, said in (([1, 1], "given twice"), ([2**40], "at most")):
+        with pytest.raises(UserError, match=said):
+            jobs.submit(Workspace(Path(tempfile.mkdtemp())), "experiment", {"domain": "music", "seeds": bad}, start=False)
 
 
 def test_parse_and_resolve_amounts():

@@ -14,6 +14,7 @@ from typing import Any
 from core.errors import UserError
 from core.recipes.budget import Budget
 from core.recipes.strategy_row import BASELINES, StrategyRow, row_labels
+from core.runner.params import MAX_SEED
 
 CELL_FILE = "cell.json"
 PICK_FILE = "pick.json"  # a cell's checkpoint choice (base encoder or an MLM snapshot) with every probe score
@@ -57,7 +58,12 @@ def parse_seeds(text: str, what: str) -> list[int]:
         raise UserError(f"{what}: expected comma-separated integers, got {text!r}")
     if not items:
         raise UserError(f"{what}: give at least one seed")
-    return [int(t) for t in items]
+    seeds = [int(t) for t in items]
+    if too_big := [s for s in seeds if s > MAX_SEED]:
+        raise UserError(f"{what}: seed {too_big[0]} is above {MAX_SEED:,}, the largest every random generator takes")
+    if twice := sorted({s for s in seeds if seeds.count(s) > 1}):
+        raise UserError(f"{what}: seed {', '.join(map(str, twice))} is given twice: each seed once")
+    return seeds
 
 
 def resolve_sc_budget(budget: Budget | int | float | str | None, tc_size: int, dc_size: int) -> int:

@@ -119,10 +119,20 @@ def range_error(value: Any, limits: tuple[float | None, float | None, float | No
     return None
 
 
+MAX_SEED = 2**32 - 1  # what every generator takes (numpy's legacy seed stops here; torch overflowed at 2**63)
+
+
+def _distinct(seeds: list[int]) -> None:
+    twice = sorted({s for s in seeds if seeds.count(s) > 1})
+    if twice:  # two cells of one row and seed: the job ran them all, then its summary refused the pair
+        raise UserError(f"seed {', '.join(map(str, twice))} is given twice: each seed once")
+
+
 def seeds_field(default: list[int] | None = None) -> Any:
-    """A list of seeds: each at least 0 (numpy's generators refuse a negative one, deep inside a strategy, after the
-    baselines had trained), refused at submit with the field's name."""
-    return field(default_factory=lambda: list(default or [1]), metadata={"range": (0, None, None)})
+    """A list of seeds: each in [0, MAX_SEED] (numpy's generators refuse a negative one, deep inside a strategy, after
+    the baselines had trained) and each once, refused at submit with the field's name."""
+    return field(default_factory=lambda: list(default or [1]),
+                 metadata={"range": (0, None, MAX_SEED), "check": _distinct})
 
 
 def config_fields(cls: type) -> tuple[str, ...]:
