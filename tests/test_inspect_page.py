@@ -317,3 +317,22 @@ def test_a_reload_keeps_the_model_the_source_and_the_annotator(ner_ws, monkeypat
     assert reloaded.selectbox(key="insp_corpus").value == "demo-test"
     assert reloaded.selectbox(key="insp_model").value == str(model_dir)
     assert str(model_dir) in reloaded.selectbox(key="insp_model").options  # the full path, leading slash included
+
+
+def test_a_typed_reviewer_name_is_shown_as_itself(ner_ws, monkeypatch):
+    """Found in review: the card rendered the reviewer's name as Markdown: '![x](http://...)' made every viewer's
+    browser fetch an image, ':red[...]' restyled the card."""
+    root, model_dir = ner_ws
+    ws = Workspace(root)
+    req = insp.prediction_request(ws, str(model_dir), "demo-dev")
+    insp.predict_cached(ws, req)
+    rows = insp.load_predictions(req)
+    name = "![x](http://example.invalid/p.png) :red[boss]"
+    ReviewStore(ws, req.review_key).save(rows[0]["index"], "rejected", rows[0]["tokens"], [], expected_version=0,
+                                         reviewer=name)
+    at = _open(_app(root, monkeypatch))
+    at.multiselect(key="insp_review").select("rejected").run()
+    assert not at.exception
+    cards = [m.value for m in at.markdown if "state:" in m.value]
+    assert cards and all("![x](" not in c and ":red[" not in c for c in cards)
+    assert any(r"\!\[x\]" in c for c in cards)

@@ -7,6 +7,7 @@ import streamlit as st
 
 from core.access import LOCAL
 from core.data import selection_store
+from core.data.showtext import markdown_literal
 from core.data.tags import Span
 from core.data.workspace import CorpusRole
 from core.errors import UserError
@@ -157,8 +158,8 @@ def review_tab() -> None:
         if current:
             st.session_state["insp_cursor_index"] = i
         with st.container(border=True, key=f"insp_card_{state}_{i}"):
-            where = f" · {line['selection']}" if line["selection"] else ""
-            who = f" by {item.reviewer}" if reviewed and item.reviewer else ""
+            where = f" · {markdown_literal(line['selection'])}" if line["selection"] else ""
+            who = f" by {markdown_literal(item.reviewer)}" if reviewed and item.reviewer else ""  # typed by anyone
             st.markdown(f"{'▶ ' if current else ''}**#{i}** · {line['n_entities']} predicted · c1 {line['c1']:.3f} · "
                         f"c2 {line['c2']:.3f}{where} · state: :{BADGE[state]}-badge[{state}]{who}")
             gold = predictions.row_spans(row, "gold_spans") if "gold_spans" in row else None
