@@ -719,3 +719,19 @@ def test_a_default_batch_size_and_whole_type_shares_name_the_same_selection_and_
     for bad in ("many", -1, True):
         with pytest.raises(UserError, match=f"'type_weights' maps entity types.*got {bad!r} for 'PER'"):
             validate("select", {**base, "options": {"type_weights": {"PER": bad}}})
+
+
+def test_selections_over_a_dc_are_matched_by_its_contents(tmp_path):
+    """Found in review: Inspect offered a selection of 'dc1' after dc1 was re-imported with other sentences (matched
+    by name), and marked rows 0, 2, 6... of the new corpus as selected."""
+    from core.runner import jobs
+
+    ws = Workspace(tmp_path / "ws")
+    ws.save_corpus(corpus(["t a", "t b"], ["x", "x"]), "tc", role="tc")
+    ws.save_corpus(corpus([f"first {i}" for i in range(20)]), "dc1", role="dc")
+    key = jobs.run_inline(ws, "select", {"tc": "tc", "dc": "dc1", "strategy": "random", "budget": 5, "seed": 1})["key"]
+    assert [m.key for m in list_selections(ws, dc="dc1")] == [key]
+    ws.save_corpus(corpus([f"first {i}" for i in range(20)]), "copy")
+    assert [m.key for m in list_selections(ws, dc="copy")] == [key]  # the same sentences under another name
+    ws.save_corpus(corpus([f"other {i}" for i in range(20)]), "dc1", overwrite=True)
+    assert list_selections(ws, dc="dc1") == []

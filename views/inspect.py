@@ -88,8 +88,8 @@ def review_tab() -> None:
     with c[1]:
         corpus, sel_key = source_picker(ws, "insp", CorpusRole.DC)
     status_sel = None
-    if corpus and (over := [m.key for m in selection_store.list_selections(ws, dc=corpus)]):
-        labels = {m.key: m.label for m in selection_store.list_selections(ws, dc=corpus)}
+    if corpus and (labels := {m.key: m.label for m in selection_store.list_selections(ws, dc=corpus)}):
+        over = list(labels)
         with c[2]:
             status_sel = st.selectbox("Selected-vs-filtered status from", [None, *over], key="insp_status_sel",
                                       format_func=lambda k: "(no selection)" if k is None else labels[k])

@@ -69,14 +69,21 @@ def cached_selection(ws: Workspace, key: str, dc: CorpusStream) -> Selection | N
 
 def list_selections(ws: Workspace, dc: str | None = None, in_workspace: bool = False) -> list[SelectionMeta]:
     """Metadata of every saved selection, newest first: the one listing of the selection store (`key`, `path` and
-    `label` included). `dc`: only selections over that corpus; `in_workspace`: only those whose DC is a workspace
-    corpus (their dc_index values resolve here)."""
+    `label` included). `dc`: only selections over that corpus as it is now, matched by content (a DC re-imported
+    under the same name holds other sentences: its old selections' dc_index would mark the wrong rows), by name
+    for one saved without its DC's hash; `in_workspace`: only those whose DC is a workspace corpus (their dc_index
+    values resolve here)."""
+    digest = None
+    if dc is not None and ws.has_corpus(dc):
+        from core.data.stream import open_corpus_stream
+
+        digest = open_corpus_stream(ws, dc).digest()  # cached per file hash: computed once per import
     out = []
     for folder in reversed(ws.list_artifacts(ARTIFACT)):
         meta = _read_meta(folder)
         if meta is None:
             continue  # a half-written or foreign folder is not a selection
-        if dc is not None and meta.dc_name != dc:
+        if dc is not None and (meta.dc_hash != digest if digest and meta.dc_hash else meta.dc_name != dc):
             continue
         if in_workspace and not _names_a_workspace_corpus(ws, meta.dc_name):
             continue
