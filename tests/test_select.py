@@ -735,3 +735,14 @@ def test_selections_over_a_dc_are_matched_by_its_contents(tmp_path):
     assert [m.key for m in list_selections(ws, dc="copy")] == [key]  # the same sentences under another name
     ws.save_corpus(corpus([f"other {i}" for i in range(20)]), "dc1", overwrite=True)
     assert list_selections(ws, dc="dc1") == []
+
+
+def test_a_ratio_field_refuses_a_count_and_a_count_field_a_ratio():
+    """Found in review: 2 typed in the Selection page's "Ratio of DC" ran a selection of 2 sentences, 1e9 all of DC."""
+    from core.recipes.budget import Budget
+
+    assert Budget.of_kind(0.2, ratio=True).value == 0.2 and Budget.of_kind(1.0, ratio=True).value == 1.0
+    assert Budget.of_kind(500, ratio=False).value == 500
+    for value, ratio in ((2.0, True), (1e9, True), (0.5, False)):
+        with pytest.raises(UserError, match="choose"):
+            Budget.of_kind(value, ratio=ratio)

@@ -158,7 +158,8 @@ def test_budget_zero_disables_run_selection_with_a_message(small_ws, monkeypatch
 
 
 @pytest.mark.parametrize(("kind", "key", "value"), [("count", "sel_budget_count", -5), ("ratio of DC", "sel_budget_ratio", -0.5),
-                                                    ("ratio of DC", "sel_budget_ratio", 1.5)])
+                                                    ("ratio of DC", "sel_budget_ratio", 1.5),
+                                                    ("ratio of DC", "sel_budget_ratio", 2.0)])  # not 2 sentences
 def test_a_negative_or_too_large_budget_disables_run_selection(small_ws, monkeypatch, kind, key, value):
     """Issue 24: with min_value on the field the browser kept (and ran) the previous value after a typed -5."""
     submitted = []

@@ -92,7 +92,7 @@ if st.checkbox("Pass over repeated sentences", key="sel_dedupe",
 
 budget_problem = None
 try:
-    Budget.parse(budget)
+    budget = Budget.of_kind(budget, ratio=budget_kind != "count").value
 except UserError as exc:
     budget_problem = f"Budget is {budget:g}: {exc}. Choose how many DC sentences to keep before running the selection."
 if budget_problem:

@@ -70,6 +70,19 @@ class Budget:
         return cls(value)
 
     @classmethod
+    def of_kind(cls, value: Any, ratio: bool, what: str = "budget") -> Budget:
+        """A budget typed in a field that says what it is (the Selection page's "ratio of DC" or "count"): 2 typed as a
+        ratio is refused, not read as two sentences (a bare number's rule, `parse`), and 0.5 as a count likewise."""
+        budget = cls.parse(value, what)
+        if ratio and not budget.is_ratio:
+            raise UserError(f"{what}: a ratio of DC is above 0 and at most 1, got {value!r}; for a number of sentences "
+                            "choose 'count'")
+        if not ratio and budget.is_ratio:
+            raise UserError(f"{what}: a count is a whole number of sentences, got {value!r}; for a share of DC choose "
+                            "'ratio of DC'")
+        return budget
+
+    @classmethod
     def parse_list(cls, text: str | Sequence[Any] | None, what: str) -> list[Budget]:
         """'500,0.1' (or a list) -> budgets; empty items are skipped."""
         items = [t.strip() for t in text.split(",")] if isinstance(text, str) else list(text or [])
