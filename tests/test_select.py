@@ -434,6 +434,8 @@ def test_selection_is_saved_reused_and_exported(monkeypatch, tmp_path):
         load_selection(ws, "0123456789")
     assert sel.summary()["domain_precision"] == 1.0 and sel.summary()["random_domain_precision"] == 0.5
     assert sel.summary("a")["domain_precision"] == 0.0  # an explicit target domain wins
+    with pytest.raises(UserError, match="'Musci' is none of this DC's domains"):  # it read "precision 0.000"
+        sel.summary("Musci")
 
     monkeypatch.setattr(embed, "embed_corpus", lambda *a, **k: pytest.fail("recomputed a saved selection"))
     again = select(corpus(TC, ["b", "b"]), dc, "cosine", 3, workspace=ws)

@@ -137,7 +137,7 @@ def _load(key: str, root: str):
 sel = run_guarded(lambda: _load(view_key, str(ws.root)), "Could not load the selection")
 if sel is None:
     st.stop()
-summary = sel.summary(target or None)
+summary = run_guarded(lambda: sel.summary(target or None), "Domain precision") or sel.summary()
 m = st.columns(4)
 m[0].metric("Selected", f"{summary['selected']:,}", help=f"of {summary['dc_size']:,} DC sentences")
 m[1].metric("Strategy", sel.strategy)
@@ -208,8 +208,14 @@ if len(compare) >= 2:
     fig.update_yaxes(matches=None)
     fig.update_layout(height=360, margin=dict(t=40, b=10))
     c2.plotly_chart(fig, key="sel_score_facets")
-    rows = [{"selection": name, **{k: s.summary(target or None).get(k) for k in ("selected", "domain_precision",
-                                                                                  "random_domain_precision")}}
+    def summary_of(s):  # a typed target none of this selection's DC domains: its row without domain precision
+        try:
+            return s.summary(target or None)
+        except UserError:
+            return s.summary()
+
+    rows = [{"selection": name, **{k: summary_of(s).get(k) for k in ("selected", "domain_precision",
+                                                                      "random_domain_precision")}}
             for s, name in zip(chosen, short)]
     st.dataframe(readable(rows), hide_index=True, key="sel_compare_table")
 else:

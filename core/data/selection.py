@@ -189,6 +189,9 @@ class Selection:
         target = target_domain or self.meta.target_domain
         if not counts or target is None:
             return None
+        if target_domain and str(target_domain) not in counts:  # a typo read "precision 0.000 against random 0.000"
+            known = ", ".join(sorted(counts, key=lambda d: -counts[d])[:12])
+            raise UserError(f"target domain {target_domain!r} is none of this DC's domains ({known})")
         selected_counts = self.meta.selected_domain_counts
         if selected_counts is not None:  # counted while selecting: no need to read the selected rows
             hits = int(selected_counts.get(str(target), 0))
