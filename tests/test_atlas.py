@@ -56,6 +56,16 @@ def test_layout_fits_a_sample_and_places_the_rest_near_their_cluster():
     assert info2["place_workers"] == 2 and info["place_workers"] == 1 and np.array_equal(parallel, coords)
 
 
+def test_a_sample_of_one_repeated_sentence_is_laid_out_and_labelled():
+    """Found in review: 60 identical vectors came out of UMAP as 60 NaN rows, and labelling the clusters failed."""
+    same = np.tile(_clusters(1, k=1)[:1], (60, 1))
+    xy, info = atlas_mod.layout([same[:30], same[30:]], fit_points=40, seed=0)
+    assert np.isfinite(xy).all() and xy.shape == (60, 2) and "distinct" in info["method"]
+    atlas_mod.cluster_labels(xy, ["one line"] * 60)
+    two = np.r_[np.tile(_clusters(1, k=1)[:1], (30, 1)), np.tile(_clusters(1, k=1, seed=3)[:1], (30, 1))]
+    assert np.isfinite(atlas_mod.layout([two], fit_points=40, seed=0)[0]).all()
+
+
 def test_points_in_polygon_even_odd_on_hand_made_cases():
     xy = np.array([[0.5, 0.5], [1.5, 0.5], [0.5, 1.5], [2.5, 2.5], [1.0, 0.2], [-1, -1]])
     square = [[0, 0], [2, 0], [2, 2], [0, 2]]

@@ -118,6 +118,24 @@ def test_embedding_by_workspace_name_streams_to_the_same_cache(tiny_bert_dir, tm
     assert len(list((ws.root / "artifacts" / "embeddings").iterdir())) == 1
 
 
+def test_an_explicit_precision_never_reads_a_cache_made_in_another(tiny_bert_dir, tmp_path, monkeypatch):
+    """Found in review: embed_corpus(precision="fp32") returned the cache a bf16 pass had written (up to 5e-3 apart,
+    20x float16's rounding); "auto" still reads whichever cache there is."""
+    ws = Workspace(tmp_path / "ws")
+    corpus = Corpus(tokens=[s.split() for s in SENTENCES])
+    embed_corpus(corpus, str(tiny_bert_dir), workspace=ws, precision="bf16")
+    calls = _counting_encode(monkeypatch)
+    full = embed_corpus(corpus, str(tiny_bert_dir), workspace=ws, precision="fp32")
+    assert calls == [len(SENTENCES)] and len(list((ws.root / "artifacts" / "embeddings").iterdir())) == 2
+    np.testing.assert_allclose(np.asarray(full, dtype=np.float32), embed_texts(corpus.texts(), str(tiny_bert_dir),
+                                                                               precision="fp32"), atol=2e-3)
+    calls.clear()
+    embed_corpus(corpus, str(tiny_bert_dir), workspace=ws, precision="fp32")
+    embed_corpus(corpus, str(tiny_bert_dir), workspace=ws, precision="bf16")
+    embed_corpus(corpus, str(tiny_bert_dir), workspace=ws)
+    assert calls == []  # each precision's cache found again, and auto takes the first
+
+
 def test_bf16_verdict_is_computed_once_per_model_and_cached_on_disk(tiny_bert_dir, tmp_path, monkeypatch):
     monkeypatch.setattr(encoder, "cpu_has_bf16", lambda: True)
     monkeypatch.setattr(encoder, "_PRECISION_VERDICTS", {})

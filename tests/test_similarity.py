@@ -142,6 +142,16 @@ def small_ws(tmp_path):
     return ws
 
 
+def test_an_empty_corpus_is_refused_before_any_measure(small_ws):
+    """Found in review: a 0-token corpus (a workspace accepts one) made TVC NaN and cached, then JSD failed the job."""
+    from core.data.corpus import Corpus
+
+    small_ws.save_corpus(Corpus(tokens=[[]]), "empty")
+    with pytest.raises(UserError, match="'empty' holds no tokens"):
+        similarity_matrix(small_ws, ["dc", "empty"], ["tc"], SimilarityParams(measures=FAST, tvcc_method="approx"))
+    assert not (small_ws.root / "artifacts" / "similarity").exists()
+
+
 def test_matrix_is_cached_per_measure(small_ws):
     params = SimilarityParams(measures=FAST, tvcc_method="approx")
     said: list[tuple[float, str]] = []

@@ -121,6 +121,10 @@ def embed_corpus(corpus: Corpus | CorpusStream | str, model: str | ModelRef = "d
     ref = resolve_model(model) if not isinstance(model, ModelRef) else model
     key = embedding_key(ref, digest, pooling)
     folder = workspace.artifact_dir(ARTIFACT, key)
+    if precision != "auto" and _made_in(folder) not in (None, precision):
+        # asked for another precision than the cache was made in (bf16 and fp32 differ by up to 5e-3, 20x float16's
+        # rounding: near ties a selection flips): its own cache; "auto" reads whichever there is
+        folder = workspace.artifact_dir(ARTIFACT, content_hash(key, precision))
     final = folder / "embeddings.npy"
     if (folder / "meta.json").exists() and final.exists():
         if progress is not None:
@@ -135,6 +139,18 @@ def embed_corpus(corpus: Corpus | CorpusStream | str, model: str | ModelRef = "d
             return _embed_on_ray(folder, stream, ref, digest, pooling, precision, batch_size, ray, progress)
         return _embed_in_chunks(folder, chunks, n, ref, digest, pooling, device, precision, workspace, batch_size, chunk_size,
                                 progress)
+
+
+def _made_in(folder: Path) -> str | None:
+    """The precision a cache (finished or begun) was computed in, or None (none yet, or one from before it was kept)."""
+    for name in ("meta.json", "manifest.json"):
+        try:
+            made = json.loads((folder / name).read_text("utf-8")).get("precision")
+        except (OSError, ValueError):
+            continue
+        if made:
+            return str(made)
+    return None
 
 
 def _embed_on_ray(folder: Path, stream: CorpusStream, ref: ModelRef, digest: str, pooling: str, precision: str,
@@ -155,6 +171,7 @@ def _embed_on_ray(folder: Path, stream: CorpusStream, ref: ModelRef, digest: str
     os.replace(tmp, final)
     atomic_write_json(folder / "meta.json", {"model": ref.name, "fingerprint": ref.fingerprint(), "corpus_hash": digest,
                                              "pooling": pooling, "n": n, "dim": dim, "dtype": "float16", "ray": address,
+                                             "precision": None if precision == "auto" else precision,
                                              "seconds": time.time() - t0, "created": time.time()})
     if progress is not None:
         progress(1.0, f"{n:,} sentences embedded on Ray")

@@ -31,7 +31,7 @@ from core.data.stream import CorpusStream, open_corpus_stream
 from core.data.workspace import Workspace, content_hash
 from core.errors import UserError
 from core.progress import Progress, sub
-from core.selection.projection import stratified_sample, umap_2d
+from core.selection.projection import pca_2d, stratified_sample, umap_2d
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -340,10 +340,12 @@ def _place_part(x: np.ndarray) -> np.ndarray:
 
 
 def _fit(x: np.ndarray, n_neighbors: int, min_dist: float, seed: int, progress: Progress) -> tuple[Any, np.ndarray, str]:
-    """(fitted reducer or None, coordinates of x, backend). Tiny samples fall back to PCA (no model to transform with)."""
-    if len(x) < 4:
-        xy, backend = umap_2d(x, progress=progress)
-        return None, xy, backend
+    """(fitted reducer or None, coordinates of x, backend). Tiny samples fall back to PCA (no model to transform with),
+    and so do samples of fewer than 4 distinct sentences (a corpus of one repeated line): UMAP laid those out as NaN,
+    and labelling the map's clusters then failed."""
+    if len(x) < 4 or len(np.unique(np.round(x, 4), axis=0)) < 4:
+        xy, backend = umap_2d(x, progress=progress) if len(x) < 4 else (pca_2d(x), "pca (fewer than 4 distinct points)")
+        return None, np.nan_to_num(xy).astype(np.float32, copy=False), backend
     import warnings
 
     from core.selection.projection import _import_umap

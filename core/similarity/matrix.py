@@ -46,7 +46,11 @@ def similarity_matrix(ws: Workspace, sources: Sequence[str], targets: Sequence[s
     if not sources or not targets:
         raise UserError("choose at least one source and one target corpus")
     report = progress or (lambda f, m: None)
-    hashes = {n: ws.corpus_info(n).hash for n in {*sources, *targets}}
+    infos = {n: ws.corpus_info(n) for n in {*sources, *targets}}
+    if empty := sorted(n for n, info in infos.items() if not info.tokens):  # as compare_corpora refuses, before any
+        raise UserError(f"corpus {', '.join(map(repr, empty))} holds no tokens: every measure needs two non-empty "  # work
+                        "corpora; leave it out")
+    hashes = {n: info.hash for n, info in infos.items()}
     measures = params.pairwise
     values: dict[str, list[list[float | None]]] = {}
     for key in _value_keys(measures, params):
