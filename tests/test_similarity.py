@@ -199,6 +199,14 @@ def test_correlate_with_f1_gain_and_pearson():
     assert few["y_label"] == "F1" and few["measures"]["tvc"]["r"] is None and "at least 3" in few["measures"]["tvc"]["reason"]
     with pytest.raises(UserError):
         correlate_with_f1(runs, MATRIX, "nope")
+    # found in review: runs were matched to a source by name only, so F1 of runs pretrained on what s1 held before a
+    # re-import was plotted against s1's new measures
+    hashed = SimilarityMatrix(sources=MATRIX.sources, targets=MATRIX.targets, measures=MATRIX.measures, values=MATRIX.values,
+                              hashes={"s1": "new"})
+    old = [{**r, "source_hash": "old" if r["source"] == "s1" else None} for r in runs]
+    out = correlate_with_f1(old, hashed, "t")
+    assert out["left_out"] == 2 and [p["source"] for p in out["points"]] == ["s2", "s3", "s4"]
+    assert correlate_with_f1([{**r, "source_hash": "new"} for r in runs], hashed, "t")["left_out"] == 0
 
 
 def test_finished_f1_runs_read_from_the_run_index(tmp_path):

@@ -134,7 +134,9 @@ if corr:
     base = corr["baseline_f1"]
     st.caption(f"{len(corr['points'])} sources with runs; y = {corr['y_label']} on TEST"
                + (f" over the no-pretraining baseline F1 {base:.4f}" if base is not None else " (no baseline run found)")
-               + "; error bars: std over a source's runs (seeds), none where a source has one run.")
+               + "; error bars: std over a source's runs (seeds), none where a source has one run."
+               + (f" {corr['left_out']} run(s) left out: pretrained on a source's earlier contents (re-imported since)."
+                  if corr["left_out"] else ""))
     points = pd.DataFrame(corr["points"])
     error_y = "y_err" if points["y_err"].notna().any() else None
     cols = st.columns(2)

@@ -33,6 +33,7 @@ def finished_f1_runs(ws: Workspace) -> list[dict[str, Any]]:
             continue
         src, lin = entry.pretraining_source, entry.lineage
         runs.append({"job": entry.id, "kind": "ner", "source": src["name"] if src else None, "f1": float(f1),
+                     "source_hash": src["hash"] if src else None,
                      "data": f"{label(lin and lin.lc, 'LC')} · {label(lin and lin.test, 'TEST')}"})
     return runs
 
@@ -42,16 +43,22 @@ def correlate_with_f1(runs: Sequence[dict[str, Any]], matrix: SimilarityMatrix, 
     that source, as in Dai et al. 2020 Fig. 2. Runs are averaged per source (seeds); the gain is
     over the mean F1 of runs without a pretraining source, or plain F1 when there are none.
 
-    Returns {y_label, baseline_f1, points: [{source, runs, f1, y, y_err, <measure>...}], measures: {m: {r, p, n, reason}}};
-    y_err is the std of the source's F1 over its runs (seeds), None for a single run.
+    Returns {y_label, baseline_f1, points: [{source, runs, f1, y, y_err, <measure>...}], measures: {m: {r, p, n, reason}},
+    left_out}; y_err is the std of the source's F1 over its runs (seeds), None for a single run; left_out counts runs
+    pretrained on a source's earlier contents (matched by content hash, not by name), which are no point here.
     """
     if target not in matrix.targets:
         raise UserError(f"{target!r} is not a target of this similarity result")
     baseline = [r["f1"] for r in runs if r["source"] is None]
     base = float(np.mean(baseline)) if baseline else None
     by_source: dict[str, list[float]] = {}
+    stale = 0
     for r in runs:
         if r["source"] is not None and r["source"] in matrix.sources:
+            now, then = matrix.hashes.get(r["source"]), r.get("source_hash")
+            if now and then and then != now:  # pretrained on what the source held before it was re-imported: its
+                stale += 1  # F1 is no point of this measure's values
+                continue
             by_source.setdefault(r["source"], []).append(float(r["f1"]))
     points = []
     for source, f1s in sorted(by_source.items()):
@@ -63,7 +70,7 @@ def correlate_with_f1(runs: Sequence[dict[str, Any]], matrix: SimilarityMatrix, 
             point[m] = matrix.value(m, source, target)
         points.append(point)
     out: dict[str, Any] = {"y_label": "F1 gain" if base is not None else "F1", "baseline_f1": base, "points": points,
-                           "measures": {}}
+                           "measures": {}, "left_out": stale}
     for m in matrix.measures:
         xy = [(p[m], p["y"]) for p in points if p[m] is not None and math.isfinite(p[m])]
         out["measures"][m] = pearson_stats(xy, "finished NER runs pretrained on at least 3 different sources")
