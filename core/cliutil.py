@@ -84,6 +84,12 @@ def read_text_file(path: str | Path, what: str) -> str:
                         f"{column}); save the file as UTF-8") from None
 
 
+def print_warning(result: dict[str, Any]) -> None:
+    """A job result's warning (a quality gate, DEV or TEST that is the training corpus) on stderr, as a panel shows it."""
+    if warning := result.get("warning"):
+        print(f"warning: {warning}", file=sys.stderr)
+
+
 def print_json(obj: Any) -> None:
     print(json.dumps(obj, indent=2, ensure_ascii=False, default=json_default))
 

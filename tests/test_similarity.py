@@ -152,6 +152,17 @@ def test_an_empty_corpus_is_refused_before_any_measure(small_ws):
     assert not (small_ws.root / "artifacts" / "similarity").exists()
 
 
+def test_the_subsample_note_names_sources_used_whole(small_ws):
+    """Found in review: the page said every source was sub-sampled to N tokens; smaller ones entered whole."""
+    from core.similarity.matrix import subsample_note
+
+    n = small_ws.corpus_info("other").tokens + 1
+    result = similarity_matrix(small_ws, ["dc", "other"], ["tc"],
+                               SimilarityParams(measures=("tvc",), subsample_tokens=n, subsample_k=2))
+    assert subsample_note(small_ws, result) == (f"Sources sub-sampled to {n:,} tokens, 2x, averaged; other has fewer "
+                                                "tokens and entered whole, once.")
+
+
 def test_matrix_is_cached_per_measure(small_ws):
     params = SimilarityParams(measures=FAST, tvcc_method="approx")
     said: list[tuple[float, str]] = []

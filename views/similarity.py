@@ -12,6 +12,7 @@ import streamlit as st
 
 from core.data.workspace import CorpusRole
 from core.similarity.correlation import correlate_with_f1, finished_f1_runs
+from core.similarity.matrix import subsample_note
 from core.similarity.matrix_result import SimilarityMatrix
 from core.similarity.measures import MEASURES, PAIRWISE
 from core.tables import count
@@ -83,9 +84,7 @@ def heatmap(measure: str, values: list[list[float | None]]) -> None:
 
 
 st.subheader("Source × target")
-st.caption(f"{result.computed} values computed, {result.cached} from the cache."
-           + (f" Sources sub-sampled to {result.subsample[0]:,} tokens, {result.subsample[1]}x, averaged."
-              if result.subsample else ""))
+st.caption(f"{result.computed} values computed, {result.cached} from the cache. {subsample_note(ws, result)}")
 cols = st.columns(2)
 for i, measure in enumerate(m for m in PAIRWISE if m in result.measures):
     with cols[i % 2]:

@@ -10,12 +10,11 @@ import argparse
 import sys
 from pathlib import Path
 
-from core.cliutil import add_workspace_arg, out_file, out_folder, print_json, progress_wanted, tqdm_progress
+from core.cliutil import add_workspace_arg, out_file, out_folder, print_json, print_warning, progress_wanted, tqdm_progress
 from core.data.workspace import Workspace
 from core.errors import UserError
 from core.recipes.presets import PRESETS, preset_help
 from core.runner import jobs
-from core.runner.jobresult import JobResult
 from core.runner.params import (
     CONFIDENCE_MEASURES,
     CRITERIA,
@@ -108,6 +107,7 @@ def cmd_selftrain(args: argparse.Namespace) -> int:
               "ratio": args.ratio, "preset": preset, "seed": args.seed, "out": str(Path(args.out).resolve())}
     with tqdm_progress("selftrain", enabled=progress_wanted(args)) as progress:
         result = jobs.run_inline(ws, "selftrain", params, progress=progress)
+    print_warning(result)
     if args.json:
         print_json(result)
         return 0
@@ -131,8 +131,7 @@ def cmd_augment(args: argparse.Namespace) -> int:
               "allow_degenerate": args.allow_degenerate}
     with tqdm_progress("augment", enabled=progress_wanted(args)) as progress:
         result = jobs.run_inline(ws, "augment", params, progress=progress)
-    if warning := JobResult.from_dict(result).warning:
-        print(f"warning: {warning}", file=sys.stderr)
+    print_warning(result)
     if args.json:
         print_json({k: v for k, v in result.items() if k != "config"})
         return 0

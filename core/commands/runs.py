@@ -7,7 +7,7 @@ import argparse
 import time
 from pathlib import Path
 
-from core.cliutil import add_workspace_arg, comma_list, out_file, out_folder, print_json, progress_wanted, tqdm_progress
+from core.cliutil import add_workspace_arg, comma_list, out_file, out_folder, print_json, print_warning, progress_wanted, tqdm_progress
 from core.data.workspace import Workspace
 from core.errors import UserError
 from core.recipes.presets import PRESETS
@@ -97,6 +97,7 @@ def cmd_compare_sources(args: argparse.Namespace) -> int:
     ws = Workspace(args.workspace)
     with tqdm_progress("compare-sources", enabled=progress_wanted(args)) as bar:
         result = jobs.run_inline(ws, "compare-sources", params, run_dir=Path(args.out).resolve(), progress=bar)
+    print_warning(result)
     if args.json:
         print_json({k: v for k, v in result.items() if k != "matrix"})
         return 0

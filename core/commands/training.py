@@ -12,7 +12,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from core.cliutil import add_workspace_arg, comma_list, out_file, out_folder, print_json, progress_wanted, tqdm_progress
+from core.cliutil import add_workspace_arg, comma_list, out_file, out_folder, print_json, print_warning, progress_wanted, tqdm_progress
 from core.data.workspace import CorpusRef, Workspace, resolve_corpus_ref
 from core.errors import TIME_LIMIT_EXIT, UserError
 from core.experiments.plan import BASELINES
@@ -32,6 +32,7 @@ def _run(args: argparse.Namespace, kind: str, params: dict, desc: str) -> dict:
     run_dir = Path(args.run_dir) if getattr(args, "run_dir", None) else None
     with tqdm_progress(desc, enabled=progress_wanted(args)) as bar:
         result = jobs.run_inline(ws, kind, params, run_dir=run_dir, progress=bar)
+    print_warning(result)
     return result
 
 
@@ -257,8 +258,6 @@ def cmd_mlm(args: argparse.Namespace) -> int:
     result = JobResult.from_dict(_run(args, "mlm", params, "mlm"))
     print(f"model written to {result.out_dir} ({result.steps} steps"
           + ("; a fresh MLM head was initialised" if result.fresh_head else "") + ")")
-    if result.warning:
-        print(f"warning: {result.warning}", file=sys.stderr)
     return 0
 
 

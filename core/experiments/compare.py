@@ -54,12 +54,16 @@ BASELINE = "_baseline"
 def _measures(src: CorpusRef, tgt: CorpusRef, measures: list[str], folder: Path, progress) -> dict[str, float]:
     """The measures of one source against the target, kept in the run folder by both hashes."""
     path = folder / "measures" / f"{slug(src.name)}.json"
-    key = {"source": src.hash, "target": tgt.hash, "measures": sorted(measures)}
+    params = SimilarityParams(measures=tuple(measures))
+    # each measure's own cache parameters (core.similarity.measures: the cache version, the content-word method TVcC
+    # resolves to here): a bumped definition or spaCy installed since makes the values again
+    key = {"source": src.hash, "target": tgt.hash, "measures": sorted(measures),
+           "params": {m: params.cache_params(m) for m in sorted(measures)}}
     if path.exists():
         stored = json.loads(path.read_text("utf-8"))
         if stored.get("key") == key:
             return stored["values"]
-    result = compare_corpora(corpus_text(src), corpus_text(tgt), SimilarityParams(measures=tuple(measures)), progress=progress)
+    result = compare_corpora(corpus_text(src), corpus_text(tgt), params, progress=progress)
     values = {m: float(result[m]) for m in measures if m in result}
     atomic_write_json(path, {"key": key, "values": values, "tvcc_method": result.get("tvcc_method")})
     return values

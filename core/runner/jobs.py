@@ -57,6 +57,7 @@ from core.runner.jobstore import (
 )
 from core.runner.kinds import KINDS, lane, validate
 from core.runner.params import SCHEMA_VERSION, SleepParams, check_model_folders, check_out_folder
+from core.runner.split_check import split_warning, with_warning
 
 
 def list_jobs(ws: Workspace, kind: str | None = None) -> list[Job]:
@@ -378,8 +379,10 @@ def run_inline(ws: Workspace, kind: str, params: dict[str, Any] | Any, run_dir: 
                progress: Progress | None = None) -> dict[str, Any]:
     """Run a job function in this process (the CLI's path): the same code and validated params as a background job."""
     typed, ctx = inline_context(ws, kind, params, run_dir, progress)
+    if caution := split_warning(ws, kind, typed):
+        ctx.log(f"warning: {caution}")
     try:
-        result = load_job_function(kind)(typed, ctx) or {}
+        result = with_warning(load_job_function(kind)(typed, ctx) or {}, caution)
     except KeyboardInterrupt:
         raise Interrupted(ctx.run_dir) from None
     atomic_write_json(ctx.run_dir / "result.json", result)
@@ -400,7 +403,9 @@ def _run_job(ws: Workspace, job_id: str) -> int:
     ctx.log(f"job {job.id} ({job.kind}) started, attempt {job.attempts}, pid {os.getpid()}"
             + (f", device {devices.describe(device)}" if device else ""))
     try:
-        result = load_job_function(job.kind)(job.spec, ctx) or {}
+        if caution := split_warning(ws, job.kind, job.spec):
+            ctx.log(f"warning: {caution}")
+        result = with_warning(load_job_function(job.kind)(job.spec, ctx) or {}, caution)
         atomic_write_json(job.run_dir / "result.json", result)
         said = JobResult.from_dict(result).said()
         update(ws, job.id, attempt, status="done", progress=1.0, finished=time.time(), result=encode(result, "result"),

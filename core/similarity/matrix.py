@@ -38,6 +38,19 @@ if TYPE_CHECKING:
 CACHE_KIND = "similarity"
 
 
+def subsample_note(ws: Workspace, result: SimilarityMatrix) -> str:
+    """How the sources were sub-sampled, in words, naming those too small to be (used whole, once: TVC and TTR grow
+    with size, so a reader must know which sources were measured at another size)."""
+    if not result.subsample:
+        return ""
+    n, k = result.subsample[0], result.subsample[1]
+    whole = [s for s in result.sources if ws.has_corpus(s) and ws.corpus_info(s).tokens <= n]
+    text = f"Sources sub-sampled to {n:,} tokens, {k}x, averaged"
+    if whole:
+        text += f"; {', '.join(whole)} ha{'s' if len(whole) == 1 else 've'} fewer tokens and entered whole, once"
+    return text + "."
+
+
 def similarity_matrix(ws: Workspace, sources: Sequence[str], targets: Sequence[str], params: SimilarityParams,
                       progress: Progress | None = None) -> SimilarityMatrix:
     """Every pairwise measure for every (source, target) of workspace corpora, plus TTR of each
