@@ -259,10 +259,14 @@ def test_similarity_page_renders_results_and_f1_panel(tmp_path, monkeypatch):
     jobstore.update(ws, job.id, status="done", progress=1.0, result=json.dumps(result))
     from core.train.lineage import CorpusStamp, Lineage, MlmPhase, record_run
 
+    def h(name: str) -> str:  # what a run records of the corpus it pretrained on (a run of other contents is left out)
+        return ws.corpus_info(name).hash
+
     for i, (source, f1) in enumerate(((None, 0.5), (roles["dc"], 0.6), (roles["lc"], 0.55), (roles["dev"], 0.58))):
-        phases = [MlmPhase("source", [{"name": source, "hash": "h"}])] if source else []
+        phases = [MlmPhase("source", [{"name": source, "hash": h(source)}])] if source else []
         record_run(ws, f"ner-{i}", "ner", Lineage(mlm_phases=phases), f1=f1)
-    record_run(ws, "ner-dc-seed2", "ner", Lineage(mlm_phases=[MlmPhase("source", [{"name": roles["dc"], "hash": "h"}])]), f1=0.64)
+    record_run(ws, "ner-dc-seed2", "ner", Lineage(mlm_phases=[MlmPhase("source", [{"name": roles["dc"], "hash": h(roles["dc"])}])]),
+               f1=0.64)
     at = open_app(ws.root, monkeypatch, "views/similarity.py")
     assert any("Pearson r" in str(getattr(e, "proto", "")) for e in at.get("plotly_chart"))
     assert not any("needs finished NER runs" in i.value for i in at.info)
@@ -273,7 +277,7 @@ def test_similarity_page_renders_results_and_f1_panel(tmp_path, monkeypatch):
     # runs on an LC subset (an experiment's LC-size sweep) are another group: gains never mix the two
     subset = CorpusStamp(roles["lc"], "h", sentences=10, of=150)
     for i, (source, f1) in enumerate(((None, 0.2), (roles["dc"], 0.3), (roles["lc"], 0.25), (roles["dev"], 0.4))):
-        phases = [MlmPhase("source", [{"name": source, "hash": "h"}])] if source else []
+        phases = [MlmPhase("source", [{"name": source, "hash": h(source)}])] if source else []
         record_run(ws, f"ner-sub-{i}", "ner", Lineage(mlm_phases=phases, lc=subset), f1=f1)
     at = open_app(ws.root, monkeypatch, "views/similarity.py")
     groups = at.selectbox(key="sim_f1_data").options

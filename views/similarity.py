@@ -136,6 +136,9 @@ if corr:
                + "; error bars: std over a source's runs (seeds), none where a source has one run."
                + (f" {corr['left_out']} run(s) left out: pretrained on a source's earlier contents (re-imported since)."
                   if corr["left_out"] else ""))
+    if not corr["points"]:
+        st.info("No run of these sources is left to plot: every run was pretrained on a source's earlier contents.")
+        st.stop()
     points = pd.DataFrame(corr["points"])
     error_y = "y_err" if points["y_err"].notna().any() else None
     cols = st.columns(2)
