@@ -437,3 +437,24 @@ def test_a_selftrain_job_stopped_after_retraining_resumes_instead_of_refusing_it
     assert (run_dir / "model" / "ner_config.json").exists() and (run_dir / "checkpoint").is_dir()
     result = jobs.run_inline(ws, "selftrain", params, run_dir=run_dir)
     assert 0.0 <= result["selftrain_f1"] <= 1.0 and not (run_dir / "checkpoint").exists()
+
+
+def test_the_preview_and_save_refuse_an_lc_changed_since_the_augmentation(tiny_mlm_dir, files):
+    """Found in review: the Adapt tab read LC as it is now beside an older augmentation's output: deleted, it showed a
+    traceback; re-imported smaller, an IndexError; the same size, wrong pairs, and LC + output saved mixed the two."""
+    from core.adapt.augment import augmented_pair
+    from core.data.workspace import Workspace
+    from core.runner import jobs
+
+    ws = Workspace(files / "ws")
+    ws.import_corpus(files / "lc.conll", name="lc", role="lc")
+    result = jobs.run_inline(ws, "augment", {"lc": "lc", "model": str(tiny_mlm_dir), "sampling": "random-context",
+                                             "per_sentence": 2, "allow_degenerate": True, "check_tc": None})
+    source, generated = augmented_pair(ws, result)
+    assert len(source) == len(LC) and len(generated) == result["generated"]
+    ws.save_corpus(Corpus(tokens=[["Other", "words"]] * 4, tags=[["B-PER", "O"]] * 4), "lc", role="lc", overwrite=True)
+    with pytest.raises(UserError, match="holds other sentences than when this augmentation rewrote it"):
+        augmented_pair(ws, result)
+    ws.delete_corpus("lc")
+    with pytest.raises(UserError, match="is gone"):
+        augmented_pair(ws, result)

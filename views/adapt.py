@@ -7,7 +7,7 @@ import streamlit as st
 
 from core.adapt import augment as aug
 from core.adapt import selftrain as self_training
-from core.data.corpus import corpus_bytes, read_corpus
+from core.data.corpus import corpus_bytes
 from core.data.tags import spans_from_tags
 from core.data.workspace import CorpusRole
 from core.recipes.presets import preset_choices
@@ -136,7 +136,10 @@ def augment_tab() -> None:
     st.caption(f"{r['generated']} generated from {count(r['input_sentences'], 'sentence')} · {r['masked_per_sentence']:.2f} masked per "
                f"sentence · dropped: {r['dropped_unchanged']} unchanged, {r['dropped_duplicates']} duplicates, "
                f"{r['dropped_low_confidence']} low confidence")
-    generated, source = read_corpus(r["jsonl"]), ws.resolve_corpus(r["lc"])
+    pair = run_guarded(lambda: aug.augmented_pair(ws, r), "Cannot show this augmentation")
+    if pair is None:
+        return
+    source, generated = pair
     colors = type_colors({s.type for tags in generated.tags for s in spans_from_tags(tags)})
     for toks, tags, src in list(zip(generated.tokens, generated.tags, generated.fields["source_index"]))[:20]:
         st.html(augmented_html(source.tokens[src], toks, spans_from_tags(tags), colors))

@@ -23,13 +23,13 @@ from __future__ import annotations
 import dataclasses
 import json
 import random
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from core.data.atomic import json_default
-from core.data.corpus import Corpus, write_corpus
+from core.data.corpus import Corpus, read_corpus, write_corpus
 from core.data.tags import spans_from_tags
 from core.errors import ModelError, UserError
 from core.progress import Progress
@@ -39,6 +39,7 @@ from core.train.ner_model import load_ner_model
 from core.train.ner_predict import predict_corpus
 
 if TYPE_CHECKING:
+    from core.data.workspace import Workspace
     from core.runner.jobs import JobContext
     from core.runner.params import AugmentParams
 
@@ -441,4 +442,26 @@ def augment_job(params: AugmentParams, ctx: JobContext) -> dict[str, Any]:
     write_corpus(result.corpus, out.with_suffix(".jsonl"), fmt="jsonl")
     ctx.log(json.dumps({k: v for k, v in result.stats.items() if k != "config"}, default=json_default))
     return {**result.stats, "quality": quality, "warning": message if verdict != "ok" else None,
-            "conll": str(out), "jsonl": str(out.with_suffix(".jsonl")), "lc": params.lc or "lc"}
+            "conll": str(out), "jsonl": str(out.with_suffix(".jsonl")), "lc": params.lc or "lc",
+            "lc_hash": ws.ref(params.lc or "lc").hash}
+
+
+def augmented_pair(ws: Workspace, result: Mapping[str, Any]) -> tuple[Corpus, Corpus]:
+    """(the LC an augment job rewrote, its output), for the preview beside each source sentence and "Save as corpus"
+    with LC. The LC is read as it is now, so it must still be the one rewritten: deleted, or re-imported since, the
+    pairs shown would be wrong (or the page failed), and LC + output saved would mix two corpora."""
+    try:
+        generated = read_corpus(result["jsonl"])
+    except (KeyError, OSError) as exc:
+        raise UserError(f"the augment job's output is gone ({exc}): run the augmentation again") from None
+    try:
+        source = ws.resolve_corpus(result["lc"])
+    except UserError as exc:
+        raise UserError(f"the LC this augmentation rewrote is gone ({exc}): run it again on the current LC") from None
+    then = result.get("lc_hash")
+    changed = (then != ws.ref(result["lc"]).hash) if then else any(
+        int(i) >= len(source) for i in generated.fields.get("source_index", []))
+    if changed:
+        raise UserError(f"LC {result['lc']!r} holds other sentences than when this augmentation rewrote it: run the "
+                        "augmentation again on the current LC")
+    return source, generated
