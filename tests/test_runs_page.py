@@ -218,3 +218,13 @@ def test_experiment_form_submits_budgets_and_lc_sizes(runs_ws, monkeypatch):
         at.button(key="FormSubmitter:exp_form-Start experiment").click().run()
         assert not at.exception and any(bad.split(":")[-1] in shown(e) for e in at.error), [shown(e) for e in at.error]
     assert len(jobs.list_jobs(Workspace(runs_ws), "experiment")) == before
+    # found in review: "Exclude leaked" was disabled by the box beside it, which inside a form changed nothing until
+    # the form was sent: it could not be ticked without starting an experiment
+    at.multiselect(key="exp_strategies").set_value(["dsir"])
+    assert not at.checkbox(key="exp_exclude_leaked").disabled
+    at.checkbox(key="exp_allow_dev").check()
+    at.checkbox(key="exp_exclude_leaked").check()
+    at.button(key="FormSubmitter:exp_form-Start experiment").click().run()
+    job = next(j for j in jobs.list_jobs(Workspace(runs_ws), "experiment") if j.params.get("budgets"))
+    assert job.params["exclude_leaked"] is True and job.params["allow_dev_in_mlm"] is True
+    jobs.delete(Workspace(runs_ws), job.id)

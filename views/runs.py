@@ -109,10 +109,11 @@ with exp_tab, st.form("exp_form"):
     e_allow_dev = g[0].checkbox("Allow DEV text in TC", key="exp_allow_dev",
                                 help="Refused by default: DEV drives early stopping and the checkpoint pick, so MLM on DEV "
                                      "sentences flatters both. Allowed, the run is marked 'DEV in MLM' beside every row.")
-    e_exclude = g[1].checkbox("Exclude leaked", key="exp_exclude_leaked", disabled=not e_allow_dev,
+    # not disabled by the box beside it: inside a form that box changes nothing until the form is sent
+    e_exclude = g[1].checkbox("Exclude leaked (with DEV text in TC allowed)", key="exp_exclude_leaked",
                               help="TEST and DEV duplicates (exact, or near: verified Jaccard of word 2-grams >= 0.5) are "
-                                   "always dropped from TC/DC before MLM; this also drops DC's DEV duplicates when DEV text "
-                                   "in TC is allowed.")
+                                   "always dropped from TC/DC before MLM; with 'Allow DEV text in TC' ticked, this still "
+                                   "drops DC's DEV duplicates. Without it, it changes nothing.")
     c = st.columns([1, 1, 2, 1])
     e_limit = c[3].text_input("Time limit", "", key="exp_time_limit", placeholder="none",
                               help="2h, 1h30m, 90m or seconds: no cell starts that would end past it (each row's cells "
@@ -149,7 +150,7 @@ with exp_tab, st.form("exp_form"):
             params = {"tc": "tc", "dc": "dc", "lc": "lc", "dev": "dev", "test": "test", "strategies": exp_rows,
                       "baselines": e_base, "seeds": seeds, "budgets": [b.value for b in budgets] or None,
                       "lc_sizes": [s.value for s in lc_sizes] or None, "preset": e_preset, "model": e_model.strip() or "default",
-                      "exclude_leaked": bool(e_exclude), "allow_dev_in_mlm": bool(e_allow_dev),
+                      "exclude_leaked": bool(e_exclude and e_allow_dev), "allow_dev_in_mlm": bool(e_allow_dev),
                       "pick_checkpoint": PICK_CHOICES[e_pick], "rehearsal_share": float(e_rehearsal),
                       "mlm_config": mlm_settings or None,
                       "parallel": e_parallel.strip() or 1, "time_limit": e_limit.strip() or None}
