@@ -347,3 +347,14 @@ def test_map_choice_keeps_one_of_region_and_search_and_ignores_another_maps_regi
     choice.take("pinned", 3, "m1")
     choice.clear()
     assert choice.active is None and choice.pinned == 3
+
+
+def test_a_malformed_region_from_the_browser_is_ignored():
+    """Found in review: a region of fewer than 3 corners was kept and failed every rerun of the Map page before its
+    Clear button was drawn."""
+    choice = MapChoice()
+    square = [[0, 0], [1, 0], [1, 1], [0, 1]]
+    choice.take("region", {"map": "m1", "mode": "box", "polygon": square}, "m1")
+    for bad in ([[0, 0], [1, 1]], [[0, 0], [1, "x"], [1, 1]], [[0, 0], [1, float("nan")], [1, 1]], [[0], [1], [2]], 5):
+        choice.take("region", {"map": "m1", "mode": "lasso", "polygon": bad}, "m1")
+        assert choice.active.mode == "box" and len(choice.active.polygon) == 4, bad

@@ -165,7 +165,9 @@ def _from_browser(name: str) -> None:
 
 
 how = state.active
-mask = how.mask(atlas) if how is not None else None
+mask = run_guarded(lambda: how.mask(atlas), "Could not apply the chosen region") if how is not None else None
+if how is not None and mask is None:  # said above; dropped, so the page is usable again (and Clear is drawn)
+    state.clear()
 
 st.caption(f"{count(len(atlas), 'sentence')} · {atlas.method} · computed in {atlas.seconds:.0f}s · "
            + " · ".join(f"{c['name']}: {int(c['sentences']):,}" for c in atlas.corpora))

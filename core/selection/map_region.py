@@ -72,7 +72,13 @@ class MapChoice:
             self.pinned = None if value is None else int(value)
         elif name == "region":
             if isinstance(value, dict) and value.get("map") == map_key and value.get("polygon") is not None:
-                self.region, self.query = Region.from_dict(value), ""
+                try:
+                    region = Region.from_dict(value)
+                except (TypeError, ValueError, KeyError):
+                    return  # a malformed event (another client, a future one): the choice stays as it was
+                corners = region.polygon or []
+                if len(corners) >= 3 and all(len(c) == 2 and all(np.isfinite(c)) for c in corners):
+                    self.region, self.query = region, ""  # fewer corners failed every rerun, Clear never drawn
         elif name == "query":
             self.query, self.region = str(value or ""), None
 
