@@ -554,6 +554,12 @@ def test_ranking_table_reads_dc_texts_when_dc_was_named_by_its_role(tmp_path):
     table = ranking_table(load_selection(ws, result["key"]), head=3, tail=2, workspace=ws)
     assert list(table["rank"]) == [1, 2, 3, 19, 20]
     assert all(text.startswith("s ") for text in table["text"]) and set(table["domain"]) <= {"x", "y"}
+    assert table.attrs["note"] == ""
+    # found in review: after DC was re-imported the text column went blank, with no reason given
+    ws.save_corpus(corpus([f"new {i}" for i in range(20)], ["x", "y"] * 10), "my-dc", role="dc", overwrite=True)
+    table = ranking_table(load_selection(ws, result["key"]), head=3, tail=2, workspace=ws)
+    assert all(t.startswith("s ") for t in table["text"][:3]) and list(table["text"][3:]) == ["", ""]
+    assert "saved texts" in table.attrs["note"] and "other sentences" in table.attrs["note"]
 
 
 def test_cli_select_writes_jsonl_and_json_summary(tmp_path, capsys):

@@ -168,6 +168,8 @@ with left:
                    f"{sel.meta.seed or 0}), an importance resample, so a lower score can rank above a higher one. "
                    "Choose the topk ranking for an order by score alone.")
     st.dataframe(ranking, hide_index=True, width="stretch", key="sel_ranking")
+    if ranking.attrs.get("note"):
+        st.caption(markdown_literal(ranking.attrs["note"]))
 with right:
     fig = px.bar(score_histogram(sel), x="score", y="count", color="part", barmode="overlay", title="Score distribution")
     fig.update_traces(marker_line_width=0)
