@@ -356,7 +356,9 @@ def test_disagreements_and_adjudication_from_the_cli(team_ws, capsys):
 def test_a_task_needs_real_entity_types(team_ws):
     rita = Actor("rita", Role.RESEARCHER)
     for bad, said in ((["O"], "'O' is not an entity type"), (["PER", "—"], "'—' is not an entity type"),
-                      (["B PER"], "without spaces"), ([], "at least one entity type"), (["  "], "at least one")):
+                      (["B PER"], "without spaces"), ([], "at least one entity type"), (["  "], "at least one"),
+                      (["B-PER"], "is a tag, not an entity type"), (["I-"], "is a tag"),  # stored as B-B-PER
+                      (["X" * 41], "at most 40")):
         with pytest.raises(UserError, match=said):
             tasks.create_task(team_ws, rita, "bad types", ["ann"], corpus="demo-dc", n_items=2, overlap=0.0, types=bad)
     assert tasks.list_tasks(team_ws, rita) == []  # nothing stored

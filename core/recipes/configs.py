@@ -30,8 +30,9 @@ type_hints = functools.cache(typing.get_type_hints)
 
 def parse_settings(items: Iterable[str] | str, option: str) -> dict[str, Any]:
     """KEY=VALUE items typed by a user (a CLI option given several times, or one comma-separated text as a page
-    takes it) as a settings dict: a value reads as JSON where it parses (5e-5, 100, true), else it stays text; a later
-    key wins. The names and ranges are checked where the config is made (MlmConfig.from_dict, at submit).
+    takes it) as a settings dict: a value reads as JSON where it parses (5e-5, 100, true), else it stays text; a key
+    given twice with two values is refused (the last one silently won). The names and ranges are checked where the
+    config is made (MlmConfig.from_dict, at submit).
 
     >>> parse_settings(["lr=5e-5", " head_warmup_steps = 100", "device=cpu"], "--mlm")
     {'lr': 5e-05, 'head_warmup_steps': 100, 'device': 'cpu'}
@@ -43,13 +44,19 @@ def parse_settings(items: Iterable[str] | str, option: str) -> dict[str, Any]:
     >>> parse_settings(["lr"], "--mlm")
     Traceback (most recent call last):
     core.errors.UserError: --mlm 'lr': expected KEY=VALUE (e.g. lr=5e-5)
+    >>> parse_settings("lr=1e-5, lr=2e-5", "MLM settings")
+    Traceback (most recent call last):
+    core.errors.UserError: MLM settings: lr is given twice (1e-05 and 2e-05): give it once
     """
     out: dict[str, Any] = {}
     for item in (i for i in items.split(",") if i.strip()) if isinstance(items, str) else items:
         key, sep, value = item.partition("=")
         if not sep or not key.strip() or not value.strip():
             raise UserError(f"{option} {item.strip()!r}: expected KEY=VALUE (e.g. lr=5e-5)")
-        out[key.strip()] = value = _value(value.strip())
+        value = _value(value.strip())
+        if key.strip() in out and out[key.strip()] != value:
+            raise UserError(f"{option}: {key.strip()} is given twice ({out[key.strip()]} and {value}): give it once")
+        out[key.strip()] = value
         if isinstance(value, float) and not math.isfinite(value):
             raise UserError(f"{option} {item.strip()!r}: {key.strip()} must be a finite number")
     return out

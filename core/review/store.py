@@ -79,6 +79,9 @@ def review_set_key(corpus_name: str, corpus_hash: str) -> str:
 RESERVED_TYPES = ("O", "—")
 
 
+MAX_TYPE_CHARS = 40  # a label on a pill and in every export, not a sentence
+
+
 def check_type(entity_type: str, where: str) -> str:
     """An entity type as spans, tasks and exports need it: one word, not a reserved marker."""
     text = str(entity_type or "").strip()
@@ -87,6 +90,10 @@ def check_type(entity_type: str, where: str) -> str:
     if text in RESERVED_TYPES:
         raise UserError(f"{where}: {text!r} is not an entity type ('O' is outside any entity, '—' marks a span not "
                         "marked by an annotator): name the type, e.g. PER or MISC")
+    if len(text) >= 2 and text[0] in "BIESLU" and text[1] == "-":  # a tag, not a type: stored as B-B-PER
+        raise UserError(f"{where}: {text!r} is a tag, not an entity type: give the type alone, e.g. {text[2:] or 'PER'}")
+    if len(text) > MAX_TYPE_CHARS:
+        raise UserError(f"{where}: an entity type of {len(text)} characters ({text[:20]}...): at most {MAX_TYPE_CHARS}")
     return text
 
 
