@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from core.data.atomic import json_default
+from core.errors import UserError
 
 
 def comma_list(text: str) -> list[str]:
@@ -69,7 +70,6 @@ def _check_parents(text: str, path: Path) -> None:
 def read_text_file(path: str | Path, what: str) -> str:
     """A small text file a command reads whole (a password, guidelines), UTF-8 with or without a BOM; a file that
     cannot be read or is not UTF-8 is a UserError naming it, the line and the column, as corpus files get."""
-    from core.errors import UserError
 
     try:
         raw = Path(path).read_bytes()
@@ -82,6 +82,25 @@ def read_text_file(path: str | Path, what: str) -> str:
         column = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
         raise UserError(f"{path}:{line}: the {what} is not valid UTF-8 (byte 0x{raw[exc.start]:02x} at column "
                         f"{column}); save the file as UTF-8") from None
+
+
+def parse_spans(text: str, option: str = "--spans") -> list:
+    """'0-2:PER,4-5:LOC' as spans (positions checked against the sentence by core)."""
+    from core.data.tags import Span
+
+    spans = []
+    for part in (p.strip() for p in text.split(",") if p.strip()):
+        where, sep, entity = part.partition(":")
+        start, dash, end = where.partition("-")
+        if not (sep and dash and start.strip().isdigit() and end.strip().isdigit()):
+            raise UserError(f"{option} {part!r}: expected START-END:TYPE, e.g. 0-2:PER (token positions, end exclusive)")
+        spans.append(Span(int(start), int(end), entity.strip()))
+    return spans
+
+
+def spans_text(tokens: list[str], spans: list) -> str:
+    """Spans as `parse_spans` reads them, each with its words: "0-2:PER 'Ada Lovelace'"."""
+    return ", ".join(f"{s.start}-{s.end}:{s.type} '{' '.join(tokens[s.start:s.end])}'" for s in spans) or "(no entity)"
 
 
 def print_warning(result: dict[str, Any]) -> None:

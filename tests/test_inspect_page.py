@@ -336,3 +336,35 @@ def test_a_typed_reviewer_name_is_shown_as_itself(ner_ws, monkeypatch):
     cards = [m.value for m in at.markdown if "state:" in m.value]
     assert cards and all("![x](" not in c and ":red[" not in c for c in cards)
     assert any(r"\!\[x\]" in c for c in cards)
+
+
+def test_the_review_cli_does_what_inspect_does(ner_ws, capsys):
+    """Found in review: Inspect's review (list, accept / reject / correct, undo, progress, export) had no CLI."""
+    from core.cli import main
+
+    root, model_dir = ner_ws
+    ws = Workspace(root)
+    base = ["--workspace", str(root), "--model", str(model_dir), "--corpus", "test", "--reviewer", "cli", "--quiet"]
+    assert main(["review", "list", *base, "--limit", "3", "--json"]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    assert listed["counts"]["total"] == len(ws.load_corpus("demo-test")) and len(listed["sentences"]) == 3
+    first, second = listed["sentences"][0]["index"], listed["sentences"][1]["index"]
+    assert main(["review", "decide", str(first), "accept", *base]) == 0
+    assert main(["review", "decide", str(second), "correct", "--spans", "0-1:PER", *base]) == 0
+    assert "corrected 0-1:PER" in capsys.readouterr().out
+    req = insp.prediction_request(ws, str(model_dir), "demo-test")
+    store = ReviewStore(ws, req.review_key)
+    assert store.get(first).status == "accepted" and store.get(first).reviewer == "cli"
+    assert [(s.start, s.end, s.type) for s in store.get(second).spans] == [(0, 1, "PER")]
+    assert main(["review", "decide", str(second), "correct", *base]) == 2  # correct needs its spans
+    assert main(["review", "decide", str(first), "reject", *base, "--version", "0"]) == 2  # stale: someone decided
+    assert "changed since you opened it" in capsys.readouterr().err
+    assert main(["review", "undo", str(second), *base]) == 0 and store.get(second).status == "pending"
+    assert "back to unreviewed" in capsys.readouterr().out
+    assert main(["review", "progress", *base, "--json"]) == 0
+    progress = json.loads(capsys.readouterr().out)
+    assert progress["counts"]["accepted"] == 1 and progress["annotators"][0]["annotator"] == "cli"
+    out = root.parent / "reviewed.conll"
+    assert main(["review", "export", *base, "--out", str(out)]) == 0 and out.read_text().strip()
+    assert main(["review", "export", *base, "--save", "reviewed-test"]) == 0
+    assert ws.load_corpus("reviewed-test").fields["source_index"] == [first]

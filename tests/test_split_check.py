@@ -23,3 +23,18 @@ def test_a_held_out_split_that_is_the_training_corpus_is_named(tmp_path):
     assert split_warning(ws, "ner", validate("ner", {"train": "missing", "test": "lc"})) is None  # the job says it
     assert with_warning({"warning": "near-0 F1"}, "TEST holds ...")["warning"] == "near-0 F1; TEST holds ..."
     assert with_warning({"f1": 1}, None) == {"f1": 1}
+
+
+def test_jobs_that_could_only_fail_are_refused_at_submit():
+    """Found in review: an MLM job in mode tc+sc with no selection, or an experiment with no row, was queued and
+    failed in its process (a failed job row left behind)."""
+    import pytest
+
+    from core.errors import UserError
+
+    for kind, params, said in (("mlm", {"mode": "tc+sc"}, "reads selection"), ("mlm", {"mode": "dapt"}, "reads dc"),
+                               ("experiment", {"strategies": [], "baselines": []}, "no row to run")):
+        with pytest.raises(UserError, match=said):
+            validate(kind, params)
+    assert validate("mlm", {"mode": "tc+sc", "selection": "abc123"}).selection == "abc123"
+    assert validate("mlm", {"train": ["dc"]}).train == ["dc"]

@@ -10,6 +10,7 @@ from core.experiments.plan import BASELINES, check_rows, parse_seeds
 from core.recipes import presets
 from core.recipes.budget import Budget
 from core.recipes.configs import parse_settings
+from core.recipes.modes import MODES
 from core.recipes.presets import preset_help
 from core.recipes.strategy_info import Strategy
 from core.runner import jobs, jobstore
@@ -22,7 +23,6 @@ from core.runner.jobview import (
     job_rows,
 )
 from core.runner.kinds import KINDS
-from core.train.modes import MODES
 from ui import corpus_picker, get_workspace, job_poll, run_guarded, submit_job
 from ui_runs import disk_panel, job_curves, job_detail, show_launched
 

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 from core.access import LOCAL, Role
-from core.cliutil import add_workspace_arg, comma_list, out_file, print_json, read_text_file
+from core.cliutil import add_workspace_arg, comma_list, out_file, parse_spans, print_json, read_text_file, spans_text
 from core.data.workspace import Workspace
 from core.errors import UserError
 
@@ -235,10 +235,6 @@ def cmd_task_progress(args: argparse.Namespace) -> int:
     return 0
 
 
-def _spans_text(tokens: list[str], spans: list) -> str:
-    return ", ".join(f"{s.start}-{s.end}:{s.type} '{' '.join(tokens[s.start:s.end])}'" for s in spans) or "(no entity)"
-
-
 def cmd_task_disagreements(args: argparse.Namespace) -> int:
     from dataclasses import asdict
 
@@ -255,25 +251,11 @@ def cmd_task_disagreements(args: argparse.Namespace) -> int:
         state = f"decided by {i.adjudicated_by} (version {i.version})" if i.adjudicated is not None else "to decide (version 0)"
         print(f"sentence {i.index}: {state}\n  {' '.join(i.tokens)}")
         for who, spans in i.answers.items():
-            print(f"  {who:<16} {_spans_text(i.tokens, spans)}")
+            print(f"  {who:<16} {spans_text(i.tokens, spans)}")
         if i.adjudicated is not None:
-            print(f"  {'final':<16} {_spans_text(i.tokens, i.adjudicated)}")
+            print(f"  {'final':<16} {spans_text(i.tokens, i.adjudicated)}")
     print(f"{sum(i.adjudicated is None for i in items)} of {len(items)} still to decide")
     return 0
-
-
-def parse_spans(text: str) -> list:
-    """'0-2:PER,4-5:LOC' as spans (positions checked against the sentence by core)."""
-    from core.data.tags import Span
-
-    spans = []
-    for part in (p.strip() for p in text.split(",") if p.strip()):
-        where, sep, entity = part.partition(":")
-        start, dash, end = where.partition("-")
-        if not (sep and dash and start.strip().isdigit() and end.strip().isdigit()):
-            raise UserError(f"--spans {part!r}: expected START-END:TYPE, e.g. 0-2:PER (token positions, end exclusive)")
-        spans.append(Span(int(start), int(end), entity.strip()))
-    return spans
 
 
 def cmd_task_adjudicate(args: argparse.Namespace) -> int:
@@ -291,7 +273,7 @@ def cmd_task_adjudicate(args: argparse.Namespace) -> int:
     else:
         spans, source = parse_spans(args.spans), "edited"
     done = adjudicate(ws, LOCAL, args.task, args.index, spans, source, expected_version=args.version)
-    print(f"sentence {done.index}: final {_spans_text(done.tokens, done.final or [])} (version {done.version}, "
+    print(f"sentence {done.index}: final {spans_text(done.tokens, done.final or [])} (version {done.version}, "
           f"from {source})")
     return 0
 

@@ -19,10 +19,10 @@ from core.experiments.plan import BASELINES
 from core.recipes.budget import Budget
 from core.recipes.configs import parse_settings
 from core.recipes.duration import parse_duration
+from core.recipes.modes import MODES, mode_reads
 from core.recipes.presets import DEFAULT_PRESET, PICK_SNAPSHOTS, PRESETS, pick_defaults, preset_help
 from core.runner.jobresult import JobResult
 from core.runner.params import ExperimentParams, MlmParams, NerParams, PickParams, PredictParams, field_default
-from core.train.modes import MODES, mode_reads
 
 
 def _run(args: argparse.Namespace, kind: str, params: dict, desc: str) -> dict:

@@ -32,11 +32,11 @@ from core.experiments.plan import (
 from core.experiments.records import Cell, check_recipe, load_cell, save_cell
 from core.experiments.summary import keep_predictions
 from core.progress import silent, sub
+from core.recipes.modes import MODE_PHASES
 from core.recipes.strategy_info import ENTITY_AWARE, strategy_models
 from core.runner.jobresult import JobResult
 from core.selection.strategies import select
 from core.train.lineage import CorpusStamp, Lineage, MlmPhase, SelectionStamp, from_base, record_run, write_lineage
-from core.train.modes import MODE_PHASES
 
 if TYPE_CHECKING:
     from core.runner.jobs import JobContext

@@ -20,6 +20,7 @@ from typing import Any, Union
 from core.errors import UserError
 from core.recipes.configs import type_hints
 from core.recipes.duration import parse_duration
+from core.recipes.modes import mode_reads
 from core.recipes.presets import DEFAULT_PRESET, PRESETS, experiment_settings
 from core.recipes.selection_options import SelectionOptions, check_readers
 from core.recipes.strategy_row import BASELINES, row_labels
@@ -254,7 +255,7 @@ class ProjectParams:
 @dataclass
 class MlmParams:
     train: list[str] | str | None = None  # plain continued pretraining on these corpora, or ...
-    mode: str = "tc+sc"  # ... one of core.train.modes.MODES over tc / selection / dc
+    mode: str = "tc+sc"  # ... one of core.recipes.modes.MODES over tc / selection / dc
     tc: str | None = "tc"
     selection: str | None = None
     dc: str | None = None
@@ -262,6 +263,16 @@ class MlmParams:
     preset: str = DEFAULT_PRESET
     config: dict[str, Any] = config_field("mlm")
     out: str | None = None
+
+    def __post_init__(self) -> None:  # a mode whose corpora are not given fails at submit, not in the job
+        if self.train:
+            return
+        reads = mode_reads(self.mode)
+        missing = [what for what, needed, given in (("tc", "tc", self.tc), ("selection", "sc", self.selection),
+                                                     ("dc", "dc", self.dc)) if needed in reads and not given]
+        if missing:
+            raise UserError(f"mlm params: mode {self.mode!r} reads {', '.join(missing)}: give "
+                            + " and ".join(missing) + " (or train: corpora for plain continued pretraining)")
 
 
 @dataclass
@@ -348,6 +359,8 @@ class ExperimentParams:
         self.baselines = row_labels(self.baselines, keep=BASELINES)
         if not self.seeds:
             raise UserError("experiment params: seeds is empty: give at least one seed")
+        if not self.strategies and not self.baselines:  # it ran nothing and failed at the end
+            raise UserError("experiment params: no row to run: give strategies, baselines or both")
         if self.pick_checkpoint is None and self.preset in PRESETS:  # an unknown preset is refused by its own check
             self.pick_checkpoint = experiment_settings(self.preset)["pick_checkpoint"]
         if self.pick_checkpoint is not None and self.pick_checkpoint < 0:

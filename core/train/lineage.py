@@ -25,9 +25,9 @@ from core.data.atomic import atomic_write_json, split_fields
 from core.data.selection_store import selection_meta
 from core.data.workspace import Workspace, resolve_corpus_ref
 from core.errors import UserError
+from core.recipes.modes import phases_of
 from core.recipes.presets import DEFAULT_PRESET
 from core.runner.jobresult import JobResult
-from core.train.modes import phases_of
 
 if TYPE_CHECKING:
     from core.runner.params import MlmParams
@@ -295,7 +295,7 @@ def selection_info(ws: Workspace, ref: str | None) -> SelectionStamp | None:
 
 
 def mlm_phases_of(ws: Workspace, params: MlmParams) -> list[MlmPhase]:
-    """The phases core.train.mlm.mlm_job runs for these params (core.train.modes), with the corpora each reads."""
+    """The phases core.train.mlm.mlm_job runs for these params (core.recipes.modes), with the corpora each reads."""
     if params.train:
         refs = params.train if isinstance(params.train, list) else [params.train]
         return [MlmPhase("train", [c for c in (corpus_hash(ws, r) for r in refs) if c])]

@@ -36,10 +36,10 @@ from core.data.stream import open_corpus_stream
 from core.errors import ModelError, UserError
 from core.lm.models import ModelRef, load_masked_lm, load_tokenizer, resolve_model
 from core.recipes.configs import MlmConfig
+from core.recipes.modes import mode_reads, phases_of
 from core.recipes.presets import DEFAULT_PRESET, RUN_ONLY_SETTINGS, mlm_settings
 from core.train import lineage
 from core.train.mlm_recipe import chain, head_warmup, l2sp_anchor, param_groups
-from core.train.modes import mode_reads, phases_of
 from core.train.training import (
     Checkpointer,
     Log,
@@ -85,7 +85,7 @@ def balanced_mix(task_texts: Sequence[str], selected_texts: Sequence[str], seed:
 
 def mlm_phases(mode: str, tc: Sequence[str] | None = None, sc: Sequence[str] | None = None,
                dc: Sequence[str] | None = None, seed: int = 1) -> list[tuple[str, list[str]]]:
-    """The (name, texts) phases of one continued-pretraining recipe (core.train.modes), run in order."""
+    """The (name, texts) phases of one continued-pretraining recipe (core.recipes.modes), run in order."""
     phases = phases_of(mode)
     given = {"tc": tc, "sc": sc, "dc": dc}
     missing = sorted({k.upper() for _, reads in phases for k in reads if not given[k]})
