@@ -278,6 +278,9 @@ def resolve_corpus_ref(ref: str | Path | CorpusRef, workspace: Workspace | str |
     if path.is_file():
         return CorpusRef(text, "path", path.stem, path.resolve(), file_hash(path), None, fmt)
     tried.append(f"file {path.resolve()}: {'is a folder' if path.is_dir() else 'does not exist'}")
+    if ws is not None and text.lower() in {r.value for r in CorpusRole}:  # a role no corpus holds: say that first
+        raise UserError(f"no corpus holds the role {text.upper()}: give one that role (Corpora page, or python -m core "
+                        f"corpora set-role NAME {text.lower()}) or name a corpus")
     raise UserError(f"no corpus {text!r}; tried " + "; ".join(tried))
 
 
