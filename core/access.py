@@ -123,7 +123,11 @@ def check_server_path(actor: Actor, path: str | Path, workspace_root: str | Path
     ...
     core.access.AccessDenied: rita (researcher) may not import /etc/passwd: with accounts, server paths must be under ...
     """
-    given = Path(path).expanduser()
+    try:
+        given = Path(path).expanduser()
+    except RuntimeError:  # '~name' of no user on this machine: no path it could mean
+        raise AccessDenied(f"{actor} may not {what} {path}: '~' names no home folder here; give a server path in full") \
+            from None
     if actor == LOCAL:
         return (given if given.is_absolute() else Path.cwd() / given).resolve()
     if not given.is_absolute():  # relative to what? the app's folder here, the checkout in a job: never guessed
@@ -166,6 +170,9 @@ def check_ray_address(actor: Actor, ray: str | None, workspace_address: str | No
 
 
 OUTPUT_FIELDS = frozenset({"out"})  # job params a job writes to
+# job params that never name a server file: the browser's file name of an upload (its copy is `path`), however it
+# looks ("README.md", "~notes.txt")
+TEXT_FIELDS = frozenset({"upload"})
 # Where a signed-in user's job may write: its own run folders, and the predictions cache the Predict buttons fill
 # (core.review.predictions.PRED_KIND, which a test holds to this)
 OUTPUT_FOLDERS = ("runs", "artifacts/predictions")
@@ -181,6 +188,8 @@ def check_param_paths(actor: Actor, params: Mapping[str, Any], workspace_root: s
     root = Path(workspace_root).expanduser().resolve()
 
     def walk(key: str, value: Any) -> None:
+        if key in TEXT_FIELDS:
+            return
         # judged as the job reads it, stripped ('<space>/etc/x' was no path to the check and '/etc/x' to the job)
         text = value.strip() if isinstance(value, str) else ""
         if isinstance(value, str) and value and not text and key in PATH_FIELDS:  # '   ': a folder named so in the checkout

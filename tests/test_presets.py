@@ -50,7 +50,7 @@ def _cli_value(value):
 def test_no_preset_means_the_same_recipe_everywhere():
     cli_mlm = _subparser(["mlm"]).parse_args(["--train", "tc", "--out", "x"])
     cli_ner = _subparser(["ner", "train"]).parse_args(["--train", "lc", "--out", "x"])
-    job_mlm, job_ner = validate("mlm", {}), validate("ner", {})
+    job_mlm, job_ner = validate("mlm", {"train": "tc"}), validate("ner", {})  # no selection: tc+sc would be refused
     page = preset_choices()[0]
     assert cli_mlm.preset == cli_ner.preset == job_mlm.preset == job_ner.preset == page == DEFAULT_PRESET
     assert mlm.preset_config(cli_mlm.preset) == mlm.preset_config(job_mlm.preset) == mlm.preset_config()

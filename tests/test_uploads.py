@@ -9,7 +9,7 @@ import time
 import pytest
 
 from core.access import AccessDenied, Actor, Role
-from core.data.uploads import KEEP_SECONDS, import_staged, stage_upload, sweep_old_uploads, uploads_dir
+from core.data.uploads import KEEP_SECONDS, discard_upload, import_staged, stage_upload, sweep_old_uploads, uploads_dir
 from core.data.workspace import Workspace
 from core.errors import CorpusError, UserError
 from core.runner import jobs
@@ -81,3 +81,21 @@ def test_the_job_is_described_by_the_browsers_file_name(ws):
     assert describe_job(job) == "Import · upload dc.txt"
     by_path = jobs.submit(ws, "import", {"path": "/data/dc.txt"}, start=False)
     assert describe_job(by_path) == "Import · path dc.txt"  # a path by its file name
+
+
+def test_the_browsers_file_name_is_no_server_path_and_a_copy_is_its_uploaders(ws):
+    """Found in review: with accounts the upload's name was judged as a server path ('README.md' exists in the
+    checkout: refused; '~data.txt' raised RuntimeError through the page), and one researcher could import, and so
+    remove, another's staged copy."""
+    for name in ("README.md", "~data.txt", "../../etc/passwd"):
+        staged = stage_upload(ws, name, b"one line\n", actor=RITA)
+        assert jobs.submit(ws, "import", {"path": str(staged), "upload": name}, start=False, actor=RITA).status == "queued"
+    bobs = stage_upload(ws, "bob.txt", b"one line\n", actor=Actor("bob", Role.RESEARCHER))
+    with pytest.raises(AccessDenied, match="another user's upload"):
+        jobs.submit(ws, "import", {"path": str(bobs), "upload": "bob.txt"}, start=False, actor=RITA)
+    admin = Actor("root", Role.ADMIN)
+    assert jobs.submit(ws, "import", {"path": str(bobs), "upload": "bob.txt"}, start=False, actor=admin).status == "queued"
+    discard_upload(ws, bobs)
+    assert not bobs.parent.exists()
+    with pytest.raises(AccessDenied):  # a path of '~nobody' is refused, not a RuntimeError
+        jobs.submit(ws, "import", {"path": "~nobody-here/x.txt"}, start=False, actor=RITA)

@@ -11,7 +11,7 @@ from core.data.browse import browse_corpus, filter_fields
 from core.data.corpus import FORMAT_CHOICES
 from core.data.showtext import markdown_literal
 from core.data.stats import corpus_stats, length_histogram
-from core.data.uploads import stage_upload
+from core.data.uploads import discard_upload, stage_upload
 from core.data.workspace import ROLE_LABELS, CorpusRole
 from core.review.highlight import browse_rows_html, page_css, type_colors
 from ui import actor, get_workspace, job_status, latest_job, run_guarded, submit_job
@@ -86,10 +86,11 @@ with load_tab, st.form("upload_form", clear_on_submit=False):
     st.caption("The file is kept in the workspace and read by a background job: you can close the tab meanwhile.")
     if st.form_submit_button("Import", type="primary") and upload is not None:
         staged = run_guarded(lambda: stage_upload(ws, upload.name, upload.getvalue(), actor=actor()), "Could not import")
-        if staged is not None:
-            submit_job("import", {"path": str(staged), "upload": upload.name, "role": up_role.value if up_role else None,
-                                  "name": up_name or None, "format": up_format, "overwrite": up_overwrite},
-                       "corpora_import_job")
+        if staged is not None and submit_job(
+                "import", {"path": str(staged), "upload": upload.name, "role": up_role.value if up_role else None,
+                           "name": up_name or None, "format": up_format, "overwrite": up_overwrite},
+                "corpora_import_job") is None:
+            discard_upload(ws, staged)  # refused (said above): the copy would wait a week for the sweep
 
 with path_tab, st.form("path_form"):
     path = st.text_input("File path on the server", key="path_input", placeholder="/data/dc.txt")

@@ -15,7 +15,7 @@ import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from core.access import LOCAL, Actor, require
+from core.access import LOCAL, AccessDenied, Actor, Role, require
 from core.errors import CorpusError, UserError
 
 if TYPE_CHECKING:
@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from core.progress import Progress
 
 UPLOADS = "uploads"
+OWNER = ".owner"  # beside the copy: who uploaded it (check_upload_owner)
 KEEP_SECONDS = 7 * 24 * 3600  # a stopped import's copy waits this long for Resume
 
 
@@ -57,9 +58,32 @@ def stage_upload(ws: Workspace, filename: str, data: bytes, actor: Actor = LOCAL
     sweep_old_uploads(ws)
     folder = uploads_dir(ws) / uuid.uuid4().hex
     folder.mkdir(parents=True)
+    (folder / OWNER).write_text(actor.name, "utf-8")  # a dot name: no browser file name becomes it (_safe_filename)
     path = folder / _safe_filename(filename)
     path.write_bytes(data)
     return path
+
+
+def check_upload_owner(ws: Workspace, actor: Actor, path: str | Path) -> None:
+    """An import of an upload's copy (the job's `upload` set) names the actor's own copy: another user's would be read
+    into a corpus and removed, and their import then fail. The CLI and the single-user app (LOCAL) and admins pass."""
+    staged = staged_copy(ws, path)
+    if actor == LOCAL or actor.role == Role.ADMIN:
+        return
+    try:
+        owner = (staged.parent / OWNER).read_text("utf-8").strip()
+    except OSError:
+        owner = ""
+    if owner != actor.name:
+        raise AccessDenied(f"{actor} may not import {staged.name}: it is another user's upload; upload the file yourself")
+
+
+def discard_upload(ws: Workspace, path: str | Path) -> None:
+    """Remove an upload's copy whose import was refused at submit (it would wait a week for the sweep)."""
+    try:
+        shutil.rmtree(staged_copy(ws, path).parent, ignore_errors=True)
+    except UserError:
+        pass
 
 
 def staged_copy(ws: Workspace, path: str | Path) -> Path:

@@ -35,6 +35,7 @@ from typing import Any
 
 from core.access import LOCAL, AccessDenied, Actor, check_param_paths, check_ray_address, require
 from core.data.atomic import atomic_write_json, json_default
+from core.data.uploads import check_upload_owner
 from core.data.workspace import Workspace
 from core.environment import variable
 from core.errors import Interrupted, TimeLimitReached, UserError
@@ -104,6 +105,8 @@ def check_reach(ws: Workspace, actor: Actor, params: dict[str, Any]) -> None:
         return
     check_param_paths(actor, params, ws.root, ws.corpus_words())
     check_ray_address(actor, params.get("ray"), ws.settings().ray_address)
+    if params.get("upload") and params.get("path"):  # an import of an upload's copy: the actor's own only
+        check_upload_owner(ws, actor, params["path"])
 
 
 def submit(ws: Workspace, kind: str, params: dict[str, Any] | Any, start: bool = True, actor: Actor = LOCAL) -> Job:
