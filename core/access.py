@@ -15,8 +15,8 @@ core.access.AccessDenied: ann (annotator) may not submit a job: that needs the a
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
 from typing import Any
@@ -43,6 +43,10 @@ class Actor:
 
     name: str
     role: Role
+    # how to read this user as they are now (a signed-in session: core.team.users.session_actor): `require` judges a
+    # write from a tab opened before the user was disabled, demoted or signed out by what holds at the write, not by
+    # the role the tab's last run saw (a button's callback runs before the app checks the session again)
+    recheck: Callable[[], Actor] | None = field(default=None, compare=False, hash=False, repr=False)
 
     def __str__(self) -> str:
         return f"{self.name} ({self.role.value})"
@@ -73,7 +77,10 @@ class AccessDenied(UserError):
 
 
 def require(actor: Actor, action: str) -> None:
-    """Raise AccessDenied unless `actor`'s role may do `action` (a key of PERMISSIONS)."""
+    """Raise AccessDenied unless `actor`'s role may do `action` (a key of PERMISSIONS), as the user is now where the
+    actor can be read again (a session that ended raises its own UserError)."""
+    if actor.recheck is not None:
+        actor = actor.recheck()
     allowed = PERMISSIONS[action]
     if actor.role not in allowed:
         names = " or ".join(r.value for r in Role if r in allowed)

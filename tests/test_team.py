@@ -502,3 +502,26 @@ def test_a_cookie_handoff_is_pending_until_redeemed_once():
     assert not websession.pending(code)
     assert websession.redeem(code) is None
     assert not websession.pending("never issued")
+
+
+def test_a_write_from_a_tab_opened_before_a_disable_demotion_or_sign_out_is_judged_as_things_are_now(team_ws):
+    """Found in review: a button's callback runs before the app checks the session again, with the user as the tab's
+    last run saw them: a disabled annotator's answer was stored, a demoted researcher adjudicated."""
+    rita, ann = users.session_actor(team_ws, users.open_session(team_ws, Actor("rita", Role.RESEARCHER))), \
+        users.session_actor(team_ws, token := users.open_session(team_ws, Actor("ann", Role.ANNOTATOR)))
+    task = tasks.create_task(team_ws, rita, "t", ["ann"], corpus="demo-dc", n_items=3, overlap=0.0, types=["PER"])
+    first, second, third = tasks.queue(team_ws, ann, task.id)
+    tasks.save_annotation(team_ws, ann, task.id, first.index, [], "done", first.version)  # the session as it was
+    users.set_disabled(team_ws, "ann")
+    with pytest.raises(UserError, match="session has ended"):
+        tasks.save_annotation(team_ws, ann, task.id, second.index, [], "done", second.version)
+    users.set_disabled(team_ws, "ann", False)
+    ann = users.session_actor(team_ws, token := users.open_session(team_ws, Actor("ann", Role.ANNOTATOR)))
+    users.close_session(team_ws, token)
+    with pytest.raises(UserError, match="session has ended"):
+        tasks.save_annotation(team_ws, ann, task.id, third.index, [], "done", third.version)
+    assert [i.status for i in tasks.queue(team_ws, Actor("ann", Role.ANNOTATOR), task.id)] == ["done", None, None]
+    users.set_role(team_ws, "rita", "annotator")
+    with pytest.raises(AccessDenied, match="rita \\(annotator\\) may not"):
+        tasks.create_task(team_ws, rita, "t2", ["ann"], corpus="demo-dc", n_items=3, overlap=0.0, types=["PER"])
+    assert rita == Actor("rita", Role.RESEARCHER)  # an actor still compares by name and role

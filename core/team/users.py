@@ -37,7 +37,7 @@ import secrets
 import time
 import unicodedata
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from argon2 import PasswordHasher
@@ -387,7 +387,7 @@ def actor_for_email(ws: Workspace, email: str) -> Actor:
     user = _user(row)
     if user.disabled:
         raise SignInError(_disabled(ws, user.name))
-    return user.actor()
+    return replace(user.actor(), recheck=lambda: actor_for_email(ws, email))  # as session_actor: judged at each write
 
 
 def actor_for_oidc(ws: Workspace, claims: Mapping[str, Any]) -> Actor:
@@ -436,7 +436,7 @@ def session_actor(ws: Workspace, token: str | None) -> Actor:
         con.close()
     if row is None or row["expires"] < time.time() or row["disabled"]:
         raise again
-    return _user(row).actor()
+    return replace(_user(row).actor(), recheck=lambda: session_actor(ws, token))
 
 
 def close_session(ws: Workspace, token: str | None) -> None:
