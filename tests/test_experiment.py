@@ -50,6 +50,9 @@ def test_a_rerun_pools_once_per_seed_and_another_test_file_is_its_own_column():
     other = {"domain": "music", "cells": CELLS, "corpora": {"test": {"hash": "bbbbbbbbbbbb"}}}
     table = results_table([{"domain": "music", "cells": newer, "corpora": {"test": {"hash": "aaaaaaaaaaaa"}}}, other])
     assert list(table.columns) == ["music", "music (TEST bbbbbbbb)"] and table.loc["dsir", "music (TEST bbbbbbbb)"] == "62.00 ± 2.83"
+    partial = {"domain": "music", "cells": [{**c, "seed": c["seed"] + 10} for c in CELLS]}  # no TEST hash: a partial run
+    table = results_table([partial, {"domain": "music", "cells": newer, "corpora": {"test": {"hash": "aaaaaaaaaaaa"}}}, other])
+    assert list(table.columns) == ["music", "music (TEST bbbbbbbb)"]
 
 
 def test_parse_strategy():

@@ -21,6 +21,12 @@ def test_a_held_out_split_that_is_the_training_corpus_is_named(tmp_path):
     assert split_warning(ws, "selftrain", validate("selftrain", {"model": "m", "lc": "lc", "dev": "test",
                                                                  "test": "demo-lc"})).startswith("TEST holds")
     assert split_warning(ws, "ner", validate("ner", {"train": "missing", "test": "lc"})) is None  # the job says it
+    # found in review: a workspace corpus and the file it was imported from hash differently (Parquet vs text)
+    from core.data.corpus import write_corpus
+
+    write_corpus(lc, tmp_path / "lc.conll", fmt="conll")
+    said = split_warning(ws, "ner", validate("ner", {"train": "lc", "test": str(tmp_path / "lc.conll")}))
+    assert said is not None and said.startswith("TEST holds")
     assert with_warning({"warning": "near-0 F1"}, "TEST holds ...")["warning"] == "near-0 F1; TEST holds ..."
     assert with_warning({"f1": 1}, None) == {"f1": 1}
 

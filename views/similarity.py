@@ -134,10 +134,12 @@ if corr:
     st.caption(f"{len(corr['points'])} sources with runs; y = {corr['y_label']} on TEST"
                + (f" over the no-pretraining baseline F1 {base:.4f}" if base is not None else " (no baseline run found)")
                + "; error bars: std over a source's runs (seeds), none where a source has one run."
-               + (f" {corr['left_out']} run(s) left out: pretrained on a source's earlier contents (re-imported since)."
+               + (f" {corr['left_out']} run(s) left out: pretrained on another version of their source than the one "
+                  "these measures read (re-imported since one or the other)."
                   if corr["left_out"] else ""))
     if not corr["points"]:
-        st.info("No run of these sources is left to plot: every run was pretrained on a source's earlier contents.")
+        st.info("No run of these sources is left to plot: every run was pretrained on another version of its source "
+                "than the one these measures read (compute the measures again, or rerun the runs).")
         st.stop()
     points = pd.DataFrame(corr["points"])
     error_y = "y_err" if points["y_err"].notna().any() else None

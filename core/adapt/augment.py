@@ -414,6 +414,7 @@ def augment_job(params: AugmentParams, ctx: JobContext) -> dict[str, Any]:
     ws = ctx.workspace
     check_settings(params)
     lc = ws.resolve_corpus(params.lc or "lc")
+    lc_hash = ws.ref(params.lc or "lc").hash  # as read now: an LC re-imported during the job is another LC
     ctx.progress(0.01, "loading the masked LM")
     mlm = MaskedLM(params.model, device=params.device)
     ner_model = load_ner_model(params.ner_model) if params.ner_model else None
@@ -443,7 +444,7 @@ def augment_job(params: AugmentParams, ctx: JobContext) -> dict[str, Any]:
     ctx.log(json.dumps({k: v for k, v in result.stats.items() if k != "config"}, default=json_default))
     return {**result.stats, "quality": quality, "warning": message if verdict != "ok" else None,
             "conll": str(out), "jsonl": str(out.with_suffix(".jsonl")), "lc": params.lc or "lc",
-            "lc_hash": ws.ref(params.lc or "lc").hash}
+            "lc_hash": lc_hash}
 
 
 def augmented_pair(ws: Workspace, result: Mapping[str, Any]) -> tuple[Corpus, Corpus]:

@@ -134,6 +134,8 @@ def results_table(experiments: Iterable[ExperimentResult | Mapping[str, Any]], p
         test = ((exp.extra.get("corpora") or {}).get("test") or {}).get("hash")
         if test and tests.get(column) and tests[column] != test:
             column += f" (TEST {test[:8]})"
+        if test and not tests.get(column):  # a column opened by a result with no TEST hash (a partial run) takes the
+            tests[column] = test  # first real one: a third result on another TEST then gets its own column
         tests.setdefault(column, test)
         for c in table_cells(exp.cells):
             if (c.row, c.seed, c.budget, c.lc_size) not in have.setdefault(column, set()):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from core.data.stream import open_corpus_stream
 from core.data.workspace import Workspace
 from core.errors import UserError
 
@@ -24,6 +25,7 @@ def split_warning(ws: Workspace, kind: str, params: Any) -> str | None:
         return None
     try:
         train = ws.ref(getattr(params, field))
+        train_tokens = open_corpus_stream(ws, getattr(params, field)).digest()
     except (UserError, OSError):
         return None
     same = []
@@ -31,11 +33,11 @@ def split_warning(ws: Workspace, kind: str, params: Any) -> str | None:
         value = getattr(params, name, None)
         if not isinstance(value, str) or not value:
             continue
-        try:
-            held = ws.ref(value)
+        try:  # the tokens' digest, not the file's hash: a workspace corpus and the file it came from are one corpus
+            held = open_corpus_stream(ws, value).digest()
         except (UserError, OSError):
             continue
-        if held.hash == train.hash:
+        if held == train_tokens:
             same.append(name.upper())
     if not same:
         return None

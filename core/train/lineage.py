@@ -128,7 +128,9 @@ class Lineage:
         corpora = self.mlm_phases[-1].corpora if self.mlm_phases else []
         if not corpora:
             return None
-        return {"name": "+".join(str(c["name"]) for c in corpora), "hash": "+".join(str(c["hash"]) for c in corpora)}
+        hashes = [c.get("hash") for c in corpora]  # one unrecorded: no hash at all (not "None", which matches nothing)
+        return {"name": "+".join(str(c["name"]) for c in corpora),
+                "hash": "+".join(str(h) for h in hashes) if all(hashes) else None}
 
     def to_dict(self) -> dict[str, Any]:
         stamps = {k: getattr(self, k).to_dict() for k in ("lc", "dev", "test") if getattr(self, k) is not None}
