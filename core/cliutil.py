@@ -94,7 +94,9 @@ def parse_spans(text: str, option: str = "--spans") -> list:
         start, dash, end = where.partition("-")
         if not (sep and dash and start.strip().isdigit() and end.strip().isdigit()):
             raise UserError(f"{option} {part!r}: expected START-END:TYPE, e.g. 0-2:PER (token positions, end exclusive)")
-        spans.append(Span(int(start), int(end), entity.strip()))
+        from core.review.store import check_type
+
+        spans.append(Span(int(start), int(end), check_type(entity, f"{option} {part!r}")))
     return spans
 
 

@@ -714,8 +714,9 @@ def recipe_variant(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
     if args.mlm_steps:  # the "is MLM too short?" question: same cells with a longer MLM, in their own run folder
         recipe["mlm_config"] = {"max_steps": args.mlm_steps}
         variant += f"-mlm{args.mlm_steps}"
+    if args.mlm:  # one parse: a key typed twice with two values is refused, as at `experiment --mlm`
+        recipe.setdefault("mlm_config", {}).update(parse_settings(args.mlm, "--mlm"))
     for item in args.mlm:  # recipe variants (issue 26's ablation): each setting names the run folder, as typed
-        recipe.setdefault("mlm_config", {}).update(parse_settings([item], "--mlm"))
         key, _, value = item.partition("=")
         variant += f"-{key.strip()}{value.strip()}"
     if recipe.get("mlm_config"):  # an unknown setting, a value of the wrong type or out of range stops here, as at a

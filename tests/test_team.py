@@ -358,7 +358,7 @@ def test_a_task_needs_real_entity_types(team_ws):
     for bad, said in ((["O"], "'O' is not an entity type"), (["PER", "—"], "'—' is not an entity type"),
                       (["B PER"], "without spaces"), ([], "at least one entity type"), (["  "], "at least one"),
                       (["B-PER"], "is a tag, not an entity type"), (["I-"], "is a tag"),  # stored as B-B-PER
-                      (["X" * 41], "at most 40")):
+                      (["X" * 41], "at most 40")):  # typed; a model's or an LC's E-MAIL is stored as it is:
         with pytest.raises(UserError, match=said):
             tasks.create_task(team_ws, rita, "bad types", ["ann"], corpus="demo-dc", n_items=2, overlap=0.0, types=bad)
     assert tasks.list_tasks(team_ws, rita) == []  # nothing stored
@@ -525,3 +525,11 @@ def test_a_write_from_a_tab_opened_before_a_disable_demotion_or_sign_out_is_judg
     with pytest.raises(AccessDenied, match="rita \\(annotator\\) may not"):
         tasks.create_task(team_ws, rita, "t2", ["ann"], corpus="demo-dc", n_items=3, overlap=0.0, types=["PER"])
     assert rita == Actor("rita", Role.RESEARCHER)  # an actor still compares by name and role
+
+
+def test_a_type_that_came_with_a_model_is_stored_as_it_is():
+    """Found in review: the tag check refused E-MAIL, a real type, when a model's predictions were accepted."""
+    from core.review.store import check_spans, check_type
+
+    assert check_spans([Span(0, 1, "E-MAIL")], 2) == [Span(0, 1, "E-MAIL")]
+    assert check_type("E-MAIL", "a task's entity type") == "E-MAIL"  # typed too: only B- and I- read as tags

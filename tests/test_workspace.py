@@ -324,14 +324,19 @@ def test_a_value_no_wider_column_holds_is_refused_at_once(tmp_path):
         _fitted(tmp_path / "f.jsonl", table, pa.schema([("x", pa.float64())]), 50_000)
 
 
-def test_save_corpus_checks_the_name_before_writing_anything(ws, tmp_path):
+def test_save_corpus_checks_the_name_before_writing_anything(ws, tmp_path, monkeypatch):
     """Found in review: the temp file beside corpora/NAME was made before the name was checked, so '../../x' or an
     absolute path wrote a file outside the workspace (removed afterwards), and an empty name blamed a temp name."""
-    outside = tmp_path / "outside"
-    outside.mkdir()
+    import core.data.workspace as workspace_mod
+
+    made: list = []
+    real = workspace_mod.temp_path_for
+    monkeypatch.setattr(workspace_mod, "temp_path_for", lambda path: made.append(path) or real(path))
     corpus = Corpus(tokens=[["a", "b"]])
-    for bad in (str(outside / "abs"), "../../outside2", "", "   ", "x" * 300):
+    for bad in (str(tmp_path / "outside" / "abs"), "../../outside2", "", "   ", "x" * 300):
         with pytest.raises(UserError) as err:
             ws.save_corpus(corpus, bad)
         assert ".tmp" not in str(err.value)
-    assert list(outside.iterdir()) == [] and not (tmp_path.parent / "outside2.parquet").exists()
+    assert made == []  # no file was made anywhere for a bad name
+    ws.save_corpus(corpus, "good")
+    assert made and all(ws.root in p.parents for p in made)

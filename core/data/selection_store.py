@@ -73,17 +73,21 @@ def list_selections(ws: Workspace, dc: str | None = None, in_workspace: bool = F
     under the same name holds other sentences: its old selections' dc_index would mark the wrong rows), by name
     for one saved without its DC's hash; `in_workspace`: only those whose DC is a workspace corpus (their dc_index
     values resolve here)."""
-    digest = None
-    if dc is not None and ws.has_corpus(dc):
-        from core.data.stream import open_corpus_stream
+    digest: list[str | None] = []  # read once, and only when a selection recording its DC's hash is met
 
-        digest = open_corpus_stream(ws, dc).digest()  # cached per file hash: computed once per import
+    def dc_digest() -> str | None:
+        if not digest:
+            from core.data.stream import open_corpus_stream
+
+            digest.append(open_corpus_stream(ws, dc).digest() if ws.has_corpus(dc) else None)  # cached per import
+        return digest[0]
+
     out = []
     for folder in reversed(ws.list_artifacts(ARTIFACT)):
         meta = _read_meta(folder)
         if meta is None:
             continue  # a half-written or foreign folder is not a selection
-        if dc is not None and (meta.dc_hash != digest if digest and meta.dc_hash else meta.dc_name != dc):
+        if dc is not None and (meta.dc_hash != dc_digest() if meta.dc_hash and dc_digest() else meta.dc_name != dc):
             continue
         if in_workspace and not _names_a_workspace_corpus(ws, meta.dc_name):
             continue

@@ -121,9 +121,11 @@ def embed_corpus(corpus: Corpus | CorpusStream | str, model: str | ModelRef = "d
     ref = resolve_model(model) if not isinstance(model, ModelRef) else model
     key = embedding_key(ref, digest, pooling)
     folder = workspace.artifact_dir(ARTIFACT, key)
-    if precision != "auto" and _made_in(folder) not in (None, precision):
-        # asked for another precision than the cache was made in (bf16 and fp32 differ by up to 5e-3, 20x float16's
-        # rounding: near ties a selection flips): its own cache; "auto" reads whichever there is
+    begun = (folder / "meta.json").exists() or (folder / "manifest.json").exists()
+    if precision != "auto" and begun and _made_in(folder) != precision:
+        # asked for another precision than the cache was made in, or one it did not record (a Ray pass on "auto", a
+        # cache from before it was kept): bf16 and fp32 differ by up to 5e-3, 20x float16's rounding, and near ties a
+        # selection flips, so its own cache; "auto" reads whichever there is
         folder = workspace.artifact_dir(ARTIFACT, content_hash(key, precision))
     final = folder / "embeddings.npy"
     if (folder / "meta.json").exists() and final.exists():

@@ -54,7 +54,7 @@ def parse_settings(items: Iterable[str] | str, option: str) -> dict[str, Any]:
         if not sep or not key.strip() or not value.strip():
             raise UserError(f"{option} {item.strip()!r}: expected KEY=VALUE (e.g. lr=5e-5)")
         value = _value(value.strip())
-        if key.strip() in out and out[key.strip()] != value:
+        if key.strip() in out and (type(out[key.strip()]) is not type(value) or out[key.strip()] != value):  # 1 == True
             raise UserError(f"{option}: {key.strip()} is given twice ({out[key.strip()]} and {value}): give it once")
         out[key.strip()] = value
         if isinstance(value, float) and not math.isfinite(value):

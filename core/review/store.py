@@ -82,15 +82,19 @@ RESERVED_TYPES = ("O", "—")
 MAX_TYPE_CHARS = 40  # a label on a pill and in every export, not a sentence
 
 
-def check_type(entity_type: str, where: str) -> str:
-    """An entity type as spans, tasks and exports need it: one word, not a reserved marker."""
+def check_type(entity_type: str, where: str, typed: bool = True) -> str:
+    """An entity type as spans, tasks and exports need it: one word, not a reserved marker; one a user `typed` (a
+    task's types, the span editor, --spans) also not a tag (B-PER, stored as B-B-PER) nor over MAX_TYPE_CHARS. Types
+    that came with a model or an LC (E-MAIL is a real one) are stored as they are."""
     text = str(entity_type or "").strip()
     if not text or any(c.isspace() for c in text):
         raise UserError(f"{where} needs an entity type without spaces, got {entity_type!r}")
     if text in RESERVED_TYPES:
         raise UserError(f"{where}: {text!r} is not an entity type ('O' is outside any entity, '—' marks a span not "
                         "marked by an annotator): name the type, e.g. PER or MISC")
-    if len(text) >= 2 and text[0] in "BIESLU" and text[1] == "-":  # a tag, not a type: stored as B-B-PER
+    if not typed:
+        return text
+    if len(text) >= 2 and text[0] in "BI" and text[1] == "-":  # a tag, not a type: stored as B-B-PER (E-MAIL is a type)
         raise UserError(f"{where}: {text!r} is a tag, not an entity type: give the type alone, e.g. {text[2:] or 'PER'}")
     if len(text) > MAX_TYPE_CHARS:
         raise UserError(f"{where}: an entity type of {len(text)} characters ({text[:20]}...): at most {MAX_TYPE_CHARS}")
@@ -105,7 +109,7 @@ def check_spans(spans: Sequence[Span], n_tokens: int) -> list[Span]:
         if not (0 <= s.start < s.end <= n_tokens):
             raise UserError(f"span {s.start}-{s.end} ({s.type}) is outside the sentence of {n_tokens} tokens "
                             "(start counts from 0, end is exclusive)")
-        check_type(s.type, f"span {s.start}-{s.end}")
+        check_type(s.type, f"span {s.start}-{s.end}", typed=False)
     for a, b in zip(ordered, ordered[1:]):
         if b.start < a.end:
             raise UserError(f"spans {a.start}-{a.end} ({a.type}) and {b.start}-{b.end} ({b.type}) overlap")
