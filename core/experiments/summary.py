@@ -284,7 +284,7 @@ def comparison_rows(entries: Iterable[SummaryEntry | Mapping[str, Any]], scale: 
     for e in as_entries(entries):
         for base, t in e.vs.items():
             rows.append({"row": e.row, "vs": base, "delta": round(t.delta * scale, 2),
-                         "95% CI": f"[{t.ci[0] * scale:.2f}, {t.ci[1] * scale:.2f}]", "p": float(p_value(t.p)),  # numbers (the table sorts them), as printed
+                         "95% CI": f"[{t.ci[0] * scale:.2f}, {t.ci[1] * scale:.2f}]", "p": float(p_value(t.p)),
                          "p (Holm)": float(p_value(t.adjusted)), f"significant (Holm p < 0.05, {MIN_CLAIM_SEEDS}+ seeds)": t.significant,
                          "seeds": t.seeds or None})
     return rows
