@@ -448,7 +448,7 @@ def test_overlap_assignment_is_balanced(n_items, n_people, overlap, seed):
     who = tasks.assign(n_items, people, overlap, seed)
     load = [sum(p in names for names in who) for p in people]
     assert max(load) - min(load) <= 1
-    assert sum(len(names) == 2 for names in who) == (math.ceil(overlap * n_items) if overlap else 0)
+    assert sum(len(names) == 2 for names in who) == (math.ceil(round(overlap * n_items, 9)) if overlap else 0)
     assert all(len(set(names)) == len(names) for names in who)
     assert tasks.assign(4, ["ann", "bob"], 0.5) != [["ann", "bob"], ["bob"], ["ann", "bob"], ["bob"]]
 
@@ -533,3 +533,56 @@ def test_a_type_that_came_with_a_model_is_stored_as_it_is():
 
     assert check_spans([Span(0, 1, "E-MAIL")], 2) == [Span(0, 1, "E-MAIL")]
     assert check_type("E-MAIL", "a task's entity type") == "E-MAIL"  # typed too: only B- and I- read as tags
+
+
+def test_settled_sentences_keep_the_corpus_scheme_and_their_import_says_what_it_moved(team_ws, capsys, tmp_path):
+    """Found in review: settled sentences were always BIO (a BIOES LC came back as BIO), `task export --out x.jsonl`
+    wrote CoNLL, `task import --role bogus` ended in a ValueError traceback, a re-import could not replace the first,
+    and storing with role LC moved the LC silently; a task over a file read the workspace corpus of its stem."""
+    import json
+
+    from core.data.corpus import Corpus
+
+    rita, ann = Actor("rita", Role.RESEARCHER), Actor("ann", Role.ANNOTATOR)
+    team_ws.save_corpus(Corpus(tokens=[["Ada", "Lovelace", "wrote"], ["Bob", "ran"]],
+                               tags=[["B-PER", "E-PER", "O"], ["S-PER", "O"]]), "bioes-lc")
+    task = tasks.create_task(team_ws, rita, "s", ["ann"], corpus="bioes-lc", n_items=2, overlap=0.0, types=["PER"])
+    for item in tasks.queue(team_ws, ann, task.id):
+        tasks.save_annotation(team_ws, ann, task.id, item.index, [Span(0, 2, "PER")])
+    assert adjudicate.task_scheme(team_ws, task.id).value == "bioes"
+    assert adjudicate.settled_corpus(team_ws, rita, task.id)[0].tags[0][:2] == ["B-PER", "E-PER"]
+    assert adjudicate.settled_corpus(team_ws, rita, task.id, "bio")[0].tags[0][:2] == ["B-PER", "I-PER"]
+    out = tmp_path / "settled.jsonl"
+    assert main(["--workspace", str(team_ws.root), "task", "export", task.id, "--out", str(out)]) == 0
+    assert json.loads(out.read_text().splitlines()[0])["tokens"][:2] == ["Ada", "Lovelace"]
+    with pytest.raises(SystemExit):  # argparse names the roles
+        main(["--workspace", str(team_ws.root), "task", "import", task.id, "--name", "x", "--role", "bogus"])
+    with pytest.raises(UserError, match="unknown role 'bogus'"):
+        adjudicate.import_task(team_ws, rita, task.id, "x", "bogus")
+    capsys.readouterr()
+    assert main(["--workspace", str(team_ws.root), "task", "import", task.id, "--name", "settled", "--role", "LC"]) == 0
+    assert "warning:" in capsys.readouterr().err and team_ws.corpus_for_role("lc") == "settled"
+    with pytest.raises(UserError, match="already exists"):
+        adjudicate.import_task(team_ws, rita, task.id, "settled", scheme="bio")
+    assert adjudicate.import_task(team_ws, rita, task.id, "settled", scheme="bio", overwrite=True)[0].tag_scheme == "bio"
+    (tmp_path / "bioes-lc.txt").write_text("Another file entirely\n")
+    with pytest.raises(UserError, match="is a file: import it first"):
+        tasks.create_task(team_ws, LOCAL, "f", ["ann"], corpus=str(tmp_path / "bioes-lc.txt"), n_items=1, overlap=0.0)
+
+
+def test_small_team_papercuts(team_ws, capsys):
+    """Found in review: an overlap of 0.07 of 100 doubled 8 items (a float rounded up), invisible characters made two
+    user names look alike, and `task adjudicate` without --version replaced another's decision silently."""
+    assert sum(len(a) > 1 for a in tasks.assign(100, ["a", "b"], 0.07)) == 7
+    for name in ("ann\ufe0f", "\u3164", "ann\u034f"):
+        with pytest.raises(UserError, match="user name"):
+            users.check_name(name)
+    rita, ann, bob = Actor("rita", Role.RESEARCHER), Actor("ann", Role.ANNOTATOR), Actor("bob", Role.ANNOTATOR)
+    task = tasks.create_task(team_ws, rita, "d", ["ann", "bob"], corpus="demo-dc", n_items=1, overlap=1.0, types=["PER"])
+    index = tasks.queue(team_ws, ann, task.id)[0].index
+    tasks.save_annotation(team_ws, ann, task.id, index, [Span(0, 1, "PER")])
+    tasks.save_annotation(team_ws, bob, task.id, index, [])
+    adjudicate.adjudicate(team_ws, rita, task.id, index, [], source="bob")
+    capsys.readouterr()
+    assert main(["--workspace", str(team_ws.root), "task", "adjudicate", task.id, str(index), "--pick", "ann"]) == 0
+    assert "replacing the decision of rita (version 1)" in capsys.readouterr().err

@@ -98,12 +98,12 @@ if err := st.session_state.get("agr_error"):
 for item in open_items[:20]:
     at = slot(item.index, item.version)
     with st.container(border=True, key=f"agr_item_{item.index}_{task.id}"):
-        done = f" · decided ({item.adjudicated_by})" if item.adjudicated is not None else ""
+        done = f" · decided ({markdown_literal(item.adjudicated_by)})" if item.adjudicated is not None else ""
         st.markdown(f"**Sentence {item.index}**{done}")
         for who, spans in item.answers.items():
             c = st.columns([5, 1])
             c[0].html(f"<b>{html.escape(who)}</b>" + sentence_html(item.tokens, spans, colors))
-            c[1].button(f"Pick {who}", key=f"agr_pick_{at}_{who}", on_click=decide,
+            c[1].button(f"Pick {markdown_literal(who)}", key=f"agr_pick_{at}_{who}", on_click=decide,
                          args=(item.index, spans, who, item.version))
         if item.adjudicated is not None:
             st.html("<b>final</b>" + sentence_html(item.tokens, item.adjudicated, colors))
@@ -132,14 +132,23 @@ corpus, report = adjudicate.settled_corpus(ws, me, task.id)
 st.caption(f"{report['sentences']} settled (every annotator answered and agreed, or adjudicated) · "
            f"{adjudicate.left_out(report).replace(', ', ' · ')}: only settled sentences are exported.")
 if len(corpus):
-    data = run_guarded(lambda: adjudicate.export_task(ws, me, task.id)[0])
+    default = adjudicate.task_scheme(ws, task.id).value
+    scheme = st.radio("Tag scheme", ["bio", "bioes"], index=["bio", "bioes"].index(default) if default in ("bio", "bioes") else 0,
+                      horizontal=True, key=f"agr_scheme_{task.id}", format_func=str.upper,
+                      help="Of the download and the stored corpus; by default the task's corpus's.")
+    data = run_guarded(lambda: adjudicate.export_task(ws, me, task.id, "conll", scheme)[0])
     if data:
         st.download_button("Download CoNLL", data, file_name=f"task-{task.id}.conll", key="agr_download")
     with st.form("agr_import"):
-        c = st.columns(2)
+        c = st.columns(3)
         name = c[0].text_input("Corpus name", value=f"task-{task.id}")
         role = c[1].selectbox("Role", [None, "lc", "dev", "test"], format_func=lambda r: "(none)" if r is None else r.upper())
+        overwrite = c[2].checkbox("Replace an earlier import of this name", key="agr_overwrite",
+                                  help="More sentences settled since the corpus was stored: store them all again.")
         if st.form_submit_button("Store as a corpus"):
-            got = run_guarded(lambda: adjudicate.import_task(ws, me, task.id, name, role), "Could not store")
+            got = run_guarded(lambda: adjudicate.import_task(ws, me, task.id, name, role, scheme, overwrite),
+                              "Could not store")
             if got:
                 st.success(f"Stored {count(got[0].sentences, 'sentence')} as {got[0].name!r}: {got[0].source}")
+                for warning in got[0].warnings:  # e.g. the LC role moved here from another corpus
+                    st.warning(markdown_literal(warning))

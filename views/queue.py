@@ -43,12 +43,14 @@ item = items[pos]
 draft_key = f"q_draft_{task.id}_{item.index}_{item.version}"
 pending_key = f"q_pending_{draft_key}"  # suggestions shown but not yet accepted, rejected or changed
 if draft_key not in st.session_state:
-    st.session_state[draft_key] = list(item.spans if item.status else item.suggested)
-    st.session_state[pending_key] = [] if item.status else list(item.suggested)
+    answered = item.status == "done"  # a skipped item comes back with its suggestions, not as "no entity"
+    st.session_state[draft_key] = list(item.spans if answered else item.suggested)
+    st.session_state[pending_key] = [] if answered else list(item.suggested)
 draft = st.session_state[draft_key]
 
 
 def go(step: int | None = None) -> None:
+    st.session_state.pop("q_error", None)  # an error was about the sentence left behind
     if step is None:  # the next unanswered one after this
         nxt = [p for p, i in enumerate(items) if not i.status and p != pos]
         st.session_state[pos_key] = next((p for p in nxt if p > pos), nxt[0] if nxt else pos)

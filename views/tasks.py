@@ -35,8 +35,12 @@ with st.expander("New task", expanded=not tasks.list_tasks(ws, me)):
         corpus = c[1].selectbox("Corpus (a seeded sample)", corpus_names(ws), key="task_corpus")
         annotators = st.multiselect("Annotators", [u.name for u in people],
                                     default=[u.name for u in people if u.role == Role.ANNOTATOR], key="task_annotators")
-        c = st.columns(3)
+        c = st.columns(4)
         n_items = c[0].number_input("Sentences", min_value=1, max_value=tasks.MAX_ITEMS, value=50, key="task_items")
+        # a new seed per task by default: with one seed, a second task over a corpus drew the first's sentences again
+        seed = c[3].number_input("Sample seed", min_value=0, value=len(tasks.list_tasks(ws, me)), step=1,
+                                 key="task_seed", help="Which sentences a corpus sample draws (a selection gives its "
+                                                       "best-ranked ones); CLI --seed")
         overlap = c[1].slider("Reviewed by two annotators", 0.0, 1.0, tasks.DEFAULT_OVERLAP, 0.05, key="task_overlap",
                               help="The share of sentences that goes to a second annotator: agreement is measured on "
                                    "these (with one annotator nobody reviews twice: none)")
@@ -51,7 +55,7 @@ with st.expander("New task", expanded=not tasks.list_tasks(ws, me)):
         if st.form_submit_button("Create task", type="primary"):
             made = run_guarded(lambda: tasks.create_task(
                 ws, me, name, annotators, selection=selection if kind == "a saved selection" else None,
-                corpus=corpus if kind == "a corpus" else None, n_items=int(n_items),
+                corpus=corpus if kind == "a corpus" else None, n_items=int(n_items), seed=int(seed),
                 overlap=overlap if len(annotators) > 1 else None, guidelines=guidelines,
                 types=[t.strip() for t in types.split(",") if t.strip()], suggest_model=suggest), "Could not create the task")
             if made:
@@ -62,6 +66,6 @@ for t in tasks.list_tasks(ws, me):
         name = f"\u2068{markdown_literal(t.name)}\u2069"  # isolated (core.data.showtext) and literal
         st.markdown(f"**{name}** · `{t.id}` · {count(t.items, 'sentence')} of {markdown_literal(t.source)} · "
                     f"{t.overlap:.0%} reviewed twice · "
-                    f"by {t.created_by}")
+                    f"by {markdown_literal(t.created_by)}")
         rows = tasks.progress(ws, me, t.id)
         st.dataframe(pd.DataFrame(rows), hide_index=True, key=f"task_progress_{t.id}")

@@ -8,6 +8,7 @@ import pandas as pd
 import streamlit as st
 
 from core.access import Role
+from core.data.showtext import markdown_literal
 from core.team import users
 from core.team.db import read_audit
 from ui import actor, get_workspace, run_guarded
@@ -51,7 +52,7 @@ if people:
                                          help=f"At least {users.MIN_PASSWORD} characters; it also lifts a lock")
             if st.form_submit_button("Set password") and run_guarded(
                     lambda: users.set_password(ws, who, new_password, actor=me), "Could not set the password"):
-                st.success(f"Password of {who} changed.")
+                st.success(f"Password of {markdown_literal(who)} changed.")
 
 st.subheader("Audit log")
 log = read_audit(ws, 200, actor=me)

@@ -93,16 +93,22 @@ def register(sub: argparse._SubParsersAction) -> None:
                      help="the final spans, token positions from 0, end exclusive (e.g. 0-2:PER,4-5:LOC); '' for none")
     p.add_argument("--version", type=int, default=None,
                    help="the decision's version you saw (`task disagreements`; 0: none yet): refused if someone "
-                        "decided since (default: no check)")
+                        "decided since (default: the version read now; a decision it replaces is named)")
     p.set_defaults(func=cmd_task_adjudicate)
-    p = ts.add_parser("export", help="the settled sentences (adjudicated or agreed) as CoNLL")
+    p = ts.add_parser("export", help="the settled sentences (adjudicated or agreed) as CoNLL, or JSONL by --out's "
+                                     "extension")
     p.add_argument("task")
-    p.add_argument("--out", required=True, type=out_file)
+    p.add_argument("--out", required=True, type=out_file, help="a .conll/.txt file (CoNLL) or .jsonl")
+    p.add_argument("--scheme", choices=["bio", "bioes"], default=None,
+                   help="tag scheme (default: the task's corpus's, else BIO)")
     p.set_defaults(func=cmd_task_export)
     p = ts.add_parser("import", help="the settled sentences as a workspace corpus (e.g. --role lc)")
     p.add_argument("task")
     p.add_argument("--name", required=True)
-    p.add_argument("--role", default=None)
+    p.add_argument("--role", default=None, type=str.lower, choices=["tc", "dc", "lc", "dev", "test"])
+    p.add_argument("--scheme", choices=["bio", "bioes"], default=None,
+                   help="tag scheme (default: the task's corpus's, else BIO)")
+    p.add_argument("--overwrite", action="store_true", help="replace an earlier import of this name (more settled since)")
     p.set_defaults(func=cmd_task_import)
     for p in [task, *ts.choices.values()]:
         add_workspace_arg(p)
@@ -262,17 +268,21 @@ def cmd_task_adjudicate(args: argparse.Namespace) -> int:
     from core.team.adjudicate import adjudicate, items
 
     ws = _ws(args)
+    item = next((i for i in items(ws, LOCAL, args.task) if i.index == args.index), None)
+    if item is None:
+        raise UserError(f"task {args.task} has no sentence {args.index}")
+    version = args.version if args.version is not None else item.version  # no --version: the one read just now
+    if args.version is None and item.adjudicated is not None:  # replaced, and said (it was replaced silently)
+        print(f"replacing the decision of {item.adjudicated_by} (version {item.version}): "
+              f"{spans_text(item.tokens, item.adjudicated)}", file=sys.stderr)
     if args.pick is not None:
-        item = next((i for i in items(ws, LOCAL, args.task) if i.index == args.index), None)
-        if item is None:
-            raise UserError(f"task {args.task} has no sentence {args.index}")
         if args.pick not in item.answers:
             raise UserError(f"sentence {args.index} has no answer by {args.pick!r}: answered by "
                             f"{', '.join(item.answers) or 'no one yet'}")
         spans, source = item.answers[args.pick], args.pick
     else:
         spans, source = parse_spans(args.spans), "edited"
-    done = adjudicate(ws, LOCAL, args.task, args.index, spans, source, expected_version=args.version)
+    done = adjudicate(ws, LOCAL, args.task, args.index, spans, source, expected_version=version)
     print(f"sentence {done.index}: final {spans_text(done.tokens, done.final or [])} (version {done.version}, "
           f"from {source})")
     return 0
@@ -281,7 +291,8 @@ def cmd_task_adjudicate(args: argparse.Namespace) -> int:
 def cmd_task_export(args: argparse.Namespace) -> int:
     from core.team.adjudicate import export_task, left_out
 
-    data, report = export_task(_ws(args), LOCAL, args.task)
+    fmt = "jsonl" if Path(args.out).suffix.lower() == ".jsonl" else "conll"  # a .jsonl got CoNLL
+    data, report = export_task(_ws(args), LOCAL, args.task, fmt, args.scheme)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_bytes(data)
     print(f"wrote {report['sentences']} settled sentences to {args.out} ({left_out(report)}: left out)")
@@ -291,9 +302,11 @@ def cmd_task_export(args: argparse.Namespace) -> int:
 def cmd_task_import(args: argparse.Namespace) -> int:
     from core.team.adjudicate import import_task
 
-    info, report = import_task(_ws(args), LOCAL, args.task, args.name, args.role)
+    info, report = import_task(_ws(args), LOCAL, args.task, args.name, args.role, args.scheme, args.overwrite)
     print(f"imported {info.sentences} sentences as {info.name!r}{' (' + args.role.upper() + ')' if args.role else ''}: "
           f"{info.source}")
+    for warning in info.warnings:  # the role moved from another corpus, among others
+        print(f"warning: {warning}", file=sys.stderr)
     return 0
 
 

@@ -11,8 +11,8 @@ from typing import Any
 from core.access import Actor, require
 from core.data.annotation_db import StaleVersion, connect, next_version, spans_from_json, spans_json, transaction
 from core.data.corpus import Corpus, corpus_bytes
-from core.data.tags import Span, tags_from_spans
-from core.data.workspace import CorpusInfo, Workspace
+from core.data.tags import Span, TagScheme, tags_from_spans
+from core.data.workspace import CorpusInfo, CorpusRole, Workspace
 from core.errors import UserError
 from core.review.store import check_spans
 from core.tables import count
@@ -105,16 +105,32 @@ def adjudicate(ws: Workspace, actor: Actor, task_id: str, index: int, spans: Seq
     return next(i for i in items(ws, actor, task_id) if i.index == index)
 
 
-def settled_corpus(ws: Workspace, actor: Actor, task_id: str) -> tuple[Corpus, dict[str, int]]:
-    """The items with final spans as a labeled corpus, and counts of what was left out and why: disagreements still to
-    decide, sentences whose answers so far agree but wait for another annotator's, and sentences nobody answered."""
+def task_scheme(ws: Workspace, task_id: str) -> TagScheme:
+    """The tag scheme settled sentences are written in by default: the task's corpus's, where it is a labeled workspace
+    corpus still holding what the task was made from (a BIOES LC came back as BIO), else BIO."""
+    task = get_task(ws, task_id)
+    try:
+        info = ws.corpus_info(task.corpus) if ws.has_corpus(task.corpus) else None
+    except UserError:
+        info = None
+    if info is not None and info.labeled and info.tag_scheme in {s.value for s in TagScheme} - {TagScheme.NONE.value}:
+        return TagScheme(info.tag_scheme)
+    return TagScheme.BIO
+
+
+def settled_corpus(ws: Workspace, actor: Actor, task_id: str,
+                   scheme: TagScheme | str | None = None) -> tuple[Corpus, dict[str, int]]:
+    """The items with final spans as a labeled corpus (tags in `scheme`, default `task_scheme`), and counts of what was
+    left out and why: disagreements still to decide, sentences whose answers so far agree but wait for another
+    annotator's, and sentences nobody answered."""
+    scheme = TagScheme(scheme) if scheme else task_scheme(ws, task_id)
     all_items = items(ws, actor, task_id)
     done = [i for i in all_items if i.final is not None]
     report = {"sentences": len(done),
               "open_disagreements": sum(1 for i in all_items if i.answers and not i.agreed and i.adjudicated is None),
               "awaiting_review": sum(1 for i in all_items if i.answers and i.agreed and i.final is None),
               "unanswered": sum(1 for i in all_items if not i.answers and i.adjudicated is None)}
-    corpus = Corpus(tokens=[i.tokens for i in done], tags=[tags_from_spans(i.final, len(i.tokens)) for i in done],
+    corpus = Corpus(tokens=[i.tokens for i in done], tags=[tags_from_spans(i.final, len(i.tokens), scheme) for i in done],
                     fields={"task_index": [i.index for i in done]}, name=f"task-{task_id}")
     return corpus, report
 
@@ -129,19 +145,34 @@ def left_out(report: dict[str, int]) -> str:
             f"annotator's answer, {report['unanswered']:,} unanswered")
 
 
-def export_task(ws: Workspace, actor: Actor, task_id: str, fmt: str = "conll") -> tuple[bytes, dict[str, int]]:
+def export_task(ws: Workspace, actor: Actor, task_id: str, fmt: str = "conll",
+                scheme: TagScheme | str | None = None) -> tuple[bytes, dict[str, int]]:
     require(actor, "adjudicate")
-    corpus, report = settled_corpus(ws, actor, task_id)
+    corpus, report = settled_corpus(ws, actor, task_id, scheme)
     if not len(corpus):
         raise UserError(f"task {task_id} has no settled sentences yet ({left_out(report)})")
     return corpus_bytes(corpus, fmt), report
 
 
-def import_task(ws: Workspace, actor: Actor, task_id: str, name: str, role: str | None = None) -> tuple[CorpusInfo, dict[str, Any]]:
-    """Store the settled set as a workspace corpus whose source records the task, annotators and agreement."""
+def parse_role(role: str | None) -> str | None:
+    """A role typed for a corpus ('lc', 'LC'), or a UserError naming the roles; None stays None."""
+    if not role:
+        return None
+    try:
+        return CorpusRole(str(role).strip().lower()).value
+    except ValueError:
+        raise UserError(f"unknown role {role!r}: expected one of {', '.join(r.value for r in CorpusRole)}") from None
+
+
+def import_task(ws: Workspace, actor: Actor, task_id: str, name: str, role: str | None = None,
+                scheme: TagScheme | str | None = None, overwrite: bool = False) -> tuple[CorpusInfo, dict[str, Any]]:
+    """Store the settled set as a workspace corpus whose source records the task, annotators and agreement;
+    `overwrite` replaces an earlier import of it (more sentences settled since). Its `warnings` say what changed besides
+    (a role moved from another corpus)."""
     require(actor, "import a corpus")
     task = get_task(ws, task_id)
-    corpus, report = settled_corpus(ws, actor, task_id)
+    role = parse_role(role)  # 'bogus' raised a ValueError traceback
+    corpus, report = settled_corpus(ws, actor, task_id, scheme)
     if not len(corpus):
         raise UserError(f"task {task_id} has no settled sentences yet ({left_out(report)})")
     agree = task_agreement(ws, actor, task_id)
@@ -150,7 +181,7 @@ def import_task(ws: Workspace, actor: Actor, task_id: str, name: str, role: str 
     source = (f"review task {task.id} ({task.name}) over {task.source}; annotators {', '.join(task.annotators)}; "
               f"agreement on {agree['sentences']} sentences: F1 exact {f1}, token kappa {kappa}; "
               f"{report['sentences']} settled sentences ({left_out(report)} left out)")
-    info = ws.save_corpus(corpus, name, role=role, source=source, actor=actor)
+    info = ws.save_corpus(corpus, name, role=role, source=source, overwrite=overwrite, actor=actor)
     con = connect(ws)
     try:
         audit(con, actor, "task imported as corpus", task_id, corpus=name, role=role or "", **report)

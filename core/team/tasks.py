@@ -97,7 +97,7 @@ def assign(n_items: int, annotators: Sequence[str], overlap: float, seed: int = 
     if overlap > 0 and len(annotators) < 2:
         raise UserError(f"overlap {overlap}: a share reviewed twice needs two annotators or more (agreement compares two "
                         "people); with one annotator give overlap 0")
-    doubled = set(np.random.default_rng(seed).permutation(n_items)[: math.ceil(overlap * n_items)].tolist()) if overlap else set()
+    doubled = set(np.random.default_rng(seed).permutation(n_items)[: math.ceil(round(overlap * n_items, 9))].tolist()) if overlap else set()
     load = dict.fromkeys(annotators, 0)
     out = []
     for i in range(n_items):
@@ -124,6 +124,9 @@ def _source_items(ws: Workspace, selection: str | None, corpus: str | None, n_it
         tokens = [list(t) for t in rows.tokens[: len(take)]]
         return f"selection {sel.key}", sel.meta.dc_name or "", sel.meta.dc_hash or "", take, tokens
     ref = ws.ref(corpus)
+    if ref.kind == "path":  # items are read back from the workspace corpus by index: a file has none to read
+        raise UserError(f"{corpus} is a file: import it first (Corpora page, or python -m core import), then make the "
+                        "task over the workspace corpus")
     data = ws.load_corpus(ref.name)
     indices = list(range(len(data)))
     if n_items and n_items < len(indices):

@@ -95,6 +95,17 @@ def name_key(name: str) -> str:
     return unicodedata.normalize("NFC", (name or "").strip()).casefold()
 
 
+# Unicode's default-ignorable code points that are letters or marks by category (variation selectors, the combining
+# grapheme joiner, Hangul fillers, tags): drawn as nothing, they made "ann" and "ann\ufe0f" two users who look alike.
+# Written out because unicodedata has no Default_Ignorable_Code_Point property.
+_IGNORABLE = ((0x034F, 0x034F), (0x115F, 0x1160), (0x17B4, 0x17B5), (0x180B, 0x180F), (0x3164, 0x3164),
+              (0xFE00, 0xFE0F), (0xFFA0, 0xFFA0), (0x1BCA0, 0x1BCA3), (0x1D173, 0x1D17A), (0xE0000, 0xE0FFF))
+
+
+def _ignorable(c: str) -> bool:
+    return any(lo <= ord(c) <= hi for lo, hi in _IGNORABLE)
+
+
 def check_name(name: str) -> str:
     """The name as stored (NFC). Letters of any script, combining marks, digits, '.', '_', '-'; a letter or digit
     first; no invisible characters (a name must read as what it is).
@@ -103,7 +114,7 @@ def check_name(name: str) -> str:
     ('zoë', 'דנה')
     """
     text = unicodedata.normalize("NFC", (name or "").strip())
-    allowed = all(unicodedata.category(c)[0] in "LMN" or c in "._-" for c in text)
+    allowed = all((unicodedata.category(c)[0] in "LMN" or c in "._-") and not _ignorable(c) for c in text)
     if not text or len(text) > MAX_NAME or not allowed or unicodedata.category(text[0])[0] not in "LN":
         raise UserError(f"user name {name!r}: use 1-{MAX_NAME} letters (any script), digits, '.', '_' or '-', starting "
                         "with a letter or digit")
