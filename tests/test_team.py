@@ -586,3 +586,32 @@ def test_small_team_papercuts(team_ws, capsys):
     capsys.readouterr()
     assert main(["--workspace", str(team_ws.root), "task", "adjudicate", task.id, str(index), "--pick", "ann"]) == 0
     assert "replacing the decision of rita (version 1)" in capsys.readouterr().err
+
+
+def test_a_disabled_annotators_unanswered_items_can_be_handed_on(team_ws, capsys):
+    """Found in review: a disabled annotator's items were stranded (overlap items never settled; only `task adjudicate`
+    one by one got them out), and the Tasks page did not say who was disabled."""
+    from core.team.reassign import reassign
+
+    rita, ann, bob = Actor("rita", Role.RESEARCHER), Actor("ann", Role.ANNOTATOR), Actor("bob", Role.ANNOTATOR)
+    users.add_user(team_ws, "cy", "annotator", PASSWORD)
+    task = tasks.create_task(team_ws, rita, "r", ["ann", "bob"], corpus="demo-dc", n_items=4, overlap=0.5, types=["PER"])
+    first = tasks.queue(team_ws, bob, task.id)[0]
+    tasks.save_annotation(team_ws, bob, task.id, first.index, [])
+    users.set_disabled(team_ws, "bob")
+    assert next(r for r in tasks.progress(team_ws, rita, task.id) if r["annotator"] == "bob")["account"] == "disabled"
+    left = next(r for r in tasks.progress(team_ws, rita, task.id) if r["annotator"] == "bob")["left"]
+    with pytest.raises(UserError, match="disabled"):
+        reassign(team_ws, rita, task.id, "ann", "bob")  # to a disabled account: refused
+    with pytest.raises(AccessDenied):
+        reassign(team_ws, ann, task.id, "bob", "cy")
+    assert main(["--workspace", str(team_ws.root), "task", "reassign", task.id, "bob", "cy"]) == 0
+    assert f"{left} unanswered item(s) of bob handed to cy" in capsys.readouterr().out
+    assert len(tasks.queue(team_ws, Actor("cy", Role.ANNOTATOR), task.id)) == left
+    assert "cy" in tasks.get_task(team_ws, task.id).annotators
+    assert [i.index for i in tasks.queue(team_ws, bob, task.id)] == [first.index]  # the answered one stays bob's
+    cy = Actor("cy", Role.ANNOTATOR)
+    shared = {i.index for i in tasks.queue(team_ws, ann, task.id)} & {i.index for i in tasks.queue(team_ws, cy, task.id)}
+    done = reassign(team_ws, rita, task.id, "ann", "cy")  # the items cy has already stay ann's: none reviewed twice
+    assert done["kept"] == len(shared) >= 1
+    assert shared <= {i.index for i in tasks.queue(team_ws, ann, task.id)}

@@ -11,6 +11,7 @@ from core.data.showtext import markdown_literal
 from core.review.predictions import list_ner_models
 from core.tables import count
 from core.team import tasks
+from core.team.reassign import reassign
 from core.team.users import list_users
 from ui import actor, corpus_names, get_workspace, run_guarded
 
@@ -69,3 +70,17 @@ for t in tasks.list_tasks(ws, me):
                     f"by {markdown_literal(t.created_by)}")
         rows = tasks.progress(ws, me, t.id)
         st.dataframe(pd.DataFrame(rows), hide_index=True, key=f"task_progress_{t.id}")
+        waiting = [r["annotator"] for r in rows if r["left"]]
+        if waiting:
+            with st.expander("Hand unanswered items to another user" + (" (a disabled annotator has some)" if any(
+                    r["account"] for r in rows if r["left"]) else "")):
+                with st.form(f"reassign_{t.id}"):
+                    c = st.columns(2)
+                    giver = c[0].selectbox("From", waiting, key=f"reassign_from_{t.id}")
+                    taker = c[1].selectbox("To", [u.name for u in people], key=f"reassign_to_{t.id}")
+                    if st.form_submit_button("Hand over"):
+                        done = run_guarded(lambda t=t, giver=giver, taker=taker: reassign(ws, me, t.id, giver, taker),
+                                           "Could not hand the items over")
+                        if done is not None:
+                            st.success(f"{done['moved']} item(s) handed to {markdown_literal(taker)}"
+                                       + (f"; {done['kept']} kept (already theirs)" if done["kept"] else "") + ".")

@@ -79,6 +79,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("task")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_task_progress)
+    p = ts.add_parser("reassign", help="hand an annotator's unanswered items to another user (one who left or was "
+                                       "disabled: their items never settle)")
+    p.add_argument("task")
+    p.add_argument("from_user", metavar="FROM")
+    p.add_argument("to_user", metavar="TO")
+    p.set_defaults(func=cmd_task_reassign)
     p = ts.add_parser("disagreements", help="the sentences whose annotators differ, still to decide first, with each "
                                            "answer and the decision (the Agreement page's list)")
     p.add_argument("task")
@@ -261,6 +267,16 @@ def cmd_task_disagreements(args: argparse.Namespace) -> int:
         if i.adjudicated is not None:
             print(f"  {'final':<16} {spans_text(i.tokens, i.adjudicated)}")
     print(f"{sum(i.adjudicated is None for i in items)} of {len(items)} still to decide")
+    return 0
+
+
+def cmd_task_reassign(args: argparse.Namespace) -> int:
+    from core.team.reassign import reassign
+
+    done = reassign(_ws(args), LOCAL, args.task, args.from_user, args.to_user)
+    print(f"{done['moved']} unanswered item(s) of {args.from_user} handed to {args.to_user}"
+          + (f"; {done['kept']} kept ({args.to_user} has them already: nobody reviews a sentence twice)"
+             if done["kept"] else ""))
     return 0
 
 

@@ -28,7 +28,7 @@ from core.data.workspace import CorpusRole, Workspace
 from core.errors import UserError
 from core.review.store import check_spans, check_type
 from core.team.db import audit
-from core.team.users import get_user
+from core.team.users import get_user, list_users
 
 ITEM_STATES = ("done", "skipped")  # "done": the spans are the annotator's answer (none = no entity)
 MAX_ITEMS = 20_000
@@ -317,8 +317,10 @@ def progress(ws: Workspace, actor: Actor, task_id: str) -> list[dict]:
     finally:
         con.close()
     states = Counter((r["annotator"], r["status"]) for r in rows)
+    disabled = {u.name for u in list_users(ws) if u.disabled}  # their items wait for no one: hand them on (reassign)
     out = [{"annotator": a, "assigned": n, "done": states[(a, "done")], "skipped": states[(a, "skipped")],
-            "left": n - states[(a, "done")] - states[(a, "skipped")]} for a, n in sorted(assigned.items())]
+            "left": n - states[(a, "done")] - states[(a, "skipped")], "account": "disabled" if a in disabled else ""}
+           for a, n in sorted(assigned.items())]
     if any(r["suggested"] != "[]" for r in rows):  # what each annotator did with the model's suggestions
         for entry in out:
             totals = Counter()
