@@ -21,7 +21,7 @@ from core.cliutil import (
 from core.data.workspace import Workspace
 from core.errors import UserError
 from core.review import predictions
-from core.review.store import ReviewStore
+from core.review.store import ReviewStore, check_type
 
 DECISIONS = {"accept": "accepted", "reject": "rejected", "correct": "corrected"}
 
@@ -124,6 +124,9 @@ def cmd_review_decide(args: argparse.Namespace) -> int:
                         + ("the predicted spans" if args.decision == "accept" else "no span"))
     spans = (parse_spans(args.spans) if args.decision == "correct" else
              predictions.row_spans(row) if args.decision == "accept" else [])
+    if args.decision == "correct":
+        for span in spans:  # typed here: a tag (B-PER) is refused, as in the page's span editor
+            check_type(span.type, f"--spans {span.start}-{span.end}")
     store = ReviewStore(ws, req.review_key)
     current = store.get(args.index)
     version = args.version if args.version is not None else (current.version if current else 0)
