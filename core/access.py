@@ -47,12 +47,18 @@ class Actor:
     # write from a tab opened before the user was disabled, demoted or signed out by what holds at the write, not by
     # the role the tab's last run saw (a button's callback runs before the app checks the session again)
     recheck: Callable[[], Actor] | None = field(default=None, compare=False, hash=False, repr=False)
+    # the machine's owner (the CLI, the single-user app): compared, so an account named "local" is never LOCAL
+    local: bool = field(default=False, repr=False)
+
+    def current(self) -> Actor:
+        """This user as they are now (read again where the actor can be; a session that ended raises)."""
+        return self.recheck() if self.recheck is not None else self
 
     def __str__(self) -> str:
         return f"{self.name} ({self.role.value})"
 
 
-LOCAL = Actor("local", Role.ADMIN)  # CLI and the single-user app on loopback
+LOCAL = Actor("local", Role.ADMIN, local=True)  # CLI and the single-user app on loopback
 
 _STAFF = frozenset({Role.ADMIN, Role.RESEARCHER})
 # action -> roles allowed. An action is the phrase the refusal prints ("may not <action>").
@@ -76,15 +82,16 @@ class AccessDenied(UserError):
     """A signed-in user asked for something their role does not allow."""
 
 
-def require(actor: Actor, action: str) -> None:
+def require(actor: Actor, action: str) -> Actor:
     """Raise AccessDenied unless `actor`'s role may do `action` (a key of PERMISSIONS), as the user is now where the
-    actor can be read again (a session that ended raises its own UserError)."""
-    if actor.recheck is not None:
-        actor = actor.recheck()
+    actor can be read again (a session that ended raises its own UserError); returns the actor as it is now, for the
+    checks that follow (a role read from the tab's old actor after require() let a demoted admin pass them)."""
+    actor = actor.current()
     allowed = PERMISSIONS[action]
     if actor.role not in allowed:
         names = " or ".join(r.value for r in Role if r in allowed)
         raise AccessDenied(f"{actor} may not {action}: that needs the {names} role")
+    return actor
 
 
 # --------------------------------------------------------------------------- server paths

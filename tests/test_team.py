@@ -615,3 +615,26 @@ def test_a_disabled_annotators_unanswered_items_can_be_handed_on(team_ws, capsys
     done = reassign(team_ws, rita, task.id, "ann", "cy")  # the items cy has already stay ann's: none reviewed twice
     assert done["kept"] == len(shared) >= 1
     assert shared <= {i.index for i in tasks.queue(team_ws, ann, task.id)}
+
+
+def test_an_account_named_local_is_never_the_machines_owner_and_names_are_handed_on_as_stored(team_ws):
+    """Found in review: Actor equality read name and role only, so an admin account named "local" was LOCAL and passed
+    every server-path check; `task reassign T bob ANN` made a second annotator "ANN" beside ann; a demoted admin kept
+    passing the checks after require() (it read the role, then the tab's old actor was used)."""
+    from core.access import check_server_path, require
+    from core.team.reassign import reassign
+
+    with pytest.raises(UserError, match="reserved"):
+        users.add_user(team_ws, "Local", "admin", PASSWORD)
+    assert Actor("local", Role.ADMIN) != LOCAL
+    with pytest.raises(AccessDenied):
+        check_server_path(Actor("local", Role.ADMIN), "/etc/hostname", team_ws.root, "import")
+    rita = Actor("rita", Role.RESEARCHER)
+    task = tasks.create_task(team_ws, rita, "r", ["bob"], corpus="demo-dc", n_items=3, overlap=0.0, types=["PER"])
+    assert reassign(team_ws, rita, task.id, "BOB", "ANN")["moved"] == 3
+    assert tasks.get_task(team_ws, task.id).annotators == ["bob", "ann"]
+    assert len(tasks.queue(team_ws, Actor("ann", Role.ANNOTATOR), task.id)) == 3
+    users.add_user(team_ws, "root", "admin", PASSWORD)  # boss is not the last admin
+    boss = users.session_actor(team_ws, users.open_session(team_ws, Actor("boss", Role.ADMIN)))
+    users.set_role(team_ws, "boss", "researcher")
+    assert require(boss, "submit a job").role == Role.RESEARCHER  # the actor as it is now, for the checks after

@@ -99,3 +99,12 @@ def test_the_browsers_file_name_is_no_server_path_and_a_copy_is_its_uploaders(ws
     assert not bobs.parent.exists()
     with pytest.raises(AccessDenied):  # a path of '~nobody' is refused, not a RuntimeError
         jobs.submit(ws, "import", {"path": "~nobody-here/x.txt"}, start=False, actor=RITA)
+
+
+def test_resuming_an_import_whose_copy_is_gone_says_so(ws):
+    """Found in review: the owner check ran first and called one's own vanished copy "another user's upload"."""
+    staged = stage_upload(ws, "mine.txt", b"one line\n", actor=RITA)
+    discard_upload(ws, staged)
+    with pytest.raises(UserError, match="is gone") as err:
+        jobs.submit(ws, "import", {"path": str(staged), "upload": "mine.txt"}, start=False, actor=RITA)
+    assert not isinstance(err.value, AccessDenied)

@@ -39,9 +39,10 @@ with st.expander("New task", expanded=not tasks.list_tasks(ws, me)):
         c = st.columns(4)
         n_items = c[0].number_input("Sentences", min_value=1, max_value=tasks.MAX_ITEMS, value=50, key="task_items")
         # a new seed per task by default: with one seed, a second task over a corpus drew the first's sentences again
-        seed = c[3].number_input("Sample seed", min_value=0, value=len(tasks.list_tasks(ws, me)), step=1,
-                                 key="task_seed", help="Which sentences a corpus sample draws (a selection gives its "
-                                                       "best-ranked ones); CLI --seed")
+        made_so_far = len(tasks.list_tasks(ws, me))  # keyed by it: a kept widget value repeated the last task's seed
+        seed = c[3].number_input("Sample seed", min_value=0, value=made_so_far, step=1, key=f"task_seed_{made_so_far}",
+                                 help="Which sentences a corpus sample draws (a selection gives its best-ranked ones); "
+                                      "CLI --seed")
         overlap = c[1].slider("Reviewed by two annotators", 0.0, 1.0, tasks.DEFAULT_OVERLAP, 0.05, key="task_overlap",
                               help="The share of sentences that goes to a second annotator: agreement is measured on "
                                    "these (with one annotator nobody reviews twice: none)")
@@ -62,6 +63,8 @@ with st.expander("New task", expanded=not tasks.list_tasks(ws, me)):
             if made:
                 st.success(f"Task {made.id}: {count(made.items, 'sentence')} for {', '.join(made.annotators)}.")
 
+if said := st.session_state.pop("reassign_said", None):
+    st.success(said)
 for t in tasks.list_tasks(ws, me):
     with st.container(border=True):
         name = f"\u2068{markdown_literal(t.name)}\u2069"  # isolated (core.data.showtext) and literal
@@ -81,6 +84,8 @@ for t in tasks.list_tasks(ws, me):
                     if st.form_submit_button("Hand over"):
                         done = run_guarded(lambda t=t, giver=giver, taker=taker: reassign(ws, me, t.id, giver, taker),
                                            "Could not hand the items over")
-                        if done is not None:
-                            st.success(f"{done['moved']} item(s) handed to {markdown_literal(taker)}"
-                                       + (f"; {done['kept']} kept (already theirs)" if done["kept"] else "") + ".")
+                        if done is not None:  # said after the rerun that redraws the progress table above
+                            st.session_state["reassign_said"] = (
+                                f"{done['moved']} item(s) handed to {markdown_literal(taker)}"
+                                + (f"; {done['kept']} kept (already theirs)" if done["kept"] else "") + ".")
+                            st.rerun()

@@ -307,7 +307,10 @@ def cmd_task_adjudicate(args: argparse.Namespace) -> int:
 def cmd_task_export(args: argparse.Namespace) -> int:
     from core.team.adjudicate import export_task, left_out
 
-    fmt = "jsonl" if Path(args.out).suffix.lower() == ".jsonl" else "conll"  # a .jsonl got CoNLL
+    suffix = Path(args.out).suffix.lower()
+    fmt = {".jsonl": "jsonl", ".conll": "conll", ".txt": "conll", ".bio": "conll", ".iob": "conll", "": "conll"}.get(suffix)
+    if fmt is None:  # a .jsonl got CoNLL; a .json or .parquet would have too
+        raise UserError(f"--out {args.out}: write .conll (or .txt) for CoNLL, .jsonl for JSON lines")
     data, report = export_task(_ws(args), LOCAL, args.task, fmt, args.scheme)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_bytes(data)

@@ -68,6 +68,9 @@ def check_upload_owner(ws: Workspace, actor: Actor, path: str | Path) -> None:
     """An import of an upload's copy (the job's `upload` set) names the actor's own copy: another user's would be read
     into a corpus and removed, and their import then fail. The CLI and the single-user app (LOCAL) and admins pass."""
     staged = staged_copy(ws, path)
+    if not staged.exists():  # imported already, or swept: said as such, not as someone else's
+        raise UserError(f"the copy of the upload {staged.name!r} is gone (imported already, or swept after a week): "
+                        "upload the file again")
     if actor == LOCAL or actor.role == Role.ADMIN:
         return
     try:

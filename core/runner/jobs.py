@@ -103,6 +103,7 @@ def check_reach(ws: Workspace, actor: Actor, params: dict[str, Any]) -> None:
     corpus names and roles are no paths) and a Ray cluster. Checked at submit and again at resume."""
     if actor == LOCAL:
         return
+    actor = actor.current()  # the role as it is now: a demoted admin passed the Ray and upload checks below
     check_param_paths(actor, params, ws.root, ws.corpus_words())
     check_ray_address(actor, params.get("ray"), ws.settings().ray_address)
     if params.get("upload") and params.get("path"):  # an import of an upload's copy: the actor's own only

@@ -113,6 +113,8 @@ def task_scheme(ws: Workspace, task_id: str) -> TagScheme:
         info = ws.corpus_info(task.corpus) if ws.has_corpus(task.corpus) else None
     except UserError:
         info = None
+    if info is not None and task.corpus_hash and info.hash != task.corpus_hash:  # re-imported since: not its scheme
+        info = None
     if info is not None and info.labeled and info.tag_scheme in {s.value for s in TagScheme} - {TagScheme.NONE.value}:
         return TagScheme(info.tag_scheme)
     return TagScheme.BIO

@@ -11,7 +11,7 @@ from core.data.workspace import Workspace
 from core.errors import UserError
 from core.team.db import audit
 from core.team.tasks import get_task
-from core.team.users import get_user
+from core.team.users import get_user, name_key
 
 
 def reassign(ws: Workspace, actor: Actor, task_id: str, from_user: str, to_user: str) -> dict[str, int]:
@@ -20,11 +20,14 @@ def reassign(ws: Workspace, actor: Actor, task_id: str, from_user: str, to_user:
     sentence twice. Returns {"moved", "kept"}; audited."""
     require(actor, "manage review tasks")
     task = get_task(ws, task_id)
+    # names as stored: typed 'ANN' made a second annotator "ANN" next to ann (names are compared without case)
+    from_user = next((a for a in task.annotators if name_key(a) == name_key(from_user)), from_user)
     if from_user not in task.annotators:
         raise UserError(f"{from_user!r} is not an annotator of task {task_id} ({', '.join(task.annotators)})")
+    target = get_user(ws, to_user)
+    to_user = target.name
     if to_user == from_user:
         raise UserError("give another user to hand the items to")
-    target = get_user(ws, to_user)
     if target.disabled:
         raise UserError(f"{to_user!r} is disabled: enable the account first, or choose another user")
     if target.role not in (Role.ANNOTATOR, Role.RESEARCHER, Role.ADMIN):
@@ -39,8 +42,10 @@ def reassign(ws: Workspace, actor: Actor, task_id: str, from_user: str, to_user:
         moved = [i for i in open_items if i not in theirs]
         con.executemany("UPDATE assignments SET annotator = ? WHERE task_id = ? AND idx = ? AND annotator = ?",
                         [(to_user, task_id, i, from_user) for i in moved])
-        if moved and to_user not in task.annotators:
-            con.execute("UPDATE tasks SET annotators = ? WHERE id = ?", (json.dumps([*task.annotators, to_user]), task_id))
+        # read again inside the write lock: two hand-overs at once each added their user to an older list
+        annotators = json.loads(con.execute("SELECT annotators FROM tasks WHERE id = ?", (task_id,)).fetchone()[0])
+        if moved and to_user not in annotators:
+            con.execute("UPDATE tasks SET annotators = ? WHERE id = ?", (json.dumps([*annotators, to_user]), task_id))
         audit(con, actor, "task items reassigned", task_id, from_user=from_user, to_user=to_user, moved=len(moved),
               kept=len(open_items) - len(moved))
     return {"moved": len(moved), "kept": len(open_items) - len(moved)}

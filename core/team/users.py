@@ -38,6 +38,7 @@ import time
 import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any
 
 from argon2 import PasswordHasher
@@ -187,6 +188,8 @@ def add_user(ws: Workspace, name: str, role: Role | str, password: str | None = 
     """A new account. `password` may be None only for an OIDC user (then `email` is required)."""
     require(actor, "manage users")
     name = check_name(name)
+    if name_key(name) == LOCAL.name:  # the machine's owner's name in every log and audit line: never an account's
+        raise UserError(f"user name {name!r} is reserved (it names the CLI and the single-user app): choose another")
     role = Role.parse(role)
     if password is None and not email:
         raise UserError(f"user {name!r}: give a password, or an e-mail for sign-in through OIDC")
@@ -398,7 +401,7 @@ def actor_for_email(ws: Workspace, email: str) -> Actor:
     user = _user(row)
     if user.disabled:
         raise SignInError(_disabled(ws, user.name))
-    return replace(user.actor(), recheck=lambda: actor_for_email(ws, email))  # as session_actor: judged at each write
+    return replace(user.actor(), recheck=partial(actor_for_email, ws, email))  # as session_actor: judged at each write
 
 
 def actor_for_oidc(ws: Workspace, claims: Mapping[str, Any]) -> Actor:
@@ -447,7 +450,7 @@ def session_actor(ws: Workspace, token: str | None) -> Actor:
         con.close()
     if row is None or row["expires"] < time.time() or row["disabled"]:
         raise again
-    return replace(_user(row).actor(), recheck=lambda: session_actor(ws, token))
+    return replace(_user(row).actor(), recheck=partial(session_actor, ws, token))
 
 
 def close_session(ws: Workspace, token: str | None) -> None:
