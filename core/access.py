@@ -5,7 +5,8 @@ request or a script calling core directly is refused all the same. The CLI and t
 loopback act as `LOCAL`, the machine's owner (an admin): whoever can run `python -m core` on the server
 already owns its files.
 
->>> require(Actor("ann", Role.ANNOTATOR), "review")
+>>> require(Actor("ann", Role.ANNOTATOR), "review").name  # allowed: the actor as it is now
+'ann'
 >>> require(Actor("ann", Role.ANNOTATOR), "submit a job")
 Traceback (most recent call last):
 ...
