@@ -49,7 +49,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="with correct: the sentence's spans, token positions from 0, end exclusive (e.g. 0-2:PER); '' for none")
     p.add_argument("--version", type=int, default=None,
                    help="the version you saw (`review list --json`; 0: never reviewed): refused if someone decided since "
-                        "(default: no check)")
+                        "(default: the version read now)")
     p.set_defaults(func=cmd_review_decide)
     p = rs.add_parser("undo", help="take back the last decision on one sentence (history is kept)")
     p.add_argument("index", type=int)
@@ -93,6 +93,11 @@ def _row(req: predictions.PredictionRequest, index: int) -> dict:
     return row
 
 
+def _counts_text(counts: dict) -> str:
+    return (f"{counts['reviewed']} of {counts['total']} sentences reviewed ({counts['accepted']} accepted, "
+            f"{counts['corrected']} corrected, {counts['rejected']} rejected)")
+
+
 def cmd_review_list(args: argparse.Namespace) -> int:
     ws, req = _request(args)
     store = ReviewStore(ws, req.review_key)
@@ -109,8 +114,7 @@ def cmd_review_list(args: argparse.Namespace) -> int:
         return 0
     for r in shown.itertuples():
         print(f"#{r.index:<6} {r.n_entities} predicted  c1 {r.c1:.3f}  c2 {r.c2:.3f}  {r.review:<10} {r.text}")
-    print(f"{counts['reviewed']} of {counts['total']} sentences reviewed ({counts['accepted']} accepted, "
-          f"{counts['corrected']} corrected, {counts['rejected']} rejected); {len(shown)} shown")
+    print(f"{_counts_text(counts)}; {len(shown)} shown")
     return 0
 
 
@@ -157,8 +161,7 @@ def cmd_review_progress(args: argparse.Namespace) -> int:
     if args.json:
         print_json({"counts": counts, "annotators": people})
         return 0
-    print(f"{counts['reviewed']} of {counts['total']} sentences reviewed: {counts['accepted']} accepted, "
-          f"{counts['corrected']} corrected, {counts['rejected']} rejected")
+    print(_counts_text(counts))
     for p in people:
         print(f"  {p['annotator']:<20} {p['reviewed']:>5} ({p['accepted']} accepted, {p['corrected']} corrected, "
               f"{p['rejected']} rejected)")
