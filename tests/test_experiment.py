@@ -50,6 +50,12 @@ def test_a_rerun_pools_once_per_seed_and_another_test_file_is_its_own_column():
     other = {"domain": "music", "cells": CELLS, "corpora": {"test": {"hash": "bbbbbbbbbbbb"}}}
     table = results_table([{"domain": "music", "cells": newer, "corpora": {"test": {"hash": "aaaaaaaaaaaa"}}}, other])
     assert list(table.columns) == ["music", "music (TEST bbbbbbbb)"] and table.loc["dsir", "music (TEST bbbbbbbb)"] == "62.00 ± 2.83"
+    # found in review: a tiny smoke run of another encoder was pooled as a third seed of the study's column
+    smoke = {"domain": "music", "cells": [{**c, "seed": 3} for c in CELLS[:1]],
+             "recipe": {"model": "bert-base-cased", "preset": "tiny", "pick_checkpoint": 0}}
+    study = {"domain": "music", "cells": CELLS, "recipe": {"model": "default", "preset": "study", "pick_checkpoint": 4}}
+    table = results_table([study, smoke])
+    assert len(table.columns) == 2 and all(c.startswith("music [") for c in table.columns), list(table.columns)
     partial = {"domain": "music", "cells": [{**c, "seed": c["seed"] + 10} for c in CELLS]}  # no TEST hash: a partial run
     table = results_table([partial, {"domain": "music", "cells": newer, "corpora": {"test": {"hash": "aaaaaaaaaaaa"}}}, other])
     assert list(table.columns) == ["music", "music (TEST bbbbbbbb)"]
@@ -520,6 +526,12 @@ def test_a_run_folder_keeps_one_recipe(tmp_path, corpora, tiny_bert_dir):
     with pytest.raises(UserError, match=r"another recipe \(pick_checkpoint: 0 there, 2 now\)"):
         jobs.run_inline(ws, "experiment", {**params, "seeds": [1, 2], "pick_checkpoint": 2}, run_dir=run_dir)
     assert not (run_dir / "cells" / "none.lc24" / "seed-2").exists()  # refused before any cell started
+    # found in review: another TEST (or a corpus re-imported under its name) reused the finished cells and reported
+    # their F1 as the new corpora's
+    other = tmp_path / "test2.conll"
+    other.write_text(Path(corpora["test"]).read_text() + "\nOne\tO\nmore\tO\n")  # a sentence more
+    with pytest.raises(UserError, match=r"other corpora \(TEST 'test2' holds other sentences than 'lc' did there\)"):
+        jobs.run_inline(ws, "experiment", {**params, "test": str(other)}, run_dir=run_dir)
     # how a cell runs is not its recipe: an out-of-memory retry doubles grad_accum and continues the same folder
     retried = jobs.run_inline(ws, "experiment", {**params, "seeds": [1, 2], "ner_config": {"grad_accum": 2}}, run_dir=run_dir)
     assert [c["seed"] for c in retried["cells"]] == [1, 2]

@@ -15,10 +15,14 @@ from tests.ner_data import single_thread_torch, write_toy_conll  # noqa: F401 - 
 pytestmark = pytest.mark.usefixtures("single_thread_torch")
 
 
-def _args(tmp_path, tc, dc, model, *extra: str) -> list[str]:
+def _args(tmp_path, tc, dc, model, *extra: str, test_is_dev: bool = False) -> list[str]:
     labeled = write_toy_conll(tmp_path / "lab.conll")
+    # TEST apart from DEV: a DEV sentence that is a TEST duplicate too is dropped with those and never reaches MLM
+    test = tmp_path / "test.conll"
+    test.write_text("Ada\tB-PER\nsang\tO\nin\tO\nOslo\tB-LOC\n.\tO\n\nBob\tB-PER\nran\tO\n.\tO\n")
+    test = labeled if test_is_dev else test
     return ["--workspace", str(tmp_path / "ws"), "experiment", "--tc", str(tc), "--dc", str(dc), "--lc", labeled,
-            "--dev", labeled, "--test", labeled, "--baselines", "none,tapt", "--seeds", "1", "--model", str(model),
+            "--dev", labeled, "--test", str(test), "--baselines", "none,tapt", "--seeds", "1", "--model", str(model),
             "--preset", "tiny", "--out", str(tmp_path / "exp"), "--quiet", *extra]
 
 
@@ -49,8 +53,9 @@ def test_test_text_is_dropped_from_tc_and_dc_and_counted(tmp_path, tiny_bert_dir
     tc.write_text("\n".join([TOY_SENTENCES[0], *(unlike(s) for s in TOY_SENTENCES[1:8])]) + "\n")
     dc.write_text("\n".join([*(unlike(s, 1) for s in TOY_SENTENCES[:8]), TOY_SENTENCES[1].replace(".", "!"),
                              TOY_SENTENCES[2]]) + "\n")
-    assert main(_args(tmp_path, tc, dc, tiny_bert_dir, "--allow-dev-in-mlm")) == 0
+    assert main(_args(tmp_path, tc, dc, tiny_bert_dir, "--allow-dev-in-mlm", test_is_dev=True)) == 0
     result = json.loads((tmp_path / "exp" / "result.json").read_text())
+    assert result["protocol"]["dev_in_mlm"] == 0  # TC's DEV sentence is a TEST one too: dropped, it reached no MLM
     dropped = result["protocol"]["dropped_from_mlm"]
     assert dropped["tc"] == {"dev": 0, "test": 1} and dropped["dc"] == {"dev": 0, "test": 2}
     assert "TC: 1 duplicating TEST dropped before any MLM" in capsys.readouterr().out

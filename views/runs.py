@@ -150,7 +150,7 @@ with exp_tab, st.form("exp_form"):
             params = {"tc": "tc", "dc": "dc", "lc": "lc", "dev": "dev", "test": "test", "strategies": exp_rows,
                       "baselines": e_base, "seeds": seeds, "budgets": [b.value for b in budgets] or None,
                       "lc_sizes": [s.value for s in lc_sizes] or None, "preset": e_preset, "model": e_model.strip() or "default",
-                      "exclude_leaked": bool(e_exclude and e_allow_dev), "allow_dev_in_mlm": bool(e_allow_dev),
+                      "exclude_leaked": bool(e_exclude), "allow_dev_in_mlm": bool(e_allow_dev),  # core drops the first without the second
                       "pick_checkpoint": PICK_CHOICES[e_pick], "rehearsal_share": float(e_rehearsal),
                       "mlm_config": mlm_settings or None,
                       "parallel": e_parallel.strip() or 1, "time_limit": e_limit.strip() or None}

@@ -29,7 +29,7 @@ from core.experiments.plan import (
     slug,
     sweep_budgets,
 )
-from core.experiments.records import Cell, check_recipe, load_cell, save_cell
+from core.experiments.records import Cell, check_inputs, check_recipe, load_cell, save_cell
 from core.experiments.summary import keep_predictions
 from core.progress import silent, sub
 from core.recipes.modes import MODE_PHASES
@@ -354,6 +354,7 @@ class ExperimentCells(CellTrainer):
         done = folder / CELL_FILE
         if not self.recipe_checked:  # only a cell still to train can mix recipes: finished folders stay readable
             check_recipe(self.run_dir, self.params, len(self.lc))
+            check_inputs(self.run_dir, self.refs)
             self.recipe_checked = True
         folder.mkdir(parents=True, exist_ok=True)
         t0 = time.time()

@@ -33,6 +33,7 @@ from __future__ import annotations
 import json
 import os
 import statistics
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -54,12 +55,21 @@ from core.experiments.plan import (
     check_rows,
     knob_label,
     parse_strategy,
+    recipe_label,
     recipe_of,
     resolve_sc_budget,
     sweep_budgets,
 )
 from core.experiments.readout import readout_lines
-from core.experiments.records import Cell, ExperimentResult, as_cells, as_entries, as_result, check_recipe
+from core.experiments.records import (
+    Cell,
+    ExperimentResult,
+    as_cells,
+    as_entries,
+    as_result,
+    check_inputs,
+    check_recipe,
+)
 from core.experiments.statistics import N_RESAMPLES
 from core.experiments.summary import (
     comparison_rows,
@@ -129,8 +139,17 @@ def results_table(experiments: Iterable[ExperimentResult | Mapping[str, Any]], p
     dev_in_mlm: set[str] = set()  # domains with a run that allowed DEV text in its MLM corpora: marked on their rows
     tests: dict[str, str | None] = {}  # column -> the TEST file's hash its cells were scored on
     have: dict[str, set[tuple]] = {}
-    for exp in map(as_result, experiments):
-        column = exp.domain + (f" ({knob})" if exp.recipe and (knob := knob_label(exp.recipe)) else "")
+    results = [as_result(e) for e in experiments]
+    # the recipe beside the knob (encoder, preset, pick, ...): a tiny smoke run of another encoder pooled as a third
+    # seed of the study's column; named in the column only where a domain ran more than one
+    bases = {id(e): recipe_label({**e.recipe, "mlm_config": None, "rehearsal_share": 0}) if e.recipe else "recipe unrecorded"
+             for e in results}
+    per_domain: dict[str, set[str]] = {}
+    for e in results:
+        per_domain.setdefault(e.domain, set()).add(bases[id(e)])
+    for exp in results:
+        column = exp.domain + (f" [{bases[id(exp)]}]" if len(per_domain[exp.domain]) > 1 else "") + (
+            f" ({knob})" if exp.recipe and (knob := knob_label(exp.recipe)) else "")
         test = ((exp.extra.get("corpora") or {}).get("test") or {}).get("hash")
         if test and tests.get(column) and tests[column] != test:
             column += f" (TEST {test[:8]})"
@@ -194,6 +213,7 @@ def experiment_job(params: ExperimentParams, ctx: JobContext) -> dict[str, Any]:
 
     Cells run seed by seed, LC size by LC size; baselines once per (seed, LC size), strategies once
     per SC budget. Every cell records budget, lc_size and mlm_seconds."""
+    started = time.time()  # the time limit counts from here: loading the corpora and the leakage pass take minutes
     ws = ctx.workspace
     strategies = check_rows(params.strategies)  # an unknown strategy is refused here, before any corpus is read
     baselines = list(params.baselines)  # known, each once (ExperimentParams)
@@ -230,7 +250,7 @@ def experiment_job(params: ExperimentParams, ctx: JobContext) -> dict[str, Any]:
     tasks = cell_tasks(rows, seeds, budgets, lc_sizes)
     parallel = parse_parallel(params.parallel)
     lent, lenders = records.same_task_cells(ctx.run_dir, params) if params.time_limit else ([], [])
-    limit = TimeLimit(params.time_limit, device=runner.device, lent=lent)
+    limit = TimeLimit(params.time_limit, start=started, device=runner.device, lent=lent)
     if params.time_limit:
         ctx.log(f"time limit {format_duration(params.time_limit)}: no cell starts that would end past it"
                 + (f" (a row none of its own cells can time yet is timed by {len(lent)} cells of "
@@ -239,6 +259,7 @@ def experiment_job(params: ExperimentParams, ctx: JobContext) -> dict[str, Any]:
     # the new recipe whenever nothing is left to train (the check in run_cell only runs for a cell that trains)
     done = {i: runner.finished_cell(t.row, t.seed, t.budget, t.lc_size) for i, t in enumerate(tasks)}  # read once
     check_recipe(ctx.run_dir, params, len(runner.lc), any(c is None for c in done.values()))
+    check_inputs(ctx.run_dir, runner.refs)
     if kept := sum(c is not None for c in done.values()):
         ctx.log(f"{kept} of {len(tasks)} cells finished in an earlier run of this folder: kept, not trained again")
     if params.ray or parallel != 1:

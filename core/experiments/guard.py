@@ -90,7 +90,10 @@ def guard_chosen_corpus(corpus: Corpus, leak: LeakageReport, allow_dev_in_mlm: b
                         "pretraining on it flatters DEV F1 and the pick. Use a TC without DEV text (e.g. TC = train), or "
                         "allow it explicitly (--allow-dev-in-mlm; recorded with the results)")
     test_rows = leak.rows("test")
-    return (_without(corpus, test_rows) if test_rows else corpus), (len(dev_rows) if pretrains else 0), len(test_rows)
+    # a DEV duplicate that is a TEST duplicate too is dropped with those: it never reaches MLM (it marked rows "DEV in
+    # MLM" that were not), as DC's count already left such rows out
+    kept_dev = len(set(dev_rows) - set(test_rows))
+    return (_without(corpus, test_rows) if test_rows else corpus), (kept_dev if pretrains else 0), len(test_rows)
 
 
 def _without(corpus: Corpus, rows: set[int]) -> Corpus:

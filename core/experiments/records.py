@@ -343,6 +343,33 @@ def _listed(value: Any) -> Any:
     return list(value) if isinstance(value, tuple) else value
 
 
+INPUTS_FILE = "inputs.json"  # the corpora a run folder's cells read, by content hash (beside recipe.json)
+
+
+def _started(folder: Path) -> bool:
+    """Whether a run folder holds work of its own: a finished cell, or a training checkpoint (a run stopped mid-MLM
+    resumes from it; taking a new recipe then trained from the old optimizer and learning rate)."""
+    return bool(load_cells(folder)) or any(p.is_dir() for p in folder.rglob("checkpoint"))
+
+
+def check_inputs(run_dir: str | Path, refs: Mapping[str, Mapping[str, Any]]) -> None:
+    """Refuse to continue a run folder whose cells read other corpora (another --test, or a DC re-imported under the
+    same name): its finished cells would be reported as the new corpora's F1. `refs`: role -> {name, hash}."""
+    folder = Path(run_dir)
+    path = folder / INPUTS_FILE
+    now = {k: {"name": r.get("name"), "hash": r.get("hash")} for k, r in refs.items()}
+    if path.is_file() and _started(folder):
+        stored = json.loads(path.read_text("utf-8"))
+        diff = [f"{k.upper()} {now[k]['name']!r} holds other sentences than {v.get('name')!r} did there"
+                for k, v in stored.items() if k in now and v.get("hash") != now[k]["hash"]]
+        if diff:
+            raise UserError(f"run folder {folder} holds cells of other corpora ({'; '.join(diff)}): continue it with the "
+                            "same corpora, or give a new folder (--out) for these")
+        return
+    folder.mkdir(parents=True, exist_ok=True)
+    atomic_write_json(path, now)
+
+
 def check_recipe(run_dir: str | Path, params: Any, lc_sentences: int | None = None, new_cells: bool = True) -> None:
     """Refuse to continue a run folder with another recipe than the one its finished cells ran with, naming each
     differing setting; a first run records its recipe. A folder from before recipe.json is checked on checkpoint
@@ -359,7 +386,7 @@ def check_recipe(run_dir: str | Path, params: Any, lc_sentences: int | None = No
         raise UserError(f"run folder {folder} holds {len(old)} LC-sweep cells whose checkpoint pick probed on all of LC, "
                         "not on the cell's own LC sample as pick does now: continue this sweep in a new folder")
     stored_path = folder / RECIPE_FILE
-    if stored_path.is_file() and finished:
+    if stored_path.is_file() and (finished or _started(folder)):  # a checkpoint is work of the stored recipe too
         raw = json.loads(stored_path.read_text("utf-8"))
         # only the fields the file names: a field added to the recipe later does not refuse older folders
         diff = recipe_differences(recipe_of(raw, tuple(f for f in RECIPE_FIELDS if f in raw)), recipe)

@@ -368,6 +368,11 @@ class ExperimentParams:
                             f"(0: no pick), got {self.pick_checkpoint}")
         if self.budget is not None and self.budgets and [self.budget] != list(self.budgets):
             raise UserError("experiment params: give either budget (one SC size) or budgets (a sweep), not both")
+        # one request, one set of params, whichever form sent it (the Runs page sends budgets=[x], the CLI budget=x;
+        # exclude_leaked changes nothing without allow_dev_in_mlm): else two runs alike were two recipes and tasks
+        if self.budgets and len(self.budgets) == 1:
+            self.budget, self.budgets = self.budgets[0], None
+        self.exclude_leaked = bool(self.exclude_leaked and self.allow_dev_in_mlm)
         if not 0 <= self.rehearsal_share < 1:
             raise UserError(f"experiment params: rehearsal_share must be in [0, 1), got {self.rehearsal_share}")
         if str(self.parallel).strip().lower() != "auto" and not (str(self.parallel).strip().isdigit() and int(self.parallel) >= 1):
