@@ -146,9 +146,11 @@ def same_study(previous: Path, params: dict[str, Any], protocol: dict[str, Any],
         return {k: p.get(k, "v1" if k == "name" else None) for k in ("name", "split_seed", "sizes")}
 
     if data.get("domain") != params["domain"] or protocol_of(data.get("protocol") or {}) != protocol_of(protocol) \
-            or recipe_differences(recipe_of(data["params"]), recipe_of(params)):
+            or recipe_differences(recipe_of(data["params"]), recipe_of(params)) \
+            or str(data["params"].get("budget") or "") != str(params.get("budget") or ""):
         if say:
-            print(f"{previous} is another study (domain, protocol or recipe): no cells restored from it", file=sys.stderr)
+            print(f"{previous} is another study (domain, protocol, recipe or SC budget): no cells restored from it",
+                  file=sys.stderr)
         return None
     return data
 
@@ -510,6 +512,7 @@ def merge_results(paths: list[Path], out: Path) -> dict[str, Any]:
     precision averaged over the parts that saved a selection for it."""
     from core.experiments.experiment import summarize
     from core.experiments.plan import recipe_differences, recipe_of
+    from core.experiments.records import ran_alike
     from core.experiments.summary import portable_cells
 
     parts = [json.loads(Path(p).read_text("utf-8")) for p in paths]
@@ -521,10 +524,11 @@ def merge_results(paths: list[Path], out: Path) -> dict[str, Any]:
         for k in ("name", "split_seed", "sizes"):  # v1 and v2 parts hold other sentences in LC, DEV and TEST
             if first.get(k) != this.get(k):
                 diff.append(f"protocol {k}: {first.get(k)!r} there, {this.get(k)!r} now")
-        devices = {str((c.get("numerics") or {}).get("device", "")).split(":")[0] for p in (parts[0], part)
-                   for c in p.get("cells") or []} - {""}
-        if len(devices) > 1:  # cells of two devices never pair (core.experiments.records.ran_alike)
-            diff.append(f"devices: the parts ran on {' and '.join(sorted(devices))}")
+        alike = set(ran_alike([*(parts[0].get("cells") or []), *(part.get("cells") or [])])) - {""}
+        if len(alike) > 1:  # cells of two devices or precisions never pair (core.experiments.records.ran_alike)
+            diff.append(f"devices: the parts ran on {' and '.join(sorted(alike))}")
+        if str(parts[0]["params"].get("budget") or "") != str(part["params"].get("budget") or ""):
+            diff.append(f"SC budget: {parts[0]['params'].get('budget')!r} there, {part['params'].get('budget')!r} now")
         if diff:
             raise SystemExit(f"error: {path} is another study than {paths[0]} ({'; '.join(diff)}): "
                              "merge only parts of one domain and recipe")
@@ -730,6 +734,8 @@ def recipe_variant(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
     recipe["pick_checkpoint"] = pick
     if pick:
         variant += f"-pick{pick}"
+    if budget := getattr(args, "budget", None):  # another SC size is another study: its own folder and JSON (it pooled
+        variant += f"-b{str(budget).strip()}"    # with the default budget's cells, and --status said nothing was left)
     if precision := getattr(args, "cpu_precision", None):
         # A CPU run pinned to a precision is its own run beside the GPU one of the same recipe: cells of two devices
         # or precisions never pair (core.experiments.records.ran_alike), so they never share a folder or a JSON, and

@@ -132,8 +132,10 @@ def test_study_parts_merge_into_one_summary(tmp_path):
     # pick 0 there are one recipe; another pick, MLM setting or encoder is refused, naming it
     same = _part(tmp_path, 3, {"none": 0.6}, name="same.json", pick_checkpoint=0, model="default")
     assert study.merge_results([*parts, same], tmp_path / "ok.json")["params"]["seeds"] == [1, 2, 3]
+    # found in review: parts at another SC budget (--budget) were pooled into one row
     for other, named in (({"pick_checkpoint": 4}, "pick_checkpoint: None there, 4 now"),
-                         ({"mlm_config": {"max_steps": 1200}}, "mlm_config"), ({"model": "bert-base-cased"}, "model")):
+                         ({"mlm_config": {"max_steps": 1200}}, "mlm_config"), ({"model": "bert-base-cased"}, "model"),
+                         ({"budget": "2000"}, "SC budget: None there, '2000' now")):
         with pytest.raises(SystemExit, match=named):
             study.merge_results([*parts, _part(tmp_path, 3, {"none": 0.6}, name="other.json", **other)], tmp_path / "bad.json")
 
@@ -579,3 +581,12 @@ def test_the_commit_record_names_changed_code_but_not_the_results_a_grid_rewrite
     assert study.git_commit()["dirty_files"] == []
     (tmp_path / "run.py").write_text("x = 2\n")
     assert study.git_commit()["dirty_files"] == ["run.py"]
+
+
+def test_another_sc_budget_is_another_study():
+    """Found in review: `--budget 2000` wrote into the default budget's folder and JSON, pooling two budgets' cells."""
+    study = load_script("crossner_study")
+    args = study.build_parser().parse_args(["--domain", "music"])
+    default = study.recipe_variant(args)[1]
+    args = study.build_parser().parse_args(["--domain", "music", "--budget", "2000"])
+    assert study.recipe_variant(args)[1] == default + "-b2000"

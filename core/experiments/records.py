@@ -96,7 +96,8 @@ def ran_alike(cells: Iterable[Cell | Mapping[str, Any]]) -> tuple[str, ...]:
     ('cuda (bf16)',)
     """
     ways = ((c.numerics if isinstance(c, Cell) else c.get("numerics")) for c in cells)  # a partial record too
-    return tuple(sorted({f"{n['device']} ({n['dtype']})" for n in ways if n}))
+    # by kind: cuda:0 and cuda:1 of one machine are one device here
+    return tuple(sorted({f"{str(n['device']).split(':')[0]} ({n['dtype']})" for n in ways if n}))
 
 
 def head_drawn_apart(cell: Cell | Mapping[str, Any]) -> bool:
