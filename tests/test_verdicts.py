@@ -300,3 +300,13 @@ def test_a_stored_verdict_from_older_code_gives_way_to_one_read_now():
     lines = readout_lines(result)
     assert not any("yes (tapt)" in line or "tapt helps" in line for line in lines), lines
     assert any(line.startswith("what to do: cannot say with 2 seeds") for line in lines), lines
+
+
+def test_an_experiment_whose_cells_ran_on_two_precisions_says_so():
+    """Found in review: a folder extended under another CPU precision paired bf16 cells with fp32 ones silently."""
+    from core.experiments.readout import readout_lines
+
+    cells = [{**_cell(row, s, _counts(0.6, s)), "numerics": {"device": "cpu", "dtype": dtype}}
+             for row, dtype in (("none", "fp32"), ("tapt", "bf16")) for s in (1, 2, 3)]
+    lines = readout_lines({"domain": "music", "preset": "study", "cells": cells})
+    assert any("ran as cpu (bf16) and cpu (fp32)" in line for line in lines), lines

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from core.experiments.plan import knob_label
-from core.experiments.records import ExperimentResult, SummaryEntry, as_result
+from core.experiments.records import ExperimentResult, SummaryEntry, as_result, ran_alike
 from core.experiments.summary import diagnostic_lines, experiment_verdict, pretraining_verdicts
 
 
@@ -47,6 +47,10 @@ def readout(result: ExperimentResult | Mapping[str, Any],
     if result.dev_in_mlm:
         out.append(Said("warning", "This run allowed DEV text in its MLM corpus (--allow-dev-in-mlm): DEV F1 and the "
                                    "checkpoint pick are optimistic for its pretraining rows, marked '(DEV in MLM)'."))
+    if len(ways := ran_alike(result.cells)) > 1:  # a folder extended on another device or CPU precision
+        out.append(Said("warning", f"Cells of this experiment ran as {' and '.join(ways)}: a device and its precision move "
+                                   "F1 about as much as the recipes compared, so comparisons across them measure the "
+                                   "machine too; rerun the odd cells where the others ran."))
     out += [Said(v["tone"], v["text"]) for v in pretraining_verdicts(entries, evidence=verdict.evidence)]
     out += [Said("caption", line) for line in diagnostic_lines(result.cells)]
     if result.skipped:
