@@ -18,7 +18,7 @@ from core.data.workspace import Workspace, default_root, folder_state
 from core.errors import UserError
 from core.runner import jobs
 from core.runner.jobview import LIST_POLL_S, active_ids, ended_since, running_summary
-from ui import ACTOR_KEY, WS_KEY, actor, run_guarded, show_error
+from ui import ACTOR_KEY, WS_KEY, actor, run_guarded, show_error, still_signed_in
 from ui_auth import sidebar_account, sign_in_page, signed_in
 
 st.set_page_config(page_title="NER pretraining data selection", page_icon="🔎", layout="wide")
@@ -140,6 +140,7 @@ def sidebar_jobs() -> None:
 
     @st.fragment(run_every=LIST_POLL_S if drawn_active else None)
     def _badge() -> None:
+        still_signed_in()
         listed = jobs.list_jobs(ws)
         if ended_since(drawn_active, listed):  # an import or a run ended: the corpus count and pages change too
             st.rerun(scope="app")

@@ -35,6 +35,21 @@ def actor() -> Actor:
     return st.session_state.get(ACTOR_KEY, LOCAL)
 
 
+def still_signed_in() -> None:
+    """At the top of a fragment that reruns on a timer: a fragment's rerun runs no app.py, so a user disabled, demoted or
+    signed out meanwhile kept receiving job names, progress and logs there. Such a session reruns the whole app (the
+    sign-in form, or the pages of the new role)."""
+    who = actor()
+    if who == LOCAL:
+        return
+    try:
+        now = who.current()
+    except UserError:
+        now = None
+    if now is None or now.role != who.role:
+        st.rerun(scope="app")
+
+
 def get_workspace() -> Workspace:
     """The workspace picked in the sidebar (app.py sets it before any page runs)."""
     return Workspace(st.session_state.get(WS_KEY))
@@ -149,6 +164,7 @@ def job_status(job: jobstore.Job, on_done: Callable[[jobstore.Job], None] | None
 
     @st.fragment(run_every=interval)
     def _panel() -> None:
+        still_signed_in()
         ws = get_workspace()
         try:
             current = jobstore.get_job(ws, job.id)

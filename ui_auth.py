@@ -17,6 +17,7 @@ from core.data.workspace import Workspace
 from core.errors import UserError
 from core.team import users, websession
 from core.team.serving import AuthMode, auth_mode, check_local_request, client_key
+from ui import ACTOR_KEY
 
 TOKEN_KEY = "team_session_token"
 _WS_KEY = "team_ws_root"
@@ -157,6 +158,8 @@ def _sign_out() -> None:
     for key in [k for k in st.session_state if k != _WS_KEY]:
         del st.session_state[key]
     st.session_state[_CLEAR_KEY] = "pending"
+    # not no one, which `actor()` reads as LOCAL: a callback run after this one in the same rerun acts as nobody
+    st.session_state[ACTOR_KEY] = users.SIGNED_OUT
 
 
 def sidebar_account(who: Actor) -> None:

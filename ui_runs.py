@@ -17,7 +17,16 @@ from core.recipes.duration import format_clock
 from core.runner import jobs, jobstore
 from core.runner.jobview import describe_job, device_text, job_charts, status_text
 from core.train.checkpoint_pick import mlm_snapshots
-from ui import actor, corpus_picker, run_guarded, show_error, show_readout, slow_down_polling, submit_job
+from ui import (
+    actor,
+    corpus_picker,
+    run_guarded,
+    show_error,
+    show_readout,
+    slow_down_polling,
+    still_signed_in,
+    submit_job,
+)
 
 
 def show_launched(job: jobstore.Job | None) -> None:
@@ -29,6 +38,7 @@ def show_launched(job: jobstore.Job | None) -> None:
 
 def job_detail(ws: Workspace, job_id: str, interval: float | None) -> None:
     """One job: progress, cancel / resume / delete, its kind's result panel, the log tail."""
+    still_signed_in()  # a fragment on a timer: no app.py between its reruns
     job = run_guarded(lambda: jobstore.get_job(ws, job_id))
     if job is None:
         return
@@ -97,6 +107,7 @@ def pick_panel(ws: Workspace, job: jobstore.Job) -> None:
 
 def job_curves(ws: Workspace, job_id: str) -> None:
     """Loss, throughput and dev-F1 curves: a slower poll than the progress bar (see core.runner.jobview)."""
+    still_signed_in()  # a fragment on a timer: no app.py between its reruns
     job = run_guarded(lambda: jobstore.get_job(ws, job_id))
     charts = job_charts(job) if job is not None else []
     cols = st.columns(2)

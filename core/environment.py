@@ -45,6 +45,8 @@ VARIABLES: dict[str, Variable] = {v.name: v for v in (
     Variable("NERSELECT_ADDRESS", "the address scripts/app.sh serves on", "127.0.0.1"),
     Variable("NERSELECT_PORT", "the port scripts/app.sh serves on", "8501"),
     Variable("NERSELECT_DATA_ROOTS", "folders (os.pathsep-separated) whose files signed-in users may name"),
+    Variable("NERSELECT_OIDC_TRUST_EMAIL", "1: trust an OIDC provider's e-mail when it sends no email_verified claim "
+                                           "(only for a provider that owns its users' addresses)"),
     Variable("NERSELECT_MAX_JOBS", "training jobs at once; with cards set, it caps them instead of memory deciding",
              "1 on CPU, memory decides on cards"),
     Variable("NERSELECT_MAX_INTERACTIVE_JOBS", "interactive jobs (embed, select, map, ...) at once", "2"),

@@ -32,5 +32,8 @@ for ((i = 0; i < ${#args[@]}; i++)); do
   esac
 done
 python -m core serve-check "$address" >/dev/null || exit 1
+# a proxy on this machine reaches a dual-stack bind (::) as ::ffff:127.0.0.1: trusted too, or every browser behind it
+# counted as one address in sign-in's slow-down
+export FORWARDED_ALLOW_IPS="${FORWARDED_ALLOW_IPS:-127.0.0.1,::1,::ffff:127.0.0.1}"
 [ -n "${NERSELECT_PORT:-}" ] && args=(--server.port "$NERSELECT_PORT" "${args[@]}")
 exec streamlit run server.py "${args[@]}"

@@ -3,6 +3,7 @@ against a hand computation, adjudication and the way back to a corpus."""
 
 from __future__ import annotations
 
+import json
 import math
 import sqlite3
 
@@ -638,3 +639,28 @@ def test_an_account_named_local_is_never_the_machines_owner_and_names_are_handed
     boss = users.session_actor(team_ws, users.open_session(team_ws, Actor("boss", Role.ADMIN)))
     users.set_role(team_ws, "boss", "researcher")
     assert require(boss, "submit a job").role == Role.RESEARCHER  # the actor as it is now, for the checks after
+
+
+def test_the_session_routes_answer_the_apps_own_page_only():
+    """Found in review: another site's page could POST a form to the sign-in route (text/plain, parsed as JSON) and
+    sign a visitor into someone else's account, or out."""
+    import time
+
+    from starlette.applications import Starlette
+    from starlette.testclient import TestClient
+
+    from core.team import websession
+
+    client = TestClient(Starlette(routes=websession.routes()), base_url="http://127.0.0.1:8501")
+    code = websession.handoff("tok", time.time() + 60)
+    body = json.dumps({"handoff": code})
+    for headers in ({"Content-Type": "text/plain"},
+                    {"Content-Type": "application/json", "Origin": "http://evil.example", "Sec-Fetch-Site": "cross-site"},
+                    {"Content-Type": "application/json", "Origin": "http://evil.example"}):
+        assert client.post(websession.SESSION_PATH, content=body, headers=headers).status_code == 403
+    assert websession.pending(code)  # refused before the code was spent
+    ok = client.post(websession.SESSION_PATH, content=body, headers={
+        "Content-Type": "application/json", "Origin": "http://127.0.0.1:8501", "Sec-Fetch-Site": "same-origin"})
+    assert ok.status_code == 204 and websession.COOKIE in ok.headers["set-cookie"]
+    assert client.post(websession.SIGNOUT_PATH, headers={"Sec-Fetch-Site": "cross-site"}).status_code == 403
+    assert client.post(websession.SIGNOUT_PATH, headers={"Sec-Fetch-Site": "same-origin"}).status_code == 204

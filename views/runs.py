@@ -23,7 +23,7 @@ from core.runner.jobview import (
     job_rows,
 )
 from core.runner.kinds import KINDS
-from ui import corpus_picker, get_workspace, job_poll, run_guarded, submit_job
+from ui import corpus_picker, get_workspace, job_poll, run_guarded, still_signed_in, submit_job
 from ui_runs import disk_panel, job_curves, job_detail, show_launched
 
 PRESET_CHOICES = presets.preset_choices()  # the default first, then cheapest first (one list for pages and CLI)
@@ -171,6 +171,7 @@ drawn_active = active_ids(_jobs())  # what the picker below says is running
 
 @st.fragment(run_every=LIST_POLL_S if drawn_active else None)
 def job_list() -> None:
+    still_signed_in()
     all_jobs = _jobs()
     if ended_since(drawn_active, all_jobs):  # the picker and the sidebar still say "running": redraw the page
         st.rerun(scope="app")

@@ -70,7 +70,9 @@ def auth_mode(ws: Workspace, address: str | None, app_root: Path) -> AuthMode:
                     f"`python -m core --workspace {ws.root} users add NAME --role admin` (or configure OIDC, see README)")
 
 
-FORWARDING_HEADERS = ("forwarded", "x-forwarded-for", "x-forwarded-host", "x-real-ip")  # set by a proxy on its way
+FORWARDING_HEADERS = ("forwarded", "x-forwarded-for", "x-forwarded-host", "x-real-ip", "via", "x-forwarded-proto",
+                      "x-forwarded-port", "x-forwarded-server", "x-client-ip", "true-client-ip",
+                      "cf-connecting-ip")  # set by a proxy on its way
 
 
 def check_local_request(workspace_root: str | Path, headers: Mapping[str, str] | None, ip_address: str | None) -> None:
@@ -83,7 +85,11 @@ def check_local_request(workspace_root: str | Path, headers: Mapping[str, str] |
     README's proxy passes the public host name on (`proxy_set_header Host $host`), and a DNS-rebinding page sends
     its own. No headers at all (no request behind the run: a test) is served.
 
-    >>> check_local_request("/ws", {"Host": "localhost:8501"}, None)
+    >>> check_local_request("/ws", {"Host": "localhost:8501", "Origin": "http://localhost:8501"}, None)
+    >>> check_local_request("/ws", {"Host": "127.0.0.1:8501", "Origin": "http://192.0.2.2:18712"}, None)
+    ... # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    core.errors.UserError: this app has no accounts, ... comes from a page of '192.0.2.2:18712': create an admin...
     >>> check_local_request("/ws", {"Host": "127.0.0.1", "X-Forwarded-For": "203.0.113.9"}, None)
     ... # doctest: +ELLIPSIS
     Traceback (most recent call last):
@@ -98,11 +104,23 @@ def check_local_request(workspace_root: str | Path, headers: Mapping[str, str] |
         why = f"comes from {ip_address}"
     elif host and not _local_host(host):
         why = f"names the host {host[:100]!r}"
+    elif (origin := _origin_host(lower.get("origin", ""))) and not _local_host(origin):
+        # a browser names the page it came from on every websocket handshake: a proxy that adds no header and sets
+        # Host to 127.0.0.1 (nginx's plain proxy_pass) still carries the remote page's origin
+        why = f"comes from a page of {origin[:100]!r}"
     else:
         return
     raise UserError(f"this app has no accounts, so it serves a browser on this machine only, and this request {why}: "
                     f"create an admin account first (`python -m core --workspace {workspace_root} users add NAME --role admin`); "
                     "then everyone signs in")
+
+
+def _origin_host(origin: str) -> str:
+    """'http://203.0.113.9:8080' -> '203.0.113.9:8080'; '' and 'null' (a file or sandboxed page) -> ''."""
+    text = origin.strip()
+    if not text or text == "null":
+        return ""
+    return text.split("://", 1)[-1].split("/", 1)[0]
 
 
 def _loopback_ip(address: str) -> bool:

@@ -24,8 +24,9 @@ FORGET_SECONDS are dropped.
 A session token is random (secrets), handed to the browser once and stored here only as its SHA-256, so a
 copied database cannot be replayed as a session; an unknown (forged), expired or revoked token, or one of a
 user disabled since, gets "sign in again". Users who sign in through OIDC (`st.login`) are matched by e-mail
-and have no password here; a provider that sends `email_verified` must have verified it, and one that sends no
-such claim is trusted on its e-mail (configure only a provider that owns or verifies its users' addresses).
+and have no password here; the provider must say it verified the address (`email_verified` true): a provider that
+sends no such claim may let users type any address (an admin's among them), so it is trusted only where an admin
+says so (NERSELECT_OIDC_TRUST_EMAIL=1, for a provider that owns its users' addresses).
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ from argon2.exceptions import InvalidHashError, VerificationError
 from core.access import LOCAL, Actor, Role, require
 from core.data.annotation_db import connect, transaction
 from core.data.workspace import Workspace
+from core.environment import variable
 from core.errors import UserError
 from core.team.db import audit
 
@@ -335,10 +337,15 @@ def authenticate(ws: Workspace, name: str, password: str, client: str = "local")
     con = connect(ws)
     try:  # a flood of attempts that must wait is refused on a read, without taking the store's write lock
         held = _held(_seen(con, keys), now)
+        first = _find(con, typed)
     finally:
         con.close()
     if held:
         raise SignInError(REFUSED)
+    # argon2 (~0.1 s) outside the write lock: held inside it, a flood of attempts from fresh addresses stalled every
+    # annotation save and session for seconds; the lock only records the outcome
+    checked = first["pw_hash"] if first is not None else None
+    matches = _password_matches(checked or _dummy_hash(), password) and checked is not None
     refusal: SignInError | None = None  # raised after the transaction commits: failures must be recorded
     with transaction(ws) as con:
         if _held(seen := _seen(con, keys), now):  # another attempt failed in between
@@ -346,7 +353,9 @@ def authenticate(ws: Workspace, name: str, password: str, client: str = "local")
         row = _find(con, typed)
         who = row["name"] if row else (typed or "?")
         stored = row["pw_hash"] if row is not None else None  # none for an unknown name or an OIDC-only user
-        if not _password_matches(stored or _dummy_hash(), password) or stored is None:
+        if stored != checked:  # the password changed in between (rare): judged on the stored one, under the lock
+            matches = _password_matches(stored or _dummy_hash(), password) and stored is not None
+        if not matches:
             for k in keys.values():
                 con.execute("INSERT INTO throttle (key, failures, last) VALUES (?, 1, ?) ON CONFLICT(key) DO UPDATE SET "
                             "failures = failures + 1, last = excluded.last", (k, now))
@@ -406,9 +415,13 @@ def actor_for_email(ws: Workspace, email: str) -> Actor:
 
 def actor_for_oidc(ws: Workspace, claims: Mapping[str, Any]) -> Actor:
     """The role of an OIDC sign-in from the provider's claims (`st.user`). An e-mail the provider says it has not
-    verified (`email_verified` present and not true) names no one: anyone could have typed it at the provider. A
-    provider that sends no `email_verified` is trusted on its e-mail (see the module's docstring)."""
+    verified names no one: anyone could have typed it at the provider. A provider that sends no `email_verified` is
+    trusted on its e-mail only with NERSELECT_OIDC_TRUST_EMAIL=1 (see the module's docstring)."""
     email = str(claims.get("email") or "")
+    if "email_verified" not in claims and variable("NERSELECT_OIDC_TRUST_EMAIL").text() != "1":
+        raise SignInError(f"your identity provider does not say whether it verified the e-mail {email or '(none)'}, so "
+                          "it cannot stand for an account here: an admin who knows the provider owns its users' "
+                          "addresses sets NERSELECT_OIDC_TRUST_EMAIL=1")
     if "email_verified" in claims and not _true(claims["email_verified"]):
         raise SignInError(f"your identity provider has not verified the e-mail {email or '(none)'}, so it cannot "
                           "stand for an account here: verify it with the provider, then sign in again")
@@ -435,6 +448,14 @@ def open_session(ws: Workspace, actor: Actor, seconds: float = SESSION_SECONDS) 
     finally:
         con.close()
     return token
+
+
+def _ended() -> Actor:
+    raise SignInError("your session has ended (signed out): sign in again")
+
+
+# who acts in a browser session right after its sign-out, until the app draws the sign-in form: every require() refuses
+SIGNED_OUT = Actor("signed out", Role.ANNOTATOR, recheck=_ended)
 
 
 def session_actor(ws: Workspace, token: str | None) -> Actor:

@@ -84,7 +84,19 @@ def routes() -> list[Any]:
     def _secure(request: Request) -> bool:
         return request.url.scheme == "https" or request.headers.get("x-forwarded-proto") == "https"
 
+    def _cross_site(request: Request) -> bool:
+        """A request another site's page made (a form POSTed there signed a browser into someone else's account, or
+        out): the app's own fetch is same-origin, and a browser says so (Sec-Fetch-Site, Origin)."""
+        site = request.headers.get("sec-fetch-site")
+        if site is not None and site != "same-origin":
+            return True
+        origin = request.headers.get("origin")
+        return origin is not None and origin.split("://", 1)[-1] != request.headers.get("host", "")
+
     async def session(request: Request) -> Response:
+        # the page's fetch sends JSON; a cross-site form can send text/plain only (no preflight), parsed as JSON too
+        if _cross_site(request) or not request.headers.get("content-type", "").startswith("application/json"):
+            return Response("a sign-in is handed over by the app's own page only", status_code=403)
         try:
             body = await request.json()
         except ValueError:
@@ -99,6 +111,8 @@ def routes() -> list[Any]:
         return response
 
     async def signout(request: Request) -> Response:
+        if _cross_site(request):
+            return Response("a sign-out comes from the app's own page only", status_code=403)
         response = Response(status_code=204)
         response.delete_cookie(COOKIE, path="/", httponly=True, samesite="strict", secure=_secure(request))
         return response
