@@ -89,7 +89,8 @@ def test_one_budget_rule_for_the_cli_the_page_and_a_submitted_job(tmp_path):
         validate("experiment", {"lc_sizes": "12,0"})
     with pytest.raises(UserError, match="not both"):
         validate("experiment", {"budget": 5, "budgets": [1, 2]})
-    assert validate("experiment", {"budget": 5, "budgets": [5]}).budgets == [5]
+    one = validate("experiment", {"budget": 5, "budgets": [5]})  # one budget, however sent, is one set of params
+    assert (one.budget, one.budgets) == (5, None) and validate("experiment", {"budgets": [5]}).budget == 5
 
 
 def test_ties_by_score_then_index_and_nan_last():
