@@ -105,6 +105,15 @@ def _client() -> str:
     return client_key(_request()[1])
 
 
+def _browser() -> str:
+    """This browser's Streamlit cookie (websession.BROWSER_COOKIE), which ties a sign-in code to it; "" under AppTest."""
+    try:
+        value = st.context.cookies.get(websession.BROWSER_COOKIE)
+    except Exception:  # no request behind the run (a test): the code is then bound to nothing
+        return ""
+    return value if isinstance(value, str) else ""
+
+
 def _submit() -> None:
     ws = Workspace(st.session_state[_WS_KEY])
     try:
@@ -112,7 +121,7 @@ def _submit() -> None:
                                  client=_client())
         token = users.open_session(ws, who)
         st.session_state[TOKEN_KEY] = token
-        st.session_state[_HANDOFF_KEY] = websession.handoff(token, time.time() + users.SESSION_SECONDS)
+        st.session_state[_HANDOFF_KEY] = websession.handoff(token, time.time() + users.SESSION_SECONDS, _browser())
         st.session_state.pop(_MSG_KEY, None)
         st.session_state.pop(_CLEAR_KEY, None)
     except UserError as exc:

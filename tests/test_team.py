@@ -664,3 +664,21 @@ def test_the_session_routes_answer_the_apps_own_page_only():
     assert ok.status_code == 204 and websession.COOKIE in ok.headers["set-cookie"]
     assert client.post(websession.SIGNOUT_PATH, headers={"Sec-Fetch-Site": "cross-site"}).status_code == 403
     assert client.post(websession.SIGNOUT_PATH, headers={"Sec-Fetch-Site": "same-origin"}).status_code == 204
+
+
+def test_a_sign_in_code_opens_the_session_for_the_browser_that_signed_in_only():
+    """Found in review: the one-time code opened the session from any client within its 120 s."""
+    import time
+
+    from starlette.applications import Starlette
+    from starlette.testclient import TestClient
+
+    from core.team import websession
+
+    code = websession.handoff("tok", time.time() + 60, browser="2|aaaa|bbbb|1")
+    headers = {"Content-Type": "application/json", "Sec-Fetch-Site": "same-origin"}
+    other = TestClient(Starlette(routes=websession.routes()), cookies={websession.BROWSER_COOKIE: "2|cccc|dddd|1"})
+    assert other.post(websession.SESSION_PATH, content=json.dumps({"handoff": code}), headers=headers).status_code == 403
+    assert websession.pending(code)  # another browser's attempt does not spend it
+    mine = TestClient(Starlette(routes=websession.routes()), cookies={websession.BROWSER_COOKIE: "2|aaaa|bbbb|1"})
+    assert mine.post(websession.SESSION_PATH, content=json.dumps({"handoff": code}), headers=headers).status_code == 204

@@ -27,26 +27,33 @@ SESSION_PATH = "/_nerselect/session"
 SIGNOUT_PATH = "/_nerselect/signout"
 HANDOFF_SECONDS = 120.0
 
-_handoffs: dict[str, tuple[str, float, float]] = {}  # code -> (token, session expiry, code expiry); this process only
+_handoffs: dict[str, tuple[str, float, float, str]] = {}  # code -> (token, session expiry, code expiry, browser); one process
+BROWSER_COOKIE = "_streamlit_xsrf"  # set by Streamlit once per browser: what ties a code to the browser that signed in
 _lock = threading.Lock()
 
 
-def handoff(token: str, expires: float) -> str:
-    """A one-time code that the browser exchanges for the cookie of this session (`expires`: the session's end)."""
+def handoff(token: str, expires: float, browser: str = "") -> str:
+    """A one-time code that the browser exchanges for the cookie of this session (`expires`: the session's end);
+    `browser`: the signing-in browser's BROWSER_COOKIE, which the exchange must show too (a code read off the page by
+    someone else opened the session from any client)."""
     code = secrets.token_urlsafe(24)
     now = time.time()
     with _lock:
-        for old in [c for c, (_, _, until) in _handoffs.items() if until < now]:
+        for old in [c for c, entry in _handoffs.items() if entry[2] < now]:
             del _handoffs[old]
-        _handoffs[code] = (token, expires, now + HANDOFF_SECONDS)
+        _handoffs[code] = (token, expires, now + HANDOFF_SECONDS, browser)
     return code
 
 
-def redeem(code: str) -> tuple[str, float] | None:
-    """(token, session expiry) for a code not yet used and not expired; the code is spent either way."""
+def redeem(code: str, browser: str = "") -> tuple[str, float] | None:
+    """(token, session expiry) for a code not yet used and not expired, asked for by the browser it was made for; the
+    code is spent once it is redeemed or expired, never by another browser's attempt (the rightful one still may)."""
     with _lock:
-        entry = _handoffs.pop(str(code or ""), None)
-    if entry is None or entry[2] < time.time():
+        entry = _handoffs.get(str(code or ""))
+        if entry is None or (entry[3] and entry[3] != browser):
+            return None
+        _handoffs.pop(str(code or ""), None)
+    if entry[2] < time.time():
         return None
     return entry[0], entry[1]
 
@@ -101,7 +108,7 @@ def routes() -> list[Any]:
             body = await request.json()
         except ValueError:
             body = {}
-        found = redeem(body.get("handoff", "") if isinstance(body, dict) else "")
+        found = redeem(body.get("handoff", "") if isinstance(body, dict) else "", request.cookies.get(BROWSER_COOKIE, ""))
         if found is None:
             return Response("unknown or spent sign-in code", status_code=403)
         token, expires = found
