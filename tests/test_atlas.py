@@ -17,6 +17,7 @@ from core.errors import UserError
 from core.selection import atlas as atlas_mod
 from core.selection.atlas import build_atlas, cluster_labels, find_atlas, layout
 from core.selection.layers import (
+    colour_layer,
     corpus_layer,
     field_layer,
     points_in_polygon,
@@ -273,6 +274,14 @@ def test_cli_project_reuses_the_map_and_colours_a_selection_without_umap(mapped,
     assert main(["--workspace", str(ws.root), "project", "tc", "dc", "--model", str(tiny_bert_dir), "--region", "0,0 1,1",
                  "--json"]) == 2
     assert "at least 3 corners" in capsys.readouterr().err
+    # the Map's "field: domain" colouring at the CLI (it had none), through the page's core function
+    assert main(["--workspace", str(ws.root), "project", "tc", "dc", "--model", str(tiny_bert_dir), "--field", "domain",
+                 "--out", str(out), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["field"]["values"] == {"(none)": 12, "music": 20, "politics": 20, "science": 20}
+    assert list(pd.read_parquet(out)["field_domain"][12:15]) == ["music", "politics", "science"]
+    with pytest.raises(UserError, match="unknown colouring"):
+        colour_layer(ws, atlas, "colour: pink")
 
 
 def test_map_page_offers_the_job_then_draws_layers(mapped, tiny_bert_dir, monkeypatch):

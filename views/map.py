@@ -15,16 +15,12 @@ from core.runner.jobview import model_labels
 from core.selection.atlas import DEFAULT_FIT_POINTS, Atlas, find_atlas, list_atlases, load_atlas, map_corpora
 from core.selection.layers import (
     PREDICTION_MEASURES,
-    corpus_layer,
-    field_layer,
+    colour_layer,
     layer_stamp,
     map_fields,
     predicted_models,
-    prediction_layer,
     selection_dc,
-    selection_layer,
     selection_matches,
-    selection_score_layer,
     view_data,
 )
 from core.selection.map_region import MapChoice, region_rows
@@ -138,15 +134,7 @@ if not matching and saved:
 @st.cache_data(max_entries=8, show_spinner=False)
 def _layer(root: str, key: str, colour: str, sel_key: str | None, stamp: str):
     del root, key, stamp  # the cache key: the stamp changes when what the layer reads does (core.selection.layers)
-    if colour == "selection":
-        return selection_layer(ws, atlas, sel_key)
-    if colour == "selection score":
-        return selection_score_layer(ws, atlas, sel_key)
-    if colour.startswith("field: "):
-        return field_layer(ws, atlas, colour.removeprefix("field: "))
-    if colour.startswith("predictions: "):
-        return prediction_layer(ws, atlas, sel_key, colour.removeprefix("predictions: "))
-    return corpus_layer(atlas)
+    return colour_layer(ws, atlas, colour, sel_key)
 
 
 layer = run_guarded(lambda: _layer(str(ws.root), atlas.key, colour, sel_key,

@@ -119,6 +119,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--predictions", metavar="MODEL", help="a fine-tuned NER model whose cached predictions colour the map: "
                                                           "predicted entities (or --measure c1) per sentence")
     p.add_argument("--measure", choices=("entities", "c1"), default="entities", help="with --predictions (default: entities)")
+    p.add_argument("--field", metavar="NAME", help="colour by a field the corpora carry (e.g. domain), as the Map's "
+                                                    "'field: NAME': counts per value, and a column in --out")
     p.add_argument("--region", help="a region of the map, 'x,y x,y x,y ...' (3+ corners, map coordinates)")
     p.add_argument("--search", help="the sentences holding every word of this query")
     p.add_argument("--save-selection", metavar="DC", help="save the region's / search's sentences of corpus DC as a selection")
@@ -279,7 +281,7 @@ def region_corners(text: str) -> list[list[float]]:
 
 def cmd_project(args: argparse.Namespace) -> int:
     from core.selection.atlas import build_atlas, map_corpora, points_frame
-    from core.selection.layers import prediction_values, selection_layer, selection_percentiles
+    from core.selection.layers import colour_layer, prediction_values, selection_layer, selection_percentiles
     from core.selection.map_region import Region, region_rows, save_region_corpus, save_region_selection
 
     ws = Workspace(args.workspace)
@@ -303,6 +305,11 @@ def cmd_project(args: argparse.Namespace) -> int:
             labels = np.array([e["label"] for e in groups.legend])
             frame["group"] = labels[groups.codes]
             frame["score_percentile"] = selection_percentiles(ws, atlas, args.selection)[0]
+    if args.field:  # the Map page's "field: NAME" colouring, through the same core function
+        layer = colour_layer(ws, atlas, f"field: {args.field}")
+        report["field"] = {"name": args.field, "values": layer.counts()}
+        if frame is not None:
+            frame[f"field_{args.field}"] = np.array([e["label"] for e in layer.legend])[layer.codes]
     if args.predictions:
         values = prediction_values(ws, atlas, args.predictions, args.measure)
         ok = np.isfinite(values)
@@ -338,7 +345,7 @@ def cmd_project(args: argparse.Namespace) -> int:
         print_json(report)
         return 0
     print(f"map {atlas.key} of {len(atlas):,} sentences ({'reused' if reused else atlas.meta['method']})")
-    for key in ("selection", "predictions", "chosen", "saved_selection", "saved_corpus", "out"):
+    for key in ("selection", "field", "predictions", "chosen", "saved_selection", "saved_corpus", "out"):
         if key in report:
             print(f"  {key}: {report[key]}")
     return 0

@@ -193,6 +193,25 @@ def predicted_models(ws: Workspace, atlas: Atlas) -> list[str]:
     return out
 
 
+def colour_layer(ws: Workspace, atlas: Atlas, colour: str, key: str | None = None) -> Layer:
+    """The layer the Map's "Colour by" names: "selection" / "selection score" (of saved selection `key`), "corpus",
+    "field: NAME", or "predictions: MEASURE" (of NER model `key`); the page and `project` colour through here."""
+    if colour in ("selection", "selection score"):
+        if not key:
+            raise UserError(f"colour by {colour} needs a saved selection")
+        return selection_layer(ws, atlas, key) if colour == "selection" else selection_score_layer(ws, atlas, key)
+    if colour.startswith("field: "):
+        return field_layer(ws, atlas, colour.removeprefix("field: "))
+    if colour.startswith("predictions: "):
+        if not key:
+            raise UserError("colour by predictions needs an NER model")
+        return prediction_layer(ws, atlas, key, colour.removeprefix("predictions: "))
+    if colour == "corpus":
+        return corpus_layer(atlas)
+    raise UserError(f"unknown colouring {colour!r}: selection, selection score, corpus, field: NAME or predictions: "
+                    f"{' or '.join(PREDICTION_MEASURES)}")
+
+
 def layer_stamp(ws: Workspace, atlas: Atlas, model: str | None = None) -> str:
     """What a layer of this map reads besides the map itself, as one string for a cache key: the corpora's names and
     contents (a map is found by tokens alone, so a re-import with corrected fields keeps the map and changes a field
