@@ -6,10 +6,8 @@ import streamlit as st
 
 from core.data.selection_store import list_selections
 from core.data.workspace import CorpusRole
-from core.experiments.plan import BASELINES, check_rows, parse_seeds
+from core.experiments.plan import BASELINES, experiment_request
 from core.recipes import presets
-from core.recipes.budget import Budget
-from core.recipes.configs import parse_settings
 from core.recipes.modes import MODES
 from core.recipes.presets import preset_help
 from core.recipes.strategy_info import Strategy
@@ -142,18 +140,13 @@ with exp_tab, st.form("exp_form"):
     st.caption("Uses the workspace roles TC, DC, LC, DEV and TEST. Each strategy x seed x SC budget x LC size: select -> "
                "MLM on TC+SC -> NER on LC -> test F1; baselines once per seed and LC size.")
     if st.form_submit_button("Start experiment", type="primary"):
-        parsed = run_guarded(lambda: (parse_seeds(e_seeds, "Seeds"), Budget.parse_list(e_budget, "SC budgets"),
-                                      Budget.parse_list(e_lc, "LC sizes"), parse_settings(e_mlm, "MLM settings"),
-                                      check_rows(e_strats)))
-        if parsed is not None:
-            seeds, budgets, lc_sizes, mlm_settings, exp_rows = parsed
-            params = {"tc": "tc", "dc": "dc", "lc": "lc", "dev": "dev", "test": "test", "strategies": exp_rows,
-                      "baselines": e_base, "seeds": seeds, "budgets": [b.value for b in budgets] or None,
-                      "lc_sizes": [s.value for s in lc_sizes] or None, "preset": e_preset, "model": e_model.strip() or "default",
-                      "exclude_leaked": bool(e_exclude), "allow_dev_in_mlm": bool(e_allow_dev),  # core drops the first without the second
-                      "pick_checkpoint": PICK_CHOICES[e_pick], "rehearsal_share": float(e_rehearsal),
-                      "mlm_config": mlm_settings or None,
-                      "parallel": e_parallel.strip() or 1, "time_limit": e_limit.strip() or None}
+        params = run_guarded(lambda: experiment_request(
+            e_seeds, e_budget, e_lc, e_mlm, e_strats, e_base,
+            names={"seeds": "Seeds", "budgets": "SC budgets", "lc_sizes": "LC sizes", "mlm": "MLM settings"},
+            tc="tc", dc="dc", lc="lc", dev="dev", test="test", preset=e_preset, model=e_model.strip() or "default",
+            exclude_leaked=bool(e_exclude), allow_dev_in_mlm=bool(e_allow_dev), pick_checkpoint=PICK_CHOICES[e_pick],
+            rehearsal_share=float(e_rehearsal), parallel=e_parallel.strip() or 1, time_limit=e_limit.strip() or None))
+        if params is not None:
             show_launched(submit_job("experiment", params, "runs_job"))
 
 

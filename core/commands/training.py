@@ -12,12 +12,11 @@ import argparse
 import sys
 from pathlib import Path
 
-from core.cliutil import add_workspace_arg, comma_list, out_file, out_folder, print_json, print_warning, progress_wanted, tqdm_progress
+from core.cliutil import add_workspace_arg, out_file, out_folder, print_json, print_warning, progress_wanted, tqdm_progress
 from core.data.workspace import CorpusRef, Workspace, resolve_corpus_ref
 from core.errors import TIME_LIMIT_EXIT, UserError
 from core.experiments.plan import BASELINES
 from core.recipes.budget import Budget
-from core.recipes.configs import parse_settings
 from core.recipes.duration import parse_duration
 from core.recipes.modes import MODES, mode_reads
 from core.recipes.presets import DEFAULT_PRESET, PICK_SNAPSHOTS, PRESETS, pick_defaults, preset_help
@@ -348,27 +347,20 @@ def cmd_ner_eval(args: argparse.Namespace) -> int:
     return 0
 
 
-def _amounts(text: str | None, option: str) -> list[int | float]:
-    """A comma list of counts or ratios (core.recipes.budget.Budget); None: none given."""
-    return [b.value for b in Budget.parse_list(text, option)] if text is not None else []
-
-
 def cmd_experiment(args: argparse.Namespace) -> int:
     from core.experiments.experiment import format_results
-    from core.experiments.plan import parse_seeds
+    from core.experiments.plan import experiment_request
 
-    seeds = parse_seeds(args.seeds, "--seeds")
-    params = {"tc": _corpus(args, args.tc), "dc": _corpus(args, args.dc), "lc": _corpus(args, args.lc), "dev": _corpus(args, args.dev),
-              "test": _corpus(args, args.test),
-              "strategies": comma_list(args.strategies), "baselines": comma_list(args.baselines), "seeds": seeds,
-              "budget": Budget.parse(args.budget, "--budget").value if args.budget is not None else None,
-              "budgets": _amounts(args.budgets, "--budgets") or None,
-              "lc_sizes": _amounts(args.lc_sizes, "--lc-sizes") or None, "model": _model(args.model),
-              "preset": args.preset, "domain": args.domain, "exclude_leaked": args.exclude_leaked,
-              "allow_dev_in_mlm": args.allow_dev_in_mlm,
-              "pick_checkpoint": args.pick_checkpoint, "rehearsal_share": args.rehearsal_share,
-              "mlm_config": parse_settings(args.mlm, "--mlm") or None, "parallel": args.parallel, "ray": args.ray,
-              "time_limit": parse_duration(args.time_limit, "--time-limit")}
+    params = experiment_request(
+        args.seeds, args.budgets, args.lc_sizes, args.mlm, args.strategies, args.baselines,
+        names={"seeds": "--seeds", "budgets": "--budgets", "lc_sizes": "--lc-sizes", "mlm": "--mlm"},
+        tc=_corpus(args, args.tc), dc=_corpus(args, args.dc), lc=_corpus(args, args.lc), dev=_corpus(args, args.dev),
+        test=_corpus(args, args.test),
+        budget=Budget.parse(args.budget, "--budget").value if args.budget is not None else None,
+        model=_model(args.model), preset=args.preset, domain=args.domain, exclude_leaked=args.exclude_leaked,
+        allow_dev_in_mlm=args.allow_dev_in_mlm, pick_checkpoint=args.pick_checkpoint,
+        rehearsal_share=args.rehearsal_share, parallel=args.parallel, ray=args.ray,
+        time_limit=parse_duration(args.time_limit, "--time-limit"))
     args.run_dir = args.out
     result = _run(args, "experiment", params, "experiment")
     if args.json:

@@ -7,12 +7,13 @@ the folder key of each cell; shared by the experiment job, compare-sources, the 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from core.errors import UserError
 from core.recipes.budget import Budget
+from core.recipes.configs import parse_settings
 from core.recipes.strategy_row import BASELINES, StrategyRow, row_labels
 from core.runner.params import MAX_SEED
 
@@ -64,6 +65,30 @@ def parse_seeds(text: str, what: str) -> list[int]:
     if twice := sorted({s for s in seeds if seeds.count(s) > 1}):
         raise UserError(f"{what}: seed {', '.join(map(str, twice))} is given twice: each seed once")
     return seeds
+
+
+def experiment_request(seeds: str, budgets: str | None, lc_sizes: str | None, mlm: str | Sequence[str] | None,
+                       strategies: str | Sequence[str], baselines: str | Sequence[str], *, names: Mapping[str, str],
+                       **settings: Any) -> dict[str, Any]:
+    """The experiment job's params from what a user typed (the Runs page's fields, `experiment`'s options; one
+    function, so the two never build two recipes for one request): each text parsed by its one rule, an error naming
+    the field as the caller shows it (`names`: "seeds", "budgets", "lc_sizes", "mlm" -> label); `settings` go as given
+    (the job's params check them at submit).
+
+    >>> experiment_request("1,2", "500, 0.1", None, "lr=5e-5", "dsir", "none,tapt", names={})["budgets"]
+    [500, 0.1]
+    """
+    def label(field: str) -> str:
+        return names.get(field, field)
+
+    def items(value: str | Sequence[str]) -> list[str]:
+        return [t.strip() for t in (value.split(",") if isinstance(value, str) else value) if str(t).strip()]
+
+    return {"seeds": parse_seeds(seeds, label("seeds")),
+            "budgets": [b.value for b in Budget.parse_list(budgets, label("budgets"))] or None if budgets else None,
+            "lc_sizes": [b.value for b in Budget.parse_list(lc_sizes, label("lc_sizes"))] or None if lc_sizes else None,
+            "mlm_config": parse_settings(mlm or [], label("mlm")) or None,
+            "strategies": check_rows(items(strategies)), "baselines": items(baselines), **settings}
 
 
 def resolve_sc_budget(budget: Budget | int | float | str | None, tc_size: int, dc_size: int) -> int:
