@@ -111,7 +111,7 @@ def _browser() -> str:
         value = st.context.cookies.get(websession.BROWSER_COOKIE)
     except Exception:  # no request behind the run (a test): the code is then bound to nothing
         return ""
-    return value if isinstance(value, str) else ""
+    return websession.browser_id(value) if isinstance(value, str) else ""
 
 
 def _submit() -> None:

@@ -133,6 +133,13 @@ def read_result(path: Path, what_to_do: str = "") -> dict[str, Any] | None:
     return data
 
 
+def budget_value(budget: Any) -> Any:
+    """A study's --budget as the number it means ('0.10', ' 2000' and 2000 alike); None for the default (|TC|)."""
+    from core.recipes.budget import Budget
+
+    return None if budget in (None, "") else Budget.parse(budget, "--budget").value
+
+
 def same_study(previous: Path, params: dict[str, Any], protocol: dict[str, Any], say: bool = True) -> dict[str, Any] | None:
     """The result JSON at `previous` when it is one of this study (domain, protocol, recipe), else None; a file that
     is not a result JSON is a UserError."""
@@ -147,7 +154,7 @@ def same_study(previous: Path, params: dict[str, Any], protocol: dict[str, Any],
 
     if data.get("domain") != params["domain"] or protocol_of(data.get("protocol") or {}) != protocol_of(protocol) \
             or recipe_differences(recipe_of(data["params"]), recipe_of(params)) \
-            or str(data["params"].get("budget") or "") != str(params.get("budget") or ""):
+            or budget_value(data["params"].get("budget")) != budget_value(params.get("budget")):
         if say:
             print(f"{previous} is another study (domain, protocol, recipe or SC budget): no cells restored from it",
                   file=sys.stderr)
@@ -527,7 +534,7 @@ def merge_results(paths: list[Path], out: Path) -> dict[str, Any]:
         alike = set(ran_alike([*(parts[0].get("cells") or []), *(part.get("cells") or [])])) - {""}
         if len(alike) > 1:  # cells of two devices or precisions never pair (core.experiments.records.ran_alike)
             diff.append(f"devices: the parts ran on {' and '.join(sorted(alike))}")
-        if str(parts[0]["params"].get("budget") or "") != str(part["params"].get("budget") or ""):
+        if budget_value(parts[0]["params"].get("budget")) != budget_value(part["params"].get("budget")):
             diff.append(f"SC budget: {parts[0]['params'].get('budget')!r} there, {part['params'].get('budget')!r} now")
         if diff:
             raise SystemExit(f"error: {path} is another study than {paths[0]} ({'; '.join(diff)}): "
@@ -734,8 +741,8 @@ def recipe_variant(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
     recipe["pick_checkpoint"] = pick
     if pick:
         variant += f"-pick{pick}"
-    if budget := getattr(args, "budget", None):  # another SC size is another study: its own folder and JSON (it pooled
-        variant += f"-b{str(budget).strip()}"    # with the default budget's cells, and --status said nothing was left)
+    if (budget := budget_value(getattr(args, "budget", None))) is not None:  # another SC size is another study: its own
+        variant += f"-b{budget:g}"  # folder and JSON (it pooled with the default budget's cells; --status said none left)
     if precision := getattr(args, "cpu_precision", None):
         # A CPU run pinned to a precision is its own run beside the GPU one of the same recipe: cells of two devices
         # or precisions never pair (core.experiments.records.ran_alike), so they never share a folder or a JSON, and

@@ -530,8 +530,13 @@ def test_a_run_folder_keeps_one_recipe(tmp_path, corpora, tiny_bert_dir):
     # their F1 as the new corpora's
     other = tmp_path / "test2.conll"
     other.write_text(Path(corpora["test"]).read_text() + "\nOne\tO\nmore\tO\n")  # a sentence more
-    with pytest.raises(UserError, match=r"other corpora \(TEST 'test2' holds other sentences than 'lc' did there\)"):
+    with pytest.raises(UserError, match=r"other corpora \(TEST 'test2' holds other sentences or tags than 'lc' did there\)"):
         jobs.run_inline(ws, "experiment", {**params, "test": str(other)}, run_dir=run_dir)
+    # the same sentences named another way (the file imported into the workspace: its Parquet hashes otherwise) are
+    # the same corpora: found in review, refused by file hash
+    ws.import_corpus(corpora["test"], name="test-imported")
+    kept = jobs.run_inline(ws, "experiment", {**params, "test": "test-imported"}, run_dir=run_dir)
+    assert [c["seed"] for c in kept["cells"]] == [1]
     # how a cell runs is not its recipe: an out-of-memory retry doubles grad_accum and continues the same folder
     retried = jobs.run_inline(ws, "experiment", {**params, "seeds": [1, 2], "ner_config": {"grad_accum": 2}}, run_dir=run_dir)
     assert [c["seed"] for c in retried["cells"]] == [1, 2]

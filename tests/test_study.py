@@ -590,3 +590,15 @@ def test_another_sc_budget_is_another_study():
     default = study.recipe_variant(args)[1]
     args = study.build_parser().parse_args(["--domain", "music", "--budget", "2000"])
     assert study.recipe_variant(args)[1] == default + "-b2000"
+
+
+def test_exclude_leaked_without_allow_dev_is_the_default_recipe_in_old_records_too():
+    """Found in review: params now drop exclude_leaked without allow_dev_in_mlm, and a folder recorded before with it
+    on was refused on resume (exclude_leaked: True there, False now)."""
+    from core.experiments.plan import recipe_differences, recipe_of
+
+    old = {"preset": "tiny", "exclude_leaked": True, "allow_dev_in_mlm": False}
+    assert recipe_differences(recipe_of(old), recipe_of({"preset": "tiny"})) == []
+    assert recipe_of({**old, "allow_dev_in_mlm": True})["exclude_leaked"] is True
+    study = load_script("crossner_study")
+    assert study.budget_value(" 2000") == study.budget_value(2000) == 2000 and study.budget_value("0.10") == 0.1

@@ -672,13 +672,20 @@ def test_a_sign_in_code_opens_the_session_for_the_browser_that_signed_in_only():
 
     from starlette.applications import Starlette
     from starlette.testclient import TestClient
+    from streamlit.web.server.starlette.starlette_app_utils import generate_xsrf_token_string
 
     from core.team import websession
 
-    code = websession.handoff("tok", time.time() + 60, browser="2|aaaa|bbbb|1")
+    token = bytes(range(16))
+    signed_in_with = generate_xsrf_token_string(token)
+    code = websession.handoff("tok", time.time() + 60, browser=websession.browser_id(signed_in_with))
     headers = {"Content-Type": "application/json", "Sec-Fetch-Site": "same-origin"}
-    other = TestClient(Starlette(routes=websession.routes()), cookies={websession.BROWSER_COOKIE: "2|cccc|dddd|1"})
+    other = TestClient(Starlette(routes=websession.routes()),
+                       cookies={websession.BROWSER_COOKIE: generate_xsrf_token_string(bytes(16))})
     assert other.post(websession.SESSION_PATH, content=json.dumps({"handoff": code}), headers=headers).status_code == 403
     assert websession.pending(code)  # another browser's attempt does not spend it
-    mine = TestClient(Starlette(routes=websession.routes()), cookies={websession.BROWSER_COOKIE: "2|aaaa|bbbb|1"})
+    # the same browser, its cookie's text re-masked since (each health check of a tab does it): found in review
+    remasked = generate_xsrf_token_string(token)
+    assert remasked != signed_in_with
+    mine = TestClient(Starlette(routes=websession.routes()), cookies={websession.BROWSER_COOKIE: remasked})
     assert mine.post(websession.SESSION_PATH, content=json.dumps({"handoff": code}), headers=headers).status_code == 204

@@ -120,7 +120,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                                                           "predicted entities (or --measure c1) per sentence")
     p.add_argument("--measure", choices=("entities", "c1"), default="entities", help="with --predictions (default: entities)")
     p.add_argument("--field", metavar="NAME", help="colour by a field the corpora carry (e.g. domain), as the Map's "
-                                                    "'field: NAME': counts per value, and a column in --out")
+                                                    "'field: NAME': counts per value (the rarest folded into 'other', as "
+                                                    "on the Map), and every value as it is in a column of --out")
     p.add_argument("--region", help="a region of the map, 'x,y x,y x,y ...' (3+ corners, map coordinates)")
     p.add_argument("--search", help="the sentences holding every word of this query")
     p.add_argument("--save-selection", metavar="DC", help="save the region's / search's sentences of corpus DC as a selection")
@@ -281,7 +282,13 @@ def region_corners(text: str) -> list[list[float]]:
 
 def cmd_project(args: argparse.Namespace) -> int:
     from core.selection.atlas import build_atlas, map_corpora, points_frame
-    from core.selection.layers import colour_layer, prediction_values, selection_layer, selection_percentiles
+    from core.selection.layers import (
+        colour_layer,
+        field_values,
+        prediction_values,
+        selection_layer,
+        selection_percentiles,
+    )
     from core.selection.map_region import Region, region_rows, save_region_corpus, save_region_selection
 
     ws = Workspace(args.workspace)
@@ -308,8 +315,8 @@ def cmd_project(args: argparse.Namespace) -> int:
     if args.field:  # the Map page's "field: NAME" colouring, through the same core function
         layer = colour_layer(ws, atlas, f"field: {args.field}")
         report["field"] = {"name": args.field, "values": layer.counts()}
-        if frame is not None:
-            frame[f"field_{args.field}"] = np.array([e["label"] for e in layer.legend])[layer.codes]
+        if frame is not None:  # every value as it is (the counts fold the rare ones into "other", as the Map does)
+            frame[f"field_{args.field}"] = field_values(ws, atlas, args.field)
     if args.predictions:
         values = prediction_values(ws, atlas, args.predictions, args.measure)
         ok = np.isfinite(values)

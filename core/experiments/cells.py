@@ -29,7 +29,7 @@ from core.experiments.plan import (
     slug,
     sweep_budgets,
 )
-from core.experiments.records import Cell, check_inputs, check_recipe, load_cell, save_cell
+from core.experiments.records import Cell, check_inputs, check_recipe, corpus_fingerprint, load_cell, save_cell
 from core.experiments.summary import keep_predictions
 from core.progress import silent, sub
 from core.recipes.modes import MODE_PHASES
@@ -282,6 +282,12 @@ class ExperimentCells(CellTrainer):
         self._lc_subsets: dict[tuple[int, int], Corpus] = {}
         self.recipe_checked = False  # a parallel run's parent checks once for its workers
 
+    def inputs(self) -> dict[str, tuple[str, str]]:
+        """What this run's cells read, role -> (name, corpus_fingerprint), for the run folder's check (records.check_inputs):
+        TC and DC as the leakage guard left them, which the same inputs always give."""
+        corpora = {"tc": self.tc, "dc": self.dc, "lc": self.lc, "dev": self.dev, "test": self.test}
+        return {k: (str((self.refs.get(k) or {}).get("name") or k), corpus_fingerprint(c)) for k, c in corpora.items()}
+
     def phases_of(self, row: str) -> list[str]:
         """The phases a cell of `row` runs (core.experiments.cell_phases): its progress slices follow them."""
         if row == "none":
@@ -354,7 +360,7 @@ class ExperimentCells(CellTrainer):
         done = folder / CELL_FILE
         if not self.recipe_checked:  # only a cell still to train can mix recipes: finished folders stay readable
             check_recipe(self.run_dir, self.params, len(self.lc))
-            check_inputs(self.run_dir, self.refs)
+            check_inputs(self.run_dir, self.inputs())
             self.recipe_checked = True
         folder.mkdir(parents=True, exist_ok=True)
         t0 = time.time()

@@ -259,7 +259,7 @@ def experiment_job(params: ExperimentParams, ctx: JobContext) -> dict[str, Any]:
     # the new recipe whenever nothing is left to train (the check in run_cell only runs for a cell that trains)
     done = {i: runner.finished_cell(t.row, t.seed, t.budget, t.lc_size) for i, t in enumerate(tasks)}  # read once
     check_recipe(ctx.run_dir, params, len(runner.lc), any(c is None for c in done.values()))
-    check_inputs(ctx.run_dir, runner.refs)
+    check_inputs(ctx.run_dir, runner.inputs())
     if kept := sum(c is not None for c in done.values()):
         ctx.log(f"{kept} of {len(tasks)} cells finished in an earlier run of this folder: kept, not trained again")
     if params.ray or parallel != 1:

@@ -82,7 +82,7 @@ def guard_chosen_corpus(corpus: Corpus, leak: LeakageReport, allow_dev_in_mlm: b
                         name: str) -> tuple[Corpus, int, int]:
     """An MLM corpus the user chose (TC, a compare-sources source): (it without its TEST duplicates, its DEV duplicates
     kept, TEST duplicates dropped); UserError for DEV text when it pretrains and the run does not allow it."""
-    dev_rows = leak.rows("dev")
+    dev_rows = set(leak.rows("dev")) - set(leak.rows("test"))  # a TEST duplicate too is dropped with those: no DEV in MLM
     if dev_rows and pretrains and not allow_dev_in_mlm:
         per = leak.per_against["dev"]
         raise UserError(f"DEV text in the MLM corpus {name}: {per['exact']} exact and {per['near']} near duplicates of "
@@ -90,10 +90,7 @@ def guard_chosen_corpus(corpus: Corpus, leak: LeakageReport, allow_dev_in_mlm: b
                         "pretraining on it flatters DEV F1 and the pick. Use a TC without DEV text (e.g. TC = train), or "
                         "allow it explicitly (--allow-dev-in-mlm; recorded with the results)")
     test_rows = leak.rows("test")
-    # a DEV duplicate that is a TEST duplicate too is dropped with those: it never reaches MLM (it marked rows "DEV in
-    # MLM" that were not), as DC's count already left such rows out
-    kept_dev = len(set(dev_rows) - set(test_rows))
-    return (_without(corpus, test_rows) if test_rows else corpus), (kept_dev if pretrains else 0), len(test_rows)
+    return (_without(corpus, test_rows) if test_rows else corpus), (len(dev_rows) if pretrains else 0), len(test_rows)
 
 
 def _without(corpus: Corpus, rows: set[int]) -> Corpus:

@@ -136,6 +136,8 @@ def recipe_of(params: Any, fields: tuple[str, ...] = RECIPE_FIELDS) -> dict[str,
             recipe[f] = model_settings(recipe[f] or {}) or None
     if "model" in recipe:
         recipe["model"] = recipe["model"] or "default"
+    if "exclude_leaked" in recipe:  # changes nothing without allow_dev_in_mlm: older records kept it on alone
+        recipe["exclude_leaked"] = bool(recipe["exclude_leaked"] and get("allow_dev_in_mlm"))
     return recipe
 
 

@@ -24,6 +24,7 @@ True
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import math
 from collections.abc import Iterable, Mapping
@@ -331,6 +332,8 @@ def same_task_cells(run_dir: str | Path, params: Any) -> tuple[list[dict[str, An
         except (OSError, json.JSONDecodeError):
             continue
         other = record.get("params") if isinstance(record, dict) and record.get("kind") == "experiment" else None
+        if isinstance(other, dict) and other.get("budgets") and len(other["budgets"]) == 1 and other.get("budget") is None:
+            other = {**other, "budget": other["budgets"][0], "budgets": None}  # stored before one budget became budget
         if not isinstance(other, dict) or any(_listed(other.get(k)) != _listed(v) for k, v in want.items()):
             continue
         if found := [c.to_dict() for c in load_cells(folder)]:
@@ -348,20 +351,33 @@ INPUTS_FILE = "inputs.json"  # the corpora a run folder's cells read, by content
 
 
 def _started(folder: Path) -> bool:
-    """Whether a run folder holds work of its own: a finished cell, or a training checkpoint (a run stopped mid-MLM
-    resumes from it; taking a new recipe then trained from the old optimizer and learning rate)."""
-    return bool(load_cells(folder)) or any(p.is_dir() for p in folder.rglob("checkpoint"))
+    """Whether a run folder holds work of its own: anything a cell wrote (a finished cell, a checkpoint, a finished
+    MLM model or its snapshots, a NER model): a run stopped after its MLM took a new recipe and reused that model."""
+    return bool(load_cells(folder)) or any(any((folder / part).rglob("*")) for part in ("pretrain", "cells"))
 
 
-def check_inputs(run_dir: str | Path, refs: Mapping[str, Mapping[str, Any]]) -> None:
-    """Refuse to continue a run folder whose cells read other corpora (another --test, or a DC re-imported under the
-    same name): its finished cells would be reported as the new corpora's F1. `refs`: role -> {name, hash}."""
+def corpus_fingerprint(corpus: Any) -> str:
+    """The sentences and tags of a corpus as one hash: what a run folder's cells read, however the corpus was named
+    (a workspace corpus and the file it came from hash differently as files)."""
+    h = hashlib.sha256()
+    for i, tokens in enumerate(corpus.tokens):
+        h.update("\x1f".join(tokens).encode("utf-8"))
+        if corpus.tags is not None:
+            h.update(b"\x1e" + "\x1f".join(corpus.tags[i]).encode("utf-8"))
+        h.update(b"\n")
+    return h.hexdigest()[:16]
+
+
+def check_inputs(run_dir: str | Path, corpora: Mapping[str, tuple[str, str]]) -> None:
+    """Refuse to continue a run folder whose cells read other corpora (another --test, or a DC re-imported with other
+    sentences): its finished cells would be reported as the new corpora's F1. `corpora`: role -> (name,
+    corpus_fingerprint). A folder from before the record takes this run's."""
     folder = Path(run_dir)
     path = folder / INPUTS_FILE
-    now = {k: {"name": r.get("name"), "hash": r.get("hash")} for k, r in refs.items()}
+    now = {k: {"name": name, "hash": digest} for k, (name, digest) in corpora.items()}
     if path.is_file() and _started(folder):
         stored = json.loads(path.read_text("utf-8"))
-        diff = [f"{k.upper()} {now[k]['name']!r} holds other sentences than {v.get('name')!r} did there"
+        diff = [f"{k.upper()} {now[k]['name']!r} holds other sentences or tags than {v.get('name')!r} did there"
                 for k, v in stored.items() if k in now and v.get("hash") != now[k]["hash"]]
         if diff:
             raise UserError(f"run folder {folder} holds cells of other corpora ({'; '.join(diff)}): continue it with the "
@@ -378,7 +394,7 @@ def check_recipe(run_dir: str | Path, params: Any, lc_sentences: int | None = No
     smaller cells chose their checkpoint on all of LC (before the probe used each cell's own sample, which their pick
     record says in `probe_lc`) is refused too: its new cells would choose the other way (`new_cells` False: none will
     run, so that sweep stays readable). A folder whose recipe.json names no finished cell (a run stopped before its
-    first cell) takes the recipe of this run."""
+    first cell, with nothing of a cell written yet) takes the recipe of this run."""
     folder = Path(run_dir)
     recipe = recipe_of(params)
     finished = load_cells(folder)

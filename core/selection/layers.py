@@ -116,11 +116,9 @@ def score_layer(name: str, values: np.ndarray) -> Layer:
     return Layer(name, codes, colors, list(range(256)), legend, continuous=True)
 
 
-def field_layer(ws: Workspace, atlas: Atlas, field: str) -> Layer:
-    """A corpus field (e.g. DC's `domain`) as categories: the most frequent values, the rest "other",
-    points of corpora without the field "(none)"."""
-    import pandas as pd
-
+def field_values(ws: Workspace, atlas: Atlas, field: str) -> np.ndarray:
+    """Per point: the corpus field's value as text (None where its corpus lacks the field or the value is missing),
+    every value as it is (the layer folds the rare ones into "other"; an export keeps them)."""
     values = np.full(len(atlas), None, dtype=object)
     for c in atlas.corpora:
         stream = open_corpus_stream(ws, c["name"])
@@ -128,6 +126,15 @@ def field_layer(ws: Workspace, atlas: Atlas, field: str) -> Layer:
             continue
         col = [v for b in stream.arrow_batches(columns=[field]) for v in b.column(0).to_pylist()]
         values[int(c["offset"]):int(c["offset"]) + len(col)] = [None if v is None else str(v) for v in col]
+    return values
+
+
+def field_layer(ws: Workspace, atlas: Atlas, field: str) -> Layer:
+    """A corpus field (e.g. DC's `domain`) as categories: the most frequent values, the rest "other",
+    points of corpora without the field "(none)"."""
+    import pandas as pd
+
+    values = field_values(ws, atlas, field)
     series = pd.Series(values)
     top = series.dropna().value_counts().index[:MAX_CATEGORIES - 1].tolist()
     if not top:

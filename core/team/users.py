@@ -35,6 +35,7 @@ import functools
 import hashlib
 import re
 import secrets
+import threading
 import time
 import unicodedata
 from collections.abc import Mapping
@@ -327,6 +328,9 @@ def _seen(con, keys: dict[str, str]) -> dict[str, tuple[int, float]]:
             if (r := con.execute("SELECT failures, last FROM throttle WHERE key = ?", (k,)).fetchone())}
 
 
+_CHECKS = threading.BoundedSemaphore(2)  # password checks at once in this process (outside the database's write lock)
+
+
 def authenticate(ws: Workspace, name: str, password: str, client: str = "local") -> Actor:
     """The actor for a right name and password. Every refusal reads REFUSED, whether the name exists, the password
     was wrong, or this attempt waits out repeated failures (refused unchecked, nothing written); a disabled account
@@ -345,7 +349,8 @@ def authenticate(ws: Workspace, name: str, password: str, client: str = "local")
     # argon2 (~0.1 s) outside the write lock: held inside it, a flood of attempts from fresh addresses stalled every
     # annotation save and session for seconds; the lock only records the outcome
     checked = first["pw_hash"] if first is not None else None
-    matches = _password_matches(checked or _dummy_hash(), password) and checked is not None
+    with _CHECKS:  # a few at once: argon2 takes 64 MiB a check, and a flood of them ran the server out of memory
+        matches = _password_matches(checked or _dummy_hash(), password) and checked is not None
     refusal: SignInError | None = None  # raised after the transaction commits: failures must be recorded
     with transaction(ws) as con:
         if _held(seen := _seen(con, keys), now):  # another attempt failed in between
@@ -354,7 +359,8 @@ def authenticate(ws: Workspace, name: str, password: str, client: str = "local")
         who = row["name"] if row else (typed or "?")
         stored = row["pw_hash"] if row is not None else None  # none for an unknown name or an OIDC-only user
         if stored != checked:  # the password changed in between (rare): judged on the stored one, under the lock
-            matches = _password_matches(stored or _dummy_hash(), password) and stored is not None
+            with _CHECKS:
+                matches = _password_matches(stored or _dummy_hash(), password) and stored is not None
         if not matches:
             for k in keys.values():
                 con.execute("INSERT INTO throttle (key, failures, last) VALUES (?, 1, ?) ON CONFLICT(key) DO UPDATE SET "

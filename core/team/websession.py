@@ -29,6 +29,19 @@ HANDOFF_SECONDS = 120.0
 
 _handoffs: dict[str, tuple[str, float, float, str]] = {}  # code -> (token, session expiry, code expiry, browser); one process
 BROWSER_COOKIE = "_streamlit_xsrf"  # set by Streamlit once per browser: what ties a code to the browser that signed in
+
+
+def browser_id(cookie: str | None) -> str:
+    """The browser's token inside its Streamlit cookie: the cookie's text changes (a new mask at each health check of
+    every tab), the token under it does not, so a code is compared on the token ("" when there is none)."""
+    if not cookie:
+        return ""
+    try:  # Streamlit's own decoder of its cookie (version 2: 2|mask|masked|timestamp)
+        from streamlit.web.server.starlette.starlette_app_utils import decode_xsrf_token_string
+    except ImportError:  # another Streamlit: the text as it is
+        return cookie
+    token, _ = decode_xsrf_token_string(cookie)
+    return token.hex() if token else cookie
 _lock = threading.Lock()
 
 
@@ -108,7 +121,8 @@ def routes() -> list[Any]:
             body = await request.json()
         except ValueError:
             body = {}
-        found = redeem(body.get("handoff", "") if isinstance(body, dict) else "", request.cookies.get(BROWSER_COOKIE, ""))
+        found = redeem(body.get("handoff", "") if isinstance(body, dict) else "",
+                       browser_id(request.cookies.get(BROWSER_COOKIE)))
         if found is None:
             return Response("unknown or spent sign-in code", status_code=403)
         token, expires = found
