@@ -69,7 +69,10 @@ def test_variants_are_labelled_none_is_borrowed_and_the_criterion_is_counted(tmp
     from core.experiments.plan import recipe_label
 
     assert recipe_label({"preset": "study", "ner_config": {"epochs": 5, "device": "cpu"}, "exclude_leaked": True,
-                         "pick_checkpoint": 0, "rehearsal_share": 0.0}) == "study + ner.epochs=5 + exclude-leaked"
+                         "allow_dev_in_mlm": True, "pick_checkpoint": 0, "rehearsal_share": 0.0}) == \
+        "study + ner.epochs=5 + exclude-leaked + DEV-in-MLM"
+    # exclude_leaked alone changes nothing (it drops DC's DEV duplicates only where DEV text is allowed): no label
+    assert recipe_label({"preset": "study", "exclude_leaked": True}) == "study"
     assert recipe_label({"preset": "study", "model": "default", "mlm_config": {}}) == "study"
     assert warm["rows"]["tapt"]["vs"]["none"]["delta"] < 0 < study["rows"]["tapt"]["vs"]["none"]["delta"]
     assert study["best_selection"] == "dsir" and study["tapt_ge_none"] and study["best_ge_tapt"]
