@@ -139,3 +139,17 @@ def test_no_page_is_over_250_lines():
     root = Path(__file__).resolve().parents[1]
     long = {p.name: n for p in (root / "views").glob("*.py") if (n := len(p.read_text("utf-8").splitlines())) > 250}
     assert not long, f"pages over 250 lines: {long}"
+
+
+def test_core_never_imports_the_ui():
+    """core/ stays importable without Streamlit (the CLI, jobs and scripts load it alone): no module imports it,
+    not even inside a function (websession read Streamlit's cookie decoder that way)."""
+    import ast
+
+    found = []
+    for path in sorted((ROOT / "core").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
+                     [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            found += [f"{path.name}: {n}" for n in names if n == "streamlit" or n.startswith("streamlit.")]
+    assert found == []

@@ -36,12 +36,18 @@ def browser_id(cookie: str | None) -> str:
     every tab), the token under it does not, so a code is compared on the token ("" when there is none)."""
     if not cookie:
         return ""
-    try:  # Streamlit's own decoder of its cookie (version 2: 2|mask|masked|timestamp)
-        from streamlit.web.server.starlette.starlette_app_utils import decode_xsrf_token_string
-    except ImportError:  # another Streamlit: the text as it is
+    # Read here, not with Streamlit's own decoder: core stays importable without the UI. Version 2 is
+    # "2|mask|masked|timestamp", the token each masked byte XOR the mask's (repeated); anything else is taken as it is.
+    parts = cookie.strip("\"'").split("|")
+    if len(parts) != 4 or parts[0] != "2":
         return cookie
-    token, _ = decode_xsrf_token_string(cookie)
-    return token.hex() if token else cookie
+    try:
+        mask, masked = bytes.fromhex(parts[1]), bytes.fromhex(parts[2])
+    except ValueError:
+        return cookie
+    if not mask:
+        return cookie
+    return bytes(b ^ mask[i % len(mask)] for i, b in enumerate(masked)).hex()
 _lock = threading.Lock()
 
 
