@@ -7,6 +7,7 @@ selection the same way: its key, a key prefix of 6+ hex digits, or its folder.""
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from collections.abc import Iterator
@@ -73,14 +74,11 @@ def list_selections(ws: Workspace, dc: str | None = None, in_workspace: bool = F
     under the same name holds other sentences: its old selections' dc_index would mark the wrong rows), by name
     for one saved without its DC's hash; `in_workspace`: only those whose DC is a workspace corpus (their dc_index
     values resolve here)."""
-    digest: list[str | None] = []  # read once, and only when a selection recording its DC's hash is met
-
+    @functools.cache  # read once, and only when a selection recording its DC's hash is met
     def dc_digest() -> str | None:
-        if not digest:
-            from core.data.stream import open_corpus_stream
+        from core.data.stream import open_corpus_stream
 
-            digest.append(open_corpus_stream(ws, dc).digest() if ws.has_corpus(dc) else None)  # cached per import
-        return digest[0]
+        return open_corpus_stream(ws, dc).digest() if ws.has_corpus(dc) else None  # cached per import
 
     out = []
     for folder in reversed(ws.list_artifacts(ARTIFACT)):

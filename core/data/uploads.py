@@ -67,10 +67,7 @@ def stage_upload(ws: Workspace, filename: str, data: bytes, actor: Actor = LOCAL
 def check_upload_owner(ws: Workspace, actor: Actor, path: str | Path) -> None:
     """An import of an upload's copy (the job's `upload` set) names the actor's own copy: another user's would be read
     into a corpus and removed, and their import then fail. The CLI and the single-user app (LOCAL) and admins pass."""
-    staged = staged_copy(ws, path)
-    if not staged.exists():  # imported already, or swept: said as such, not as someone else's
-        raise UserError(f"the copy of the upload {staged.name!r} is gone (imported already, or swept after a week): "
-                        "upload the file again")
+    staged = existing_copy(ws, path, Path(path).name)  # gone: said as such, not as someone else's
     if actor == LOCAL or actor.role == Role.ADMIN:
         return
     try:
@@ -99,15 +96,21 @@ def staged_copy(ws: Workspace, path: str | Path) -> Path:
     return resolved
 
 
+def existing_copy(ws: Workspace, path: str | Path, filename: str) -> Path:
+    """`staged_copy` that is still there, else a UserError saying the upload's copy is gone."""
+    staged = staged_copy(ws, path)
+    if not staged.exists():
+        raise UserError(f"the copy of the upload {filename!r} is gone (imported already, or swept after a week): "
+                        "upload the file again")
+    return staged
+
+
 def import_staged(ws: Workspace, path: str | Path, filename: str, role: CorpusRole | str | None = None,
                   name: str | None = None, fmt: str = "auto", overwrite: bool = False, progress: Progress | None = None,
                   actor: Actor = LOCAL) -> CorpusInfo:
     """Import an upload's copy; errors and the corpus's source name the browser's file, not the copy."""
     require(actor, "import a corpus")
-    staged = staged_copy(ws, path)
-    if not staged.exists():
-        raise UserError(f"the copy of the upload {filename!r} is gone (imported already, or swept after a week): "
-                        "upload the file again")
+    staged = existing_copy(ws, path, filename)
     try:
         # the server-path check is not for this file: it is the workspace's own copy (staged_copy checked where)
         info = ws._import_file(staged, role, name, fmt, overwrite, progress,

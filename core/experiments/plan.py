@@ -15,7 +15,7 @@ from core.errors import UserError
 from core.recipes.budget import Budget
 from core.recipes.configs import parse_settings
 from core.recipes.strategy_row import BASELINES, StrategyRow, row_labels
-from core.runner.params import MAX_SEED
+from core.runner.params import check_seeds
 
 CELL_FILE = "cell.json"
 PICK_FILE = "pick.json"  # a cell's checkpoint choice (base encoder or an MLM snapshot) with every probe score
@@ -60,10 +60,7 @@ def parse_seeds(text: str, what: str) -> list[int]:
     if not items:
         raise UserError(f"{what}: give at least one seed")
     seeds = [int(t) for t in items]
-    if too_big := [s for s in seeds if s > MAX_SEED]:
-        raise UserError(f"{what}: seed {too_big[0]} is above {MAX_SEED:,}, the largest every random generator takes")
-    if twice := sorted({s for s in seeds if seeds.count(s) > 1}):
-        raise UserError(f"{what}: seed {', '.join(map(str, twice))} is given twice: each seed once")
+    check_seeds(seeds, what)
     return seeds
 
 

@@ -383,14 +383,20 @@ def run_inline(ws: Workspace, kind: str, params: dict[str, Any] | Any, run_dir: 
                progress: Progress | None = None) -> dict[str, Any]:
     """Run a job function in this process (the CLI's path): the same code and validated params as a background job."""
     typed, ctx = inline_context(ws, kind, params, run_dir, progress)
-    if caution := split_warning(ws, kind, typed):
-        ctx.log(f"warning: {caution}")
     try:
-        result = with_warning(load_job_function(kind)(typed, ctx) or {}, caution)
+        result = _call(ws, kind, typed, ctx)
     except KeyboardInterrupt:
         raise Interrupted(ctx.run_dir) from None
     atomic_write_json(ctx.run_dir / "result.json", result)
     return result
+
+
+def _call(ws: Workspace, kind: str, spec: Any, ctx: JobContext) -> dict[str, Any]:
+    """The job function's result, in a background process or inline alike, with what to say of its splits (a DEV or
+    TEST that is its training corpus: core.runner.split_check) logged first and joined to the result's warning."""
+    if caution := split_warning(ws, kind, spec):
+        ctx.log(f"warning: {caution}")
+    return with_warning(load_job_function(kind)(spec, ctx) or {}, caution)
 
 
 def _run_job(ws: Workspace, job_id: str) -> int:
@@ -407,9 +413,7 @@ def _run_job(ws: Workspace, job_id: str) -> int:
     ctx.log(f"job {job.id} ({job.kind}) started, attempt {job.attempts}, pid {os.getpid()}"
             + (f", device {devices.describe(device)}" if device else ""))
     try:
-        if caution := split_warning(ws, job.kind, job.spec):
-            ctx.log(f"warning: {caution}")
-        result = with_warning(load_job_function(job.kind)(job.spec, ctx) or {}, caution)
+        result = _call(ws, job.kind, job.spec, ctx)
         atomic_write_json(job.run_dir / "result.json", result)
         said = JobResult.from_dict(result).said()
         update(ws, job.id, attempt, status="done", progress=1.0, finished=time.time(), result=encode(result, "result"),

@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import types
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Union
@@ -123,17 +123,21 @@ def range_error(value: Any, limits: tuple[float | None, float | None, float | No
 MAX_SEED = 2**32 - 1  # what every generator takes (numpy's legacy seed stops here; torch overflowed at 2**63)
 
 
-def _distinct(seeds: list[int]) -> None:
-    twice = sorted({s for s in seeds if seeds.count(s) > 1})
-    if twice:  # two cells of one row and seed: the job ran them all, then its summary refused the pair
-        raise UserError(f"seed {', '.join(map(str, twice))} is given twice: each seed once")
+def check_seeds(seeds: Sequence[int], what: str = "") -> None:
+    """Seeds as every generator takes them, each once (two cells of one row and seed: the job ran them all, then its
+    summary refused the pair); `what` names the field for a typed list (parse_seeds)."""
+    prefix = f"{what}: " if what else ""
+    if too_big := [s for s in seeds if s > MAX_SEED]:
+        raise UserError(f"{prefix}seed {too_big[0]} is above {MAX_SEED:,}, the largest every random generator takes")
+    if twice := sorted({s for s in seeds if list(seeds).count(s) > 1}):
+        raise UserError(f"{prefix}seed {', '.join(map(str, twice))} is given twice: each seed once")
 
 
 def seeds_field(default: list[int] | None = None) -> Any:
     """A list of seeds: each in [0, MAX_SEED] (numpy's generators refuse a negative one, deep inside a strategy, after
     the baselines had trained) and each once, refused at submit with the field's name."""
     return field(default_factory=lambda: list(default or [1]),
-                 metadata={"range": (0, None, MAX_SEED), "check": _distinct})
+                 metadata={"range": (0, None, MAX_SEED), "check": check_seeds})
 
 
 def config_fields(cls: type) -> tuple[str, ...]:
